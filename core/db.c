@@ -1,0 +1,409 @@
+/*
+ * db.c -- database handles: open, close, schema, statements, listing.
+ *
+ * A handle owns one driver connection and the statements prepared on it.
+ * Each statement of the dialect is prepared the first time it is needed
+ * and kept until the connection closes (DESIGN D1b). When a call finds the
+ * connection broken, the connection and its statements are dropped and the
+ * next call connects again; the failed call reports the error and is never
+ * retried behind the caller's back.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+sqllock_value sqllock__int(int64_t v)
+{
+    sqllock_value val;
+
+    memset(&val, 0, sizeof val);
+    val.type = SQLLOCK_VALUE_INT64;
+    val.i = v;
+    return val;
+}
+
+sqllock_value sqllock__text(const char *s)
+{
+    sqllock_value val;
+
+    memset(&val, 0, sizeof val);
+    if (s == NULL) {
+        val.type = SQLLOCK_VALUE_NULL;
+        return val;
+    }
+    val.type = SQLLOCK_VALUE_TEXT;
+    val.s = s;
+    val.len = strlen(s);
+    return val;
+}
+
+static void drop_connection(sqllock_db *db)
+{
+    int i;
+
+    for (i = 0; i < SQLLOCK_SQL_COUNT_; i++) {
+        if (db->stmts[i] != NULL) {
+            db->drv->finalize(db->stmts[i]);
+            db->stmts[i] = NULL;
+        }
+    }
+    if (db->conn != NULL) {
+        db->drv->disconnect(db->conn);
+        db->conn = NULL;
+    }
+}
+
+/* Connects the handle's driver to its URL. */
+static int connect_db(sqllock_db *db)
+{
+    sqllock_url *url = NULL;
+    sqllock_dberr err;
+    char why[256];
+    int rc;
+
+    rc = sqllock__url_parse(db->url, &url, why, sizeof why);
+    if (rc != SQLLOCK_OK)
+        return sqllock__fail(db, rc, "bad database URL '%s': %s",
+                             db->url_redacted, why);
+    memset(&err, 0, sizeof err);
+    rc = db->drv->connect(url, &db->params, &db->conn, &err);
+    sqllock__url_free(url);
+    if (rc != SQLLOCK_OK) {
+        db->conn = NULL;
+        if (rc == SQLLOCK_EURL)
+            return sqllock__fail(db, rc, "bad database URL '%s': %s",
+                                 db->url_redacted, err.msg);
+        err.status = rc;
+        return sqllock__fail_db(db, &err, "cannot connect to the database");
+    }
+    return SQLLOCK_OK;
+}
+
+/* Makes sure the handle is connected, connecting again after a loss. */
+static int ensure_connected(sqllock_db *db)
+{
+    if (db->conn != NULL)
+        return SQLLOCK_OK;
+    return connect_db(db);
+}
+
+/* Records a database error; a broken connection is dropped so that the
+ * next call reconnects. */
+static int fail_db(sqllock_db *db, const sqllock_dberr *err, const char *what)
+{
+    int rc;
+
+    if (err->status == SQLLOCK_ENOSCHEMA) {
+        rc = sqllock__fail(db, SQLLOCK_ENOSCHEMA,
+                           "%s: %s (%s %s); create the tables first with "
+                           "`sqllock init` or sqllock_init()",
+                           what, err->msg, db->drv->name, err->code);
+    } else {
+        rc = sqllock__fail_db(db, err, what);
+    }
+    if (err->status == SQLLOCK_ECONNECT)
+        drop_connection(db);
+    return rc;
+}
+
+int sqllock_open(const char *url, const sqllock_options *opts,
+                 sqllock_db **out)
+{
+    sqllock_db *db;
+    sqllock_url *parsed = NULL;
+    char why[256];
+    int rc;
+
+    if (out == NULL)
+        return SQLLOCK_EINVAL;
+    *out = NULL;
+    db = calloc(1, sizeof *db);
+    if (db == NULL)
+        return SQLLOCK_ENOMEM;
+    *out = db;
+    db->params.busy_timeout_ms = 5000;
+    db->params.connect_timeout_ms = 10000;
+    if (opts != NULL) {
+        if (opts->busy_timeout_ms < 0 || opts->connect_timeout_ms < 0)
+            return sqllock__fail(db, SQLLOCK_EINVAL,
+                                 "timeouts in sqllock_options must not be "
+                                 "negative");
+        if (opts->busy_timeout_ms > 0)
+            db->params.busy_timeout_ms = opts->busy_timeout_ms;
+        if (opts->connect_timeout_ms > 0)
+            db->params.connect_timeout_ms = opts->connect_timeout_ms;
+    }
+    if (url == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the database URL is NULL");
+    db->url = malloc(strlen(url) + 1);
+    db->url_redacted = sqllock__url_redact(url);
+    if (db->url == NULL || db->url_redacted == NULL)
+        return sqllock__fail(db, SQLLOCK_ENOMEM, "out of memory");
+    strcpy(db->url, url);
+
+    rc = sqllock__url_parse(url, &parsed, why, sizeof why);
+    if (rc != SQLLOCK_OK)
+        return sqllock__fail(db, rc, "bad database URL '%s': %s",
+                             db->url_redacted, why);
+    db->drv = sqllock_driver_find(parsed->scheme);
+    if (db->drv == NULL) {
+        if (sqllock__scheme_known(parsed->scheme))
+            rc = sqllock__fail(db, SQLLOCK_ENOTBUILT,
+                               "the %s driver was not built into this copy "
+                               "of sqllock (URL '%s')", parsed->scheme,
+                               db->url_redacted);
+        else
+            rc = sqllock__fail(db, SQLLOCK_ESCHEME,
+                               "no driver for the URL scheme '%s:' (URL "
+                               "'%s'); known schemes: sqlite, postgres, "
+                               "postgresql, mysql, mariadb", parsed->scheme,
+                               db->url_redacted);
+        sqllock__url_free(parsed);
+        return rc;
+    }
+    sqllock__url_free(parsed);
+    rc = connect_db(db);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    return sqllock__ok(db);
+}
+
+void sqllock_close(sqllock_db *db)
+{
+    if (db == NULL)
+        return;
+    if (db->drv != NULL)
+        drop_connection(db);
+    free(db->url);
+    free(db->url_redacted);
+    free(db);
+}
+
+const char *sqllock_db_driver(const sqllock_db *db)
+{
+    return db != NULL && db->drv != NULL ? db->drv->name : "";
+}
+
+void *sqllock_db_native(sqllock_db *db)
+{
+    if (db == NULL || db->conn == NULL || db->drv->native == NULL)
+        return NULL;
+    return db->drv->native(db->conn);
+}
+
+int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
+                 int nargs, const char *what)
+{
+    const sqllock_sql *sql;
+    sqllock_value bound[9];
+    sqllock_dberr err;
+    int n = 0, rc;
+
+    if (db->drv == NULL)
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "%s: the handle has no "
+                             "driver (its open failed)", what);
+    sql = &db->drv->dialect->sql[id];
+    if (sql->text == NULL)
+        return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "%s: the %s driver "
+                             "has no statement for this", what, db->drv->name);
+    rc = ensure_connected(db);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    memset(&err, 0, sizeof err);
+    if (db->stmts[id] == NULL) {
+        rc = db->drv->prepare(db->conn, sql->text, &db->stmts[id], &err);
+        if (rc != SQLLOCK_OK) {
+            db->stmts[id] = NULL;
+            err.status = rc;
+            return fail_db(db, &err, what);
+        }
+    }
+    if (sql->args == NULL) {
+        memcpy(bound, args, sizeof *args * (size_t)nargs);
+        n = nargs;
+    } else {
+        const char *a;
+        for (a = sql->args; *a && n < 9; a++) {
+            int k = *a - '1';
+            if (k < 0 || k >= nargs)
+                return sqllock__fail(db, SQLLOCK_EDB, "%s: the %s dialect "
+                                     "binds argument %c, which the core "
+                                     "does not pass", what, db->drv->name, *a);
+            bound[n++] = args[k];
+        }
+    }
+    rc = db->drv->execute(db->stmts[id], bound, n, &err);
+    if (rc != SQLLOCK_OK) {
+        db->drv->reset(db->stmts[id]);
+        err.status = rc;
+        return fail_db(db, &err, what);
+    }
+    return SQLLOCK_OK;
+}
+
+int sqllock__fetch(sqllock_db *db, sqllock_sql_id id, int *has_row,
+                   const char *what)
+{
+    sqllock_dberr err;
+    int rc;
+
+    memset(&err, 0, sizeof err);
+    rc = db->drv->fetch(db->stmts[id], has_row, &err);
+    if (rc != SQLLOCK_OK) {
+        *has_row = 0;
+        db->drv->reset(db->stmts[id]);
+        err.status = rc;
+        return fail_db(db, &err, what);
+    }
+    return SQLLOCK_OK;
+}
+
+void sqllock__end(sqllock_db *db, sqllock_sql_id id)
+{
+    if (db->stmts[id] != NULL)
+        db->drv->reset(db->stmts[id]);
+}
+
+int sqllock__exec_sql(sqllock_db *db, const char *sql,
+                      const sqllock_value *args, int nargs, int *has_row,
+                      int64_t *first, int64_t *affected)
+{
+    sqllock_stmt *stmt = NULL;
+    sqllock_dberr err;
+    int rc, row = 0;
+
+    if (db == NULL || sql == NULL)
+        return SQLLOCK_EINVAL;
+    if (db->drv == NULL)
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "the handle has no driver");
+    rc = ensure_connected(db);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    memset(&err, 0, sizeof err);
+    rc = db->drv->prepare(db->conn, sql, &stmt, &err);
+    if (rc == SQLLOCK_OK)
+        rc = db->drv->execute(stmt, args, nargs, &err);
+    if (rc == SQLLOCK_OK)
+        rc = db->drv->fetch(stmt, &row, &err);
+    if (rc == SQLLOCK_OK) {
+        if (has_row != NULL)
+            *has_row = row;
+        if (first != NULL)
+            *first = row ? db->drv->column_int64(stmt, 0) : 0;
+        if (affected != NULL)
+            *affected = db->drv->affected_rows(stmt);
+    }
+    if (stmt != NULL) {
+        db->drv->reset(stmt);
+        db->drv->finalize(stmt);
+    }
+    if (rc != SQLLOCK_OK) {
+        err.status = rc;
+        return fail_db(db, &err, "statement failed");
+    }
+    return sqllock__ok(db);
+}
+
+/* Reads the schema version; *version is 0 when the schema table is
+ * missing. */
+static int read_schema_version(sqllock_db *db, int64_t *version)
+{
+    int rc, has_row = 0;
+
+    *version = 0;
+    rc = sqllock__run(db, SQLLOCK_SQL_SCHEMA_VERSION, NULL, 0,
+                      "reading the schema version");
+    if (rc == SQLLOCK_ENOSCHEMA)
+        return SQLLOCK_OK;
+    if (rc != SQLLOCK_OK)
+        return rc;
+    rc = sqllock__fetch(db, SQLLOCK_SQL_SCHEMA_VERSION, &has_row,
+                        "reading the schema version");
+    if (rc == SQLLOCK_OK && has_row)
+        *version = db->drv->column_int64(db->stmts[SQLLOCK_SQL_SCHEMA_VERSION], 0);
+    sqllock__end(db, SQLLOCK_SQL_SCHEMA_VERSION);
+    return rc;
+}
+
+int sqllock_init(sqllock_db *db)
+{
+    sqllock_dberr err;
+    int64_t version;
+    int rc;
+
+    if (db == NULL)
+        return SQLLOCK_EINVAL;
+    if (db->drv == NULL)
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "sqllock_init: the "
+                             "handle's open failed: %s", db->errmsg);
+    rc = read_schema_version(db, &version);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (version > SQLLOCK_SCHEMA_VERSION)
+        return sqllock__fail(db, SQLLOCK_ESCHEMAVER, "the database has "
+                             "sqllock schema version %lld; this library "
+                             "knows versions up to %d", (long long)version,
+                             SQLLOCK_SCHEMA_VERSION);
+    rc = ensure_connected(db);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    /* The script is idempotent (CREATE ... IF NOT EXISTS, inserts that
+     * ignore existing rows), so running it over a complete schema, or from
+     * several processes at once, changes nothing. */
+    memset(&err, 0, sizeof err);
+    rc = db->drv->exec_script(db->conn, db->drv->dialect->schema, &err);
+    if (rc != SQLLOCK_OK) {
+        err.status = rc;
+        return fail_db(db, &err, "creating the sqllock schema");
+    }
+    rc = read_schema_version(db, &version);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (version != SQLLOCK_SCHEMA_VERSION)
+        return sqllock__fail(db, SQLLOCK_ESCHEMAVER, "after creating the "
+                             "schema its version reads %lld, not %d",
+                             (long long)version, SQLLOCK_SCHEMA_VERSION);
+    return sqllock__ok(db);
+}
+
+int sqllock_list(sqllock_db *db,
+                 int (*cb)(void *ctx, const sqllock_lease_info *), void *ctx)
+{
+    const char *what = "listing leases";
+    sqllock_stmt *st;
+    int rc, has_row = 0, stop = 0;
+
+    if (db == NULL)
+        return SQLLOCK_EINVAL;
+    if (cb == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "sqllock_list: the callback "
+                             "is NULL");
+    rc = sqllock__run(db, SQLLOCK_SQL_LEASE_LIST, NULL, 0, what);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    st = db->stmts[SQLLOCK_SQL_LEASE_LIST];
+    for (;;) {
+        sqllock_lease_info info;
+
+        rc = sqllock__fetch(db, SQLLOCK_SQL_LEASE_LIST, &has_row, what);
+        if (rc != SQLLOCK_OK)
+            return rc;
+        if (!has_row)
+            break;
+        info.name = db->drv->column_text(st, 0);
+        info.owner = db->drv->column_text(st, 1);
+        info.holder = db->drv->column_text(st, 2);
+        info.token = db->drv->column_int64(st, 3);
+        info.acquired_at_ms = db->drv->column_int64(st, 4);
+        info.expires_at_ms = db->drv->column_int64(st, 5);
+        info.remaining_ms = db->drv->column_int64(st, 6);
+        stop = cb(ctx, &info);
+        if (stop != 0)
+            break;
+    }
+    sqllock__end(db, SQLLOCK_SQL_LEASE_LIST);
+    sqllock__ok(db);
+    return stop;
+}

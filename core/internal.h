@@ -1,0 +1,94 @@
+/*
+ * internal.h -- declarations shared between the core's files (and the
+ * tests, which link the static library). Not installed.
+ */
+#ifndef SQLLOCK_INTERNAL_H
+#define SQLLOCK_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sqllock.h"
+#include "sqllock_driver.h"
+
+#define SQLLOCK__ERRMSG_MAX 640
+
+struct sqllock_db {
+    const sqllock_driver *drv;
+    sqllock_conn *conn;
+    sqllock_stmt *stmts[SQLLOCK_SQL_COUNT_];
+    sqllock_connect_params params;
+    char *url;                 /* the URL as given, for reconnects */
+    char *url_redacted;        /* the URL with any password hidden */
+    int errcode;
+    char errmsg[SQLLOCK__ERRMSG_MAX];
+};
+
+/* Errors (core/error.c). Sets the handle's status and message (printf
+ * style; cut safely to fit; CR and LF removed) and returns the status. */
+int sqllock__fail(sqllock_db *db, int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* The same for a database error: "<what>: <db message> (<code>)". */
+int sqllock__fail_db(sqllock_db *db, const sqllock_dberr *err,
+                     const char *what);
+/* Clears the handle's status to SQLLOCK_OK and returns SQLLOCK_OK. */
+int sqllock__ok(sqllock_db *db);
+
+/* Formats into a fixed buffer, cutting at a UTF-8 boundary and replacing
+ * CR/LF with spaces; trailing white space is removed. */
+void sqllock__vformat(char *buf, size_t size, const char *fmt, va_list ap);
+
+/* URLs (core/url.c). Parses `text` into a newly allocated sqllock_url
+ * (decoded parts); on failure returns SQLLOCK_EURL (or ENOMEM) and writes
+ * a reason into why[why_size]. Free with sqllock__url_free(). */
+int sqllock__url_parse(const char *text, sqllock_url **out, char *why,
+                       size_t why_size);
+void sqllock__url_free(sqllock_url *url);
+/* The URL with the password replaced by "***"; malloc'd, NULL on ENOMEM. */
+char *sqllock__url_redact(const char *text);
+
+/* Registry (core/registry.c). 1 if `scheme` names a driver sqllock ships,
+ * built in or not. */
+int sqllock__scheme_known(const char *scheme);
+void sqllock__register_builtin(void);
+
+/* Statements (core/db.c). Runs the dialect's statement `id` with the core
+ * arguments `args`, prepared once per connection; the result is left open
+ * for sqllock__fetch() and must be ended with sqllock__end(). */
+int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
+                 int nargs, const char *what);
+int sqllock__fetch(sqllock_db *db, sqllock_sql_id id, int *has_row,
+                   const char *what);
+void sqllock__end(sqllock_db *db, sqllock_sql_id id);
+
+/* Runs free SQL text (prepared, executed, finalized at once) with `args`
+ * bound in order; if it returns a row, *first (when not NULL) gets the
+ * first column of the first row as an integer and *has_row is set; the
+ * affected-row count goes to *affected when not NULL. For tests and tools
+ * that need a few statements of their own on the handle's connection. */
+int sqllock__exec_sql(sqllock_db *db, const char *sql,
+                      const sqllock_value *args, int nargs, int *has_row,
+                      int64_t *first, int64_t *affected);
+
+/* Value constructors. */
+sqllock_value sqllock__int(int64_t v);
+sqllock_value sqllock__text(const char *s);
+
+/* Utilities (core/util.c). */
+int64_t sqllock__now_ms(void);          /* CLOCK_MONOTONIC, ms */
+int64_t sqllock__now_us(void);          /* CLOCK_MONOTONIC, us */
+void sqllock__sleep_ms(int64_t ms);
+/* Fills buf with n bytes from the OS's random source. SQLLOCK_ESYS if
+ * that fails. */
+int sqllock__random(void *buf, size_t n);
+/* A uniformly random integer in [0, bound] (bound >= 0), from a
+ * per-thread generator seeded from the OS. */
+int64_t sqllock__rand_upto(int64_t bound);
+/* 1 if s[0..len) is valid UTF-8 with no control characters (C0, DEL). */
+int sqllock__name_ok(const char *s, size_t len);
+
+#endif /* SQLLOCK_INTERNAL_H */

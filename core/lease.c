@@ -1,0 +1,441 @@
+/*
+ * lease.c -- lease locks (DESIGN L1-L8).
+ *
+ * The algorithm is written once here; each dialect supplies the SQL text.
+ * Acquire is one atomic statement (L1) that inserts the row or takes over
+ * an expired one, with expiry judged by the server's clock (L2) and a token
+ * from a counter that outlives the row (L5). Where the dialect cannot
+ * return the token from that statement (no RETURNING), the core reads it
+ * back by owner id, which only this acquire knows: that read decides
+ * nothing, the atomic statement already has.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct sqllock_lease {
+    sqllock_db *db;
+    int count;                       /* reentrant holds; 0 = not held */
+    int64_t token;
+    int64_t ttl_ms;
+    int64_t margin_ms;
+    int64_t backoff_min_ms;
+    int64_t backoff_max_ms;
+    int64_t deadline_us;             /* local monotonic; L6 */
+    char owner[SQLLOCK_OWNER_LEN + 1];
+    char name[SQLLOCK_NAME_MAX + 1];
+    char holder[SQLLOCK_HOLDER_MAX + 1];
+};
+
+static int check_name(sqllock_db *db, const char *name)
+{
+    size_t len;
+
+    if (name == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the lock name is NULL");
+    len = strlen(name);
+    if (len == 0)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the lock name is empty");
+    if (len > SQLLOCK_NAME_MAX)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the lock name is %zu bytes "
+                             "long; the limit is %d bytes", len,
+                             SQLLOCK_NAME_MAX);
+    if (!sqllock__name_ok(name, len))
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the lock name is not valid "
+                             "UTF-8 or has control characters");
+    return SQLLOCK_OK;
+}
+
+static int apply_options(sqllock_db *db, sqllock_lease *l,
+                         const sqllock_lease_options *opts)
+{
+    if (opts == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "lease options are "
+                             "required: ttl_ms must be set");
+    if (opts->ttl_ms <= 0)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the lease ttl must be "
+                             "positive (got %lld ms)", (long long)opts->ttl_ms);
+    /* The server adds the ttl to its clock in microseconds on some
+     * databases; keep far from overflow (about 292 years). */
+    if (opts->ttl_ms > INT64_C(9000000000000))
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the lease ttl of %lld ms is "
+                             "too large", (long long)opts->ttl_ms);
+    if (opts->safety_margin_ms < 0 || opts->backoff_min_ms < 0 ||
+        opts->backoff_max_ms < 0)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "lease margins and backoff "
+                             "times must not be negative");
+    l->ttl_ms = opts->ttl_ms;
+    l->margin_ms = opts->safety_margin_ms ? opts->safety_margin_ms
+                                          : opts->ttl_ms / 10;
+    if (l->margin_ms >= l->ttl_ms)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the safety margin (%lld ms) "
+                             "must be smaller than the ttl (%lld ms)",
+                             (long long)l->margin_ms, (long long)l->ttl_ms);
+    l->backoff_min_ms = opts->backoff_min_ms ? opts->backoff_min_ms : 5;
+    l->backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : 500;
+    if (l->backoff_max_ms < l->backoff_min_ms)
+        l->backoff_max_ms = l->backoff_min_ms;
+    if (opts->holder != NULL) {
+        size_t len = strlen(opts->holder);
+        if (len > SQLLOCK_HOLDER_MAX)
+            return sqllock__fail(db, SQLLOCK_EINVAL, "the holder text is %zu "
+                                 "bytes long; the limit is %d", len,
+                                 SQLLOCK_HOLDER_MAX);
+        if (!sqllock__name_ok(opts->holder, len))
+            return sqllock__fail(db, SQLLOCK_EINVAL, "the holder text is not "
+                                 "valid UTF-8 or has control characters");
+        memcpy(l->holder, opts->holder, len + 1);
+    } else {
+        char host[128];
+        if (gethostname(host, sizeof host) != 0)
+            strcpy(host, "?");
+        host[sizeof host - 1] = '\0';
+        if (!sqllock__name_ok(host, strlen(host)))
+            strcpy(host, "?");
+        snprintf(l->holder, sizeof l->holder, "%s:%ld", host, (long)getpid());
+    }
+    return SQLLOCK_OK;
+}
+
+static int lease_make(sqllock_db *db, const char *name,
+                      const sqllock_lease_options *opts, sqllock_lease **out)
+{
+    sqllock_lease *l;
+    int rc;
+
+    if (out != NULL)
+        *out = NULL;
+    if (db == NULL)
+        return SQLLOCK_EINVAL;
+    if (out == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the output pointer is NULL");
+    rc = check_name(db, name);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    l = calloc(1, sizeof *l);
+    if (l == NULL)
+        return sqllock__fail(db, SQLLOCK_ENOMEM, "out of memory");
+    rc = apply_options(db, l, opts);
+    if (rc != SQLLOCK_OK) {
+        free(l);
+        return rc;
+    }
+    l->db = db;
+    strcpy(l->name, name);
+    *out = l;
+    return SQLLOCK_OK;
+}
+
+int sqllock_lease_new(sqllock_db *db, const char *name,
+                      const sqllock_lease_options *opts, sqllock_lease **out)
+{
+    int rc = lease_make(db, name, opts, out);
+
+    return rc == SQLLOCK_OK ? sqllock__ok(db) : rc;
+}
+
+int sqllock_lease_attach(sqllock_db *db, const char *name, const char *owner,
+                         int64_t token, const sqllock_lease_options *opts,
+                         sqllock_lease **out)
+{
+    size_t i;
+    int rc;
+
+    if (db != NULL && owner == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the owner id is NULL");
+    if (db != NULL) {
+        if (strlen(owner) != SQLLOCK_OWNER_LEN)
+            return sqllock__fail(db, SQLLOCK_EINVAL, "the owner id must be "
+                                 "%d hexadecimal digits", SQLLOCK_OWNER_LEN);
+        for (i = 0; i < SQLLOCK_OWNER_LEN; i++)
+            if (!((owner[i] >= '0' && owner[i] <= '9') ||
+                  (owner[i] >= 'a' && owner[i] <= 'f')))
+                return sqllock__fail(db, SQLLOCK_EINVAL, "the owner id must "
+                                     "be %d lower-case hexadecimal digits",
+                                     SQLLOCK_OWNER_LEN);
+        if (token <= 0)
+            return sqllock__fail(db, SQLLOCK_EINVAL, "the fencing token must "
+                                 "be positive (got %lld)", (long long)token);
+    }
+    rc = lease_make(db, name, opts, out);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    memcpy((*out)->owner, owner, SQLLOCK_OWNER_LEN + 1);
+    (*out)->token = token;
+    (*out)->count = 1;
+    (*out)->deadline_us = 0;     /* unknown until a renew */
+    return sqllock__ok(db);
+}
+
+void sqllock_lease_free(sqllock_lease *lease)
+{
+    free(lease);
+}
+
+static void forget(sqllock_lease *l)
+{
+    l->count = 0;
+    l->token = 0;
+    l->owner[0] = '\0';
+    l->deadline_us = 0;
+}
+
+static int new_owner(sqllock_lease *l)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char raw[SQLLOCK_OWNER_LEN / 2];
+    int i;
+
+    if (sqllock__random(raw, sizeof raw) != SQLLOCK_OK)
+        return sqllock__fail(l->db, SQLLOCK_ESYS, "cannot read the OS's "
+                             "random source for an owner id");
+    for (i = 0; i < (int)sizeof raw; i++) {
+        l->owner[2 * i] = hex[raw[i] >> 4];
+        l->owner[2 * i + 1] = hex[raw[i] & 15];
+    }
+    l->owner[SQLLOCK_OWNER_LEN] = '\0';
+    return SQLLOCK_OK;
+}
+
+/*
+ * Reads the first column of the first row of statement `id` and then
+ * drains the result, so that the statement has fully run (and, in
+ * autocommit, committed) before the caller relies on its effect.
+ */
+static int first_int_then_drain(sqllock_db *db, sqllock_sql_id id,
+                                int *has_row, int64_t *value, const char *what)
+{
+    int rc, more = 0;
+
+    rc = sqllock__fetch(db, id, has_row, what);
+    if (rc == SQLLOCK_OK && *has_row) {
+        *value = db->drv->column_int64(db->stmts[id], 0);
+        do
+            rc = sqllock__fetch(db, id, &more, what);
+        while (rc == SQLLOCK_OK && more);
+    }
+    sqllock__end(db, id);
+    return rc;
+}
+
+static int lease_insert(sqllock_lease *l)
+{
+    sqllock_db *db = l->db;
+    sqllock_value args[4];
+    int64_t sent_us, token = 0;
+    int rc, got = 0;
+    const char *what = "acquiring the lease";
+
+    rc = new_owner(l);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    args[0] = sqllock__text(l->name);
+    args[1] = sqllock__text(l->owner);
+    args[2] = sqllock__text(l->holder);
+    args[3] = sqllock__int(l->ttl_ms);
+    sent_us = sqllock__now_us();
+    rc = sqllock__run(db, SQLLOCK_SQL_LEASE_ACQUIRE, args, 4, what);
+    if (rc != SQLLOCK_OK)
+        goto out;
+    if (db->drv->caps & SQLLOCK_CAP_RETURNING) {
+        rc = first_int_then_drain(db, SQLLOCK_SQL_LEASE_ACQUIRE, &got, &token,
+                                  what);
+    } else {
+        got = db->drv->affected_rows(db->stmts[SQLLOCK_SQL_LEASE_ACQUIRE]) > 0;
+        sqllock__end(db, SQLLOCK_SQL_LEASE_ACQUIRE);
+        if (got) {
+            rc = sqllock__run(db, SQLLOCK_SQL_LEASE_TOKEN, args, 2,
+                              "reading the new lease's token");
+            if (rc == SQLLOCK_OK)
+                rc = first_int_then_drain(db, SQLLOCK_SQL_LEASE_TOKEN, &got,
+                                          &token, "reading the token");
+            if (rc == SQLLOCK_OK && !got)
+                rc = sqllock__fail(db, SQLLOCK_EDB, "the lease row of lock "
+                                   "'%s' vanished right after it was taken",
+                                   l->name);
+        }
+    }
+out:
+    if (rc != SQLLOCK_OK) {
+        forget(l);
+        return rc;
+    }
+    if (!got) {
+        forget(l);
+        return sqllock__fail(db, SQLLOCK_BUSY, "lock '%s' is held by another "
+                             "owner", l->name);
+    }
+    l->count = 1;
+    l->token = token;
+    l->deadline_us = sent_us + (l->ttl_ms - l->margin_ms) * 1000;
+    return sqllock__ok(db);
+}
+
+/* Runs RENEW or RELEASE; *affected says whether the row was still ours. */
+static int owned_write(sqllock_lease *l, sqllock_sql_id id, int nargs,
+                       int64_t *affected, const char *what)
+{
+    sqllock_db *db = l->db;
+    sqllock_value args[4];
+    int rc;
+
+    args[0] = sqllock__text(l->name);
+    args[1] = sqllock__text(l->owner);
+    args[2] = sqllock__int(l->token);
+    args[3] = sqllock__int(l->ttl_ms);
+    rc = sqllock__run(db, id, args, nargs, what);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    *affected = db->drv->affected_rows(db->stmts[id]);
+    sqllock__end(db, id);
+    return SQLLOCK_OK;
+}
+
+int sqllock_lease_renew(sqllock_lease *l)
+{
+    int64_t sent_us, affected = 0;
+    int rc;
+
+    if (l == NULL)
+        return SQLLOCK_EINVAL;
+    if (l->count == 0)
+        return sqllock__fail(l->db, SQLLOCK_ENOTHELD, "renew: this handle "
+                             "does not hold lock '%s'", l->name);
+    sent_us = sqllock__now_us();
+    rc = owned_write(l, SQLLOCK_SQL_LEASE_RENEW, 4, &affected,
+                     "renewing the lease");
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (affected == 0) {
+        forget(l);
+        return sqllock__fail(l->db, SQLLOCK_LOST, "renew: lock '%s' was lost "
+                             "(taken over by another owner, or removed after "
+                             "it expired)", l->name);
+    }
+    l->deadline_us = sent_us + (l->ttl_ms - l->margin_ms) * 1000;
+    return sqllock__ok(l->db);
+}
+
+int sqllock_lease_release(sqllock_lease *l)
+{
+    int64_t affected = 0;
+    int rc;
+
+    if (l == NULL)
+        return SQLLOCK_EINVAL;
+    if (l->count == 0)
+        return sqllock__fail(l->db, SQLLOCK_ENOTHELD, "release: this handle "
+                             "does not hold lock '%s'", l->name);
+    if (l->count > 1) {
+        l->count--;
+        return sqllock__ok(l->db);
+    }
+    rc = owned_write(l, SQLLOCK_SQL_LEASE_RELEASE, 3, &affected,
+                     "releasing the lease");
+    if (rc != SQLLOCK_OK)
+        return rc;
+    forget(l);
+    if (affected == 0)
+        return sqllock__fail(l->db, SQLLOCK_LOST, "release: lock '%s' had "
+                             "already been lost (taken over by another "
+                             "owner, or removed after it expired)", l->name);
+    return sqllock__ok(l->db);
+}
+
+int sqllock_lease_try_acquire(sqllock_lease *l)
+{
+    int rc;
+
+    if (l == NULL)
+        return SQLLOCK_EINVAL;
+    if (l->count > 0) {
+        /* Reentrant (L8): count up, and extend the lease as a renewal. */
+        if (l->count == INT32_MAX)
+            return sqllock__fail(l->db, SQLLOCK_EINVAL, "reentrant hold count "
+                                 "overflow on lock '%s'", l->name);
+        rc = sqllock_lease_renew(l);
+        if (rc == SQLLOCK_OK)
+            l->count++;
+        return rc;
+    }
+    return lease_insert(l);
+}
+
+int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
+{
+    int64_t deadline, now, cap, sleep_ms;
+    int attempt = 0, i, rc;
+
+    if (l == NULL)
+        return SQLLOCK_EINVAL;
+    if (wait_ms < 0)
+        return sqllock__fail(l->db, SQLLOCK_EINVAL, "the wait time must not "
+                             "be negative (got %lld ms)", (long long)wait_ms);
+    now = sqllock__now_ms();
+    deadline = wait_ms > INT64_MAX - now ? INT64_MAX : now + wait_ms;
+    for (;;) {
+        rc = sqllock_lease_try_acquire(l);
+        /* Contention, and a database too busy to answer in time, are
+         * both worth another try; anything else ends the wait. */
+        if (rc != SQLLOCK_BUSY && rc != SQLLOCK_EDBBUSY)
+            return rc;
+        if (wait_ms == 0)
+            return rc;
+        now = sqllock__now_ms();
+        if (now >= deadline)
+            return sqllock__fail(l->db, SQLLOCK_TIMEOUT, "lock '%s' was still "
+                                 "held by another owner after waiting %lld "
+                                 "ms", l->name, (long long)wait_ms);
+        /* Exponential backoff with full jitter (L9). */
+        cap = l->backoff_min_ms;
+        for (i = 0; i < attempt && cap < l->backoff_max_ms &&
+                    cap <= INT64_MAX / 2; i++)
+            cap *= 2;
+        if (cap > l->backoff_max_ms)
+            cap = l->backoff_max_ms;
+        sleep_ms = sqllock__rand_upto(cap);
+        if (sleep_ms > deadline - now)
+            sleep_ms = deadline - now;
+        sqllock__sleep_ms(sleep_ms);
+        if (attempt < 62)
+            attempt++;
+    }
+}
+
+const char *sqllock_lease_name(const sqllock_lease *l)
+{
+    return l != NULL ? l->name : "";
+}
+
+int sqllock_lease_held(const sqllock_lease *l)
+{
+    return l != NULL && l->count > 0;
+}
+
+int sqllock_lease_count(const sqllock_lease *l)
+{
+    return l != NULL ? l->count : 0;
+}
+
+int64_t sqllock_lease_token(const sqllock_lease *l)
+{
+    return l != NULL && l->count > 0 ? l->token : 0;
+}
+
+const char *sqllock_lease_owner(const sqllock_lease *l)
+{
+    return l != NULL && l->count > 0 ? l->owner : "";
+}
+
+int64_t sqllock_lease_remaining_ms(const sqllock_lease *l)
+{
+    int64_t left;
+
+    if (l == NULL || l->count == 0)
+        return 0;
+    left = (l->deadline_us - sqllock__now_us()) / 1000;
+    return left > 0 ? left : 0;
+}

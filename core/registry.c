@@ -1,0 +1,107 @@
+/*
+ * registry.c -- drivers by URL scheme.
+ *
+ * A small table guarded by a mutex, like sqlite3_vfs_register(): the
+ * built-in drivers are registered once on first use, an application may add
+ * its own, and registering the same driver twice is harmless.
+ */
+#include <pthread.h>
+#include <stddef.h>
+#include <strings.h>
+
+#include "internal.h"
+
+#define REGISTRY_MAX 32
+
+typedef struct entry {
+    const char *scheme;
+    const sqllock_driver *drv;
+} entry;
+
+static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
+static entry registry[REGISTRY_MAX];
+static int registry_len;
+
+/* The schemes of the drivers sqllock ships, built into this copy or not,
+ * so that "not built" can be told apart from "unknown". */
+static const char *const known_schemes[] = {
+    "sqlite", "postgres", "postgresql", "mysql", "mariadb", NULL
+};
+
+#ifdef SQLLOCK_HAVE_SQLITE
+extern const sqllock_driver sqllock__sqlite_driver;
+#endif
+
+static void register_builtin_once(void)
+{
+#ifdef SQLLOCK_HAVE_SQLITE
+    sqllock_driver_register(&sqllock__sqlite_driver);
+#endif
+}
+
+void sqllock__register_builtin(void)
+{
+    pthread_once(&builtin_once, register_builtin_once);
+}
+
+int sqllock__scheme_known(const char *scheme)
+{
+    int i;
+
+    for (i = 0; known_schemes[i] != NULL; i++)
+        if (strcasecmp(known_schemes[i], scheme) == 0)
+            return 1;
+    return 0;
+}
+
+int sqllock_driver_register(const sqllock_driver *drv)
+{
+    int i, j, rc = SQLLOCK_OK;
+
+    if (drv == NULL || drv->version < 1 || drv->name == NULL ||
+        drv->schemes == NULL || drv->schemes[0] == NULL ||
+        drv->dialect == NULL || drv->connect == NULL ||
+        drv->disconnect == NULL || drv->prepare == NULL ||
+        drv->finalize == NULL || drv->execute == NULL ||
+        drv->fetch == NULL || drv->column_int64 == NULL ||
+        drv->column_text == NULL || drv->affected_rows == NULL ||
+        drv->reset == NULL || drv->exec_script == NULL)
+        return SQLLOCK_EINVAL;
+    pthread_mutex_lock(&registry_mutex);
+    for (j = 0; drv->schemes[j] != NULL && rc == SQLLOCK_OK; j++) {
+        for (i = 0; i < registry_len; i++)
+            if (strcasecmp(registry[i].scheme, drv->schemes[j]) == 0)
+                break;
+        if (i == registry_len) {
+            if (registry_len == REGISTRY_MAX) {
+                rc = SQLLOCK_ENOMEM;
+                break;
+            }
+            registry_len++;
+        }
+        registry[i].scheme = drv->schemes[j];
+        registry[i].drv = drv;
+    }
+    pthread_mutex_unlock(&registry_mutex);
+    return rc;
+}
+
+const sqllock_driver *sqllock_driver_find(const char *scheme)
+{
+    const sqllock_driver *drv = NULL;
+    int i;
+
+    if (scheme == NULL)
+        return NULL;
+    sqllock__register_builtin();
+    pthread_mutex_lock(&registry_mutex);
+    for (i = 0; i < registry_len; i++) {
+        if (strcasecmp(registry[i].scheme, scheme) == 0) {
+            drv = registry[i].drv;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&registry_mutex);
+    return drv;
+}

@@ -1,0 +1,407 @@
+/*
+ * sqlite.c -- the SQLite driver (the embedded default).
+ *
+ * SQLite has no server: every process that opens the file locks it through
+ * the file system, and the "server clock" is the clock of the one host the
+ * file lives on. The driver sets WAL mode (readers never block the writer),
+ * synchronous=FULL (a granted lease survives power loss, DESIGN L10) and a
+ * busy timeout, so that SQLITE_BUSY becomes SQLLOCK_EDBBUSY only after the
+ * timeout, never a generic error.
+ *
+ * All of this dialect's SQL is in the constants below.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "sqllock_driver.h"
+
+/* Server time in ms since the Unix epoch. SQLite fixes 'now' for the
+ * duration of one statement, so every use in a statement agrees. */
+#define NOW_MS "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
+
+/* L1: one statement inserts the lease, or takes over a row whose lease has
+ * expired; the token is the fence counter + 1, and the fence triggers
+ * (schema/sqlite.sql) advance the counter in the same statement. */
+static const char SQL_LEASE_ACQUIRE[] =
+    "INSERT INTO sqllock_lease "
+    "(name, owner, holder, token, acquired_at, expires_at) "
+    "VALUES (?1, ?2, ?3, (SELECT token + 1 FROM sqllock_fence WHERE id = 1), "
+    NOW_MS ", " NOW_MS " + ?4) "
+    "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, "
+    "holder = excluded.holder, token = excluded.token, "
+    "acquired_at = excluded.acquired_at, expires_at = excluded.expires_at "
+    "WHERE sqllock_lease.expires_at <= excluded.acquired_at "
+    "RETURNING token";
+
+static const char SQL_LEASE_TOKEN[] =
+    "SELECT token FROM sqllock_lease WHERE name = ?1 AND owner = ?2";
+
+static const char SQL_LEASE_RENEW[] =
+    "UPDATE sqllock_lease SET expires_at = " NOW_MS " + ?4 "
+    "WHERE name = ?1 AND owner = ?2 AND token = ?3";
+
+static const char SQL_LEASE_RELEASE[] =
+    "DELETE FROM sqllock_lease WHERE name = ?1 AND owner = ?2 AND token = ?3";
+
+static const char SQL_LEASE_LIST[] =
+    "SELECT name, owner, holder, token, acquired_at, expires_at, "
+    "expires_at - " NOW_MS " FROM sqllock_lease ORDER BY name";
+
+static const char SQL_SCHEMA_VERSION[] =
+    "SELECT CAST(value AS INTEGER) FROM sqllock_meta "
+    "WHERE key = 'schema_version'";
+
+extern const char sqllock__schema_sqlite[];
+
+static const sqllock_dialect sqlite_dialect = {
+    .sql = {
+        [SQLLOCK_SQL_LEASE_ACQUIRE] = { SQL_LEASE_ACQUIRE, "1234" },
+        [SQLLOCK_SQL_LEASE_TOKEN] = { SQL_LEASE_TOKEN, "12" },
+        [SQLLOCK_SQL_LEASE_RENEW] = { SQL_LEASE_RENEW, "1234" },
+        [SQLLOCK_SQL_LEASE_RELEASE] = { SQL_LEASE_RELEASE, "123" },
+        [SQLLOCK_SQL_LEASE_LIST] = { SQL_LEASE_LIST, "" },
+        [SQLLOCK_SQL_SCHEMA_VERSION] = { SQL_SCHEMA_VERSION, "" },
+    },
+    .schema = sqllock__schema_sqlite,
+};
+
+struct sqllock_conn {
+    sqlite3 *db;
+};
+
+struct sqllock_stmt {
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    int row_ready;          /* execute() stepped onto a row not yet fetched */
+    int done;               /* the statement has run to its end */
+    int64_t changes;
+};
+
+static const char *code_name(int rc)
+{
+    switch (rc & 0xFF) {
+    case SQLITE_ERROR: return "SQLITE_ERROR";
+    case SQLITE_BUSY: return "SQLITE_BUSY";
+    case SQLITE_LOCKED: return "SQLITE_LOCKED";
+    case SQLITE_NOMEM: return "SQLITE_NOMEM";
+    case SQLITE_READONLY: return "SQLITE_READONLY";
+    case SQLITE_IOERR: return "SQLITE_IOERR";
+    case SQLITE_CORRUPT: return "SQLITE_CORRUPT";
+    case SQLITE_FULL: return "SQLITE_FULL";
+    case SQLITE_CANTOPEN: return "SQLITE_CANTOPEN";
+    case SQLITE_CONSTRAINT: return "SQLITE_CONSTRAINT";
+    case SQLITE_NOTADB: return "SQLITE_NOTADB";
+    case SQLITE_PERM: return "SQLITE_PERM";
+    case SQLITE_AUTH: return "SQLITE_AUTH";
+    default: return "SQLITE_OTHER";
+    }
+}
+
+/* Classifies a SQLite result code and fills `err` from the connection. */
+static int fail(sqlite3 *db, int rc, sqllock_dberr *err, const char *context)
+{
+    const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    int status;
+
+    switch (rc & 0xFF) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        status = SQLLOCK_EDBBUSY;
+        break;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+        status = SQLLOCK_EPERM;
+        break;
+    case SQLITE_CANTOPEN:
+        status = SQLLOCK_ECONNECT;
+        break;
+    case SQLITE_NOMEM:
+        status = SQLLOCK_ENOMEM;
+        break;
+    case SQLITE_ERROR:
+        status = strstr(msg, "no such table") ? SQLLOCK_ENOSCHEMA : SQLLOCK_EDB;
+        break;
+    default:
+        status = SQLLOCK_EDB;
+        break;
+    }
+    if (context != NULL)
+        return sqllock_dberr_set(err, status, code_name(rc), "%s: %s",
+                                 context, msg);
+    return sqllock_dberr_set(err, status, code_name(rc), "%s", msg);
+}
+
+static int parse_params(const sqllock_url *url, int64_t *busy_ms,
+                        sqllock_dberr *err)
+{
+    int i;
+
+    for (i = 0; i < url->nparams; i++) {
+        if (strcmp(url->keys[i], "busy_timeout") == 0) {
+            const char *v = url->values[i];
+            int64_t ms = 0;
+            /* A bare number is milliseconds, as SQLite counts; a unit
+             * ("5s") is read as any sqllock duration. */
+            int ok = strspn(v, "0123456789") == strlen(v) && strlen(v) <= 9;
+            if (ok)
+                ms = strtoll(v, NULL, 10);
+            else
+                ok = sqllock_parse_duration(v, &ms) == SQLLOCK_OK;
+            if (!ok || ms > INT32_MAX)
+                return sqllock_dberr_set(err, SQLLOCK_EURL, "", "busy_timeout "
+                                         "must be milliseconds or a duration "
+                                         "such as 5s, not '%s'", v);
+            *busy_ms = ms;
+        } else {
+            return sqllock_dberr_set(err, SQLLOCK_EURL, "", "unknown sqlite "
+                                     "URL parameter '%s' (known: "
+                                     "busy_timeout)", url->keys[i]);
+        }
+    }
+    return SQLLOCK_OK;
+}
+
+static int sqlite_connect(const sqllock_url *url, const sqllock_connect_params *p,
+                          sqllock_conn **out, sqllock_dberr *err)
+{
+    sqllock_conn *c;
+    int64_t busy_ms = p->busy_timeout_ms;
+    int rc;
+
+    *out = NULL;
+    if (url->has_authority && (url->host != NULL || url->user != NULL ||
+                               url->port != 0))
+        return sqllock_dberr_set(err, SQLLOCK_EURL, "", "a sqlite URL takes "
+                                 "no host: write sqlite:///absolute/path.db "
+                                 "or sqlite:relative/path.db");
+    if (url->path[0] == '\0')
+        return sqllock_dberr_set(err, SQLLOCK_EURL, "", "the sqlite URL has "
+                                 "no file path: write "
+                                 "sqlite:///absolute/path.db");
+    if (strcmp(url->path, ":memory:") == 0 ||
+        strncmp(url->path, "file:", 5) == 0)
+        return sqllock_dberr_set(err, SQLLOCK_EURL, "", "'%s' is not "
+                                 "supported: an in-memory database lives in "
+                                 "one connection and cannot lock anything "
+                                 "between processes; use a file path",
+                                 url->path);
+    rc = parse_params(url, &busy_ms, err);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    rc = sqlite3_open_v2(url->path, &c->db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                         SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        char ctx[300];
+        snprintf(ctx, sizeof ctx, "cannot open SQLite file '%s'", url->path);
+        fail(c->db, rc, err, ctx);
+        goto fail;
+    }
+    sqlite3_extended_result_codes(c->db, 1);
+    sqlite3_busy_timeout(c->db, (int)(busy_ms > INT32_MAX ? INT32_MAX : busy_ms));
+    /* WAL may be refused on a read-only file; lock calls then report
+     * SQLLOCK_EPERM. Anything else (not a database, I/O) fails here. */
+    rc = sqlite3_exec(c->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
+    if (rc != SQLITE_OK && (rc & 0xFF) != SQLITE_READONLY) {
+        char ctx[300];
+        snprintf(ctx, sizeof ctx, "cannot use SQLite file '%s'", url->path);
+        fail(c->db, rc, err, ctx);
+        goto fail;
+    }
+    rc = sqlite3_exec(c->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        fail(c->db, rc, err, "cannot set synchronous = FULL");
+        goto fail;
+    }
+    *out = c;
+    return SQLLOCK_OK;
+
+fail:
+    sqlite3_close(c->db);
+    free(c);
+    return err->status;
+}
+
+static void sqlite_disconnect(sqllock_conn *c)
+{
+    if (c != NULL) {
+        sqlite3_close(c->db);
+        free(c);
+    }
+}
+
+static int sqlite_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
+                          sqllock_dberr *err)
+{
+    sqllock_stmt *s;
+    int rc;
+
+    *out = NULL;
+    s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s->st,
+                            NULL);
+    if (rc != SQLITE_OK) {
+        free(s);
+        return fail(c->db, rc, err, NULL);
+    }
+    s->db = c->db;
+    *out = s;
+    return SQLLOCK_OK;
+}
+
+static void sqlite_finalize(sqllock_stmt *s)
+{
+    if (s != NULL) {
+        sqlite3_finalize(s->st);
+        free(s);
+    }
+}
+
+/* Steps once and records where the statement stands. */
+static int step(sqllock_stmt *s, sqllock_dberr *err)
+{
+    int rc = sqlite3_step(s->st);
+
+    if (rc == SQLITE_ROW)
+        return SQLLOCK_OK;
+    if (rc == SQLITE_DONE) {
+        s->done = 1;
+        s->changes = sqlite3_changes(s->db);
+        return SQLLOCK_OK;
+    }
+    rc = fail(s->db, rc, err, NULL);
+    sqlite3_reset(s->st);
+    s->done = 1;
+    return rc;
+}
+
+static int sqlite_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
+                          sqllock_dberr *err)
+{
+    int i, rc = SQLITE_OK;
+
+    sqlite3_reset(s->st);
+    sqlite3_clear_bindings(s->st);
+    s->row_ready = 0;
+    s->done = 0;
+    s->changes = 0;
+    for (i = 0; i < nargs && rc == SQLITE_OK; i++) {
+        switch (args[i].type) {
+        case SQLLOCK_VALUE_INT64:
+            rc = sqlite3_bind_int64(s->st, i + 1, args[i].i);
+            break;
+        case SQLLOCK_VALUE_TEXT:
+            rc = sqlite3_bind_text(s->st, i + 1, args[i].s, (int)args[i].len,
+                                   SQLITE_TRANSIENT);
+            break;
+        default:
+            rc = sqlite3_bind_null(s->st, i + 1);
+            break;
+        }
+    }
+    if (rc != SQLITE_OK)
+        return fail(s->db, rc, err, "binding a parameter");
+    rc = step(s, err);
+    if (rc == SQLLOCK_OK && !s->done)
+        s->row_ready = 1;
+    return rc;
+}
+
+static int sqlite_fetch(sqllock_stmt *s, int *has_row, sqllock_dberr *err)
+{
+    int rc;
+
+    if (s->row_ready) {
+        s->row_ready = 0;
+        *has_row = 1;
+        return SQLLOCK_OK;
+    }
+    if (s->done) {
+        *has_row = 0;
+        return SQLLOCK_OK;
+    }
+    rc = step(s, err);
+    *has_row = rc == SQLLOCK_OK && !s->done;
+    return rc;
+}
+
+static int64_t sqlite_column_int64(sqllock_stmt *s, int col)
+{
+    return sqlite3_column_int64(s->st, col);
+}
+
+static const char *sqlite_column_text(sqllock_stmt *s, int col)
+{
+    const unsigned char *t = sqlite3_column_text(s->st, col);
+
+    return t != NULL ? (const char *)t : "";
+}
+
+static int64_t sqlite_affected_rows(sqllock_stmt *s)
+{
+    return s->changes;
+}
+
+static void sqlite_reset(sqllock_stmt *s)
+{
+    if (s != NULL) {
+        sqlite3_reset(s->st);
+        s->row_ready = 0;
+        s->done = 1;
+    }
+}
+
+static int sqlite_exec_script(sqllock_conn *c, const char *sql,
+                              sqllock_dberr *err)
+{
+    int rc;
+
+    rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return fail(c->db, rc, err, "starting the schema transaction");
+    rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        int status = fail(c->db, rc, err, NULL);
+        sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+        return status;
+    }
+    return SQLLOCK_OK;
+}
+
+static void *sqlite_native(sqllock_conn *c)
+{
+    return c->db;
+}
+
+static const char *const sqlite_schemes[] = { "sqlite", NULL };
+
+const sqllock_driver sqllock__sqlite_driver = {
+    .version = SQLLOCK_DRIVER_VERSION,
+    .name = "sqlite",
+    .schemes = sqlite_schemes,
+    .caps = SQLLOCK_CAP_RETURNING | SQLLOCK_CAP_SHARED_HOST,
+    .dialect = &sqlite_dialect,
+    .connect = sqlite_connect,
+    .disconnect = sqlite_disconnect,
+    .prepare = sqlite_prepare,
+    .finalize = sqlite_finalize,
+    .execute = sqlite_execute,
+    .fetch = sqlite_fetch,
+    .column_int64 = sqlite_column_int64,
+    .column_text = sqlite_column_text,
+    .affected_rows = sqlite_affected_rows,
+    .reset = sqlite_reset,
+    .exec_script = sqlite_exec_script,
+    .native = sqlite_native,
+};

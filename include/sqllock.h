@@ -1,0 +1,341 @@
+/*
+ * sqllock.h -- distributed locks on the SQL database you already run.
+ *
+ * This is the one header an application includes. It declares three kinds
+ * of object, all opaque:
+ *
+ *   sqllock_db     a connection to one database, opened from a URL;
+ *   sqllock_lease  a lease lock on one name, held through a sqllock_db;
+ *
+ * and the free functions that name status codes and parse durations.
+ *
+ * THREADS. A sqllock_db, and every sqllock_lease made from it, is not
+ * thread-safe: use a handle and its leases from one thread at a time.
+ * Different handles may be used from different threads at once. The driver
+ * registry is thread-safe.
+ *
+ * MEMORY. Inputs are copied. A returned `const char *` is borrowed from its
+ * handle and stays valid until the next call on that handle (or its free).
+ * Every handle is freed by its own close/free call, and each of those accepts
+ * NULL. The library never aborts, exits or prints.
+ *
+ * ERRORS. Every fallible call returns an int status, SQLLOCK_OK (0) on
+ * success. Contention is a normal result (SQLLOCK_BUSY), not an error. After
+ * any call, sqllock_errmsg() on the handle says what happened in words,
+ * including the database's own message where there is one.
+ *
+ * The lock contract these calls keep is written in docs/contract.md.
+ */
+#ifndef SQLLOCK_H
+#define SQLLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SQLLOCK_VERSION_MAJOR 0
+#define SQLLOCK_VERSION_MINOR 1
+#define SQLLOCK_VERSION_PATCH 0
+
+#if defined(_WIN32)
+#define SQLLOCK_API
+#elif defined(__GNUC__)
+#define SQLLOCK_API __attribute__((visibility("default")))
+#else
+#define SQLLOCK_API
+#endif
+
+/* Returns the library's version as "MAJOR.MINOR.PATCH". */
+SQLLOCK_API const char *sqllock_version_string(void);
+
+/*
+ * Status codes. One table drives the enum, sqllock_strerror() and
+ * sqllock_errname(). Numbers are explicit and never reused: a retired code
+ * stays in the table as SQLLOCK_OBSOLETEnn.
+ *
+ * Codes below 10 are outcomes of a lock operation that a correct program
+ * expects to see; codes from 10 on are errors.
+ */
+#define SQLLOCK_STATUS_MAP(X)                                                  \
+    X(OK,          0,  "success")                                             \
+    X(BUSY,        1,  "the lock is held by another owner")                   \
+    X(TIMEOUT,     2,  "the wait deadline passed before the lock was free")   \
+    X(LOST,        3,  "the lease was lost: another owner took it over or "   \
+                       "it was removed after it expired")                     \
+    X(EINVAL,      10, "invalid argument")                                    \
+    X(ENOMEM,      11, "out of memory")                                       \
+    X(EURL,        12, "malformed database URL")                              \
+    X(ESCHEME,     13, "no driver is registered for the URL's scheme")        \
+    X(ENOTBUILT,   14, "the driver for this URL scheme was not built into "   \
+                       "this copy of sqllock")                                \
+    X(ECONNECT,    15, "cannot connect to the database, or the connection "   \
+                       "was lost")                                            \
+    X(ENOSCHEMA,   16, "the sqllock tables do not exist: run `sqllock init` " \
+                       "or sqllock_init()")                                   \
+    X(ESCHEMAVER,  17, "the database's sqllock schema is newer than this "    \
+                       "library")                                             \
+    X(EDBBUSY,     18, "the database stayed busy (locked by another "         \
+                       "writer) past the busy timeout; a retry is safe")      \
+    X(EPERM,       19, "the database refused the operation (permission "      \
+                       "denied or read-only)")                                \
+    X(EDB,         20, "the database reported an error")                      \
+    X(ENOTHELD,    21, "the lease is not held by this handle")                \
+    X(ESYS,        22, "an operating-system call failed")                     \
+    X(EMISUSE,     23, "the call is not valid in the handle's state")         \
+    X(EUNSUPPORTED, 24, "the driver does not support this operation")
+
+typedef enum sqllock_status {
+#define SQLLOCK_STATUS_ENUM_(name, code, text) SQLLOCK_##name = code,
+    SQLLOCK_STATUS_MAP(SQLLOCK_STATUS_ENUM_)
+#undef SQLLOCK_STATUS_ENUM_
+    SQLLOCK_STATUS_END_ = 25
+} sqllock_status;
+
+/* A sentence that describes a status code; never NULL. */
+SQLLOCK_API const char *sqllock_strerror(int status);
+/* The code's name, e.g. "SQLLOCK_BUSY"; "SQLLOCK_UNKNOWN" for a stray value. */
+SQLLOCK_API const char *sqllock_errname(int status);
+
+/* Limits. A lock name is 1..SQLLOCK_NAME_MAX bytes of valid UTF-8 without
+ * control characters. An owner id is SQLLOCK_OWNER_LEN hexadecimal digits. */
+#define SQLLOCK_NAME_MAX 255
+#define SQLLOCK_OWNER_LEN 32
+#define SQLLOCK_HOLDER_MAX 255
+
+/* Waits longer than this are "forever" (see sqllock_lease_acquire()). */
+#define SQLLOCK_WAIT_FOREVER INT64_MAX
+
+/* ------------------------------------------------------------------------ */
+/* Database handles                                                          */
+/* ------------------------------------------------------------------------ */
+
+typedef struct sqllock_db sqllock_db;
+
+/*
+ * Options for sqllock_open(). Zero in any field means its default, so
+ *     sqllock_options opts = SQLLOCK_OPTIONS_INIT;
+ * and a zeroed struct are both valid. `struct_version` lets later versions
+ * append fields: set it with SQLLOCK_OPTIONS_INIT.
+ */
+typedef struct sqllock_options {
+    int struct_version;
+    /* How long one statement may wait for the database's own locks before
+     * it reports SQLLOCK_EDBBUSY (SQLite busy timeout). Default 5000 ms. */
+    int64_t busy_timeout_ms;
+    /* How long a connect may take. Default 10000 ms. */
+    int64_t connect_timeout_ms;
+} sqllock_options;
+
+#define SQLLOCK_OPTIONS_VERSION 1
+#define SQLLOCK_OPTIONS_INIT { SQLLOCK_OPTIONS_VERSION, 0, 0 }
+
+/*
+ * Opens a database handle from a URL:
+ *
+ *   sqlite:///absolute/path/locks.db   sqlite:relative/path/locks.db
+ *   postgres://user:pass@host:port/db  postgresql://...
+ *   mysql://user:pass@host:port/db     mariadb://...
+ *
+ * `opts` may be NULL. On success *out is a connected handle. On failure the
+ * status says why and *out is STILL set (unless the status is SQLLOCK_EINVAL
+ * for a NULL `out`, or SQLLOCK_ENOMEM): read sqllock_errmsg(*out), then
+ * sqllock_close() it. The database must already hold the sqllock schema for
+ * lock calls to work (see sqllock_init()).
+ *
+ * `sqlite::memory:` is refused with SQLLOCK_EURL: an in-memory database
+ * lives in one connection, so it cannot lock anything between processes.
+ */
+SQLLOCK_API int sqllock_open(const char *url, const sqllock_options *opts,
+                             sqllock_db **out);
+
+/* Closes the connection and frees the handle, its leases' database state
+ * excepted: leases still held stay held in the database until they expire.
+ * Free the leases first (sqllock_lease_free()). Accepts NULL. */
+SQLLOCK_API void sqllock_close(sqllock_db *db);
+
+/* The last status and message on this handle. The message names what was
+ * wrong and includes the database's own message and code where there is
+ * one; it has no trailing newline. A NULL handle gives "no database handle".
+ * sqllock_errcode() returns the last status (SQLLOCK_OK after a success). */
+SQLLOCK_API const char *sqllock_errmsg(const sqllock_db *db);
+SQLLOCK_API int sqllock_errcode(const sqllock_db *db);
+
+/* The name of the handle's driver ("sqlite", "postgres", "mysql"). */
+SQLLOCK_API const char *sqllock_db_driver(const sqllock_db *db);
+
+/* The driver's own connection (sqlite3 *, PGconn *, MYSQL *), borrowed: do
+ * not close it. NULL when not connected. */
+SQLLOCK_API void *sqllock_db_native(sqllock_db *db);
+
+/*
+ * Creates the sqllock tables if they do not exist, and records the schema
+ * version. Idempotent: running it again, from any number of processes at
+ * once, changes nothing. This is the one call that needs CREATE privileges;
+ * everything else needs only SELECT, INSERT, UPDATE and DELETE.
+ */
+SQLLOCK_API int sqllock_init(sqllock_db *db);
+
+/* The schema version this library writes and reads. */
+#define SQLLOCK_SCHEMA_VERSION 1
+
+/* ------------------------------------------------------------------------ */
+/* Lease locks                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct sqllock_lease sqllock_lease;
+
+/*
+ * Options for a lease. Zero means default, except ttl_ms, which is
+ * required and must be positive.
+ */
+typedef struct sqllock_lease_options {
+    int struct_version;
+    /* How long the lease lasts after each acquire or renew, judged by the
+     * database server's clock. Required, > 0. */
+    int64_t ttl_ms;
+    /* How much earlier than the server the holder stops believing it holds
+     * the lease (DESIGN L6). Default ttl/10; must be < ttl. */
+    int64_t safety_margin_ms;
+    /* Backoff between attempts while waiting: exponential from min to max,
+     * with full jitter. Defaults 5 ms and 500 ms. */
+    int64_t backoff_min_ms;
+    int64_t backoff_max_ms;
+    /* A free-text description of the holder shown by `sqllock list`
+     * (at most SQLLOCK_HOLDER_MAX bytes). Default "host:pid". */
+    const char *holder;
+} sqllock_lease_options;
+
+#define SQLLOCK_LEASE_OPTIONS_VERSION 1
+#define SQLLOCK_LEASE_OPTIONS_INIT { SQLLOCK_LEASE_OPTIONS_VERSION, 0, 0, 0, 0, NULL }
+
+/*
+ * Makes a lease handle for lock `name` on `db`. Nothing is sent to the
+ * database. The name is copied. Errors: SQLLOCK_EINVAL for a NULL db, NULL
+ * or empty name, a name over SQLLOCK_NAME_MAX bytes, not valid UTF-8 or with
+ * control characters, or a ttl_ms <= 0 (the message on `db` says which).
+ * Free with sqllock_lease_free().
+ */
+SQLLOCK_API int sqllock_lease_new(sqllock_db *db, const char *name,
+                                  const sqllock_lease_options *opts,
+                                  sqllock_lease **out);
+
+/*
+ * Tries to take the lease once: one atomic statement inserts the row, or
+ * takes over a row whose lease has expired by the server's clock.
+ * Returns SQLLOCK_OK (held; a fresh owner id and a fencing token larger than
+ * any issued before), SQLLOCK_BUSY (held by another owner), or an error.
+ *
+ * Reentrant (DESIGN L8): on a handle that already holds the lease, this
+ * counts up and renews the lease (SQLLOCK_LOST if the renewal finds it lost;
+ * the handle then no longer holds it).
+ */
+SQLLOCK_API int sqllock_lease_try_acquire(sqllock_lease *lease);
+
+/*
+ * Like sqllock_lease_try_acquire(), but while the lock is busy keeps trying,
+ * with exponential backoff and full jitter, until `wait_ms` has passed
+ * (0 = try once, SQLLOCK_WAIT_FOREVER = no deadline; negative is EINVAL).
+ * Returns SQLLOCK_TIMEOUT when the deadline passes with the lock still held
+ * elsewhere. An error other than contention ends the wait at once.
+ */
+SQLLOCK_API int sqllock_lease_acquire(sqllock_lease *lease, int64_t wait_ms);
+
+/*
+ * Extends the held lease to ttl from now by the server's clock. Succeeds as
+ * long as the row still names this owner and token, even past expiry if no
+ * one took it over in between (no other owner held it meanwhile).
+ * SQLLOCK_LOST when another owner took it over or it was removed; the handle
+ * then no longer holds it. SQLLOCK_ENOTHELD when the handle does not hold.
+ * On a connection error the local deadline is left as it was.
+ */
+SQLLOCK_API int sqllock_lease_renew(sqllock_lease *lease);
+
+/*
+ * Counts a reentrant hold down; at zero, deletes the row if it still names
+ * this owner and token. SQLLOCK_OK: released, and no other owner held the
+ * lock at any moment since the acquire. SQLLOCK_LOST: another owner took
+ * it over, or the row was removed after it expired; the handle is released
+ * all the same. SQLLOCK_ENOTHELD when the handle does not hold.
+ * On a connection error the handle keeps the hold, so release can be retried.
+ */
+SQLLOCK_API int sqllock_lease_release(sqllock_lease *lease);
+
+/* Frees the handle. A lease still held is NOT released in the database: it
+ * stays until it expires (call sqllock_lease_release() first). Accepts NULL. */
+SQLLOCK_API void sqllock_lease_free(sqllock_lease *lease);
+
+/* The lock name. */
+SQLLOCK_API const char *sqllock_lease_name(const sqllock_lease *lease);
+/* 1 while the handle holds the lease (it may still have expired: see
+ * sqllock_lease_remaining_ms()), 0 otherwise. */
+SQLLOCK_API int sqllock_lease_held(const sqllock_lease *lease);
+/* The reentrancy count: 0 when not held. */
+SQLLOCK_API int sqllock_lease_count(const sqllock_lease *lease);
+/* The fencing token of the current hold (> 0), or 0 when not held. Tokens
+ * strictly increase across every acquire of every name in one database. */
+SQLLOCK_API int64_t sqllock_lease_token(const sqllock_lease *lease);
+/* The owner id of the current hold (SQLLOCK_OWNER_LEN hex digits), or ""
+ * when not held. Borrowed from the lease handle. */
+SQLLOCK_API const char *sqllock_lease_owner(const sqllock_lease *lease);
+/* How long the holder may still trust the lease, in ms, by the local
+ * monotonic clock: (time the last acquire/renew was SENT) + ttl - margin
+ * - now, never below 0. 0 when not held. */
+SQLLOCK_API int64_t sqllock_lease_remaining_ms(const sqllock_lease *lease);
+
+/*
+ * Makes a handle for a lease that was acquired elsewhere (e.g. by
+ * `sqllock acquire`, which prints the owner and token), so that it can be
+ * renewed or released. The handle counts one hold; its remaining time is 0
+ * until a successful renew, since the send time of the acquire is unknown.
+ * Nothing is sent to the database.
+ */
+SQLLOCK_API int sqllock_lease_attach(sqllock_db *db, const char *name,
+                                     const char *owner, int64_t token,
+                                     const sqllock_lease_options *opts,
+                                     sqllock_lease **out);
+
+/* ------------------------------------------------------------------------ */
+/* Inspection                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* One row of the lease table, as sqllock_list() reports it. Strings are
+ * borrowed for the duration of the callback. Times are by the server's
+ * clock, in ms since the Unix epoch; remaining_ms is negative for a lease
+ * that has expired but whose row was not yet taken over or reaped. */
+typedef struct sqllock_lease_info {
+    const char *name;
+    const char *owner;
+    const char *holder;
+    int64_t token;
+    int64_t acquired_at_ms;
+    int64_t expires_at_ms;
+    int64_t remaining_ms;
+} sqllock_lease_info;
+
+/* Calls `cb` for each lease row, in name order. A non-zero return from `cb`
+ * stops the walk, and sqllock_list() returns that value. */
+SQLLOCK_API int sqllock_list(sqllock_db *db,
+                             int (*cb)(void *ctx, const sqllock_lease_info *),
+                             void *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Utilities                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Parses a duration: a whole number followed by an optional unit, "ms",
+ * "s", "m", "h" or "d" (a bare number is seconds), e.g. "500ms", "30s",
+ * "5m", "2h". Returns SQLLOCK_OK and sets *ms, or SQLLOCK_EINVAL for NULL,
+ * empty, signs, spaces, fractions, unknown units, trailing garbage, or a
+ * value that does not fit in int64 milliseconds.
+ */
+SQLLOCK_API int sqllock_parse_duration(const char *text, int64_t *ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SQLLOCK_H */

@@ -1,0 +1,226 @@
+/*
+ * sqllock_driver.h -- the interface between the sqllock core and a database
+ * driver. Applications do not need this header; driver authors do.
+ *
+ * A driver is a `const sqllock_driver` with designated initialisers:
+ *
+ *     static const sqllock_driver mydrv = {
+ *         .version = SQLLOCK_DRIVER_VERSION,
+ *         .name = "mydb",
+ *         .schemes = mydrv_schemes,
+ *         .connect = mydb_connect,
+ *         ...
+ *     };
+ *     sqllock_driver_register(&mydrv);
+ *
+ * The core holds the lock logic once. A driver moves bytes: it connects,
+ * prepares the statements the core asks for (its own dialect's SQL text,
+ * which it declares in `dialect`), executes them with bound parameters,
+ * hands back rows and affected-row counts, and classifies the database's
+ * errors into sqllock status codes. Every value goes to the database as a
+ * bound parameter; nothing is ever pasted into SQL text.
+ *
+ * New methods are only ever appended. The core calls a method added in
+ * version N only when `drv->version >= N` and the pointer is not NULL.
+ *
+ * THREADS. The core calls a connection's methods from one thread at a time.
+ * Different connections of one driver may be used from different threads at
+ * once, so a driver keeps no unguarded global state.
+ */
+#ifndef SQLLOCK_DRIVER_H
+#define SQLLOCK_DRIVER_H
+
+#include "sqllock.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SQLLOCK_DRIVER_VERSION 1
+
+/* A driver's connection and prepared statement: the driver's own structs. */
+typedef struct sqllock_conn sqllock_conn;
+typedef struct sqllock_stmt sqllock_stmt;
+
+/* Capability bits a driver declares. */
+#define SQLLOCK_CAP_RETURNING   (1u << 0) /* INSERT/UPDATE ... RETURNING */
+#define SQLLOCK_CAP_SKIP_LOCKED (1u << 1) /* SELECT ... FOR UPDATE SKIP LOCKED */
+#define SQLLOCK_CAP_NOWAIT      (1u << 2) /* SELECT ... FOR UPDATE NOWAIT */
+#define SQLLOCK_CAP_NOTIFY      (1u << 3) /* push wake-ups (LISTEN/NOTIFY) */
+#define SQLLOCK_CAP_SHARED_HOST (1u << 4) /* clients share the server's host
+                                             and clock (embedded database) */
+
+/*
+ * The statements the core runs. Each dialect gives the SQL text for each,
+ * with its native placeholders, and says which core arguments bind to the
+ * placeholders in order (see sqllock_sql.args). The arguments the core
+ * passes, numbered from 1, and the result it reads:
+ *
+ * LEASE_ACQUIRE  1 name, 2 owner, 3 holder, 4 ttl_ms.
+ *                Insert the lease row, or take over the row when it has
+ *                expired by the server clock, in ONE statement, with a token
+ *                from a counter that outlives the row. With
+ *                SQLLOCK_CAP_RETURNING it returns one row, (token), when it
+ *                took the lease and no row when the lease is held; without,
+ *                the affected-row count says (0 = held) and LEASE_TOKEN reads
+ *                the token back.
+ * LEASE_TOKEN    1 name, 2 owner. Returns (token) of the row with this owner.
+ *                Only used without SQLLOCK_CAP_RETURNING.
+ * LEASE_RENEW    1 name, 2 owner, 3 token, 4 ttl_ms. Sets the expiry to
+ *                server now + ttl where name, owner and token match.
+ *                Affected rows: 1 renewed, 0 lost.
+ * LEASE_RELEASE  1 name, 2 owner, 3 token. Deletes the row where all three
+ *                match. Affected rows: 1 released, 0 lost.
+ * LEASE_LIST     no arguments. Returns (name, owner, holder, token,
+ *                acquired_at_ms, expires_at_ms, remaining_ms) per row,
+ *                ordered by name; times in ms since the Unix epoch and the
+ *                remainder computed by the server's clock.
+ * SCHEMA_VERSION no arguments. Returns (version) from the schema table.
+ */
+typedef enum sqllock_sql_id {
+    SQLLOCK_SQL_LEASE_ACQUIRE = 0,
+    SQLLOCK_SQL_LEASE_TOKEN,
+    SQLLOCK_SQL_LEASE_RENEW,
+    SQLLOCK_SQL_LEASE_RELEASE,
+    SQLLOCK_SQL_LEASE_LIST,
+    SQLLOCK_SQL_SCHEMA_VERSION,
+    SQLLOCK_SQL_COUNT_
+} sqllock_sql_id;
+
+/* One statement of a dialect. `args` lists, in placeholder order, which of
+ * the core's arguments bind to the placeholders, as digits: "1234", or
+ * "21" for a statement whose first placeholder takes argument 2. NULL means
+ * every argument, in order. */
+typedef struct sqllock_sql {
+    const char *text;
+    const char *args;
+} sqllock_sql;
+
+typedef struct sqllock_dialect {
+    sqllock_sql sql[SQLLOCK_SQL_COUNT_];
+    /* The DDL, schema/<driver>.sql embedded at build time; run by
+     * exec_script() inside sqllock_init(). */
+    const char *schema;
+} sqllock_dialect;
+
+/* A bound value. Text is passed with its length and need not be
+ * NUL-terminated. */
+typedef enum sqllock_value_type {
+    SQLLOCK_VALUE_NULL = 0,
+    SQLLOCK_VALUE_INT64,
+    SQLLOCK_VALUE_TEXT
+} sqllock_value_type;
+
+typedef struct sqllock_value {
+    sqllock_value_type type;
+    int64_t i;
+    const char *s;
+    size_t len;
+} sqllock_value;
+
+/* A parsed URL, decoded, handed to connect(). Absent parts are NULL (port:
+ * 0). `raw` is the URL as the application gave it. For
+ * "scheme:path" (no "//") authority parts are NULL and `path` is the rest. */
+typedef struct sqllock_url {
+    const char *raw;
+    const char *scheme;        /* lower-cased */
+    int has_authority;         /* the URL had "//" */
+    const char *user;
+    const char *password;
+    const char *host;
+    int port;
+    const char *path;          /* "" when empty */
+    int nparams;
+    const char *const *keys;   /* query parameters, decoded */
+    const char *const *values;
+} sqllock_url;
+
+/* What the core asks of a connection, from sqllock_options. */
+typedef struct sqllock_connect_params {
+    int64_t busy_timeout_ms;
+    int64_t connect_timeout_ms;
+} sqllock_connect_params;
+
+/* A database error as a driver reports it: the status it classified the
+ * error as, the database's own code as text (SQLSTATE, MySQL error number,
+ * SQLite result code) and its message. */
+typedef struct sqllock_dberr {
+    int status;
+    char code[24];
+    char msg[480];
+} sqllock_dberr;
+
+/* Fills `err` and returns `status`; for drivers. The message is formatted
+ * like printf and cut to fit. */
+SQLLOCK_API int sqllock_dberr_set(sqllock_dberr *err, int status,
+                                  const char *code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+typedef struct sqllock_driver {
+    int version;                  /* SQLLOCK_DRIVER_VERSION when built */
+    const char *name;             /* "sqlite" */
+    const char *const *schemes;   /* NULL-terminated, lower case */
+    unsigned caps;                /* SQLLOCK_CAP_* */
+    const sqllock_dialect *dialect;
+
+    /* Connects. On failure returns a status, fills `err`, and sets *out to
+     * NULL. A malformed URL for this driver is SQLLOCK_EURL. */
+    int (*connect)(const sqllock_url *url, const sqllock_connect_params *p,
+                   sqllock_conn **out, sqllock_dberr *err);
+    /* Closes and frees; accepts NULL. */
+    void (*disconnect)(sqllock_conn *conn);
+
+    /* Prepares `sql` once; the core keeps the statement for the
+     * connection's lifetime. */
+    int (*prepare)(sqllock_conn *conn, const char *sql, sqllock_stmt **out,
+                   sqllock_dberr *err);
+    /* Frees a statement; accepts NULL. Called before disconnect(). */
+    void (*finalize)(sqllock_stmt *stmt);
+
+    /* Binds `args` and executes. Rows, if any, are then read with fetch();
+     * the core calls reset() when done with the result, before the next
+     * execute(). */
+    int (*execute)(sqllock_stmt *stmt, const sqllock_value *args, int nargs,
+                   sqllock_dberr *err);
+    /* Moves to the next row: *has_row is 1 when there is one, 0 at the
+     * end. */
+    int (*fetch)(sqllock_stmt *stmt, int *has_row, sqllock_dberr *err);
+    /* The current row's columns, numbered from 0. A NULL text column is
+     * returned as "" and a NULL integer as 0. Text is borrowed until the
+     * next fetch() or reset(). */
+    int64_t (*column_int64)(sqllock_stmt *stmt, int col);
+    const char *(*column_text)(sqllock_stmt *stmt, int col);
+    /* Rows changed by the last execute() of an INSERT, UPDATE or DELETE. */
+    int64_t (*affected_rows)(sqllock_stmt *stmt);
+    /* Ends the current result; the statement can be executed again. */
+    void (*reset)(sqllock_stmt *stmt);
+
+    /* Runs a script of several statements without arguments (the DDL),
+     * atomically where the database allows. */
+    int (*exec_script)(sqllock_conn *conn, const char *sql,
+                       sqllock_dberr *err);
+
+    /* The database's own connection handle. */
+    void *(*native)(sqllock_conn *conn);
+} sqllock_driver;
+
+/*
+ * Registers a driver for each of its URL schemes. Thread-safe. Registering
+ * the same driver again is harmless; registering a different driver for a
+ * scheme replaces the earlier one for later opens. Returns SQLLOCK_EINVAL
+ * for a NULL driver, one without a name, schemes or a required method, or
+ * one whose version is older than 1.
+ */
+SQLLOCK_API int sqllock_driver_register(const sqllock_driver *drv);
+
+/* The driver registered for `scheme` (case-insensitive), or NULL. */
+SQLLOCK_API const sqllock_driver *sqllock_driver_find(const char *scheme);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SQLLOCK_DRIVER_H */
