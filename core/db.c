@@ -221,7 +221,11 @@ int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
         }
     }
     if (sql->args == NULL) {
-        memcpy(bound, args, sizeof *args * (size_t)nargs);
+        if (nargs > 9)
+            return sqllock__fail(db, SQLLOCK_EINVAL, "%s: too many arguments",
+                                 what);
+        if (nargs > 0)
+            memcpy(bound, args, sizeof *args * (size_t)nargs);
         n = nargs;
     } else {
         const char *a;
