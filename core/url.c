@@ -286,10 +286,14 @@ char *sqllock__url_redact(const char *text)
 
     if (text == NULL)
         return NULL;
+    /* The user info ends at the last '@'. A password with an unescaped
+     * '/', '?' or '#' makes the URL malformed, but it must be hidden all
+     * the same, so the search does not stop at the path or the query:
+     * better to hide too much of a message than too little. */
     a = strstr(text, "://");
     if (a != NULL) {
         a += 3;
-        end = a + strcspn(a, "/?");
+        end = a + strlen(a);
         for (p = a; p < end; p++)
             if (*p == '@')
                 at = p;
