@@ -1,0 +1,131 @@
+/*
+ * cli.h -- declarations shared by the files of the `sqllock` command-line
+ * tool: its exit codes, its option parser, its database helpers and the
+ * entry points of the subcommands that live in their own files. Not
+ * installed; nothing here is part of the library's API.
+ */
+#ifndef SQLLOCK_CLI_H
+#define SQLLOCK_CLI_H
+
+#include <stdint.h>
+
+#include "sqllock.h"
+
+/* The tool's exit codes, in one place. The numbers 64, 69, 75 and 76 are
+ * the BSD sysexits.h values for the same meanings; 126 and 127 are what a
+ * POSIX shell returns when a command cannot be executed or is not found. */
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1        /* the demo saw a lock failure */
+#define CLI_EXIT_USAGE 64      /* bad option, argument, duration or name */
+#define CLI_EXIT_DB 69         /* the database (or the system) failed */
+#define CLI_EXIT_BUSY 75       /* the lock is held elsewhere */
+#define CLI_EXIT_LOST 76       /* the lease was lost */
+#define CLI_EXIT_NOEXEC 126    /* run: the command could not be executed */
+#define CLI_EXIT_NOTFOUND 127  /* run: the command was not found */
+
+/* The database the tool uses when neither --db nor $SQLLOCK_DB names one.
+ * Only for this one does the tool create the schema by itself. */
+#define CLI_DEFAULT_DB_FILE "/var/tmp/sqllock.db"
+#define CLI_DEFAULT_DB_URL "sqlite://" CLI_DEFAULT_DB_FILE
+#define CLI_DB_ENV "SQLLOCK_DB"
+
+/* What every subcommand gets from main(): the value of a --db option seen
+ * before the subcommand (a later one overrides it), NULL when none. */
+typedef struct cli_ctx {
+    const char *db_opt;
+} cli_ctx;
+
+/* One option a command accepts, by its long name without the dashes
+ * ("ttl" for --ttl). An option with `value` takes an argument, given as
+ * "--ttl 5s" or "--ttl=5s", stored there (a repeat overrides); one with
+ * `flag` takes none and sets *flag to 1. "-h" is read as "--help". */
+typedef struct cli_opt {
+    const char *name;
+    const char **value;
+    int *flag;
+} cli_opt;
+
+/*
+ * Parses the arguments of command `cmd` against `opts` (terminated by an
+ * entry with a NULL name). Up to `maxpos` positional arguments go to
+ * pos[]. When `rest` is NULL, "--" makes every later argument positional
+ * and a positional beyond `maxpos` is an error. When `rest` is not NULL,
+ * "--", or a positional argument beyond `maxpos`, ends the parse and
+ * *rest is set to the index of the first argument after the options
+ * (argc when there is none). Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after
+ * printing what was wrong to stderr.
+ */
+int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
+              const char **pos, int maxpos, int *npos, int *rest);
+
+/* Prints the hint that follows a usage error to stderr; returns
+ * CLI_EXIT_USAGE. */
+int cli_usage(void);
+
+/* Prints the full help to stdout; returns the exit code. */
+int cli_help(void);
+
+/* Parses a duration option with sqllock_parse_duration(). A NULL text
+ * leaves *ms alone. Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after naming
+ * the option and the bad text on stderr. */
+int cli_parse_duration(const char *cmd, const char *opt, const char *text,
+                       int64_t *ms);
+
+/* Parses a decimal integer option in [min, max]; the same contract. */
+int cli_parse_int(const char *cmd, const char *opt, const char *text,
+                  int64_t min, int64_t max, int64_t *out);
+
+/* The exit code for a library status: 0, 64 (EINVAL), 75 (BUSY, TIMEOUT),
+ * 76 (LOST), else 69. */
+int cli_exit_code(int status);
+
+/* Prints "sqllock: <what>: <message>" to stderr, where <what> is formatted
+ * like printf and <message> is sqllock_errmsg(db) (or the status's own
+ * sentence without a handle), and returns cli_exit_code(status). */
+int cli_db_error(const sqllock_db *db, int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Prints "sqllock: <what>" to stderr; returns nothing. */
+void cli_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Options shared by the commands that take a lease (acquire, run): the
+ * texts as given, then the values cli_lease_args_check() parsed. */
+typedef struct cli_lease_args {
+    const char *ttl;
+    const char *wait;
+    const char *holder;
+    int64_t ttl_ms;
+    int64_t wait_ms;
+} cli_lease_args;
+
+/* Checks --ttl (required, > 0) and --wait (default 0) of `cmd`; returns
+ * CLI_EXIT_OK or CLI_EXIT_USAGE after printing what was wrong. */
+int cli_lease_args_check(const char *cmd, cli_lease_args *la);
+
+/* The database URL a command uses: --db, else $SQLLOCK_DB (when not
+ * empty), else CLI_DEFAULT_DB_URL, which sets *is_default. */
+const char *cli_db_url(const cli_ctx *ctx, int *is_default);
+
+/*
+ * Opens the database for a command: the URL of --db, else $SQLLOCK_DB,
+ * else CLI_DEFAULT_DB_URL. For the default alone, and only when
+ * `lock_command` is set, the schema is created first. `opts` may be NULL.
+ * Returns CLI_EXIT_OK with *out set, or an exit code after printing why.
+ */
+int cli_open_db(const cli_ctx *ctx, const sqllock_options *opts,
+                int lock_command, sqllock_db **out);
+
+/* The subcommands that live in files of their own. Each takes the
+ * arguments after its name and returns the tool's exit code. */
+int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_list(const cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_demo(const cli_ctx *ctx, int argc, char **argv);
+
+#endif /* SQLLOCK_CLI_H */

@@ -1,0 +1,570 @@
+/*
+ * sqllock.c -- the `sqllock` command-line tool: main(), the help text, the
+ * option parser shared by every subcommand, and the small commands (init,
+ * acquire, release). `list`, `run` and `demo` live in files of their own.
+ *
+ * The tool prints results to stdout and every error to stderr as
+ * "sqllock: <what>: <message>", and tells what happened through its exit
+ * code (cli.h keeps the numbers). It never prints a database URL as given:
+ * the library's messages redact passwords, and the one place the tool
+ * shows a URL itself (`init`) redacts it too.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "internal.h"
+
+/* The help, in parts: C99 promises string literals of only 4095 bytes. */
+static const char *const help_text[] = {
+"usage: sqllock [--db URL] COMMAND [ARGS...]\n"
+"       sqllock --help | --version\n"
+"\n"
+"Distributed lease locks on the SQL database you already run.\n"
+"\n"
+"Commands:\n"
+"  init\n"
+"      Create the sqllock tables if they do not exist (idempotent) and\n"
+"      print the schema version.\n"
+"  acquire NAME --ttl DUR [--wait DUR] [--holder TEXT]\n"
+"      Take the lease on NAME and print it as shell assignments, so that\n"
+"      eval \"$(sqllock acquire NAME --ttl 30s)\" sets SQLLOCK_NAME,\n"
+"      SQLLOCK_OWNER, SQLLOCK_TOKEN and SQLLOCK_TTL_MS. The lease is not\n"
+"      renewed: it stays held until `sqllock release` or until --ttl has\n"
+"      passed.\n"
+"  release NAME --owner ID --token N\n"
+"      Release a lease taken by `acquire`.\n"
+"  list [--json]\n"
+"      Show every lease row: NAME, OWNER, TOKEN, HOLDER and LEFT (the\n"
+"      time left by the database's clock). --json prints a JSON array of\n"
+"      {name, owner, token, holder, acquired_at_ms, expires_at_ms,\n"
+"      remaining_ms} objects.\n"
+"  run NAME --ttl DUR [--wait DUR] [--holder TEXT] [--busy-exit CODE]\n"
+"      -- CMD [ARGS...]\n"
+"      Run CMD while holding the lease on NAME. CMD gets SQLLOCK_NAME,\n"
+"      SQLLOCK_OWNER and SQLLOCK_TOKEN in its environment. While it runs,\n"
+"      the lease is renewed every ttl/3. SIGINT, SIGTERM and SIGHUP sent\n"
+"      to sqllock are passed on to CMD (those the terminal sends reach\n"
+"      CMD directly, so they are not passed on twice).\n"
+"      If the lock is held elsewhere, CMD does not run and the exit code\n"
+"      is 75 (or CODE). If the lease is lost (a renewal says so, or no\n"
+"      renewal succeeds before the lease's time runs out), CMD gets\n"
+"      SIGTERM (and SIGKILL 10 s later) and the exit code is 76.\n"
+"      Otherwise the lease is released when CMD ends, and the exit code\n"
+"      is CMD's. If that release finds the lease lost, a warning is\n"
+"      printed but the exit code is still CMD's: CMD had already finished\n"
+"      its work, and its own status is what the caller needs to see.\n"
+"      \"--\" may be left out when CMD does not start with '-'.\n"
+"  demo [--workers N] [--stock N] [--db URL]\n"
+"      Show the classic oversell race: worker processes (default 8)\n"
+"      sell a stock of items (default 20), first with no lock, then with\n"
+"      a lease lock, and a table shows how many were sold. Uses a fresh\n"
+"      temporary SQLite file (removed at the end) unless --db names a\n"
+"      SQLite database; $SQLLOCK_DB and the default file are never used.\n"
+"      Exit code 1 if the locked run sold anything but the stock.\n"
+"\n",
+"Options:\n"
+"  --db URL          the database, before or after the command (see below)\n"
+"  --ttl DUR         how long a lease lasts after each acquire or renewal\n"
+"  --wait DUR        how long to wait for a busy lock (default 0: try once)\n"
+"  --holder TEXT     who holds the lock, shown by `list` (default host:pid)\n"
+"  --owner ID        the owner id that `acquire` printed\n"
+"  --token N         the fencing token that `acquire` printed\n"
+"  --busy-exit CODE  run: the exit code when the lock is busy (default 75)\n"
+"  --json            list: print JSON\n"
+"  --workers N, --stock N\n"
+"                    demo: the number of worker processes and items\n"
+"  -h, --help        print this help\n"
+"  --version         print the library's version\n"
+"\n"
+"  DUR is a whole number with a unit, ms, s, m, h or d (\"500ms\", \"30s\",\n"
+"  \"5m\"); a bare number is seconds. Options that take a value accept\n"
+"  \"--opt VALUE\" and \"--opt=VALUE\"; \"--\" ends the options.\n"
+"\n",
+"Database:\n"
+"  The URL comes from --db, else from $" CLI_DB_ENV ", else it is the\n"
+"  built-in default " CLI_DEFAULT_DB_URL "\n"
+"  (the file " CLI_DEFAULT_DB_FILE "). For that default only, sqllock\n"
+"  creates its tables by itself. For any other URL, run `sqllock init`\n"
+"  once first; until then lock commands fail and say so. URLs look like\n"
+"  sqlite:///abs/path.db, sqlite:rel/path.db,\n"
+"  postgres://user:pass@host:5432/db, mysql://user:pass@host/db.\n"
+"\n"
+"Exit status:\n"
+"    0  success\n"
+"   64  usage error: bad option, missing argument, bad duration or name\n"
+"   69  database or system error (cannot connect, no schema, ...)\n"
+"   75  the lock is held elsewhere (busy, or --wait ran out)\n"
+"   76  the lease was lost (release or renewal found another owner)\n"
+"  run: otherwise CMD's own exit status, 128+N if CMD was killed by\n"
+"       signal N, 126 if CMD could not be executed, 127 if not found.\n"
+"  demo: 1 if the locked run oversold or undersold.\n"
+};
+
+int cli_usage(void)
+{
+    fputs("Try 'sqllock --help' for more information.\n", stderr);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_help(void)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof help_text / sizeof *help_text; i++)
+        fputs(help_text[i], stdout);
+    return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
+}
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("sqllock: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int cli_db_error(const sqllock_db *db, int status, const char *fmt, ...)
+{
+    va_list ap;
+    const char *msg = db != NULL ? sqllock_errmsg(db) : NULL;
+    char what[512];
+    size_t n;
+
+    if (msg == NULL || *msg == '\0')
+        msg = sqllock_strerror(status);
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    /* Some library messages already start with the operation's name
+     * ("release: lock 'x' had already been lost"): say it once. */
+    n = strlen(what);
+    if (strncmp(msg, what, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+        msg += n + 2;
+    fprintf(stderr, "sqllock: %s: %s\n", what, msg);
+    return cli_exit_code(status);
+}
+
+int cli_exit_code(int status)
+{
+    switch (status) {
+    case SQLLOCK_OK:
+        return CLI_EXIT_OK;
+    case SQLLOCK_BUSY:
+    case SQLLOCK_TIMEOUT:
+        return CLI_EXIT_BUSY;
+    case SQLLOCK_LOST:
+        return CLI_EXIT_LOST;
+    case SQLLOCK_EINVAL:
+        return CLI_EXIT_USAGE;
+    default:
+        return CLI_EXIT_DB;
+    }
+}
+
+/* Finds the option called name[0..len) in `opts`, or NULL. */
+static const cli_opt *find_opt(const cli_opt *opts, const char *name,
+                               size_t len)
+{
+    for (; opts->name != NULL; opts++) {
+        if (strlen(opts->name) == len && strncmp(opts->name, name, len) == 0)
+            return opts;
+    }
+    return NULL;
+}
+
+int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
+              const char **pos, int maxpos, int *npos, int *rest)
+{
+    /* main() passes "" for the options before the command. */
+    const char *sep = *cmd != '\0' ? ": " : "";
+    int i;
+
+    *npos = 0;
+    if (rest != NULL)
+        *rest = argc;
+    for (i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *name, *eq;
+        const cli_opt *opt;
+        size_t len;
+
+        if (strcmp(arg, "--") == 0) {
+            if (rest != NULL) {
+                *rest = i + 1;
+                return CLI_EXIT_OK;
+            }
+            for (i++; i < argc; i++) {
+                if (*npos == maxpos) {
+                    cli_error("%s%sunexpected argument '%s'", cmd, sep,
+                              argv[i]);
+                    return cli_usage();
+                }
+                pos[(*npos)++] = argv[i];
+            }
+            break;
+        }
+        if (arg[0] != '-' || arg[1] == '\0') {
+            /* A positional argument ("-" alone counts as one). */
+            if (*npos < maxpos) {
+                pos[(*npos)++] = arg;
+                continue;
+            }
+            if (rest != NULL) {
+                *rest = i;
+                return CLI_EXIT_OK;
+            }
+            cli_error("%s%sunexpected argument '%s'", cmd, sep, arg);
+            return cli_usage();
+        }
+        if (strcmp(arg, "-h") == 0) {
+            name = "help";
+            len = 4;
+            eq = NULL;
+        } else if (arg[1] == '-') {
+            name = arg + 2;
+            eq = strchr(name, '=');
+            len = eq != NULL ? (size_t)(eq - name) : strlen(name);
+        } else {
+            cli_error("%s%sunknown option '%s'", cmd, sep, arg);
+            return cli_usage();
+        }
+        opt = find_opt(opts, name, len);
+        if (opt == NULL) {
+            cli_error("%s%sunknown option '--%.*s'", cmd, sep, (int)len,
+                      name);
+            return cli_usage();
+        }
+        if (opt->flag != NULL) {
+            if (eq != NULL) {
+                cli_error("%s%soption '--%s' takes no value", cmd, sep,
+                          opt->name);
+                return cli_usage();
+            }
+            *opt->flag = 1;
+        } else if (eq != NULL) {
+            *opt->value = eq + 1;
+        } else if (i + 1 < argc) {
+            *opt->value = argv[++i];
+        } else {
+            cli_error("%s%soption '--%s' needs a value", cmd, sep,
+                      opt->name);
+            return cli_usage();
+        }
+    }
+    return CLI_EXIT_OK;
+}
+
+int cli_parse_duration(const char *cmd, const char *opt, const char *text,
+                       int64_t *ms)
+{
+    if (text == NULL)
+        return CLI_EXIT_OK;
+    if (sqllock_parse_duration(text, ms) != SQLLOCK_OK) {
+        cli_error("%s: bad duration for --%s: '%s' (use e.g. 500ms, 30s, "
+                  "5m, 2h)", cmd, opt, text);
+        return cli_usage();
+    }
+    return CLI_EXIT_OK;
+}
+
+int cli_parse_int(const char *cmd, const char *opt, const char *text,
+                  int64_t min, int64_t max, int64_t *out)
+{
+    char *end;
+    long long v;
+
+    /* strtoll() alone would take a sign, leading space and "0x". */
+    if (text == NULL || text[0] < '0' || text[0] > '9')
+        goto bad;
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno != 0 || *end != '\0' || v < min || v > max)
+        goto bad;
+    *out = (int64_t)v;
+    return CLI_EXIT_OK;
+bad:
+    cli_error("%s: bad value for --%s: '%s' (a whole number from %" PRId64
+              " to %" PRId64 ")", cmd, opt, text != NULL ? text : "",
+              min, max);
+    return cli_usage();
+}
+
+const char *cli_db_url(const cli_ctx *ctx, int *is_default)
+{
+    const char *url = ctx->db_opt;
+
+    *is_default = 0;
+    if (url == NULL) {
+        url = getenv(CLI_DB_ENV);
+        if (url != NULL && *url == '\0')
+            url = NULL;
+    }
+    if (url == NULL) {
+        url = CLI_DEFAULT_DB_URL;
+        *is_default = 1;
+    }
+    return url;
+}
+
+int cli_open_db(const cli_ctx *ctx, const sqllock_options *opts,
+                int lock_command, sqllock_db **out)
+{
+    sqllock_db *db = NULL;
+    int is_default;
+    const char *url = cli_db_url(ctx, &is_default);
+    int rc;
+
+    *out = NULL;
+    rc = sqllock_open(url, opts, &db);
+    if (rc != SQLLOCK_OK) {
+        rc = cli_db_error(db, rc, "cannot open the database");
+        sqllock_close(db);
+        /* A URL the library cannot parse is still a database problem
+         * for the caller, not a misuse of the tool's options. */
+        return rc == CLI_EXIT_USAGE ? CLI_EXIT_DB : rc;
+    }
+    if (is_default && lock_command) {
+        rc = sqllock_init(db);
+        if (rc != SQLLOCK_OK) {
+            rc = cli_db_error(db, rc, "cannot create the schema in %s",
+                              CLI_DEFAULT_DB_FILE);
+            sqllock_close(db);
+            return rc == CLI_EXIT_USAGE ? CLI_EXIT_DB : rc;
+        }
+    }
+    *out = db;
+    return CLI_EXIT_OK;
+}
+
+/* Writes `s` to stdout in single quotes, so that any shell reads it back
+ * as exactly those bytes: each ' becomes '\'' (close, escaped quote,
+ * reopen). Nothing else is special inside single quotes. */
+static void print_shell_quoted(const char *s)
+{
+    putchar('\'');
+    for (; *s != '\0'; s++) {
+        if (*s == '\'')
+            fputs("'\\''", stdout);
+        else
+            putchar(*s);
+    }
+    putchar('\'');
+}
+
+int cli_lease_args_check(const char *cmd, cli_lease_args *la)
+{
+    int rc;
+
+    la->wait_ms = 0;
+    if (la->ttl == NULL) {
+        cli_error("%s: --ttl is required", cmd);
+        return cli_usage();
+    }
+    rc = cli_parse_duration(cmd, "ttl", la->ttl, &la->ttl_ms);
+    if (rc == CLI_EXIT_OK && la->ttl_ms <= 0) {
+        cli_error("%s: --ttl must be more than 0, not '%s'", cmd, la->ttl);
+        rc = cli_usage();
+    }
+    if (rc == CLI_EXIT_OK)
+        rc = cli_parse_duration(cmd, "wait", la->wait, &la->wait_ms);
+    return rc;
+}
+
+static int cmd_init(const cli_ctx *ctx, int argc, char **argv)
+{
+    cli_ctx c = *ctx;
+    int help = 0, is_default, npos, rc;
+    const cli_opt opts[] = {
+        { "db", &c.db_opt, NULL }, { "help", NULL, &help },
+        { NULL, NULL, NULL }
+    };
+    sqllock_db *db;
+    char *shown;
+
+    rc = cli_parse("init", argc, argv, opts, NULL, 0, &npos, NULL);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (help)
+        return cli_help();
+    rc = cli_open_db(&c, NULL, 0, &db);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    rc = sqllock_init(db);
+    if (rc != SQLLOCK_OK) {
+        rc = cli_db_error(db, rc, "init");
+        sqllock_close(db);
+        return rc == CLI_EXIT_USAGE ? CLI_EXIT_DB : rc;
+    }
+    /* The URL is shown only with any password replaced by "***". */
+    shown = sqllock__url_redact(cli_db_url(&c, &is_default));
+    printf("schema ready (version %d) in %s\n", SQLLOCK_SCHEMA_VERSION,
+           shown != NULL ? shown : sqllock_db_driver(db));
+    free(shown);
+    sqllock_close(db);
+    return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
+}
+
+static int cmd_acquire(const cli_ctx *ctx, int argc, char **argv)
+{
+    cli_ctx c = *ctx;
+    cli_lease_args la = { NULL, NULL, NULL, 0, 0 };
+    int help = 0, npos, rc;
+    const char *name = NULL;
+    const cli_opt opts[] = {
+        { "db", &c.db_opt, NULL }, { "ttl", &la.ttl, NULL },
+        { "wait", &la.wait, NULL }, { "holder", &la.holder, NULL },
+        { "help", NULL, &help }, { NULL, NULL, NULL }
+    };
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *lease = NULL;
+    sqllock_db *db;
+
+    rc = cli_parse("acquire", argc, argv, opts, &name, 1, &npos, NULL);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (help)
+        return cli_help();
+    if (npos != 1) {
+        cli_error("acquire: missing the lock NAME");
+        return cli_usage();
+    }
+    rc = cli_lease_args_check("acquire", &la);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    rc = cli_open_db(&c, NULL, 1, &db);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    lo.ttl_ms = la.ttl_ms;
+    lo.holder = la.holder;
+    rc = sqllock_lease_new(db, name, &lo, &lease);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_lease_acquire(lease, la.wait_ms);
+    if (rc != SQLLOCK_OK) {
+        rc = cli_db_error(db, rc, "acquire");
+        sqllock_lease_free(lease);
+        sqllock_close(db);
+        return rc;
+    }
+    fputs("SQLLOCK_NAME=", stdout);
+    print_shell_quoted(name);
+    printf("\nSQLLOCK_OWNER=%s\nSQLLOCK_TOKEN=%" PRId64
+           "\nSQLLOCK_TTL_MS=%" PRId64 "\n", sqllock_lease_owner(lease),
+           sqllock_lease_token(lease), la.ttl_ms);
+    rc = CLI_EXIT_OK;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        /* Nobody learned the owner id, so nobody could release the
+         * lease: give it back rather than leave it held until expiry. */
+        cli_error("acquire: cannot write to stdout: %s; releasing the lock",
+                  strerror(errno));
+        if (sqllock_lease_release(lease) != SQLLOCK_OK)
+            cli_db_error(db, sqllock_errcode(db), "release");
+        rc = CLI_EXIT_DB;
+    }
+    /* Freeing the handle leaves the lease held in the database. */
+    sqllock_lease_free(lease);
+    sqllock_close(db);
+    return rc;
+}
+
+static int cmd_release(const cli_ctx *ctx, int argc, char **argv)
+{
+    cli_ctx c = *ctx;
+    int help = 0, npos, rc;
+    const char *name = NULL, *owner = NULL, *token_text = NULL;
+    const cli_opt opts[] = {
+        { "db", &c.db_opt, NULL }, { "owner", &owner, NULL },
+        { "token", &token_text, NULL }, { "help", NULL, &help },
+        { NULL, NULL, NULL }
+    };
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *lease = NULL;
+    sqllock_db *db;
+    int64_t token;
+
+    rc = cli_parse("release", argc, argv, opts, &name, 1, &npos, NULL);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (help)
+        return cli_help();
+    if (npos != 1 || owner == NULL || token_text == NULL) {
+        cli_error("release: needs NAME, --owner ID and --token N");
+        return cli_usage();
+    }
+    rc = cli_parse_int("release", "token", token_text, 1, INT64_MAX, &token);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    rc = cli_open_db(&c, NULL, 1, &db);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    /* Release never uses the ttl, but lease options require one. */
+    lo.ttl_ms = 60000;
+    rc = sqllock_lease_attach(db, name, owner, token, &lo, &lease);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_lease_release(lease);
+    if (rc != SQLLOCK_OK) {
+        rc = cli_db_error(db, rc, "release");
+    } else {
+        fputs("released ", stdout);
+        print_shell_quoted(name);
+        printf(" (token %" PRId64 ")\n", token);
+        rc = fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
+    }
+    sqllock_lease_free(lease);
+    sqllock_close(db);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    cli_ctx ctx = { NULL };
+    int help = 0, version = 0, npos, rest, rc;
+    const cli_opt opts[] = {
+        { "db", &ctx.db_opt, NULL }, { "help", NULL, &help },
+        { "version", NULL, &version }, { NULL, NULL, NULL }
+    };
+    const char *cmd;
+
+    if (argc < 1)
+        return CLI_EXIT_USAGE;
+    rc = cli_parse("", argc - 1, argv + 1, opts, NULL, 0, &npos,
+                   &rest);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (help)
+        return cli_help();
+    if (version) {
+        printf("sqllock %s\n", sqllock_version_string());
+        return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
+    }
+    rest += 1;
+    if (rest >= argc) {
+        cli_error("missing COMMAND (init, acquire, release, list, run or "
+                  "demo)");
+        return cli_usage();
+    }
+    cmd = argv[rest];
+    argc -= rest + 1;
+    argv += rest + 1;
+    if (strcmp(cmd, "init") == 0)
+        return cmd_init(&ctx, argc, argv);
+    if (strcmp(cmd, "acquire") == 0)
+        return cmd_acquire(&ctx, argc, argv);
+    if (strcmp(cmd, "release") == 0)
+        return cmd_release(&ctx, argc, argv);
+    if (strcmp(cmd, "list") == 0)
+        return cli_cmd_list(&ctx, argc, argv);
+    if (strcmp(cmd, "run") == 0)
+        return cli_cmd_run(&ctx, argc, argv);
+    if (strcmp(cmd, "demo") == 0)
+        return cli_cmd_demo(&ctx, argc, argv);
+    cli_error("unknown command '%s'", cmd);
+    return cli_usage();
+}
