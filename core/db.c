@@ -339,9 +339,13 @@ int sqllock_init(sqllock_db *db)
 
     if (db == NULL)
         return SQLLOCK_EINVAL;
-    if (db->drv == NULL)
+    if (db->drv == NULL) {
+        char why[SQLLOCK__ERRMSG_MAX];
+        /* The reason is in the buffer being written: copy it first. */
+        memcpy(why, db->errmsg, sizeof why);
         return sqllock__fail(db, SQLLOCK_EMISUSE, "sqllock_init: the "
-                             "handle's open failed: %s", db->errmsg);
+                             "handle's open failed: %s", why);
+    }
     rc = read_schema_version(db, &version);
     if (rc != SQLLOCK_OK)
         return rc;

@@ -144,6 +144,8 @@ int sqllock_lease_attach(sqllock_db *db, const char *name, const char *owner,
     size_t i;
     int rc;
 
+    if (out != NULL)
+        *out = NULL;
     if (db != NULL && owner == NULL)
         return sqllock__fail(db, SQLLOCK_EINVAL, "the owner id is NULL");
     if (db != NULL) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "internal.h"
 
@@ -278,11 +279,26 @@ void sqllock__url_free(sqllock_url *url)
     }
 }
 
+/* 1 if the query parameter starting at p (after '?' or '&') carries a
+ * secret: password=, pass=, passwd=, sslpassword= (libpq, MySQL). */
+static int secret_param(const char *p)
+{
+    static const char *const keys[] = {
+        "password=", "pass=", "passwd=", "sslpassword=", NULL
+    };
+    int i;
+
+    for (i = 0; keys[i] != NULL; i++)
+        if (strncasecmp(p, keys[i], strlen(keys[i])) == 0)
+            return (int)strlen(keys[i]);
+    return 0;
+}
+
 char *sqllock__url_redact(const char *text)
 {
-    const char *a, *end, *at = NULL, *colon, *p;
-    char *out;
-    size_t n;
+    const char *a, *at = NULL, *colon = NULL, *p;
+    char *out, *o;
+    int after_sep = 0;
 
     if (text == NULL)
         return NULL;
@@ -293,23 +309,39 @@ char *sqllock__url_redact(const char *text)
     a = strstr(text, "://");
     if (a != NULL) {
         a += 3;
-        end = a + strlen(a);
-        for (p = a; p < end; p++)
+        for (p = a; *p; p++)
             if (*p == '@')
                 at = p;
+        if (at != NULL)
+            colon = memchr(a, ':', (size_t)(at - a));
     }
-    if (at == NULL || (colon = memchr(a, ':', (size_t)(at - a))) == NULL) {
-        out = malloc(strlen(text) + 1);
-        if (out != NULL)
-            strcpy(out, text);
-        return out;
-    }
-    n = (size_t)(colon + 1 - text);
-    out = malloc(n + 3 + strlen(at) + 1);
+    /* "***" is never longer than what it replaces plus 3 bytes, and at
+     * most one replacement happens per byte of input. */
+    out = malloc(4 * strlen(text) + 4);
     if (out == NULL)
         return NULL;
-    memcpy(out, text, n);
-    memcpy(out + n, "***", 3);
-    strcpy(out + n + 3, at);
+    o = out;
+    for (p = text; *p;) {
+        int klen;
+
+        if (colon != NULL && p == colon + 1) {
+            memcpy(o, "***", 3);
+            o += 3;
+            p = at;
+            continue;
+        }
+        if (after_sep && (klen = secret_param(p)) > 0) {
+            memcpy(o, p, (size_t)klen);
+            o += klen;
+            memcpy(o, "***", 3);
+            o += 3;
+            p += klen + strcspn(p + klen, "&");
+            after_sep = 0;
+            continue;
+        }
+        after_sep = (*p == '?' || *p == '&') && (at == NULL || p > at);
+        *o++ = *p++;
+    }
+    *o = '\0';
     return out;
 }

@@ -1,0 +1,667 @@
+/*
+ * test_badinput.c -- bad input gets a specific status and a message that
+ * says what was wrong, and never harms a lock someone else holds
+ * (DESIGN E1, E2, D3).
+ *
+ * Runs on a fresh temporary SQLite database. A "victim" lease is held by
+ * its own handle for the whole run; after every bad input the test checks
+ * through sqllock_list() that the victim's row still has the same owner
+ * and token.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+
+typedef struct fixture {
+    char *dir;
+    char url[4200];
+    sqllock_db *victim_db;
+    sqllock_lease *victim;
+    char owner[SQLLOCK_OWNER_LEN + 1];
+    int64_t token;
+    sqllock_db *db;            /* the handle bad input is fed to */
+} fixture;
+
+#define VICTIM "badinput-victim"
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+
+    if (f == NULL)
+        return -1;
+    f->dir = tu_mkdtemp();
+    if (f->dir == NULL)
+        return -1;
+    snprintf(f->url, sizeof f->url, "sqlite://%s/locks.db", f->dir);
+    o.ttl_ms = 600000;
+    if (sqllock_open(f->url, NULL, &f->victim_db) != SQLLOCK_OK ||
+        sqllock_init(f->victim_db) != SQLLOCK_OK ||
+        sqllock_lease_new(f->victim_db, VICTIM, &o, &f->victim) !=
+            SQLLOCK_OK ||
+        sqllock_lease_try_acquire(f->victim) != SQLLOCK_OK ||
+        sqllock_open(f->url, NULL, &f->db) != SQLLOCK_OK) {
+        fprintf(stderr, "badinput setup: %s / %s\n",
+                sqllock_errmsg(f->victim_db), sqllock_errmsg(f->db));
+        return -1;
+    }
+    snprintf(f->owner, sizeof f->owner, "%s",
+             sqllock_lease_owner(f->victim));
+    f->token = sqllock_lease_token(f->victim);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+
+    if (f == NULL)
+        return 0;
+    if (f->victim != NULL)
+        sqllock_lease_release(f->victim);
+    sqllock_lease_free(f->victim);
+    sqllock_close(f->victim_db);
+    sqllock_close(f->db);
+    tu_rmdir(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+/* The victim's row is exactly as it was, and its holder still holds. */
+static void victim_untouched(fixture *f)
+{
+    tu_row r;
+    int rc = tu_find(f->victim_db, VICTIM, &r);
+
+    if (rc != SQLLOCK_OK)
+        fail_msg("list after bad input: %s: %s", sqllock_errname(rc),
+                 sqllock_errmsg(f->victim_db));
+    assert_int_equal(r.found, 1);
+    assert_string_equal(r.owner, f->owner);
+    assert_int_equal(r.token, f->token);
+    assert_true(r.remaining_ms > 0);
+    assert_int_equal(sqllock_lease_held(f->victim), 1);
+}
+
+/* The message on `db` mentions every word in `all` (a "|"-separated list;
+ * may be NULL) and at least one of `any` (the same; may be NULL). */
+static void expect_msg(const sqllock_db *db, const char *what,
+                       const char *all, const char *any)
+{
+    const char *msg = sqllock_errmsg(db);
+    char buf[200];
+    const char *p;
+    int hit = 0;
+
+    assert_non_null(msg);
+    for (p = all; p != NULL && *p != '\0';) {
+        size_t n = strcspn(p, "|");
+        snprintf(buf, sizeof buf, "%.*s", (int)n, p);
+        if (!tu_contains_ci(msg, buf))
+            fail_msg("%s: message \"%s\" does not mention \"%s\"", what, msg,
+                     buf);
+        p += n;
+        if (*p == '|')
+            p++;
+    }
+    if (any == NULL)
+        return;
+    for (p = any; *p != '\0';) {
+        size_t n = strcspn(p, "|");
+        snprintf(buf, sizeof buf, "%.*s", (int)n, p);
+        if (tu_contains_ci(msg, buf))
+            hit = 1;
+        p += n;
+        if (*p == '|')
+            p++;
+    }
+    if (!hit)
+        fail_msg("%s: message \"%s\" mentions none of \"%s\"", what, msg,
+                 any);
+}
+
+/* ------------------------------------------------------------------ */
+/* Names                                                               */
+/* ------------------------------------------------------------------ */
+
+typedef struct bad_name {
+    const char *label;
+    const char *name;          /* NULL, or see `len` */
+    size_t len;                /* > 0: a name of this many 'n' bytes */
+    const char *all;
+    const char *any;
+} bad_name;
+
+/* E2: bad names are SQLLOCK_EINVAL from sqllock_lease_new() with a
+ * message naming the problem, and no lease is made. */
+static void test_badinput_E2_bad_names(void **state)
+{
+    static const bad_name cases[] = {
+        { "NULL name", NULL, 0, "name", "NULL" },
+        { "empty name", "", 0, "name|empty", NULL },
+        { "256-byte name", NULL, 256, "name", "255|long" },
+        { "10000-byte name", NULL, 10000, "name", "255|long" },
+        { "\\xff\\xfe", "\xff\xfe", 0, "name", "UTF-8|UTF8" },
+        { "\\xc3\\x28", "\xc3\x28", 0, "name", "UTF-8|UTF8" },
+        { "overlong \\xc0\\xaf", "\xc0\xaf", 0, "name", "UTF-8|UTF8" },
+        { "overlong 3-byte", "a\xe0\x80\xaf", 0, "name", "UTF-8|UTF8" },
+        { "surrogate", "a\xed\xa0\x80z", 0, "name", "UTF-8|UTF8" },
+        { "above U+10FFFF", "\xf4\x90\x80\x80", 0, "name", "UTF-8|UTF8" },
+        { "truncated sequence", "abc\xe2\x82", 0, "name", "UTF-8|UTF8" },
+        { "lone continuation", "a\x80", 0, "name", "UTF-8|UTF8" },
+        { "newline", "a\nb", 0, "name", "control" },
+        { "tab", "a\tb", 0, "name", "control" },
+        { "escape", "a\x1b[0m", 0, "name", "control" },
+        { "DEL", "a\x7f", 0, "name", "control" },
+    };
+    fixture *f = *state;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    size_t i;
+
+    o.ttl_ms = 10000;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *big = NULL;
+        const char *name = cases[i].name;
+        sqllock_lease *l = (sqllock_lease *)(uintptr_t)1;
+        int rc;
+
+        if (cases[i].len > 0) {
+            big = malloc(cases[i].len + 1);
+            assert_non_null(big);
+            memset(big, 'n', cases[i].len);
+            big[cases[i].len] = '\0';
+            name = big;
+        }
+        rc = sqllock_lease_new(f->db, name, &o, &l);
+        if (rc != SQLLOCK_EINVAL)
+            fail_msg("lease_new(%s) = %s, want SQLLOCK_EINVAL",
+                     cases[i].label, sqllock_errname(rc));
+        assert_null(l);
+        assert_int_equal(sqllock_errcode(f->db), SQLLOCK_EINVAL);
+        expect_msg(f->db, cases[i].label, cases[i].all, cases[i].any);
+        /* attach checks the name the same way. */
+        l = (sqllock_lease *)(uintptr_t)1;
+        rc = sqllock_lease_attach(f->db, name, f->owner, f->token, &o, &l);
+        if (rc != SQLLOCK_EINVAL)
+            fail_msg("lease_attach(%s) = %s, want SQLLOCK_EINVAL",
+                     cases[i].label, sqllock_errname(rc));
+        assert_null(l);
+        expect_msg(f->db, cases[i].label, cases[i].all, cases[i].any);
+        free(big);
+        victim_untouched(f);
+    }
+}
+
+/* The limits themselves are fine: 255 bytes, and multi-byte UTF-8. */
+static void test_badinput_E2_name_limits_accepted(void **state)
+{
+    fixture *f = *state;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    char name[SQLLOCK_NAME_MAX + 1], euro[SQLLOCK_NAME_MAX + 1];
+    const char *names[3];
+    size_t i;
+
+    memset(name, 'x', SQLLOCK_NAME_MAX);
+    name[SQLLOCK_NAME_MAX] = '\0';
+    for (i = 0; i + 3 <= SQLLOCK_NAME_MAX; i += 3)
+        memcpy(euro + i, "\xe2\x82\xac", 3);    /* 85 x U+20AC = 255 bytes */
+    euro[i] = '\0';
+    names[0] = name;
+    names[1] = euro;
+    names[2] = "a";
+    o.ttl_ms = 10000;
+    for (i = 0; i < 3; i++) {
+        sqllock_lease *l = NULL;
+        tu_row r;
+        assert_int_equal(sqllock_lease_new(f->db, names[i], &o, &l),
+                         SQLLOCK_OK);
+        assert_int_equal(sqllock_lease_try_acquire(l), SQLLOCK_OK);
+        assert_int_equal(tu_find(f->db, names[i], &r), SQLLOCK_OK);
+        assert_int_equal(r.found, 1);
+        assert_int_equal(r.token, sqllock_lease_token(l));
+        assert_int_equal(sqllock_lease_release(l), SQLLOCK_OK);
+        sqllock_lease_free(l);
+    }
+    victim_untouched(f);
+}
+
+/* D3: quotes, semicolons, format directives and SQL are valid names;
+ * they round-trip exactly and do not harm other rows or the table. */
+static void test_badinput_D3_hostile_names_round_trip(void **state)
+{
+    static const char *const names[] = {
+        "it's", "\"quoted\"", "semi;colon", "%s", "%s%s%s%n%n", "%99999d",
+        "'; DROP TABLE sqllock_lease; --",
+        "\"; DELETE FROM sqllock_lease; --",
+        "badinput-victim' OR '1'='1", VICTIM "%", VICTIM "_",
+        "_", "%", "\\", "\\'", "?", "$1", "NULL",
+    };
+    enum { N = sizeof names / sizeof names[0] };
+    fixture *f = *state;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l[N];
+    size_t i;
+
+    o.ttl_ms = 30000;
+    for (i = 0; i < N; i++) {
+        l[i] = NULL;
+        assert_int_equal(sqllock_lease_new(f->db, names[i], &o, &l[i]),
+                         SQLLOCK_OK);
+        assert_string_equal(sqllock_lease_name(l[i]), names[i]);
+        if (sqllock_lease_try_acquire(l[i]) != SQLLOCK_OK)
+            fail_msg("try_acquire(\"%s\"): %s", names[i],
+                     sqllock_errmsg(f->db));
+        victim_untouched(f);
+    }
+    for (i = 0; i < N; i++) {
+        tu_row r;
+        assert_int_equal(tu_find(f->db, names[i], &r), SQLLOCK_OK);
+        if (r.found != 1)
+            fail_msg("name \"%s\" did not round-trip (%d rows)", names[i],
+                     r.found);
+        assert_string_equal(r.owner, sqllock_lease_owner(l[i]));
+        assert_int_equal(r.token, sqllock_lease_token(l[i]));
+    }
+    for (i = 0; i < N; i++) {
+        assert_int_equal(sqllock_lease_release(l[i]), SQLLOCK_OK);
+        sqllock_lease_free(l[i]);
+        victim_untouched(f);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Options, waits, owners, tokens                                      */
+/* ------------------------------------------------------------------ */
+
+typedef struct bad_opts {
+    const char *label;
+    int64_t ttl, margin, bmin, bmax;
+    int holder_len;            /* > 0: a holder text of this many bytes */
+    const char *holder;
+    const char *all;
+} bad_opts;
+
+/* E2: non-positive ttls and other bad options are SQLLOCK_EINVAL. */
+static void test_badinput_E2_bad_lease_options(void **state)
+{
+    static const bad_opts cases[] = {
+        { "ttl 0", 0, 0, 0, 0, 0, NULL, "ttl" },
+        { "ttl -1", -1, 0, 0, 0, 0, NULL, "ttl" },
+        { "ttl INT64_MIN", INT64_MIN, 0, 0, 0, 0, NULL, "ttl" },
+        { "margin = ttl", 1000, 1000, 0, 0, 0, NULL, "margin" },
+        { "margin > ttl", 1000, 5000, 0, 0, 0, NULL, "margin" },
+        { "margin < 0", 1000, -1, 0, 0, 0, NULL, "margin" },
+        { "backoff < 0", 1000, 0, -5, 0, 0, NULL, "backoff" },
+        { "holder too long", 1000, 0, 0, 0, SQLLOCK_HOLDER_MAX + 1, NULL,
+          "holder" },
+        { "holder bad UTF-8", 1000, 0, 0, 0, 0, "h\xff", "holder" },
+        { "holder control", 1000, 0, 0, 0, 0, "h\nx", "holder" },
+    };
+    fixture *f = *state;
+    size_t i;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+        sqllock_lease *l = (sqllock_lease *)(uintptr_t)1;
+        char *h = NULL;
+        int rc;
+
+        o.ttl_ms = cases[i].ttl;
+        o.safety_margin_ms = cases[i].margin;
+        o.backoff_min_ms = cases[i].bmin;
+        o.backoff_max_ms = cases[i].bmax;
+        o.holder = cases[i].holder;
+        if (cases[i].holder_len > 0) {
+            h = malloc((size_t)cases[i].holder_len + 1);
+            assert_non_null(h);
+            memset(h, 'h', (size_t)cases[i].holder_len);
+            h[cases[i].holder_len] = '\0';
+            o.holder = h;
+        }
+        rc = sqllock_lease_new(f->db, VICTIM, &o, &l);
+        if (rc != SQLLOCK_EINVAL)
+            fail_msg("lease_new(%s) = %s, want SQLLOCK_EINVAL",
+                     cases[i].label, sqllock_errname(rc));
+        assert_null(l);
+        expect_msg(f->db, cases[i].label, cases[i].all, NULL);
+        free(h);
+        victim_untouched(f);
+    }
+    /* No options at all: the ttl is required. */
+    {
+        sqllock_lease *l = (sqllock_lease *)(uintptr_t)1;
+        assert_int_equal(sqllock_lease_new(f->db, VICTIM, NULL, &l),
+                         SQLLOCK_EINVAL);
+        assert_null(l);
+        expect_msg(f->db, "NULL options", "ttl", NULL);
+    }
+    victim_untouched(f);
+}
+
+/* E2: a negative wait is EINVAL, and does not touch the lock. */
+static void test_badinput_E2_negative_wait(void **state)
+{
+    fixture *f = *state;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL, *m = NULL;
+
+    o.ttl_ms = 10000;
+    assert_int_equal(sqllock_lease_new(f->db, VICTIM, &o, &l), SQLLOCK_OK);
+    assert_int_equal(sqllock_lease_acquire(l, -1), SQLLOCK_EINVAL);
+    expect_msg(f->db, "wait -1", "wait", NULL);
+    assert_int_equal(sqllock_lease_acquire(l, INT64_MIN), SQLLOCK_EINVAL);
+    expect_msg(f->db, "wait INT64_MIN", "wait", NULL);
+    assert_int_equal(sqllock_lease_held(l), 0);
+    /* Also on a free name: nothing is acquired. */
+    assert_int_equal(sqllock_lease_new(f->db, "badinput-free", &o, &m),
+                     SQLLOCK_OK);
+    assert_int_equal(sqllock_lease_acquire(m, -1), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_lease_held(m), 0);
+    {
+        tu_row r;
+        assert_int_equal(tu_find(f->db, "badinput-free", &r), SQLLOCK_OK);
+        assert_int_equal(r.found, 0);
+    }
+    sqllock_lease_free(l);
+    sqllock_lease_free(m);
+    victim_untouched(f);
+}
+
+/* E2: attach checks the owner id and the token. */
+static void test_badinput_E2_bad_attach(void **state)
+{
+    static const struct {
+        const char *label, *owner;
+        int64_t token;
+        const char *all;
+    } cases[] = {
+        { "NULL owner", NULL, 1, "owner" },
+        { "empty owner", "", 1, "owner" },
+        { "short owner", "0123456789abcdef", 1, "owner" },
+        { "long owner", "0123456789abcdef0123456789abcdef0", 1, "owner" },
+        { "non-hex owner", "0123456789abcdef0123456789abcdeg", 1, "owner" },
+        { "owner with quote", "0123456789abcdef0123456789abcde'", 1, "owner" },
+        { "token 0", "0123456789abcdef0123456789abcdef", 0, "token" },
+        { "token -1", "0123456789abcdef0123456789abcdef", -1, "token" },
+    };
+    fixture *f = *state;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    size_t i;
+
+    o.ttl_ms = 10000;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sqllock_lease *l = NULL;
+        int rc = sqllock_lease_attach(f->db, VICTIM, cases[i].owner,
+                                      cases[i].token, &o, &l);
+        if (rc != SQLLOCK_EINVAL)
+            fail_msg("lease_attach(%s) = %s, want SQLLOCK_EINVAL",
+                     cases[i].label, sqllock_errname(rc));
+        assert_null(l);
+        expect_msg(f->db, cases[i].label, cases[i].all, NULL);
+        victim_untouched(f);
+    }
+    /* A well-formed but wrong owner is not bad input: it is LOST, and
+     * the victim keeps its lock (L3). */
+    {
+        sqllock_lease *l = NULL;
+        assert_int_equal(sqllock_lease_attach(f->db, VICTIM,
+                                              "0123456789abcdef0123456789abcdef",
+                                              f->token, &o, &l),
+                         SQLLOCK_OK);
+        assert_int_equal(sqllock_lease_release(l), SQLLOCK_LOST);
+        expect_msg(f->db, "wrong owner release", NULL,
+                   "lost|another owner|taken|expired|removed");
+        sqllock_lease_free(l);
+        victim_untouched(f);
+    }
+}
+
+/* E2: a failed attach leaves *out NULL, as a failed sqllock_lease_new()
+ * does, so that a cleanup path may call sqllock_lease_free() on it. */
+static void test_badinput_E2_failed_attach_clears_out(void **state)
+{
+    fixture *f = *state;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l;
+
+    o.ttl_ms = 10000;
+    l = (sqllock_lease *)(uintptr_t)1;
+    assert_int_equal(sqllock_lease_attach(f->db, VICTIM, "not-hex", 1, &o,
+                                          &l),
+                     SQLLOCK_EINVAL);
+    if (l != NULL)
+        fail_msg("attach with a bad owner id left *out = %p, not NULL",
+                 (void *)l);
+    l = (sqllock_lease *)(uintptr_t)1;
+    assert_int_equal(sqllock_lease_attach(f->db, VICTIM,
+                                          "0123456789abcdef0123456789abcdef",
+                                          0, &o, &l),
+                     SQLLOCK_EINVAL);
+    if (l != NULL)
+        fail_msg("attach with token 0 left *out = %p, not NULL", (void *)l);
+    victim_untouched(f);
+}
+
+/* E2: NULL handles are EINVAL; every free and close accepts NULL. */
+static void test_badinput_E2_null_handles(void **state)
+{
+    fixture *f = *state;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = (sqllock_lease *)(uintptr_t)1;
+
+    o.ttl_ms = 10000;
+    assert_int_equal(sqllock_lease_new(NULL, "x", &o, &l), SQLLOCK_EINVAL);
+    assert_null(l);
+    assert_int_equal(sqllock_lease_new(f->db, "x", &o, NULL), SQLLOCK_EINVAL);
+    expect_msg(f->db, "NULL out", NULL, "NULL|output|pointer");
+    l = (sqllock_lease *)(uintptr_t)1;
+    assert_int_equal(sqllock_lease_attach(NULL, "x",
+                                          "0123456789abcdef0123456789abcdef",
+                                          1, &o, &l),
+                     SQLLOCK_EINVAL);
+    assert_null(l);
+    assert_int_equal(sqllock_lease_try_acquire(NULL), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_lease_acquire(NULL, 0), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_lease_renew(NULL), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_lease_release(NULL), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_init(NULL), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_list(NULL, tu_row_cb, NULL), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_list(f->db, NULL, NULL), SQLLOCK_EINVAL);
+    expect_msg(f->db, "NULL callback", "callback", NULL);
+    assert_int_equal(sqllock_open("sqlite:x.db", NULL, NULL), SQLLOCK_EINVAL);
+    assert_non_null(sqllock_errmsg(NULL));
+    assert_true(tu_contains_ci(sqllock_errmsg(NULL), "no database handle"));
+    sqllock_lease_free(NULL);
+    sqllock_close(NULL);
+    sqllock__url_free(NULL);
+    victim_untouched(f);
+}
+
+/* ------------------------------------------------------------------ */
+/* URLs and connections                                                */
+/* ------------------------------------------------------------------ */
+
+typedef struct bad_open {
+    const char *url;
+    int status;
+    const char *any;           /* the message mentions one of these */
+} bad_open;
+
+static const bad_open bad_open_cases[] = {
+    { "sqlite:", SQLLOCK_EURL, "path|empty|file" },
+    { "sqlite://", SQLLOCK_EURL, "path|empty|file" },
+    { "sqlite::memory:", SQLLOCK_EURL, "memory" },
+    { "sqlite://host/path", SQLLOCK_EURL, "host" },
+    { "", SQLLOCK_EURL, "empty" },
+    { "nosuch://x", SQLLOCK_ESCHEME, "nosuch" },
+    { "NoSuch://x", SQLLOCK_ESCHEME, "nosuch" },
+    { "no scheme at all", SQLLOCK_EURL, "scheme" },
+    { "sqlite:///proc/nonexistent/x.db", SQLLOCK_ECONNECT,
+      "nonexistent|x.db" },
+};
+
+/* E2: malformed URLs, unknown schemes, and places that cannot hold a
+ * database. sqllock_open() still returns a handle to read the reason. */
+static void test_badinput_E2_bad_urls(void **state)
+{
+    const bad_open *cases = bad_open_cases;
+    fixture *f = *state;
+    size_t i;
+
+    for (i = 0; i < sizeof bad_open_cases / sizeof bad_open_cases[0]; i++) {
+        sqllock_db *db = NULL;
+        int rc = sqllock_open(cases[i].url, NULL, &db);
+        if (rc != cases[i].status) {
+            char msg[700];
+            snprintf(msg, sizeof msg, "%s", sqllock_errmsg(db));
+            sqllock_close(db);
+            fail_msg("open(\"%s\") = %s, want %s (%s)", cases[i].url,
+                     sqllock_errname(rc), sqllock_errname(cases[i].status),
+                     msg);
+        }
+        assert_non_null(db);
+        assert_int_equal(sqllock_errcode(db), cases[i].status);
+        expect_msg(db, cases[i].url, NULL, cases[i].any);
+        /* A failed handle refuses sqllock_init() and lock work. */
+        assert_int_not_equal(sqllock_init(db), SQLLOCK_OK);
+        {
+            sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+            sqllock_lease *l = NULL;
+            o.ttl_ms = 1000;
+            if (sqllock_lease_new(db, "x", &o, &l) == SQLLOCK_OK) {
+                rc = sqllock_lease_try_acquire(l);
+                assert_int_not_equal(rc, SQLLOCK_OK);
+                assert_int_not_equal(rc, SQLLOCK_BUSY);
+                sqllock_lease_free(l);
+            }
+        }
+        sqllock_close(db);
+        victim_untouched(f);
+    }
+    /* NULL: EINVAL, and the handle is still set to say so. */
+    {
+        sqllock_db *db = NULL;
+        assert_int_equal(sqllock_open(NULL, NULL, &db), SQLLOCK_EINVAL);
+        assert_non_null(db);
+        expect_msg(db, "NULL URL", "URL", NULL);
+        sqllock_close(db);
+    }
+    /* Known schemes whose driver was not built say so. */
+    {
+        static const char *const notbuilt[] = { "postgres", "mysql" };
+        size_t k;
+        for (k = 0; k < 2; k++) {
+            char url[100];
+            sqllock_db *db = NULL;
+            if (sqllock_driver_find(notbuilt[k]) != NULL)
+                continue;
+            snprintf(url, sizeof url, "%s://u:pw@localhost/db", notbuilt[k]);
+            assert_int_equal(sqllock_open(url, NULL, &db),
+                             SQLLOCK_ENOTBUILT);
+            assert_non_null(db);
+            expect_msg(db, url, notbuilt[k], NULL);
+            sqllock_close(db);
+        }
+    }
+    /* A negative timeout in the options. */
+    {
+        sqllock_options so = SQLLOCK_OPTIONS_INIT;
+        sqllock_db *db = NULL;
+        so.busy_timeout_ms = -1;
+        assert_int_equal(sqllock_open(f->url, &so, &db), SQLLOCK_EINVAL);
+        expect_msg(db, "busy timeout -1", "timeout", NULL);
+        sqllock_close(db);
+    }
+    victim_untouched(f);
+}
+
+/* E1: sqllock_init() on a handle whose open failed refuses, and its
+ * message still says why the open failed. */
+static void test_badinput_E1_init_after_failed_open_keeps_reason(void **state)
+{
+    fixture *f = *state;
+    size_t i;
+
+    for (i = 0; i < sizeof bad_open_cases / sizeof bad_open_cases[0]; i++) {
+        const bad_open *c = &bad_open_cases[i];
+        sqllock_db *db = NULL;
+        char msg[700], words[100];
+        const char *w;
+        int rc, hit = 0;
+
+        assert_int_equal(sqllock_open(c->url, NULL, &db), c->status);
+        rc = sqllock_init(db);
+        snprintf(msg, sizeof msg, "%s", sqllock_errmsg(db));
+        sqllock_close(db);
+        assert_int_not_equal(rc, SQLLOCK_OK);
+        snprintf(words, sizeof words, "%s", c->any);
+        for (w = strtok(words, "|"); w != NULL; w = strtok(NULL, "|"))
+            if (tu_contains_ci(msg, w))
+                hit = 1;
+        if (!hit)
+            fail_msg("open(\"%s\") then init: message \"%s\" no longer "
+                     "says why the open failed (%s)", c->url, msg, c->any);
+    }
+    victim_untouched(f);
+}
+
+/* S1/E1: a database without the tables says ENOSCHEMA, naming the
+ * remedy, and sqllock_init() fixes it. */
+static void test_badinput_S1_missing_schema(void **state)
+{
+    fixture *f = *state;
+    char url[4300];
+    sqllock_db *db = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL;
+    tu_row r;
+
+    snprintf(url, sizeof url, "sqlite://%s/empty.db", f->dir);
+    assert_int_equal(sqllock_open(url, NULL, &db), SQLLOCK_OK);
+    o.ttl_ms = 10000;
+    assert_int_equal(sqllock_lease_new(db, VICTIM, &o, &l), SQLLOCK_OK);
+    assert_int_equal(sqllock_lease_try_acquire(l), SQLLOCK_ENOSCHEMA);
+    expect_msg(db, "no schema", NULL, "init|schema|table");
+    assert_int_equal(sqllock_lease_held(l), 0);
+    assert_int_equal(tu_find(db, VICTIM, &r), SQLLOCK_ENOSCHEMA);
+    expect_msg(db, "no schema (list)", NULL, "init|schema|table");
+    {
+        sqllock_lease *x = NULL;
+        assert_int_equal(sqllock_lease_attach(db, VICTIM, f->owner, f->token,
+                                              &o, &x),
+                         SQLLOCK_OK);
+        assert_int_equal(sqllock_lease_release(x), SQLLOCK_ENOSCHEMA);
+        sqllock_lease_free(x);
+    }
+    assert_int_equal(sqllock_init(db), SQLLOCK_OK);
+    assert_int_equal(sqllock_lease_try_acquire(l), SQLLOCK_OK);
+    assert_int_equal(sqllock_lease_release(l), SQLLOCK_OK);
+    sqllock_lease_free(l);
+    sqllock_close(db);
+    victim_untouched(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_badinput_E2_bad_names),
+        cmocka_unit_test(test_badinput_E2_name_limits_accepted),
+        cmocka_unit_test(test_badinput_D3_hostile_names_round_trip),
+        cmocka_unit_test(test_badinput_E2_bad_lease_options),
+        cmocka_unit_test(test_badinput_E2_negative_wait),
+        cmocka_unit_test(test_badinput_E2_bad_attach),
+        cmocka_unit_test(test_badinput_E2_failed_attach_clears_out),
+        cmocka_unit_test(test_badinput_E2_null_handles),
+        cmocka_unit_test(test_badinput_E2_bad_urls),
+        cmocka_unit_test(test_badinput_E1_init_after_failed_open_keeps_reason),
+        cmocka_unit_test(test_badinput_S1_missing_schema),
+    };
+    return cmocka_run_group_tests_name("badinput", tests, setup, teardown);
+}

@@ -1,0 +1,370 @@
+/*
+ * test_cli.c -- the `sqllock` command-line tool, run as a separate process
+ * on a temporary SQLite database: exit codes, the printed owner and token,
+ * `run` holding the lock around a command (DESIGN L1, L3, L4, L5, E2).
+ *
+ * SQLLOCK_CLI_PATH is the built tool, passed in by tests/CMakeLists.txt.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#ifndef SQLLOCK_CLI_PATH
+#error "SQLLOCK_CLI_PATH must name the built sqllock tool"
+#endif
+
+extern char **environ;
+
+typedef struct fixture {
+    char *dir;
+    char url[4200];
+    char out[65536];           /* the last run's stdout */
+    char err[8192];            /* the last run's stderr */
+} fixture;
+
+#define MAX_ARGS 32
+
+static size_t read_file(const char *path, char *buf, size_t size)
+{
+    FILE *fp = fopen(path, "rb");
+    size_t n = 0;
+
+    buf[0] = '\0';
+    if (fp == NULL)
+        return 0;
+    n = fread(buf, 1, size - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    return n;
+}
+
+/* Runs the tool with --db <url> and the NULL-terminated `args`; returns
+ * its exit status (or 1000 + signal). stdout and stderr land in f->out
+ * and f->err. */
+static int cli(fixture *f, const char *const *args)
+{
+    const char *argv[MAX_ARGS + 4];
+    char out_path[4300], err_path[4300];
+    posix_spawn_file_actions_t fa;
+    pid_t pid;
+    int n = 0, st = 0, rc;
+
+    argv[n++] = SQLLOCK_CLI_PATH;
+    argv[n++] = "--db";
+    argv[n++] = f->url;
+    for (; *args != NULL && n < MAX_ARGS; args++)
+        argv[n++] = *args;
+    argv[n] = NULL;
+    snprintf(out_path, sizeof out_path, "%s/stdout.txt", f->dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr.txt", f->dir);
+    assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path,
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path,
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    rc = posix_spawn(&pid, SQLLOCK_CLI_PATH, &fa, NULL, (char **)argv,
+                     environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0)
+        fail_msg("posix_spawn(%s): %s", SQLLOCK_CLI_PATH, strerror(rc));
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR)
+            fail_msg("waitpid: %s", strerror(errno));
+    }
+    read_file(out_path, f->out, sizeof f->out);
+    read_file(err_path, f->err, sizeof f->err);
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    return 1000 + WTERMSIG(st);
+}
+
+#define EXPECT_EXIT(f, want, ...)                                              \
+    do {                                                                       \
+        const char *const args_[] = { __VA_ARGS__, NULL };                     \
+        int got_ = cli((f), args_);                                            \
+        if (got_ != (want))                                                    \
+            fail_msg("sqllock %s ...: exit %d, want %d\nstdout: %s\n"          \
+                     "stderr: %s", args_[0], got_, (want), (f)->out,           \
+                     (f)->err);                                                \
+    } while (0)
+
+/* Finds "KEY=value" at the start of a line of `text`; copies the value,
+ * without surrounding single or double quotes, into val. */
+static int get_var(const char *text, const char *key, char *val, size_t size)
+{
+    size_t klen = strlen(key);
+    const char *p = text;
+
+    while (p != NULL && *p != '\0') {
+        if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
+            const char *v = p + klen + 1;
+            size_t n = strcspn(v, "\n");
+            if (n >= 2 && (v[0] == '\'' || v[0] == '"') && v[n - 1] == v[0]) {
+                v++;
+                n -= 2;
+            }
+            if (n >= size)
+                return 0;
+            memcpy(val, v, n);
+            val[n] = '\0';
+            return 1;
+        }
+        p = strchr(p, '\n');
+        if (p != NULL)
+            p++;
+    }
+    return 0;
+}
+
+/* `acquire NAME --ttl TTL`, which must succeed; returns the owner and
+ * the token it printed. */
+static void acquire(fixture *f, const char *name, const char *ttl,
+                    char owner[SQLLOCK_OWNER_LEN + 1], int64_t *token)
+{
+    char tok[64];
+    char *end;
+
+    EXPECT_EXIT(f, 0, "acquire", name, "--ttl", ttl);
+    if (!get_var(f->out, "SQLLOCK_OWNER", owner, SQLLOCK_OWNER_LEN + 1) ||
+        !tu_is_owner_id(owner))
+        fail_msg("acquire printed no SQLLOCK_OWNER=<32 hex>:\n%s", f->out);
+    if (!get_var(f->out, "SQLLOCK_TOKEN", tok, sizeof tok))
+        fail_msg("acquire printed no SQLLOCK_TOKEN=<n>:\n%s", f->out);
+    *token = strtoll(tok, &end, 10);
+    if (*end != '\0' || *token <= 0)
+        fail_msg("SQLLOCK_TOKEN=%s is not a positive number", tok);
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    const char *const init[] = { "init", NULL };
+    int rc;
+
+    if (f == NULL)
+        return -1;
+    f->dir = tu_mkdtemp();
+    if (f->dir == NULL)
+        return -1;
+    snprintf(f->url, sizeof f->url, "sqlite://%s/locks.db", f->dir);
+    rc = cli(f, init);
+    if (rc != 0) {
+        fprintf(stderr, "sqllock init: exit %d: %s%s\n", rc, f->out, f->err);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+
+    if (f != NULL) {
+        tu_rmdir(f->dir);
+        free(f->dir);
+        free(f);
+    }
+    return 0;
+}
+
+/* S1: init succeeds, and again (idempotent). */
+static void test_cli_init(void **state)
+{
+    fixture *f = *state;
+    EXPECT_EXIT(f, 0, "init");
+    EXPECT_EXIT(f, 0, "init");
+}
+
+/* L1/L3/L4: acquire prints owner and token; a second acquire is busy (75);
+ * release with the printed owner and token is 0, again 76 (lost). */
+static void test_cli_acquire_busy_release(void **state)
+{
+    fixture *f = *state;
+    char owner[SQLLOCK_OWNER_LEN + 1], owner2[SQLLOCK_OWNER_LEN + 1];
+    char tok[32];
+    int64_t token, token2;
+
+    acquire(f, "cli-a", "60s", owner, &token);
+    EXPECT_EXIT(f, 75, "acquire", "cli-a", "--ttl", "60s");
+    EXPECT_EXIT(f, 75, "acquire", "cli-a", "--ttl", "60s", "--wait",
+                "300ms");
+    snprintf(tok, sizeof tok, "%lld", (long long)token);
+    /* A wrong owner cannot release it (L3). */
+    EXPECT_EXIT(f, 76, "release", "cli-a", "--owner",
+                "0123456789abcdef0123456789abcdef", "--token", tok);
+    EXPECT_EXIT(f, 75, "acquire", "cli-a", "--ttl", "60s");
+    EXPECT_EXIT(f, 0, "release", "cli-a", "--owner", owner, "--token", tok);
+    EXPECT_EXIT(f, 76, "release", "cli-a", "--owner", owner, "--token", tok);
+    /* Free again, with a larger token (L5). */
+    acquire(f, "cli-a", "60s", owner2, &token2);
+    assert_true(token2 > token);
+    assert_string_not_equal(owner, owner2);
+    snprintf(tok, sizeof tok, "%lld", (long long)token2);
+    EXPECT_EXIT(f, 0, "release", "cli-a", "--owner", owner2, "--token", tok);
+}
+
+/* L1: `run` does not start the command while the lock is held elsewhere. */
+static void test_cli_run_busy_does_not_run(void **state)
+{
+    fixture *f = *state;
+    char owner[SQLLOCK_OWNER_LEN + 1], tok[32], file[4300];
+    int64_t token;
+
+    snprintf(file, sizeof file, "%s/touched", f->dir);
+    acquire(f, "cli-run-busy", "60s", owner, &token);
+    EXPECT_EXIT(f, 75, "run", "cli-run-busy", "--ttl", "5s", "--", "touch",
+                file);
+    assert_false(file_exists(file));
+    snprintf(tok, sizeof tok, "%lld", (long long)token);
+    EXPECT_EXIT(f, 0, "release", "cli-run-busy", "--owner", owner, "--token",
+                tok);
+    /* Free now: the command runs, and the lock is released after it. */
+    EXPECT_EXIT(f, 0, "run", "cli-run-busy", "--ttl", "5s", "--", "touch",
+                file);
+    assert_true(file_exists(file));
+    acquire(f, "cli-run-busy", "60s", owner, &token);
+    snprintf(tok, sizeof tok, "%lld", (long long)token);
+    EXPECT_EXIT(f, 0, "release", "cli-run-busy", "--owner", owner, "--token",
+                tok);
+}
+
+/* run passes the command's exit status through; 127 when not found. */
+static void test_cli_run_exit_codes(void **state)
+{
+    fixture *f = *state;
+
+    EXPECT_EXIT(f, 7, "run", "cli-run-exit", "--ttl", "5s", "--", "sh", "-c",
+                "exit 7");
+    EXPECT_EXIT(f, 0, "run", "cli-run-exit", "--ttl", "5s", "--", "true");
+    EXPECT_EXIT(f, 127, "run", "cli-run-exit", "--ttl", "5s", "--",
+                "/nonexistent/sqllock-no-such-command");
+    EXPECT_EXIT(f, 127, "run", "cli-run-exit", "--ttl", "5s", "--",
+                "sqllock-no-such-command-on-path");
+    /* The lock was released every time: it is free now. */
+    EXPECT_EXIT(f, 0, "run", "cli-run-exit", "--ttl", "5s", "--", "true");
+}
+
+/* L5: run gives the command SQLLOCK_TOKEN (and the owner and name). */
+static void test_cli_run_passes_token(void **state)
+{
+    fixture *f = *state;
+    char file[4300], script[4600], buf[256], owner[SQLLOCK_OWNER_LEN + 1];
+    char tok[32];
+    int64_t token, seen;
+    char *end;
+
+    acquire(f, "cli-token-before", "60s", owner, &token);
+    snprintf(tok, sizeof tok, "%lld", (long long)token);
+    EXPECT_EXIT(f, 0, "release", "cli-token-before", "--owner", owner,
+                "--token", tok);
+    snprintf(file, sizeof file, "%s/token.txt", f->dir);
+    snprintf(script, sizeof script,
+             "printf '%%s\\n%%s\\n%%s\\n' \"$SQLLOCK_TOKEN\" "
+             "\"$SQLLOCK_OWNER\" \"$SQLLOCK_NAME\" > '%s'", file);
+    EXPECT_EXIT(f, 0, "run", "cli-token", "--ttl", "5s", "--", "sh", "-c",
+                script);
+    assert_true(read_file(file, buf, sizeof buf) > 0);
+    seen = strtoll(buf, &end, 10);
+    if (*end != '\n' || seen <= token)
+        fail_msg("the command saw SQLLOCK_TOKEN \"%s\"; want a number above "
+                 "%lld", buf, (long long)token);
+    assert_true(tu_is_owner_id(strtok(end + 1, "\n")));
+    assert_string_equal(strtok(NULL, "\n"), "cli-token");
+}
+
+/* E2: usage errors are 64; an unknown scheme is 69. */
+static void test_cli_usage_errors(void **state)
+{
+    fixture *f = *state;
+    const char *const nosuch[] = { "nosuch://x", NULL };
+
+    EXPECT_EXIT(f, 64, "acquire", "cli-bad", "--ttl", "5parsecs");
+    EXPECT_EXIT(f, 64, "acquire", "cli-bad", "--ttl", "9999999999999d");
+    EXPECT_EXIT(f, 64, "acquire", "cli-bad", "--ttl", "0");
+    EXPECT_EXIT(f, 64, "acquire", "cli-bad", "--ttl", "-5s");
+    EXPECT_EXIT(f, 64, "acquire", "cli-bad");
+    EXPECT_EXIT(f, 64, "acquire", "", "--ttl", "5s");
+    EXPECT_EXIT(f, 64, "run", "cli-bad", "--ttl", "5parsecs", "--", "true");
+    EXPECT_EXIT(f, 64, "nosuchcommand");
+    EXPECT_EXIT(f, 64, "acquire", "cli-bad", "--ttl", "5s", "--no-such-opt");
+    EXPECT_EXIT(f, 64, "release", "cli-bad", "--owner", "xyz", "--token",
+                "1");
+    EXPECT_EXIT(f, 64, "release", "cli-bad", "--owner",
+                "0123456789abcdef0123456789abcdef", "--token", "abc");
+    /* The message goes to stderr and names the problem. */
+    EXPECT_EXIT(f, 64, "acquire", "cli-bad", "--ttl", "5parsecs");
+    assert_true(tu_contains_ci(f->err, "5parsecs") ||
+                tu_contains_ci(f->err, "duration") ||
+                tu_contains_ci(f->err, "ttl"));
+    {
+        /* An unknown scheme in --db: a copy of the fixture with that
+         * URL. */
+        fixture *g = calloc(1, sizeof *g);
+        const char *const args[] = { "list", NULL };
+        int rc;
+        assert_non_null(g);
+        g->dir = f->dir;
+        snprintf(g->url, sizeof g->url, "%s", nosuch[0]);
+        rc = cli(g, args);
+        if (rc != 69) {
+            fprintf(stderr, "stdout: %s\nstderr: %s\n", g->out, g->err);
+            free(g);
+            fail_msg("sqllock --db nosuch://x list: exit %d, want 69", rc);
+        }
+        assert_true(tu_contains_ci(g->err, "nosuch"));
+        free(g);
+    }
+    /* Nothing was left behind by the failed commands. */
+    EXPECT_EXIT(f, 0, "run", "cli-bad", "--ttl", "5s", "--", "true");
+}
+
+/* list --json shows a held lease with its owner and token. */
+static void test_cli_list_json(void **state)
+{
+    fixture *f = *state;
+    char owner[SQLLOCK_OWNER_LEN + 1], tok[32];
+    int64_t token;
+
+    acquire(f, "cli-list-me", "60s", owner, &token);
+    EXPECT_EXIT(f, 0, "list", "--json");
+    assert_true(f->out[0] == '[' || strchr(f->out, '[') != NULL);
+    assert_non_null(strstr(f->out, "\"cli-list-me\""));
+    assert_non_null(strstr(f->out, owner));
+    snprintf(tok, sizeof tok, "%lld", (long long)token);
+    assert_non_null(strstr(f->out, tok));
+    EXPECT_EXIT(f, 0, "list");
+    assert_non_null(strstr(f->out, "cli-list-me"));
+    EXPECT_EXIT(f, 0, "release", "cli-list-me", "--owner", owner, "--token",
+                tok);
+    EXPECT_EXIT(f, 0, "list", "--json");
+    assert_null(strstr(f->out, "\"cli-list-me\""));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cli_init),
+        cmocka_unit_test(test_cli_acquire_busy_release),
+        cmocka_unit_test(test_cli_run_busy_does_not_run),
+        cmocka_unit_test(test_cli_run_exit_codes),
+        cmocka_unit_test(test_cli_run_passes_token),
+        cmocka_unit_test(test_cli_usage_errors),
+        cmocka_unit_test(test_cli_list_json),
+    };
+    return cmocka_run_group_tests_name("cli", tests, setup, teardown);
+}
