@@ -30,6 +30,21 @@ echo "== plain build"
 build build/test
 (cd build/test && ctest --output-on-failure -j1)
 
+echo "== install, then build a consumer with find_package(sqllock) and pkg-config"
+pkgdir=$(mktemp -d)
+trap 'rm -rf "$pkgdir"' EXIT
+cmake --install build/test --prefix "$pkgdir/prefix" >/dev/null
+cmake -S tests/package -B "$pkgdir/build" -DCMAKE_PREFIX_PATH="$pkgdir/prefix" >/dev/null
+cmake --build "$pkgdir/build" >/dev/null
+LD_LIBRARY_PATH="$pkgdir/prefix/lib" "$pkgdir/build/consumer_shared" "sqlite://$pkgdir/a.db" >/dev/null
+"$pkgdir/build/consumer_static" "sqlite://$pkgdir/a.db" >/dev/null
+export PKG_CONFIG_PATH="$pkgdir/prefix/lib/pkgconfig"
+# shellcheck disable=SC2046
+cc examples/lease.c $(pkg-config --cflags --libs sqllock) -o "$pkgdir/consumer_pc"
+LD_LIBRARY_PATH="$pkgdir/prefix/lib" "$pkgdir/consumer_pc" "sqlite://$pkgdir/a.db" >/dev/null
+unset PKG_CONFIG_PATH
+echo "package: CMake (shared, static) and pkg-config consumers built and ran"
+
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
   build build/asan -DSQLLOCK_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug
