@@ -304,8 +304,8 @@ int sqllock_lease_renew(sqllock_lease *l)
     if (l == NULL)
         return SQLLOCK_EINVAL;
     if (l->count == 0)
-        return sqllock__fail(l->db, SQLLOCK_ENOTHELD, "renew: this handle "
-                             "does not hold lock '%s'", l->name);
+        return sqllock__fail(l->db, SQLLOCK_ENOTHELD, "this handle does not "
+                             "hold lock '%s' (renew)", l->name);
     sent_us = sqllock__now_us();
     rc = owned_write(l, SQLLOCK_SQL_LEASE_RENEW, 4, &affected,
                      "renewing the lease");
@@ -313,9 +313,9 @@ int sqllock_lease_renew(sqllock_lease *l)
         return rc;
     if (affected == 0) {
         forget(l);
-        return sqllock__fail(l->db, SQLLOCK_LOST, "renew: lock '%s' was lost "
-                             "(taken over by another owner, or removed after "
-                             "it expired)", l->name);
+        return sqllock__fail(l->db, SQLLOCK_LOST, "lock '%s' was lost: taken "
+                             "over by another owner, or removed after it "
+                             "expired", l->name);
     }
     l->deadline_us = sent_us + (l->ttl_ms - l->margin_ms) * 1000;
     return sqllock__ok(l->db);
@@ -329,8 +329,8 @@ int sqllock_lease_release(sqllock_lease *l)
     if (l == NULL)
         return SQLLOCK_EINVAL;
     if (l->count == 0)
-        return sqllock__fail(l->db, SQLLOCK_ENOTHELD, "release: this handle "
-                             "does not hold lock '%s'", l->name);
+        return sqllock__fail(l->db, SQLLOCK_ENOTHELD, "this handle does not "
+                             "hold lock '%s' (release)", l->name);
     if (l->count > 1) {
         l->count--;
         return sqllock__ok(l->db);
@@ -341,9 +341,9 @@ int sqllock_lease_release(sqllock_lease *l)
         return rc;
     forget(l);
     if (affected == 0)
-        return sqllock__fail(l->db, SQLLOCK_LOST, "release: lock '%s' had "
-                             "already been lost (taken over by another "
-                             "owner, or removed after it expired)", l->name);
+        return sqllock__fail(l->db, SQLLOCK_LOST, "lock '%s' had already "
+                             "been lost: taken over by another owner, or "
+                             "removed after it expired", l->name);
     return sqllock__ok(l->db);
 }
 

@@ -12,7 +12,9 @@
  * THREADS. A sqllock_db, and every sqllock_lease made from it, is not
  * thread-safe: use a handle and its leases from one thread at a time.
  * Different handles may be used from different threads at once. The driver
- * registry is thread-safe.
+ * registry is thread-safe. After fork(), the child must not use handles
+ * the parent opened (a database connection cannot be shared between
+ * processes): it opens its own.
  *
  * MEMORY. Inputs are copied. A returned `const char *` is borrowed from its
  * handle and stays valid until the next call on that handle (or its free).
@@ -290,6 +292,9 @@ SQLLOCK_API int64_t sqllock_lease_remaining_ms(const sqllock_lease *lease);
  * `sqllock acquire`, which prints the owner and token), so that it can be
  * renewed or released. The handle counts one hold; its remaining time is 0
  * until a successful renew, since the send time of the acquire is unknown.
+ * `opts` is required as for sqllock_lease_new(): its ttl is what a renew
+ * extends the lease by. `owner` must be SQLLOCK_OWNER_LEN lower-case hex
+ * digits and `token` positive (else SQLLOCK_EINVAL, and *out is NULL).
  * Nothing is sent to the database.
  */
 SQLLOCK_API int sqllock_lease_attach(sqllock_db *db, const char *name,

@@ -136,18 +136,12 @@ int cli_db_error(const sqllock_db *db, int status, const char *fmt, ...)
     va_list ap;
     const char *msg = db != NULL ? sqllock_errmsg(db) : NULL;
     char what[512];
-    size_t n;
 
     if (msg == NULL || *msg == '\0')
         msg = sqllock_strerror(status);
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    /* Some library messages already start with the operation's name
-     * ("release: lock 'x' had already been lost"): say it once. */
-    n = strlen(what);
-    if (strncmp(msg, what, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
-        msg += n + 2;
     fprintf(stderr, "sqllock: %s: %s\n", what, msg);
     return cli_exit_code(status);
 }
