@@ -76,7 +76,7 @@ static int connect_db(sqllock_db *db)
             return sqllock__fail(db, rc, "bad database URL '%s': %s",
                                  db->url_redacted, err.msg);
         err.status = rc;
-        return sqllock__fail_db(db, &err, "cannot connect to the database");
+        return sqllock__fail_db(db, &err, "connect");
     }
     return SQLLOCK_OK;
 }

@@ -389,8 +389,10 @@ int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
         now = sqllock__now_ms();
         if (now >= deadline)
             return sqllock__fail(l->db, SQLLOCK_TIMEOUT, "lock '%s' was still "
-                                 "held by another owner after waiting %lld "
-                                 "ms", l->name, (long long)wait_ms);
+                                 "%s after waiting %lld ms", l->name,
+                                 rc == SQLLOCK_BUSY ? "held by another owner"
+                                 : "out of reach (the database stayed busy)",
+                                 (long long)wait_ms);
         /* Exponential backoff with full jitter (L9). */
         cap = l->backoff_min_ms;
         for (i = 0; i < attempt && cap < l->backoff_max_ms &&
