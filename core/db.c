@@ -270,6 +270,54 @@ void sqllock__end(sqllock_db *db, sqllock_sql_id id)
         db->drv->reset(db->stmts[id]);
 }
 
+int sqllock__begin(sqllock_db *db, const char *what)
+{
+    sqllock_dberr err;
+    int rc;
+
+    if (db->drv->begin == NULL)
+        return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "%s: the %s driver "
+                             "has no transactions", what, db->drv->name);
+    rc = ensure_connected(db);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    memset(&err, 0, sizeof err);
+    rc = db->drv->begin(db->conn, &err);
+    if (rc != SQLLOCK_OK) {
+        err.status = rc;
+        return fail_db(db, &err, what);
+    }
+    return SQLLOCK_OK;
+}
+
+int sqllock__commit(sqllock_db *db, const char *what)
+{
+    sqllock_dberr err;
+    int rc;
+
+    if (db->conn == NULL)
+        return sqllock__fail(db, SQLLOCK_ECONNECT, "%s: the connection was "
+                             "lost before the commit", what);
+    memset(&err, 0, sizeof err);
+    rc = db->drv->commit(db->conn, &err);
+    if (rc != SQLLOCK_OK) {
+        err.status = rc;
+        return fail_db(db, &err, what);
+    }
+    return SQLLOCK_OK;
+}
+
+void sqllock__rollback(sqllock_db *db)
+{
+    sqllock_dberr err;
+
+    if (db->conn == NULL || db->drv->rollback == NULL)
+        return;
+    memset(&err, 0, sizeof err);
+    if (db->drv->rollback(db->conn, &err) == SQLLOCK_ECONNECT)
+        drop_connection(db);
+}
+
 int sqllock__exec_sql(sqllock_db *db, const char *sql,
                       const sqllock_value *args, int nargs, int *has_row,
                       int64_t *first, int64_t *affected)

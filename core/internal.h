@@ -65,6 +65,12 @@ int sqllock__fetch(sqllock_db *db, sqllock_sql_id id, int *has_row,
                    const char *what);
 void sqllock__end(sqllock_db *db, sqllock_sql_id id);
 
+/* Transactions on the handle's connection (core/db.c). rollback keeps
+ * the handle's current error and only drops a broken connection. */
+int sqllock__begin(sqllock_db *db, const char *what);
+int sqllock__commit(sqllock_db *db, const char *what);
+void sqllock__rollback(sqllock_db *db);
+
 /* Runs free SQL text (prepared, executed, finalized at once) with `args`
  * bound in order; if it returns a row, *first (when not NULL) gets the
  * first column of the first row as an integer and *has_row is set; the

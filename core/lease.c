@@ -223,6 +223,55 @@ static int first_int_then_drain(sqllock_db *db, sqllock_sql_id id,
     return rc;
 }
 
+/*
+ * The declared branch for dialects without RETURNING (MySQL): the insert
+ * or takeover runs first and locks the name's row; only then, in the same
+ * transaction, is the token allocated and stored. A token allocated before
+ * the row is locked could be older than the token of a holder that got in
+ * meanwhile (a client paused between the two statements), so the order of
+ * tokens would no longer be the order of grants (L5).
+ */
+static int acquire_in_transaction(sqllock_db *db, const sqllock_value *args,
+                                  int *got, int64_t *token)
+{
+    const char *what = "acquiring the lease";
+    sqllock_value set[3];
+    int rc;
+
+    *got = 0;
+    rc = sqllock__begin(db, what);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    rc = sqllock__run(db, SQLLOCK_SQL_LEASE_ACQUIRE, args, 4, what);
+    if (rc == SQLLOCK_OK) {
+        *got = db->drv->affected_rows(db->stmts[SQLLOCK_SQL_LEASE_ACQUIRE]) > 0;
+        sqllock__end(db, SQLLOCK_SQL_LEASE_ACQUIRE);
+    }
+    if (rc == SQLLOCK_OK && *got) {
+        rc = sqllock__run(db, SQLLOCK_SQL_TOKEN_NEXT, NULL, 0,
+                          "allocating a fencing token");
+        if (rc == SQLLOCK_OK) {
+            *token = db->drv->insert_id(db->stmts[SQLLOCK_SQL_TOKEN_NEXT]);
+            sqllock__end(db, SQLLOCK_SQL_TOKEN_NEXT);
+            set[0] = args[0];
+            set[1] = args[1];
+            set[2] = sqllock__int(*token);
+            rc = sqllock__run(db, SQLLOCK_SQL_LEASE_SET_TOKEN, set, 3,
+                              "storing the fencing token");
+            if (rc == SQLLOCK_OK)
+                sqllock__end(db, SQLLOCK_SQL_LEASE_SET_TOKEN);
+        }
+    }
+    if (rc == SQLLOCK_OK && *got)
+        return sqllock__commit(db, what);
+    /* Nothing to keep: a busy attempt, or a failure whose status is the
+     * one to report. */
+    sqllock__rollback(db);
+    if (rc != SQLLOCK_OK)
+        *got = 0;
+    return rc;
+}
+
 static int lease_insert(sqllock_lease *l)
 {
     sqllock_db *db = l->db;
@@ -231,6 +280,9 @@ static int lease_insert(sqllock_lease *l)
     int rc, got = 0;
     const char *what = "acquiring the lease";
 
+    if (db->drv == NULL)
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "%s: the handle has no "
+                             "driver (its open failed)", what);
     rc = new_owner(l);
     if (rc != SQLLOCK_OK)
         return rc;
@@ -239,28 +291,14 @@ static int lease_insert(sqllock_lease *l)
     args[2] = sqllock__text(l->holder);
     args[3] = sqllock__int(l->ttl_ms);
     sent_us = sqllock__now_us();
-    rc = sqllock__run(db, SQLLOCK_SQL_LEASE_ACQUIRE, args, 4, what);
-    if (rc != SQLLOCK_OK)
-        goto out;
     if (db->drv->caps & SQLLOCK_CAP_RETURNING) {
-        rc = first_int_then_drain(db, SQLLOCK_SQL_LEASE_ACQUIRE, &got, &token,
-                                  what);
+        rc = sqllock__run(db, SQLLOCK_SQL_LEASE_ACQUIRE, args, 4, what);
+        if (rc == SQLLOCK_OK)
+            rc = first_int_then_drain(db, SQLLOCK_SQL_LEASE_ACQUIRE, &got,
+                                      &token, what);
     } else {
-        got = db->drv->affected_rows(db->stmts[SQLLOCK_SQL_LEASE_ACQUIRE]) > 0;
-        sqllock__end(db, SQLLOCK_SQL_LEASE_ACQUIRE);
-        if (got) {
-            rc = sqllock__run(db, SQLLOCK_SQL_LEASE_TOKEN, args, 2,
-                              "reading the new lease's token");
-            if (rc == SQLLOCK_OK)
-                rc = first_int_then_drain(db, SQLLOCK_SQL_LEASE_TOKEN, &got,
-                                          &token, "reading the token");
-            if (rc == SQLLOCK_OK && !got)
-                rc = sqllock__fail(db, SQLLOCK_EDB, "the lease row of lock "
-                                   "'%s' vanished right after it was taken",
-                                   l->name);
-        }
+        rc = acquire_in_transaction(db, args, &got, &token);
     }
-out:
     if (rc != SQLLOCK_OK) {
         forget(l);
         return rc;

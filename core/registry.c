@@ -68,6 +68,12 @@ int sqllock_driver_register(const sqllock_driver *drv)
         drv->column_text == NULL || drv->affected_rows == NULL ||
         drv->reset == NULL || drv->exec_script == NULL)
         return SQLLOCK_EINVAL;
+    /* Without RETURNING the core's acquire needs a transaction and the
+     * generated token. */
+    if (!(drv->caps & SQLLOCK_CAP_RETURNING) &&
+        (drv->begin == NULL || drv->commit == NULL ||
+         drv->rollback == NULL || drv->insert_id == NULL))
+        return SQLLOCK_EINVAL;
     pthread_mutex_lock(&registry_mutex);
     for (j = 0; drv->schemes[j] != NULL && rc == SQLLOCK_OK; j++) {
         for (i = 0; i < registry_len; i++)

@@ -87,13 +87,23 @@ SQLLOCK_API const char *sqllock_version_string(void);
     X(ENOTHELD,    21, "the lease is not held by this handle")                \
     X(ESYS,        22, "an operating-system call failed")                     \
     X(EMISUSE,     23, "the call is not valid in the handle's state")         \
-    X(EUNSUPPORTED, 24, "the driver does not support this operation")
+    X(EUNSUPPORTED, 24, "the driver does not support this operation")     \
+    X(EEXISTS,     25, "a row with this key already exists (unique "       \
+                       "violation)")                                          \
+    X(ELOCKED,     26, "the row is locked by another transaction (NOWAIT, "  \
+                       "or the lock wait timed out); a retry is safe")        \
+    X(EDEADLOCK,   27, "the database detected a deadlock and rolled the "     \
+                       "transaction back; a retry is safe")                   \
+    X(ESERIALIZATION, 28, "the database could not serialize the "             \
+                       "transaction and rolled it back; a retry is safe")     \
+    X(ECANCELED,   29, "the statement was canceled or ran past its time "     \
+                       "limit")
 
 typedef enum sqllock_status {
 #define SQLLOCK_STATUS_ENUM_(name, code, text) SQLLOCK_##name = code,
     SQLLOCK_STATUS_MAP(SQLLOCK_STATUS_ENUM_)
 #undef SQLLOCK_STATUS_ENUM_
-    SQLLOCK_STATUS_END_ = 25
+    SQLLOCK_STATUS_END_ = 30
 } sqllock_status;
 
 /* A sentence that describes a status code; never NULL. */

@@ -58,19 +58,29 @@ typedef struct sqllock_stmt sqllock_stmt;
  *
  * LEASE_ACQUIRE  1 name, 2 owner, 3 holder, 4 ttl_ms.
  *                Insert the lease row, or take over the row when it has
- *                expired by the server clock, in ONE statement, with a token
- *                from a counter that outlives the row. With
- *                SQLLOCK_CAP_RETURNING it returns one row, (token), when it
- *                took the lease and no row when the lease is held; without,
- *                the affected-row count says (0 = held) and LEASE_TOKEN reads
- *                the token back.
- * LEASE_TOKEN    1 name, 2 owner. Returns (token) of the row with this owner.
+ *                expired by the server clock, in ONE statement (DESIGN L1).
+ *                With SQLLOCK_CAP_RETURNING the statement also takes the
+ *                fencing token from a counter that outlives the row, AFTER
+ *                it has locked the name (so that the grant order and the
+ *                token order agree), and returns one row, (token), when it
+ *                took the lease, and no row when the lease is held.
+ *                Without RETURNING (MySQL), the core runs it inside a
+ *                transaction (begin()); it stores token 0, and the
+ *                affected-row count says whether it took the lease (0 =
+ *                held); then TOKEN_NEXT and LEASE_SET_TOKEN run in the
+ *                same transaction, while the row is locked, and commit().
+ * TOKEN_NEXT     no arguments. Allocates a token from a counter that
+ *                outlives every lease row; the token is insert_id().
  *                Only used without SQLLOCK_CAP_RETURNING.
+ * LEASE_SET_TOKEN 1 name, 2 owner, 3 token. Stores the new token in the
+ *                row just taken. Only used without SQLLOCK_CAP_RETURNING.
  * LEASE_RENEW    1 name, 2 owner, 3 token, 4 ttl_ms. Sets the expiry to
  *                server now + ttl where name, owner and token match.
  *                Affected rows: 1 renewed, 0 lost.
  * LEASE_RELEASE  1 name, 2 owner, 3 token. Deletes the row where all three
- *                match. Affected rows: 1 released, 0 lost.
+ *                match. Affected rows: 1 released, 0 lost. Its commit need
+ *                not be durable (DESIGN L10): a dialect may make it
+ *                asynchronous when that costs no extra round trip.
  * LEASE_LIST     no arguments. Returns (name, owner, holder, token,
  *                acquired_at_ms, expires_at_ms, remaining_ms) per row,
  *                ordered by name; times in ms since the Unix epoch and the
@@ -79,7 +89,8 @@ typedef struct sqllock_stmt sqllock_stmt;
  */
 typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_ACQUIRE = 0,
-    SQLLOCK_SQL_LEASE_TOKEN,
+    SQLLOCK_SQL_TOKEN_NEXT,
+    SQLLOCK_SQL_LEASE_SET_TOKEN,
     SQLLOCK_SQL_LEASE_RENEW,
     SQLLOCK_SQL_LEASE_RELEASE,
     SQLLOCK_SQL_LEASE_LIST,
@@ -205,6 +216,17 @@ typedef struct sqllock_driver {
 
     /* The database's own connection handle. */
     void *(*native)(sqllock_conn *conn);
+
+    /* Transactions: begin, commit, roll back on the connection. Required
+     * by a driver without SQLLOCK_CAP_RETURNING (the core's acquire runs
+     * in a transaction there). rollback() after a failure must not fail
+     * loudly: the core ignores its status except for a lost connection. */
+    int (*begin)(sqllock_conn *conn, sqllock_dberr *err);
+    int (*commit)(sqllock_conn *conn, sqllock_dberr *err);
+    int (*rollback)(sqllock_conn *conn, sqllock_dberr *err);
+    /* The AUTO_INCREMENT value the last execute() of `stmt` generated.
+     * Required without SQLLOCK_CAP_RETURNING. */
+    int64_t (*insert_id)(sqllock_stmt *stmt);
 } sqllock_driver;
 
 /*

@@ -36,9 +36,6 @@ static const char SQL_LEASE_ACQUIRE[] =
     "WHERE sqllock_lease.expires_at <= excluded.acquired_at "
     "RETURNING token";
 
-static const char SQL_LEASE_TOKEN[] =
-    "SELECT token FROM sqllock_lease WHERE name = ?1 AND owner = ?2";
-
 static const char SQL_LEASE_RENEW[] =
     "UPDATE sqllock_lease SET expires_at = " NOW_MS " + ?4 "
     "WHERE name = ?1 AND owner = ?2 AND token = ?3";
@@ -59,7 +56,6 @@ extern const char sqllock__schema_sqlite[];
 static const sqllock_dialect sqlite_dialect = {
     .sql = {
         [SQLLOCK_SQL_LEASE_ACQUIRE] = { SQL_LEASE_ACQUIRE, "1234" },
-        [SQLLOCK_SQL_LEASE_TOKEN] = { SQL_LEASE_TOKEN, "12" },
         [SQLLOCK_SQL_LEASE_RENEW] = { SQL_LEASE_RENEW, "1234" },
         [SQLLOCK_SQL_LEASE_RELEASE] = { SQL_LEASE_RELEASE, "123" },
         [SQLLOCK_SQL_LEASE_LIST] = { SQL_LEASE_LIST, "" },
@@ -384,6 +380,37 @@ static void *sqlite_native(sqllock_conn *c)
     return c->db;
 }
 
+/* SQLite has no row locks: a transaction takes the database's write lock
+ * at once (BEGIN IMMEDIATE), waiting up to the busy timeout (DESIGN R5). */
+static int sqlite_simple(sqllock_conn *c, const char *sql, sqllock_dberr *err)
+{
+    int rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+
+    return rc == SQLITE_OK ? SQLLOCK_OK : fail(c->db, rc, err, sql);
+}
+
+static int sqlite_begin(sqllock_conn *c, sqllock_dberr *err)
+{
+    return sqlite_simple(c, "BEGIN IMMEDIATE", err);
+}
+
+static int sqlite_commit(sqllock_conn *c, sqllock_dberr *err)
+{
+    return sqlite_simple(c, "COMMIT", err);
+}
+
+static int sqlite_rollback(sqllock_conn *c, sqllock_dberr *err)
+{
+    if (sqlite3_get_autocommit(c->db))
+        return SQLLOCK_OK;       /* SQLite already rolled back */
+    return sqlite_simple(c, "ROLLBACK", err);
+}
+
+static int64_t sqlite_insert_id(sqllock_stmt *s)
+{
+    return sqlite3_last_insert_rowid(s->db);
+}
+
 static const char *const sqlite_schemes[] = { "sqlite", NULL };
 
 const sqllock_driver sqllock__sqlite_driver = {
@@ -404,4 +431,8 @@ const sqllock_driver sqllock__sqlite_driver = {
     .reset = sqlite_reset,
     .exec_script = sqlite_exec_script,
     .native = sqlite_native,
+    .begin = sqlite_begin,
+    .commit = sqlite_commit,
+    .rollback = sqlite_rollback,
+    .insert_id = sqlite_insert_id,
 };
