@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Throwaway database servers for the tests, on loopback, in one directory.
+#
+#   scripts/servers.sh start DIR    start PostgreSQL and MariaDB under DIR and
+#                                   write DIR/env (shell assignments of the
+#                                   SQLLOCK_TEST_*_URL variables)
+#   scripts/servers.sh stop DIR     stop both (safe to call twice, or after a
+#                                   failed start)
+#
+# PostgreSQL listens on 127.0.0.1:${SQLLOCK_PG_PORT:-54329} and a unix socket
+# in DIR/pg; MariaDB on 127.0.0.1:${SQLLOCK_MY_PORT:-33069} and DIR/my/sock.
+# Each gets a database `sqllock_test` owned by user `sqllock` with password
+# `sqllock-test`, and the superuser stays available on the unix socket for
+# the tests that need it (restarting, killing, granting).
+#
+# PostgreSQL refuses to run as root: as root the servers run as the
+# `postgres` and `mysql` users that Debian's packages create.
+set -euo pipefail
+
+PG_PORT=${SQLLOCK_PG_PORT:-54329}
+MY_PORT=${SQLLOCK_MY_PORT:-33069}
+PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+PASSWORD=sqllock-test
+
+as_user() {   # as_user USER CMD...: run as USER when we are root
+  local u=$1; shift
+  if [ "$(id -u)" -eq 0 ]; then runuser -u "$u" -- "$@"; else "$@"; fi
+}
+
+start_pg() {
+  local dir=$1/pg
+  mkdir -p "$dir"
+  [ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
+  printf '%s\n' "$PASSWORD" > "$1/pgpass.tmp"
+  chmod 644 "$1/pgpass.tmp"
+  as_user postgres "$PG_BIN/initdb" -D "$dir/data" -U postgres \
+    --auth-local=trust --auth-host=scram-sha-256 --pwfile="$1/pgpass.tmp" \
+    -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
+    || { cat "$dir/initdb.log"; return 1; }
+  rm -f "$1/pgpass.tmp"
+  as_user postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+    -o "-p $PG_PORT -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=64MB" \
+    start >/dev/null || { cat "$dir/server.log"; return 1; }
+  as_user postgres "$PG_BIN/psql" -X -q -h "$dir" -p "$PG_PORT" -U postgres -d postgres \
+    -v ON_ERROR_STOP=1 \
+    -c "CREATE ROLE sqllock LOGIN PASSWORD '$PASSWORD'" \
+    -c "CREATE DATABASE sqllock_test OWNER sqllock" >/dev/null
+}
+
+start_my() {
+  local dir=$1/my user_opt=()
+  mkdir -p "$dir"
+  if [ "$(id -u)" -eq 0 ]; then chown mysql: "$dir"; user_opt=(--user=mysql); fi
+  mariadb-install-db --no-defaults "${user_opt[@]}" --datadir="$dir/data" \
+    --auth-root-authentication-method=socket --skip-test-db >"$dir/install.log" 2>&1 \
+    || { cat "$dir/install.log"; return 1; }
+  mariadbd --no-defaults "${user_opt[@]}" --datadir="$dir/data" \
+    --socket="$dir/sock" --port="$MY_PORT" --bind-address=127.0.0.1 \
+    --pid-file="$dir/mariadbd.pid" --log-error="$dir/server.log" \
+    --innodb-buffer-pool-size=64M --max-connections=200 \
+    --skip-name-resolve >/dev/null 2>&1 &
+  local i
+  for i in $(seq 1 120); do
+    if mariadb-admin --no-defaults -S "$dir/sock" -u "$(id -un)" ping >/dev/null 2>&1; then
+      break
+    fi
+    sleep 0.5
+  done
+  mariadb --no-defaults -S "$dir/sock" -u "$(id -un)" -e "
+    CREATE DATABASE sqllock_test;
+    CREATE USER 'sqllock'@'127.0.0.1' IDENTIFIED BY '$PASSWORD';
+    CREATE USER 'sqllock'@'localhost' IDENTIFIED BY '$PASSWORD';
+    GRANT ALL ON sqllock_test.* TO 'sqllock'@'127.0.0.1';
+    GRANT ALL ON sqllock_test.* TO 'sqllock'@'localhost';" \
+    || { cat "$dir/server.log"; return 1; }
+}
+
+stop_all() {
+  local dir=$1
+  if [ -f "$dir/pg/data/postmaster.pid" ]; then
+    as_user postgres "$PG_BIN/pg_ctl" -D "$dir/pg/data" -m fast -w stop >/dev/null 2>&1 || true
+  fi
+  if [ -f "$dir/my/mariadbd.pid" ]; then
+    local pid; pid=$(cat "$dir/my/mariadbd.pid")
+    kill "$pid" 2>/dev/null || true
+    local i
+    for i in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+}
+
+case "${1:-}" in
+  start)
+    dir=${2:?usage: servers.sh start DIR}
+    mkdir -p "$dir"; chmod 755 "$dir"
+    [ -n "$PG_BIN" ] || { echo "servers.sh: PostgreSQL server binaries not found" >&2; exit 1; }
+    start_pg "$dir"
+    start_my "$dir"
+    cat > "$dir/env" <<ENV
+SQLLOCK_TEST_PG_URL='postgres://sqllock:$PASSWORD@127.0.0.1:$PG_PORT/sqllock_test'
+SQLLOCK_TEST_MYSQL_URL='mysql://sqllock:$PASSWORD@127.0.0.1:$MY_PORT/sqllock_test'
+SQLLOCK_TEST_PG_ADMIN='$PG_BIN;$dir/pg;$PG_PORT'
+SQLLOCK_TEST_MYSQL_ADMIN='$dir/my/sock'
+SQLLOCK_TEST_SERVERS_DIR='$dir'
+ENV
+    echo "servers: PostgreSQL on 127.0.0.1:$PG_PORT, MariaDB on 127.0.0.1:$MY_PORT (in $dir)"
+    ;;
+  stop)
+    stop_all "${2:?usage: servers.sh stop DIR}"
+    ;;
+  *)
+    echo "usage: servers.sh start|stop DIR" >&2; exit 64 ;;
+esac
