@@ -248,7 +248,7 @@ static int acquire_in_transaction(sqllock_db *db, const sqllock_value *args,
         sqllock__end(db, SQLLOCK_SQL_LEASE_ACQUIRE);
     }
     if (rc == SQLLOCK_OK && *got) {
-        rc = sqllock__run(db, SQLLOCK_SQL_TOKEN_NEXT, NULL, 0,
+        rc = sqllock__run(db, SQLLOCK_SQL_TOKEN_NEXT, args, 1,
                           "allocating a fencing token");
         if (rc == SQLLOCK_OK) {
             *token = db->drv->insert_id(db->stmts[SQLLOCK_SQL_TOKEN_NEXT]);

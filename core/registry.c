@@ -32,11 +32,23 @@ static const char *const known_schemes[] = {
 #ifdef SQLLOCK_HAVE_SQLITE
 extern const sqllock_driver sqllock__sqlite_driver;
 #endif
+#ifdef SQLLOCK_HAVE_POSTGRES
+extern const sqllock_driver sqllock__postgres_driver;
+#endif
+#ifdef SQLLOCK_HAVE_MYSQL
+extern const sqllock_driver sqllock__mysql_driver;
+#endif
 
 static void register_builtin_once(void)
 {
 #ifdef SQLLOCK_HAVE_SQLITE
     sqllock_driver_register(&sqllock__sqlite_driver);
+#endif
+#ifdef SQLLOCK_HAVE_POSTGRES
+    sqllock_driver_register(&sqllock__postgres_driver);
+#endif
+#ifdef SQLLOCK_HAVE_MYSQL
+    sqllock_driver_register(&sqllock__mysql_driver);
 #endif
 }
 

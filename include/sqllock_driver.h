@@ -69,8 +69,10 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                affected-row count says whether it took the lease (0 =
  *                held); then TOKEN_NEXT and LEASE_SET_TOKEN run in the
  *                same transaction, while the row is locked, and commit().
- * TOKEN_NEXT     no arguments. Allocates a token from a counter that
- *                outlives every lease row; the token is insert_id().
+ * TOKEN_NEXT     1 name. Allocates a token from a counter that outlives
+ *                every lease row; the token is insert_id(). (The name lets
+ *                a dialect keep one counter row per name instead of a
+ *                global hot row; the counter itself must be global.)
  *                Only used without SQLLOCK_CAP_RETURNING.
  * LEASE_SET_TOKEN 1 name, 2 owner, 3 token. Stores the new token in the
  *                row just taken. Only used without SQLLOCK_CAP_RETURNING.
