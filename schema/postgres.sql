@@ -1,18 +1,33 @@
--- sqllock schema for PostgreSQL, version 1 (DRAFT: the driver arrives with
--- the next milestone; this is the shape it will use).
--- Times are timestamptz by the server's clock (DESIGN L2).
+-- sqllock schema for PostgreSQL, version 1.
+-- Applied by `sqllock init` / sqllock_init() as one script, in one
+-- transaction; idempotent. Times are timestamptz by the server's clock
+-- (DESIGN L2).
+--
+-- Run-time privileges (DESIGN S2): SELECT, INSERT, UPDATE, DELETE on the
+-- tables and USAGE on the sequence:
+--   GRANT SELECT, INSERT, UPDATE, DELETE ON sqllock_meta, sqllock_lease TO app;
+--   GRANT USAGE ON SEQUENCE sqllock_token_seq TO app;
+
+-- Concurrent CREATE ... IF NOT EXISTS can still collide in the catalogs;
+-- this transaction-scoped advisory lock makes concurrent inits take turns.
+SELECT pg_advisory_xact_lock(1936814924, 0);
 
 CREATE TABLE IF NOT EXISTS sqllock_meta (
     key   text PRIMARY KEY,
     value text NOT NULL
 );
 
--- Fencing tokens come from a sequence, which outlives every lease row and
--- never goes backwards across restarts for committed grants (DESIGN L5).
-CREATE SEQUENCE IF NOT EXISTS sqllock_token_seq AS bigint;
+-- Fencing tokens (DESIGN L5) come from a sequence, which outlives every
+-- lease row. CACHE 1: with a per-session cache, two sessions would hand out
+-- tokens out of order. After a crash a sequence resumes past every value
+-- whose use was committed, so tokens never go backwards.
+CREATE SEQUENCE IF NOT EXISTS sqllock_token_seq AS bigint CACHE 1;
 
+-- One row per held lease, keyed by the lock's name (DESIGN L1). The "C"
+-- collation orders and compares names byte for byte, as on the other
+-- databases.
 CREATE TABLE IF NOT EXISTS sqllock_lease (
-    name        text PRIMARY KEY,
+    name        text COLLATE "C" PRIMARY KEY,
     owner       text NOT NULL,
     holder      text NOT NULL DEFAULT '',
     token       bigint NOT NULL,
@@ -25,12 +40,3 @@ CREATE INDEX IF NOT EXISTS sqllock_lease_expires
 
 INSERT INTO sqllock_meta (key, value) VALUES ('schema_version', '1')
     ON CONFLICT (key) DO NOTHING;
-
--- Acquire, one round trip (for the driver):
---   INSERT INTO sqllock_lease (name, owner, holder, token, acquired_at, expires_at)
---   VALUES ($1, $2, $3, nextval('sqllock_token_seq'), now(),
---           now() + $4 * interval '1 millisecond')
---   ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, ...
---    WHERE sqllock_lease.expires_at <= now()
---   RETURNING token;
--- (now() is the transaction's start; in autocommit that is this statement.)

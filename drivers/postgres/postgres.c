@@ -1,0 +1,425 @@
+/*
+ * postgres.c -- the PostgreSQL driver (libpq).
+ *
+ * The URL goes to libpq whole, so sslmode, unix-socket hosts, several
+ * hosts with target_session_attrs, and the PG* environment variables all
+ * work as libpq users expect. Every statement is prepared once per
+ * connection and executed with PQexecPrepared: an acquire, a renew and a
+ * release are one round trip each (DESIGN D1b).
+ *
+ * All of this dialect's SQL is in the constants below.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "sqllock_driver.h"
+
+/* A constant key for advisory locks ("sqlo"), paired with a hash of the
+ * name. Applications that use two-key advisory locks with the same first
+ * key only make some acquires wait a moment; nothing else. */
+#define LOCK_CLASS "1936814924"
+
+/* L1 in one statement: insert the lease, or take over a row whose lease
+ * has expired by the server clock. The transaction-scoped advisory lock on
+ * the name's hash is taken before nextval(), so acquires of one name take
+ * their tokens in the order they are granted (L5): a token can never be
+ * drawn by a statement that then waits for another acquire of the same
+ * name to commit. now() is the statement's start; if the statement waited,
+ * the new lease is that much shorter, never longer, than the ttl. */
+static const char SQL_LEASE_ACQUIRE[] =
+    "INSERT INTO sqllock_lease AS l "
+    "(name, owner, holder, token, acquired_at, expires_at) "
+    "SELECT $1, $2, $3, nextval('sqllock_token_seq'), now(), "
+    "now() + $4::float8 * interval '1 millisecond' "
+    "FROM (SELECT pg_advisory_xact_lock(" LOCK_CLASS ", hashtext($1))) AS turn "
+    "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, "
+    "holder = EXCLUDED.holder, token = EXCLUDED.token, "
+    "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at "
+    "WHERE l.expires_at <= EXCLUDED.acquired_at "
+    "RETURNING token";
+
+static const char SQL_LEASE_RENEW[] =
+    "UPDATE sqllock_lease "
+    "SET expires_at = now() + $4::float8 * interval '1 millisecond' "
+    "WHERE name = $1 AND owner = $2 AND token = $3";
+
+/* L10: a release need not be durable, so its commit does not wait for the
+ * WAL flush. set_config(..., true) lasts for this statement's own
+ * transaction, so it costs no extra round trip. */
+static const char SQL_LEASE_RELEASE[] =
+    "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)) "
+    "DELETE FROM sqllock_lease "
+    "WHERE name = $1 AND owner = $2 AND token = $3 "
+    "AND EXISTS (SELECT 1 FROM async)";
+
+static const char SQL_LEASE_LIST[] =
+    "SELECT name, owner, holder, token, "
+    "(extract(epoch FROM acquired_at) * 1000)::bigint, "
+    "(extract(epoch FROM expires_at) * 1000)::bigint, "
+    "(extract(epoch FROM expires_at - now()) * 1000)::bigint "
+    "FROM sqllock_lease ORDER BY name";
+
+static const char SQL_SCHEMA_VERSION[] =
+    "SELECT value::bigint FROM sqllock_meta WHERE key = 'schema_version'";
+
+extern const char sqllock__schema_postgres[];
+
+static const sqllock_dialect postgres_dialect = {
+    .sql = {
+        [SQLLOCK_SQL_LEASE_ACQUIRE] = { SQL_LEASE_ACQUIRE, "1234" },
+        [SQLLOCK_SQL_LEASE_RENEW] = { SQL_LEASE_RENEW, "1234" },
+        [SQLLOCK_SQL_LEASE_RELEASE] = { SQL_LEASE_RELEASE, "123" },
+        [SQLLOCK_SQL_LEASE_LIST] = { SQL_LEASE_LIST, "" },
+        [SQLLOCK_SQL_SCHEMA_VERSION] = { SQL_SCHEMA_VERSION, "" },
+    },
+    .schema = sqllock__schema_postgres,
+};
+
+struct sqllock_conn {
+    PGconn *pg;
+    unsigned next_name;          /* for naming prepared statements */
+};
+
+struct sqllock_stmt {
+    sqllock_conn *conn;
+    PGresult *res;
+    int row;                     /* the current row; -1 before the first */
+    int nparams;
+    char name[24];
+};
+
+/* The status for a SQLSTATE (DESIGN E1; issue: each class its own). */
+static int classify_sqlstate(const char *state)
+{
+    if (state == NULL || strlen(state) != 5)
+        return SQLLOCK_EDB;
+    if (strcmp(state, "23505") == 0)
+        return SQLLOCK_EEXISTS;
+    if (strcmp(state, "55P03") == 0)
+        return SQLLOCK_ELOCKED;       /* NOWAIT failed, or lock_timeout */
+    if (strcmp(state, "40P01") == 0)
+        return SQLLOCK_EDEADLOCK;
+    if (strcmp(state, "40001") == 0)
+        return SQLLOCK_ESERIALIZATION;
+    if (strcmp(state, "57014") == 0)
+        return SQLLOCK_ECANCELED;     /* canceled, statement_timeout */
+    if (strncmp(state, "08", 2) == 0 || strcmp(state, "57P01") == 0 ||
+        strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0 ||
+        strcmp(state, "3D000") == 0)
+        return SQLLOCK_ECONNECT;
+    if (strcmp(state, "42P01") == 0)
+        return SQLLOCK_ENOSCHEMA;     /* undefined table or sequence */
+    if (strcmp(state, "42501") == 0 || strcmp(state, "25006") == 0 ||
+        strncmp(state, "28", 2) == 0)
+        return SQLLOCK_EPERM;
+    if (strcmp(state, "53200") == 0)
+        return SQLLOCK_ENOMEM;
+    return SQLLOCK_EDB;
+}
+
+/* Fills `err` from a failed result (or from the connection when `res` is
+ * NULL) and returns its status. A connection that libpq reports as bad is
+ * SQLLOCK_ECONNECT whatever the error was, so that the core reconnects. */
+static int fail(PGconn *pg, const PGresult *res, sqllock_dberr *err)
+{
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY)
+                          : NULL;
+    int status = classify_sqlstate(state);
+
+    if (msg == NULL)
+        msg = pg != NULL ? PQerrorMessage(pg) : "out of memory";
+    if (pg == NULL || PQstatus(pg) == CONNECTION_BAD)
+        status = SQLLOCK_ECONNECT;
+    return sqllock_dberr_set(err, status, state ? state : "", "%s",
+                             msg[0] ? msg : "unknown libpq error");
+}
+
+/* libpq prints notices (e.g. "relation already exists, skipping") to
+ * stderr by default; the library never prints (DESIGN E2). */
+static void ignore_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+static int pg_connect(const sqllock_url *url, const sqllock_connect_params *p,
+                      sqllock_conn **out, sqllock_dberr *err)
+{
+    /* connect_timeout comes first so that one in the URL wins: with
+     * expand_dbname, later keywords override earlier ones. */
+    const char *keys[] = { "connect_timeout", "application_name", "dbname",
+                           NULL };
+    const char *vals[4];
+    char timeout[24];
+    sqllock_conn *c;
+    const char *msg;
+    int status;
+
+    *out = NULL;
+    snprintf(timeout, sizeof timeout, "%lld",
+             (long long)((p->connect_timeout_ms + 999) / 1000));
+    vals[0] = timeout;
+    vals[1] = "sqllock";
+    vals[2] = url->raw;
+    vals[3] = NULL;
+    c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    c->pg = PQconnectdbParams(keys, vals, 1);
+    if (c->pg != NULL && PQstatus(c->pg) == CONNECTION_OK) {
+        PQsetNoticeProcessor(c->pg, ignore_notice, NULL);
+        *out = c;
+        return SQLLOCK_OK;
+    }
+    msg = c->pg != NULL ? PQerrorMessage(c->pg) : "out of memory";
+    /* libpq gives no SQLSTATE for a failed connect: read the reason. */
+    if (c->pg == NULL)
+        status = SQLLOCK_ENOMEM;
+    else if (strstr(msg, "invalid URI") || strstr(msg, "invalid connection "
+             "option") || strstr(msg, "invalid integer value") ||
+             strstr(msg, "invalid port") || strstr(msg, "invalid sslmode") ||
+             strstr(msg, "invalid percent-encoded"))
+        status = SQLLOCK_EURL;
+    else if (strstr(msg, "password authentication failed") ||
+             strstr(msg, "no pg_hba.conf entry") ||
+             strstr(msg, "authentication failed") ||
+             (strstr(msg, "role \"") && strstr(msg, "does not exist")) ||
+             strstr(msg, "no password supplied"))
+        status = SQLLOCK_EPERM;
+    else
+        status = SQLLOCK_ECONNECT;
+    sqllock_dberr_set(err, status, "", "%s", msg);
+    PQfinish(c->pg);
+    free(c);
+    return status;
+}
+
+static void pg_disconnect(sqllock_conn *c)
+{
+    if (c != NULL) {
+        PQfinish(c->pg);
+        free(c);
+    }
+}
+
+static int pg_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
+                      sqllock_dberr *err)
+{
+    sqllock_stmt *s;
+    PGresult *res, *desc;
+    int rc;
+
+    *out = NULL;
+    s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    snprintf(s->name, sizeof s->name, "sqllock_%u", c->next_name++);
+    res = PQprepare(c->pg, s->name, sql, 0, NULL);
+    if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
+        rc = fail(c->pg, res, err);
+        PQclear(res);
+        free(s);
+        return rc;
+    }
+    PQclear(res);
+    /* The number of parameters the server inferred, to check the core's
+     * arguments against. One more round trip, once per connection. */
+    desc = PQdescribePrepared(c->pg, s->name);
+    if (desc == NULL || PQresultStatus(desc) != PGRES_COMMAND_OK) {
+        rc = fail(c->pg, desc, err);
+        PQclear(desc);
+        free(s);
+        return rc;
+    }
+    s->nparams = PQnparams(desc);
+    PQclear(desc);
+    s->conn = c;
+    s->row = -1;
+    *out = s;
+    return SQLLOCK_OK;
+}
+
+static void pg_reset(sqllock_stmt *s)
+{
+    if (s != NULL) {
+        PQclear(s->res);
+        s->res = NULL;
+        s->row = -1;
+    }
+}
+
+static void pg_finalize(sqllock_stmt *s)
+{
+    if (s == NULL)
+        return;
+    pg_reset(s);
+    /* A statement dies with its connection; deallocating it one by one
+     * would cost a round trip each for nothing. */
+    free(s);
+}
+
+static int pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
+                      sqllock_dberr *err)
+{
+    const char *vals[9];
+    char ints[9][24];
+    char *texts[9];
+    int i, rc = SQLLOCK_OK;
+
+    pg_reset(s);
+    if (nargs != s->nparams || nargs > 9)
+        return sqllock_dberr_set(err, SQLLOCK_EDB, "", "statement %s takes %d "
+                                 "parameters, %d given", s->name, s->nparams,
+                                 nargs);
+    /* Text-format parameters must be NUL-terminated; the core's values
+     * carry a length and need not be. */
+    for (i = 0; i < nargs; i++) {
+        texts[i] = NULL;
+        switch (args[i].type) {
+        case SQLLOCK_VALUE_INT64:
+            snprintf(ints[i], sizeof ints[i], "%lld", (long long)args[i].i);
+            vals[i] = ints[i];
+            break;
+        case SQLLOCK_VALUE_TEXT:
+            texts[i] = malloc(args[i].len + 1);
+            if (texts[i] == NULL) {
+                rc = SQLLOCK_ENOMEM;
+                break;
+            }
+            memcpy(texts[i], args[i].s, args[i].len);
+            texts[i][args[i].len] = '\0';
+            vals[i] = texts[i];
+            break;
+        default:
+            vals[i] = NULL;
+            break;
+        }
+        if (rc != SQLLOCK_OK) {
+            nargs = i;
+            break;
+        }
+    }
+    if (rc == SQLLOCK_OK) {
+        s->res = PQexecPrepared(s->conn->pg, s->name, nargs, vals, NULL, NULL, 0);
+        if (s->res == NULL || (PQresultStatus(s->res) != PGRES_TUPLES_OK &&
+                               PQresultStatus(s->res) != PGRES_COMMAND_OK)) {
+            rc = fail(s->conn->pg, s->res, err);
+            pg_reset(s);
+        }
+    } else {
+        sqllock_dberr_set(err, rc, "", "out of memory");
+    }
+    for (i = 0; i < nargs; i++)
+        free(texts[i]);
+    return rc;
+}
+
+static int pg_fetch(sqllock_stmt *s, int *has_row, sqllock_dberr *err)
+{
+    if (s->res == NULL) {
+        *has_row = 0;
+        return SQLLOCK_OK;
+    }
+    s->row++;
+    *has_row = s->row < PQntuples(s->res);
+    return SQLLOCK_OK;
+}
+
+static int64_t pg_column_int64(sqllock_stmt *s, int col)
+{
+    if (s->res == NULL || s->row < 0 || s->row >= PQntuples(s->res) ||
+        PQgetisnull(s->res, s->row, col))
+        return 0;
+    return strtoll(PQgetvalue(s->res, s->row, col), NULL, 10);
+}
+
+static const char *pg_column_text(sqllock_stmt *s, int col)
+{
+    if (s->res == NULL || s->row < 0 || s->row >= PQntuples(s->res))
+        return "";
+    return PQgetvalue(s->res, s->row, col);   /* "" for NULL */
+}
+
+static int64_t pg_affected_rows(sqllock_stmt *s)
+{
+    const char *n = s->res != NULL ? PQcmdTuples(s->res) : "";
+
+    return n[0] ? strtoll(n, NULL, 10) : 0;
+}
+
+/* Runs a statement without parameters (the DDL script, transaction
+ * control) with the simple query protocol. A script of several statements
+ * runs in one implicit transaction. */
+static int pg_simple(sqllock_conn *c, const char *sql, sqllock_dberr *err)
+{
+    PGresult *res = PQexec(c->pg, sql);
+    int rc = SQLLOCK_OK;
+
+    if (res == NULL || (PQresultStatus(res) != PGRES_COMMAND_OK &&
+                        PQresultStatus(res) != PGRES_TUPLES_OK))
+        rc = fail(c->pg, res, err);
+    PQclear(res);
+    return rc;
+}
+
+static int pg_exec_script(sqllock_conn *c, const char *sql, sqllock_dberr *err)
+{
+    return pg_simple(c, sql, err);
+}
+
+static int pg_begin(sqllock_conn *c, sqllock_dberr *err)
+{
+    return pg_simple(c, "BEGIN", err);
+}
+
+static int pg_commit(sqllock_conn *c, sqllock_dberr *err)
+{
+    return pg_simple(c, "COMMIT", err);
+}
+
+static int pg_rollback(sqllock_conn *c, sqllock_dberr *err)
+{
+    return pg_simple(c, "ROLLBACK", err);
+}
+
+static int64_t pg_insert_id(sqllock_stmt *s)
+{
+    return 0;         /* PostgreSQL returns generated values by RETURNING */
+}
+
+static void *pg_native(sqllock_conn *c)
+{
+    return c->pg;
+}
+
+static const char *const postgres_schemes[] = { "postgres", "postgresql",
+                                                NULL };
+
+const sqllock_driver sqllock__postgres_driver = {
+    .version = SQLLOCK_DRIVER_VERSION,
+    .name = "postgres",
+    .schemes = postgres_schemes,
+    .caps = SQLLOCK_CAP_RETURNING | SQLLOCK_CAP_SKIP_LOCKED |
+            SQLLOCK_CAP_NOWAIT,
+    .dialect = &postgres_dialect,
+    .connect = pg_connect,
+    .disconnect = pg_disconnect,
+    .prepare = pg_prepare,
+    .finalize = pg_finalize,
+    .execute = pg_execute,
+    .fetch = pg_fetch,
+    .column_int64 = pg_column_int64,
+    .column_text = pg_column_text,
+    .affected_rows = pg_affected_rows,
+    .reset = pg_reset,
+    .exec_script = pg_exec_script,
+    .native = pg_native,
+    .begin = pg_begin,
+    .commit = pg_commit,
+    .rollback = pg_rollback,
+    .insert_id = pg_insert_id,
+};
