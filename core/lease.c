@@ -454,7 +454,7 @@ const char *sqllock_lease_name(const sqllock_lease *l)
 
 int sqllock_lease_held(const sqllock_lease *l)
 {
-    return l != NULL && l->count > 0;
+    return sqllock_lease_remaining_ms(l) > 0;
 }
 
 int sqllock_lease_count(const sqllock_lease *l)

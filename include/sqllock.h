@@ -281,8 +281,11 @@ SQLLOCK_API void sqllock_lease_free(sqllock_lease *lease);
 
 /* The lock name. */
 SQLLOCK_API const char *sqllock_lease_name(const sqllock_lease *lease);
-/* 1 while the handle holds the lease (it may still have expired: see
- * sqllock_lease_remaining_ms()), 0 otherwise. */
+/* 1 while the handle holds the lease AND its local deadline has not
+ * passed (sqllock_lease_remaining_ms() > 0), 0 otherwise: a lease whose
+ * renewals could not reach the server is never reported as held past its
+ * local deadline (DESIGN L6). A handle past its deadline still counts its
+ * holds (sqllock_lease_count()) and can still be renewed or released. */
 SQLLOCK_API int sqllock_lease_held(const sqllock_lease *lease);
 /* The reentrancy count: 0 when not held. */
 SQLLOCK_API int sqllock_lease_count(const sqllock_lease *lease);
