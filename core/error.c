@@ -2,9 +2,10 @@
  * error.c -- the one writer of a handle's last error message.
  *
  * Every message goes through sqllock__vformat(), which cuts at a UTF-8
- * character boundary when the text is too long and turns CR and LF into
- * spaces (libpq ends its messages with a newline; curl's rule for its error
- * buffer is the same: no line breaks in a message).
+ * character boundary when the text is too long and turns CR, LF and tab
+ * into single spaces (libpq's messages end with a newline and indent their
+ * second lines; curl's rule for its error buffer is the same: no line
+ * breaks in a message).
  */
 #include <stdio.h>
 #include <string.h>
@@ -37,9 +38,21 @@ void sqllock__vformat(char *buf, size_t size, const char *fmt, va_list ap)
         }
         buf[len] = '\0';
     }
-    for (i = 0; i < len; i++) {
-        if (buf[i] == '\n' || buf[i] == '\r')
-            buf[i] = ' ';
+    /* Line breaks and tabs become single spaces (libpq's messages carry
+     * "\n\t" between their lines). */
+    {
+        size_t o = 0;
+        for (i = 0; i < len; i++) {
+            char c = buf[i];
+            if (c == '\n' || c == '\r' || c == '\t') {
+                if (o == 0 || buf[o - 1] == ' ')
+                    continue;
+                c = ' ';
+            }
+            buf[o++] = c;
+        }
+        len = o;
+        buf[len] = '\0';
     }
     while (len > 0 && buf[len - 1] == ' ')
         buf[--len] = '\0';
