@@ -299,6 +299,20 @@ static int lease_insert(sqllock_lease *l)
     } else {
         rc = acquire_in_transaction(db, args, &got, &token);
     }
+    /* A deadlock, serialization failure or row-lock wait that the
+     * database reports for the acquire itself means that another acquire
+     * of this name was racing ours (InnoDB can deadlock two inserts of a
+     * just-released name; Galera reports a lost certification as a
+     * deadlock). The database rolled our attempt back: the lock is busy,
+     * and a retry is safe. */
+    if (rc == SQLLOCK_EDEADLOCK || rc == SQLLOCK_ESERIALIZATION ||
+        rc == SQLLOCK_ELOCKED) {
+        char why[SQLLOCK__ERRMSG_MAX];
+        memcpy(why, db->errmsg, sizeof why);    /* the buffer is rewritten */
+        forget(l);
+        return sqllock__fail(db, SQLLOCK_BUSY, "lock '%s' is being taken by "
+                             "another owner (%s)", l->name, why);
+    }
     if (rc != SQLLOCK_OK) {
         forget(l);
         return rc;

@@ -1,0 +1,974 @@
+/*
+ * mysql.c -- the MySQL and MariaDB driver (URL schemes mysql: and mariadb:).
+ *
+ * The driver is built against the MySQL C API as MariaDB Connector/C and
+ * Oracle's libmysqlclient both provide it. Its SQL stays within what
+ * MySQL 8.0 also runs (DESIGN D4): there is no RETURNING and there are no
+ * sequences, so the driver declares no SQLLOCK_CAP_RETURNING and the core
+ * takes its declared branch for acquire: the insert-or-takeover statement
+ * in a transaction, then a token from an AUTO_INCREMENT counter
+ * (TOKEN_NEXT) stored into the row just taken (LEASE_SET_TOKEN), then
+ * commit (see sqllock_driver.h).
+ *
+ * Each session runs with the time zone set to UTC, so that NOW(6) and the
+ * DATETIME(6) columns are UTC and no daylight-saving jump can move an
+ * expiry, and with READ COMMITTED isolation, so that the insert path
+ * takes no gap locks. Automatic reconnection stays off: a silent
+ * reconnect could run a statement again whose effect is unknown; the core
+ * reconnects on the next call instead, after the driver reports
+ * SQLLOCK_ECONNECT.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mysql.h>
+
+#include "sqllock_driver.h"
+
+/*
+ * The statements. Placeholders are `?`; the `args` string of each entry
+ * in mysql_dialect says which core argument binds to each placeholder.
+ *
+ * L1: one statement inserts the row, or takes it over when it has expired
+ * by the server's clock. The assignments of ON DUPLICATE KEY UPDATE are
+ * evaluated left to right and each sees the columns as the earlier ones
+ * left them, so expires_at, which every condition reads, is assigned
+ * last. The affected-row count says what happened: 1 inserted, 2 taken
+ * over, 0 held by another owner (the connection must not set
+ * CLIENT_FOUND_ROWS, which would count a held row as 1). VALUES() is the
+ * one spelling that MySQL 8.0 and MariaDB both accept. The token is 0
+ * here; TOKEN_NEXT and LEASE_SET_TOKEN set it in the same transaction.
+ */
+static const char SQL_LEASE_ACQUIRE[] =
+    "INSERT INTO sqllock_lease "
+    "(name, owner, holder, token, acquired_at, expires_at) "
+    "VALUES (?, ?, ?, 0, NOW(6), NOW(6) + INTERVAL (? * 1000) MICROSECOND) "
+    "ON DUPLICATE KEY UPDATE "
+    "owner = IF(expires_at <= NOW(6), VALUES(owner), owner), "
+    "holder = IF(expires_at <= NOW(6), VALUES(holder), holder), "
+    "token = IF(expires_at <= NOW(6), 0, token), "
+    "acquired_at = IF(expires_at <= NOW(6), VALUES(acquired_at), acquired_at), "
+    "expires_at = IF(expires_at <= NOW(6), VALUES(expires_at), expires_at)";
+
+/* L5: REPLACE gives the name's counter row a new AUTO_INCREMENT value,
+ * which is the token (insert_id()). The counter belongs to the table, so
+ * it outlives every lease row and increases across all names. */
+static const char SQL_TOKEN_NEXT[] =
+    "REPLACE INTO sqllock_token (name) VALUES (?)";
+
+static const char SQL_LEASE_SET_TOKEN[] =
+    "UPDATE sqllock_lease SET token = ? WHERE name = ? AND owner = ?";
+
+/* MySQL counts a matched row whose values did not change as 0 affected
+ * rows, so the new expiry is made to differ from the old one by at least
+ * a microsecond: a renewal that matched always reports 1. */
+static const char SQL_LEASE_RENEW[] =
+    "UPDATE sqllock_lease SET expires_at = "
+    "GREATEST(expires_at + INTERVAL 1 MICROSECOND, "
+    "NOW(6) + INTERVAL (? * 1000) MICROSECOND) "
+    "WHERE name = ? AND owner = ? AND token = ?";
+
+static const char SQL_LEASE_RELEASE[] =
+    "DELETE FROM sqllock_lease WHERE name = ? AND owner = ? AND token = ?";
+
+/* Milliseconds since the epoch are counted with TIMESTAMPDIFF from
+ * 1970-01-01, which is exact because the session time zone is UTC, and
+ * unlike UNIX_TIMESTAMP() it does not stop at the year 2038 on MariaDB. */
+#define EPOCH_MS(col) \
+    "CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " col \
+    ") DIV 1000 AS SIGNED)"
+
+static const char SQL_LEASE_LIST[] =
+    "SELECT name, owner, holder, token, " EPOCH_MS("acquired_at") ", "
+    EPOCH_MS("expires_at") ", "
+    "CAST(TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at) DIV 1000 AS SIGNED) "
+    "FROM sqllock_lease ORDER BY name";
+
+static const char SQL_SCHEMA_VERSION[] =
+    "SELECT CAST(`value` AS SIGNED) FROM sqllock_meta "
+    "WHERE `key` = 'schema_version'";
+
+extern const char sqllock__schema_mysql[];
+
+static const sqllock_dialect mysql_dialect = {
+    .sql = {
+        [SQLLOCK_SQL_LEASE_ACQUIRE] = { SQL_LEASE_ACQUIRE, "1234" },
+        [SQLLOCK_SQL_TOKEN_NEXT] = { SQL_TOKEN_NEXT, "1" },
+        [SQLLOCK_SQL_LEASE_SET_TOKEN] = { SQL_LEASE_SET_TOKEN, "312" },
+        [SQLLOCK_SQL_LEASE_RENEW] = { SQL_LEASE_RENEW, "4123" },
+        [SQLLOCK_SQL_LEASE_RELEASE] = { SQL_LEASE_RELEASE, "123" },
+        [SQLLOCK_SQL_LEASE_LIST] = { SQL_LEASE_LIST, "" },
+        [SQLLOCK_SQL_SCHEMA_VERSION] = { SQL_SCHEMA_VERSION, "" },
+    },
+    .schema = sqllock__schema_mysql,
+};
+
+/* The session set-up, run once per connection (see the file comment). */
+static const char SQL_SESSION_TZ[] = "SET time_zone = '+00:00'";
+static const char SQL_SESSION_ISOLATION[] =
+    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
+
+/* How long one read or write on the socket may take before the client
+ * gives up and reports the connection lost, so that a dead server never
+ * blocks a caller forever. It is longer than InnoDB's default lock wait
+ * (50 s), so a statement waiting for a row lock times out on the server
+ * first. */
+#define MYDRV_IO_TIMEOUT_S 60u
+
+/* The first size of a column's buffer; a longer value grows it. */
+#define MYDRV_COL_MIN 64ul
+#define MYDRV_COL_FIRST_MAX 1024ul
+
+/* MariaDB Connector/C and libmysqlclient before 8.0 spell the flag type
+ * my_bool; MySQL 8.0's client uses bool. */
+#if defined(MARIADB_PACKAGE_VERSION) || !defined(LIBMYSQL_VERSION_ID) || \
+    LIBMYSQL_VERSION_ID < 80000
+typedef my_bool mydrv_flag;
+#else
+#include <stdbool.h>
+typedef bool mydrv_flag;
+#endif
+
+struct sqllock_conn {
+    MYSQL *my;
+};
+
+/* One result column: a growable text buffer, bound as MYSQL_TYPE_STRING
+ * (the client converts integers and decimals to text). */
+typedef struct mydrv_col {
+    char *buf;
+    unsigned long cap;          /* bytes in buf, the NUL included */
+    unsigned long len;          /* the value's full length */
+    mydrv_flag is_null;
+    mydrv_flag error;              /* truncated */
+} mydrv_col;
+
+struct sqllock_stmt {
+    MYSQL_STMT *st;
+    unsigned nparams;
+    unsigned ncols;
+    MYSQL_BIND *params;
+    long long *ints;            /* storage of the bound integers */
+    unsigned long *lens;        /* lengths of the bound texts */
+    MYSQL_BIND *binds;          /* result binds, one per column */
+    mydrv_col *cols;
+    int has_result;             /* a result set is stored and open */
+    int64_t affected;
+    int64_t insert_id;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Classifies a MySQL or MariaDB error number. MariaDB reports a NOWAIT
+ * failure as 1205, the same number as a lock wait timeout (checked on
+ * MariaDB 10.11); MySQL 8.0 reports it as 3572. Galera reports a
+ * certification failure as a deadlock, 1213.
+ */
+static int classify(unsigned int code)
+{
+    switch (code) {
+    case 1062:                 /* ER_DUP_ENTRY */
+        return SQLLOCK_EEXISTS;
+    case 1205:                 /* ER_LOCK_WAIT_TIMEOUT, MariaDB NOWAIT */
+    case 3572:                 /* MySQL ER_LOCK_NOWAIT */
+        return SQLLOCK_ELOCKED;
+    case 1213:                 /* ER_LOCK_DEADLOCK */
+        return SQLLOCK_EDEADLOCK;
+    case 1146:                 /* ER_NO_SUCH_TABLE */
+        return SQLLOCK_ENOSCHEMA;
+    case 1053:                 /* ER_SERVER_SHUTDOWN */
+    case 1927:                 /* MariaDB ER_CONNECTION_KILLED */
+    case 2002:                 /* CR_CONNECTION_ERROR (socket) */
+    case 2003:                 /* CR_CONN_HOST_ERROR */
+    case 2005:                 /* CR_UNKNOWN_HOST */
+    case 2006:                 /* CR_SERVER_GONE_ERROR */
+    case 2013:                 /* CR_SERVER_LOST */
+    case 2055:                 /* CR_SERVER_LOST_EXTENDED */
+    case 4031:                 /* MySQL ER_CLIENT_INTERACTION_TIMEOUT */
+        return SQLLOCK_ECONNECT;
+    case 1317:                 /* ER_QUERY_INTERRUPTED */
+    case 1969:                 /* MariaDB ER_STATEMENT_TIMEOUT */
+    case 3024:                 /* MySQL ER_QUERY_TIMEOUT */
+        return SQLLOCK_ECANCELED;
+    case 1044:                 /* ER_DBACCESS_DENIED_ERROR */
+    case 1045:                 /* ER_ACCESS_DENIED_ERROR */
+    case 1142:                 /* ER_TABLEACCESS_DENIED_ERROR */
+    case 1227:                 /* ER_SPECIFIC_ACCESS_DENIED_ERROR */
+    case 1290:                 /* ER_OPTION_PREVENTS_STATEMENT (read-only) */
+        return SQLLOCK_EPERM;
+    case 2008:                 /* CR_OUT_OF_MEMORY */
+        return SQLLOCK_ENOMEM;
+    default:
+        return SQLLOCK_EDB;
+    }
+}
+
+/* Fills `err` from an error number and message; `context`, when not NULL,
+ * goes before the message. Returns the status. */
+static int fail_code(unsigned int code, const char *msg, sqllock_dberr *err,
+                     const char *context)
+{
+    char num[16];
+    int status = classify(code);
+
+    snprintf(num, sizeof num, "%u", code);
+    if (msg == NULL || msg[0] == '\0')
+        msg = "unknown error";
+    if (context != NULL)
+        return sqllock_dberr_set(err, status, num, "%s: %s", context, msg);
+    return sqllock_dberr_set(err, status, num, "%s", msg);
+}
+
+static int fail_conn(MYSQL *my, sqllock_dberr *err, const char *context)
+{
+    return fail_code(mysql_errno(my), mysql_error(my), err, context);
+}
+
+static int fail_stmt(MYSQL_STMT *st, sqllock_dberr *err, const char *context)
+{
+    return fail_code(mysql_stmt_errno(st), mysql_stmt_error(st), err,
+                     context);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Connecting                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* The client library's global set-up runs once per process, before the
+ * first mysql_init(), so that threads connecting at once do not race it.
+ * The library keeps what it allocates there until the process ends. */
+static pthread_once_t library_once = PTHREAD_ONCE_INIT;
+static int library_rc;     /* written once, inside pthread_once */
+
+static void library_init(void)
+{
+    library_rc = mysql_library_init(0, NULL, NULL);
+}
+
+/* The TLS modes of the ssl_mode URL parameter, named as MySQL names them. */
+typedef enum mydrv_ssl_mode {
+    MYDRV_SSL_DEFAULT = 0,
+    MYDRV_SSL_DISABLED,
+    MYDRV_SSL_PREFERRED,
+    MYDRV_SSL_REQUIRED,
+    MYDRV_SSL_VERIFY_CA,
+    MYDRV_SSL_VERIFY_IDENTITY
+} mydrv_ssl_mode;
+
+typedef struct mydrv_target {
+    const char *host;
+    const char *socket;
+    const char *database;
+    mydrv_ssl_mode ssl;
+} mydrv_target;
+
+static int parse_ssl_mode(const char *v, mydrv_ssl_mode *mode,
+                          sqllock_dberr *err)
+{
+    static const struct { const char *name; mydrv_ssl_mode mode; } modes[] = {
+        { "DISABLED", MYDRV_SSL_DISABLED },
+        { "PREFERRED", MYDRV_SSL_PREFERRED },
+        { "REQUIRED", MYDRV_SSL_REQUIRED },
+        { "VERIFY_CA", MYDRV_SSL_VERIFY_CA },
+        { "VERIFY_IDENTITY", MYDRV_SSL_VERIFY_IDENTITY },
+    };
+    size_t i, k;
+
+    for (i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        const char *n = modes[i].name;
+        /* Case-insensitive, ASCII only. */
+        for (k = 0; n[k] != '\0' && v[k] != '\0'; k++)
+            if ((v[k] >= 'a' && v[k] <= 'z' ? v[k] - 32 : v[k]) != n[k])
+                break;
+        if (n[k] == '\0' && v[k] == '\0') {
+            *mode = modes[i].mode;
+            return SQLLOCK_OK;
+        }
+    }
+    return sqllock_dberr_set(err, SQLLOCK_EURL, "", "ssl_mode must be "
+                             "DISABLED, PREFERRED, REQUIRED, VERIFY_CA or "
+                             "VERIFY_IDENTITY, not '%s'", v);
+}
+
+/* Checks the URL and reads its parameters into `t`. */
+static int parse_url(const sqllock_url *url, mydrv_target *t,
+                     sqllock_dberr *err)
+{
+    int i, rc;
+
+    memset(t, 0, sizeof *t);
+    if (!url->has_authority)
+        return sqllock_dberr_set(err, SQLLOCK_EURL, "", "write a %s URL as "
+                                 "%s://user:password@host:port/database",
+                                 url->scheme, url->scheme);
+    for (i = 0; i < url->nparams; i++) {
+        if (strcmp(url->keys[i], "socket") == 0) {
+            if (url->values[i][0] != '/')
+                return sqllock_dberr_set(err, SQLLOCK_EURL, "", "socket must "
+                                         "be an absolute path, not '%s'",
+                                         url->values[i]);
+            t->socket = url->values[i];
+        } else if (strcmp(url->keys[i], "ssl_mode") == 0) {
+            rc = parse_ssl_mode(url->values[i], &t->ssl, err);
+            if (rc != SQLLOCK_OK)
+                return rc;
+        } else {
+            return sqllock_dberr_set(err, SQLLOCK_EURL, "", "unknown %s URL "
+                                     "parameter '%s' (known: socket, "
+                                     "ssl_mode)", url->scheme, url->keys[i]);
+        }
+    }
+    t->host = url->host != NULL && url->host[0] != '\0' ? url->host : NULL;
+    if (t->socket != NULL) {
+        if (t->host != NULL && strcmp(t->host, "localhost") != 0)
+            return sqllock_dberr_set(err, SQLLOCK_EURL, "", "a URL with "
+                                     "socket= connects through the unix "
+                                     "socket: leave the host out or write "
+                                     "localhost, not '%s'", t->host);
+        if (url->port != 0)
+            return sqllock_dberr_set(err, SQLLOCK_EURL, "", "a URL with "
+                                     "socket= takes no port");
+        t->host = "localhost";
+    } else if (t->host == NULL) {
+        return sqllock_dberr_set(err, SQLLOCK_EURL, "", "the %s URL has no "
+                                 "host: write %s://user:password@host:port/"
+                                 "database, or give ?socket=/path/to/socket",
+                                 url->scheme, url->scheme);
+    }
+    t->database = url->path[0] == '/' ? url->path + 1 : url->path;
+    if (t->database[0] == '\0')
+        return sqllock_dberr_set(err, SQLLOCK_EURL, "", "the %s URL names no "
+                                 "database: write %s://user:password@host:"
+                                 "port/database", url->scheme, url->scheme);
+    if (strchr(t->database, '/') != NULL)
+        return sqllock_dberr_set(err, SQLLOCK_EURL, "", "the database name "
+                                 "'%s' has a '/': the URL path is one "
+                                 "database name", t->database);
+    return SQLLOCK_OK;
+}
+
+/* Sets one option; the client library refuses only options it does not
+ * know, which is reported as an error. */
+static int set_option(MYSQL *my, enum mysql_option opt, const void *value,
+                      const char *what, sqllock_dberr *err)
+{
+    if (mysql_options(my, opt, value) != 0)
+        return sqllock_dberr_set(err, SQLLOCK_EDB, "", "the MySQL client "
+                                 "library refused the option %s", what);
+    return SQLLOCK_OK;
+}
+
+/* Asks for TLS as the URL's ssl_mode says, with the options this client
+ * library has. */
+static int set_tls(MYSQL *my, mydrv_ssl_mode mode, sqllock_dberr *err)
+{
+#if defined(MARIADB_PACKAGE_VERSION)
+    mydrv_flag on = 1, off = 0;
+    int rc = SQLLOCK_OK;
+
+    switch (mode) {
+    case MYDRV_SSL_DEFAULT:
+        break;
+    case MYDRV_SSL_DISABLED:
+        rc = set_option(my, MYSQL_OPT_SSL_ENFORCE, &off, "SSL_ENFORCE", err);
+        break;
+    case MYDRV_SSL_PREFERRED:
+        /* TLS when the server offers it, without verification. */
+        if (mysql_ssl_set(my, NULL, NULL, NULL, NULL, NULL) != 0)
+            rc = sqllock_dberr_set(err, SQLLOCK_EDB, "", "the MySQL client "
+                                   "library refused TLS");
+        break;
+    case MYDRV_SSL_REQUIRED:
+        /* Connector/C does not refuse a server without TLS for this
+         * option alone; after_connect() checks that TLS is in use. */
+        rc = set_option(my, MYSQL_OPT_SSL_ENFORCE, &on, "SSL_ENFORCE", err);
+        break;
+    case MYDRV_SSL_VERIFY_CA:
+        rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "ssl_mode=VERIFY_CA is "
+                               "not available with MariaDB Connector/C, which "
+                               "always checks the host name when it verifies "
+                               "the server certificate: use "
+                               "ssl_mode=VERIFY_IDENTITY");
+        break;
+    case MYDRV_SSL_VERIFY_IDENTITY:
+        rc = set_option(my, MYSQL_OPT_SSL_ENFORCE, &on, "SSL_ENFORCE", err);
+        if (rc == SQLLOCK_OK)
+            rc = set_option(my, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &on,
+                            "SSL_VERIFY_SERVER_CERT", err);
+        break;
+    }
+    return rc;
+#else
+    /* Oracle's libmysqlclient 5.7.11 and later take the mode itself. */
+    unsigned int m;
+
+    switch (mode) {
+    case MYDRV_SSL_DEFAULT:
+        return SQLLOCK_OK;
+    case MYDRV_SSL_DISABLED:
+        m = SSL_MODE_DISABLED;
+        break;
+    case MYDRV_SSL_PREFERRED:
+        m = SSL_MODE_PREFERRED;
+        break;
+    case MYDRV_SSL_REQUIRED:
+        m = SSL_MODE_REQUIRED;
+        break;
+    case MYDRV_SSL_VERIFY_CA:
+        m = SSL_MODE_VERIFY_CA;
+        break;
+    default:
+        m = SSL_MODE_VERIFY_IDENTITY;
+        break;
+    }
+    return set_option(my, MYSQL_OPT_SSL_MODE, &m, "SSL_MODE", err);
+#endif
+}
+
+/* Sets the options every connection gets (see the file comment). */
+static int set_options(MYSQL *my, const sqllock_connect_params *p,
+                       const mydrv_target *t, sqllock_dberr *err)
+{
+    int64_t connect_s = (p->connect_timeout_ms + 999) / 1000;
+    unsigned int connect_timeout, io_timeout = MYDRV_IO_TIMEOUT_S;
+    int rc;
+
+    if (connect_s < 1)
+        connect_s = 1;
+    if (connect_s > INT_MAX)
+        connect_s = INT_MAX;
+    connect_timeout = (unsigned int)connect_s;
+    rc = set_option(my, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout,
+                    "CONNECT_TIMEOUT", err);
+    if (rc == SQLLOCK_OK)
+        rc = set_option(my, MYSQL_OPT_READ_TIMEOUT, &io_timeout,
+                        "READ_TIMEOUT", err);
+    if (rc == SQLLOCK_OK)
+        rc = set_option(my, MYSQL_OPT_WRITE_TIMEOUT, &io_timeout,
+                        "WRITE_TIMEOUT", err);
+    if (rc == SQLLOCK_OK)
+        rc = set_option(my, MYSQL_SET_CHARSET_NAME, "utf8mb4",
+                        "SET_CHARSET_NAME", err);
+#if defined(MARIADB_PACKAGE_VERSION)
+    /* Off is the default; say so, since a reconnect behind the core's back
+     * could run a statement again. (MySQL 8.0.34 deprecates the option
+     * and prints a warning when it is set, so it is left alone there.) */
+    if (rc == SQLLOCK_OK) {
+        mydrv_flag off = 0;
+        rc = set_option(my, MYSQL_OPT_RECONNECT, &off, "RECONNECT", err);
+    }
+#endif
+    if (rc == SQLLOCK_OK)
+        rc = set_tls(my, t->ssl, err);
+    return rc;
+}
+
+/* Sets the session up after the connect. */
+static int after_connect(MYSQL *my, const mydrv_target *t, sqllock_dberr *err)
+{
+    if ((t->ssl == MYDRV_SSL_REQUIRED || t->ssl == MYDRV_SSL_VERIFY_IDENTITY) &&
+        mysql_get_ssl_cipher(my) == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "ssl_mode=%s "
+                                 "asks for TLS, but the connection does not "
+                                 "use it (the server offers no TLS)",
+                                 t->ssl == MYDRV_SSL_REQUIRED ? "REQUIRED"
+                                 : "VERIFY_IDENTITY");
+    if (mysql_real_query(my, SQL_SESSION_TZ, sizeof SQL_SESSION_TZ - 1) != 0)
+        return fail_conn(my, err, "setting the session time zone to UTC");
+    if (mysql_real_query(my, SQL_SESSION_ISOLATION,
+                         sizeof SQL_SESSION_ISOLATION - 1) != 0)
+        return fail_conn(my, err, "setting READ COMMITTED isolation");
+    return SQLLOCK_OK;
+}
+
+static int mydrv_connect(const sqllock_url *url,
+                         const sqllock_connect_params *p, sqllock_conn **out,
+                         sqllock_dberr *err)
+{
+    sqllock_conn *c;
+    mydrv_target t;
+    char where[300];
+    int rc;
+
+    *out = NULL;
+    rc = parse_url(url, &t, err);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (pthread_once(&library_once, library_init) != 0 || library_rc != 0)
+        return sqllock_dberr_set(err, SQLLOCK_EDB, "", "the MySQL client "
+                                 "library failed to initialise");
+    c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    c->my = mysql_init(NULL);
+    if (c->my == NULL) {
+        free(c);
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory "
+                                 "(mysql_init)");
+    }
+    rc = set_options(c->my, p, &t, err);
+    if (rc != SQLLOCK_OK)
+        goto fail;
+    /* The password goes to the client library only, never into a
+     * message. */
+    if (mysql_real_connect(c->my, t.host, url->user, url->password,
+                           t.database, (unsigned int)url->port, t.socket,
+                           0) == NULL) {
+        unsigned int code = mysql_errno(c->my);
+
+        if (t.socket != NULL)
+            snprintf(where, sizeof where, "cannot connect to %s through the "
+                     "socket %s (database '%s')", url->scheme, t.socket,
+                     t.database);
+        else
+            snprintf(where, sizeof where, "cannot connect to %s at %s:%d "
+                     "(database '%s')", url->scheme, t.host,
+                     url->port != 0 ? url->port : 3306, t.database);
+        rc = fail_code(code, mysql_error(c->my), err, where);
+        /* Whatever else goes wrong in a connect (unknown database, too
+         * many connections, a TLS failure) is a failed connect; refused
+         * credentials and memory keep their own status. */
+        if (rc != SQLLOCK_EPERM && rc != SQLLOCK_ENOMEM)
+            err->status = rc = SQLLOCK_ECONNECT;
+        goto fail;
+    }
+    rc = after_connect(c->my, &t, err);
+    if (rc != SQLLOCK_OK)
+        goto fail;
+    *out = c;
+    return SQLLOCK_OK;
+
+fail:
+    mysql_close(c->my);
+    free(c);
+    return rc;
+}
+
+static void mydrv_disconnect(sqllock_conn *c)
+{
+    if (c != NULL) {
+        mysql_close(c->my);
+        free(c);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Statements                                                               */
+/* ------------------------------------------------------------------------ */
+
+static void stmt_free(sqllock_stmt *s)
+{
+    unsigned i;
+
+    if (s == NULL)
+        return;
+    if (s->st != NULL)
+        mysql_stmt_close(s->st);
+    if (s->cols != NULL)
+        for (i = 0; i < s->ncols; i++)
+            free(s->cols[i].buf);
+    free(s->cols);
+    free(s->binds);
+    free(s->params);
+    free(s->ints);
+    free(s->lens);
+    free(s);
+}
+
+/* Gives column `i` a buffer of `cap` bytes and points its bind at it. */
+static int col_alloc(sqllock_stmt *s, unsigned i, unsigned long cap)
+{
+    char *buf = realloc(s->cols[i].buf, cap);
+
+    if (buf == NULL)
+        return SQLLOCK_ENOMEM;
+    s->cols[i].buf = buf;
+    s->cols[i].cap = cap;
+    s->binds[i].buffer_type = MYSQL_TYPE_STRING;
+    s->binds[i].buffer = buf;
+    s->binds[i].buffer_length = cap - 1;    /* room for the NUL */
+    s->binds[i].length = &s->cols[i].len;
+    s->binds[i].is_null = &s->cols[i].is_null;
+    s->binds[i].error = &s->cols[i].error;
+    return SQLLOCK_OK;
+}
+
+/* Sizes the result columns from the statement's metadata. */
+static int setup_columns(sqllock_stmt *s, sqllock_dberr *err)
+{
+    MYSQL_RES *meta;
+    MYSQL_FIELD *fields;
+    unsigned i;
+
+    s->ncols = mysql_stmt_field_count(s->st);
+    if (s->ncols == 0)
+        return SQLLOCK_OK;
+    meta = mysql_stmt_result_metadata(s->st);
+    if (meta == NULL)
+        return fail_stmt(s->st, err, "reading the result's columns");
+    fields = mysql_fetch_fields(meta);
+    s->binds = calloc(s->ncols, sizeof *s->binds);
+    s->cols = calloc(s->ncols, sizeof *s->cols);
+    if (s->binds == NULL || s->cols == NULL || fields == NULL) {
+        mysql_free_result(meta);
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    }
+    for (i = 0; i < s->ncols; i++) {
+        /* The declared width is a good first guess; a longer value grows
+         * the buffer when it is fetched. */
+        unsigned long cap = fields[i].length;
+        if (cap < MYDRV_COL_MIN)
+            cap = MYDRV_COL_MIN;
+        if (cap > MYDRV_COL_FIRST_MAX)
+            cap = MYDRV_COL_FIRST_MAX;
+        if (col_alloc(s, i, cap + 1) != SQLLOCK_OK) {
+            mysql_free_result(meta);
+            return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+        }
+    }
+    mysql_free_result(meta);
+    return SQLLOCK_OK;
+}
+
+static int mydrv_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
+                         sqllock_dberr *err)
+{
+    sqllock_stmt *s;
+    int rc;
+
+    *out = NULL;
+    s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    s->st = mysql_stmt_init(c->my);
+    if (s->st == NULL) {
+        free(s);
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory "
+                                 "(mysql_stmt_init)");
+    }
+    if (mysql_stmt_prepare(s->st, sql, (unsigned long)strlen(sql)) != 0) {
+        rc = fail_stmt(s->st, err, NULL);
+        stmt_free(s);
+        return rc;
+    }
+    s->nparams = (unsigned)mysql_stmt_param_count(s->st);
+    if (s->nparams > 0) {
+        s->params = calloc(s->nparams, sizeof *s->params);
+        s->ints = calloc(s->nparams, sizeof *s->ints);
+        s->lens = calloc(s->nparams, sizeof *s->lens);
+        if (s->params == NULL || s->ints == NULL || s->lens == NULL) {
+            stmt_free(s);
+            return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+        }
+    }
+    rc = setup_columns(s, err);
+    if (rc != SQLLOCK_OK) {
+        stmt_free(s);
+        return rc;
+    }
+    *out = s;
+    return SQLLOCK_OK;
+}
+
+static void mydrv_finalize(sqllock_stmt *s)
+{
+    stmt_free(s);
+}
+
+/* Ends a stored result so that the statement can run again. A stored
+ * result needs no round trip to end, so no mysql_stmt_reset() is sent. */
+static void end_result(sqllock_stmt *s)
+{
+    if (s->has_result) {
+        /* Frees client memory only; it cannot fail on a stored result. */
+        (void)mysql_stmt_free_result(s->st);
+        s->has_result = 0;
+    }
+}
+
+static int mydrv_execute(sqllock_stmt *s, const sqllock_value *args,
+                         int nargs, sqllock_dberr *err)
+{
+    unsigned i;
+
+    end_result(s);
+    s->affected = 0;
+    s->insert_id = 0;
+    if (nargs < 0 || (unsigned)nargs != s->nparams)
+        return sqllock_dberr_set(err, SQLLOCK_EINVAL, "", "the statement has "
+                                 "%u placeholders but %d arguments were "
+                                 "given", s->nparams, nargs);
+    for (i = 0; i < s->nparams; i++) {
+        MYSQL_BIND *b = &s->params[i];
+
+        memset(b, 0, sizeof *b);
+        switch (args[i].type) {
+        case SQLLOCK_VALUE_INT64:
+            s->ints[i] = (long long)args[i].i;
+            b->buffer_type = MYSQL_TYPE_LONGLONG;
+            b->buffer = &s->ints[i];
+            break;
+        case SQLLOCK_VALUE_TEXT:
+            if (args[i].len > ULONG_MAX)
+                return sqllock_dberr_set(err, SQLLOCK_EINVAL, "", "a text "
+                                         "value is too long to bind");
+            s->lens[i] = (unsigned long)args[i].len;
+            b->buffer_type = MYSQL_TYPE_STRING;
+            b->buffer = (void *)(args[i].s != NULL ? args[i].s : "");
+            b->buffer_length = s->lens[i];
+            b->length = &s->lens[i];
+            break;
+        default:
+            b->buffer_type = MYSQL_TYPE_NULL;
+            break;
+        }
+    }
+    if (s->nparams > 0 && mysql_stmt_bind_param(s->st, s->params) != 0)
+        return fail_stmt(s->st, err, "binding the parameters");
+    if (mysql_stmt_execute(s->st) != 0)
+        return fail_stmt(s->st, err, NULL);
+    if (s->ncols == 0 || mysql_stmt_field_count(s->st) == 0) {
+        s->affected = (int64_t)mysql_stmt_affected_rows(s->st);
+        s->insert_id = (int64_t)mysql_stmt_insert_id(s->st);
+        return SQLLOCK_OK;
+    }
+    /* The whole result comes to the client at once, so the connection is
+     * free again at once and no later call finds it busy. */
+    if (mysql_stmt_store_result(s->st) != 0)
+        return fail_stmt(s->st, err, "reading the result");
+    s->has_result = 1;
+    if (mysql_stmt_bind_result(s->st, s->binds) != 0) {
+        int rc = fail_stmt(s->st, err, "binding the result");
+        end_result(s);
+        return rc;
+    }
+    return SQLLOCK_OK;
+}
+
+/* Fetches the rest of each column that did not fit its buffer, growing the
+ * buffer so that later rows fit too. */
+static int fetch_truncated(sqllock_stmt *s, sqllock_dberr *err)
+{
+    unsigned i;
+    int rebind = 0;
+
+    for (i = 0; i < s->ncols; i++) {
+        mydrv_col *col = &s->cols[i];
+
+        if (col->is_null || col->len < col->cap)
+            continue;
+        if (col->len == ULONG_MAX ||
+            col_alloc(s, i, col->len + 1) != SQLLOCK_OK)
+            return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory "
+                                     "for a %lu-byte column", col->len);
+        rebind = 1;
+        if (mysql_stmt_fetch_column(s->st, &s->binds[i], i, 0) != 0)
+            return fail_stmt(s->st, err, "reading a long column");
+    }
+    if (rebind && mysql_stmt_bind_result(s->st, s->binds) != 0)
+        return fail_stmt(s->st, err, "binding the result");
+    return SQLLOCK_OK;
+}
+
+static int mydrv_fetch(sqllock_stmt *s, int *has_row, sqllock_dberr *err)
+{
+    unsigned i;
+    int rc;
+
+    *has_row = 0;
+    if (!s->has_result)
+        return SQLLOCK_OK;
+    rc = mysql_stmt_fetch(s->st);
+    if (rc == MYSQL_NO_DATA)
+        return SQLLOCK_OK;
+    if (rc == 1)
+        return fail_stmt(s->st, err, "fetching a row");
+    if (rc == MYSQL_DATA_TRUNCATED) {
+        rc = fetch_truncated(s, err);
+        if (rc != SQLLOCK_OK)
+            return rc;
+    }
+    /* Every value is text now; end each with a NUL for column_text(). */
+    for (i = 0; i < s->ncols; i++) {
+        mydrv_col *col = &s->cols[i];
+        unsigned long n = col->is_null ? 0 : col->len;
+        col->buf[n < col->cap ? n : col->cap - 1] = '\0';
+    }
+    *has_row = 1;
+    return SQLLOCK_OK;
+}
+
+/* An integer column, which the client delivered as text: digits from a
+ * BIGINT, or a decimal such as "12.000" whose fraction is dropped. */
+static int64_t mydrv_column_int64(sqllock_stmt *s, int col)
+{
+    long long v;
+
+    if (col < 0 || (unsigned)col >= s->ncols || s->cols[col].is_null)
+        return 0;
+    errno = 0;
+    v = strtoll(s->cols[col].buf, NULL, 10);
+    if (errno != 0)
+        return 0;
+    return (int64_t)v;
+}
+
+static const char *mydrv_column_text(sqllock_stmt *s, int col)
+{
+    if (col < 0 || (unsigned)col >= s->ncols || s->cols[col].is_null)
+        return "";
+    return s->cols[col].buf;
+}
+
+static int64_t mydrv_affected_rows(sqllock_stmt *s)
+{
+    return s->affected;
+}
+
+static void mydrv_reset(sqllock_stmt *s)
+{
+    if (s != NULL)
+        end_result(s);
+}
+
+static int64_t mydrv_insert_id(sqllock_stmt *s)
+{
+    return s->insert_id;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scripts and transactions                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* 1 if sql[0..len) holds only white space and "--" comments. */
+static int only_comments(const char *sql, size_t len)
+{
+    size_t i = 0;
+
+    while (i < len) {
+        if (sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n' ||
+            sql[i] == '\r') {
+            i++;
+        } else if (sql[i] == '-' && i + 1 < len && sql[i + 1] == '-') {
+            while (i < len && sql[i] != '\n')
+                i++;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/*
+ * Runs a script one statement at a time: a statement ends at a ';' that
+ * ends its line (see schema/mysql.sql). DDL commits implicitly in MySQL,
+ * so the script is not one transaction; each statement is idempotent
+ * instead (CREATE TABLE IF NOT EXISTS, INSERT IGNORE), so several
+ * processes may run it at once.
+ */
+static int mydrv_exec_script(sqllock_conn *c, const char *sql,
+                             sqllock_dberr *err)
+{
+    const char *p = sql;
+
+    while (*p != '\0') {
+        const char *end = p;
+        size_t len;
+
+        /* Find a ';' followed by optional blanks and the end of a line. */
+        for (;;) {
+            const char *semi = strchr(end, ';');
+            const char *q;
+            if (semi == NULL) {
+                end = p + strlen(p);
+                break;
+            }
+            q = semi + 1;
+            while (*q == ' ' || *q == '\t' || *q == '\r')
+                q++;
+            if (*q == '\n' || *q == '\0') {
+                end = semi;
+                break;
+            }
+            end = semi + 1;
+        }
+        len = (size_t)(end - p);
+        if (!only_comments(p, len)) {
+            if (mysql_real_query(c->my, p, (unsigned long)len) != 0)
+                return fail_conn(c->my, err, "running the schema script");
+            /* A statement that returns rows must have them read before the
+             * next one can run. */
+            if (mysql_field_count(c->my) > 0) {
+                MYSQL_RES *res = mysql_store_result(c->my);
+                if (res == NULL)
+                    return fail_conn(c->my, err, "running the schema script");
+                mysql_free_result(res);
+            }
+        }
+        p = *end == ';' ? end + 1 : end;
+    }
+    return SQLLOCK_OK;
+}
+
+static void *mydrv_native(sqllock_conn *c)
+{
+    return c->my;
+}
+
+static int mydrv_begin(sqllock_conn *c, sqllock_dberr *err)
+{
+    static const char begin[] = "START TRANSACTION";
+
+    if (mysql_real_query(c->my, begin, sizeof begin - 1) != 0)
+        return fail_conn(c->my, err, "START TRANSACTION");
+    return SQLLOCK_OK;
+}
+
+static int mydrv_commit(sqllock_conn *c, sqllock_dberr *err)
+{
+    if (mysql_commit(c->my) != 0)
+        return fail_conn(c->my, err, "COMMIT");
+    return SQLLOCK_OK;
+}
+
+/* On a lost connection this reports SQLLOCK_ECONNECT (the server rolls
+ * the transaction back when the connection ends). */
+static int mydrv_rollback(sqllock_conn *c, sqllock_dberr *err)
+{
+    if (mysql_rollback(c->my) != 0)
+        return fail_conn(c->my, err, "ROLLBACK");
+    return SQLLOCK_OK;
+}
+
+static const char *const mysql_schemes[] = { "mysql", "mariadb", NULL };
+
+const sqllock_driver sqllock__mysql_driver = {
+    .version = SQLLOCK_DRIVER_VERSION,
+    .name = "mysql",
+    .schemes = mysql_schemes,
+    .caps = SQLLOCK_CAP_SKIP_LOCKED | SQLLOCK_CAP_NOWAIT,
+    .dialect = &mysql_dialect,
+    .connect = mydrv_connect,
+    .disconnect = mydrv_disconnect,
+    .prepare = mydrv_prepare,
+    .finalize = mydrv_finalize,
+    .execute = mydrv_execute,
+    .fetch = mydrv_fetch,
+    .column_int64 = mydrv_column_int64,
+    .column_text = mydrv_column_text,
+    .affected_rows = mydrv_affected_rows,
+    .reset = mydrv_reset,
+    .exec_script = mydrv_exec_script,
+    .native = mydrv_native,
+    .begin = mydrv_begin,
+    .commit = mydrv_commit,
+    .rollback = mydrv_rollback,
+    .insert_id = mydrv_insert_id,
+};
