@@ -299,20 +299,6 @@ static int lease_insert(sqllock_lease *l)
     } else {
         rc = acquire_in_transaction(db, args, &got, &token);
     }
-    /* A deadlock, serialization failure or row-lock wait that the
-     * database reports for the acquire itself means that another acquire
-     * of this name was racing ours (InnoDB can deadlock two inserts of a
-     * just-released name; Galera reports a lost certification as a
-     * deadlock). The database rolled our attempt back: the lock is busy,
-     * and a retry is safe. */
-    if (rc == SQLLOCK_EDEADLOCK || rc == SQLLOCK_ESERIALIZATION ||
-        rc == SQLLOCK_ELOCKED) {
-        char why[SQLLOCK__ERRMSG_MAX];
-        memcpy(why, db->errmsg, sizeof why);    /* the buffer is rewritten */
-        forget(l);
-        return sqllock__fail(db, SQLLOCK_BUSY, "lock '%s' is being taken by "
-                             "another owner (%s)", l->name, why);
-    }
     if (rc != SQLLOCK_OK) {
         forget(l);
         return rc;
@@ -399,9 +385,13 @@ int sqllock_lease_release(sqllock_lease *l)
     return sqllock__ok(l->db);
 }
 
+/* How often an acquire that the database rolled back is run again. */
+#define ROLLBACK_RETRIES 3
+
 int sqllock_lease_try_acquire(sqllock_lease *l)
 {
-    int rc;
+    char why[SQLLOCK__ERRMSG_MAX];
+    int rc, attempt;
 
     if (l == NULL)
         return SQLLOCK_EINVAL;
@@ -415,7 +405,27 @@ int sqllock_lease_try_acquire(sqllock_lease *l)
             l->count++;
         return rc;
     }
-    return lease_insert(l);
+    /*
+     * A deadlock, serialization failure or row-lock timeout reported for
+     * the acquire itself means the database rolled the whole attempt back,
+     * so its effect is known (nothing) and running it again is safe.
+     * InnoDB can deadlock two acquires whose duplicate-key checks lock
+     * neighbouring names, and Galera reports a lost certification as a
+     * deadlock. A few quick retries absorb that; if the race persists,
+     * another acquire of this name is in the way: the lock is busy.
+     */
+    for (attempt = 0;; attempt++) {
+        rc = lease_insert(l);
+        if (rc != SQLLOCK_EDEADLOCK && rc != SQLLOCK_ESERIALIZATION &&
+            rc != SQLLOCK_ELOCKED)
+            return rc;
+        if (attempt == ROLLBACK_RETRIES)
+            break;
+        sqllock__sleep_ms(sqllock__rand_upto(l->backoff_min_ms));
+    }
+    memcpy(why, l->db->errmsg, sizeof why);     /* the buffer is rewritten */
+    return sqllock__fail(l->db, SQLLOCK_BUSY, "lock '%s' is being taken by "
+                         "another owner (%s)", l->name, why);
 }
 
 int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)

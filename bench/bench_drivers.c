@@ -1,0 +1,1501 @@
+/*
+ * bench_drivers.c -- uncontended lease acquire+release on every driver,
+ * against a floor and against the library's own SQL sent by hand.
+ *
+ *   bench_drivers [--seconds N] [--quick] [--reps N] [--clients 1,8]
+ *                 [--csv FILE] [--release-compare] [--only SCENARIO] URL...
+ *
+ *   e.g. bench_drivers --csv out.csv sqlite:///tmp/bench.db \
+ *            postgres://user:pw@127.0.0.1:5432/db mysql://user:pw@host/db
+ *
+ * For each URL and each client count it measures acquire+release PAIRS per
+ * second, and the p50 and p99 latency of one pair, in three scenarios:
+ *
+ *   floor     what any client pays for two statements on this kind of
+ *             connection: two prepared `SELECT 1` (PostgreSQL, MySQL), or,
+ *             on SQLite, where a SELECT commits nothing, two bare durable
+ *             write transactions (an UPDATE of one row, twice, with the
+ *             pragmas sqllock sets: WAL, synchronous=FULL);
+ *   by hand   the exact statements the library runs, copied below from the
+ *             drivers, prepared once with the database's own client API and
+ *             run with the same parameters (a fresh random owner per
+ *             acquire, then the release);
+ *   sqllock   sqllock_lease_try_acquire() + sqllock_lease_release().
+ *
+ * Every client is a thread with one connection of its own: the library's
+ * handle, whose native connection (sqllock_db_native()) also runs the floor
+ * and the by-hand statements, so all three scenarios share the session
+ * settings the driver made. Each client locks its own name: there is no
+ * contention between clients (on SQLite the clients still share the file's
+ * one write lock). Each point runs for a fixed time, repeated (3 times by
+ * default, the scenarios in a rotating order), and the table shows the
+ * median of each figure.
+ *
+ * --release-compare answers one question on PostgreSQL instead: how fast
+ * is a pair, by hand, when the release commits asynchronously (the
+ * library's set_config('synchronous_commit', 'off', true)) and when it is a
+ * plain DELETE; with the server's WAL syncs per pair from pg_stat_wal.
+ *
+ * Beside each row, "client CPU" is this process's user+system CPU time per
+ * pair (all clients' threads, warm-up included): what the client side
+ * costs. It depends less on the server than the rates do, but a busy
+ * machine still inflates it (cache misses, a slower scheduler).
+ *
+ * This is a measuring program, not a test. Any failed call aborts the run
+ * with a message. The lock names are "sqllock-bench:<pid>:<client>"; the
+ * rows they leave (MySQL's per-name token rows, SQLite's floor table) are
+ * removed at the end.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqllock.h>
+#include <sqllock_driver.h>
+
+#if defined(SQLLOCK_HAVE_SQLITE)
+#include <sqlite3.h>
+#endif
+#if defined(SQLLOCK_HAVE_POSTGRES)
+#include <libpq-fe.h>
+#endif
+#if defined(SQLLOCK_HAVE_MYSQL)
+#include <mysql.h>
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* The library's SQL, copied                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The statements the library runs, copied from the drivers. Each names the
+ * constant it copies. check_sql() compares every copy with the text the
+ * registered driver declares and refuses to run when one has drifted, so
+ * "by hand" always means the library's own SQL.
+ */
+#if defined(SQLLOCK_HAVE_POSTGRES)
+/* drivers/postgres/postgres.c LOCK_CLASS */
+#define PG_LOCK_CLASS "1936814924"
+/* drivers/postgres/postgres.c SQL_LEASE_ACQUIRE ($1 name, $2 owner,
+ * $3 holder, $4 ttl_ms; returns the token) */
+static const char PG_ACQUIRE[] =
+    "INSERT INTO sqllock_lease AS l "
+    "(name, owner, holder, token, acquired_at, expires_at) "
+    "SELECT $1, $2, $3, nextval('sqllock_token_seq'), now(), "
+    "now() + $4::float8 * interval '1 millisecond' "
+    "FROM (SELECT pg_advisory_xact_lock(" PG_LOCK_CLASS ", hashtext($1))) AS turn "
+    "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, "
+    "holder = EXCLUDED.holder, token = EXCLUDED.token, "
+    "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at "
+    "WHERE l.expires_at <= EXCLUDED.acquired_at "
+    "RETURNING token";
+/* drivers/postgres/postgres.c SQL_LEASE_RELEASE ($1 name, $2 owner,
+ * $3 token), whose commit is asynchronous */
+static const char PG_RELEASE[] =
+    "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)) "
+    "DELETE FROM sqllock_lease "
+    "WHERE name = $1 AND owner = $2 AND token = $3 "
+    "AND EXISTS (SELECT 1 FROM async)";
+/* Not the library's: SQL_LEASE_RELEASE without the asynchronous commit,
+ * for --release-compare. */
+static const char PG_RELEASE_PLAIN[] =
+    "DELETE FROM sqllock_lease "
+    "WHERE name = $1 AND owner = $2 AND token = $3";
+#endif
+
+#if defined(SQLLOCK_HAVE_MYSQL)
+/* drivers/mysql/mysql.c SQL_LEASE_ACQUIRE (name, owner, holder, ttl_ms;
+ * dialect args "1234") */
+static const char MY_ACQUIRE[] =
+    "INSERT INTO sqllock_lease "
+    "(name, owner, holder, token, acquired_at, expires_at) "
+    "VALUES (?, ?, ?, 0, NOW(6), NOW(6) + INTERVAL (? * 1000) MICROSECOND) "
+    "ON DUPLICATE KEY UPDATE "
+    "owner = IF(expires_at <= NOW(6), VALUES(owner), owner), "
+    "holder = IF(expires_at <= NOW(6), VALUES(holder), holder), "
+    "token = IF(expires_at <= NOW(6), 0, token), "
+    "acquired_at = IF(expires_at <= NOW(6), VALUES(acquired_at), acquired_at), "
+    "expires_at = IF(expires_at <= NOW(6), VALUES(expires_at), expires_at)";
+/* drivers/mysql/mysql.c SQL_TOKEN_NEXT (name; args "1"; the token is the
+ * insert id) */
+static const char MY_TOKEN_NEXT[] =
+    "REPLACE INTO sqllock_token (name) VALUES (?)";
+/* drivers/mysql/mysql.c SQL_LEASE_SET_TOKEN (token, name, owner; args
+ * "312") */
+static const char MY_SET_TOKEN[] =
+    "UPDATE sqllock_lease SET token = ? WHERE name = ? AND owner = ?";
+/* drivers/mysql/mysql.c SQL_LEASE_RELEASE (name, owner, token; args
+ * "123") */
+static const char MY_RELEASE[] =
+    "DELETE FROM sqllock_lease WHERE name = ? AND owner = ? AND token = ?";
+/* drivers/mysql/mysql.c mysql_begin_(); mysql_commit_() is
+ * mysql_commit(). core/lease.c acquire_in_transaction() runs BEGIN,
+ * ACQUIRE, TOKEN_NEXT, LEASE_SET_TOKEN, COMMIT. */
+static const char MY_BEGIN[] = "START TRANSACTION";
+#endif
+
+#if defined(SQLLOCK_HAVE_SQLITE)
+/* drivers/sqlite/sqlite.c NOW_MS */
+#define SQ_NOW_MS \
+    "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
+/* drivers/sqlite/sqlite.c SQL_LEASE_ACQUIRE (?1 name, ?2 owner,
+ * ?3 holder, ?4 ttl_ms; returns the token) */
+static const char SQ_ACQUIRE[] =
+    "INSERT INTO sqllock_lease "
+    "(name, owner, holder, token, acquired_at, expires_at) "
+    "VALUES (?1, ?2, ?3, (SELECT token + 1 FROM sqllock_fence WHERE id = 1), "
+    SQ_NOW_MS ", " SQ_NOW_MS " + ?4) "
+    "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, "
+    "holder = excluded.holder, token = excluded.token, "
+    "acquired_at = excluded.acquired_at, expires_at = excluded.expires_at "
+    "WHERE sqllock_lease.expires_at <= excluded.acquired_at "
+    "RETURNING token";
+/* drivers/sqlite/sqlite.c SQL_LEASE_RELEASE (?1 name, ?2 owner,
+ * ?3 token) */
+static const char SQ_RELEASE[] =
+    "DELETE FROM sqllock_lease WHERE name = ?1 AND owner = ?2 AND token = ?3";
+/* Not the library's: the SQLite floor, one row per client. */
+static const char SQ_FLOOR_TABLE[] =
+    "CREATE TABLE IF NOT EXISTS sqllock_bench_floor "
+    "(id INTEGER PRIMARY KEY, v INTEGER NOT NULL)";
+static const char SQ_FLOOR[] =
+    "UPDATE sqllock_bench_floor SET v = v + 1 WHERE id = ?1";
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Clients                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define TTL_MS 30000
+#define WARMUP_PAIRS 10
+#define MAX_CLIENTS 64
+
+typedef struct worker worker;
+typedef int (*pair_fn)(worker *w);
+
+struct worker {
+    int index;
+    sqllock_db *db;
+    sqllock_lease *lease;
+    void *native;                    /* the handle's own connection */
+    char name[96];
+    char holder[64];
+    char owner[SQLLOCK_OWNER_LEN + 1];
+    long long token;
+    long long ttl;
+    /* One run. */
+    pair_fn pair;
+    const double *start;             /* shared; written before the barrier */
+    double secs;
+    pthread_barrier_t *barrier;
+    double *lat;                     /* pair latencies, microseconds */
+    size_t nlat, cap;
+    double end;
+    int failed;
+    char err[600];
+#if defined(SQLLOCK_HAVE_MYSQL)
+    MYSQL_STMT *my_floor, *my_acq, *my_tok, *my_set, *my_rel;
+    MYSQL_BIND my_floor_res[1], my_acq_p[4], my_tok_p[1], my_set_p[3],
+               my_rel_p[3];
+    long long my_floor_val;
+    unsigned long name_len, owner_len, holder_len;
+#endif
+#if defined(SQLLOCK_HAVE_SQLITE)
+    sqlite3_stmt *sq_floor, *sq_acq, *sq_rel;
+#endif
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    fputs("bench_drivers: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fputs("bench_drivers: run aborted (lease rows left behind expire after "
+          "30 s)\n", stderr);
+    exit(1);
+}
+
+static int wfail(worker *w, const char *fmt, ...)
+{
+    va_list ap;
+    size_t n;
+
+    va_start(ap, fmt);
+    vsnprintf(w->err, sizeof w->err, fmt, ap);
+    va_end(ap);
+    n = strlen(w->err);
+    while (n > 0 && (w->err[n - 1] == '\n' || w->err[n - 1] == '\r'))
+        w->err[--n] = '\0';
+    return -1;
+}
+
+/* A fresh owner id, made as the library makes it (core/lease.c
+ * new_owner(): 16 bytes from getrandom(), in lower-case hex). */
+static int new_owner(worker *w)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char raw[SQLLOCK_OWNER_LEN / 2];
+    size_t got = 0;
+    int i;
+
+    while (got < sizeof raw) {
+        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return wfail(w, "getrandom: %s", strerror(errno));
+        }
+        got += (size_t)n;
+    }
+    for (i = 0; i < (int)sizeof raw; i++) {
+        w->owner[2 * i] = hex[raw[i] >> 4];
+        w->owner[2 * i + 1] = hex[raw[i] & 15];
+    }
+    w->owner[SQLLOCK_OWNER_LEN] = '\0';
+    return 0;
+}
+
+/* The library: one try-acquire and one release. */
+static int lib_pair(worker *w)
+{
+    int rc = sqllock_lease_try_acquire(w->lease);
+
+    if (rc != SQLLOCK_OK)
+        return wfail(w, "sqllock_lease_try_acquire: %s: %s",
+                     sqllock_errname(rc), sqllock_errmsg(w->db));
+    rc = sqllock_lease_release(w->lease);
+    if (rc != SQLLOCK_OK)
+        return wfail(w, "sqllock_lease_release: %s: %s", sqllock_errname(rc),
+                     sqllock_errmsg(w->db));
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* PostgreSQL                                                               */
+/* ------------------------------------------------------------------------ */
+
+#if defined(SQLLOCK_HAVE_POSTGRES)
+static PGresult *pg_run(worker *w, const char *stmt, int n,
+                        const char *const *vals, ExecStatusType want)
+{
+    PGconn *pg = w->native;
+    PGresult *r = PQexecPrepared(pg, stmt, n, vals, NULL, NULL, 0);
+
+    if (r == NULL || PQresultStatus(r) != want) {
+        wfail(w, "%s: %s", stmt, r != NULL ? PQresultErrorMessage(r)
+                                           : PQerrorMessage(pg));
+        PQclear(r);
+        return NULL;
+    }
+    return r;
+}
+
+static int pg_prepare(worker *w, const char *stmt, const char *sql)
+{
+    PGresult *r = PQprepare(w->native, stmt, sql, 0, NULL);
+    int ok = r != NULL && PQresultStatus(r) == PGRES_COMMAND_OK;
+
+    if (!ok)
+        wfail(w, "prepare %s: %s", stmt, r != NULL ? PQresultErrorMessage(r)
+                                                   : PQerrorMessage(w->native));
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
+static int pg_setup(worker *w)
+{
+    if (pg_prepare(w, "bench_floor", "SELECT 1") != 0 ||
+        pg_prepare(w, "bench_acquire", PG_ACQUIRE) != 0 ||
+        pg_prepare(w, "bench_release", PG_RELEASE) != 0 ||
+        pg_prepare(w, "bench_release_plain", PG_RELEASE_PLAIN) != 0)
+        return -1;
+    return 0;
+}
+
+static int pg_floor_pair(worker *w)
+{
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        PGresult *r = pg_run(w, "bench_floor", 0, NULL, PGRES_TUPLES_OK);
+        if (r == NULL)
+            return -1;
+        if (PQntuples(r) != 1) {
+            PQclear(r);
+            return wfail(w, "SELECT 1 returned no row");
+        }
+        PQclear(r);
+    }
+    return 0;
+}
+
+static int pg_hand_pair_with(worker *w, const char *release)
+{
+    char ttl[24], token[24];
+    const char *vals[4];
+    PGresult *r;
+
+    if (new_owner(w) != 0)
+        return -1;
+    snprintf(ttl, sizeof ttl, "%lld", w->ttl);
+    vals[0] = w->name;
+    vals[1] = w->owner;
+    vals[2] = w->holder;
+    vals[3] = ttl;
+    r = pg_run(w, "bench_acquire", 4, vals, PGRES_TUPLES_OK);
+    if (r == NULL)
+        return -1;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        return wfail(w, "acquire by hand of '%s' returned no token (busy)",
+                     w->name);
+    }
+    w->token = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    snprintf(token, sizeof token, "%lld", w->token);
+    vals[2] = token;
+    r = pg_run(w, release, 3, vals, PGRES_COMMAND_OK);
+    if (r == NULL)
+        return -1;
+    if (strcmp(PQcmdTuples(r), "1") != 0) {
+        PQclear(r);
+        return wfail(w, "release by hand of '%s' deleted no row", w->name);
+    }
+    PQclear(r);
+    return 0;
+}
+
+static int pg_hand_pair(worker *w)
+{
+    return pg_hand_pair_with(w, "bench_release");
+}
+
+static int pg_hand_pair_plain(worker *w)
+{
+    return pg_hand_pair_with(w, "bench_release_plain");
+}
+
+static void pg_teardown(worker *w)
+{
+    /* Prepared statements end with the session. */
+}
+
+static void pg_describe(worker *w, char *buf, size_t n)
+{
+    const char *v = PQparameterStatus(w->native, "server_version");
+    const char *host = PQhost(w->native);
+    size_t len = v != NULL ? strcspn(v, " ") : 0;
+
+    snprintf(buf, n, "PostgreSQL %.*s, %s", (int)len, v != NULL ? v : "?",
+             host != NULL && host[0] != '\0' ? host : "local socket");
+}
+
+/* Deletes what the bench may have left; returns the rows deleted. */
+static long pg_cleanup(worker *w, const char *pattern)
+{
+    const char *vals[1] = { pattern };
+    PGresult *r = PQexecParams(w->native, "DELETE FROM sqllock_lease WHERE "
+                               "name LIKE $1", 1, NULL, vals, NULL, NULL, 0);
+    long n;
+
+    if (r == NULL || PQresultStatus(r) != PGRES_COMMAND_OK)
+        die("cleanup: %s", r != NULL ? PQresultErrorMessage(r)
+                                     : PQerrorMessage(w->native));
+    n = strtol(PQcmdTuples(r), NULL, 10);
+    PQclear(r);
+    return n;
+}
+
+/* The server's WAL syncs so far. Every client first reports its pending
+ * statistics (they are otherwise sent at most once a second). */
+static long long pg_wal_syncs(worker *ws, int n)
+{
+    PGresult *r;
+    long long syncs;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        r = PQexec(ws[i].native, "SELECT pg_stat_force_next_flush()");
+        if (r == NULL || PQresultStatus(r) != PGRES_TUPLES_OK)
+            die("pg_stat_force_next_flush: %s",
+                r != NULL ? PQresultErrorMessage(r)
+                          : PQerrorMessage(ws[i].native));
+        PQclear(r);
+    }
+    r = PQexec(ws[0].native, "SELECT wal_sync FROM pg_stat_wal");
+    if (r == NULL || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        die("reading pg_stat_wal: %s", r != NULL ? PQresultErrorMessage(r)
+                                                 : PQerrorMessage(ws[0].native));
+    syncs = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return syncs;
+}
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* MySQL / MariaDB                                                          */
+/* ------------------------------------------------------------------------ */
+
+#if defined(SQLLOCK_HAVE_MYSQL)
+static int my_stmt(worker *w, MYSQL_STMT **st, const char *sql)
+{
+    *st = mysql_stmt_init(w->native);
+    if (*st == NULL)
+        return wfail(w, "mysql_stmt_init: %s", mysql_error(w->native));
+    if (mysql_stmt_prepare(*st, sql, (unsigned long)strlen(sql)) != 0)
+        return wfail(w, "prepare '%.40s...': %s", sql, mysql_stmt_error(*st));
+    return 0;
+}
+
+static void my_text(MYSQL_BIND *b, char *buf, unsigned long *len)
+{
+    memset(b, 0, sizeof *b);
+    b->buffer_type = MYSQL_TYPE_STRING;
+    b->buffer = buf;
+    b->buffer_length = *len;
+    b->length = len;
+}
+
+static void my_int(MYSQL_BIND *b, long long *v)
+{
+    memset(b, 0, sizeof *b);
+    b->buffer_type = MYSQL_TYPE_LONGLONG;
+    b->buffer = v;
+}
+
+/* The parameters point into the worker, so they are bound once; each
+ * execute sends the values the buffers hold then. */
+static int my_setup(worker *w)
+{
+    w->name_len = (unsigned long)strlen(w->name);
+    w->owner_len = SQLLOCK_OWNER_LEN;
+    w->holder_len = (unsigned long)strlen(w->holder);
+    if (my_stmt(w, &w->my_floor, "SELECT 1") != 0 ||
+        my_stmt(w, &w->my_acq, MY_ACQUIRE) != 0 ||
+        my_stmt(w, &w->my_tok, MY_TOKEN_NEXT) != 0 ||
+        my_stmt(w, &w->my_set, MY_SET_TOKEN) != 0 ||
+        my_stmt(w, &w->my_rel, MY_RELEASE) != 0)
+        return -1;
+    my_int(&w->my_floor_res[0], &w->my_floor_val);
+    my_text(&w->my_acq_p[0], w->name, &w->name_len);
+    my_text(&w->my_acq_p[1], w->owner, &w->owner_len);
+    my_text(&w->my_acq_p[2], w->holder, &w->holder_len);
+    my_int(&w->my_acq_p[3], &w->ttl);
+    my_text(&w->my_tok_p[0], w->name, &w->name_len);
+    my_int(&w->my_set_p[0], &w->token);
+    my_text(&w->my_set_p[1], w->name, &w->name_len);
+    my_text(&w->my_set_p[2], w->owner, &w->owner_len);
+    my_text(&w->my_rel_p[0], w->name, &w->name_len);
+    my_text(&w->my_rel_p[1], w->owner, &w->owner_len);
+    my_int(&w->my_rel_p[2], &w->token);
+    if (mysql_stmt_bind_result(w->my_floor, w->my_floor_res) != 0 ||
+        mysql_stmt_bind_param(w->my_acq, w->my_acq_p) != 0 ||
+        mysql_stmt_bind_param(w->my_tok, w->my_tok_p) != 0 ||
+        mysql_stmt_bind_param(w->my_set, w->my_set_p) != 0 ||
+        mysql_stmt_bind_param(w->my_rel, w->my_rel_p) != 0)
+        return wfail(w, "binding: %s", mysql_error(w->native));
+    return 0;
+}
+
+/* Executes a statement without a result; returns the affected rows, or
+ * -1 on failure. */
+static long long my_exec(worker *w, MYSQL_STMT *st, const char *what)
+{
+    if (mysql_stmt_execute(st) != 0) {
+        wfail(w, "%s: %s (%u)", what, mysql_stmt_error(st),
+              mysql_stmt_errno(st));
+        return -1;
+    }
+    return (long long)mysql_stmt_affected_rows(st);
+}
+
+static int my_floor_pair(worker *w)
+{
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        /* As the driver reads a result: all of it at once, then free. */
+        if (mysql_stmt_execute(w->my_floor) != 0 ||
+            mysql_stmt_store_result(w->my_floor) != 0)
+            return wfail(w, "SELECT 1: %s", mysql_stmt_error(w->my_floor));
+        if (mysql_stmt_fetch(w->my_floor) != 0)
+            return wfail(w, "SELECT 1 returned no row: %s",
+                         mysql_stmt_error(w->my_floor));
+        mysql_stmt_free_result(w->my_floor);
+    }
+    return 0;
+}
+
+static int my_hand_pair(worker *w)
+{
+    MYSQL *my = w->native;
+    long long n;
+
+    if (new_owner(w) != 0)
+        return -1;
+    if (mysql_real_query(my, MY_BEGIN, sizeof MY_BEGIN - 1) != 0)
+        return wfail(w, "START TRANSACTION: %s", mysql_error(my));
+    n = my_exec(w, w->my_acq, "acquire");
+    if (n <= 0) {
+        mysql_rollback(my);
+        return n == 0 ? wfail(w, "acquire by hand of '%s': busy", w->name)
+                      : -1;
+    }
+    if (my_exec(w, w->my_tok, "token") < 0) {
+        mysql_rollback(my);
+        return -1;
+    }
+    w->token = (long long)mysql_stmt_insert_id(w->my_tok);
+    n = my_exec(w, w->my_set, "set token");
+    if (n != 1) {
+        mysql_rollback(my);
+        return n < 0 ? -1 : wfail(w, "set token matched %lld rows", n);
+    }
+    if (mysql_commit(my) != 0)
+        return wfail(w, "COMMIT: %s", mysql_error(my));
+    n = my_exec(w, w->my_rel, "release");
+    if (n != 1)
+        return n < 0 ? -1 : wfail(w, "release by hand deleted %lld rows", n);
+    return 0;
+}
+
+static void my_teardown(worker *w)
+{
+    MYSQL_STMT **sts[] = { &w->my_floor, &w->my_acq, &w->my_tok, &w->my_set,
+                           &w->my_rel };
+    size_t i;
+
+    for (i = 0; i < sizeof sts / sizeof sts[0]; i++) {
+        if (*sts[i] != NULL)
+            mysql_stmt_close(*sts[i]);
+        *sts[i] = NULL;
+    }
+}
+
+static void my_describe(worker *w, char *buf, size_t n)
+{
+    const char *v = mysql_get_server_info(w->native);
+    const char *host = mysql_get_host_info(w->native);
+    int maria = v != NULL && strstr(v, "MariaDB") != NULL;
+
+    if (v == NULL)
+        v = "?";
+    if (host == NULL)
+        host = "?";
+    snprintf(buf, n, "%s %.*s, %.*s", maria ? "MariaDB" : "MySQL",
+             (int)strcspn(v, "-"), v, (int)strcspn(host, " "), host);
+}
+
+static long my_cleanup(worker *w, const char *pattern)
+{
+    static const char *const sqls[] = {
+        "DELETE FROM sqllock_lease WHERE name LIKE ?",
+        "DELETE FROM sqllock_token WHERE name LIKE ?",
+    };
+    unsigned long len = (unsigned long)strlen(pattern);
+    char buf[128];
+    MYSQL_BIND b;
+    long total = 0;
+    size_t i;
+
+    snprintf(buf, sizeof buf, "%s", pattern);
+    for (i = 0; i < 2; i++) {
+        MYSQL_STMT *st = NULL;
+        long long n;
+        if (my_stmt(w, &st, sqls[i]) != 0)
+            die("cleanup: %s", w->err);
+        my_text(&b, buf, &len);
+        if (mysql_stmt_bind_param(st, &b) != 0)
+            die("cleanup: %s", mysql_stmt_error(st));
+        n = my_exec(w, st, "cleanup");
+        if (n < 0)
+            die("cleanup: %s", w->err);
+        if (i == 0)
+            total = (long)n;   /* token rows are expected: one per name */
+        mysql_stmt_close(st);
+    }
+    return total;
+}
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* SQLite                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#if defined(SQLLOCK_HAVE_SQLITE)
+static int sq_prepare(worker *w, sqlite3_stmt **st, const char *sql)
+{
+    /* As the driver prepares: once, persistent. */
+    if (sqlite3_prepare_v3(w->native, sql, -1, SQLITE_PREPARE_PERSISTENT, st,
+                           NULL) != SQLITE_OK)
+        return wfail(w, "prepare '%.40s...': %s", sql,
+                     sqlite3_errmsg(w->native));
+    return 0;
+}
+
+static int sq_setup(worker *w)
+{
+    if (sq_prepare(w, &w->sq_floor, SQ_FLOOR) != 0 ||
+        sq_prepare(w, &w->sq_acq, SQ_ACQUIRE) != 0 ||
+        sq_prepare(w, &w->sq_rel, SQ_RELEASE) != 0)
+        return -1;
+    return 0;
+}
+
+static int sq_floor_pair(worker *w)
+{
+    int i, rc;
+
+    for (i = 0; i < 2; i++) {
+        sqlite3_reset(w->sq_floor);
+        if (sqlite3_bind_int(w->sq_floor, 1, w->index) != SQLITE_OK)
+            return wfail(w, "bind: %s", sqlite3_errmsg(w->native));
+        rc = sqlite3_step(w->sq_floor);
+        if (rc != SQLITE_DONE)
+            return wfail(w, "floor UPDATE: %s", sqlite3_errmsg(w->native));
+        if (sqlite3_changes(w->native) != 1)
+            return wfail(w, "floor UPDATE changed no row");
+    }
+    sqlite3_reset(w->sq_floor);
+    return 0;
+}
+
+/* Binds as the driver binds: text with SQLITE_TRANSIENT, integers as
+ * int64, after a reset and clear_bindings. */
+static int sq_bind3(worker *w, sqlite3_stmt *st, int third_is_token)
+{
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (sqlite3_bind_text(st, 1, w->name, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
+        sqlite3_bind_text(st, 2, w->owner, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
+        (third_is_token
+         ? sqlite3_bind_int64(st, 3, w->token)
+         : sqlite3_bind_text(st, 3, w->holder, -1, SQLITE_TRANSIENT))
+        != SQLITE_OK)
+        return wfail(w, "bind: %s", sqlite3_errmsg(w->native));
+    return 0;
+}
+
+static int sq_hand_pair(worker *w)
+{
+    int rc;
+
+    if (new_owner(w) != 0 || sq_bind3(w, w->sq_acq, 0) != 0)
+        return -1;
+    if (sqlite3_bind_int64(w->sq_acq, 4, w->ttl) != SQLITE_OK)
+        return wfail(w, "bind: %s", sqlite3_errmsg(w->native));
+    rc = sqlite3_step(w->sq_acq);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(w->sq_acq);
+        return rc == SQLITE_DONE
+               ? wfail(w, "acquire by hand of '%s': busy", w->name)
+               : wfail(w, "acquire: %s", sqlite3_errmsg(w->native));
+    }
+    w->token = sqlite3_column_int64(w->sq_acq, 0);
+    rc = sqlite3_step(w->sq_acq);
+    sqlite3_reset(w->sq_acq);
+    if (rc != SQLITE_DONE)
+        return wfail(w, "acquire: %s", sqlite3_errmsg(w->native));
+    if (sq_bind3(w, w->sq_rel, 1) != 0)
+        return -1;
+    rc = sqlite3_step(w->sq_rel);
+    if (rc != SQLITE_DONE) {
+        sqlite3_reset(w->sq_rel);
+        return wfail(w, "release: %s", sqlite3_errmsg(w->native));
+    }
+    if (sqlite3_changes(w->native) != 1)
+        return wfail(w, "release by hand of '%s' deleted no row", w->name);
+    sqlite3_reset(w->sq_rel);
+    return 0;
+}
+
+static void sq_teardown(worker *w)
+{
+    sqlite3_finalize(w->sq_floor);
+    sqlite3_finalize(w->sq_acq);
+    sqlite3_finalize(w->sq_rel);
+    w->sq_floor = w->sq_acq = w->sq_rel = NULL;
+}
+
+static void sq_describe(worker *w, char *buf, size_t n)
+{
+    const char *path = sqlite3_db_filename(w->native, "main");
+
+    snprintf(buf, n, "SQLite %s, %s", sqlite3_libversion(),
+             path != NULL ? path : "?");
+}
+
+static void sq_exec(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        die("%s: %s", sql, msg != NULL ? msg : sqlite3_errmsg(db));
+}
+
+static long sq_cleanup(worker *w, const char *pattern)
+{
+    sqlite3_stmt *st = NULL;
+    long n;
+
+    if (sqlite3_prepare_v2(w->native, "DELETE FROM sqllock_lease WHERE name "
+                           "LIKE ?1", -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_bind_text(st, 1, pattern, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_DONE)
+        die("cleanup: %s", sqlite3_errmsg(w->native));
+    n = sqlite3_changes(w->native);
+    sqlite3_finalize(st);
+    sq_exec(w->native, "DROP TABLE IF EXISTS sqllock_bench_floor");
+    return n;
+}
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Drivers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* One copied statement and the dialect entry it copies. */
+typedef struct sql_copy {
+    sqllock_sql_id id;
+    const char *name;
+    const char *text;
+} sql_copy;
+
+typedef struct bench_driver {
+    const char *name;                /* as sqllock_db_driver() says */
+    const char *floor_label;
+    const char *floor_note;
+    int (*setup)(worker *w);
+    int (*floor_pair)(worker *w);
+    int (*hand_pair)(worker *w);
+    void (*teardown)(worker *w);
+    void (*describe)(worker *w, char *buf, size_t n);
+    long (*cleanup)(worker *w, const char *pattern);
+    sql_copy copies[4];
+} bench_driver;
+
+static const bench_driver drivers[] = {
+#if defined(SQLLOCK_HAVE_POSTGRES)
+    { "postgres", "floor: SELECT 1 x2", NULL,
+      pg_setup, pg_floor_pair, pg_hand_pair, pg_teardown, pg_describe,
+      pg_cleanup,
+      { { SQLLOCK_SQL_LEASE_ACQUIRE, "SQL_LEASE_ACQUIRE", PG_ACQUIRE },
+        { SQLLOCK_SQL_LEASE_RELEASE, "SQL_LEASE_RELEASE", PG_RELEASE },
+        { 0, NULL, NULL } } },
+#endif
+#if defined(SQLLOCK_HAVE_MYSQL)
+    { "mysql", "floor: SELECT 1 x2", NULL,
+      my_setup, my_floor_pair, my_hand_pair, my_teardown, my_describe,
+      my_cleanup,
+      { { SQLLOCK_SQL_LEASE_ACQUIRE, "SQL_LEASE_ACQUIRE", MY_ACQUIRE },
+        { SQLLOCK_SQL_TOKEN_NEXT, "SQL_TOKEN_NEXT", MY_TOKEN_NEXT },
+        { SQLLOCK_SQL_LEASE_SET_TOKEN, "SQL_LEASE_SET_TOKEN", MY_SET_TOKEN },
+        { SQLLOCK_SQL_LEASE_RELEASE, "SQL_LEASE_RELEASE", MY_RELEASE } } },
+#endif
+#if defined(SQLLOCK_HAVE_SQLITE)
+    { "sqlite", "floor: durable UPDATE x2",
+      "floor on SQLite: two bare durable write transactions (an UPDATE of "
+      "one row, twice,\n  WAL, synchronous=FULL, as sqllock sets them); a "
+      "SELECT would cost SQLite no commit",
+      sq_setup, sq_floor_pair, sq_hand_pair, sq_teardown, sq_describe,
+      sq_cleanup,
+      { { SQLLOCK_SQL_LEASE_ACQUIRE, "SQL_LEASE_ACQUIRE", SQ_ACQUIRE },
+        { SQLLOCK_SQL_LEASE_RELEASE, "SQL_LEASE_RELEASE", SQ_RELEASE },
+        { 0, NULL, NULL } } },
+#endif
+    { 0 }
+};
+
+static const bench_driver *find_driver(const char *name)
+{
+    size_t i;
+
+    for (i = 0; drivers[i].name != NULL; i++)
+        if (strcmp(drivers[i].name, name) == 0)
+            return &drivers[i];
+    return NULL;
+}
+
+/* Refuses to run when a copy differs from the driver's own text. */
+static void check_sql(const bench_driver *bd, const char *scheme)
+{
+    const sqllock_driver *drv = sqllock_driver_find(scheme);
+    int i;
+
+    if (drv == NULL || drv->dialect == NULL)
+        die("no registered driver for '%s'", scheme);
+    for (i = 0; i < 4 && bd->copies[i].name != NULL; i++) {
+        const char *lib = drv->dialect->sql[bd->copies[i].id].text;
+        if (lib == NULL || strcmp(lib, bd->copies[i].text) != 0)
+            die("the bench's copy of %s differs from the %s driver's; copy "
+                "it again into bench/bench_drivers.c", bd->copies[i].name,
+                bd->name);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Runs                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct result {
+    double rate, p50, p99, max;
+    double cpu_us;                   /* this process's CPU per pair */
+    long pairs;
+} result;
+
+static void lat_push(worker *w, double us)
+{
+    if (w->nlat == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 65536;
+        double *p = realloc(w->lat, cap * sizeof *p);
+        if (p == NULL) {
+            w->failed = 1;
+            wfail(w, "out of memory");
+            return;
+        }
+        w->lat = p;
+        w->cap = cap;
+    }
+    w->lat[w->nlat++] = us;
+}
+
+static void *client_main(void *arg)
+{
+    worker *w = arg;
+    double t0, t1, end;
+    int i, rc;
+
+#if defined(SQLLOCK_HAVE_MYSQL)
+    mysql_thread_init();
+#endif
+    for (i = 0; i < WARMUP_PAIRS && !w->failed; i++)
+        if (w->pair(w) != 0)
+            w->failed = 1;
+    rc = pthread_barrier_wait(w->barrier);
+    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD) {
+        w->failed = 1;
+        wfail(w, "pthread_barrier_wait: %s", strerror(rc));
+    }
+    end = *w->start + w->secs;
+    while (!w->failed && (t0 = now_s()) < end) {
+        if (w->pair(w) != 0) {
+            w->failed = 1;
+            break;
+        }
+        t1 = now_s();
+        lat_push(w, (t1 - t0) * 1e6);
+    }
+    w->end = now_s();
+#if defined(SQLLOCK_HAVE_MYSQL)
+    mysql_thread_end();
+#endif
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* The nearest-rank percentile of sorted values. */
+static double percentile(const double *v, size_t n, double p)
+{
+    size_t k = (size_t)(p * (double)n + 0.999999);
+
+    if (n == 0)
+        return 0;
+    if (k < 1)
+        k = 1;
+    if (k > n)
+        k = n;
+    return v[k - 1];
+}
+
+/* User + system CPU time of the whole process so far, in microseconds. */
+static double cpu_us(void)
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        die("getrusage: %s", strerror(errno));
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+static void run_point(worker *ws, int n, pair_fn fn, double secs, result *out)
+{
+    pthread_t tids[MAX_CLIENTS];
+    pthread_barrier_t barrier;
+    double start, last = 0, *all, cpu0 = cpu_us();
+    size_t total = 0, k;
+    int i, rc;
+
+    rc = pthread_barrier_init(&barrier, NULL, (unsigned)n + 1);
+    if (rc != 0)
+        die("pthread_barrier_init: %s", strerror(rc));
+    for (i = 0; i < n; i++) {
+        ws[i].pair = fn;
+        ws[i].start = &start;
+        ws[i].secs = secs;
+        ws[i].barrier = &barrier;
+        ws[i].nlat = 0;
+        ws[i].failed = 0;
+        ws[i].err[0] = '\0';
+        rc = pthread_create(&tids[i], NULL, client_main, &ws[i]);
+        if (rc != 0)
+            die("pthread_create: %s", strerror(rc));
+    }
+    /* Every client has warmed up and waits; the clock starts now. */
+    start = now_s();
+    rc = pthread_barrier_wait(&barrier);
+    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD)
+        die("pthread_barrier_wait: %s", strerror(rc));
+    for (i = 0; i < n; i++) {
+        rc = pthread_join(tids[i], NULL);
+        if (rc != 0)
+            die("pthread_join: %s", strerror(rc));
+    }
+    pthread_barrier_destroy(&barrier);
+    out->cpu_us = cpu_us() - cpu0;
+    for (i = 0; i < n; i++) {
+        if (ws[i].failed)
+            die("client %d: %s", i, ws[i].err);
+        total += ws[i].nlat;
+        if (ws[i].end > last)
+            last = ws[i].end;
+    }
+    all = malloc((total ? total : 1) * sizeof *all);
+    if (all == NULL)
+        die("out of memory");
+    for (i = 0, k = 0; i < n; i++) {
+        memcpy(all + k, ws[i].lat, ws[i].nlat * sizeof *all);
+        k += ws[i].nlat;
+    }
+    qsort(all, total, sizeof *all, cmp_double);
+    out->pairs = (long)total;
+    /* The warm-up pairs ran inside the measured CPU time too. */
+    out->cpu_us /= (double)(total + (size_t)n * WARMUP_PAIRS);
+    out->rate = (double)total / (last - start);
+    out->p50 = percentile(all, total, 0.50);
+    out->p99 = percentile(all, total, 0.99);
+    out->max = total > 0 ? all[total - 1] : 0;
+    free(all);
+}
+
+static double median3(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define MAX_REPS 15
+
+/* One row of a table: every repetition, and the medians. */
+typedef struct row {
+    const char *label;
+    int clients;
+    int nreps;
+    result reps[MAX_REPS];
+    result med;
+    double wal_per_pair;             /* --release-compare only */
+    double wal[MAX_REPS];
+} row;
+
+static void finish_row(row *r)
+{
+    double v[MAX_REPS];
+    int i;
+
+    for (i = 0; i < r->nreps; i++)
+        v[i] = r->reps[i].rate;
+    r->med.rate = median3(v, r->nreps);
+    for (i = 0; i < r->nreps; i++)
+        v[i] = r->reps[i].p50;
+    r->med.p50 = median3(v, r->nreps);
+    for (i = 0; i < r->nreps; i++)
+        v[i] = r->reps[i].p99;
+    r->med.p99 = median3(v, r->nreps);
+    for (i = 0; i < r->nreps; i++)
+        v[i] = r->reps[i].max;
+    r->med.max = median3(v, r->nreps);
+    for (i = 0; i < r->nreps; i++)
+        v[i] = r->reps[i].cpu_us;
+    r->med.cpu_us = median3(v, r->nreps);
+    for (i = 0; i < r->nreps; i++)
+        v[i] = r->wal[i];
+    r->wal_per_pair = median3(v, r->nreps);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Set-up                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct config {
+    double secs;
+    int reps;
+    int clients[8];
+    int nclients;
+    int max_clients;
+    const char *csv_path;
+    FILE *csv;
+    int release_compare;
+    int only;                        /* 0 all, else 1 + scenario index */
+} config;
+
+static sqllock_db *open_db(const char *url)
+{
+    sqllock_db *db = NULL;
+    int rc = sqllock_open(url, NULL, &db);
+
+    if (rc != SQLLOCK_OK)
+        die("cannot open %s: %s: %s", url, sqllock_errname(rc),
+            sqllock_errmsg(db));
+    return db;
+}
+
+static void open_workers(const bench_driver *bd, const char *url, worker *ws,
+                         int n)
+{
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    int i, rc;
+
+    for (i = 0; i < n; i++) {
+        worker *w = &ws[i];
+        w->index = i;
+        w->ttl = TTL_MS;
+        snprintf(w->name, sizeof w->name, "sqllock-bench:%ld:%d",
+                 (long)getpid(), i);
+        snprintf(w->holder, sizeof w->holder, "sqllock-bench:%ld",
+                 (long)getpid());
+        w->db = open_db(url);
+        w->native = sqllock_db_native(w->db);
+        if (w->native == NULL)
+            die("%s: the handle has no native connection", url);
+        o.ttl_ms = TTL_MS;
+        o.holder = w->holder;
+        rc = sqllock_lease_new(w->db, w->name, &o, &w->lease);
+        if (rc != SQLLOCK_OK)
+            die("sqllock_lease_new: %s", sqllock_errmsg(w->db));
+        if (new_owner(w) != 0 || bd->setup(w) != 0)
+            die("%s: setting up client %d: %s", url, i, w->err);
+    }
+}
+
+static void close_workers(const bench_driver *bd, worker *ws, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        bd->teardown(&ws[i]);
+        sqllock_lease_free(ws[i].lease);
+        sqllock_close(ws[i].db);
+        free(ws[i].lat);
+        memset(&ws[i], 0, sizeof ws[i]);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void print_header(const char *driver, const char *desc,
+                         const config *cfg)
+{
+    printf("\n%s (%s), %g s x %d, median\n", driver, desc, cfg->secs,
+           cfg->reps);
+}
+
+static void csv_row(const config *cfg, const char *driver, const char *desc,
+                    const row *r, double vs_floor, double vs_hand)
+{
+    int i;
+
+    if (cfg->csv == NULL)
+        return;
+    fprintf(cfg->csv, "%s,\"%s\",\"%s\",%d,%g,%d,%.1f,%.1f,%.1f,%.1f,%.1f,",
+            driver, desc, r->label, r->clients, cfg->secs, r->nreps,
+            r->med.rate, r->med.p50, r->med.p99, r->med.max, r->med.cpu_us);
+    if (vs_floor > 0)
+        fprintf(cfg->csv, "%.3f", vs_floor);
+    fputc(',', cfg->csv);
+    if (vs_hand > 0)
+        fprintf(cfg->csv, "%.3f", vs_hand);
+    fputc(',', cfg->csv);
+    if (cfg->release_compare)
+        fprintf(cfg->csv, "%.2f", r->wal_per_pair);
+    for (i = 0; i < MAX_REPS && i < 3; i++) {
+        fputc(',', cfg->csv);
+        if (i < r->nreps)
+            fprintf(cfg->csv, "%.1f", r->reps[i].rate);
+    }
+    fputc('\n', cfg->csv);
+}
+
+static void print_row(const row *r, double vs_floor, double vs_hand)
+{
+    printf("%-32s %7d %9.0f %9.0f %9.0f", r->label, r->clients, r->med.rate,
+           r->med.p50, r->med.p99);
+    if (vs_floor > 0)
+        printf(" %10.2f", vs_floor);
+    else
+        printf(" %10s", "");
+    if (vs_hand > 0)
+        printf(" %11.2f", vs_hand);
+    else
+        printf(" %11s", "");
+    printf(" %12.1f\n", r->med.cpu_us);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The two modes                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* The three scenarios at every client count, one table. */
+static void bench_url(const config *cfg, const char *url)
+{
+    const bench_driver *bd;
+    worker *ws;
+    sqllock_db *db;
+    const char *scheme_end = strchr(url, ':');
+    char scheme[32], desc[200], pattern[64];
+    row rows[8][3];
+    int c, s, rep, rc;
+    long left = 0;
+
+    db = open_db(url);
+    rc = sqllock_init(db);
+    if (rc != SQLLOCK_OK)
+        die("sqllock_init on %s: %s", url, sqllock_errmsg(db));
+    bd = find_driver(sqllock_db_driver(db));
+    if (bd == NULL)
+        die("%s: the bench has no '%s' part", url, sqllock_db_driver(db));
+    snprintf(scheme, sizeof scheme, "%.*s",
+             scheme_end ? (int)(scheme_end - url) : 0, url);
+    check_sql(bd, scheme);
+#if defined(SQLLOCK_HAVE_SQLITE)
+    if (strcmp(bd->name, "sqlite") == 0) {
+        char sql[128];
+        int i;
+        sq_exec(sqllock_db_native(db), SQ_FLOOR_TABLE);
+        for (i = 0; i < cfg->max_clients; i++) {
+            snprintf(sql, sizeof sql, "INSERT OR IGNORE INTO "
+                     "sqllock_bench_floor VALUES (%d, 0)", i);
+            sq_exec(sqllock_db_native(db), sql);
+        }
+    }
+#endif
+    ws = calloc((size_t)cfg->max_clients, sizeof *ws);
+    if (ws == NULL)
+        die("out of memory");
+    for (c = 0; c < cfg->nclients; c++) {
+        pair_fn fns[3];
+        int n = cfg->clients[c];
+
+        fns[0] = bd->floor_pair;
+        fns[1] = bd->hand_pair;
+        fns[2] = lib_pair;
+        rows[c][0].label = bd->floor_label;
+        rows[c][1].label = "lock SQL by hand";
+        rows[c][2].label = "sqllock acquire+release";
+        open_workers(bd, url, ws, n);
+        if (c == 0)
+            bd->describe(&ws[0], desc, sizeof desc);
+        for (s = 0; s < 3; s++) {
+            rows[c][s].clients = n;
+            rows[c][s].nreps = cfg->reps;
+            memset(rows[c][s].wal, 0, sizeof rows[c][s].wal);
+            memset(rows[c][s].reps, 0, sizeof rows[c][s].reps);
+        }
+        for (rep = 0; rep < cfg->reps; rep++) {
+            for (s = 0; s < 3; s++) {
+                /* A rotating order, so no scenario always runs first. */
+                int k = (s + rep) % 3;
+                if (cfg->only != 0 && cfg->only != k + 1)
+                    continue;
+                run_point(ws, n, fns[k], cfg->secs, &rows[c][k].reps[rep]);
+                fprintf(stderr, "  %s %d clients, run %d: %-26s %8.0f "
+                        "pairs/s (%ld pairs, slowest %.0f ms)\n", bd->name,
+                        n, rep + 1, rows[c][k].label,
+                        rows[c][k].reps[rep].rate, rows[c][k].reps[rep].pairs,
+                        rows[c][k].reps[rep].max / 1000);
+            }
+        }
+        for (s = 0; s < 3; s++)
+            finish_row(&rows[c][s]);
+        if (c == cfg->nclients - 1) {
+            snprintf(pattern, sizeof pattern, "sqllock-bench:%ld:%%",
+                     (long)getpid());
+            left = bd->cleanup(&ws[0], pattern);
+        }
+        close_workers(bd, ws, n);
+    }
+    free(ws);
+    sqllock_close(db);
+
+    print_header(bd->name, desc, cfg);
+    printf("%-32s %7s %9s %9s %9s %10s %11s %12s\n", "scenario", "clients",
+           "pairs/s", "p50 us", "p99 us", "vs floor", "vs by-hand",
+           "client CPU");
+    for (c = 0; c < cfg->nclients; c++) {
+        double fl = rows[c][0].med.rate, hand = rows[c][1].med.rate;
+        print_row(&rows[c][0], 0, 0);
+        print_row(&rows[c][1], hand / fl, 0);
+        print_row(&rows[c][2], rows[c][2].med.rate / fl,
+                  rows[c][2].med.rate / hand);
+        csv_row(cfg, bd->name, desc, &rows[c][0], 1.0, 0);
+        csv_row(cfg, bd->name, desc, &rows[c][1], hand / fl, 0);
+        csv_row(cfg, bd->name, desc, &rows[c][2], rows[c][2].med.rate / fl,
+                rows[c][2].med.rate / hand);
+    }
+    printf("  client CPU: this process's user+system CPU per pair, in us "
+           "(all clients' threads)\n");
+    if (bd->floor_note != NULL)
+        printf("  %s\n", bd->floor_note);
+    if (left != 0)
+        printf("  cleanup: removed %ld leftover lease rows\n", left);
+    fflush(stdout);
+}
+
+/* PostgreSQL: the library's asynchronous release commit against a plain
+ * DELETE, both by hand. */
+static void release_compare(const config *cfg, const char *url)
+{
+#if defined(SQLLOCK_HAVE_POSTGRES)
+    const bench_driver *bd;
+    worker *ws;
+    sqllock_db *db;
+    char desc[200], pattern[64];
+    row rows[8][3];
+    pair_fn fns[3] = { pg_hand_pair_plain, pg_hand_pair, lib_pair };
+    int c, s, rep, rc;
+
+    db = open_db(url);
+    rc = sqllock_init(db);
+    if (rc != SQLLOCK_OK)
+        die("sqllock_init on %s: %s", url, sqllock_errmsg(db));
+    if (strcmp(sqllock_db_driver(db), "postgres") != 0) {
+        fprintf(stderr, "bench_drivers: --release-compare is for PostgreSQL "
+                "only; skipping %s\n", sqllock_db_driver(db));
+        sqllock_close(db);
+        return;
+    }
+    bd = find_driver("postgres");
+    check_sql(bd, "postgres");
+    ws = calloc((size_t)cfg->max_clients, sizeof *ws);
+    if (ws == NULL)
+        die("out of memory");
+    for (c = 0; c < cfg->nclients; c++) {
+        int n = cfg->clients[c];
+
+        rows[c][0].label = "by hand, plain DELETE";
+        rows[c][1].label = "by hand, DELETE + async commit";
+        rows[c][2].label = "sqllock (async commit)";
+        open_workers(bd, url, ws, n);
+        if (c == 0)
+            bd->describe(&ws[0], desc, sizeof desc);
+        for (s = 0; s < 3; s++) {
+            rows[c][s].clients = n;
+            rows[c][s].nreps = cfg->reps;
+        }
+        for (rep = 0; rep < cfg->reps; rep++) {
+            for (s = 0; s < 3; s++) {
+                int k = (s + rep) % 3;
+                long long w0 = pg_wal_syncs(ws, n), w1;
+                run_point(ws, n, fns[k], cfg->secs, &rows[c][k].reps[rep]);
+                w1 = pg_wal_syncs(ws, n);
+                /* The warm-up pairs are counted in the syncs too. */
+                rows[c][k].wal[rep] = (double)(w1 - w0) /
+                    (double)(rows[c][k].reps[rep].pairs + n * WARMUP_PAIRS);
+                fprintf(stderr, "  release-compare %d clients, run %d: "
+                        "%-30s %8.0f pairs/s %.2f WAL syncs/pair\n", n,
+                        rep + 1, rows[c][k].label, rows[c][k].reps[rep].rate,
+                        rows[c][k].wal[rep]);
+            }
+        }
+        for (s = 0; s < 3; s++)
+            finish_row(&rows[c][s]);
+        if (c == cfg->nclients - 1) {
+            snprintf(pattern, sizeof pattern, "sqllock-bench:%ld:%%",
+                     (long)getpid());
+            bd->cleanup(&ws[0], pattern);
+        }
+        close_workers(bd, ws, n);
+    }
+    free(ws);
+    sqllock_close(db);
+
+    printf("\npostgres release commit (%s), %g s x %d, median\n", desc,
+           cfg->secs, cfg->reps);
+    printf("%-32s %7s %9s %9s %9s %10s %15s\n", "release statement",
+           "clients", "pairs/s", "p50 us", "p99 us", "vs plain",
+           "WAL syncs/pair");
+    for (c = 0; c < cfg->nclients; c++) {
+        for (s = 0; s < 3; s++) {
+            const row *r = &rows[c][s];
+            printf("%-32s %7d %9.0f %9.0f %9.0f %10.2f %15.2f\n", r->label,
+                   r->clients, r->med.rate, r->med.p50, r->med.p99,
+                   r->med.rate / rows[c][0].med.rate, r->wal_per_pair);
+            csv_row(cfg, "postgres-release", desc, r,
+                    r->med.rate / rows[c][0].med.rate, 0);
+        }
+    }
+    printf("  WAL syncs/pair: pg_stat_wal.wal_sync over the run (the WAL "
+           "writer's included) / pairs;\n  other sessions on the server "
+           "add to it.\n");
+    fflush(stdout);
+#else
+    (void)cfg;
+    die("--release-compare needs the postgres driver, which was not built "
+        "(url %s)", url);
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* main                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static void usage(void)
+{
+    fprintf(stderr,
+        "usage: bench_drivers [--seconds N] [--quick] [--reps N] "
+        "[--clients 1,8]\n"
+        "                     [--csv FILE] [--release-compare] URL...\n"
+        "  --seconds N        length of each run (default 5)\n"
+        "  --quick            runs of 2 s\n"
+        "  --reps N           repetitions of each run; the median is shown "
+        "(default 3)\n"
+        "  --clients LIST     client counts, each its own thread and "
+        "connection (default 1,8)\n"
+        "  --csv FILE         also write the rows as CSV\n"
+        "  --release-compare  PostgreSQL only: async release commit vs plain "
+        "DELETE, by hand\n"
+        "  --only SCENARIO    floor, hand or lib: run one scenario (to "
+        "diagnose)\n"
+        "URLs: sqlite:///path.db postgres://... mysql://...\n");
+    exit(2);
+}
+
+static void parse_clients(config *cfg, const char *list)
+{
+    const char *p = list;
+
+    cfg->nclients = 0;
+    cfg->max_clients = 0;
+    while (*p != '\0') {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > MAX_CLIENTS || cfg->nclients == 8 ||
+            (*end != ',' && *end != '\0')) {
+            fprintf(stderr, "bench_drivers: --clients takes up to 8 counts "
+                    "of 1..%d, comma-separated\n", MAX_CLIENTS);
+            exit(2);
+        }
+        cfg->clients[cfg->nclients++] = (int)v;
+        if (v > cfg->max_clients)
+            cfg->max_clients = (int)v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    if (cfg->nclients == 0)
+        usage();
+}
+
+int main(int argc, char **argv)
+{
+    config cfg;
+    int i, nurls = 0;
+    const char *urls[16];
+
+    memset(&cfg, 0, sizeof cfg);
+    cfg.secs = 5;
+    cfg.reps = 3;
+    parse_clients(&cfg, "1,8");
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--seconds") == 0 && i + 1 < argc) {
+            char *end;
+            cfg.secs = strtod(argv[++i], &end);
+            if (*end != '\0' || !(cfg.secs > 0))
+                usage();
+        } else if (strcmp(a, "--quick") == 0) {
+            cfg.secs = 2;
+        } else if (strcmp(a, "--reps") == 0 && i + 1 < argc) {
+            cfg.reps = atoi(argv[++i]);
+            if (cfg.reps < 1 || cfg.reps > MAX_REPS)
+                usage();
+        } else if (strcmp(a, "--clients") == 0 && i + 1 < argc) {
+            parse_clients(&cfg, argv[++i]);
+        } else if (strcmp(a, "--csv") == 0 && i + 1 < argc) {
+            cfg.csv_path = argv[++i];
+        } else if (strcmp(a, "--only") == 0 && i + 1 < argc) {
+            /* For diagnosis: one scenario only; the ratios are then
+             * meaningless. */
+            const char *v = argv[++i];
+            cfg.only = strcmp(v, "floor") == 0 ? 1 : strcmp(v, "hand") == 0
+                       ? 2 : strcmp(v, "lib") == 0 ? 3 : -1;
+            if (cfg.only < 0)
+                usage();
+        } else if (strcmp(a, "--release-compare") == 0) {
+            cfg.release_compare = 1;
+        } else if (a[0] == '-') {
+            usage();
+        } else if (nurls < 16) {
+            urls[nurls++] = a;
+        } else {
+            usage();
+        }
+    }
+    if (nurls == 0)
+        usage();
+#if defined(SQLLOCK_HAVE_MYSQL)
+    if (mysql_library_init(0, NULL, NULL) != 0)
+        die("mysql_library_init failed");
+#endif
+    if (cfg.csv_path != NULL) {
+        cfg.csv = fopen(cfg.csv_path, "w");
+        if (cfg.csv == NULL)
+            die("cannot write %s: %s", cfg.csv_path, strerror(errno));
+        fprintf(cfg.csv, "driver,server,scenario,clients,seconds,reps,"
+                "pairs_per_s,p50_us,p99_us,max_us,client_cpu_us_per_pair,vs_floor,vs_by_hand,"
+                "wal_syncs_per_pair,run1_pairs_per_s,run2_pairs_per_s,"
+                "run3_pairs_per_s\n");
+    }
+    printf("bench_drivers: sqllock %s, %g s per run, %d runs, clients",
+           sqllock_version_string(), cfg.secs, cfg.reps);
+    for (i = 0; i < cfg.nclients; i++)
+        printf("%s%d", i ? "," : " ", cfg.clients[i]);
+    printf("\n");
+    fflush(stdout);
+    for (i = 0; i < nurls; i++) {
+        if (cfg.release_compare)
+            release_compare(&cfg, urls[i]);
+        else
+            bench_url(&cfg, urls[i]);
+    }
+    if (cfg.csv != NULL && (ferror(cfg.csv) | fclose(cfg.csv)) != 0)
+        die("writing %s failed", cfg.csv_path);
+#if defined(SQLLOCK_HAVE_MYSQL)
+    mysql_library_end();
+#endif
+    return 0;
+}
