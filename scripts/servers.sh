@@ -6,12 +6,25 @@
 #                                   SQLLOCK_TEST_*_URL variables)
 #   scripts/servers.sh stop DIR     stop both (safe to call twice, or after a
 #                                   failed start)
+#   scripts/servers.sh restart-pg DIR [immediate]
+#                                   stop PostgreSQL (`pg_ctl stop -m fast`, or
+#                                   `-m immediate`: a crash, no checkpoint) and
+#                                   start it again on the same port and data
+#   scripts/servers.sh restart-my DIR
+#                                   kill -9 mariadbd (a crash) and start it
+#                                   again on the same port and data
 #
 # PostgreSQL listens on 127.0.0.1:${SQLLOCK_PG_PORT:-54329} and a unix socket
 # in DIR/pg; MariaDB on 127.0.0.1:${SQLLOCK_MY_PORT:-33069} and DIR/my/sock.
 # Each gets a database `sqllock_test` owned by user `sqllock` with password
 # `sqllock-test`, and the superuser stays available on the unix socket for
-# the tests that need it (restarting, killing, granting).
+# the tests that need it (restarting, killing, granting). Each also has an
+# empty target with no sqllock tables, for the tests of SQLLOCK_ENOSCHEMA:
+# on PostgreSQL the schema `sqllock_empty` in `sqllock_test` (owned by
+# `sqllock`; reach it with `?options=-csearch_path%3Dsqllock_empty`), on
+# MariaDB the database `sqllock_empty`, on which `sqllock` has all rights.
+#
+# The ports must be free: start fails, saying which, when one is taken.
 #
 # PostgreSQL refuses to run as root: as root the servers run as the
 # `postgres` and `mysql` users that Debian's packages create.
@@ -38,13 +51,32 @@ start_pg() {
     -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log"; return 1; }
   rm -f "$1/pgpass.tmp"
-  as_user postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-p $PG_PORT -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=64MB" \
-    start >/dev/null || { cat "$dir/server.log"; return 1; }
+  echo "$PG_PORT" > "$dir/port"
+  run_pg "$1"
   as_user postgres "$PG_BIN/psql" -X -q -h "$dir" -p "$PG_PORT" -U postgres -d postgres \
     -v ON_ERROR_STOP=1 \
     -c "CREATE ROLE sqllock LOGIN PASSWORD '$PASSWORD'" \
     -c "CREATE DATABASE sqllock_test OWNER sqllock" >/dev/null
+  as_user postgres "$PG_BIN/psql" -X -q -h "$dir" -p "$PG_PORT" -U postgres -d sqllock_test \
+    -v ON_ERROR_STOP=1 \
+    -c "CREATE SCHEMA sqllock_empty AUTHORIZATION sqllock" >/dev/null
+}
+
+# run_pg DIR: starts the PostgreSQL server whose data is in DIR/pg.
+run_pg() {
+  local dir=$1/pg port; port=$(cat "$1/pg/port")
+  as_user postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=64MB" \
+    start >/dev/null || { cat "$dir/server.log"; return 1; }
+}
+
+restart_pg() {   # restart_pg DIR [immediate]
+  local dir=$1 mode=${2:-fast}
+  [ -f "$dir/pg/port" ] || { echo "servers.sh: no PostgreSQL in $dir" >&2; return 1; }
+  if [ -f "$dir/pg/data/postmaster.pid" ]; then
+    as_user postgres "$PG_BIN/pg_ctl" -D "$dir/pg/data" -m "$mode" -w -t 60 stop >/dev/null
+  fi
+  run_pg "$dir"
 }
 
 start_my() {
@@ -54,25 +86,57 @@ start_my() {
   mariadb-install-db --no-defaults "${user_opt[@]}" --datadir="$dir/data" \
     --auth-root-authentication-method=socket --skip-test-db >"$dir/install.log" 2>&1 \
     || { cat "$dir/install.log"; return 1; }
-  mariadbd --no-defaults "${user_opt[@]}" --datadir="$dir/data" \
-    --socket="$dir/sock" --port="$MY_PORT" --bind-address=127.0.0.1 \
-    --pid-file="$dir/mariadbd.pid" --log-error="$dir/server.log" \
-    --innodb-buffer-pool-size=64M --max-connections=200 \
-    --skip-name-resolve >/dev/null 2>&1 &
-  local i
-  for i in $(seq 1 120); do
-    if mariadb-admin --no-defaults -S "$dir/sock" -u "$(id -un)" ping >/dev/null 2>&1; then
-      break
-    fi
-    sleep 0.5
-  done
+  echo "$MY_PORT" > "$dir/port"
+  run_my "$1"
   mariadb --no-defaults -S "$dir/sock" -u "$(id -un)" -e "
     CREATE DATABASE sqllock_test;
+    CREATE DATABASE sqllock_empty;
     CREATE USER 'sqllock'@'127.0.0.1' IDENTIFIED BY '$PASSWORD';
     CREATE USER 'sqllock'@'localhost' IDENTIFIED BY '$PASSWORD';
     GRANT ALL ON sqllock_test.* TO 'sqllock'@'127.0.0.1';
-    GRANT ALL ON sqllock_test.* TO 'sqllock'@'localhost';" \
+    GRANT ALL ON sqllock_test.* TO 'sqllock'@'localhost';
+    GRANT ALL ON sqllock_empty.* TO 'sqllock'@'127.0.0.1';
+    GRANT ALL ON sqllock_empty.* TO 'sqllock'@'localhost';" \
     || { cat "$dir/server.log"; return 1; }
+}
+
+# run_my DIR: starts the MariaDB server whose data is in DIR/my, and waits
+# until it answers.
+run_my() {
+  local dir=$1/my user_opt=() port i
+  port=$(cat "$dir/port")
+  [ "$(id -u)" -eq 0 ] && user_opt=(--user=mysql)
+  mariadbd --no-defaults "${user_opt[@]}" --datadir="$dir/data" \
+    --socket="$dir/sock" --port="$port" --bind-address=127.0.0.1 \
+    --pid-file="$dir/mariadbd.pid" --log-error="$dir/server.log" \
+    --innodb-buffer-pool-size=64M --max-connections=200 \
+    --skip-name-resolve >/dev/null 2>&1 </dev/null &
+  for i in $(seq 1 120); do
+    if mariadb-admin --no-defaults -S "$dir/sock" -u "$(id -un)" ping >/dev/null 2>&1; then
+      return 0
+    fi
+    sleep 0.5
+  done
+  echo "servers.sh: MariaDB did not start in 60 s" >&2
+  cat "$dir/server.log" >&2
+  return 1
+}
+
+restart_my() {   # restart_my DIR: a crash (kill -9), then a start
+  local dir=$1 pid i
+  [ -f "$dir/my/port" ] || { echo "servers.sh: no MariaDB in $dir" >&2; return 1; }
+  if [ -f "$dir/my/mariadbd.pid" ]; then
+    pid=$(cat "$dir/my/mariadbd.pid")
+    kill -9 "$pid" 2>/dev/null || true
+    for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$dir/my/mariadbd.pid"
+  fi
+  run_my "$dir"
+}
+
+# port_free PORT: 0 when nothing listens on 127.0.0.1:PORT.
+port_free() {
+  ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
 stop_all() {
@@ -94,6 +158,9 @@ case "${1:-}" in
     dir=${2:?usage: servers.sh start DIR}
     mkdir -p "$dir"; chmod 755 "$dir"
     [ -n "$PG_BIN" ] || { echo "servers.sh: PostgreSQL server binaries not found" >&2; exit 1; }
+    for p in "$PG_PORT" "$MY_PORT"; do
+      port_free "$p" || { echo "servers.sh: port $p on 127.0.0.1 is taken (a server left behind?); set SQLLOCK_PG_PORT / SQLLOCK_MY_PORT to free ports" >&2; exit 1; }
+    done
     start_pg "$dir"
     start_my "$dir"
     cat > "$dir/env" <<ENV
@@ -108,6 +175,12 @@ ENV
   stop)
     stop_all "${2:?usage: servers.sh stop DIR}"
     ;;
+  restart-pg)
+    restart_pg "${2:?usage: servers.sh restart-pg DIR [immediate]}" "${3:-fast}"
+    ;;
+  restart-my)
+    restart_my "${2:?usage: servers.sh restart-my DIR}"
+    ;;
   *)
-    echo "usage: servers.sh start|stop DIR" >&2; exit 64 ;;
+    echo "usage: servers.sh start|stop|restart-pg|restart-my DIR" >&2; exit 64 ;;
 esac

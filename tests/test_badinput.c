@@ -3,10 +3,12 @@
  * says what was wrong, and never harms a lock someone else holds
  * (DESIGN E1, E2, D3).
  *
- * Runs on a fresh temporary SQLite database. A "victim" lease is held by
- * its own handle for the whole run; after every bad input the test checks
- * through sqllock_list() that the victim's row still has the same owner
- * and token.
+ * Runs on every database URL in SQLLOCK_TEST_URLS (see test_util.h), or
+ * on a fresh temporary SQLite file when that is unset. A "victim" lease is
+ * held by its own handle for the whole group; after every bad input the
+ * test checks through sqllock_list() that the victim's row still has the
+ * same owner and token. Lock names carry the pid, so runs on a shared
+ * server do not meet.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,7 +28,18 @@ typedef struct fixture {
     sqllock_db *db;            /* the handle bad input is fed to */
 } fixture;
 
-#define VICTIM "badinput-victim"
+/* The URL the current group runs on, and the names made from the pid. */
+static const char *g_url;
+static char g_missing_driver[64];
+static char g_victim[64];
+#define VICTIM g_victim
+
+/* A lock name unique to this process: "bi<pid>-<tail>". */
+static const char *uniq(char *buf, size_t size, const char *tail)
+{
+    snprintf(buf, size, "bi%ld-%s", (long)getpid(), tail);
+    return buf;
+}
 
 static int setup(void **state)
 {
@@ -38,7 +51,9 @@ static int setup(void **state)
     f->dir = tu_mkdtemp();
     if (f->dir == NULL)
         return -1;
-    snprintf(f->url, sizeof f->url, "sqlite://%s/locks.db", f->dir);
+    snprintf(f->url, sizeof f->url, "%s", g_url);
+    snprintf(g_victim, sizeof g_victim, "badinput-victim-%ld",
+             (long)getpid());
     o.ttl_ms = 600000;
     if (sqllock_open(f->url, NULL, &f->victim_db) != SQLLOCK_OK ||
         sqllock_init(f->victim_db) != SQLLOCK_OK ||
@@ -206,12 +221,17 @@ static void test_badinput_E2_name_limits_accepted(void **state)
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
     char name[SQLLOCK_NAME_MAX + 1], euro[SQLLOCK_NAME_MAX + 1];
     const char *names[3];
-    size_t i;
+    size_t i, p;
 
+    /* 255 bytes, starting with the pid so runs do not meet. */
     memset(name, 'x', SQLLOCK_NAME_MAX);
     name[SQLLOCK_NAME_MAX] = '\0';
-    for (i = 0; i + 3 <= SQLLOCK_NAME_MAX; i += 3)
-        memcpy(euro + i, "\xe2\x82\xac", 3);    /* 85 x U+20AC = 255 bytes */
+    p = (size_t)snprintf(euro, sizeof euro, "bi%ld-", (long)getpid());
+    memcpy(name, euro, p);
+    /* Then U+20AC up to the limit: 255 bytes when the prefix's length
+     * leaves a multiple of 3; the longest that fits otherwise. */
+    for (i = p; i + 3 <= SQLLOCK_NAME_MAX; i += 3)
+        memcpy(euro + i, "\xe2\x82\xac", 3);
     euro[i] = '\0';
     names[0] = name;
     names[1] = euro;
@@ -236,19 +256,26 @@ static void test_badinput_E2_name_limits_accepted(void **state)
  * they round-trip exactly and do not harm other rows or the table. */
 static void test_badinput_D3_hostile_names_round_trip(void **state)
 {
-    static const char *const names[] = {
+    static const char *const tails[] = {
         "it's", "\"quoted\"", "semi;colon", "%s", "%s%s%s%n%n", "%99999d",
         "'; DROP TABLE sqllock_lease; --",
         "\"; DELETE FROM sqllock_lease; --",
-        "badinput-victim' OR '1'='1", VICTIM "%", VICTIM "_",
         "_", "%", "\\", "\\'", "?", "$1", "NULL",
     };
-    enum { N = sizeof names / sizeof names[0] };
+    /* The first three end in the victim's name, or extend it with LIKE
+     * wildcards and an always-true condition. */
+    enum { NT = sizeof tails / sizeof tails[0], N = NT + 3 };
+    char names[N][300];
     fixture *f = *state;
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
     sqllock_lease *l[N];
     size_t i;
 
+    snprintf(names[0], sizeof names[0], "%s' OR '1'='1", VICTIM);
+    snprintf(names[1], sizeof names[1], "%s%%", VICTIM);
+    snprintf(names[2], sizeof names[2], "%s_", VICTIM);
+    for (i = 0; i < NT; i++)
+        uniq(names[i + 3], sizeof names[i + 3], tails[i]);
     o.ttl_ms = 30000;
     for (i = 0; i < N; i++) {
         l[i] = NULL;
@@ -351,6 +378,7 @@ static void test_badinput_E2_negative_wait(void **state)
     fixture *f = *state;
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
     sqllock_lease *l = NULL, *m = NULL;
+    char free_name[100];
 
     o.ttl_ms = 10000;
     assert_int_equal(sqllock_lease_new(f->db, VICTIM, &o, &l), SQLLOCK_OK);
@@ -360,13 +388,15 @@ static void test_badinput_E2_negative_wait(void **state)
     expect_msg(f->db, "wait INT64_MIN", "wait", NULL);
     assert_int_equal(sqllock_lease_held(l), 0);
     /* Also on a free name: nothing is acquired. */
-    assert_int_equal(sqllock_lease_new(f->db, "badinput-free", &o, &m),
+    assert_int_equal(sqllock_lease_new(f->db, uniq(free_name,
+                                                   sizeof free_name, "free"),
+                                       &o, &m),
                      SQLLOCK_OK);
     assert_int_equal(sqllock_lease_acquire(m, -1), SQLLOCK_EINVAL);
     assert_int_equal(sqllock_lease_held(m), 0);
     {
         tu_row r;
-        assert_int_equal(tu_find(f->db, "badinput-free", &r), SQLLOCK_OK);
+        assert_int_equal(tu_find(f->db, free_name, &r), SQLLOCK_OK);
         assert_int_equal(r.found, 0);
     }
     sqllock_lease_free(l);
@@ -613,31 +643,40 @@ static void test_badinput_E1_init_after_failed_open_keeps_reason(void **state)
 }
 
 /* S1/E1: a database without the tables says ENOSCHEMA, naming the
- * remedy, and sqllock_init() fixes it. */
+ * remedy, for acquire, list and release alike, and sqllock_init() fixes
+ * it. On PostgreSQL and MySQL the empty target is the one scripts/
+ * servers.sh makes (see tu_empty_target()). */
 static void test_badinput_S1_missing_schema(void **state)
 {
     fixture *f = *state;
-    char url[4300];
+    char url[4400], why[1000];
     sqllock_db *db = NULL;
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
     sqllock_lease *l = NULL;
     tu_row r;
 
-    snprintf(url, sizeof url, "sqlite://%s/empty.db", f->dir);
+    if (!tu_empty_target(f->db, f->url, f->dir, url, sizeof url, why,
+                         sizeof why)) {
+        fprintf(stderr, "SKIP S1_missing_schema on %s: %s\n",
+                sqllock_db_driver(f->db), why);
+        skip();
+        return;
+    }
     assert_int_equal(sqllock_open(url, NULL, &db), SQLLOCK_OK);
     o.ttl_ms = 10000;
     assert_int_equal(sqllock_lease_new(db, VICTIM, &o, &l), SQLLOCK_OK);
     assert_int_equal(sqllock_lease_try_acquire(l), SQLLOCK_ENOSCHEMA);
-    expect_msg(db, "no schema", NULL, "init|schema|table");
+    expect_msg(db, "no schema", "init", "schema|table|relation|exist");
     assert_int_equal(sqllock_lease_held(l), 0);
     assert_int_equal(tu_find(db, VICTIM, &r), SQLLOCK_ENOSCHEMA);
-    expect_msg(db, "no schema (list)", NULL, "init|schema|table");
+    expect_msg(db, "no schema (list)", "init", "schema|table|relation|exist");
     {
         sqllock_lease *x = NULL;
         assert_int_equal(sqllock_lease_attach(db, VICTIM, f->owner, f->token,
                                               &o, &x),
                          SQLLOCK_OK);
         assert_int_equal(sqllock_lease_release(x), SQLLOCK_ENOSCHEMA);
+        expect_msg(db, "no schema (release)", "init", NULL);
         sqllock_lease_free(x);
     }
     assert_int_equal(sqllock_init(db), SQLLOCK_OK);
@@ -645,7 +684,16 @@ static void test_badinput_S1_missing_schema(void **state)
     assert_int_equal(sqllock_lease_release(l), SQLLOCK_OK);
     sqllock_lease_free(l);
     sqllock_close(db);
+    assert_int_equal(tu_empty_target_reset(f->db), SQLLOCK_OK);
     victim_untouched(f);
+}
+
+static void test_badinput_required_drivers_present(void **state)
+{
+    (void)state;
+    if (g_missing_driver[0] != '\0')
+        fail_msg("SQLLOCK_TEST_REQUIRE names driver \"%s\" but "
+                 "SQLLOCK_TEST_URLS has no URL for it", g_missing_driver);
 }
 
 int main(void)
@@ -663,5 +711,34 @@ int main(void)
         cmocka_unit_test(test_badinput_E1_init_after_failed_open_keeps_reason),
         cmocka_unit_test(test_badinput_S1_missing_schema),
     };
-    return cmocka_run_group_tests_name("badinput", tests, setup, teardown);
+    const struct CMUnitTest require[] = {
+        cmocka_unit_test(test_badinput_required_drivers_present),
+    };
+    tu_urls urls;
+    int i, failed = 0;
+
+    if (tu_urls_load(&urls) != 0) {
+        fprintf(stderr, "badinput: cannot make a temporary database\n");
+        return 1;
+    }
+    tu_check_required(&urls, g_missing_driver, sizeof g_missing_driver);
+    failed += cmocka_run_group_tests_name("badinput: required drivers",
+                                          require, NULL, NULL);
+    for (i = 0; i < urls.n; i++) {
+        char group[300];
+        const char *drv = tu_url_driver(urls.url[i]);
+        char *shown = sqllock__url_redact(urls.url[i]);
+        int n;
+
+        g_url = urls.url[i];
+        snprintf(group, sizeof group, "badinput [%s] %s",
+                 drv ? drv : "unknown", shown ? shown : "");
+        free(shown);
+        n = cmocka_run_group_tests_name(group, tests, setup, teardown);
+        if (n == 0)
+            tu_report_driver("badinput", drv);
+        failed += n;
+    }
+    tu_urls_free(&urls);
+    return failed == 0 ? 0 : 1;
 }

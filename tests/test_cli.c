@@ -1,7 +1,9 @@
 /*
  * test_cli.c -- the `sqllock` command-line tool, run as a separate process
- * on a temporary SQLite database: exit codes, the printed owner and token,
- * `run` holding the lock around a command (DESIGN L1, L3, L4, L5, E2).
+ * with --db on every database URL in SQLLOCK_TEST_URLS (or a temporary
+ * SQLite file when that is unset): exit codes, the printed owner and
+ * token, `run` holding the lock around a command (DESIGN L1, L3, L4, L5,
+ * E2). Lock names carry the pid, so runs on a shared server do not meet.
  *
  * SQLLOCK_CLI_PATH is the built tool, passed in by tests/CMakeLists.txt.
  */
@@ -27,7 +29,23 @@ typedef struct fixture {
     char url[4200];
     char out[65536];           /* the last run's stdout */
     char err[8192];            /* the last run's stderr */
+    char names[16][300];       /* see U() */
+    unsigned next_name;
 } fixture;
+
+/* The URL the current group runs on. */
+static const char *g_url;
+static char g_missing_driver[64];
+
+/* The lock name `tail` made unique to this process ("cli-<pid>-tail"),
+ * in one of a ring of buffers in the fixture. */
+static const char *U(fixture *f, const char *tail)
+{
+    char *b = f->names[f->next_name++ % 16];
+
+    snprintf(b, sizeof f->names[0], "cli-%ld-%s", (long)getpid(), tail);
+    return b;
+}
 
 #define MAX_ARGS 32
 
@@ -160,7 +178,7 @@ static int setup(void **state)
     f->dir = tu_mkdtemp();
     if (f->dir == NULL)
         return -1;
-    snprintf(f->url, sizeof f->url, "sqlite://%s/locks.db", f->dir);
+    snprintf(f->url, sizeof f->url, "%s", g_url);
     rc = cli(f, init);
     if (rc != 0) {
         fprintf(stderr, "sqllock init: exit %d: %s%s\n", rc, f->out, f->err);
@@ -199,23 +217,23 @@ static void test_cli_acquire_busy_release(void **state)
     char tok[32];
     int64_t token, token2;
 
-    acquire(f, "cli-a", "60s", owner, &token);
-    EXPECT_EXIT(f, 75, "acquire", "cli-a", "--ttl", "60s");
-    EXPECT_EXIT(f, 75, "acquire", "cli-a", "--ttl", "60s", "--wait",
+    acquire(f, U(f, "a"), "60s", owner, &token);
+    EXPECT_EXIT(f, 75, "acquire", U(f, "a"), "--ttl", "60s");
+    EXPECT_EXIT(f, 75, "acquire", U(f, "a"), "--ttl", "60s", "--wait",
                 "300ms");
     snprintf(tok, sizeof tok, "%lld", (long long)token);
     /* A wrong owner cannot release it (L3). */
-    EXPECT_EXIT(f, 76, "release", "cli-a", "--owner",
+    EXPECT_EXIT(f, 76, "release", U(f, "a"), "--owner",
                 "0123456789abcdef0123456789abcdef", "--token", tok);
-    EXPECT_EXIT(f, 75, "acquire", "cli-a", "--ttl", "60s");
-    EXPECT_EXIT(f, 0, "release", "cli-a", "--owner", owner, "--token", tok);
-    EXPECT_EXIT(f, 76, "release", "cli-a", "--owner", owner, "--token", tok);
+    EXPECT_EXIT(f, 75, "acquire", U(f, "a"), "--ttl", "60s");
+    EXPECT_EXIT(f, 0, "release", U(f, "a"), "--owner", owner, "--token", tok);
+    EXPECT_EXIT(f, 76, "release", U(f, "a"), "--owner", owner, "--token", tok);
     /* Free again, with a larger token (L5). */
-    acquire(f, "cli-a", "60s", owner2, &token2);
+    acquire(f, U(f, "a"), "60s", owner2, &token2);
     assert_true(token2 > token);
     assert_string_not_equal(owner, owner2);
     snprintf(tok, sizeof tok, "%lld", (long long)token2);
-    EXPECT_EXIT(f, 0, "release", "cli-a", "--owner", owner2, "--token", tok);
+    EXPECT_EXIT(f, 0, "release", U(f, "a"), "--owner", owner2, "--token", tok);
 }
 
 /* L1: `run` does not start the command while the lock is held elsewhere. */
@@ -226,20 +244,20 @@ static void test_cli_run_busy_does_not_run(void **state)
     int64_t token;
 
     snprintf(file, sizeof file, "%s/touched", f->dir);
-    acquire(f, "cli-run-busy", "60s", owner, &token);
-    EXPECT_EXIT(f, 75, "run", "cli-run-busy", "--ttl", "5s", "--", "touch",
+    acquire(f, U(f, "run-busy"), "60s", owner, &token);
+    EXPECT_EXIT(f, 75, "run", U(f, "run-busy"), "--ttl", "5s", "--", "touch",
                 file);
     assert_false(file_exists(file));
     snprintf(tok, sizeof tok, "%lld", (long long)token);
-    EXPECT_EXIT(f, 0, "release", "cli-run-busy", "--owner", owner, "--token",
+    EXPECT_EXIT(f, 0, "release", U(f, "run-busy"), "--owner", owner, "--token",
                 tok);
     /* Free now: the command runs, and the lock is released after it. */
-    EXPECT_EXIT(f, 0, "run", "cli-run-busy", "--ttl", "5s", "--", "touch",
+    EXPECT_EXIT(f, 0, "run", U(f, "run-busy"), "--ttl", "5s", "--", "touch",
                 file);
     assert_true(file_exists(file));
-    acquire(f, "cli-run-busy", "60s", owner, &token);
+    acquire(f, U(f, "run-busy"), "60s", owner, &token);
     snprintf(tok, sizeof tok, "%lld", (long long)token);
-    EXPECT_EXIT(f, 0, "release", "cli-run-busy", "--owner", owner, "--token",
+    EXPECT_EXIT(f, 0, "release", U(f, "run-busy"), "--owner", owner, "--token",
                 tok);
 }
 
@@ -248,15 +266,15 @@ static void test_cli_run_exit_codes(void **state)
 {
     fixture *f = *state;
 
-    EXPECT_EXIT(f, 7, "run", "cli-run-exit", "--ttl", "5s", "--", "sh", "-c",
+    EXPECT_EXIT(f, 7, "run", U(f, "run-exit"), "--ttl", "5s", "--", "sh", "-c",
                 "exit 7");
-    EXPECT_EXIT(f, 0, "run", "cli-run-exit", "--ttl", "5s", "--", "true");
-    EXPECT_EXIT(f, 127, "run", "cli-run-exit", "--ttl", "5s", "--",
+    EXPECT_EXIT(f, 0, "run", U(f, "run-exit"), "--ttl", "5s", "--", "true");
+    EXPECT_EXIT(f, 127, "run", U(f, "run-exit"), "--ttl", "5s", "--",
                 "/nonexistent/sqllock-no-such-command");
-    EXPECT_EXIT(f, 127, "run", "cli-run-exit", "--ttl", "5s", "--",
+    EXPECT_EXIT(f, 127, "run", U(f, "run-exit"), "--ttl", "5s", "--",
                 "sqllock-no-such-command-on-path");
     /* The lock was released every time: it is free now. */
-    EXPECT_EXIT(f, 0, "run", "cli-run-exit", "--ttl", "5s", "--", "true");
+    EXPECT_EXIT(f, 0, "run", U(f, "run-exit"), "--ttl", "5s", "--", "true");
 }
 
 /* L5: run gives the command SQLLOCK_TOKEN (and the owner and name). */
@@ -268,15 +286,15 @@ static void test_cli_run_passes_token(void **state)
     int64_t token, seen;
     char *end;
 
-    acquire(f, "cli-token-before", "60s", owner, &token);
+    acquire(f, U(f, "token-before"), "60s", owner, &token);
     snprintf(tok, sizeof tok, "%lld", (long long)token);
-    EXPECT_EXIT(f, 0, "release", "cli-token-before", "--owner", owner,
+    EXPECT_EXIT(f, 0, "release", U(f, "token-before"), "--owner", owner,
                 "--token", tok);
     snprintf(file, sizeof file, "%s/token.txt", f->dir);
     snprintf(script, sizeof script,
              "printf '%%s\\n%%s\\n%%s\\n' \"$SQLLOCK_TOKEN\" "
              "\"$SQLLOCK_OWNER\" \"$SQLLOCK_NAME\" > '%s'", file);
-    EXPECT_EXIT(f, 0, "run", "cli-token", "--ttl", "5s", "--", "sh", "-c",
+    EXPECT_EXIT(f, 0, "run", U(f, "token"), "--ttl", "5s", "--", "sh", "-c",
                 script);
     assert_true(read_file(file, buf, sizeof buf) > 0);
     seen = strtoll(buf, &end, 10);
@@ -284,7 +302,7 @@ static void test_cli_run_passes_token(void **state)
         fail_msg("the command saw SQLLOCK_TOKEN \"%s\"; want a number above "
                  "%lld", buf, (long long)token);
     assert_true(tu_is_owner_id(strtok(end + 1, "\n")));
-    assert_string_equal(strtok(NULL, "\n"), "cli-token");
+    assert_string_equal(strtok(NULL, "\n"), U(f, "token"));
 }
 
 /* E2: usage errors are 64; an unknown scheme is 69. */
@@ -293,21 +311,21 @@ static void test_cli_usage_errors(void **state)
     fixture *f = *state;
     const char *const nosuch[] = { "nosuch://x", NULL };
 
-    EXPECT_EXIT(f, 64, "acquire", "cli-bad", "--ttl", "5parsecs");
-    EXPECT_EXIT(f, 64, "acquire", "cli-bad", "--ttl", "9999999999999d");
-    EXPECT_EXIT(f, 64, "acquire", "cli-bad", "--ttl", "0");
-    EXPECT_EXIT(f, 64, "acquire", "cli-bad", "--ttl", "-5s");
-    EXPECT_EXIT(f, 64, "acquire", "cli-bad");
+    EXPECT_EXIT(f, 64, "acquire", U(f, "bad"), "--ttl", "5parsecs");
+    EXPECT_EXIT(f, 64, "acquire", U(f, "bad"), "--ttl", "9999999999999d");
+    EXPECT_EXIT(f, 64, "acquire", U(f, "bad"), "--ttl", "0");
+    EXPECT_EXIT(f, 64, "acquire", U(f, "bad"), "--ttl", "-5s");
+    EXPECT_EXIT(f, 64, "acquire", U(f, "bad"));
     EXPECT_EXIT(f, 64, "acquire", "", "--ttl", "5s");
-    EXPECT_EXIT(f, 64, "run", "cli-bad", "--ttl", "5parsecs", "--", "true");
+    EXPECT_EXIT(f, 64, "run", U(f, "bad"), "--ttl", "5parsecs", "--", "true");
     EXPECT_EXIT(f, 64, "nosuchcommand");
-    EXPECT_EXIT(f, 64, "acquire", "cli-bad", "--ttl", "5s", "--no-such-opt");
-    EXPECT_EXIT(f, 64, "release", "cli-bad", "--owner", "xyz", "--token",
+    EXPECT_EXIT(f, 64, "acquire", U(f, "bad"), "--ttl", "5s", "--no-such-opt");
+    EXPECT_EXIT(f, 64, "release", U(f, "bad"), "--owner", "xyz", "--token",
                 "1");
-    EXPECT_EXIT(f, 64, "release", "cli-bad", "--owner",
+    EXPECT_EXIT(f, 64, "release", U(f, "bad"), "--owner",
                 "0123456789abcdef0123456789abcdef", "--token", "abc");
     /* The message goes to stderr and names the problem. */
-    EXPECT_EXIT(f, 64, "acquire", "cli-bad", "--ttl", "5parsecs");
+    EXPECT_EXIT(f, 64, "acquire", U(f, "bad"), "--ttl", "5parsecs");
     assert_true(tu_contains_ci(f->err, "5parsecs") ||
                 tu_contains_ci(f->err, "duration") ||
                 tu_contains_ci(f->err, "ttl"));
@@ -330,29 +348,38 @@ static void test_cli_usage_errors(void **state)
         free(g);
     }
     /* Nothing was left behind by the failed commands. */
-    EXPECT_EXIT(f, 0, "run", "cli-bad", "--ttl", "5s", "--", "true");
+    EXPECT_EXIT(f, 0, "run", U(f, "bad"), "--ttl", "5s", "--", "true");
 }
 
 /* list --json shows a held lease with its owner and token. */
 static void test_cli_list_json(void **state)
 {
     fixture *f = *state;
-    char owner[SQLLOCK_OWNER_LEN + 1], tok[32];
+    char owner[SQLLOCK_OWNER_LEN + 1], tok[32], quoted[320];
     int64_t token;
 
-    acquire(f, "cli-list-me", "60s", owner, &token);
+    snprintf(quoted, sizeof quoted, "\"%s\"", U(f, "list-me"));
+    acquire(f, U(f, "list-me"), "60s", owner, &token);
     EXPECT_EXIT(f, 0, "list", "--json");
     assert_true(f->out[0] == '[' || strchr(f->out, '[') != NULL);
-    assert_non_null(strstr(f->out, "\"cli-list-me\""));
+    assert_non_null(strstr(f->out, quoted));
     assert_non_null(strstr(f->out, owner));
     snprintf(tok, sizeof tok, "%lld", (long long)token);
     assert_non_null(strstr(f->out, tok));
     EXPECT_EXIT(f, 0, "list");
-    assert_non_null(strstr(f->out, "cli-list-me"));
-    EXPECT_EXIT(f, 0, "release", "cli-list-me", "--owner", owner, "--token",
+    assert_non_null(strstr(f->out, U(f, "list-me")));
+    EXPECT_EXIT(f, 0, "release", U(f, "list-me"), "--owner", owner, "--token",
                 tok);
     EXPECT_EXIT(f, 0, "list", "--json");
-    assert_null(strstr(f->out, "\"cli-list-me\""));
+    assert_null(strstr(f->out, quoted));
+}
+
+static void test_cli_required_drivers_present(void **state)
+{
+    (void)state;
+    if (g_missing_driver[0] != '\0')
+        fail_msg("SQLLOCK_TEST_REQUIRE names driver \"%s\" but "
+                 "SQLLOCK_TEST_URLS has no URL for it", g_missing_driver);
 }
 
 int main(void)
@@ -366,5 +393,34 @@ int main(void)
         cmocka_unit_test(test_cli_usage_errors),
         cmocka_unit_test(test_cli_list_json),
     };
-    return cmocka_run_group_tests_name("cli", tests, setup, teardown);
+    const struct CMUnitTest require[] = {
+        cmocka_unit_test(test_cli_required_drivers_present),
+    };
+    tu_urls urls;
+    int i, failed = 0;
+
+    if (tu_urls_load(&urls) != 0) {
+        fprintf(stderr, "cli: cannot make a temporary database\n");
+        return 1;
+    }
+    tu_check_required(&urls, g_missing_driver, sizeof g_missing_driver);
+    failed += cmocka_run_group_tests_name("cli: required drivers", require,
+                                          NULL, NULL);
+    for (i = 0; i < urls.n; i++) {
+        char group[300];
+        const char *drv = tu_url_driver(urls.url[i]);
+        char *shown = sqllock__url_redact(urls.url[i]);
+        int n;
+
+        g_url = urls.url[i];
+        snprintf(group, sizeof group, "cli [%s] %s", drv ? drv : "unknown",
+                 shown ? shown : "");
+        free(shown);
+        n = cmocka_run_group_tests_name(group, tests, setup, teardown);
+        if (n == 0)
+            tu_report_driver("cli", drv);
+        failed += n;
+    }
+    tu_urls_free(&urls);
+    return failed == 0 ? 0 : 1;
 }

@@ -365,4 +365,108 @@ static inline int tu_is_owner_id(const char *s)
     return 1;
 }
 
+/* ------------------------------------------------------------------ */
+/* Which drivers ran                                                   */
+/* ------------------------------------------------------------------ */
+
+/* Appends "UNIT DRIVER" to the file named by SQLLOCK_TEST_REPORT, if set.
+ * A test calls it once a driver's group has passed, so that
+ * scripts/test.sh can say which drivers were really tested (and fail a
+ * run that left a required one out). */
+static inline void tu_report_driver(const char *unit, const char *driver)
+{
+    const char *path = getenv("SQLLOCK_TEST_REPORT");
+    FILE *fp;
+
+    if (path == NULL || *path == '\0' || driver == NULL)
+        return;
+    fp = fopen(path, "a");
+    if (fp != NULL) {
+        fprintf(fp, "%s %s\n", unit, driver);
+        fclose(fp);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* An empty target: a database without the sqllock tables              */
+/* ------------------------------------------------------------------ */
+
+/* The empty targets: on PostgreSQL the schema sqllock_empty in the test
+ * database (reached with search_path), on MySQL/MariaDB the database
+ * sqllock_empty; scripts/servers.sh makes both, and the sqllock user may
+ * drop and re-create them. On SQLite, a fresh file in `dir`. */
+#define TU_EMPTY_NAME "sqllock_empty"
+
+/* Empties the empty target again (drops it and creates it afresh) through
+ * `db`, a handle on the test database itself (not on the empty target).
+ * Returns the status of the failing statement, or SQLLOCK_OK. */
+static inline int tu_empty_target_reset(sqllock_db *db)
+{
+    const char *drv = sqllock_db_driver(db);
+    int rc;
+
+    if (strcmp(drv, "postgres") == 0) {
+        rc = sqllock__exec_sql(db, "DROP SCHEMA IF EXISTS " TU_EMPTY_NAME
+                               " CASCADE", NULL, 0, NULL, NULL, NULL);
+        if (rc == SQLLOCK_OK)
+            rc = sqllock__exec_sql(db, "CREATE SCHEMA " TU_EMPTY_NAME, NULL,
+                                   0, NULL, NULL, NULL);
+        return rc;
+    }
+    if (strcmp(drv, "mysql") == 0) {
+        rc = sqllock__exec_sql(db, "DROP DATABASE IF EXISTS " TU_EMPTY_NAME,
+                               NULL, 0, NULL, NULL, NULL);
+        if (rc == SQLLOCK_OK)
+            rc = sqllock__exec_sql(db, "CREATE DATABASE " TU_EMPTY_NAME,
+                                   NULL, 0, NULL, NULL, NULL);
+        return rc;
+    }
+    return SQLLOCK_OK;
+}
+
+/* Makes the URL of an empty target next to `url` (whose open handle is
+ * `db`) in out[], emptied and ready. Returns 1 when it is ready; 0 when
+ * this database offers none (the user may not create the schema or
+ * database), with the reason in why[] for a clear skip message. */
+static inline int tu_empty_target(sqllock_db *db, const char *url,
+                                  const char *dir, char *out, size_t size,
+                                  char *why, size_t why_size)
+{
+    const char *drv = sqllock_db_driver(db);
+    int rc;
+
+    why[0] = '\0';
+    if (strcmp(drv, "sqlite") == 0) {
+        static unsigned n;
+        snprintf(out, size, "sqlite://%s/empty-%u.db", dir, n++);
+        return 1;
+    }
+    if (strcmp(drv, "postgres") == 0) {
+        snprintf(out, size, "%s%coptions=-csearch_path%%3D" TU_EMPTY_NAME,
+                 url, strchr(url, '?') != NULL ? '&' : '?');
+    } else if (strcmp(drv, "mysql") == 0) {
+        const char *host = strstr(url, "://");
+        const char *slash = host != NULL ? strchr(host + 3, '/') : NULL;
+        const char *query;
+        if (slash == NULL) {
+            snprintf(why, why_size, "the URL names no database to replace");
+            return 0;
+        }
+        query = strchr(slash, '?');
+        snprintf(out, size, "%.*s/" TU_EMPTY_NAME "%s", (int)(slash - url),
+                 url, query != NULL ? query : "");
+    } else {
+        snprintf(why, why_size, "no empty target for driver %s", drv);
+        return 0;
+    }
+    rc = tu_empty_target_reset(db);
+    if (rc != SQLLOCK_OK) {
+        snprintf(why, why_size, "the empty target %s is not available on "
+                 "this server (%s: %s); scripts/servers.sh makes it",
+                 TU_EMPTY_NAME, sqllock_errname(rc), sqllock_errmsg(db));
+        return 0;
+    }
+    return 1;
+}
+
 #endif /* SQLLOCK_TEST_UTIL_H */

@@ -1,0 +1,447 @@
+/*
+ * test_netbad.c -- the network drivers (PostgreSQL, MySQL/MariaDB) given
+ * bad input or a bad network: a wrong password, a port nobody listens on,
+ * a database that does not exist, missing tables, and a connection killed
+ * by the server in the middle of a hold (DESIGN E1, E2, S1, L3, L7).
+ *
+ * Runs once per postgres/mysql URL in SQLLOCK_TEST_URLS; SQLite has no
+ * network, so its URLs are passed over (test_badinput covers its files).
+ * Each case asserts the specific status and that the message carries the
+ * server's own words, never the password.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+
+static const char *g_url;
+static char g_missing_driver[64];
+
+typedef struct fixture {
+    sqllock_db *db;            /* a handle on the test database, initialised */
+    const char *drv;
+    char name[300];
+} fixture;
+
+#define ASSERT_RC(expr, want, db)                                              \
+    do {                                                                       \
+        int rc_ = (expr);                                                      \
+        if (rc_ != (want))                                                     \
+            fail_msg("%s = %s, want %s (%s)", #expr, sqllock_errname(rc_),     \
+                     sqllock_errname(want), sqllock_errmsg(db));               \
+    } while (0)
+
+/* Fails unless the message on `db` contains one of the "|"-separated
+ * words in `any` (ignoring case). */
+static void msg_has(const sqllock_db *db, const char *what,
+                       const char *any)
+{
+    const char *msg = sqllock_errmsg(db);
+    char words[400], *w, *save = NULL;
+
+    snprintf(words, sizeof words, "%s", any);
+    for (w = strtok_r(words, "|", &save); w != NULL;
+         w = strtok_r(NULL, "|", &save))
+        if (tu_contains_ci(msg, w))
+            return;
+    fail_msg("%s: message \"%s\" mentions none of \"%s\"", what, msg, any);
+}
+
+/* Splits a URL "scheme://user:pass@host:port/db?query" at its parts:
+ * the start of the password, of host:port, and of the database. */
+typedef struct url_parts {
+    size_t pass_at, pass_end;  /* [pass_at, pass_end) is the password */
+    size_t host_at, path_at;   /* host:port is [host_at, path_at) */
+    size_t db_end;             /* the database is [path_at + 1, db_end) */
+} url_parts;
+
+static void split_url(const char *url, url_parts *p)
+{
+    const char *auth = strstr(url, "://");
+    const char *at, *colon, *slash;
+
+    memset(p, 0, sizeof *p);
+    assert_non_null(auth);
+    auth += 3;
+    slash = auth + strcspn(auth, "/?");
+    at = memchr(auth, '@', (size_t)(slash - auth));
+    if (at == NULL)
+        fail_msg("the test URL %s has no user:password@ part", url);
+    colon = memchr(auth, ':', (size_t)(at - auth));
+    if (colon == NULL)
+        fail_msg("the test URL has no password to make wrong");
+    p->pass_at = (size_t)(colon + 1 - url);
+    p->pass_end = (size_t)(at - url);
+    p->host_at = (size_t)(at + 1 - url);
+    p->path_at = (size_t)(slash - url);
+    p->db_end = p->path_at + strcspn(url + p->path_at, "?");
+}
+
+/* url with [from, to) replaced by `with`. */
+static void replace_part(char *out, size_t size, const char *url, size_t from,
+                         size_t to, const char *with)
+{
+    snprintf(out, size, "%.*s%s%s", (int)from, url, with, url + to);
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    int rc;
+
+    if (f == NULL)
+        return -1;
+    rc = sqllock_open(g_url, NULL, &f->db);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_init(f->db);
+    if (rc != SQLLOCK_OK) {
+        fprintf(stderr, "netbad: %s: %s\n", sqllock_errname(rc),
+                sqllock_errmsg(f->db));
+        sqllock_close(f->db);
+        free(f);
+        return -1;
+    }
+    f->drv = sqllock_db_driver(f->db);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+
+    if (f != NULL) {
+        sqllock_close(f->db);
+        free(f);
+    }
+    return 0;
+}
+
+static const char *lock_name(fixture *f, const char *tag)
+{
+    snprintf(f->name, sizeof f->name, "netbad-%ld-%s", (long)getpid(), tag);
+    return f->name;
+}
+
+static sqllock_lease *new_lease(sqllock_db *db, const char *name,
+                                int64_t ttl)
+{
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL;
+
+    o.ttl_ms = ttl;
+    ASSERT_RC(sqllock_lease_new(db, name, &o, &l), SQLLOCK_OK, db);
+    return l;
+}
+
+/* E1/E2: a wrong password is SQLLOCK_EPERM with the server's reason, and
+ * the message never shows the password given (nor the right one). */
+static void test_netbad_E1_wrong_password_is_eperm(void **state)
+{
+    fixture *f = *state;
+    static const char wrong[] = "Wr0ng-Pa55word-xyzzy";
+    char url[4200], right[256];
+    url_parts p;
+    sqllock_db *db = NULL;
+    int rc;
+
+    split_url(g_url, &p);
+    snprintf(right, sizeof right, "%.*s", (int)(p.pass_end - p.pass_at),
+             g_url + p.pass_at);
+    replace_part(url, sizeof url, g_url, p.pass_at, p.pass_end, wrong);
+    rc = sqllock_open(url, NULL, &db);
+    if (rc != SQLLOCK_EPERM)
+        fail_msg("open with a wrong password = %s, want SQLLOCK_EPERM (%s)",
+                 sqllock_errname(rc), sqllock_errmsg(db));
+    assert_int_equal(sqllock_errcode(db), SQLLOCK_EPERM);
+    msg_has(db, "wrong password",
+               strcmp(f->drv, "postgres") == 0
+                   ? "password authentication failed"
+                   : "Access denied");
+    if (tu_contains_ci(sqllock_errmsg(db), wrong))
+        fail_msg("the message shows the password: %s", sqllock_errmsg(db));
+    if (right[0] != '\0' && tu_contains_ci(sqllock_errmsg(db), right))
+        fail_msg("the message shows the real password: %s",
+                 sqllock_errmsg(db));
+    /* The handle refuses lock work without harm, with the same reason. */
+    {
+        sqllock_lease *l = new_lease(db, lock_name(f, "pw"), 1000);
+        rc = sqllock_lease_try_acquire(l);
+        assert_int_not_equal(rc, SQLLOCK_OK);
+        assert_int_not_equal(rc, SQLLOCK_BUSY);
+        assert_false(tu_contains_ci(sqllock_errmsg(db), wrong));
+        sqllock_lease_free(l);
+    }
+    sqllock_close(db);
+}
+
+/* E1: a port nobody listens on is SQLLOCK_ECONNECT within seconds. */
+static void test_netbad_E1_unreachable_port_is_econnect(void **state)
+{
+    fixture *f = *state;
+    char url[4200];
+    url_parts p;
+    sqllock_db *db = NULL;
+    sqllock_options so = SQLLOCK_OPTIONS_INIT;
+    int64_t t0, took;
+    int rc;
+
+    (void)f;
+    split_url(g_url, &p);
+    replace_part(url, sizeof url, g_url, p.host_at, p.path_at, "127.0.0.1:1");
+    so.connect_timeout_ms = 3000;
+    t0 = tu_now_ms();
+    rc = sqllock_open(url, &so, &db);
+    took = tu_now_ms() - t0;
+    if (rc != SQLLOCK_ECONNECT)
+        fail_msg("open(127.0.0.1:1) = %s, want SQLLOCK_ECONNECT (%s)",
+                 sqllock_errname(rc), sqllock_errmsg(db));
+    if (took > 5000)
+        fail_msg("open(127.0.0.1:1) took %lld ms", (long long)took);
+    msg_has(db, "unreachable port", "refused|connect");
+    assert_false(tu_contains_ci(sqllock_errmsg(db), "sqllock-test"));
+    sqllock_close(db);
+}
+
+/* E1: a database that does not exist. PostgreSQL refuses the connection:
+ * SQLLOCK_ECONNECT, "database ... does not exist". MySQL/MariaDB answers
+ * "Unknown database" (1049, SQLLOCK_ECONNECT) only to a user with rights
+ * on that name; to anyone else it says "Access denied ... to database"
+ * (1044, SQLLOCK_EPERM) so as not to reveal which databases exist. Each
+ * status must come with its own server message naming the database. */
+static void test_netbad_E1_missing_database(void **state)
+{
+    fixture *f = *state;
+    char url[4200];
+    url_parts p;
+    sqllock_db *db = NULL;
+    int rc;
+
+    split_url(g_url, &p);
+    replace_part(url, sizeof url, g_url, p.path_at + 1, p.db_end,
+                 "sqllock_no_such_db");
+    rc = sqllock_open(url, NULL, &db);
+    if (strcmp(f->drv, "postgres") == 0 && rc == SQLLOCK_ECONNECT)
+        msg_has(db, "missing database", "does not exist");
+    else if (strcmp(f->drv, "mysql") == 0 && rc == SQLLOCK_ECONNECT)
+        msg_has(db, "missing database", "Unknown database");
+    else if (strcmp(f->drv, "mysql") == 0 && rc == SQLLOCK_EPERM)
+        msg_has(db, "missing database", "Access denied");
+    else
+        fail_msg("open(sqllock_no_such_db) = %s, want SQLLOCK_ECONNECT%s "
+                 "(%s)", sqllock_errname(rc),
+                 strcmp(f->drv, "mysql") == 0 ? " or SQLLOCK_EPERM" : "",
+                 sqllock_errmsg(db));
+    msg_has(db, "missing database", "sqllock_no_such_db");
+    sqllock_close(db);
+}
+
+/* S1: missing tables are SQLLOCK_ENOSCHEMA with the server's message. */
+static void test_netbad_S1_missing_table_is_enoschema(void **state)
+{
+    fixture *f = *state;
+    char url[4400], why[1000];
+    sqllock_db *db = NULL;
+    sqllock_lease *l;
+
+    if (!tu_empty_target(f->db, g_url, "/nonexistent", url, sizeof url, why,
+                         sizeof why)) {
+        fprintf(stderr, "SKIP netbad S1_missing_table on %s: %s\n", f->drv,
+                why);
+        skip();
+        return;
+    }
+    ASSERT_RC(sqllock_open(url, NULL, &db), SQLLOCK_OK, db);
+    l = new_lease(db, lock_name(f, "noschema"), 1000);
+    ASSERT_RC(sqllock_lease_try_acquire(l), SQLLOCK_ENOSCHEMA, db);
+    msg_has(db, "missing table", "sqllock_lease");
+    msg_has(db, "missing table",
+               strcmp(f->drv, "postgres") == 0 ? "does not exist"
+                                               : "doesn't exist");
+    msg_has(db, "missing table", "init");
+    sqllock_lease_free(l);
+    sqllock_close(db);
+}
+
+/* The server's id of the connection behind `db`. */
+static int64_t backend_id(fixture *f, sqllock_db *db)
+{
+    int64_t id = 0;
+    int has_row = 0;
+
+    ASSERT_RC(sqllock__exec_sql(db, strcmp(f->drv, "postgres") == 0
+                                        ? "SELECT pg_backend_pid()"
+                                        : "SELECT CONNECTION_ID()",
+                                NULL, 0, &has_row, &id, NULL),
+              SQLLOCK_OK, db);
+    assert_true(has_row && id > 0);
+    return id;
+}
+
+/* Kills connection `id` from the handle `killer` (the same user may end
+ * its own connections on both servers) and waits until it is gone. */
+static void kill_backend(fixture *f, sqllock_db *killer, int64_t id)
+{
+    sqllock_value v = sqllock__int(id);
+    int i;
+
+    if (strcmp(f->drv, "postgres") == 0) {
+        ASSERT_RC(sqllock__exec_sql(killer,
+                                    "SELECT pg_terminate_backend($1::int)",
+                                    &v, 1, NULL, NULL, NULL),
+                  SQLLOCK_OK, killer);
+    } else {
+        char sql[64];
+        /* KILL takes no placeholder; the id is the server's own number. */
+        snprintf(sql, sizeof sql, "KILL %lld", (long long)id);
+        ASSERT_RC(sqllock__exec_sql(killer, sql, NULL, 0, NULL, NULL, NULL),
+                  SQLLOCK_OK, killer);
+    }
+    for (i = 0; i < 200; i++) {
+        int64_t n = -1;
+        ASSERT_RC(sqllock__exec_sql(killer, strcmp(f->drv, "postgres") == 0
+                  ? "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int"
+                  : "SELECT COUNT(*) FROM information_schema.processlist "
+                    "WHERE id = ?", &v, 1, NULL, &n, NULL),
+                  SQLLOCK_OK, killer);
+        if (n == 0)
+            return;
+        tu_sleep_ms(25);
+    }
+    fail_msg("connection %lld is still there 5 s after it was killed",
+             (long long)id);
+}
+
+/* The words each server uses when it ends a connection. */
+static const char *killed_words(fixture *f)
+{
+    return strcmp(f->drv, "postgres") == 0
+               ? "terminating connection|server closed the connection"
+               : "gone away|Lost connection|killed|interrupted";
+}
+
+/* E1/L3: a connection killed while a lease is held: the next call (a
+ * renew) reports SQLLOCK_ECONNECT with the server's message and leaves
+ * the hold as it was; the lease is still held in the database (another
+ * handle gets BUSY); the call after that reconnects and works, and the
+ * release through the new connection frees the lock. */
+static void test_netbad_E1_killed_connection_then_reconnect(void **state)
+{
+    fixture *f = *state;
+    sqllock_db *a = NULL, *b = NULL;
+    sqllock_lease *la, *lb;
+    const char *name = lock_name(f, "killed");
+    int64_t token, id1, id2;
+    tu_row r;
+
+    ASSERT_RC(sqllock_open(g_url, NULL, &a), SQLLOCK_OK, a);
+    ASSERT_RC(sqllock_open(g_url, NULL, &b), SQLLOCK_OK, b);
+    la = new_lease(a, name, 60000);
+    lb = new_lease(b, name, 60000);
+    ASSERT_RC(sqllock_lease_try_acquire(la), SQLLOCK_OK, a);
+    token = sqllock_lease_token(la);
+    id1 = backend_id(f, a);
+
+    kill_backend(f, b, id1);
+    ASSERT_RC(sqllock_lease_renew(la), SQLLOCK_ECONNECT, a);
+    assert_int_equal(sqllock_errcode(a), SQLLOCK_ECONNECT);
+    msg_has(a, "renew on a killed connection", killed_words(f));
+    /* The failed renew left the hold as it was. */
+    assert_int_equal(sqllock_lease_count(la), 1);
+    assert_int_equal(sqllock_lease_token(la), token);
+    /* The lease is still held in the database. */
+    ASSERT_RC(sqllock_lease_try_acquire(lb), SQLLOCK_BUSY, b);
+    ASSERT_RC(tu_find(b, name, &r), SQLLOCK_OK, b);
+    assert_int_equal(r.found, 1);
+    assert_string_equal(r.owner, sqllock_lease_owner(la));
+    assert_int_equal(r.token, token);
+    /* The next call reconnects and works. */
+    ASSERT_RC(sqllock_lease_renew(la), SQLLOCK_OK, a);
+    assert_true(sqllock_lease_held(la));
+    id2 = backend_id(f, a);
+    assert_true(id2 != id1);
+
+    /* Killed again: now the release is the call that fails, keeps the
+     * hold (so it can be retried), and the retry frees the lock. */
+    kill_backend(f, b, id2);
+    ASSERT_RC(sqllock_lease_release(la), SQLLOCK_ECONNECT, a);
+    msg_has(a, "release on a killed connection", killed_words(f));
+    assert_int_equal(sqllock_lease_count(la), 1);
+    ASSERT_RC(sqllock_lease_try_acquire(lb), SQLLOCK_BUSY, b);
+    ASSERT_RC(sqllock_lease_release(la), SQLLOCK_OK, a);
+    assert_int_equal(sqllock_lease_count(la), 0);
+    ASSERT_RC(sqllock_lease_try_acquire(lb), SQLLOCK_OK, b);
+    assert_true(sqllock_lease_token(lb) > token);
+
+    /* And an acquire on a killed connection: ECONNECT, nothing held by
+     * the handle, then it works once the holder lets go. */
+    kill_backend(f, b, backend_id(f, a));
+    ASSERT_RC(sqllock_lease_try_acquire(la), SQLLOCK_ECONNECT, a);
+    assert_int_equal(sqllock_lease_count(la), 0);
+    ASSERT_RC(sqllock_lease_try_acquire(la), SQLLOCK_BUSY, a);
+    ASSERT_RC(sqllock_lease_release(lb), SQLLOCK_OK, b);
+    ASSERT_RC(sqllock_lease_try_acquire(la), SQLLOCK_OK, a);
+    ASSERT_RC(sqllock_lease_release(la), SQLLOCK_OK, a);
+
+    sqllock_lease_free(la);
+    sqllock_lease_free(lb);
+    sqllock_close(a);
+    sqllock_close(b);
+}
+
+static void test_netbad_required_drivers_present(void **state)
+{
+    (void)state;
+    if (g_missing_driver[0] != '\0')
+        fail_msg("SQLLOCK_TEST_REQUIRE names driver \"%s\" but "
+                 "SQLLOCK_TEST_URLS has no URL for it", g_missing_driver);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_netbad_E1_wrong_password_is_eperm),
+        cmocka_unit_test(test_netbad_E1_unreachable_port_is_econnect),
+        cmocka_unit_test(test_netbad_E1_missing_database),
+        cmocka_unit_test(test_netbad_S1_missing_table_is_enoschema),
+        cmocka_unit_test(test_netbad_E1_killed_connection_then_reconnect),
+    };
+    const struct CMUnitTest require[] = {
+        cmocka_unit_test(test_netbad_required_drivers_present),
+    };
+    tu_urls urls;
+    int i, failed = 0, ran = 0;
+
+    if (tu_urls_load(&urls) != 0)
+        return 1;
+    tu_check_required(&urls, g_missing_driver, sizeof g_missing_driver);
+    failed += cmocka_run_group_tests_name("netbad: required drivers", require,
+                                          NULL, NULL);
+    for (i = 0; i < urls.n; i++) {
+        char group[300];
+        const char *drv = tu_url_driver(urls.url[i]);
+        char *shown;
+        int n;
+
+        if (drv == NULL || strcmp(drv, "sqlite") == 0)
+            continue;
+        shown = sqllock__url_redact(urls.url[i]);
+        g_url = urls.url[i];
+        snprintf(group, sizeof group, "netbad [%s] %s", drv,
+                 shown ? shown : "");
+        free(shown);
+        n = cmocka_run_group_tests_name(group, tests, setup, teardown);
+        if (n == 0)
+            tu_report_driver("netbad", drv);
+        failed += n;
+        ran++;
+    }
+    if (ran == 0)
+        printf("netbad: no postgres or mysql URL in SQLLOCK_TEST_URLS; "
+               "nothing to test (SQLite has no network)\n");
+    tu_urls_free(&urls);
+    return failed == 0 ? 0 : 1;
+}
