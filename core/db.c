@@ -49,6 +49,13 @@ static void drop_connection(sqllock_db *db)
             db->stmts[i] = NULL;
         }
     }
+    for (i = 0; i < SQLLOCK__DYN_CACHE; i++) {
+        if (db->dyn[i].stmt != NULL)
+            db->drv->finalize(db->dyn[i].stmt);
+        free(db->dyn[i].sql);
+        db->dyn[i].stmt = NULL;
+        db->dyn[i].sql = NULL;
+    }
     if (db->conn != NULL) {
         db->drv->disconnect(db->conn);
         db->conn = NULL;
@@ -241,6 +248,87 @@ int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
     rc = db->drv->execute(db->stmts[id], bound, n, &err);
     if (rc != SQLLOCK_OK) {
         db->drv->reset(db->stmts[id]);
+        err.status = rc;
+        return fail_db(db, &err, what);
+    }
+    return SQLLOCK_OK;
+}
+
+int sqllock__run_dyn(sqllock_db *db, const char *sql, const sqllock_value *args,
+                     int nargs, const char *what, sqllock_stmt **out)
+{
+    sqllock__dyn *slot = NULL;
+    sqllock_dberr err;
+    int i, rc;
+
+    *out = NULL;
+    if (db->drv == NULL)
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "%s: the handle has no "
+                             "driver (its open failed)", what);
+    rc = ensure_connected(db);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    for (i = 0; i < SQLLOCK__DYN_CACHE; i++) {
+        if (db->dyn[i].sql != NULL && strcmp(db->dyn[i].sql, sql) == 0) {
+            slot = &db->dyn[i];
+            break;
+        }
+    }
+    memset(&err, 0, sizeof err);
+    if (slot == NULL) {
+        /* Take an empty slot, or the least recently used one. */
+        slot = &db->dyn[0];
+        for (i = 0; i < SQLLOCK__DYN_CACHE; i++) {
+            if (db->dyn[i].sql == NULL) {
+                slot = &db->dyn[i];
+                break;
+            }
+            if (db->dyn[i].used < slot->used)
+                slot = &db->dyn[i];
+        }
+        if (slot->stmt != NULL)
+            db->drv->finalize(slot->stmt);
+        free(slot->sql);
+        slot->stmt = NULL;
+        slot->sql = malloc(strlen(sql) + 1);
+        if (slot->sql == NULL)
+            return sqllock__fail(db, SQLLOCK_ENOMEM, "%s: out of memory", what);
+        strcpy(slot->sql, sql);
+        rc = db->drv->prepare(db->conn, sql, &slot->stmt, &err);
+        if (rc != SQLLOCK_OK) {
+            free(slot->sql);
+            slot->sql = NULL;
+            slot->stmt = NULL;
+            err.status = rc;
+            /* A missing table here is the application's, so no hint to
+             * create the sqllock schema. */
+            if (rc == SQLLOCK_ENOSCHEMA)
+                return sqllock__fail_db(db, &err, what);
+            return fail_db(db, &err, what);
+        }
+    }
+    slot->used = ++db->dyn_clock;
+    rc = db->drv->execute(slot->stmt, args, nargs, &err);
+    if (rc != SQLLOCK_OK) {
+        db->drv->reset(slot->stmt);
+        err.status = rc;
+        return fail_db(db, &err, what);
+    }
+    *out = slot->stmt;
+    return SQLLOCK_OK;
+}
+
+int sqllock__fetch_dyn(sqllock_db *db, sqllock_stmt *st, int *has_row,
+                       const char *what)
+{
+    sqllock_dberr err;
+    int rc;
+
+    memset(&err, 0, sizeof err);
+    rc = db->drv->fetch(st, has_row, &err);
+    if (rc != SQLLOCK_OK) {
+        *has_row = 0;
+        db->drv->reset(st);
         err.status = rc;
         return fail_db(db, &err, what);
     }

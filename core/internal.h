@@ -14,10 +14,22 @@
 
 #define SQLLOCK__ERRMSG_MAX 640
 
+/* Statements the core builds at run time (on the application's tables),
+ * kept prepared per connection, the least recently used one replaced. */
+#define SQLLOCK__DYN_CACHE 16
+
+typedef struct sqllock__dyn {
+    char *sql;
+    sqllock_stmt *stmt;
+    uint64_t used;
+} sqllock__dyn;
+
 struct sqllock_db {
     const sqllock_driver *drv;
     sqllock_conn *conn;
     sqllock_stmt *stmts[SQLLOCK_SQL_COUNT_];
+    sqllock__dyn dyn[SQLLOCK__DYN_CACHE];
+    uint64_t dyn_clock;
     sqllock_connect_params params;
     char *url;                 /* the URL as given, for reconnects */
     char *url_redacted;        /* the URL with any password hidden */
@@ -71,6 +83,17 @@ int sqllock__begin(sqllock_db *db, const char *what);
 int sqllock__commit(sqllock_db *db, const char *what);
 void sqllock__rollback(sqllock_db *db);
 
+/* Runs SQL text built at run time, prepared once per connection and kept
+ * in the handle's cache; *out is the statement, whose result is read with
+ * the driver's fetch() and ended with its reset(). */
+int sqllock__run_dyn(sqllock_db *db, const char *sql, const sqllock_value *args,
+                     int nargs, const char *what, sqllock_stmt **out);
+
+/* fetch() on such a statement, with the error handling of the above
+ * (the statement is reset on failure). */
+int sqllock__fetch_dyn(sqllock_db *db, sqllock_stmt *st, int *has_row,
+                       const char *what);
+
 /* Runs free SQL text (prepared, executed, finalized at once) with `args`
  * bound in order; if it returns a row, *first (when not NULL) gets the
  * first column of the first row as an integer and *has_row is set; the
@@ -83,6 +106,11 @@ int sqllock__exec_sql(sqllock_db *db, const char *sql,
 /* Value constructors. */
 sqllock_value sqllock__int(int64_t v);
 sqllock_value sqllock__text(const char *s);
+
+/* Lock names and record keys: 1..SQLLOCK_NAME_MAX bytes of valid UTF-8
+ * without control characters (core/lease.c). `what` is "lock name" or
+ * "record key" for the message. */
+int sqllock__check_name(sqllock_db *db, const char *name, const char *what);
 
 /* Utilities (core/util.c). */
 int64_t sqllock__now_ms(void);          /* CLOCK_MONOTONIC, ms */

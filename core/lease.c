@@ -30,22 +30,22 @@ struct sqllock_lease {
     char holder[SQLLOCK_HOLDER_MAX + 1];
 };
 
-static int check_name(sqllock_db *db, const char *name)
+int sqllock__check_name(sqllock_db *db, const char *name, const char *what)
 {
     size_t len;
 
     if (name == NULL)
-        return sqllock__fail(db, SQLLOCK_EINVAL, "the lock name is NULL");
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the %s is NULL", what);
     len = strlen(name);
     if (len == 0)
-        return sqllock__fail(db, SQLLOCK_EINVAL, "the lock name is empty");
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the %s is empty", what);
     if (len > SQLLOCK_NAME_MAX)
-        return sqllock__fail(db, SQLLOCK_EINVAL, "the lock name is %zu bytes "
-                             "long; the limit is %d bytes", len,
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the %s is %zu bytes "
+                             "long; the limit is %d bytes", what, len,
                              SQLLOCK_NAME_MAX);
     if (!sqllock__name_ok(name, len))
-        return sqllock__fail(db, SQLLOCK_EINVAL, "the lock name is not valid "
-                             "UTF-8 or has control characters");
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the %s is not valid "
+                             "UTF-8 or has control characters", what);
     return SQLLOCK_OK;
 }
 
@@ -112,7 +112,7 @@ static int lease_make(sqllock_db *db, const char *name,
         return SQLLOCK_EINVAL;
     if (out == NULL)
         return sqllock__fail(db, SQLLOCK_EINVAL, "the output pointer is NULL");
-    rc = check_name(db, name);
+    rc = sqllock__check_name(db, name, "lock name");
     if (rc != SQLLOCK_OK)
         return rc;
     l = calloc(1, sizeof *l);

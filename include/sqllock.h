@@ -67,6 +67,9 @@ SQLLOCK_API const char *sqllock_version_string(void);
     X(TIMEOUT,     2,  "the wait deadline passed before the lock was free")   \
     X(LOST,        3,  "the lease was lost: another owner took it over or "   \
                        "it was removed after it expired")                     \
+    X(CONFLICT,    4,  "the version changed: another writer got there "      \
+                       "first (or a condition did not hold)")                 \
+    X(NOTFOUND,    5,  "no such record")                                      \
     X(EINVAL,      10, "invalid argument")                                    \
     X(ENOMEM,      11, "out of memory")                                       \
     X(EURL,        12, "malformed database URL")                              \
@@ -338,6 +341,165 @@ typedef struct sqllock_lease_info {
 SQLLOCK_API int sqllock_list(sqllock_db *db,
                              int (*cb)(void *ctx, const sqllock_lease_info *),
                              void *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Optimistic versioned updates (DESIGN O1-O3)                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * No lock is held: each record carries a version, and a write names the
+ * version it read. `UPDATE ... SET ..., version = version + 1 WHERE key = ?
+ * AND version = ?` changes one row (success) or none (SQLLOCK_CONFLICT:
+ * someone else wrote in between; read again and retry).
+ *
+ * The library's own table, sqllock_record, holds byte values by key (keys
+ * follow the rules of lock names: 1..SQLLOCK_NAME_MAX bytes of valid UTF-8
+ * without control characters; values up to SQLLOCK_VALUE_MAX bytes).
+ */
+#define SQLLOCK_VALUE_MAX (1024 * 1024)
+
+/* Reads record `key`: *value (malloc'd, free with sqllock_free(); NUL-
+ * terminated for convenience, not counted in *len), *len and *version.
+ * SQLLOCK_NOTFOUND when there is no such record (outputs zeroed). Any
+ * output pointer may be NULL. */
+SQLLOCK_API int sqllock_record_get(sqllock_db *db, const char *key,
+                                   void **value, size_t *len,
+                                   int64_t *version);
+
+/* Creates record `key` with version 1 if it does not exist. SQLLOCK_OK, or
+ * SQLLOCK_CONFLICT when it already exists (nothing is changed). */
+SQLLOCK_API int sqllock_record_create(sqllock_db *db, const char *key,
+                                      const void *value, size_t len);
+
+/* Replaces the value of record `key` if its version is still `expected`;
+ * the version becomes expected + 1 (*new_version, when not NULL).
+ * SQLLOCK_CONFLICT when the version moved or the record is gone. */
+SQLLOCK_API int sqllock_record_cas(sqllock_db *db, const char *key,
+                                   int64_t expected, const void *value,
+                                   size_t len, int64_t *new_version);
+
+/* Deletes record `key` if its version is still `expected`.
+ * SQLLOCK_CONFLICT otherwise. */
+SQLLOCK_API int sqllock_record_delete(sqllock_db *db, const char *key,
+                                      int64_t expected);
+
+/*
+ * The update function of sqllock_record_update(). It gets the current
+ * value (NULL and 0 when the record does not exist yet) and sets *out and
+ * *out_len to the new value; the memory it points *out at must stay valid
+ * until the function is called again or sqllock_record_update() returns
+ * (a buffer in ctx, say). Return SQLLOCK_OK to write the new value; any
+ * other status ends the update, and sqllock_record_update() returns it
+ * (e.g. SQLLOCK_CONFLICT from a function that finds the stock sold out).
+ */
+typedef int (*sqllock_update_fn)(void *ctx, const void *old, size_t old_len,
+                                 const void **out, size_t *out_len);
+
+/* Retry policy for sqllock_record_update() and sqllock_table_update().
+ * Zero means default. */
+typedef struct sqllock_retry_options {
+    int struct_version;
+    int max_attempts;          /* default 16 */
+    int64_t backoff_min_ms;    /* default 1 */
+    int64_t backoff_max_ms;    /* default 100 */
+} sqllock_retry_options;
+
+#define SQLLOCK_RETRY_OPTIONS_INIT { 1, 0, 0, 0 }
+
+/*
+ * The retry helper (DESIGN O2): reads the record, calls `fn`, writes the
+ * new value with compare-and-set (creating the record when it did not
+ * exist), and on a conflict sleeps with jittered exponential backoff and
+ * starts again, up to max_attempts. *attempts (when not NULL) gets the
+ * number of attempts made. Returns SQLLOCK_OK, SQLLOCK_CONFLICT when every
+ * attempt conflicted, the function's own status, or an error.
+ */
+SQLLOCK_API int sqllock_record_update(sqllock_db *db, const char *key,
+                                      sqllock_update_fn fn, void *ctx,
+                                      const sqllock_retry_options *opts,
+                                      int *attempts);
+
+/*
+ * The application's own tables (DESIGN O3). A table is named by the
+ * application, e.g. inventory(id, qty, version): table, key column and
+ * version column are identifiers `[A-Za-z_][A-Za-z0-9_]*` (the table may
+ * be schema-qualified, "shop.inventory"), at most 63 bytes each; the
+ * library validates and quotes them for the database. Values always go as
+ * bound parameters. Numbers are int64; keys may be numbers or text.
+ */
+typedef struct sqllock_table {
+    const char *table;
+    const char *key_column;
+    const char *version_column;
+} sqllock_table;
+
+/* A key, a value, an assignment or a condition on one column. */
+typedef enum sqllock_op {
+    SQLLOCK_OP_SET = 0,  /* column = value            (assignment) */
+    SQLLOCK_OP_ADD,      /* column = column + value   (assignment) */
+    SQLLOCK_OP_SUB,      /* column = column - value   (assignment) */
+    SQLLOCK_OP_EQ,       /* column = value            (condition) */
+    SQLLOCK_OP_NE,       /* column <> value           (condition) */
+    SQLLOCK_OP_LT,       /* column < value            (condition) */
+    SQLLOCK_OP_LE,       /* column <= value           (condition) */
+    SQLLOCK_OP_GT,       /* column > value            (condition) */
+    SQLLOCK_OP_GE        /* column >= value           (condition) */
+} sqllock_op;
+
+typedef struct sqllock_cell {
+    const char *column;  /* ignored for the key, which uses key_column */
+    sqllock_op op;
+    const char *text;    /* a text value, or NULL for the number below */
+    int64_t number;
+} sqllock_cell;
+
+#define SQLLOCK_NUMBER(n) { NULL, SQLLOCK_OP_SET, NULL, (n) }
+#define SQLLOCK_TEXT(s) { NULL, SQLLOCK_OP_SET, (s), 0 }
+
+/*
+ * Reads the integer columns `columns[0..ncolumns)` (at most 16) and the
+ * version of the row whose key is `key`. SQLLOCK_NOTFOUND when there is no
+ * such row. A NULL column reads as 0.
+ */
+SQLLOCK_API int sqllock_table_get(sqllock_db *db, const sqllock_table *t,
+                                  const sqllock_cell *key,
+                                  const char *const *columns, int ncolumns,
+                                  int64_t *values, int64_t *version);
+
+/*
+ * Compare-and-set on an application row:
+ *   UPDATE t SET <sets>, version = version + 1
+ *    WHERE key = ? AND version = ? AND <conds>
+ * `sets` are assignments (SET, ADD, SUB), at least one; `conds` are
+ * conditions (EQ .. GE), possibly none. SQLLOCK_OK (and *new_version =
+ * expected + 1), or SQLLOCK_CONFLICT when no row matched: the version
+ * moved, a condition failed, or the row is gone.
+ *
+ *   sqllock_cell key = SQLLOCK_NUMBER(42);
+ *   sqllock_cell sub = { "qty", SQLLOCK_OP_SUB, NULL, 1 };
+ *   sqllock_cell enough = { "qty", SQLLOCK_OP_GE, NULL, 1 };
+ *   rc = sqllock_table_cas(db, &inventory, &key, version, &sub, 1,
+ *                          &enough, 1, NULL);
+ */
+SQLLOCK_API int sqllock_table_cas(sqllock_db *db, const sqllock_table *t,
+                                  const sqllock_cell *key, int64_t expected,
+                                  const sqllock_cell *sets, int nsets,
+                                  const sqllock_cell *conds, int nconds,
+                                  int64_t *new_version);
+
+/*
+ * The same conditional update without a version check: one statement,
+ *   UPDATE t SET <sets>, version = version + 1 WHERE key = ? AND <conds>
+ * (the classic `qty = qty - 1 WHERE qty >= 1`). SQLLOCK_CONFLICT when no
+ * row matched.
+ */
+SQLLOCK_API int sqllock_table_update(sqllock_db *db, const sqllock_table *t,
+                                     const sqllock_cell *key,
+                                     const sqllock_cell *sets, int nsets,
+                                     const sqllock_cell *conds, int nconds);
+
+/* Frees memory the library returned (sqllock_record_get()). Accepts NULL. */
+SQLLOCK_API void sqllock_free(void *p);
 
 /* ------------------------------------------------------------------------ */
 /* Utilities                                                                 */

@@ -88,6 +88,16 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                ordered by name; times in ms since the Unix epoch and the
  *                remainder computed by the server's clock.
  * SCHEMA_VERSION no arguments. Returns (version) from the schema table.
+ *
+ * Versioned records (DESIGN O1), table sqllock_record(key, value, version):
+ * RECORD_GET     1 key. Returns (value, version) or no row; value is
+ *                binary (read with column_blob()).
+ * RECORD_CREATE  1 key, 2 value (BLOB). Inserts with version 1 unless the
+ *                key exists. Affected rows: 1 created, 0 existed.
+ * RECORD_CAS     1 key, 2 expected version, 3 value (BLOB). Sets the value
+ *                and version = version + 1 where key and version match.
+ *                Affected rows: 1 written, 0 conflict.
+ * RECORD_DELETE  1 key, 2 expected version. Affected rows: 1 or 0.
  */
 typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_ACQUIRE = 0,
@@ -97,6 +107,10 @@ typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_RELEASE,
     SQLLOCK_SQL_LEASE_LIST,
     SQLLOCK_SQL_SCHEMA_VERSION,
+    SQLLOCK_SQL_RECORD_GET,
+    SQLLOCK_SQL_RECORD_CREATE,
+    SQLLOCK_SQL_RECORD_CAS,
+    SQLLOCK_SQL_RECORD_DELETE,
     SQLLOCK_SQL_COUNT_
 } sqllock_sql_id;
 
@@ -109,11 +123,23 @@ typedef struct sqllock_sql {
     const char *args;
 } sqllock_sql;
 
+/* How a dialect writes placeholders in SQL the core builds at run time
+ * (statements on the application's own tables). */
+typedef enum sqllock_placeholder {
+    SQLLOCK_PLACEHOLDER_QUESTION = 0,   /* ?, ?, ?       (MySQL, SQLite) */
+    SQLLOCK_PLACEHOLDER_DOLLAR          /* $1, $2, $3    (PostgreSQL) */
+} sqllock_placeholder;
+
 typedef struct sqllock_dialect {
     sqllock_sql sql[SQLLOCK_SQL_COUNT_];
     /* The DDL, schema/<driver>.sql embedded at build time; run by
      * exec_script() inside sqllock_init(). */
     const char *schema;
+    /* For SQL the core builds: the character that quotes an identifier
+     * ('"' standard, '`' MySQL; the core only quotes identifiers it has
+     * validated as [A-Za-z_][A-Za-z0-9_]*), and the placeholder style. */
+    char ident_quote;
+    sqllock_placeholder placeholder;
 } sqllock_dialect;
 
 /* A bound value. Text is passed with its length and need not be
@@ -121,7 +147,8 @@ typedef struct sqllock_dialect {
 typedef enum sqllock_value_type {
     SQLLOCK_VALUE_NULL = 0,
     SQLLOCK_VALUE_INT64,
-    SQLLOCK_VALUE_TEXT
+    SQLLOCK_VALUE_TEXT,
+    SQLLOCK_VALUE_BLOB          /* bytes (s, len), may hold NULs */
 } sqllock_value_type;
 
 typedef struct sqllock_value {
@@ -229,6 +256,11 @@ typedef struct sqllock_driver {
     /* The AUTO_INCREMENT value the last execute() of `stmt` generated.
      * Required without SQLLOCK_CAP_RETURNING. */
     int64_t (*insert_id)(sqllock_stmt *stmt);
+
+    /* A binary column of the current row: its bytes (borrowed until the
+     * next fetch() or reset()) and *len. A NULL column is returned as ""
+     * with *len = 0; NULL means the driver ran out of memory decoding it. */
+    const void *(*column_blob)(sqllock_stmt *stmt, int col, size_t *len);
 } sqllock_driver;
 
 /*

@@ -47,4 +47,13 @@ CREATE TABLE IF NOT EXISTS sqllock_lease (
     KEY sqllock_lease_expires (expires_at)
 ) ENGINE = InnoDB;
 
+-- Versioned records (DESIGN O1): a byte value per key and a version that
+-- every successful write increases by one. Keys are VARBINARY, as lock
+-- names are.
+CREATE TABLE IF NOT EXISTS sqllock_record (
+    `key`   VARBINARY(255) NOT NULL PRIMARY KEY,
+    `value` LONGBLOB NOT NULL,
+    version BIGINT NOT NULL
+) ENGINE = InnoDB;
+
 INSERT IGNORE INTO sqllock_meta (`key`, `value`) VALUES ('schema_version', '1');

@@ -5,7 +5,8 @@
 --
 -- Run-time privileges (DESIGN S2): SELECT, INSERT, UPDATE, DELETE on the
 -- tables and USAGE on the sequence:
---   GRANT SELECT, INSERT, UPDATE, DELETE ON sqllock_meta, sqllock_lease TO app;
+--   GRANT SELECT, INSERT, UPDATE, DELETE
+--     ON sqllock_meta, sqllock_lease, sqllock_record TO app;
 --   GRANT USAGE ON SEQUENCE sqllock_token_seq TO app;
 
 -- Concurrent CREATE ... IF NOT EXISTS can still collide in the catalogs;
@@ -37,6 +38,15 @@ CREATE TABLE IF NOT EXISTS sqllock_lease (
 
 CREATE INDEX IF NOT EXISTS sqllock_lease_expires
     ON sqllock_lease (expires_at);
+
+-- Versioned records (DESIGN O1): a byte value per key and a version that
+-- every successful write increases by one. Keys compare byte for byte, as
+-- lock names do.
+CREATE TABLE IF NOT EXISTS sqllock_record (
+    key     text COLLATE "C" PRIMARY KEY,
+    value   bytea NOT NULL,
+    version bigint NOT NULL
+);
 
 INSERT INTO sqllock_meta (key, value) VALUES ('schema_version', '1')
     ON CONFLICT (key) DO NOTHING;

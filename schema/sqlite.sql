@@ -48,4 +48,12 @@ BEGIN
      WHERE id = 1 AND token < NEW.token;
 END;
 
+-- Versioned records (DESIGN O1): a byte value per key and a version that
+-- every successful write increases by one.
+CREATE TABLE IF NOT EXISTS sqllock_record (
+    key     TEXT NOT NULL PRIMARY KEY,
+    value   BLOB NOT NULL,
+    version INTEGER NOT NULL
+);
+
 INSERT OR IGNORE INTO sqllock_meta (key, value) VALUES ('schema_version', '1');

@@ -92,6 +92,27 @@ static const char SQL_SCHEMA_VERSION[] =
     "SELECT CAST(`value` AS SIGNED) FROM sqllock_meta "
     "WHERE `key` = 'schema_version'";
 
+/* Versioned records (DESIGN O1). `key` is a reserved word in MySQL and
+ * `value` a keyword, so both are quoted. CREATE must report 0 affected
+ * rows when the key exists, without turning other errors into warnings
+ * as INSERT IGNORE would: ON DUPLICATE KEY UPDATE that sets a column to
+ * its own value changes nothing, which counts 0 rows (without
+ * CLIENT_FOUND_ROWS), and 1 for a new row. A CAS always changes the
+ * version, so a matched row always counts 1. */
+static const char SQL_RECORD_GET[] =
+    "SELECT `value`, version FROM sqllock_record WHERE `key` = ?";
+
+static const char SQL_RECORD_CREATE[] =
+    "INSERT INTO sqllock_record (`key`, `value`, version) VALUES (?, ?, 1) "
+    "ON DUPLICATE KEY UPDATE version = version";
+
+static const char SQL_RECORD_CAS[] =
+    "UPDATE sqllock_record SET `value` = ?, version = version + 1 "
+    "WHERE `key` = ? AND version = ?";
+
+static const char SQL_RECORD_DELETE[] =
+    "DELETE FROM sqllock_record WHERE `key` = ? AND version = ?";
+
 extern const char sqllock__schema_mysql[];
 
 static const sqllock_dialect mysql_dialect = {
@@ -103,8 +124,14 @@ static const sqllock_dialect mysql_dialect = {
         [SQLLOCK_SQL_LEASE_RELEASE] = { SQL_LEASE_RELEASE, "123" },
         [SQLLOCK_SQL_LEASE_LIST] = { SQL_LEASE_LIST, "" },
         [SQLLOCK_SQL_SCHEMA_VERSION] = { SQL_SCHEMA_VERSION, "" },
+        [SQLLOCK_SQL_RECORD_GET] = { SQL_RECORD_GET, "1" },
+        [SQLLOCK_SQL_RECORD_CREATE] = { SQL_RECORD_CREATE, "12" },
+        [SQLLOCK_SQL_RECORD_CAS] = { SQL_RECORD_CAS, "312" },
+        [SQLLOCK_SQL_RECORD_DELETE] = { SQL_RECORD_DELETE, "12" },
     },
     .schema = sqllock__schema_mysql,
+    .ident_quote = '`',
+    .placeholder = SQLLOCK_PLACEHOLDER_QUESTION,
 };
 
 /* The session set-up, run once per connection (see the file comment). */
@@ -716,11 +743,16 @@ static int mydrv_execute(sqllock_stmt *s, const sqllock_value *args,
             b->buffer = &s->ints[i];
             break;
         case SQLLOCK_VALUE_TEXT:
+        case SQLLOCK_VALUE_BLOB:
             if (args[i].len > ULONG_MAX)
-                return sqllock_dberr_set(err, SQLLOCK_EINVAL, "", "a text "
-                                         "value is too long to bind");
+                return sqllock_dberr_set(err, SQLLOCK_EINVAL, "", "a %s "
+                                         "value is too long to bind",
+                                         args[i].type == SQLLOCK_VALUE_BLOB
+                                         ? "binary" : "text");
             s->lens[i] = (unsigned long)args[i].len;
-            b->buffer_type = MYSQL_TYPE_STRING;
+            /* A blob is sent with its length, NUL bytes and all. */
+            b->buffer_type = args[i].type == SQLLOCK_VALUE_BLOB
+                             ? MYSQL_TYPE_BLOB : MYSQL_TYPE_STRING;
             b->buffer = (void *)(args[i].s != NULL ? args[i].s : "");
             b->buffer_length = s->lens[i];
             b->length = &s->lens[i];
@@ -824,6 +856,19 @@ static const char *mydrv_column_text(sqllock_stmt *s, int col)
 {
     if (col < 0 || (unsigned)col >= s->ncols || s->cols[col].is_null)
         return "";
+    return s->cols[col].buf;
+}
+
+/* A binary column. The column buffers hold the value's bytes with its
+ * full length (fetch_truncated() fetched the rest of a long one), so NUL
+ * bytes inside come through. */
+static const void *mydrv_column_blob(sqllock_stmt *s, int col, size_t *len)
+{
+    if (col < 0 || (unsigned)col >= s->ncols || s->cols[col].is_null) {
+        *len = 0;
+        return "";
+    }
+    *len = s->cols[col].len;
     return s->cols[col].buf;
 }
 
@@ -971,4 +1016,5 @@ const sqllock_driver sqllock__mysql_driver = {
     .commit = mydrv_commit,
     .rollback = mydrv_rollback,
     .insert_id = mydrv_insert_id,
+    .column_blob = mydrv_column_blob,
 };

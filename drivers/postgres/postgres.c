@@ -65,6 +65,25 @@ static const char SQL_LEASE_LIST[] =
 static const char SQL_SCHEMA_VERSION[] =
     "SELECT value::bigint FROM sqllock_meta WHERE key = 'schema_version'";
 
+/* Versioned records (DESIGN O1). key and value are non-reserved words in
+ * PostgreSQL and need no quotes. The value parameter is sent in binary
+ * format (see pg_execute()), so the server takes it as bytea from the
+ * column it goes to; the value column comes back as bytea text ("\x..."),
+ * which pg_column_blob() decodes. */
+static const char SQL_RECORD_GET[] =
+    "SELECT value, version FROM sqllock_record WHERE key = $1";
+
+static const char SQL_RECORD_CREATE[] =
+    "INSERT INTO sqllock_record (key, value, version) VALUES ($1, $2, 1) "
+    "ON CONFLICT (key) DO NOTHING";
+
+static const char SQL_RECORD_CAS[] =
+    "UPDATE sqllock_record SET value = $3, version = version + 1 "
+    "WHERE key = $1 AND version = $2";
+
+static const char SQL_RECORD_DELETE[] =
+    "DELETE FROM sqllock_record WHERE key = $1 AND version = $2";
+
 extern const char sqllock__schema_postgres[];
 
 static const sqllock_dialect postgres_dialect = {
@@ -74,8 +93,14 @@ static const sqllock_dialect postgres_dialect = {
         [SQLLOCK_SQL_LEASE_RELEASE] = { SQL_LEASE_RELEASE, "123" },
         [SQLLOCK_SQL_LEASE_LIST] = { SQL_LEASE_LIST, "" },
         [SQLLOCK_SQL_SCHEMA_VERSION] = { SQL_SCHEMA_VERSION, "" },
+        [SQLLOCK_SQL_RECORD_GET] = { SQL_RECORD_GET, "1" },
+        [SQLLOCK_SQL_RECORD_CREATE] = { SQL_RECORD_CREATE, "12" },
+        [SQLLOCK_SQL_RECORD_CAS] = { SQL_RECORD_CAS, "123" },
+        [SQLLOCK_SQL_RECORD_DELETE] = { SQL_RECORD_DELETE, "12" },
     },
     .schema = sqllock__schema_postgres,
+    .ident_quote = '"',
+    .placeholder = SQLLOCK_PLACEHOLDER_DOLLAR,
 };
 
 struct sqllock_conn {
@@ -89,6 +114,11 @@ struct sqllock_stmt {
     int row;                     /* the current row; -1 before the first */
     int nparams;
     char name[24];
+    /* Decoded bytea columns of the current row (column_blob()), one slot
+     * per column, freed at the next fetch, reset or finalize. */
+    unsigned char **blobs;
+    size_t *blob_lens;
+    int nblobs;
 };
 
 /* The status for a SQLSTATE (DESIGN E1; issue: each class its own). */
@@ -243,9 +273,26 @@ static int pg_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
     return SQLLOCK_OK;
 }
 
+/* Frees the decoded bytea values of the current row. */
+static void free_blobs(sqllock_stmt *s)
+{
+    int i;
+
+    for (i = 0; i < s->nblobs; i++) {
+        if (s->blobs[i] != NULL)
+            PQfreemem(s->blobs[i]);
+    }
+    free(s->blobs);
+    free(s->blob_lens);
+    s->blobs = NULL;
+    s->blob_lens = NULL;
+    s->nblobs = 0;
+}
+
 static void pg_reset(sqllock_stmt *s)
 {
     if (s != NULL) {
+        free_blobs(s);
         PQclear(s->res);
         s->res = NULL;
         s->row = -1;
@@ -266,9 +313,10 @@ static int pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
                       sqllock_dberr *err)
 {
     const char *vals[9];
+    int lens[9], formats[9];
     char ints[9][24];
     char *texts[9];
-    int i, rc = SQLLOCK_OK;
+    int i, binary = 0, rc = SQLLOCK_OK;
 
     pg_reset(s);
     if (nargs != s->nparams || nargs > 9)
@@ -276,9 +324,13 @@ static int pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
                                  "parameters, %d given", s->name, s->nparams,
                                  nargs);
     /* Text-format parameters must be NUL-terminated; the core's values
-     * carry a length and need not be. */
+     * carry a length and need not be. A BLOB may hold NUL bytes, which no
+     * text-format parameter can carry: it goes in binary format, which
+     * for bytea is the bytes themselves. */
     for (i = 0; i < nargs; i++) {
         texts[i] = NULL;
+        lens[i] = 0;
+        formats[i] = 0;
         switch (args[i].type) {
         case SQLLOCK_VALUE_INT64:
             snprintf(ints[i], sizeof ints[i], "%lld", (long long)args[i].i);
@@ -294,6 +346,17 @@ static int pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
             texts[i][args[i].len] = '\0';
             vals[i] = texts[i];
             break;
+        case SQLLOCK_VALUE_BLOB:
+            if (args[i].len > INT32_MAX) {
+                rc = SQLLOCK_EINVAL;
+                break;
+            }
+            /* Not NULL even when empty: NULL would send SQL NULL. */
+            vals[i] = args[i].len > 0 ? args[i].s : "";
+            lens[i] = (int)args[i].len;
+            formats[i] = 1;
+            binary = 1;
+            break;
         default:
             vals[i] = NULL;
             break;
@@ -304,12 +367,16 @@ static int pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
         }
     }
     if (rc == SQLLOCK_OK) {
-        s->res = PQexecPrepared(s->conn->pg, s->name, nargs, vals, NULL, NULL, 0);
+        s->res = PQexecPrepared(s->conn->pg, s->name, nargs, vals,
+                                binary ? lens : NULL,
+                                binary ? formats : NULL, 0);
         if (s->res == NULL || (PQresultStatus(s->res) != PGRES_TUPLES_OK &&
                                PQresultStatus(s->res) != PGRES_COMMAND_OK)) {
             rc = fail(s->conn->pg, s->res, err);
             pg_reset(s);
         }
+    } else if (rc == SQLLOCK_EINVAL) {
+        sqllock_dberr_set(err, rc, "", "a binary value is too long to bind");
     } else {
         sqllock_dberr_set(err, rc, "", "out of memory");
     }
@@ -320,6 +387,7 @@ static int pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
 
 static int pg_fetch(sqllock_stmt *s, int *has_row, sqllock_dberr *err)
 {
+    free_blobs(s);
     if (s->res == NULL) {
         *has_row = 0;
         return SQLLOCK_OK;
@@ -342,6 +410,46 @@ static const char *pg_column_text(sqllock_stmt *s, int col)
     if (s->res == NULL || s->row < 0 || s->row >= PQntuples(s->res))
         return "";
     return PQgetvalue(s->res, s->row, col);   /* "" for NULL */
+}
+
+/* A bytea column. Results come in text format, so the value is bytea's
+ * text form ("\x" hex, or the older escape form under bytea_output =
+ * escape), which PQunescapeBytea() reads either way. The decoded bytes
+ * are kept until the next fetch, reset or finalize. Returns NULL (and
+ * *len = 0) only when memory runs out. */
+static const void *pg_column_blob(sqllock_stmt *s, int col, size_t *len)
+{
+    unsigned char *b;
+    size_t n = 0;
+
+    *len = 0;
+    if (s->res == NULL || s->row < 0 || s->row >= PQntuples(s->res) ||
+        col < 0 || col >= PQnfields(s->res) ||
+        PQgetisnull(s->res, s->row, col))
+        return "";
+    if (s->blobs == NULL) {
+        int nf = PQnfields(s->res);
+        s->blobs = calloc((size_t)nf, sizeof *s->blobs);
+        s->blob_lens = calloc((size_t)nf, sizeof *s->blob_lens);
+        if (s->blobs == NULL || s->blob_lens == NULL) {
+            free(s->blobs);
+            free(s->blob_lens);
+            s->blobs = NULL;
+            s->blob_lens = NULL;
+            return NULL;
+        }
+        s->nblobs = nf;
+    }
+    if (s->blobs[col] == NULL) {
+        b = PQunescapeBytea((const unsigned char *)
+                            PQgetvalue(s->res, s->row, col), &n);
+        if (b == NULL)
+            return NULL;
+        s->blobs[col] = b;
+        s->blob_lens[col] = n;
+    }
+    *len = s->blob_lens[col];
+    return s->blobs[col];
 }
 
 static int64_t pg_affected_rows(sqllock_stmt *s)
@@ -422,4 +530,5 @@ const sqllock_driver sqllock__postgres_driver = {
     .commit = pg_commit,
     .rollback = pg_rollback,
     .insert_id = pg_insert_id,
+    .column_blob = pg_column_blob,
 };

@@ -51,6 +51,22 @@ static const char SQL_SCHEMA_VERSION[] =
     "SELECT CAST(value AS INTEGER) FROM sqllock_meta "
     "WHERE key = 'schema_version'";
 
+/* Versioned records (DESIGN O1). The value is a BLOB, so it keeps NUL
+ * bytes; an existing key makes CREATE change nothing (0 rows). */
+static const char SQL_RECORD_GET[] =
+    "SELECT value, version FROM sqllock_record WHERE key = ?1";
+
+static const char SQL_RECORD_CREATE[] =
+    "INSERT INTO sqllock_record (key, value, version) VALUES (?1, ?2, 1) "
+    "ON CONFLICT (key) DO NOTHING";
+
+static const char SQL_RECORD_CAS[] =
+    "UPDATE sqllock_record SET value = ?3, version = version + 1 "
+    "WHERE key = ?1 AND version = ?2";
+
+static const char SQL_RECORD_DELETE[] =
+    "DELETE FROM sqllock_record WHERE key = ?1 AND version = ?2";
+
 extern const char sqllock__schema_sqlite[];
 
 static const sqllock_dialect sqlite_dialect = {
@@ -60,8 +76,14 @@ static const sqllock_dialect sqlite_dialect = {
         [SQLLOCK_SQL_LEASE_RELEASE] = { SQL_LEASE_RELEASE, "123" },
         [SQLLOCK_SQL_LEASE_LIST] = { SQL_LEASE_LIST, "" },
         [SQLLOCK_SQL_SCHEMA_VERSION] = { SQL_SCHEMA_VERSION, "" },
+        [SQLLOCK_SQL_RECORD_GET] = { SQL_RECORD_GET, "1" },
+        [SQLLOCK_SQL_RECORD_CREATE] = { SQL_RECORD_CREATE, "12" },
+        [SQLLOCK_SQL_RECORD_CAS] = { SQL_RECORD_CAS, "123" },
+        [SQLLOCK_SQL_RECORD_DELETE] = { SQL_RECORD_DELETE, "12" },
     },
     .schema = sqllock__schema_sqlite,
+    .ident_quote = '"',
+    .placeholder = SQLLOCK_PLACEHOLDER_QUESTION,
 };
 
 struct sqllock_conn {
@@ -299,6 +321,14 @@ static int sqlite_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
             rc = sqlite3_bind_text(s->st, i + 1, args[i].s, (int)args[i].len,
                                    SQLITE_TRANSIENT);
             break;
+        case SQLLOCK_VALUE_BLOB:
+            /* A NULL pointer would bind SQL NULL: an empty value is bound
+             * as a zero-length blob. */
+            rc = sqlite3_bind_blob64(s->st, i + 1,
+                                     args[i].len > 0 ? args[i].s : "",
+                                     (sqlite3_uint64)args[i].len,
+                                     SQLITE_TRANSIENT);
+            break;
         default:
             rc = sqlite3_bind_null(s->st, i + 1);
             break;
@@ -340,6 +370,20 @@ static const char *sqlite_column_text(sqllock_stmt *s, int col)
     const unsigned char *t = sqlite3_column_text(s->st, col);
 
     return t != NULL ? (const char *)t : "";
+}
+
+static const void *sqlite_column_blob(sqllock_stmt *s, int col, size_t *len)
+{
+    /* The bytes first, then their count (SQLite's documented order). */
+    const void *b = sqlite3_column_blob(s->st, col);
+    int n = sqlite3_column_bytes(s->st, col);
+
+    if (b == NULL || n <= 0) {
+        *len = 0;
+        return "";
+    }
+    *len = (size_t)n;
+    return b;
 }
 
 static int64_t sqlite_affected_rows(sqllock_stmt *s)
@@ -435,4 +479,5 @@ const sqllock_driver sqllock__sqlite_driver = {
     .commit = sqlite_commit,
     .rollback = sqlite_rollback,
     .insert_id = sqlite_insert_id,
+    .column_blob = sqlite_column_blob,
 };

@@ -1,0 +1,626 @@
+/*
+ * versioned.c -- optimistic versioned updates (DESIGN O1-O3).
+ *
+ * No lock is held. A record carries a version; a write names the version
+ * it read and changes one row (success) or none (SQLLOCK_CONFLICT). The
+ * library's own table has one statement per operation in each dialect; on
+ * the application's tables the core builds the statement from identifiers
+ * it has validated and quoted, and binds every value.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define IDENT_MAX 63
+#define TABLE_GET_MAX 16
+#define CELLS_MAX 16
+#define SQL_MAX 2048
+
+static int check_db(sqllock_db *db)
+{
+    if (db == NULL)
+        return SQLLOCK_EINVAL;
+    if (db->drv == NULL)
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "the handle has no driver "
+                             "(its open failed)");
+    return SQLLOCK_OK;
+}
+
+static int check_value(sqllock_db *db, const void *value, size_t len)
+{
+    if (value == NULL && len > 0)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the value is NULL but its "
+                             "length is %zu", len);
+    if (len > SQLLOCK_VALUE_MAX)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the value is %zu bytes; "
+                             "the limit is %d", len, SQLLOCK_VALUE_MAX);
+    return SQLLOCK_OK;
+}
+
+static int check_version(sqllock_db *db, int64_t expected)
+{
+    if (expected < 1)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the expected version must "
+                             "be positive (got %lld)", (long long)expected);
+    if (expected == INT64_MAX)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "version overflow: the "
+                             "record is at the largest version");
+    return SQLLOCK_OK;
+}
+
+static sqllock_value blob(const void *p, size_t len)
+{
+    sqllock_value v;
+
+    memset(&v, 0, sizeof v);
+    v.type = SQLLOCK_VALUE_BLOB;
+    v.s = len > 0 ? p : "";
+    v.len = len;
+    return v;
+}
+
+/* Runs a dialect statement that changes rows; *affected is the count. */
+static int write_rows(sqllock_db *db, sqllock_sql_id id,
+                      const sqllock_value *args, int nargs, int64_t *affected,
+                      const char *what)
+{
+    int rc = sqllock__run(db, id, args, nargs, what);
+
+    if (rc != SQLLOCK_OK)
+        return rc;
+    *affected = db->drv->affected_rows(db->stmts[id]);
+    sqllock__end(db, id);
+    return SQLLOCK_OK;
+}
+
+void sqllock_free(void *p)
+{
+    free(p);
+}
+
+int sqllock_record_get(sqllock_db *db, const char *key, void **value,
+                       size_t *len, int64_t *version)
+{
+    const char *what = "reading the record";
+    sqllock_value arg;
+    sqllock_stmt *st;
+    const void *bytes;
+    size_t n = 0;
+    int has_row = 0, rc;
+
+    if (value != NULL)
+        *value = NULL;
+    if (len != NULL)
+        *len = 0;
+    if (version != NULL)
+        *version = 0;
+    if ((rc = check_db(db)) != SQLLOCK_OK ||
+        (rc = sqllock__check_name(db, key, "record key")) != SQLLOCK_OK)
+        return rc;
+    if (db->drv->column_blob == NULL)
+        return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "the %s driver cannot "
+                             "read binary values", db->drv->name);
+    arg = sqllock__text(key);
+    rc = sqllock__run(db, SQLLOCK_SQL_RECORD_GET, &arg, 1, what);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock__fetch(db, SQLLOCK_SQL_RECORD_GET, &has_row, what);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (!has_row) {
+        sqllock__end(db, SQLLOCK_SQL_RECORD_GET);
+        return sqllock__fail(db, SQLLOCK_NOTFOUND, "no record '%s'", key);
+    }
+    st = db->stmts[SQLLOCK_SQL_RECORD_GET];
+    bytes = db->drv->column_blob(st, 0, &n);
+    if (bytes == NULL) {
+        sqllock__end(db, SQLLOCK_SQL_RECORD_GET);
+        return sqllock__fail(db, SQLLOCK_ENOMEM, "%s: out of memory", what);
+    }
+    if (value != NULL) {
+        char *copy = malloc(n + 1);
+        if (copy == NULL) {
+            sqllock__end(db, SQLLOCK_SQL_RECORD_GET);
+            return sqllock__fail(db, SQLLOCK_ENOMEM, "%s: out of memory", what);
+        }
+        if (n > 0)
+            memcpy(copy, bytes, n);
+        copy[n] = '\0';
+        *value = copy;
+    }
+    if (len != NULL)
+        *len = n;
+    if (version != NULL)
+        *version = db->drv->column_int64(st, 1);
+    sqllock__end(db, SQLLOCK_SQL_RECORD_GET);
+    return sqllock__ok(db);
+}
+
+int sqllock_record_create(sqllock_db *db, const char *key, const void *value,
+                          size_t len)
+{
+    sqllock_value args[2];
+    int64_t affected = 0;
+    int rc;
+
+    if ((rc = check_db(db)) != SQLLOCK_OK ||
+        (rc = sqllock__check_name(db, key, "record key")) != SQLLOCK_OK ||
+        (rc = check_value(db, value, len)) != SQLLOCK_OK)
+        return rc;
+    args[0] = sqllock__text(key);
+    args[1] = blob(value, len);
+    rc = write_rows(db, SQLLOCK_SQL_RECORD_CREATE, args, 2, &affected,
+                    "creating the record");
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (affected == 0)
+        return sqllock__fail(db, SQLLOCK_CONFLICT, "record '%s' already "
+                             "exists", key);
+    return sqllock__ok(db);
+}
+
+int sqllock_record_cas(sqllock_db *db, const char *key, int64_t expected,
+                       const void *value, size_t len, int64_t *new_version)
+{
+    sqllock_value args[3];
+    int64_t affected = 0;
+    int rc;
+
+    if (new_version != NULL)
+        *new_version = 0;
+    if ((rc = check_db(db)) != SQLLOCK_OK ||
+        (rc = sqllock__check_name(db, key, "record key")) != SQLLOCK_OK ||
+        (rc = check_value(db, value, len)) != SQLLOCK_OK ||
+        (rc = check_version(db, expected)) != SQLLOCK_OK)
+        return rc;
+    args[0] = sqllock__text(key);
+    args[1] = sqllock__int(expected);
+    args[2] = blob(value, len);
+    rc = write_rows(db, SQLLOCK_SQL_RECORD_CAS, args, 3, &affected,
+                    "writing the record");
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (affected == 0)
+        return sqllock__fail(db, SQLLOCK_CONFLICT, "record '%s' is no longer "
+                             "at version %lld (or is gone)", key,
+                             (long long)expected);
+    if (new_version != NULL)
+        *new_version = expected + 1;
+    return sqllock__ok(db);
+}
+
+int sqllock_record_delete(sqllock_db *db, const char *key, int64_t expected)
+{
+    sqllock_value args[2];
+    int64_t affected = 0;
+    int rc;
+
+    if ((rc = check_db(db)) != SQLLOCK_OK ||
+        (rc = sqllock__check_name(db, key, "record key")) != SQLLOCK_OK ||
+        (rc = check_version(db, expected)) != SQLLOCK_OK)
+        return rc;
+    args[0] = sqllock__text(key);
+    args[1] = sqllock__int(expected);
+    rc = write_rows(db, SQLLOCK_SQL_RECORD_DELETE, args, 2, &affected,
+                    "deleting the record");
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (affected == 0)
+        return sqllock__fail(db, SQLLOCK_CONFLICT, "record '%s' is no longer "
+                             "at version %lld (or is gone)", key,
+                             (long long)expected);
+    return sqllock__ok(db);
+}
+
+/* Jittered exponential backoff between attempts (DESIGN O2). */
+static void retry_sleep(const sqllock_retry_options *o, int attempt)
+{
+    int64_t min = o && o->backoff_min_ms > 0 ? o->backoff_min_ms : 1;
+    int64_t max = o && o->backoff_max_ms > 0 ? o->backoff_max_ms : 100;
+    int64_t cap = min;
+    int i;
+
+    for (i = 1; i < attempt && cap < max && cap <= INT64_MAX / 2; i++)
+        cap *= 2;
+    if (cap > max)
+        cap = max;
+    sqllock__sleep_ms(sqllock__rand_upto(cap));
+}
+
+static int retry_options(sqllock_db *db, const sqllock_retry_options *o,
+                         int *max_attempts)
+{
+    *max_attempts = 16;
+    if (o == NULL)
+        return SQLLOCK_OK;
+    if (o->max_attempts < 0 || o->backoff_min_ms < 0 || o->backoff_max_ms < 0)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "retry options must not be "
+                             "negative");
+    if (o->max_attempts > 0)
+        *max_attempts = o->max_attempts;
+    return SQLLOCK_OK;
+}
+
+int sqllock_record_update(sqllock_db *db, const char *key,
+                          sqllock_update_fn fn, void *ctx,
+                          const sqllock_retry_options *opts, int *attempts)
+{
+    int max_attempts, attempt, rc;
+
+    if (attempts != NULL)
+        *attempts = 0;
+    if ((rc = check_db(db)) != SQLLOCK_OK ||
+        (rc = sqllock__check_name(db, key, "record key")) != SQLLOCK_OK ||
+        (rc = retry_options(db, opts, &max_attempts)) != SQLLOCK_OK)
+        return rc;
+    if (fn == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the update function is "
+                             "NULL");
+    for (attempt = 1;; attempt++) {
+        void *old = NULL;
+        size_t old_len = 0, out_len = 0;
+        const void *out = NULL;
+        int64_t version = 0;
+        int exists;
+
+        if (attempts != NULL)
+            *attempts = attempt;
+        rc = sqllock_record_get(db, key, &old, &old_len, &version);
+        if (rc != SQLLOCK_OK && rc != SQLLOCK_NOTFOUND)
+            return rc;
+        exists = rc == SQLLOCK_OK;
+        rc = fn(ctx, exists ? old : NULL, exists ? old_len : 0, &out,
+                &out_len);
+        sqllock_free(old);
+        if (rc != SQLLOCK_OK)
+            return sqllock__fail(db, rc, "the update function of record '%s' "
+                                 "returned %s", key, sqllock_errname(rc));
+        if (exists)
+            rc = sqllock_record_cas(db, key, version, out, out_len, NULL);
+        else
+            rc = sqllock_record_create(db, key, out, out_len);
+        if (rc != SQLLOCK_CONFLICT)
+            return rc;
+        if (attempt >= max_attempts)
+            return sqllock__fail(db, SQLLOCK_CONFLICT, "record '%s' was "
+                                 "changed by other writers in each of %d "
+                                 "attempts", key, attempt);
+        retry_sleep(opts, attempt);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The application's tables                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* [A-Za-z_][A-Za-z0-9_]*, 1..IDENT_MAX bytes, over s[0..len). */
+static int ident_ok(const char *s, size_t len)
+{
+    size_t i;
+
+    if (len == 0 || len > IDENT_MAX)
+        return 0;
+    for (i = 0; i < len; i++) {
+        char c = s[i];
+        int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    c == '_';
+        if (!alpha && !(i > 0 && c >= '0' && c <= '9'))
+            return 0;
+    }
+    return 1;
+}
+
+static int check_ident(sqllock_db *db, const char *s, int qualified,
+                       const char *what)
+{
+    const char *dot;
+
+    if (s == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the %s is NULL", what);
+    dot = qualified ? strchr(s, '.') : NULL;
+    if (dot != NULL ? (ident_ok(s, (size_t)(dot - s)) &&
+                       ident_ok(dot + 1, strlen(dot + 1)))
+                    : ident_ok(s, strlen(s)))
+        return SQLLOCK_OK;
+    return sqllock__fail(db, SQLLOCK_EINVAL, "the %s '%.80s%s' is not a valid "
+                         "identifier: use [A-Za-z_][A-Za-z0-9_]*, at most %d "
+                         "characters%s", what, s, strlen(s) > 80 ? "..." : "",
+                         IDENT_MAX, qualified ? ", optionally schema.table" : "");
+}
+
+/* A statement under construction. */
+typedef struct sqlbuf {
+    const sqllock_dialect *d;
+    char text[SQL_MAX];
+    size_t len;
+    int nph;
+    int overflow;
+} sqlbuf;
+
+static void sb_add(sqlbuf *b, const char *s)
+{
+    size_t n = strlen(s);
+
+    if (b->len + n >= sizeof b->text) {
+        b->overflow = 1;
+        return;
+    }
+    memcpy(b->text + b->len, s, n + 1);
+    b->len += n;
+}
+
+/* Appends a validated identifier, quoted; "schema.table" becomes
+ * "schema"."table". */
+static void sb_ident(sqlbuf *b, const char *ident)
+{
+    char q[2] = { b->d->ident_quote ? b->d->ident_quote : '"', '\0' };
+    const char *dot = strchr(ident, '.');
+    char part[IDENT_MAX + 1];
+
+    if (dot != NULL) {
+        memcpy(part, ident, (size_t)(dot - ident));
+        part[dot - ident] = '\0';
+        sb_add(b, q);
+        sb_add(b, part);
+        sb_add(b, q);
+        sb_add(b, ".");
+        ident = dot + 1;
+    }
+    sb_add(b, q);
+    sb_add(b, ident);
+    sb_add(b, q);
+}
+
+static void sb_placeholder(sqlbuf *b)
+{
+    char ph[16];
+
+    b->nph++;
+    if (b->d->placeholder == SQLLOCK_PLACEHOLDER_DOLLAR)
+        snprintf(ph, sizeof ph, "$%d", b->nph);
+    else
+        snprintf(ph, sizeof ph, "?");
+    sb_add(b, ph);
+}
+
+static sqllock_value cell_value(const sqllock_cell *c)
+{
+    return c->text != NULL ? sqllock__text(c->text) : sqllock__int(c->number);
+}
+
+static int check_table(sqllock_db *db, const sqllock_table *t,
+                       const sqllock_cell *key)
+{
+    int rc;
+
+    if ((rc = check_db(db)) != SQLLOCK_OK)
+        return rc;
+    if (t == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the table description is "
+                             "NULL");
+    if (key == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the key is NULL");
+    if ((rc = check_ident(db, t->table, 1, "table name")) != SQLLOCK_OK ||
+        (rc = check_ident(db, t->key_column, 0, "key column")) != SQLLOCK_OK ||
+        (rc = check_ident(db, t->version_column, 0, "version column")) !=
+            SQLLOCK_OK)
+        return rc;
+    return SQLLOCK_OK;
+}
+
+static int check_cells(sqllock_db *db, const sqllock_cell *cells, int n,
+                       int assignments)
+{
+    int i, rc;
+
+    if (n < 0 || n > CELLS_MAX || (n > 0 && cells == NULL))
+        return sqllock__fail(db, SQLLOCK_EINVAL, "%s: give 0 to %d of them "
+                             "(got %d%s)", assignments ? "assignments" :
+                             "conditions", CELLS_MAX, n,
+                             n > 0 && cells == NULL ? ", NULL array" : "");
+    for (i = 0; i < n; i++) {
+        int is_assign = cells[i].op == SQLLOCK_OP_SET ||
+                        cells[i].op == SQLLOCK_OP_ADD ||
+                        cells[i].op == SQLLOCK_OP_SUB;
+        int is_cond = cells[i].op >= SQLLOCK_OP_EQ &&
+                      cells[i].op <= SQLLOCK_OP_GE;
+        rc = check_ident(db, cells[i].column, 0, "column name");
+        if (rc != SQLLOCK_OK)
+            return rc;
+        if (assignments ? !is_assign : !is_cond)
+            return sqllock__fail(db, SQLLOCK_EINVAL, "%s #%d on column '%s' "
+                                 "has operator %d, which is not a%s", assignments
+                                 ? "assignment" : "condition", i + 1,
+                                 cells[i].column, (int)cells[i].op, assignments
+                                 ? "n assignment (SET, ADD, SUB)"
+                                 : " condition (EQ, NE, LT, LE, GT, GE)");
+    }
+    return SQLLOCK_OK;
+}
+
+/* Maps an error on the application's table: a missing table is the
+ * caller's argument, not the sqllock schema. */
+static int table_error(sqllock_db *db, int rc, const sqllock_table *t)
+{
+    char why[SQLLOCK__ERRMSG_MAX];
+
+    if (rc == SQLLOCK_ENOSCHEMA || rc == SQLLOCK_EDB) {
+        memcpy(why, db->errmsg, sizeof why);
+        return sqllock__fail(db, rc == SQLLOCK_ENOSCHEMA ? SQLLOCK_EINVAL : rc,
+                             "table '%s' (key column '%s', version column "
+                             "'%s'): %s", t->table, t->key_column,
+                             t->version_column, why);
+    }
+    return rc;
+}
+
+/*
+ * Builds and runs UPDATE t SET <sets>, v = v + 1 WHERE k = ? [AND v = ?]
+ * AND v < max AND <conds>. `expected` < 0 means no version check.
+ */
+static int table_write(sqllock_db *db, const sqllock_table *t,
+                       const sqllock_cell *key, int64_t expected,
+                       const sqllock_cell *sets, int nsets,
+                       const sqllock_cell *conds, int nconds)
+{
+    static const char *const cmp[] = { "=", "<>", "<", "<=", ">", ">=" };
+    sqllock_value args[2 * CELLS_MAX + 2];
+    sqllock_stmt *st = NULL;
+    sqlbuf b;
+    int64_t affected;
+    int i, n = 0, rc;
+
+    if ((rc = check_table(db, t, key)) != SQLLOCK_OK ||
+        (rc = check_cells(db, sets, nsets, 1)) != SQLLOCK_OK ||
+        (rc = check_cells(db, conds, nconds, 0)) != SQLLOCK_OK)
+        return rc;
+    if (nsets == 0)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "at least one assignment is "
+                             "needed");
+    memset(&b, 0, sizeof b);
+    b.d = db->drv->dialect;
+    sb_add(&b, "UPDATE ");
+    sb_ident(&b, t->table);
+    sb_add(&b, " SET ");
+    for (i = 0; i < nsets; i++) {
+        sb_ident(&b, sets[i].column);
+        sb_add(&b, " = ");
+        if (sets[i].op != SQLLOCK_OP_SET) {
+            sb_ident(&b, sets[i].column);
+            sb_add(&b, sets[i].op == SQLLOCK_OP_ADD ? " + " : " - ");
+        }
+        sb_placeholder(&b);
+        args[n++] = cell_value(&sets[i]);
+        sb_add(&b, ", ");
+    }
+    sb_ident(&b, t->version_column);
+    sb_add(&b, " = ");
+    sb_ident(&b, t->version_column);
+    sb_add(&b, " + 1 WHERE ");
+    sb_ident(&b, t->key_column);
+    sb_add(&b, " = ");
+    sb_placeholder(&b);
+    args[n++] = cell_value(key);
+    if (expected >= 0) {
+        sb_add(&b, " AND ");
+        sb_ident(&b, t->version_column);
+        sb_add(&b, " = ");
+        sb_placeholder(&b);
+        args[n++] = sqllock__int(expected);
+    }
+    /* A version at the largest integer cannot be bumped: no row matches
+     * (SQLite would otherwise turn it into a float). */
+    sb_add(&b, " AND ");
+    sb_ident(&b, t->version_column);
+    sb_add(&b, " < 9223372036854775807");
+    for (i = 0; i < nconds; i++) {
+        sb_add(&b, " AND ");
+        sb_ident(&b, conds[i].column);
+        sb_add(&b, " ");
+        sb_add(&b, cmp[conds[i].op - SQLLOCK_OP_EQ]);
+        sb_add(&b, " ");
+        sb_placeholder(&b);
+        args[n++] = cell_value(&conds[i]);
+    }
+    if (b.overflow)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the statement would be "
+                             "longer than %d bytes", SQL_MAX);
+    rc = sqllock__run_dyn(db, b.text, args, n, "updating the row", &st);
+    if (rc != SQLLOCK_OK)
+        return table_error(db, rc, t);
+    affected = db->drv->affected_rows(st);
+    db->drv->reset(st);
+    if (affected == 0)
+        return sqllock__fail(db, SQLLOCK_CONFLICT, "no row of '%s' matched: %s",
+                             t->table, expected >= 0 ? "the version moved, a "
+                             "condition failed, or the row is gone" :
+                             "a condition failed, or the row is gone");
+    return sqllock__ok(db);
+}
+
+int sqllock_table_cas(sqllock_db *db, const sqllock_table *t,
+                      const sqllock_cell *key, int64_t expected,
+                      const sqllock_cell *sets, int nsets,
+                      const sqllock_cell *conds, int nconds,
+                      int64_t *new_version)
+{
+    int rc;
+
+    if (new_version != NULL)
+        *new_version = 0;
+    if ((rc = check_db(db)) != SQLLOCK_OK)
+        return rc;
+    if ((rc = check_version(db, expected)) != SQLLOCK_OK)
+        return rc;
+    rc = table_write(db, t, key, expected, sets, nsets, conds, nconds);
+    if (rc == SQLLOCK_OK && new_version != NULL)
+        *new_version = expected + 1;
+    return rc;
+}
+
+int sqllock_table_update(sqllock_db *db, const sqllock_table *t,
+                         const sqllock_cell *key, const sqllock_cell *sets,
+                         int nsets, const sqllock_cell *conds, int nconds)
+{
+    return table_write(db, t, key, -1, sets, nsets, conds, nconds);
+}
+
+int sqllock_table_get(sqllock_db *db, const sqllock_table *t,
+                      const sqllock_cell *key, const char *const *columns,
+                      int ncolumns, int64_t *values, int64_t *version)
+{
+    sqllock_value arg;
+    sqllock_stmt *st = NULL;
+    sqlbuf b;
+    int i, rc, has_row = 0;
+
+    if (version != NULL)
+        *version = 0;
+    if ((rc = check_table(db, t, key)) != SQLLOCK_OK)
+        return rc;
+    if (ncolumns < 0 || ncolumns > TABLE_GET_MAX ||
+        (ncolumns > 0 && (columns == NULL || values == NULL)))
+        return sqllock__fail(db, SQLLOCK_EINVAL, "give 0 to %d columns and "
+                             "an array for their values", TABLE_GET_MAX);
+    for (i = 0; i < ncolumns; i++) {
+        values[i] = 0;
+        if ((rc = check_ident(db, columns[i], 0, "column name")) != SQLLOCK_OK)
+            return rc;
+    }
+    memset(&b, 0, sizeof b);
+    b.d = db->drv->dialect;
+    sb_add(&b, "SELECT ");
+    sb_ident(&b, t->version_column);
+    for (i = 0; i < ncolumns; i++) {
+        sb_add(&b, ", ");
+        sb_ident(&b, columns[i]);
+    }
+    sb_add(&b, " FROM ");
+    sb_ident(&b, t->table);
+    sb_add(&b, " WHERE ");
+    sb_ident(&b, t->key_column);
+    sb_add(&b, " = ");
+    sb_placeholder(&b);
+    if (b.overflow)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the statement would be "
+                             "longer than %d bytes", SQL_MAX);
+    arg = cell_value(key);
+    rc = sqllock__run_dyn(db, b.text, &arg, 1, "reading the row", &st);
+    if (rc != SQLLOCK_OK)
+        return table_error(db, rc, t);
+    rc = sqllock__fetch_dyn(db, st, &has_row, "reading the row");
+    if (rc != SQLLOCK_OK)
+        return table_error(db, rc, t);
+    if (!has_row) {
+        db->drv->reset(st);
+        return sqllock__fail(db, SQLLOCK_NOTFOUND, "no row of '%s' has that "
+                             "key", t->table);
+    }
+    if (version != NULL)
+        *version = db->drv->column_int64(st, 0);
+    for (i = 0; i < ncolumns; i++)
+        values[i] = db->drv->column_int64(st, i + 1);
+    db->drv->reset(st);
+    return sqllock__ok(db);
+}
