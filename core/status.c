@@ -34,3 +34,19 @@ const char *sqllock_errname(int status)
     }
     return "SQLLOCK_UNKNOWN";
 }
+
+int sqllock_retryable(int status)
+{
+    switch (status) {
+    case SQLLOCK_BUSY:
+    case SQLLOCK_TIMEOUT:
+    case SQLLOCK_CONFLICT:
+    case SQLLOCK_EDBBUSY:
+    case SQLLOCK_ELOCKED:
+    case SQLLOCK_EDEADLOCK:
+    case SQLLOCK_ESERIALIZATION:
+        return 1;
+    default:
+        return 0;
+    }
+}

@@ -109,6 +109,12 @@ typedef enum sqllock_status {
     SQLLOCK_STATUS_END_ = 30
 } sqllock_status;
 
+/* 1 if the status reports contention or a transaction the database rolled
+ * back, so that the same operation may simply be tried again: BUSY,
+ * TIMEOUT, CONFLICT, EDBBUSY, ELOCKED, EDEADLOCK, ESERIALIZATION. 0 for
+ * success, LOST (the hold is gone; acquire again instead) and errors. */
+SQLLOCK_API int sqllock_retryable(int status);
+
 /* A sentence that describes a status code; never NULL. */
 SQLLOCK_API const char *sqllock_strerror(int status);
 /* The code's name, e.g. "SQLLOCK_BUSY"; "SQLLOCK_UNKNOWN" for a stray value. */
@@ -395,8 +401,7 @@ SQLLOCK_API int sqllock_record_delete(sqllock_db *db, const char *key,
 typedef int (*sqllock_update_fn)(void *ctx, const void *old, size_t old_len,
                                  const void **out, size_t *out_len);
 
-/* Retry policy for sqllock_record_update() and sqllock_table_update().
- * Zero means default. */
+/* Retry policy for sqllock_record_update(). Zero means default. */
 typedef struct sqllock_retry_options {
     int struct_version;
     int max_attempts;          /* default 16 */

@@ -72,6 +72,29 @@ static void test_status_E1_unknown_code(void **state)
     }
 }
 
+/* R3/O2: callers can ask whether trying the same operation again is safe;
+ * every code of the table is classified, and only these are retryable. */
+static void test_status_retryable_classifies_every_code(void **state)
+{
+    static const int yes[] = {
+        SQLLOCK_BUSY, SQLLOCK_TIMEOUT, SQLLOCK_CONFLICT, SQLLOCK_EDBBUSY,
+        SQLLOCK_ELOCKED, SQLLOCK_EDEADLOCK, SQLLOCK_ESERIALIZATION
+    };
+    int code, i;
+
+    (void)state;
+    for (code = -5; code < SQLLOCK_STATUS_END_ + 5; code++) {
+        int expect = 0;
+        for (i = 0; i < (int)(sizeof yes / sizeof yes[0]); i++)
+            if (yes[i] == code)
+                expect = 1;
+        assert_int_equal(sqllock_retryable(code), expect);
+    }
+    assert_int_equal(sqllock_retryable(SQLLOCK_OK), 0);
+    assert_int_equal(sqllock_retryable(SQLLOCK_LOST), 0);
+    assert_int_equal(sqllock_retryable(SQLLOCK_ECONNECT), 0);
+}
+
 static void test_status_version_string(void **state)
 {
     char want[64];
@@ -153,6 +176,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_E1_every_code_named),
         cmocka_unit_test(test_status_E1_unknown_code),
+        cmocka_unit_test(test_status_retryable_classifies_every_code),
         cmocka_unit_test(test_status_version_string),
         cmocka_unit_test(test_status_parse_duration_valid),
         cmocka_unit_test(test_status_parse_duration_invalid),

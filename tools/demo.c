@@ -1,28 +1,35 @@
 /*
  * demo.c -- `sqllock demo`: the classic oversell, shown on this machine.
  *
- * A shop has `stock` items. `workers` processes sell them, each in a loop:
- * read the quantity; stop if none is left; take a card payment (sleep about
- * 2 ms); write quantity - 1; record the sale. Without a lock, several
- * workers read the same quantity and each sells "the last item", so more
- * items are sold than there were. With a sqllock lease around each sale,
- * exactly `stock` items are sold.
+ * A shop has `stock` items; `workers` processes sell them, once per mode:
  *
- * Each worker is a process of its own with its own database handle, opened
- * after fork(): a handle (and SQLite's connection under it) must never be
- * shared across fork(). The parent closes its own handle before forking,
- * and the workers wait at a pipe until all of them are ready, so they start
- * together.
+ *   no lock             read qty; stop at 0; take a card payment (about
+ *                       2 ms); write qty - 1; record the sale. Workers that
+ *                       read the same qty each sell "the last item".
+ *   lease lock          the same inside a sqllock lease.
+ *   optimistic version  read qty and version (sqllock_table_get()); stop
+ *                       at 0; pay; sqllock_table_cas() qty - 1 where the
+ *                       version is unchanged and qty >= 1. On a conflict,
+ *                       back off (jittered), read again and retry.
+ *   conditional UPDATE  the reference: pay, then one statement, qty =
+ *                       qty - 1 WHERE qty >= 1 (sqllock_table_update()).
  *
- * The demo's tables and statements are its own, run with
- * sqllock__exec_sql(); their SQL text is written once, below, in SQLite's
- * dialect. They live next to the sqllock tables in the same file.
+ * Each purchase pays once, between deciding and writing, so purchases/s
+ * compare like with like (a payment for a sold-out item is refunded).
+ *
+ * Each worker is a process with its own handle, opened after fork(): a
+ * connection is never shared across fork(). The workers say when they are
+ * connected and wait at a pipe, so they start together and the clock does
+ * not count the connects; conflict counts come back through a shared
+ * mapping. The demo's own SQL is below, once, with a variant per database
+ * where dialects differ; its tables are dropped at the end.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -31,38 +38,100 @@
 #include "cli.h"
 #include "internal.h"
 
-/* The demo's SQL, all of it. */
-static const char sql_create_stock[] =
-    "CREATE TABLE IF NOT EXISTS demo_stock("
-    "id INTEGER PRIMARY KEY, qty INTEGER NOT NULL)";
-static const char sql_create_sale[] =
-    "CREATE TABLE IF NOT EXISTS demo_sale("
-    "id INTEGER PRIMARY KEY, worker INTEGER NOT NULL)";
-static const char sql_clear_stock[] = "DELETE FROM demo_stock";
-static const char sql_fill_stock[] =
-    "INSERT INTO demo_stock(id, qty) VALUES (1, ?)";
-static const char sql_clear_sales[] = "DELETE FROM demo_sale";
-static const char sql_read_qty[] = "SELECT qty FROM demo_stock WHERE id = 1";
-static const char sql_write_qty[] =
-    "UPDATE demo_stock SET qty = ? WHERE id = 1";
-static const char sql_add_sale[] = "INSERT INTO demo_sale(worker) VALUES (?)";
-static const char sql_count_sales[] = "SELECT COUNT(*) FROM demo_sale";
+/* The databases the demo has SQL for, by driver name. */
+enum demo_dialect { DEMO_SQLITE, DEMO_POSTGRES, DEMO_MYSQL, DEMO_DIALECTS_ };
+
+static const char *const dialect_drivers[DEMO_DIALECTS_] = {
+    "sqlite", "postgres", "mysql"
+};
+
+/* The parent runs these in ranges: DROP_SALE..CREATE_SALE to set up,
+ * DROP_SALE..DROP_STOCK at the end, CLEAR_STOCK..CLEAR_SALES before each
+ * mode, COUNT_SALES after it. The workers run the rest. */
+enum demo_sql_id {
+    SQL_DROP_SALE, SQL_DROP_STOCK, SQL_CREATE_STOCK, SQL_CREATE_SALE,
+    SQL_CLEAR_STOCK, SQL_FILL_STOCK, SQL_CLEAR_SALES, SQL_COUNT_SALES,
+    SQL_READ_QTY, SQL_WRITE_QTY, SQL_ADD_SALE, SQL_COUNT_
+};
+
+/*
+ * The demo's SQL, all of it: [statement][dialect]. A NULL variant means the
+ * SQLite text serves that database unchanged (MySQL shares SQLite's `?`
+ * placeholders; PostgreSQL numbers them, $1). The optimistic and
+ * conditional modes write through the library, on `stock_table`.
+ */
+static const char *const demo_sql[SQL_COUNT_][DEMO_DIALECTS_] = {
+    [SQL_DROP_SALE] = { "DROP TABLE IF EXISTS demo_sale", NULL, NULL },
+    [SQL_DROP_STOCK] = { "DROP TABLE IF EXISTS demo_stock", NULL, NULL },
+    [SQL_CREATE_STOCK] = {
+        "CREATE TABLE demo_stock(id BIGINT PRIMARY KEY, "
+        "qty BIGINT NOT NULL, version BIGINT NOT NULL)", NULL, NULL },
+    [SQL_CREATE_SALE] = {
+        "CREATE TABLE demo_sale(id INTEGER PRIMARY KEY, "
+        "worker BIGINT NOT NULL)",
+        "CREATE TABLE demo_sale(id BIGINT GENERATED BY DEFAULT AS IDENTITY "
+        "PRIMARY KEY, worker BIGINT NOT NULL)",
+        "CREATE TABLE demo_sale(id BIGINT AUTO_INCREMENT PRIMARY KEY, "
+        "worker BIGINT NOT NULL)" },
+    [SQL_CLEAR_STOCK] = { "DELETE FROM demo_stock", NULL, NULL },
+    [SQL_FILL_STOCK] = {
+        "INSERT INTO demo_stock(id, qty, version) VALUES (1, ?, 1)",
+        "INSERT INTO demo_stock(id, qty, version) VALUES (1, $1, 1)", NULL },
+    [SQL_CLEAR_SALES] = { "DELETE FROM demo_sale", NULL, NULL },
+    [SQL_READ_QTY] = { "SELECT qty FROM demo_stock WHERE id = 1", NULL,
+                       NULL },
+    [SQL_WRITE_QTY] = {
+        "UPDATE demo_stock SET qty = ?, version = version + 1 WHERE id = 1",
+        "UPDATE demo_stock SET qty = $1, version = version + 1 WHERE id = 1",
+        NULL },
+    [SQL_ADD_SALE] = { "INSERT INTO demo_sale(worker) VALUES (?)",
+                       "INSERT INTO demo_sale(worker) VALUES ($1)", NULL },
+    [SQL_COUNT_SALES] = { "SELECT COUNT(*) FROM demo_sale", NULL, NULL },
+};
+
+/* The stock table as the library's versioned calls see it, the one row
+ * the shop sells from, and a sale: qty - 1 where qty >= 1. */
+static const sqllock_table stock_table = { "demo_stock", "id", "version" };
+static const char *const qty_column[] = { "qty" };
+static const sqllock_cell stock_key = SQLLOCK_NUMBER(1);
+static const sqllock_cell take_one = { "qty", SQLLOCK_OP_SUB, NULL, 1 };
+static const sqllock_cell in_stock = { "qty", SQLLOCK_OP_GE, NULL, 1 };
 
 #define DEMO_LOCK_NAME "demo:stock"
 #define DEMO_LOCK_TTL_MS 5000
 #define DEMO_LOCK_WAIT_MS 30000
 #define DEMO_PAYMENT_US 2000
-/* How often a worker retries a statement the database reported busy. */
+/* How often a worker retries a statement the database reported busy,
+ * locked, deadlocked or unserializable (each says a retry is safe). */
 #define DEMO_BUSY_RETRIES 50
+/* The optimistic mode's backoff after a conflict: full jitter up to a
+ * bound that doubles from min to max. */
+#define DEMO_BACKOFF_MIN_US 250
+#define DEMO_BACKOFF_MAX_US 4000
 #define DEMO_DEFAULT_WORKERS 8
 #define DEMO_DEFAULT_STOCK 20
 #define DEMO_MAX_WORKERS 256
 #define DEMO_MAX_STOCK 1000000
 
-enum demo_mode { DEMO_NO_LOCK, DEMO_LEASE_LOCK, DEMO_MODES_ };
+/*
+ * The modes, in the order of the table. A row-lock mode (SELECT ... FOR
+ * UPDATE) joins them with the row-lock milestone.
+ */
+enum demo_mode {
+    DEMO_NO_LOCK, DEMO_LEASE_LOCK, DEMO_OPTIMISTIC, DEMO_CONDITIONAL,
+    DEMO_MODES_
+};
 
-static const char *const mode_names[DEMO_MODES_] = { "no lock",
-                                                     "lease lock" };
+static const char *const mode_names[DEMO_MODES_] = {
+    "no lock", "lease lock", "optimistic version", "conditional UPDATE"
+};
+
+/* What one worker counts in the optimistic mode: compare-and-sets that
+ * found the row changed, and compare-and-sets tried again after one. */
+typedef struct demo_stats {
+    int64_t conflicts;
+    int64_t retries;
+} demo_stats;
 
 /* What the demo runs on. */
 typedef struct demo {
@@ -71,6 +140,7 @@ typedef struct demo {
     char *file;         /* the database file in `dir` (allocated) */
     int workers;
     int stock;
+    enum demo_dialect dialect;
 } demo;
 
 /* One mode's outcome. */
@@ -78,15 +148,15 @@ typedef struct demo_result {
     int64_t sold;
     double seconds;
     int failed_workers;
+    demo_stats stats;   /* summed over the workers */
 } demo_result;
 
-static int64_t now_us(void)
+/* The demo's statement `id` in the dialect of `d`. */
+static const char *sql_text(const demo *d, enum demo_sql_id id)
 {
-    struct timespec ts;
+    const char *s = demo_sql[id][d->dialect];
 
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-        return 0;
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return s != NULL ? s : demo_sql[id][DEMO_SQLITE];
 }
 
 static void sleep_us(long us)
@@ -99,27 +169,57 @@ static void sleep_us(long us)
         ;
 }
 
-/* Runs one of the demo's statements, retrying (a bounded number of times)
- * while SQLite says the database is busy. */
-static int exec_retry(sqllock_db *db, const char *sql,
+/* The process's jitter seed; each worker seeds its own after fork(), so
+ * that no two draw the same sequence. */
+static unsigned jitter_seed = 1;
+
+/* A pseudo-random number of microseconds in [0, bound), bound > 0. */
+static long jitter_us(long bound)
+{
+    return (long)((unsigned long)rand_r(&jitter_seed) % (unsigned long)bound);
+}
+
+/* After status `rc`, decides whether to run the statement again: yes
+ * (after a short pause) while the database says a retry is safe and
+ * fewer than DEMO_BUSY_RETRIES retries were made (*tries counts them). */
+static int again(int rc, int *tries)
+{
+    if (rc != SQLLOCK_EDBBUSY && rc != SQLLOCK_ELOCKED
+        && rc != SQLLOCK_EDEADLOCK && rc != SQLLOCK_ESERIALIZATION)
+        return 0;
+    if (++*tries > DEMO_BUSY_RETRIES)
+        return 0;
+    sleep_us(1000 + jitter_us(4000));
+    return 1;
+}
+
+/* Runs one of the demo's statements, retrying as again() says. */
+static int exec_retry(sqllock_db *db, const demo *d, enum demo_sql_id id,
                       const sqllock_value *args, int nargs, int64_t *first)
 {
-    int has_row = 0, i, rc = SQLLOCK_EDBBUSY;
+    int has_row = 0, tries = 0, rc;
 
-    for (i = 0; i < DEMO_BUSY_RETRIES && rc == SQLLOCK_EDBBUSY; i++) {
-        if (i > 0)
-            sleep_us(1000 + (long)(now_us() % 4000));
-        rc = sqllock__exec_sql(db, sql, args, nargs, &has_row, first, NULL);
-    }
+    do
+        rc = sqllock__exec_sql(db, sql_text(d, id), args, nargs, &has_row,
+                               first, NULL);
+    while (again(rc, &tries));
     if (rc == SQLLOCK_OK && first != NULL && !has_row)
         rc = sqllock__fail(db, SQLLOCK_EDB, "demo: the stock row is missing");
     return rc;
 }
 
-/* One sale, under the lease when there is one. Sets *done when the stock
- * is empty. Returns a status. */
-static int sell_one(sqllock_db *db, sqllock_lease *lease, int worker,
-                    int *done)
+/* Records a sale by `worker`. */
+static int add_sale(sqllock_db *db, const demo *d, int worker)
+{
+    sqllock_value arg = sqllock__int(worker);
+
+    return exec_retry(db, d, SQL_ADD_SALE, &arg, 1, NULL);
+}
+
+/* One read-modify-write sale, under the lease when there is one. Sets
+ * *done when the stock is empty. Returns a status. */
+static int sell_rmw(sqllock_db *db, const demo *d, sqllock_lease *lease,
+                    int worker, int *done)
 {
     sqllock_value arg;
     int64_t qty = 0;
@@ -130,17 +230,15 @@ static int sell_one(sqllock_db *db, sqllock_lease *lease, int worker,
         if (rc != SQLLOCK_OK)
             return rc;
     }
-    rc = exec_retry(db, sql_read_qty, NULL, 0, &qty);
+    rc = exec_retry(db, d, SQL_READ_QTY, NULL, 0, &qty);
     if (rc == SQLLOCK_OK && qty <= 0) {
         *done = 1;
     } else if (rc == SQLLOCK_OK) {
         sleep_us(DEMO_PAYMENT_US);            /* the card payment */
         arg = sqllock__int(qty - 1);
-        rc = exec_retry(db, sql_write_qty, &arg, 1, NULL);
-        if (rc == SQLLOCK_OK) {
-            arg = sqllock__int(worker);
-            rc = exec_retry(db, sql_add_sale, &arg, 1, NULL);
-        }
+        rc = exec_retry(db, d, SQL_WRITE_QTY, &arg, 1, NULL);
+        if (rc == SQLLOCK_OK)
+            rc = add_sale(db, d, worker);
     }
     if (lease != NULL) {
         rel = sqllock_lease_release(lease);
@@ -150,9 +248,68 @@ static int sell_one(sqllock_db *db, sqllock_lease *lease, int worker,
     return rc;
 }
 
+/* One optimistic sale: read, pay, compare-and-set; on a conflict back off,
+ * read again and retry. Every conflict means another worker's write got
+ * in, so the retries end: the stock runs out or a write succeeds. */
+static int sell_optimistic(sqllock_db *db, const demo *d, int worker,
+                           int *done, demo_stats *st)
+{
+    int64_t qty = 0, version = 0;
+    long bound = DEMO_BACKOFF_MIN_US;
+    int rc, tries, attempt;
+
+    for (attempt = 0;; attempt++) {
+        tries = 0;
+        do
+            rc = sqllock_table_get(db, &stock_table, &stock_key,
+                                   qty_column, 1, &qty, &version);
+        while (again(rc, &tries));
+        if (rc != SQLLOCK_OK)
+            return rc;
+        if (qty <= 0) {
+            *done = 1;
+            return SQLLOCK_OK;
+        }
+        if (attempt == 0)
+            sleep_us(DEMO_PAYMENT_US);        /* the card payment */
+        else
+            st->retries++;
+        tries = 0;
+        do
+            rc = sqllock_table_cas(db, &stock_table, &stock_key, version,
+                                   &take_one, 1, &in_stock, 1, NULL);
+        while (again(rc, &tries));
+        if (rc != SQLLOCK_CONFLICT)
+            break;
+        st->conflicts++;
+        sleep_us(jitter_us(bound));
+        if (bound < DEMO_BACKOFF_MAX_US)
+            bound *= 2;
+    }
+    return rc == SQLLOCK_OK ? add_sale(db, d, worker) : rc;
+}
+
+/* One sale by a conditional UPDATE: pay, then one statement. */
+static int sell_conditional(sqllock_db *db, const demo *d, int worker,
+                            int *done)
+{
+    int rc, tries = 0;
+
+    sleep_us(DEMO_PAYMENT_US);                /* the card payment */
+    do
+        rc = sqllock_table_update(db, &stock_table, &stock_key, &take_one,
+                                  1, &in_stock, 1);
+    while (again(rc, &tries));
+    if (rc == SQLLOCK_CONFLICT) {             /* no row matched: sold out */
+        *done = 1;
+        return SQLLOCK_OK;
+    }
+    return rc == SQLLOCK_OK ? add_sale(db, d, worker) : rc;
+}
+
 /* A worker process's body; returns its exit code. */
 static int worker_main(const demo *d, enum demo_mode mode, int worker,
-                       int gate)
+                       int ready, int gate, demo_stats *st)
 {
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     sqllock_lease *lease = NULL;
@@ -160,6 +317,7 @@ static int worker_main(const demo *d, enum demo_mode mode, int worker,
     char holder[64], byte;
     int rc, done = 0;
 
+    jitter_seed = (unsigned)getpid() ^ (unsigned)sqllock__now_us();
     rc = sqllock_open(d->url, NULL, &db);
     if (rc == SQLLOCK_OK && mode == DEMO_LEASE_LOCK) {
         snprintf(holder, sizeof holder, "sqllock demo worker %d", worker);
@@ -167,11 +325,23 @@ static int worker_main(const demo *d, enum demo_mode mode, int worker,
         lo.holder = holder;
         rc = sqllock_lease_new(db, DEMO_LOCK_NAME, &lo, &lease);
     }
-    /* Wait at the gate: the parent closes its end once all are forked. */
+    /* Say ready (connected, or failed), then wait at the gate, which the
+     * parent opens once every worker is ready: the clock does not count
+     * the connects. */
+    byte = 'r';
+    while (write(ready, &byte, 1) < 0 && errno == EINTR)
+        ;
+    close(ready);
     while (read(gate, &byte, 1) < 0 && errno == EINTR)
         ;
-    while (rc == SQLLOCK_OK && !done)
-        rc = sell_one(db, lease, worker, &done);
+    while (rc == SQLLOCK_OK && !done) {
+        if (mode == DEMO_OPTIMISTIC)
+            rc = sell_optimistic(db, d, worker, &done, st);
+        else if (mode == DEMO_CONDITIONAL)
+            rc = sell_conditional(db, d, worker, &done);
+        else
+            rc = sell_rmw(db, d, lease, worker, &done);
+    }
     if (rc != SQLLOCK_OK)
         cli_db_error(db, rc, "demo: worker %d (%s)", worker,
                      mode_names[mode]);
@@ -218,22 +388,21 @@ static int open_parent(const demo *d, sqllock_db **db)
     return rc;
 }
 
-/* Refills the stock and clears the sales before a mode runs. */
-static int reset_shop(const demo *d)
+/* Runs the demo's statements `from`..`to` on a handle of the parent's
+ * own (FILL_STOCK gets the stock); *first, when not NULL, gets the first
+ * column of the last one's row. */
+static int parent_sql(const demo *d, enum demo_sql_id from,
+                      enum demo_sql_id to, int64_t *first, const char *what)
 {
-    sqllock_db *db;
     sqllock_value arg = sqllock__int(d->stock);
-    int rc = open_parent(d, &db);
+    sqllock_db *db;
+    int rc = open_parent(d, &db), id;
 
-    if (rc != SQLLOCK_OK)
-        return rc;
-    rc = exec_retry(db, sql_clear_stock, NULL, 0, NULL);
-    if (rc == SQLLOCK_OK)
-        rc = exec_retry(db, sql_fill_stock, &arg, 1, NULL);
-    if (rc == SQLLOCK_OK)
-        rc = exec_retry(db, sql_clear_sales, NULL, 0, NULL);
-    if (rc != SQLLOCK_OK)
-        cli_db_error(db, rc, "demo: cannot reset the stock");
+    for (id = from; rc == SQLLOCK_OK && id <= (int)to; id++)
+        rc = exec_retry(db, d, (enum demo_sql_id)id, &arg,
+                        id == SQL_FILL_STOCK, id == (int)to ? first : NULL);
+    if (rc != SQLLOCK_OK && db != NULL)
+        cli_db_error(db, rc, "demo: cannot %s", what);
     sqllock_close(db);
     return rc;
 }
@@ -242,18 +411,33 @@ static int reset_shop(const demo *d)
 static int run_mode(demo *d, enum demo_mode mode, demo_result *res)
 {
     pid_t *pids;
-    sqllock_db *db;
-    int gate[2], started, rc;
+    demo_stats *stats;
+    size_t stats_size = (size_t)d->workers * sizeof *stats;
+    int gate[2] = { -1, -1 }, ready[2] = { -1, -1 }, started, rc, i;
+    char byte;
+    ssize_t n;
     int64_t t0;
 
     memset(res, 0, sizeof *res);
-    rc = reset_shop(d);
+    rc = parent_sql(d, SQL_CLEAR_STOCK, SQL_CLEAR_SALES, NULL,
+                    "reset the stock");
     if (rc != SQLLOCK_OK)
         return rc;
+    /* One slot per worker, shared with the children (zero-filled). */
+    stats = mmap(NULL, stats_size, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (stats == MAP_FAILED) {
+        cli_error("demo: mmap: %s", strerror(errno));
+        return SQLLOCK_ESYS;
+    }
     pids = calloc((size_t)d->workers, sizeof *pids);
-    if (pids == NULL || pipe(gate) != 0) {
+    if (pids == NULL || pipe(gate) != 0 || pipe(ready) != 0) {
         cli_error("demo: %s", strerror(pids == NULL ? ENOMEM : errno));
+        for (i = 0; i < 4; i++)     /* pipe() leaves a failed pair -1 */
+            if ((i < 2 ? gate[i] : ready[i - 2]) >= 0)
+                close(i < 2 ? gate[i] : ready[i - 2]);
         free(pids);
+        munmap(stats, stats_size);
         return SQLLOCK_ESYS;
     }
     fflush(NULL);   /* so that no worker writes out the parent's buffers */
@@ -268,9 +452,12 @@ static int run_mode(demo *d, enum demo_mode mode, demo_result *res)
             int code;
 
             close(gate[1]);
+            close(ready[0]);
             free(pids);
-            code = worker_main(d, mode, started, gate[0]);
+            code = worker_main(d, mode, started, ready[1], gate[0],
+                               &stats[started]);
             close(gate[0]);
+            munmap(stats, stats_size);
             free(d->url);
             free(d->dir);
             free(d->file);
@@ -279,22 +466,27 @@ static int run_mode(demo *d, enum demo_mode mode, demo_result *res)
         pids[started] = pid;
     }
     close(gate[0]);
-    t0 = now_us();
+    close(ready[1]);
+    /* Every worker has said ready, or died, when the pipe ends. */
+    do
+        n = read(ready[0], &byte, 1);
+    while (n > 0 || (n < 0 && errno == EINTR));
+    close(ready[0]);
+    t0 = sqllock__now_us();
     close(gate[1]);                 /* opens the gate */
     res->failed_workers = reap_workers(pids, started);
-    res->seconds = (double)(now_us() - t0) / 1e6;
+    res->seconds = (double)(sqllock__now_us() - t0) / 1e6;
+    for (i = 0; i < started; i++) {
+        res->stats.conflicts += stats[i].conflicts;
+        res->stats.retries += stats[i].retries;
+    }
     free(pids);
+    munmap(stats, stats_size);
     if (started < d->workers)
         return SQLLOCK_ESYS;
 
-    rc = open_parent(d, &db);
-    if (rc != SQLLOCK_OK)
-        return rc;
-    rc = exec_retry(db, sql_count_sales, NULL, 0, &res->sold);
-    if (rc != SQLLOCK_OK)
-        cli_db_error(db, rc, "demo: cannot count the sales");
-    sqllock_close(db);
-    return rc;
+    return parent_sql(d, SQL_COUNT_SALES, SQL_COUNT_SALES, &res->sold,
+                      "count the sales");
 }
 
 /* Appends `path` to `out` percent-encoded for a URL's path. */
@@ -371,64 +563,90 @@ static void remove_temp_db(const demo *d)
         cli_error("demo: cannot remove %s: %s", d->dir, strerror(errno));
 }
 
-/* Makes the sqllock schema and the demo's tables. Returns an exit code. */
-static int prepare_db(const demo *d)
+/* Picks the SQL dialect, makes the sqllock schema and the demo's tables
+ * (afresh: tables left by an older demo lack the version column). Returns
+ * an exit code. */
+static int prepare_db(demo *d)
 {
     sqllock_db *db;
-    int rc = open_parent(d, &db);
+    const char *driver;
+    int rc = open_parent(d, &db), i;
 
     if (rc != SQLLOCK_OK)
         return CLI_EXIT_DB;
-    if (strcmp(sqllock_db_driver(db), "sqlite") != 0) {
-        cli_error("demo: the demo's own SQL is written for SQLite; give "
-                  "--db a sqlite: URL, or none for a temporary file");
-        sqllock_close(db);
-        return CLI_EXIT_USAGE;
-    }
-    rc = sqllock_init(db);
-    if (rc != SQLLOCK_OK)
-        cli_db_error(db, rc, "demo: cannot create the sqllock schema");
-    if (rc == SQLLOCK_OK) {
-        rc = exec_retry(db, sql_create_stock, NULL, 0, NULL);
-        if (rc == SQLLOCK_OK)
-            rc = exec_retry(db, sql_create_sale, NULL, 0, NULL);
+    driver = sqllock_db_driver(db);
+    for (i = 0; i < DEMO_DIALECTS_; i++)
+        if (strcmp(driver, dialect_drivers[i]) == 0)
+            break;
+    if (i == DEMO_DIALECTS_) {
+        cli_error("demo: the demo has no SQL for the %s driver", driver);
+        rc = SQLLOCK_EUNSUPPORTED;
+    } else {
+        d->dialect = (enum demo_dialect)i;
+        rc = sqllock_init(db);
         if (rc != SQLLOCK_OK)
-            cli_db_error(db, rc, "demo: cannot create the demo's tables");
+            cli_db_error(db, rc, "demo: cannot create the sqllock schema");
     }
     sqllock_close(db);
+    if (rc == SQLLOCK_OK)
+        rc = parent_sql(d, SQL_DROP_SALE, SQL_CREATE_SALE, NULL,
+                        "create the demo's tables");
     return rc == SQLLOCK_OK ? CLI_EXIT_OK : CLI_EXIT_DB;
 }
 
-/* Runs both modes and prints the table; returns the exit code. */
+/* Prints the table and the closing line. */
+static void print_results(const demo *d, const demo_result *res)
+{
+    int64_t over[DEMO_MODES_];
+    char conflicts[24], retries[24];
+    int m;
+
+    printf("%-20s%8s%7s%6s%10s%13s%11s%9s\n", "mode", "workers", "stock",
+           "sold", "oversold", "purchases/s", "conflicts", "retries");
+    for (m = 0; m < DEMO_MODES_; m++) {
+        over[m] = res[m].sold > d->stock ? res[m].sold - d->stock : 0;
+        strcpy(conflicts, "-");             /* counted in one mode only */
+        strcpy(retries, "-");
+        if (m == DEMO_OPTIMISTIC) {
+            snprintf(conflicts, sizeof conflicts, "%" PRId64,
+                     res[m].stats.conflicts);
+            snprintf(retries, sizeof retries, "%" PRId64,
+                     res[m].stats.retries);
+        }
+        printf("%-20s%8d%7d%6" PRId64 "%10" PRId64 "%13.1f%11s%9s\n",
+               mode_names[m], d->workers, d->stock, res[m].sold, over[m],
+               res[m].seconds > 0 ? (double)res[m].sold / res[m].seconds
+                                  : 0.0, conflicts, retries);
+    }
+    if (over[DEMO_NO_LOCK] > 0)
+        printf("Without a lock, %" PRId64 " more items were sold than "
+               "there were: oversell happens on this machine.\n",
+               over[DEMO_NO_LOCK]);
+    else
+        printf("Without a lock, no oversell happened this time on this "
+               "machine (the race depends on timing: try more --workers).\n");
+}
+
+/* Runs every mode and prints the table; returns the exit code. */
 static int run_demo(demo *d)
 {
     demo_result res[DEMO_MODES_];
-    int m, failed = 0, rc;
-    int64_t oversold[DEMO_MODES_];
+    int m, failed = 0, rc, wrong = 0, ran;
 
     rc = prepare_db(d);
     if (rc != CLI_EXIT_OK)
         return rc;
-    for (m = 0; m < DEMO_MODES_; m++) {
-        if (run_mode(d, (enum demo_mode)m, &res[m]) != SQLLOCK_OK)
-            return CLI_EXIT_DB;
-        failed += res[m].failed_workers;
-        oversold[m] = res[m].sold > d->stock ? res[m].sold - d->stock : 0;
+    for (ran = 0; ran < DEMO_MODES_; ran++) {
+        if (run_mode(d, (enum demo_mode)ran, &res[ran]) != SQLLOCK_OK)
+            break;
+        failed += res[ran].failed_workers;
     }
-    printf("%-12s%9s%7s%6s%10s%13s\n", "mode", "workers", "stock", "sold",
-           "oversold", "purchases/s");
-    for (m = 0; m < DEMO_MODES_; m++)
-        printf("%-12s%9d%7d%6" PRId64 "%10" PRId64 "%13.1f\n", mode_names[m],
-               d->workers, d->stock, res[m].sold, oversold[m],
-               res[m].seconds > 0 ? (double)res[m].sold / res[m].seconds
-                                  : 0.0);
-    if (oversold[DEMO_NO_LOCK] > 0)
-        printf("Without a lock, %" PRId64 " more items were sold than "
-               "there were: oversell happens on this machine.\n",
-               oversold[DEMO_NO_LOCK]);
-    else
-        printf("Without a lock, no oversell happened this time on this "
-               "machine (the race depends on timing: try more --workers).\n");
+    rc = parent_sql(d, SQL_DROP_SALE, SQL_DROP_STOCK, NULL,
+                    "drop the demo's tables") == SQLLOCK_OK ? CLI_EXIT_OK
+                                                            : CLI_EXIT_DB;
+    if (ran < DEMO_MODES_)
+        return CLI_EXIT_DB;
+    print_results(d, res);
     if (fflush(stdout) != 0)
         return CLI_EXIT_DB;
     if (failed > 0) {
@@ -436,13 +654,16 @@ static int run_demo(demo *d)
                   "complete", failed, failed == 1 ? "" : "s");
         return CLI_EXIT_FAIL;
     }
-    if (res[DEMO_LEASE_LOCK].sold != d->stock) {
-        cli_error("demo: with the lease lock, %" PRId64 " items were sold, "
-                  "not %d: the lock failed", res[DEMO_LEASE_LOCK].sold,
-                  d->stock);
-        return CLI_EXIT_FAIL;
+    /* Every mode but "no lock" must sell exactly the stock. */
+    for (m = DEMO_NO_LOCK + 1; m < DEMO_MODES_; m++) {
+        if (res[m].sold != d->stock) {
+            cli_error("demo: with %s, %" PRId64 " items were sold, not %d: "
+                      "the mode failed", mode_names[m], res[m].sold,
+                      d->stock);
+            wrong = 1;
+        }
     }
-    return CLI_EXIT_OK;
+    return wrong ? CLI_EXIT_FAIL : rc;
 }
 
 int cli_cmd_demo(const cli_ctx *ctx, int argc, char **argv)

@@ -61,11 +61,15 @@ static const char *const help_text[] = {
 "      \"--\" may be left out when CMD does not start with '-'.\n"
 "  demo [--workers N] [--stock N] [--db URL]\n"
 "      Show the classic oversell race: worker processes (default 8)\n"
-"      sell a stock of items (default 20), first with no lock, then with\n"
-"      a lease lock, and a table shows how many were sold. Uses a fresh\n"
-"      temporary SQLite file (removed at the end) unless --db names a\n"
-"      SQLite database; $SQLLOCK_DB and the default file are never used.\n"
-"      Exit code 1 if the locked run sold anything but the stock.\n"
+"      sell a stock of items (default 20) with no lock, with a lease\n"
+"      lock, with optimistic versioned writes (conflicts retried) and\n"
+"      with one conditional UPDATE per purchase; a table shows what each\n"
+"      sold. Uses a fresh temporary SQLite file (removed at the end)\n"
+"      unless --db names a database (SQLite, PostgreSQL or MySQL), in\n"
+"      which it creates tables demo_stock and demo_sale and drops them\n"
+"      at the end; $SQLLOCK_DB and the default file are never used.\n"
+"      Exit code 1 if any mode but \"no lock\" sold anything but the\n"
+"      stock.\n"
 "\n",
 "Options:\n"
 "  --db URL          the database, before or after the command (see below)\n"
@@ -102,7 +106,7 @@ static const char *const help_text[] = {
 "   76  the lease was lost (release or renewal found another owner)\n"
 "  run: otherwise CMD's own exit status, 128+N if CMD was killed by\n"
 "       signal N, 126 if CMD could not be executed, 127 if not found.\n"
-"  demo: 1 if the locked run oversold or undersold.\n"
+"  demo: 1 if a mode other than \"no lock\" oversold or undersold.\n"
 };
 
 int cli_usage(void)
