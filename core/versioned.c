@@ -197,9 +197,12 @@ int sqllock_record_delete(sqllock_db *db, const char *key, int64_t expected)
     int rc;
 
     if ((rc = check_db(db)) != SQLLOCK_OK ||
-        (rc = sqllock__check_name(db, key, "record key")) != SQLLOCK_OK ||
-        (rc = check_version(db, expected)) != SQLLOCK_OK)
+        (rc = sqllock__check_name(db, key, "record key")) != SQLLOCK_OK)
         return rc;
+    /* A delete writes no new version, so any positive version will do. */
+    if (expected < 1)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the expected version must "
+                             "be positive (got %lld)", (long long)expected);
     args[0] = sqllock__text(key);
     args[1] = sqllock__int(expected);
     rc = write_rows(db, SQLLOCK_SQL_RECORD_DELETE, args, 2, &affected,

@@ -103,6 +103,11 @@ static const sqllock_dialect postgres_dialect = {
     .placeholder = SQLLOCK_PLACEHOLDER_DOLLAR,
 };
 
+/* The most values one statement binds. The core's largest statement (a
+ * compare-and-set on an application table with 16 assignments and 16
+ * conditions) binds 35. */
+#define PG_MAX_PARAMS 64
+
 struct sqllock_conn {
     PGconn *pg;
     unsigned next_name;          /* for naming prepared statements */
@@ -312,14 +317,18 @@ static void pg_finalize(sqllock_stmt *s)
 static int pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
                       sqllock_dberr *err)
 {
-    const char *vals[9];
-    int lens[9], formats[9];
-    char ints[9][24];
-    char *texts[9];
+    const char *vals[PG_MAX_PARAMS];
+    int lens[PG_MAX_PARAMS], formats[PG_MAX_PARAMS];
+    char ints[PG_MAX_PARAMS][24];
+    char *texts[PG_MAX_PARAMS];
     int i, binary = 0, rc = SQLLOCK_OK;
 
     pg_reset(s);
-    if (nargs != s->nparams || nargs > 9)
+    if (nargs > PG_MAX_PARAMS)
+        return sqllock_dberr_set(err, SQLLOCK_EINVAL, "", "a statement may "
+                                 "bind at most %d values (%d given)",
+                                 PG_MAX_PARAMS, nargs);
+    if (nargs != s->nparams)
         return sqllock_dberr_set(err, SQLLOCK_EDB, "", "statement %s takes %d "
                                  "parameters, %d given", s->name, s->nparams,
                                  nargs);

@@ -223,6 +223,12 @@ static int sqlite_connect(const sqllock_url *url, const sqllock_connect_params *
         goto fail;
     }
     sqlite3_extended_result_codes(c->db, 1);
+    /* A double-quoted name that matches no column must be an error, not a
+     * string literal (SQLite's "double-quoted string" misfeature): the
+     * core quotes the application's identifiers with '"', and a
+     * misspelled column must not turn a condition into a constant. */
+    sqlite3_db_config(c->db, SQLITE_DBCONFIG_DQS_DML, 0, (int *)NULL);
+    sqlite3_db_config(c->db, SQLITE_DBCONFIG_DQS_DDL, 0, (int *)NULL);
     sqlite3_busy_timeout(c->db, (int)(busy_ms > INT32_MAX ? INT32_MAX : busy_ms));
     /* WAL may be refused on a read-only file; lock calls then report
      * SQLLOCK_EPERM. Anything else (not a database, I/O) fails here. */
