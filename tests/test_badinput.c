@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "test_run.h"
 
 typedef struct fixture {
     char *dir;
@@ -30,7 +31,6 @@ typedef struct fixture {
 
 /* The URL the current group runs on, and the names made from the pid. */
 static const char *g_url;
-static char g_missing_driver[64];
 static char g_victim[64];
 #define VICTIM g_victim
 
@@ -688,14 +688,6 @@ static void test_badinput_S1_missing_schema(void **state)
     victim_untouched(f);
 }
 
-static void test_badinput_required_drivers_present(void **state)
-{
-    (void)state;
-    if (g_missing_driver[0] != '\0')
-        fail_msg("SQLLOCK_TEST_REQUIRE names driver \"%s\" but "
-                 "SQLLOCK_TEST_URLS has no URL for it", g_missing_driver);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -711,34 +703,5 @@ int main(void)
         cmocka_unit_test(test_badinput_E1_init_after_failed_open_keeps_reason),
         cmocka_unit_test(test_badinput_S1_missing_schema),
     };
-    const struct CMUnitTest require[] = {
-        cmocka_unit_test(test_badinput_required_drivers_present),
-    };
-    tu_urls urls;
-    int i, failed = 0;
-
-    if (tu_urls_load(&urls) != 0) {
-        fprintf(stderr, "badinput: cannot make a temporary database\n");
-        return 1;
-    }
-    tu_check_required(&urls, g_missing_driver, sizeof g_missing_driver);
-    failed += cmocka_run_group_tests_name("badinput: required drivers",
-                                          require, NULL, NULL);
-    for (i = 0; i < urls.n; i++) {
-        char group[300];
-        const char *drv = tu_url_driver(urls.url[i]);
-        char *shown = sqllock__url_redact(urls.url[i]);
-        int n;
-
-        g_url = urls.url[i];
-        snprintf(group, sizeof group, "badinput [%s] %s",
-                 drv ? drv : "unknown", shown ? shown : "");
-        free(shown);
-        n = cmocka_run_group_tests_name(group, tests, setup, teardown);
-        if (n == 0)
-            tu_report_driver("badinput", drv);
-        failed += n;
-    }
-    tu_urls_free(&urls);
-    return failed == 0 ? 0 : 1;
+    return TU_RUN_PER_URL("badinput", &g_url, tests, setup, teardown);
 }

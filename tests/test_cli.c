@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "test_run.h"
 
 #ifndef SQLLOCK_CLI_PATH
 #error "SQLLOCK_CLI_PATH must name the built sqllock tool"
@@ -35,7 +36,6 @@ typedef struct fixture {
 
 /* The URL the current group runs on. */
 static const char *g_url;
-static char g_missing_driver[64];
 
 /* The lock name `tail` made unique to this process ("cli-<pid>-tail"),
  * in one of a ring of buffers in the fixture. */
@@ -374,14 +374,6 @@ static void test_cli_list_json(void **state)
     assert_null(strstr(f->out, quoted));
 }
 
-static void test_cli_required_drivers_present(void **state)
-{
-    (void)state;
-    if (g_missing_driver[0] != '\0')
-        fail_msg("SQLLOCK_TEST_REQUIRE names driver \"%s\" but "
-                 "SQLLOCK_TEST_URLS has no URL for it", g_missing_driver);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -393,34 +385,5 @@ int main(void)
         cmocka_unit_test(test_cli_usage_errors),
         cmocka_unit_test(test_cli_list_json),
     };
-    const struct CMUnitTest require[] = {
-        cmocka_unit_test(test_cli_required_drivers_present),
-    };
-    tu_urls urls;
-    int i, failed = 0;
-
-    if (tu_urls_load(&urls) != 0) {
-        fprintf(stderr, "cli: cannot make a temporary database\n");
-        return 1;
-    }
-    tu_check_required(&urls, g_missing_driver, sizeof g_missing_driver);
-    failed += cmocka_run_group_tests_name("cli: required drivers", require,
-                                          NULL, NULL);
-    for (i = 0; i < urls.n; i++) {
-        char group[300];
-        const char *drv = tu_url_driver(urls.url[i]);
-        char *shown = sqllock__url_redact(urls.url[i]);
-        int n;
-
-        g_url = urls.url[i];
-        snprintf(group, sizeof group, "cli [%s] %s", drv ? drv : "unknown",
-                 shown ? shown : "");
-        free(shown);
-        n = cmocka_run_group_tests_name(group, tests, setup, teardown);
-        if (n == 0)
-            tu_report_driver("cli", drv);
-        failed += n;
-    }
-    tu_urls_free(&urls);
-    return failed == 0 ? 0 : 1;
+    return TU_RUN_PER_URL("cli", &g_url, tests, setup, teardown);
 }

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "test_run.h"
 
 #ifndef SQLLOCK_CLI_PATH
 #error "SQLLOCK_CLI_PATH must name the built sqllock tool"
@@ -34,7 +35,6 @@
 extern char **environ;
 
 static const char *g_url;
-static char g_missing_driver[64];
 
 #define SKEW_S (3 * 3600)
 
@@ -325,14 +325,6 @@ static void test_clock_L2_skewed_holder_keeps_nothing_past_expiry(
     }
 }
 
-static void test_clock_required_drivers_present(void **state)
-{
-    (void)state;
-    if (g_missing_driver[0] != '\0')
-        fail_msg("SQLLOCK_TEST_REQUIRE names driver \"%s\" but "
-                 "SQLLOCK_TEST_URLS has no URL for it", g_missing_driver);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,39 +332,9 @@ int main(void)
         cmocka_unit_test(test_clock_L2_skewed_client_does_not_steal),
         cmocka_unit_test(test_clock_L2_skewed_holder_keeps_nothing_past_expiry),
     };
-    const struct CMUnitTest require[] = {
-        cmocka_unit_test(test_clock_required_drivers_present),
-    };
-    tu_urls urls;
-    int i, failed = 0;
-
-    if (tu_urls_load(&urls) != 0)
-        return 1;
-    tu_check_required(&urls, g_missing_driver, sizeof g_missing_driver);
-    failed += cmocka_run_group_tests_name("clock: required drivers", require,
-                                          NULL, NULL);
-    for (i = 0; i < urls.n; i++) {
-        char group[300];
-        const char *drv = tu_url_driver(urls.url[i]);
-        char *shown;
-        int n;
-
-        if (drv != NULL && strcmp(drv, "sqlite") == 0) {
-            printf("clock: skipping %s: SQLite is embedded, so the server "
-                   "clock IS the client host's clock (L2 has nothing to "
-                   "separate there, by design)\n", urls.url[i]);
-            continue;
-        }
-        shown = sqllock__url_redact(urls.url[i]);
-        g_url = urls.url[i];
-        snprintf(group, sizeof group, "clock [%s] %s",
-                 drv ? drv : "unknown", shown ? shown : "");
-        free(shown);
-        n = cmocka_run_group_tests_name(group, tests, setup, teardown);
-        if (n == 0)
-            tu_report_driver("clock", drv);
-        failed += n;
-    }
-    tu_urls_free(&urls);
-    return failed == 0 ? 0 : 1;
+    return TU_RUN_PER_URL_NO_SQLITE("clock", &g_url, tests, setup, teardown,
+                                    "SQLite is embedded, so the server "
+                                    "clock IS the client host's clock (L2 "
+                                    "has nothing to separate there, by "
+                                    "design)");
 }

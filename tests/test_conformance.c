@@ -17,10 +17,10 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "test_run.h"
 
 /* The URL the current group runs on. */
 static const char *g_url;
-static char g_missing_driver[64];
 
 typedef struct fixture {
     sqllock_db *db;            /* the group's own handle, initialised */
@@ -1031,15 +1031,6 @@ static void test_conformance_D3_names_round_trip(void **state)
 /* Runner                                                              */
 /* ------------------------------------------------------------------ */
 
-static void test_conformance_required_drivers_present(void **state)
-{
-    (void)state;
-    if (g_missing_driver[0] != '\0')
-        fail_msg("SQLLOCK_TEST_REQUIRE names driver \"%s\" but "
-                 "SQLLOCK_TEST_URLS has no URL for it: a required driver "
-                 "that is not tested fails the run", g_missing_driver);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1064,36 +1055,5 @@ int main(void)
         cmocka_unit_test(test_conformance_L3_attach_renew_release),
         cmocka_unit_test(test_conformance_D3_names_round_trip),
     };
-    const struct CMUnitTest require[] = {
-        cmocka_unit_test(test_conformance_required_drivers_present),
-    };
-    tu_urls urls;
-    int i, failed = 0;
-
-    if (tu_urls_load(&urls) != 0) {
-        fprintf(stderr, "conformance: cannot make a temporary database\n");
-        return 1;
-    }
-    tu_check_required(&urls, g_missing_driver, sizeof g_missing_driver);
-    failed += cmocka_run_group_tests_name("conformance: required drivers",
-                                          require, NULL, NULL);
-    for (i = 0; i < urls.n; i++) {
-        char group[300];
-        const char *drv = tu_url_driver(urls.url[i]);
-        char *shown = sqllock__url_redact(urls.url[i]);
-
-        g_url = urls.url[i];
-        snprintf(group, sizeof group, "conformance [%s] %s",
-                 drv ? drv : "unknown", shown ? shown : "");
-        free(shown);
-        {
-            int n = cmocka_run_group_tests_name(group, tests, group_setup,
-                                                group_teardown);
-            if (n == 0)
-                tu_report_driver("conformance", drv);
-            failed += n;
-        }
-    }
-    tu_urls_free(&urls);
-    return failed == 0 ? 0 : 1;
+    return TU_RUN_PER_URL("conformance", &g_url, tests, group_setup, group_teardown);
 }

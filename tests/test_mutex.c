@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "test_run.h"
 
 #define PROCS 8
 #define PROC_ITERS 200
@@ -28,7 +29,6 @@
 #define DBBUSY_RETRIES 50
 
 static const char *g_url;
-static char g_missing_driver[64];
 
 /* State shared by all contenders: MAP_SHARED for processes. Every field
  * is accessed with atomics, so the detector itself is race-free (and
@@ -336,49 +336,11 @@ static void test_mutex_L1_threads(void **state)
                  (long long)value, THREADS * THREAD_ITERS);
 }
 
-static void test_mutex_required_drivers_present(void **state)
-{
-    (void)state;
-    if (g_missing_driver[0] != '\0')
-        fail_msg("SQLLOCK_TEST_REQUIRE names driver \"%s\" but "
-                 "SQLLOCK_TEST_URLS has no URL for it", g_missing_driver);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mutex_L1_processes),
         cmocka_unit_test(test_mutex_L1_threads),
     };
-    const struct CMUnitTest require[] = {
-        cmocka_unit_test(test_mutex_required_drivers_present),
-    };
-    tu_urls urls;
-    int i, failed = 0;
-
-    if (tu_urls_load(&urls) != 0) {
-        fprintf(stderr, "mutex: cannot make a temporary database\n");
-        return 1;
-    }
-    tu_check_required(&urls, g_missing_driver, sizeof g_missing_driver);
-    failed += cmocka_run_group_tests_name("mutex: required drivers", require,
-                                          NULL, NULL);
-    for (i = 0; i < urls.n; i++) {
-        char group[300];
-        const char *drv = tu_url_driver(urls.url[i]);
-        char *shown = sqllock__url_redact(urls.url[i]);
-
-        g_url = urls.url[i];
-        snprintf(group, sizeof group, "mutex [%s] %s", drv ? drv : "unknown",
-                 shown ? shown : "");
-        free(shown);
-        {
-            int n = cmocka_run_group_tests_name(group, tests, NULL, NULL);
-            if (n == 0)
-                tu_report_driver("mutex", drv);
-            failed += n;
-        }
-    }
-    tu_urls_free(&urls);
-    return failed == 0 ? 0 : 1;
+    return TU_RUN_PER_URL("mutex", &g_url, tests, NULL, NULL);
 }

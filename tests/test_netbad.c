@@ -16,9 +16,9 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "test_run.h"
 
 static const char *g_url;
-static char g_missing_driver[64];
 
 typedef struct fixture {
     sqllock_db *db;            /* a handle on the test database, initialised */
@@ -392,14 +392,6 @@ static void test_netbad_E1_killed_connection_then_reconnect(void **state)
     sqllock_close(b);
 }
 
-static void test_netbad_required_drivers_present(void **state)
-{
-    (void)state;
-    if (g_missing_driver[0] != '\0')
-        fail_msg("SQLLOCK_TEST_REQUIRE names driver \"%s\" but "
-                 "SQLLOCK_TEST_URLS has no URL for it", g_missing_driver);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -409,39 +401,6 @@ int main(void)
         cmocka_unit_test(test_netbad_S1_missing_table_is_enoschema),
         cmocka_unit_test(test_netbad_E1_killed_connection_then_reconnect),
     };
-    const struct CMUnitTest require[] = {
-        cmocka_unit_test(test_netbad_required_drivers_present),
-    };
-    tu_urls urls;
-    int i, failed = 0, ran = 0;
-
-    if (tu_urls_load(&urls) != 0)
-        return 1;
-    tu_check_required(&urls, g_missing_driver, sizeof g_missing_driver);
-    failed += cmocka_run_group_tests_name("netbad: required drivers", require,
-                                          NULL, NULL);
-    for (i = 0; i < urls.n; i++) {
-        char group[300];
-        const char *drv = tu_url_driver(urls.url[i]);
-        char *shown;
-        int n;
-
-        if (drv == NULL || strcmp(drv, "sqlite") == 0)
-            continue;
-        shown = sqllock__url_redact(urls.url[i]);
-        g_url = urls.url[i];
-        snprintf(group, sizeof group, "netbad [%s] %s", drv,
-                 shown ? shown : "");
-        free(shown);
-        n = cmocka_run_group_tests_name(group, tests, setup, teardown);
-        if (n == 0)
-            tu_report_driver("netbad", drv);
-        failed += n;
-        ran++;
-    }
-    if (ran == 0)
-        printf("netbad: no postgres or mysql URL in SQLLOCK_TEST_URLS; "
-               "nothing to test (SQLite has no network)\n");
-    tu_urls_free(&urls);
-    return failed == 0 ? 0 : 1;
+    return TU_RUN_PER_URL_NO_SQLITE("netbad", &g_url, tests, setup, teardown,
+                                    "SQLite has no network: nothing to test");
 }

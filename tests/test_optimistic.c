@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "test_run.h"
 
 #define PROCS 8
 #define O2_UPDATES 100          /* per process */
@@ -29,7 +30,6 @@
 #define DEFAULT_MAX_ATTEMPTS 16 /* sqllock_retry_options default */
 
 static const char *g_url;
-static char g_missing_driver[64];
 
 /* ------------------------------------------------------------------ */
 /* The test's own SQL, per driver                                      */
@@ -1783,14 +1783,6 @@ static void test_optimistic_O3_version_overflow(void **state)
 
 /* ------------------------------------------------------------------ */
 
-static void test_optimistic_required_drivers_present(void **state)
-{
-    (void)state;
-    if (g_missing_driver[0] != '\0')
-        fail_msg("SQLLOCK_TEST_REQUIRE names driver \"%s\" but "
-                 "SQLLOCK_TEST_URLS has no URL for it", g_missing_driver);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1815,36 +1807,5 @@ int main(void)
         cmocka_unit_test(test_optimistic_O3_missing_table_column),
         cmocka_unit_test(test_optimistic_O3_version_overflow),
     };
-    const struct CMUnitTest require[] = {
-        cmocka_unit_test(test_optimistic_required_drivers_present),
-    };
-    tu_urls urls;
-    int i, failed = 0;
-
-    if (tu_urls_load(&urls) != 0) {
-        fprintf(stderr, "optimistic: cannot make a temporary database\n");
-        return 1;
-    }
-    tu_check_required(&urls, g_missing_driver, sizeof g_missing_driver);
-    failed += cmocka_run_group_tests_name("optimistic: required drivers",
-                                          require, NULL, NULL);
-    for (i = 0; i < urls.n; i++) {
-        char group[300];
-        const char *drv = tu_url_driver(urls.url[i]);
-        char *shown = sqllock__url_redact(urls.url[i]);
-
-        g_url = urls.url[i];
-        snprintf(group, sizeof group, "optimistic [%s] %s",
-                 drv ? drv : "unknown", shown ? shown : "");
-        free(shown);
-        {
-            int n = cmocka_run_group_tests_name(group, tests, group_setup,
-                                                group_teardown);
-            if (n == 0)
-                tu_report_driver("optimistic", drv);
-            failed += n;
-        }
-    }
-    tu_urls_free(&urls);
-    return failed == 0 ? 0 : 1;
+    return TU_RUN_PER_URL("optimistic", &g_url, tests, group_setup, group_teardown);
 }

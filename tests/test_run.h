@@ -1,0 +1,78 @@
+/*
+ * test_run.h -- the main() of the tests that run once per database.
+ *
+ * Include after cmocka.h and test_util.h. TU_RUN_PER_URL() first checks
+ * that every driver SQLLOCK_TEST_REQUIRE names has a URL (a required
+ * driver that is not tested fails the run), then runs the group of tests
+ * once per URL in SQLLOCK_TEST_URLS, setting the test file's URL variable
+ * before each (TU_RUN_PER_URL_NO_SQLITE leaves SQLite out, saying why),
+ * and reports every driver whose group passed (test.sh reads
+ * those reports to print `drivers tested: ...`).
+ */
+#ifndef SQLLOCK_TEST_RUN_H
+#define SQLLOCK_TEST_RUN_H
+
+static char tu_missing_driver[64];
+
+static void tu_required_drivers_present(void **state)
+{
+    (void)state;
+    if (tu_missing_driver[0] != '\0')
+        fail_msg("SQLLOCK_TEST_REQUIRE names driver \"%s\" but "
+                 "SQLLOCK_TEST_URLS has no URL for it: a required driver "
+                 "that is not tested fails the run", tu_missing_driver);
+}
+
+static int tu_run_per_url(const char *unit, const char **url,
+                          const struct CMUnitTest *tests, size_t ntests,
+                          CMFixtureFunction setup, CMFixtureFunction teardown,
+                          const char *skip_sqlite_why)
+{
+    const struct CMUnitTest require[] = {
+        cmocka_unit_test(tu_required_drivers_present),
+    };
+    char group[300];
+    tu_urls urls;
+    int i, failed = 0;
+
+    if (tu_urls_load(&urls) != 0) {
+        fprintf(stderr, "%s: cannot make a temporary database\n", unit);
+        return 1;
+    }
+    tu_check_required(&urls, tu_missing_driver, sizeof tu_missing_driver);
+    snprintf(group, sizeof group, "%s: required drivers", unit);
+    failed += _cmocka_run_group_tests(group, require, 1, NULL, NULL);
+    for (i = 0; i < urls.n; i++) {
+        const char *drv = tu_url_driver(urls.url[i]);
+        char *shown;
+        int n;
+
+        if (skip_sqlite_why != NULL && drv != NULL &&
+            strcmp(drv, "sqlite") == 0) {
+            printf("%s: not on %s: %s\n", unit, urls.url[i], skip_sqlite_why);
+            continue;
+        }
+        shown = sqllock__url_redact(urls.url[i]);
+        *url = urls.url[i];
+        snprintf(group, sizeof group, "%s [%s] %s", unit,
+                 drv ? drv : "unknown", shown ? shown : "");
+        free(shown);
+        n = _cmocka_run_group_tests(group, tests, ntests, setup, teardown);
+        if (n == 0)
+            tu_report_driver(unit, drv);
+        failed += n;
+    }
+    tu_urls_free(&urls);
+    return failed == 0 ? 0 : 1;
+}
+
+#define TU_RUN_PER_URL(unit, url, tests, setup, teardown)                    \
+    tu_run_per_url((unit), (url), (tests), sizeof(tests) / sizeof((tests)[0]), \
+                   (setup), (teardown), NULL)
+
+/* The same, skipping SQLite URLs and saying why. */
+#define TU_RUN_PER_URL_NO_SQLITE(unit, url, tests, setup, teardown, why)     \
+    tu_run_per_url((unit), (url), (tests), sizeof(tests) / sizeof((tests)[0]), \
+                   (setup), (teardown), (why))
+
+#endif /* SQLLOCK_TEST_RUN_H */
