@@ -114,34 +114,6 @@ static int cli(fixture *f, const char *const *args)
                      (f)->err);                                                \
     } while (0)
 
-/* Finds "KEY=value" at the start of a line of `text`; copies the value,
- * without surrounding single or double quotes, into val. */
-static int get_var(const char *text, const char *key, char *val, size_t size)
-{
-    size_t klen = strlen(key);
-    const char *p = text;
-
-    while (p != NULL && *p != '\0') {
-        if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
-            const char *v = p + klen + 1;
-            size_t n = strcspn(v, "\n");
-            if (n >= 2 && (v[0] == '\'' || v[0] == '"') && v[n - 1] == v[0]) {
-                v++;
-                n -= 2;
-            }
-            if (n >= size)
-                return 0;
-            memcpy(val, v, n);
-            val[n] = '\0';
-            return 1;
-        }
-        p = strchr(p, '\n');
-        if (p != NULL)
-            p++;
-    }
-    return 0;
-}
-
 /* `acquire NAME --ttl TTL`, which must succeed; returns the owner and
  * the token it printed. */
 static void acquire(fixture *f, const char *name, const char *ttl,
@@ -151,10 +123,10 @@ static void acquire(fixture *f, const char *name, const char *ttl,
     char *end;
 
     EXPECT_EXIT(f, 0, "acquire", name, "--ttl", ttl);
-    if (!get_var(f->out, "SQLLOCK_OWNER", owner, SQLLOCK_OWNER_LEN + 1) ||
+    if (!tu_get_var(f->out, "SQLLOCK_OWNER", owner, SQLLOCK_OWNER_LEN + 1) ||
         !tu_is_owner_id(owner))
         fail_msg("acquire printed no SQLLOCK_OWNER=<32 hex>:\n%s", f->out);
-    if (!get_var(f->out, "SQLLOCK_TOKEN", tok, sizeof tok))
+    if (!tu_get_var(f->out, "SQLLOCK_TOKEN", tok, sizeof tok))
         fail_msg("acquire printed no SQLLOCK_TOKEN=<n>:\n%s", f->out);
     *token = strtoll(tok, &end, 10);
     if (*end != '\0' || *token <= 0)

@@ -128,41 +128,15 @@ static int cli(fixture *f, const char *skew, const char *const *args)
                      (f)->err);                                                \
     } while (0)
 
-static int get_var(const char *text, const char *key, char *val, size_t size)
-{
-    size_t klen = strlen(key);
-    const char *p = text;
-
-    while (p != NULL && *p != '\0') {
-        if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
-            const char *v = p + klen + 1;
-            size_t n = strcspn(v, "\n");
-            if (n >= 2 && (v[0] == '\'' || v[0] == '"') && v[n - 1] == v[0]) {
-                v++;
-                n -= 2;
-            }
-            if (n >= size)
-                return 0;
-            memcpy(val, v, n);
-            val[n] = '\0';
-            return 1;
-        }
-        p = strchr(p, '\n');
-        if (p != NULL)
-            p++;
-    }
-    return 0;
-}
-
 /* `acquire NAME --ttl TTL` (skewed or not), which must succeed; returns
  * the printed owner and token (as text). */
 static void acquire(fixture *f, const char *skew, const char *name,
                     const char *ttl, char *owner, char *token)
 {
     EXPECT_EXIT(f, skew, 0, "acquire", name, "--ttl", ttl);
-    if (!get_var(f->out, "SQLLOCK_OWNER", owner, SQLLOCK_OWNER_LEN + 1) ||
+    if (!tu_get_var(f->out, "SQLLOCK_OWNER", owner, SQLLOCK_OWNER_LEN + 1) ||
         !tu_is_owner_id(owner) ||
-        !get_var(f->out, "SQLLOCK_TOKEN", token, 32))
+        !tu_get_var(f->out, "SQLLOCK_TOKEN", token, 32))
         fail_msg("acquire printed no owner and token:\n%s", f->out);
 }
 

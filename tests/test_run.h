@@ -14,7 +14,7 @@
 
 static char tu_missing_driver[64];
 
-static void tu_required_drivers_present(void **state)
+static inline void tu_required_drivers_present(void **state)
 {
     (void)state;
     if (tu_missing_driver[0] != '\0')
@@ -23,7 +23,7 @@ static void tu_required_drivers_present(void **state)
                  "that is not tested fails the run", tu_missing_driver);
 }
 
-static int tu_run_per_url(const char *unit, const char **url,
+static inline int tu_run_per_url(const char *unit, const char **url,
                           const struct CMUnitTest *tests, size_t ntests,
                           CMFixtureFunction setup, CMFixtureFunction teardown,
                           const char *skip_sqlite_why)

@@ -469,4 +469,34 @@ static inline int tu_empty_target(sqllock_db *db, const char *url,
     return 1;
 }
 
+/* In the output of `sqllock acquire`: finds "KEY=value" at the start of a
+ * line of `text` and copies the value, without surrounding single or
+ * double quotes, into val. */
+static inline int tu_get_var(const char *text, const char *key, char *val,
+                             size_t size)
+{
+    size_t klen = strlen(key);
+    const char *p = text;
+
+    while (p != NULL && *p != '\0') {
+        if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
+            const char *v = p + klen + 1;
+            size_t n = strcspn(v, "\n");
+            if (n >= 2 && (v[0] == '\'' || v[0] == '"') && v[n - 1] == v[0]) {
+                v++;
+                n -= 2;
+            }
+            if (n >= size)
+                return 0;
+            memcpy(val, v, n);
+            val[n] = '\0';
+            return 1;
+        }
+        p = strchr(p, '\n');
+        if (p != NULL)
+            p++;
+    }
+    return 0;
+}
+
 #endif /* SQLLOCK_TEST_UTIL_H */
