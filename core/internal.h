@@ -30,6 +30,7 @@ struct sqllock_db {
     sqllock_stmt *stmts[SQLLOCK_SQL_COUNT_];
     sqllock__dyn dyn[SQLLOCK__DYN_CACHE];
     uint64_t dyn_clock;
+    int in_txn;                /* a sqllock_txn is open on the handle */
     sqllock_connect_params params;
     char *url;                 /* the URL as given, for reconnects */
     char *url_redacted;        /* the URL with any password hidden */
@@ -111,6 +112,16 @@ sqllock_value sqllock__text(const char *s);
  * without control characters (core/lease.c). `what` is "lock name" or
  * "record key" for the message. */
 int sqllock__check_name(sqllock_db *db, const char *name, const char *what);
+
+/* Identifiers of the application's tables (core/versioned.c):
+ * [A-Za-z_][A-Za-z0-9_]*, at most 63 bytes, "schema.table" when
+ * `qualified`. */
+int sqllock__check_ident(sqllock_db *db, const char *s, int qualified,
+                         const char *what);
+/* Builds SELECT key FROM table WHERE key = <placeholder><suffix> with the
+ * dialect's quoting, for a table whose identifiers were checked. */
+int sqllock__sql_select_key(sqllock_db *db, const sqllock_table *t,
+                            const char *suffix, char *out, size_t size);
 
 /* Utilities (core/util.c). */
 int64_t sqllock__now_ms(void);          /* CLOCK_MONOTONIC, ms */

@@ -314,8 +314,8 @@ static int ident_ok(const char *s, size_t len)
     return 1;
 }
 
-static int check_ident(sqllock_db *db, const char *s, int qualified,
-                       const char *what)
+int sqllock__check_ident(sqllock_db *db, const char *s, int qualified,
+                        const char *what)
 {
     const char *dot;
 
@@ -404,9 +404,9 @@ static int check_table(sqllock_db *db, const sqllock_table *t,
                              "NULL");
     if (key == NULL)
         return sqllock__fail(db, SQLLOCK_EINVAL, "the key is NULL");
-    if ((rc = check_ident(db, t->table, 1, "table name")) != SQLLOCK_OK ||
-        (rc = check_ident(db, t->key_column, 0, "key column")) != SQLLOCK_OK ||
-        (rc = check_ident(db, t->version_column, 0, "version column")) !=
+    if ((rc = sqllock__check_ident(db, t->table, 1, "table name")) != SQLLOCK_OK ||
+        (rc = sqllock__check_ident(db, t->key_column, 0, "key column")) != SQLLOCK_OK ||
+        (rc = sqllock__check_ident(db, t->version_column, 0, "version column")) !=
             SQLLOCK_OK)
         return rc;
     return SQLLOCK_OK;
@@ -428,7 +428,7 @@ static int check_cells(sqllock_db *db, const sqllock_cell *cells, int n,
                         cells[i].op == SQLLOCK_OP_SUB;
         int is_cond = cells[i].op >= SQLLOCK_OP_EQ &&
                       cells[i].op <= SQLLOCK_OP_GE;
-        rc = check_ident(db, cells[i].column, 0, "column name");
+        rc = sqllock__check_ident(db, cells[i].column, 0, "column name");
         if (rc != SQLLOCK_OK)
             return rc;
         if (assignments ? !is_assign : !is_cond)
@@ -588,7 +588,7 @@ int sqllock_table_get(sqllock_db *db, const sqllock_table *t,
                              "an array for their values", TABLE_GET_MAX);
     for (i = 0; i < ncolumns; i++) {
         values[i] = 0;
-        if ((rc = check_ident(db, columns[i], 0, "column name")) != SQLLOCK_OK)
+        if ((rc = sqllock__check_ident(db, columns[i], 0, "column name")) != SQLLOCK_OK)
             return rc;
     }
     memset(&b, 0, sizeof b);
@@ -626,4 +626,27 @@ int sqllock_table_get(sqllock_db *db, const sqllock_table *t,
         values[i] = db->drv->column_int64(st, i + 1);
     db->drv->reset(st);
     return sqllock__ok(db);
+}
+
+int sqllock__sql_select_key(sqllock_db *db, const sqllock_table *t,
+                            const char *suffix, char *out, size_t size)
+{
+    sqlbuf b;
+
+    memset(&b, 0, sizeof b);
+    b.d = db->drv->dialect;
+    sb_add(&b, "SELECT ");
+    sb_ident(&b, t->key_column);
+    sb_add(&b, " FROM ");
+    sb_ident(&b, t->table);
+    sb_add(&b, " WHERE ");
+    sb_ident(&b, t->key_column);
+    sb_add(&b, " = ");
+    sb_placeholder(&b);
+    sb_add(&b, suffix != NULL ? suffix : "");
+    if (b.overflow || b.len >= size)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the statement would be "
+                             "longer than %zu bytes", size);
+    memcpy(out, b.text, b.len + 1);
+    return SQLLOCK_OK;
 }

@@ -349,6 +349,96 @@ SQLLOCK_API int sqllock_list(sqllock_db *db,
                              void *ctx);
 
 /* ------------------------------------------------------------------------ */
+/* Row locks (DESIGN R1-R5)                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A row lock is held inside a database transaction on the handle's own
+ * connection and ends at commit or rollback; if the connection dies, the
+ * database ends it (no expiry is needed). One transaction per handle at a
+ * time; while it is open, use the handle only through it (lease calls on
+ * the same handle would run inside the transaction).
+ *
+ * SQLite has no row locks: there the transaction takes the database's
+ * write lock (BEGIN IMMEDIATE) at its first lock call — coarser, the same
+ * API. NOWAIT then fails at once if another connection writes, and SKIP
+ * LOCKED gets every requested row or none.
+ */
+typedef struct sqllock_txn sqllock_txn;
+typedef struct sqllock_table sqllock_table;
+typedef struct sqllock_cell sqllock_cell;
+
+typedef enum sqllock_lock_mode {
+    SQLLOCK_LOCK_WAIT = 0,     /* wait, up to the transaction's lock timeout */
+    SQLLOCK_LOCK_NOWAIT,       /* fail at once with SQLLOCK_ELOCKED */
+    SQLLOCK_LOCK_SKIP_LOCKED   /* take the free rows, skip the others */
+} sqllock_lock_mode;
+
+typedef struct sqllock_txn_options {
+    int struct_version;
+    /* How long SQLLOCK_LOCK_WAIT waits for one row before SQLLOCK_ELOCKED.
+     * Default 5000 ms. MySQL counts whole seconds (rounded up, at least
+     * 1); SQLite applies it as the busy timeout of BEGIN IMMEDIATE. */
+    int64_t lock_timeout_ms;
+} sqllock_txn_options;
+
+#define SQLLOCK_TXN_OPTIONS_INIT { 1, 0 }
+
+/* Begins a transaction on `db`. `opts` may be NULL. Nothing is sent yet:
+ * the database transaction starts at the first lock call, or at
+ * sqllock_txn_native(), whichever comes first (on SQLite that is when the
+ * write lock is taken). Free the handle with sqllock_txn_free() (which
+ * rolls back a transaction still open). SQLLOCK_EMISUSE while another
+ * transaction is open on the handle. */
+SQLLOCK_API int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opts,
+                                  sqllock_txn **out);
+
+/*
+ * Locks the library's own lock rows `names[0..n)` (1 <= n <= 64; each a
+ * valid lock name; the row is created on first use, race-free), always in
+ * one sorted byte order whatever the order given, so that two clients
+ * locking overlapping sets through the library never deadlock (R2).
+ * Duplicates are locked once. `got` (when not NULL) gets, per name, 1 if
+ * it is now locked by this transaction, 0 if not.
+ *
+ * WAIT and NOWAIT lock all or fail: SQLLOCK_ELOCKED (NOWAIT, or the lock
+ * timeout passed), SQLLOCK_EDEADLOCK (a deadlock through rows the
+ * application locked itself; the database rolled back). SKIP_LOCKED
+ * returns SQLLOCK_OK with `got` saying which names it took.
+ *
+ * After ELOCKED, EDEADLOCK, ESERIALIZATION or a lost connection the
+ * transaction is rolled back and over (sqllock_retryable() says whether
+ * to begin again); later calls on it return SQLLOCK_EMISUSE.
+ */
+SQLLOCK_API int sqllock_txn_lock(sqllock_txn *txn, const char *const *names,
+                                 int n, sqllock_lock_mode mode, int *got);
+
+/*
+ * The same for the application's rows: `SELECT key FROM table WHERE key =
+ * ? FOR UPDATE [NOWAIT | SKIP LOCKED]` per key, keys in sorted order
+ * (numbers by value, texts by bytes). The table's version_column is not
+ * used and may be NULL. WAIT/NOWAIT: SQLLOCK_NOTFOUND if a key has no row
+ * (the rows locked so far stay locked). SKIP_LOCKED: a missing row is
+ * `got` 0 too.
+ */
+SQLLOCK_API int sqllock_txn_lock_rows(sqllock_txn *txn, const sqllock_table *t,
+                                      const sqllock_cell *keys, int n,
+                                      sqllock_lock_mode mode, int *got);
+
+/* The connection, for the application's own statements inside the
+ * transaction (sqlite3 *, PGconn *, MYSQL *); starts the transaction if no
+ * lock call did yet. Borrowed. NULL if the transaction could not start
+ * (sqllock_errmsg() on the handle says why). */
+SQLLOCK_API void *sqllock_txn_native(sqllock_txn *txn);
+
+/* Commits (the locks end). SQLLOCK_EMISUSE if the transaction is over. */
+SQLLOCK_API int sqllock_txn_commit(sqllock_txn *txn);
+/* Rolls back (the locks end). OK on a transaction that is already over. */
+SQLLOCK_API int sqllock_txn_rollback(sqllock_txn *txn);
+/* Rolls back if still open, and frees. Accepts NULL. */
+SQLLOCK_API void sqllock_txn_free(sqllock_txn *txn);
+
+/* ------------------------------------------------------------------------ */
 /* Optimistic versioned updates (DESIGN O1-O3)                               */
 /* ------------------------------------------------------------------------ */
 
@@ -432,11 +522,11 @@ SQLLOCK_API int sqllock_record_update(sqllock_db *db, const char *key,
  * library validates and quotes them for the database. Values always go as
  * bound parameters. Numbers are int64; keys may be numbers or text.
  */
-typedef struct sqllock_table {
+struct sqllock_table {
     const char *table;
     const char *key_column;
     const char *version_column;
-} sqllock_table;
+};
 
 /* A key, a value, an assignment or a condition on one column. */
 typedef enum sqllock_op {
@@ -451,12 +541,12 @@ typedef enum sqllock_op {
     SQLLOCK_OP_GE        /* column >= value           (condition) */
 } sqllock_op;
 
-typedef struct sqllock_cell {
+struct sqllock_cell {
     const char *column;  /* ignored for the key, which uses key_column */
     sqllock_op op;
     const char *text;    /* a text value, or NULL for the number below */
     int64_t number;
-} sqllock_cell;
+};
 
 #define SQLLOCK_NUMBER(n) { NULL, SQLLOCK_OP_SET, NULL, (n) }
 #define SQLLOCK_TEXT(s) { NULL, SQLLOCK_OP_SET, (s), 0 }

@@ -49,6 +49,9 @@ typedef struct sqllock_stmt sqllock_stmt;
 #define SQLLOCK_CAP_NOTIFY      (1u << 3) /* push wake-ups (LISTEN/NOTIFY) */
 #define SQLLOCK_CAP_SHARED_HOST (1u << 4) /* clients share the server's host
                                              and clock (embedded database) */
+#define SQLLOCK_CAP_DB_LOCK     (1u << 5) /* no row locks: a transaction
+                                             takes the database's write
+                                             lock (SQLite) */
 
 /*
  * The statements the core runs. Each dialect gives the SQL text for each,
@@ -98,6 +101,20 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                and version = version + 1 where key and version match.
  *                Affected rows: 1 written, 0 conflict.
  * RECORD_DELETE  1 key, 2 expected version. Affected rows: 1 or 0.
+ *
+ * Row locks (DESIGN R1-R5), table sqllock_row(name):
+ * ROW_ENSURE     1 name. Creates the lock row if it does not exist, inside
+ *                the caller's transaction, WITHOUT waiting for a lock on an
+ *                existing row (PostgreSQL ON CONFLICT DO NOTHING does not;
+ *                MySQL must not touch an existing key: INSERT ... SELECT
+ *                ... WHERE NOT EXISTS). A concurrent creator may make it
+ *                fail with SQLLOCK_EEXISTS, which the core ignores.
+ * TXN_LOCK_TIMEOUT 1 ms. Sets how long a row-lock wait may take in this
+ *                transaction (PostgreSQL set_config('lock_timeout', ...,
+ *                true); MySQL innodb_lock_wait_timeout in whole seconds;
+ *                SQLite the busy timeout).
+ * The dialect's `for_update` strings end a SELECT that locks the rows it
+ * returns, in the three modes; SQLite's are empty (SQLLOCK_CAP_DB_LOCK).
  */
 typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_ACQUIRE = 0,
@@ -111,6 +128,8 @@ typedef enum sqllock_sql_id {
     SQLLOCK_SQL_RECORD_CREATE,
     SQLLOCK_SQL_RECORD_CAS,
     SQLLOCK_SQL_RECORD_DELETE,
+    SQLLOCK_SQL_ROW_ENSURE,
+    SQLLOCK_SQL_TXN_LOCK_TIMEOUT,
     SQLLOCK_SQL_COUNT_
 } sqllock_sql_id;
 
@@ -140,6 +159,9 @@ typedef struct sqllock_dialect {
      * validated as [A-Za-z_][A-Za-z0-9_]*), and the placeholder style. */
     char ident_quote;
     sqllock_placeholder placeholder;
+    /* Suffixes of a locking SELECT, indexed by sqllock_lock_mode:
+     * " FOR UPDATE", " FOR UPDATE NOWAIT", " FOR UPDATE SKIP LOCKED". */
+    const char *for_update[3];
 } sqllock_dialect;
 
 /* A bound value. Text is passed with its length and need not be

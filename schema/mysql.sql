@@ -56,4 +56,10 @@ CREATE TABLE IF NOT EXISTS sqllock_record (
     version BIGINT NOT NULL
 ) ENGINE = InnoDB;
 
+-- Row locks (DESIGN R1-R5): one row per lock name, created on first use
+-- and locked with SELECT ... FOR UPDATE inside the caller's transaction.
+CREATE TABLE IF NOT EXISTS sqllock_row (
+    name VARBINARY(255) NOT NULL PRIMARY KEY
+) ENGINE = InnoDB;
+
 INSERT IGNORE INTO sqllock_meta (`key`, `value`) VALUES ('schema_version', '1');

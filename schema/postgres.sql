@@ -6,7 +6,7 @@
 -- Run-time privileges (DESIGN S2): SELECT, INSERT, UPDATE, DELETE on the
 -- tables and USAGE on the sequence:
 --   GRANT SELECT, INSERT, UPDATE, DELETE
---     ON sqllock_meta, sqllock_lease, sqllock_record TO app;
+--     ON sqllock_meta, sqllock_lease, sqllock_record, sqllock_row TO app;
 --   GRANT USAGE ON SEQUENCE sqllock_token_seq TO app;
 
 -- Concurrent CREATE ... IF NOT EXISTS can still collide in the catalogs;
@@ -46,6 +46,12 @@ CREATE TABLE IF NOT EXISTS sqllock_record (
     key     text COLLATE "C" PRIMARY KEY,
     value   bytea NOT NULL,
     version bigint NOT NULL
+);
+
+-- Row locks (DESIGN R1-R5): one row per lock name, created on first use
+-- and locked with SELECT ... FOR UPDATE inside the caller's transaction.
+CREATE TABLE IF NOT EXISTS sqllock_row (
+    name text COLLATE "C" PRIMARY KEY
 );
 
 INSERT INTO sqllock_meta (key, value) VALUES ('schema_version', '1')

@@ -56,4 +56,11 @@ CREATE TABLE IF NOT EXISTS sqllock_record (
     version INTEGER NOT NULL
 );
 
+-- Row locks (DESIGN R5): one row per lock name, created on first use.
+-- SQLite has no row locks; a row-lock transaction takes the database's
+-- write lock (BEGIN IMMEDIATE), so the row only records the name.
+CREATE TABLE IF NOT EXISTS sqllock_row (
+    name TEXT PRIMARY KEY
+) WITHOUT ROWID;
+
 INSERT OR IGNORE INTO sqllock_meta (key, value) VALUES ('schema_version', '1');

@@ -113,6 +113,24 @@ static const char SQL_RECORD_CAS[] =
 static const char SQL_RECORD_DELETE[] =
     "DELETE FROM sqllock_record WHERE `key` = ? AND version = ?";
 
+/* Row locks (DESIGN R1-R5). The row is created only when no committed
+ * row has the name: under the session's READ COMMITTED the NOT EXISTS
+ * subquery is a consistent (non-locking) read, so the statement does not
+ * wait for another transaction's FOR UPDATE lock on an existing row
+ * (checked on MariaDB 10.11; under REPEATABLE READ it would take a shared
+ * lock and wait). It does wait for another transaction that inserted the
+ * same name and has not committed, then fails with 1062 (EEXISTS) if
+ * that one commits. */
+static const char SQL_ROW_ENSURE[] =
+    "INSERT INTO sqllock_row (name) SELECT ? FROM DUAL "
+    "WHERE NOT EXISTS (SELECT 1 FROM sqllock_row WHERE name = ?)";
+
+/* InnoDB counts the lock wait in whole seconds, at least 1. The session
+ * variable applies to the statements that follow on this connection;
+ * the core sets it at the start of each row-lock transaction. */
+static const char SQL_TXN_LOCK_TIMEOUT[] =
+    "SET SESSION innodb_lock_wait_timeout = GREATEST(1, CEILING(? / 1000))";
+
 extern const char sqllock__schema_mysql[];
 
 static const sqllock_dialect mysql_dialect = {
@@ -128,10 +146,15 @@ static const sqllock_dialect mysql_dialect = {
         [SQLLOCK_SQL_RECORD_CREATE] = { SQL_RECORD_CREATE, "12" },
         [SQLLOCK_SQL_RECORD_CAS] = { SQL_RECORD_CAS, "312" },
         [SQLLOCK_SQL_RECORD_DELETE] = { SQL_RECORD_DELETE, "12" },
+        [SQLLOCK_SQL_ROW_ENSURE] = { SQL_ROW_ENSURE, "11" },
+        [SQLLOCK_SQL_TXN_LOCK_TIMEOUT] = { SQL_TXN_LOCK_TIMEOUT, "1" },
     },
     .schema = sqllock__schema_mysql,
     .ident_quote = '`',
     .placeholder = SQLLOCK_PLACEHOLDER_QUESTION,
+    /* MariaDB 10.6+ and MySQL 8.0 both have NOWAIT and SKIP LOCKED. */
+    .for_update = { " FOR UPDATE", " FOR UPDATE NOWAIT",
+                    " FOR UPDATE SKIP LOCKED" },
 };
 
 /* The session set-up, run once per connection (see the file comment). */

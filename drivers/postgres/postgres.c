@@ -84,6 +84,19 @@ static const char SQL_RECORD_CAS[] =
 static const char SQL_RECORD_DELETE[] =
     "DELETE FROM sqllock_record WHERE key = $1 AND version = $2";
 
+/* Row locks (DESIGN R1-R5). ON CONFLICT DO NOTHING does not wait for a
+ * row lock that another transaction holds on an existing row (checked on
+ * the server: it returns at once while another session holds the row
+ * FOR UPDATE). It does wait for another transaction that inserted the
+ * same name and has not committed yet, bounded by lock_timeout. */
+static const char SQL_ROW_ENSURE[] =
+    "INSERT INTO sqllock_row (name) VALUES ($1) ON CONFLICT (name) DO NOTHING";
+
+/* Transaction-local (set_config(..., true)): it ends with the
+ * transaction and leaves the session's own setting alone. */
+static const char SQL_TXN_LOCK_TIMEOUT[] =
+    "SELECT set_config('lock_timeout', $1::bigint || 'ms', true)";
+
 extern const char sqllock__schema_postgres[];
 
 static const sqllock_dialect postgres_dialect = {
@@ -97,10 +110,14 @@ static const sqllock_dialect postgres_dialect = {
         [SQLLOCK_SQL_RECORD_CREATE] = { SQL_RECORD_CREATE, "12" },
         [SQLLOCK_SQL_RECORD_CAS] = { SQL_RECORD_CAS, "123" },
         [SQLLOCK_SQL_RECORD_DELETE] = { SQL_RECORD_DELETE, "12" },
+        [SQLLOCK_SQL_ROW_ENSURE] = { SQL_ROW_ENSURE, "1" },
+        [SQLLOCK_SQL_TXN_LOCK_TIMEOUT] = { SQL_TXN_LOCK_TIMEOUT, "1" },
     },
     .schema = sqllock__schema_postgres,
     .ident_quote = '"',
     .placeholder = SQLLOCK_PLACEHOLDER_DOLLAR,
+    .for_update = { " FOR UPDATE", " FOR UPDATE NOWAIT",
+                    " FOR UPDATE SKIP LOCKED" },
 };
 
 /* The most values one statement binds. The core's largest statement (a
@@ -141,6 +158,8 @@ static int classify_sqlstate(const char *state)
         return SQLLOCK_ESERIALIZATION;
     if (strcmp(state, "57014") == 0)
         return SQLLOCK_ECANCELED;     /* canceled, statement_timeout */
+    if (strcmp(state, "25P02") == 0)
+        return SQLLOCK_EMISUSE;       /* in a transaction already aborted */
     if (strncmp(state, "08", 2) == 0 || strcmp(state, "57P01") == 0 ||
         strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0 ||
         strcmp(state, "3D000") == 0)

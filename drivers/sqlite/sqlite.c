@@ -67,6 +67,17 @@ static const char SQL_RECORD_CAS[] =
 static const char SQL_RECORD_DELETE[] =
     "DELETE FROM sqllock_record WHERE key = ?1 AND version = ?2";
 
+/* Row locks (DESIGN R5). SQLite has no row locks: the transaction holds
+ * the database's write lock, so creating the row never waits for another
+ * transaction's lock on it. */
+static const char SQL_ROW_ENSURE[] =
+    "INSERT OR IGNORE INTO sqllock_row (name) VALUES (?1)";
+
+/* The busy timeout is the connection's, so a SQL function registered at
+ * connect (sqllock_busy_timeout(), see busy_timeout_func()) sets it from
+ * a bound value. */
+static const char SQL_TXN_LOCK_TIMEOUT[] = "SELECT sqllock_busy_timeout(?1)";
+
 extern const char sqllock__schema_sqlite[];
 
 static const sqllock_dialect sqlite_dialect = {
@@ -80,10 +91,15 @@ static const sqllock_dialect sqlite_dialect = {
         [SQLLOCK_SQL_RECORD_CREATE] = { SQL_RECORD_CREATE, "12" },
         [SQLLOCK_SQL_RECORD_CAS] = { SQL_RECORD_CAS, "123" },
         [SQLLOCK_SQL_RECORD_DELETE] = { SQL_RECORD_DELETE, "12" },
+        [SQLLOCK_SQL_ROW_ENSURE] = { SQL_ROW_ENSURE, "1" },
+        [SQLLOCK_SQL_TXN_LOCK_TIMEOUT] = { SQL_TXN_LOCK_TIMEOUT, "1" },
     },
     .schema = sqllock__schema_sqlite,
     .ident_quote = '"',
     .placeholder = SQLLOCK_PLACEHOLDER_QUESTION,
+    /* No row locks (SQLLOCK_CAP_DB_LOCK): a locking SELECT is a plain
+     * one inside the write transaction. */
+    .for_update = { "", "", "" },
 };
 
 struct sqllock_conn {
@@ -151,6 +167,29 @@ static int fail(sqlite3 *db, int rc, sqllock_dberr *err, const char *context)
         return sqllock_dberr_set(err, status, code_name(rc), "%s: %s",
                                  context, msg);
     return sqllock_dberr_set(err, status, code_name(rc), "%s", msg);
+}
+
+/* sqllock_busy_timeout(ms): sets the busy timeout of the connection that
+ * runs it and returns ms. A negative ms turns the timeout off (0), as
+ * sqlite3_busy_timeout() does; more than INT_MAX ms is cut to INT_MAX. */
+static void busy_timeout_func(sqlite3_context *ctx, int argc,
+                              sqlite3_value **argv)
+{
+    sqlite3_int64 ms;
+
+    (void)argc;
+    if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER) {
+        sqlite3_result_error(ctx, "sqllock_busy_timeout() takes an integer "
+                             "number of milliseconds", -1);
+        return;
+    }
+    ms = sqlite3_value_int64(argv[0]);
+    if (ms > INT32_MAX)
+        ms = INT32_MAX;
+    if (ms < 0)
+        ms = 0;
+    sqlite3_busy_timeout(sqlite3_context_db_handle(ctx), (int)ms);
+    sqlite3_result_int64(ctx, ms);
 }
 
 static int parse_params(const sqllock_url *url, int64_t *busy_ms,
@@ -230,6 +269,14 @@ static int sqlite_connect(const sqllock_url *url, const sqllock_connect_params *
     sqlite3_db_config(c->db, SQLITE_DBCONFIG_DQS_DML, 0, (int *)NULL);
     sqlite3_db_config(c->db, SQLITE_DBCONFIG_DQS_DDL, 0, (int *)NULL);
     sqlite3_busy_timeout(c->db, (int)(busy_ms > INT32_MAX ? INT32_MAX : busy_ms));
+    /* Not deterministic: it has an effect, and must run every time. */
+    rc = sqlite3_create_function_v2(c->db, "sqllock_busy_timeout", 1,
+                                    SQLITE_UTF8, NULL, busy_timeout_func,
+                                    NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        fail(c->db, rc, err, "cannot register sqllock_busy_timeout()");
+        goto fail;
+    }
     /* WAL may be refused on a read-only file; lock calls then report
      * SQLLOCK_EPERM. Anything else (not a database, I/O) fails here. */
     rc = sqlite3_exec(c->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
@@ -467,7 +514,8 @@ const sqllock_driver sqllock__sqlite_driver = {
     .version = SQLLOCK_DRIVER_VERSION,
     .name = "sqlite",
     .schemes = sqlite_schemes,
-    .caps = SQLLOCK_CAP_RETURNING | SQLLOCK_CAP_SHARED_HOST,
+    .caps = SQLLOCK_CAP_RETURNING | SQLLOCK_CAP_SHARED_HOST |
+            SQLLOCK_CAP_DB_LOCK,
     .dialect = &sqlite_dialect,
     .connect = sqlite_connect,
     .disconnect = sqlite_disconnect,

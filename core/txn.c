@@ -1,0 +1,443 @@
+/*
+ * txn.c -- row locks (DESIGN R1-R5).
+ *
+ * A row lock is a SELECT ... FOR UPDATE inside a transaction on the
+ * handle's connection; it ends at commit or rollback, and the database ends
+ * it if the connection dies. Several rows are always locked one at a time
+ * in one sorted order (R2), so two clients that lock overlapping sets
+ * through the library cannot deadlock each other. The library's own lock
+ * rows are created on first use, inside the transaction, by a statement
+ * that never waits for a lock on an existing row.
+ *
+ * SQLite has no row locks (SQLLOCK_CAP_DB_LOCK): the transaction takes
+ * the database's write lock with BEGIN IMMEDIATE at its first lock call,
+ * waiting according to the mode (R5).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define TXN_MAX_ROWS 64
+#define TXN_DEFAULT_TIMEOUT_MS 5000
+
+enum txn_state {
+    TXN_PENDING,      /* SQLite: BEGIN IMMEDIATE not yet run */
+    TXN_OPEN,
+    TXN_OVER
+};
+
+struct sqllock_txn {
+    sqllock_db *db;
+    enum txn_state state;
+    int64_t lock_timeout_ms;
+    int ended_by;     /* the status that ended it early, or SQLLOCK_OK */
+};
+
+static int set_lock_timeout(sqllock_db *db, int64_t ms)
+{
+    sqllock_value arg = sqllock__int(ms);
+    int rc, has_row = 0;
+
+    rc = sqllock__run(db, SQLLOCK_SQL_TXN_LOCK_TIMEOUT, &arg, 1,
+                      "setting the lock timeout");
+    if (rc != SQLLOCK_OK)
+        return rc;
+    /* Some dialects return a row (a SELECT); read it to the end. */
+    do
+        rc = sqllock__fetch(db, SQLLOCK_SQL_TXN_LOCK_TIMEOUT, &has_row,
+                            "setting the lock timeout");
+    while (rc == SQLLOCK_OK && has_row);
+    sqllock__end(db, SQLLOCK_SQL_TXN_LOCK_TIMEOUT);
+    return rc;
+}
+
+/* Ends the transaction after a failure that the database answered by
+ * rolling back (or that lost the connection); later calls say why. */
+static int end_failed(sqllock_txn *t, int status)
+{
+    char why[SQLLOCK__ERRMSG_MAX];
+
+    memcpy(why, t->db->errmsg, sizeof why);
+    sqllock__rollback(t->db);
+    t->state = TXN_OVER;
+    t->ended_by = status;
+    t->db->in_txn = 0;
+    /* The rollback must not overwrite the reason. */
+    return sqllock__fail(t->db, status, "%s", why);
+}
+
+static int ends_txn(int status)
+{
+    return status == SQLLOCK_ELOCKED || status == SQLLOCK_EDEADLOCK ||
+           status == SQLLOCK_ESERIALIZATION || status == SQLLOCK_ECONNECT ||
+           status == SQLLOCK_EMISUSE || status == SQLLOCK_EDBBUSY ||
+           status == SQLLOCK_ECANCELED;
+}
+
+int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opts,
+                      sqllock_txn **out)
+{
+    sqllock_txn *t;
+    int64_t timeout = TXN_DEFAULT_TIMEOUT_MS;
+
+    if (out != NULL)
+        *out = NULL;
+    if (db == NULL)
+        return SQLLOCK_EINVAL;
+    if (out == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the output pointer is NULL");
+    if (db->drv == NULL)
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "the handle has no driver "
+                             "(its open failed)");
+    if (opts != NULL) {
+        if (opts->lock_timeout_ms < 0)
+            return sqllock__fail(db, SQLLOCK_EINVAL, "the lock timeout must "
+                                 "not be negative (got %lld ms)",
+                                 (long long)opts->lock_timeout_ms);
+        if (opts->lock_timeout_ms > 0)
+            timeout = opts->lock_timeout_ms;
+    }
+    if (db->in_txn)
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "a transaction is already "
+                             "open on this handle: commit or roll it back "
+                             "first");
+    t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return sqllock__fail(db, SQLLOCK_ENOMEM, "out of memory");
+    t->db = db;
+    t->lock_timeout_ms = timeout;
+    /* Nothing is sent yet: the transaction starts at the first lock call
+     * (or sqllock_txn_native()), after the library's lock rows it needs
+     * exist (see sqllock_txn_lock()). */
+    t->state = TXN_PENDING;
+    db->in_txn = 1;
+    *out = t;
+    return sqllock__ok(db);
+}
+
+static int check_open(sqllock_txn *t, const char *what)
+{
+    if (t->state == TXN_OVER)
+        return sqllock__fail(t->db, SQLLOCK_EMISUSE, "%s: the transaction "
+                             "is over%s%s%s", what,
+                             t->ended_by != SQLLOCK_OK ? " (rolled back after "
+                             : "", t->ended_by != SQLLOCK_OK ?
+                             sqllock_errname(t->ended_by) : "",
+                             t->ended_by != SQLLOCK_OK ? ")" : "");
+    return SQLLOCK_OK;
+}
+
+/*
+ * Starts the transaction. On SQLite this takes the database's write lock,
+ * waiting as the mode says; *taken is 0 when SKIP LOCKED found the
+ * database busy (the transaction stays pending and may try again).
+ */
+static int start_txn(sqllock_txn *t, sqllock_lock_mode mode, int *taken)
+{
+    sqllock_db *db = t->db;
+    int rc, rc2;
+
+    *taken = 0;
+    if (!(db->drv->caps & SQLLOCK_CAP_DB_LOCK)) {
+        rc = sqllock__begin(db, "beginning the transaction");
+        if (rc != SQLLOCK_OK)
+            return rc;
+        t->state = TXN_OPEN;
+        rc = set_lock_timeout(db, t->lock_timeout_ms);
+        if (rc != SQLLOCK_OK)
+            return rc;
+        *taken = 1;
+        return SQLLOCK_OK;
+    }
+    rc = set_lock_timeout(db, mode == SQLLOCK_LOCK_WAIT ? t->lock_timeout_ms
+                                                         : 0);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    rc = sqllock__begin(db, "taking the database's write lock");
+    /* The wait was for BEGIN IMMEDIATE only; statements inside the
+     * transaction go back to the handle's own busy timeout. */
+    rc2 = set_lock_timeout(db, db->params.busy_timeout_ms);
+    if (rc == SQLLOCK_EDBBUSY) {
+        if (mode == SQLLOCK_LOCK_SKIP_LOCKED)
+            return sqllock__ok(db);
+        return sqllock__fail(db, SQLLOCK_ELOCKED, "another connection holds "
+                             "the database's write lock (SQLite has no row "
+                             "locks: a transaction locks the whole "
+                             "database)");
+    }
+    if (rc != SQLLOCK_OK)
+        return rc;
+    t->state = TXN_OPEN;
+    *taken = 1;
+    if (rc2 != SQLLOCK_OK)
+        return rc2;
+    return SQLLOCK_OK;
+}
+
+/* Creates the lock row `name` if it does not exist. A concurrent creator
+ * may win the race (SQLLOCK_EEXISTS): the row exists, which is all that
+ * is needed. */
+static int ensure_row(sqllock_txn *t, const char *name)
+{
+    sqllock_value arg = sqllock__text(name);
+    int rc = sqllock__run(t->db, SQLLOCK_SQL_ROW_ENSURE, &arg, 1,
+                          "creating the lock row");
+
+    if (rc == SQLLOCK_OK)
+        sqllock__end(t->db, SQLLOCK_SQL_ROW_ENSURE);
+    return rc == SQLLOCK_EEXISTS ? SQLLOCK_OK : rc;
+}
+
+/* Runs the locking SELECT `sql` with `key`; *got says whether it returned
+ * the row (locked it). */
+static int lock_one(sqllock_txn *t, const char *sql, sqllock_value key,
+                    int *got)
+{
+    sqllock_stmt *st = NULL;
+    int rc, has_row = 0;
+
+    *got = 0;
+    rc = sqllock__run_dyn(t->db, sql, &key, 1, "locking the row", &st);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    rc = sqllock__fetch_dyn(t->db, st, &has_row, "locking the row");
+    if (rc != SQLLOCK_OK)
+        return rc;
+    *got = has_row;
+    t->db->drv->reset(st);
+    return SQLLOCK_OK;
+}
+
+static int check_lock_args(sqllock_txn *t, int n, sqllock_lock_mode mode,
+                           const char *what)
+{
+    int rc = check_open(t, what);
+
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (n < 1 || n > TXN_MAX_ROWS)
+        return sqllock__fail(t->db, SQLLOCK_EINVAL, "%s: lock 1 to %d rows "
+                             "at a time (got %d)", what, TXN_MAX_ROWS, n);
+    if (mode != SQLLOCK_LOCK_WAIT && mode != SQLLOCK_LOCK_NOWAIT &&
+        mode != SQLLOCK_LOCK_SKIP_LOCKED)
+        return sqllock__fail(t->db, SQLLOCK_EINVAL, "%s: unknown lock mode "
+                             "%d", what, (int)mode);
+    return SQLLOCK_OK;
+}
+
+/* Orders two keys: numbers before texts, numbers by value, texts by
+ * bytes. */
+static int cmp_keys(const sqllock_cell *x, const sqllock_cell *y)
+{
+    if ((x->text == NULL) != (y->text == NULL))
+        return x->text == NULL ? -1 : 1;
+    if (x->text != NULL)
+        return strcmp(x->text, y->text);
+    return x->number < y->number ? -1 : x->number > y->number;
+}
+
+int sqllock_txn_lock(sqllock_txn *t, const char *const *names, int n,
+                     sqllock_lock_mode mode, int *got)
+{
+    const char *what = "locking rows";
+    int idx[TXN_MAX_ROWS], i, rc, taken;
+    char sql[160];
+    sqllock_db *db;
+
+    if (t == NULL)
+        return SQLLOCK_EINVAL;
+    db = t->db;
+    if ((rc = check_lock_args(t, n, mode, what)) != SQLLOCK_OK)
+        return rc;
+    if (names == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "%s: the names are NULL",
+                             what);
+    for (i = 0; i < n; i++) {
+        if ((rc = sqllock__check_name(db, names[i], "lock name")) != SQLLOCK_OK)
+            return rc;
+        idx[i] = i;
+        if (got != NULL)
+            got[i] = 0;
+    }
+    /* At most 64 entries: an insertion sort of their indexes. */
+    for (i = 1; i < n; i++) {
+        int v = idx[i], j;
+        for (j = i; j > 0 && strcmp(names[idx[j - 1]], names[v]) > 0; j--)
+            idx[j] = idx[j - 1];
+        idx[j] = v;
+    }
+    /* Before the transaction starts, the missing lock rows are created in
+     * statements of their own that commit at once: created inside the
+     * transaction, a new row would be locked by it, and a concurrent
+     * locker's NOWAIT would wait for the insert instead of failing. (A row
+     * created by a later lock call of an open transaction does stay
+     * locked by it until it ends.) */
+    if (t->state == TXN_PENDING && !(db->drv->caps & SQLLOCK_CAP_DB_LOCK)) {
+        for (i = 0; i < n; i++) {
+            if (i > 0 && strcmp(names[idx[i]], names[idx[i - 1]]) == 0)
+                continue;
+            rc = ensure_row(t, names[idx[i]]);
+            if (rc != SQLLOCK_OK)
+                return rc;
+        }
+    }
+    if (t->state == TXN_PENDING) {
+        rc = start_txn(t, mode, &taken);
+        if (rc != SQLLOCK_OK)
+            return ends_txn(rc) ? end_failed(t, rc) : rc;
+        if (!taken)
+            return sqllock__ok(db);            /* SKIP LOCKED: none */
+    }
+    snprintf(sql, sizeof sql, "SELECT name FROM sqllock_row WHERE name = %s%s",
+             db->drv->dialect->placeholder == SQLLOCK_PLACEHOLDER_DOLLAR ?
+             "$1" : "?", db->drv->dialect->for_update[mode] ?
+             db->drv->dialect->for_update[mode] : "");
+    for (i = 0; i < n; i++) {
+        const char *name = names[idx[i]];
+        sqllock_value arg = sqllock__text(name);
+        int g = 0;
+
+        if (i > 0 && strcmp(name, names[idx[i - 1]]) == 0) {
+            if (got != NULL)
+                got[idx[i]] = got[idx[i - 1]];
+            continue;                          /* a duplicate */
+        }
+        rc = ensure_row(t, name);
+        if (rc != SQLLOCK_OK)
+            return ends_txn(rc) ? end_failed(t, rc) : rc;
+        rc = lock_one(t, sql, arg, &g);
+        if (rc != SQLLOCK_OK)
+            return ends_txn(rc) ? end_failed(t, rc) : rc;
+        if (got != NULL)
+            got[idx[i]] = g;
+    }
+    return sqllock__ok(db);
+}
+
+int sqllock_txn_lock_rows(sqllock_txn *t, const sqllock_table *tbl,
+                          const sqllock_cell *keys, int n,
+                          sqllock_lock_mode mode, int *got)
+{
+    const char *what = "locking rows";
+    int idx[TXN_MAX_ROWS], i, rc, taken;
+    char sql[512];
+    sqllock_db *db;
+
+    if (t == NULL)
+        return SQLLOCK_EINVAL;
+    db = t->db;
+    if ((rc = check_lock_args(t, n, mode, what)) != SQLLOCK_OK)
+        return rc;
+    if (tbl == NULL || keys == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "%s: the %s is NULL", what,
+                             tbl == NULL ? "table" : "key array");
+    if ((rc = sqllock__check_ident(db, tbl->table, 1, "table name")) !=
+            SQLLOCK_OK ||
+        (rc = sqllock__check_ident(db, tbl->key_column, 0, "key column")) !=
+            SQLLOCK_OK)
+        return rc;
+    for (i = 0; i < n; i++) {
+        idx[i] = i;
+        if (got != NULL)
+            got[i] = 0;
+    }
+    for (i = 1; i < n; i++) {
+        int v = idx[i], j;
+        for (j = i; j > 0 && cmp_keys(&keys[idx[j - 1]], &keys[v]) > 0; j--)
+            idx[j] = idx[j - 1];
+        idx[j] = v;
+    }
+    rc = sqllock__sql_select_key(db, tbl, db->drv->dialect->for_update[mode],
+                                 sql, sizeof sql);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (t->state == TXN_PENDING) {
+        rc = start_txn(t, mode, &taken);
+        if (rc != SQLLOCK_OK)
+            return ends_txn(rc) ? end_failed(t, rc) : rc;
+        if (!taken)
+            return sqllock__ok(db);
+    }
+    for (i = 0; i < n; i++) {
+        const sqllock_cell *k = &keys[idx[i]];
+        sqllock_value arg = k->text != NULL ? sqllock__text(k->text)
+                                            : sqllock__int(k->number);
+        int g = 0;
+
+        if (i > 0 && cmp_keys(&keys[idx[i - 1]], k) == 0) {
+            if (got != NULL)
+                got[idx[i]] = got[idx[i - 1]];
+            continue;                          /* a duplicate */
+        }
+        rc = lock_one(t, sql, arg, &g);
+        if (rc == SQLLOCK_ENOSCHEMA)
+            rc = sqllock__fail(db, SQLLOCK_EINVAL, "table '%s' does not exist",
+                               tbl->table);
+        if (rc != SQLLOCK_OK)
+            return ends_txn(rc) ? end_failed(t, rc) : rc;
+        if (got != NULL)
+            got[idx[i]] = g;
+        if (!g && mode != SQLLOCK_LOCK_SKIP_LOCKED)
+            return sqllock__fail(db, SQLLOCK_NOTFOUND, "%s: no row of '%s' "
+                                 "has key #%d", what, tbl->table, idx[i] + 1);
+    }
+    return sqllock__ok(db);
+}
+
+void *sqllock_txn_native(sqllock_txn *t)
+{
+    int taken;
+
+    if (t == NULL)
+        return NULL;
+    /* The application is about to run its own statements: they belong in
+     * the transaction, so it starts now if no lock call started it. */
+    if (t->state == TXN_PENDING &&
+        start_txn(t, SQLLOCK_LOCK_WAIT, &taken) != SQLLOCK_OK) {
+        end_failed(t, sqllock_errcode(t->db));
+        return NULL;
+    }
+    return sqllock_db_native(t->db);
+}
+
+int sqllock_txn_commit(sqllock_txn *t)
+{
+    int rc;
+
+    if (t == NULL)
+        return SQLLOCK_EINVAL;
+    if ((rc = check_open(t, "commit")) != SQLLOCK_OK)
+        return rc;
+    rc = t->state == TXN_OPEN ? sqllock__commit(t->db, "committing")
+                              : SQLLOCK_OK;
+    if (rc != SQLLOCK_OK)
+        sqllock__rollback(t->db);
+    t->state = TXN_OVER;
+    t->ended_by = rc;
+    t->db->in_txn = 0;
+    return rc == SQLLOCK_OK ? sqllock__ok(t->db) : rc;
+}
+
+int sqllock_txn_rollback(sqllock_txn *t)
+{
+    if (t == NULL)
+        return SQLLOCK_EINVAL;
+    if (t->state == TXN_OPEN)
+        sqllock__rollback(t->db);
+    if (t->state != TXN_OVER) {
+        t->state = TXN_OVER;
+        t->db->in_txn = 0;
+    }
+    return sqllock__ok(t->db);
+}
+
+void sqllock_txn_free(sqllock_txn *t)
+{
+    if (t == NULL)
+        return;
+    if (t->state != TXN_OVER)
+        sqllock_txn_rollback(t);
+    free(t);
+}
