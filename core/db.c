@@ -60,6 +60,7 @@ static void drop_connection(sqllock_db *db)
         db->drv->disconnect(db->conn);
         db->conn = NULL;
     }
+    db->lock_timeout_ms = -1;
 }
 
 /* Connects the handle's driver to its URL. */
@@ -130,6 +131,7 @@ int sqllock_open(const char *url, const sqllock_options *opts,
     if (db == NULL)
         return SQLLOCK_ENOMEM;
     *out = db;
+    db->lock_timeout_ms = -1;
     db->params.busy_timeout_ms = 5000;
     db->params.connect_timeout_ms = 10000;
     if (opts != NULL) {

@@ -40,6 +40,11 @@ static int set_lock_timeout(sqllock_db *db, int64_t ms)
     sqllock_value arg = sqllock__int(ms);
     int rc, has_row = 0;
 
+    /* The setting lasts for the connection: send it only when it
+     * changes. */
+    if (db->lock_timeout_ms == ms && db->conn != NULL)
+        return SQLLOCK_OK;
+
     rc = sqllock__run(db, SQLLOCK_SQL_TXN_LOCK_TIMEOUT, &arg, 1,
                       "setting the lock timeout");
     if (rc != SQLLOCK_OK)
@@ -50,6 +55,7 @@ static int set_lock_timeout(sqllock_db *db, int64_t ms)
                             "setting the lock timeout");
     while (rc == SQLLOCK_OK && has_row);
     sqllock__end(db, SQLLOCK_SQL_TXN_LOCK_TIMEOUT);
+    db->lock_timeout_ms = rc == SQLLOCK_OK ? ms : -1;
     return rc;
 }
 
@@ -430,7 +436,9 @@ int sqllock_txn_rollback(sqllock_txn *t)
         t->state = TXN_OVER;
         t->db->in_txn = 0;
     }
-    return sqllock__ok(t->db);
+    /* The handle's last error stays as it was: it is usually the reason
+     * for rolling back. */
+    return SQLLOCK_OK;
 }
 
 void sqllock_txn_free(sqllock_txn *t)

@@ -357,7 +357,9 @@ SQLLOCK_API int sqllock_list(sqllock_db *db,
  * connection and ends at commit or rollback; if the connection dies, the
  * database ends it (no expiry is needed). One transaction per handle at a
  * time; while it is open, use the handle only through it (lease calls on
- * the same handle would run inside the transaction).
+ * the same handle would run inside the transaction), and run your own
+ * statements on the connection sqllock_txn_native() returns (which starts
+ * the transaction), not one taken earlier from sqllock_db_native().
  *
  * SQLite has no row locks: there the transaction takes the database's
  * write lock (BEGIN IMMEDIATE) at its first lock call — coarser, the same
@@ -431,11 +433,19 @@ SQLLOCK_API int sqllock_txn_lock_rows(sqllock_txn *txn, const sqllock_table *t,
  * (sqllock_errmsg() on the handle says why). */
 SQLLOCK_API void *sqllock_txn_native(sqllock_txn *txn);
 
-/* Commits (the locks end). SQLLOCK_EMISUSE if the transaction is over. */
+/* Commits (the locks end). SQLLOCK_EMISUSE if the transaction is over;
+ * an error (never SQLLOCK_OK) when the database had already aborted the
+ * transaction after a failed statement of the application's and rolls it
+ * back instead. Read the rows you locked after locking them: a MySQL
+ * session runs READ COMMITTED, so a read after the lock sees the latest
+ * committed row. */
 SQLLOCK_API int sqllock_txn_commit(sqllock_txn *txn);
-/* Rolls back (the locks end). OK on a transaction that is already over. */
+/* Rolls back (the locks end). OK on a transaction that is already over.
+ * Leaves the handle's last error message as it was (the reason for
+ * rolling back, usually). */
 SQLLOCK_API int sqllock_txn_rollback(sqllock_txn *txn);
-/* Rolls back if still open, and frees. Accepts NULL. */
+/* Rolls back if still open, and frees. Free a transaction before closing
+ * its handle. Accepts NULL. */
 SQLLOCK_API void sqllock_txn_free(sqllock_txn *txn);
 
 /* ------------------------------------------------------------------------ */

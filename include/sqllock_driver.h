@@ -109,10 +109,10 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                MySQL must not touch an existing key: INSERT ... SELECT
  *                ... WHERE NOT EXISTS). A concurrent creator may make it
  *                fail with SQLLOCK_EEXISTS, which the core ignores.
- * TXN_LOCK_TIMEOUT 1 ms. Sets how long a row-lock wait may take in this
- *                transaction (PostgreSQL set_config('lock_timeout', ...,
- *                true); MySQL innodb_lock_wait_timeout in whole seconds;
- *                SQLite the busy timeout).
+ * TXN_LOCK_TIMEOUT 1 ms. Sets how long a row-lock wait may take on this
+ *                connection from now on (PostgreSQL lock_timeout; MySQL
+ *                innodb_lock_wait_timeout in whole seconds; SQLite the busy
+ *                timeout). The core sends it only when the value changes.
  * The dialect's `for_update` strings end a SELECT that locks the rows it
  * returns, in the three modes; SQLite's are empty (SQLLOCK_CAP_DB_LOCK).
  */

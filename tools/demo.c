@@ -7,6 +7,12 @@
  *                       2 ms); write qty - 1; record the sale. Workers that
  *                       read the same qty each sell "the last item".
  *   lease lock          the same inside a sqllock lease.
+ *   row lock            the same inside a transaction that first locks
+ *   (FOR UPDATE)        the stock row (sqllock_txn_lock_rows(), WAIT);
+ *                       the demo's own statements run on the same handle,
+ *                       so inside the transaction. A retryable status
+ *                       rolls back; the purchase begins again after a
+ *                       jittered pause.
  *   optimistic version  read qty and version (sqllock_table_get()); stop
  *                       at 0; pay; sqllock_table_cas() qty - 1 where the
  *                       version is unchanged and qty >= 1. On a conflict,
@@ -20,9 +26,9 @@
  * Each worker is a process with its own handle, opened after fork(): a
  * connection is never shared across fork(). The workers say when they are
  * connected and wait at a pipe, so they start together and the clock does
- * not count the connects; conflict counts come back through a shared
- * mapping. The demo's own SQL is below, once, with a variant per database
- * where dialects differ; its tables are dropped at the end.
+ * not count the connects; conflict and retry counts come back through a
+ * shared mapping. The demo's own SQL is below, once, with a variant per
+ * database where dialects differ; its tables are dropped at the end.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -101,8 +107,9 @@ static const sqllock_cell in_stock = { "qty", SQLLOCK_OP_GE, NULL, 1 };
 #define DEMO_LOCK_TTL_MS 5000
 #define DEMO_LOCK_WAIT_MS 30000
 #define DEMO_PAYMENT_US 2000
-/* How often a worker retries a statement the database reported busy,
- * locked, deadlocked or unserializable (each says a retry is safe). */
+/* How often a worker retries a statement (or, in the row-lock mode, a
+ * transaction) the database reported busy, locked, deadlocked or
+ * unserializable (each says a retry is safe). */
 #define DEMO_BUSY_RETRIES 50
 /* The optimistic mode's backoff after a conflict: full jitter up to a
  * bound that doubles from min to max. */
@@ -113,21 +120,20 @@ static const sqllock_cell in_stock = { "qty", SQLLOCK_OP_GE, NULL, 1 };
 #define DEMO_MAX_WORKERS 256
 #define DEMO_MAX_STOCK 1000000
 
-/*
- * The modes, in the order of the table. A row-lock mode (SELECT ... FOR
- * UPDATE) joins them with the row-lock milestone.
- */
+/* The modes, in the order of the table. */
 enum demo_mode {
-    DEMO_NO_LOCK, DEMO_LEASE_LOCK, DEMO_OPTIMISTIC, DEMO_CONDITIONAL,
-    DEMO_MODES_
+    DEMO_NO_LOCK, DEMO_LEASE_LOCK, DEMO_ROW_LOCK, DEMO_OPTIMISTIC,
+    DEMO_CONDITIONAL, DEMO_MODES_
 };
 
 static const char *const mode_names[DEMO_MODES_] = {
-    "no lock", "lease lock", "optimistic version", "conditional UPDATE"
+    "no lock", "lease lock", "row lock (FOR UPDATE)", "optimistic version",
+    "conditional UPDATE"
 };
 
-/* What one worker counts in the optimistic mode: compare-and-sets that
- * found the row changed, and compare-and-sets tried again after one. */
+/* What one worker counts. Optimistic mode: compare-and-sets that found
+ * the row changed, and compare-and-sets tried again after one. Row-lock
+ * mode: transactions begun again after a retryable status. */
 typedef struct demo_stats {
     int64_t conflicts;
     int64_t retries;
@@ -248,6 +254,66 @@ static int sell_rmw(sqllock_db *db, const demo *d, sqllock_lease *lease,
     return rc;
 }
 
+/* One sale under a row lock: begin; lock the stock row (waiting); read
+ * qty; pay; write qty - 1 and record the sale; commit. Every statement
+ * runs on `db`, so inside the transaction. On a retryable status (the
+ * lock wait timed out, a deadlock, SQLite's write lock stayed busy) the
+ * transaction is rolled back and the purchase begins again, after a
+ * jittered pause; it pays only once. */
+static int sell_row_lock(sqllock_db *db, const demo *d, int worker,
+                         int *done, demo_stats *st)
+{
+    sqllock_txn *txn = NULL;
+    sqllock_value arg;
+    long bound = DEMO_BACKOFF_MIN_US;
+    int64_t qty = 0;
+    int rc, has_row = 0, paid = 0, tries = 0;
+    char why[512];
+
+    for (;;) {
+        rc = sqllock_txn_begin(db, NULL, &txn);
+        if (rc == SQLLOCK_OK)
+            rc = sqllock_txn_lock_rows(txn, &stock_table, &stock_key, 1,
+                                       SQLLOCK_LOCK_WAIT, NULL);
+        if (rc == SQLLOCK_OK)
+            rc = sqllock__exec_sql(db, sql_text(d, SQL_READ_QTY), NULL, 0,
+                                   &has_row, &qty, NULL);
+        if (rc == SQLLOCK_OK && !has_row)
+            rc = sqllock__fail(db, SQLLOCK_EDB, "demo: the stock row is "
+                               "missing");
+        if (rc == SQLLOCK_OK && qty <= 0) {
+            *done = 1;
+        } else if (rc == SQLLOCK_OK) {
+            if (!paid)
+                sleep_us(DEMO_PAYMENT_US);    /* the card payment */
+            paid = 1;
+            arg = sqllock__int(qty - 1);
+            rc = sqllock__exec_sql(db, sql_text(d, SQL_WRITE_QTY), &arg, 1,
+                                   NULL, NULL, NULL);
+            arg = sqllock__int(worker);
+            if (rc == SQLLOCK_OK)
+                rc = sqllock__exec_sql(db, sql_text(d, SQL_ADD_SALE), &arg,
+                                       1, NULL, NULL, NULL);
+        }
+        if (rc == SQLLOCK_OK) {
+            rc = sqllock_txn_commit(txn);
+        } else if (txn != NULL) {
+            /* The rollback resets the handle's message: keep the reason. */
+            snprintf(why, sizeof why, "%s", sqllock_errmsg(db));
+            sqllock_txn_rollback(txn);
+            sqllock__fail(db, rc, "%s", why);
+        }
+        sqllock_txn_free(txn);
+        txn = NULL;
+        if (!sqllock_retryable(rc) || ++tries > DEMO_BUSY_RETRIES)
+            return rc;
+        st->retries++;
+        sleep_us(jitter_us(bound));
+        if (bound < DEMO_BACKOFF_MAX_US)
+            bound *= 2;
+    }
+}
+
 /* One optimistic sale: read, pay, compare-and-set; on a conflict back off,
  * read again and retry. Every conflict means another worker's write got
  * in, so the retries end: the stock runs out or a write succeeds. */
@@ -335,7 +401,9 @@ static int worker_main(const demo *d, enum demo_mode mode, int worker,
     while (read(gate, &byte, 1) < 0 && errno == EINTR)
         ;
     while (rc == SQLLOCK_OK && !done) {
-        if (mode == DEMO_OPTIMISTIC)
+        if (mode == DEMO_ROW_LOCK)
+            rc = sell_row_lock(db, d, worker, &done, st);
+        else if (mode == DEMO_OPTIMISTIC)
             rc = sell_optimistic(db, d, worker, &done, st);
         else if (mode == DEMO_CONDITIONAL)
             rc = sell_conditional(db, d, worker, &done);
@@ -601,19 +669,19 @@ static void print_results(const demo *d, const demo_result *res)
     char conflicts[24], retries[24];
     int m;
 
-    printf("%-20s%8s%7s%6s%10s%13s%11s%9s\n", "mode", "workers", "stock",
+    printf("%-22s%8s%7s%6s%10s%13s%11s%9s\n", "mode", "workers", "stock",
            "sold", "oversold", "purchases/s", "conflicts", "retries");
     for (m = 0; m < DEMO_MODES_; m++) {
         over[m] = res[m].sold > d->stock ? res[m].sold - d->stock : 0;
-        strcpy(conflicts, "-");             /* counted in one mode only */
+        strcpy(conflicts, "-");         /* counted in some modes only */
         strcpy(retries, "-");
-        if (m == DEMO_OPTIMISTIC) {
+        if (m == DEMO_OPTIMISTIC)
             snprintf(conflicts, sizeof conflicts, "%" PRId64,
                      res[m].stats.conflicts);
+        if (m == DEMO_OPTIMISTIC || m == DEMO_ROW_LOCK)
             snprintf(retries, sizeof retries, "%" PRId64,
                      res[m].stats.retries);
-        }
-        printf("%-20s%8d%7d%6" PRId64 "%10" PRId64 "%13.1f%11s%9s\n",
+        printf("%-22s%8d%7d%6" PRId64 "%10" PRId64 "%13.1f%11s%9s\n",
                mode_names[m], d->workers, d->stock, res[m].sold, over[m],
                res[m].seconds > 0 ? (double)res[m].sold / res[m].seconds
                                   : 0.0, conflicts, retries);

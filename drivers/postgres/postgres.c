@@ -92,10 +92,10 @@ static const char SQL_RECORD_DELETE[] =
 static const char SQL_ROW_ENSURE[] =
     "INSERT INTO sqllock_row (name) VALUES ($1) ON CONFLICT (name) DO NOTHING";
 
-/* Transaction-local (set_config(..., true)): it ends with the
- * transaction and leaves the session's own setting alone. */
+/* For the session (set_config(..., false)): the core sets it only when
+ * the value changes, so a transaction costs no extra round trip for it. */
 static const char SQL_TXN_LOCK_TIMEOUT[] =
-    "SELECT set_config('lock_timeout', $1::bigint || 'ms', true)";
+    "SELECT set_config('lock_timeout', $1::bigint || 'ms', false)";
 
 extern const char sqllock__schema_postgres[];
 
@@ -514,7 +514,26 @@ static int pg_begin(sqllock_conn *c, sqllock_dberr *err)
 
 static int pg_commit(sqllock_conn *c, sqllock_dberr *err)
 {
-    return pg_simple(c, "COMMIT", err);
+    PGresult *res;
+    int rc = SQLLOCK_OK;
+
+    /* After a failed statement PostgreSQL has aborted the transaction and
+     * answers COMMIT with a rollback: that must not read as success. */
+    if (PQtransactionStatus(c->pg) == PQTRANS_INERROR) {
+        pg_simple(c, "ROLLBACK", err);
+        return sqllock_dberr_set(err, SQLLOCK_EDB, "25P02", "the transaction "
+                                 "had failed (an earlier statement's error) "
+                                 "and was rolled back, not committed");
+    }
+    res = PQexec(c->pg, "COMMIT");
+    if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+        rc = fail(c->pg, res, err);
+    else if (strcmp(PQcmdStatus(res), "ROLLBACK") == 0)
+        rc = sqllock_dberr_set(err, SQLLOCK_EDB, "", "the database rolled "
+                               "the transaction back instead of committing "
+                               "it");
+    PQclear(res);
+    return rc;
 }
 
 static int pg_rollback(sqllock_conn *c, sqllock_dberr *err)
