@@ -182,6 +182,22 @@ echo "== plain build"
 build build/test
 run_ctest build/test plain
 
+if [ -n "${SQLLOCK_TEST_PG_URL:-}" ] && [ -x build/test/examples/example_order_flow ]; then
+  echo "== examples/order_flow.c: 6 copies at once pay order 1 exactly once"
+  flow_out="$work/order_flow.out"
+  : > "$flow_out"
+  build/test/examples/example_order_flow "$SQLLOCK_TEST_PG_URL" --reset
+  for _ in 1 2 3 4 5 6; do
+    build/test/examples/example_order_flow "$SQLLOCK_TEST_PG_URL" >> "$flow_out" &
+  done
+  wait
+  paid=$(grep -c "^order 1 paid$" "$flow_out" || true)
+  if [ "$paid" != 1 ]; then
+    echo "order flow: order 1 was paid $paid times"; cat "$flow_out"; exit 1
+  fi
+  echo "order flow: paid once, $(grep -c "already paid" "$flow_out") copies found it paid"
+fi
+
 echo "== install, then build a consumer with find_package(sqllock) and pkg-config"
 pkgdir="$work/pkg"
 mkdir -p "$pkgdir"
