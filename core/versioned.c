@@ -431,6 +431,12 @@ static int check_cells(sqllock_db *db, const sqllock_cell *cells, int n,
         rc = sqllock__check_ident(db, cells[i].column, 0, "column name");
         if (rc != SQLLOCK_OK)
             return rc;
+        if ((cells[i].op == SQLLOCK_OP_ADD || cells[i].op == SQLLOCK_OP_SUB) &&
+            cells[i].text != NULL)
+            return sqllock__fail(db, SQLLOCK_EINVAL, "assignment #%d on "
+                                 "column '%s' adds or subtracts a text "
+                                 "value: arithmetic takes a number", i + 1,
+                                 cells[i].column);
         if (assignments ? !is_assign : !is_cond)
             return sqllock__fail(db, SQLLOCK_EINVAL, "%s #%d on column '%s' "
                                  "has operator %d, which is not a%s", assignments

@@ -541,8 +541,8 @@ struct sqllock_table {
 /* A key, a value, an assignment or a condition on one column. */
 typedef enum sqllock_op {
     SQLLOCK_OP_SET = 0,  /* column = value            (assignment) */
-    SQLLOCK_OP_ADD,      /* column = column + value   (assignment) */
-    SQLLOCK_OP_SUB,      /* column = column - value   (assignment) */
+    SQLLOCK_OP_ADD,      /* column = column + value   (assignment; number) */
+    SQLLOCK_OP_SUB,      /* column = column - value   (assignment; number) */
     SQLLOCK_OP_EQ,       /* column = value            (condition) */
     SQLLOCK_OP_NE,       /* column <> value           (condition) */
     SQLLOCK_OP_LT,       /* column < value            (condition) */

@@ -1781,6 +1781,34 @@ static void test_optimistic_O3_version_overflow(void **state)
     inv_reset(f, GUARD_ID, GUARD_QTY, GUARD_VERSION);
 }
 
+/* O3, wrong types: arithmetic with a text value is refused before it
+ * reaches the database (SQLite would read 'abc' as 0 and "succeed"), and a
+ * text key for a numeric key column never changes the row. */
+static void test_optimistic_O3_wrong_types(void **state)
+{
+    fixture *f = *state;
+    sqllock_cell key = SQLLOCK_NUMBER(GUARD_ID);
+    sqllock_cell text_key = SQLLOCK_TEXT("not-a-number");
+    sqllock_cell sub_text = { "qty", SQLLOCK_OP_SUB, "abc", 0 };
+    sqllock_cell add_text = { "qty", SQLLOCK_OP_ADD, "1", 0 };
+    sqllock_cell sub = { "qty", SQLLOCK_OP_SUB, NULL, 1 };
+    int rc;
+
+    inv_reset(f, GUARD_ID, GUARD_QTY, GUARD_VERSION);
+    rc = sqllock_table_update(f->db, &f->t, &key, &sub_text, 1, NULL, 0);
+    assert_int_equal(rc, SQLLOCK_EINVAL);
+    expect_msg_any(f->db, "SUB with a text value", "number|text");
+    rc = sqllock_table_cas(f->db, &f->t, &key, GUARD_VERSION, &add_text, 1,
+                           NULL, 0, NULL);
+    assert_int_equal(rc, SQLLOCK_EINVAL);
+    rc = sqllock_table_update(f->db, &f->t, &text_key, &sub, 1, NULL, 0);
+    if (rc == SQLLOCK_OK)
+        fail_msg("table_update with a text key on a numeric key column "
+                 "reported success");
+    inv_expect(f, GUARD_ID, GUARD_QTY, GUARD_VERSION,
+               "row after updates with wrong types");
+}
+
 /* ------------------------------------------------------------------ */
 
 int main(void)
@@ -1806,6 +1834,7 @@ int main(void)
         cmocka_unit_test(test_optimistic_O3_bad_arguments),
         cmocka_unit_test(test_optimistic_O3_missing_table_column),
         cmocka_unit_test(test_optimistic_O3_version_overflow),
+        cmocka_unit_test(test_optimistic_O3_wrong_types),
     };
     return TU_RUN_PER_URL("optimistic", &g_url, tests, group_setup, group_teardown);
 }
