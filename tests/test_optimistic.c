@@ -428,30 +428,6 @@ static void barrier(int *arrived, int n)
         tu_sleep_us(100);
 }
 
-/* Opens a handle in a child; on failure prints why and returns NULL. */
-static sqllock_db *child_open(const char *what)
-{
-    sqllock_db *db = NULL;
-    int rc = sqllock_open(g_url, NULL, &db);
-
-    if (rc != SQLLOCK_OK) {
-        fprintf(stderr, "%s: open: %s: %s\n", what, sqllock_errname(rc),
-                sqllock_errmsg(db));
-        sqllock_close(db);
-        return NULL;
-    }
-    return db;
-}
-
-static void *shared_map(size_t size)
-{
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    assert_true(p != MAP_FAILED);
-    memset(p, 0, size);
-    return p;
-}
-
 /* The group's handle is closed before a fork and opened again after it:
  * a child must not inherit an open connection (its memory, and on SQLite
  * its page cache, would be the child's too). */
@@ -836,7 +812,7 @@ static void o2_count(o2_shared *sh, int rc, int attempts, int max_attempts)
  * policy; a call that runs out of attempts is counted and made again. */
 static int o2_child(o2_shared *sh, const char *key, int updates)
 {
-    sqllock_db *db = child_open("O2 child");
+    sqllock_db *db = tu_child_open(g_url, "O2 child");
     counter_ctx c;
     int done = 0, rc, res = 0, tries = 0;
 
@@ -876,7 +852,7 @@ static void test_optimistic_O2_counter_processes(void **state)
 
     rkey(key, sizeof key, "counter");
     rec_remove(f->db, key);
-    sh = shared_map(sizeof *sh);
+    sh = tu_shared_map(sizeof *sh);
     fixture_close_for_fork(f);
     for (i = 0; i < PROCS; i++) {
         pids[i] = fork();
@@ -998,7 +974,7 @@ static void test_optimistic_O2_fn_status_writes_nothing(void **state)
 /* max_attempts = 1: every call is one attempt, OK or CONFLICT. */
 static int o2_one_child(o2_shared *sh, const char *key, int calls)
 {
-    sqllock_db *db = child_open("O2 one-attempt child");
+    sqllock_db *db = tu_child_open(g_url, "O2 one-attempt child");
     sqllock_retry_options o = SQLLOCK_RETRY_OPTIONS_INIT;
     counter_ctx c;
     int i, rc, res = 0;
@@ -1038,7 +1014,7 @@ static void test_optimistic_O2_one_attempt_conflicts(void **state)
     /* Created beforehand, so that every call is a read and a cas. */
     EXPECT_RC(f->db, sqllock_record_create(f->db, key, "0", 1), SQLLOCK_OK,
               "create the counter");
-    sh = shared_map(sizeof *sh);
+    sh = tu_shared_map(sizeof *sh);
     fixture_close_for_fork(f);
     for (i = 0; i < O2_ONE_PROCS; i++) {
         pids[i] = fork();
@@ -1254,7 +1230,7 @@ typedef struct o3_shared {
  * sell one at that version, retry on conflict. */
 static int o3_cas_child(o3_shared *sh, const sqllock_table *t)
 {
-    sqllock_db *db = child_open("O3 cas child");
+    sqllock_db *db = tu_child_open(g_url, "O3 cas child");
     sqllock_cell key = SQLLOCK_NUMBER(1);
     sqllock_cell sub = { "qty", SQLLOCK_OP_SUB, NULL, 1 };
     sqllock_cell enough = { "qty", SQLLOCK_OP_GE, NULL, 1 };
@@ -1301,7 +1277,7 @@ static int o3_cas_child(o3_shared *sh, const sqllock_table *t)
  * row matches. */
 static int o3_update_child(o3_shared *sh, const sqllock_table *t)
 {
-    sqllock_db *db = child_open("O3 update child");
+    sqllock_db *db = tu_child_open(g_url, "O3 update child");
     sqllock_cell key = SQLLOCK_NUMBER(1);
     sqllock_cell sub = { "qty", SQLLOCK_OP_SUB, NULL, 1 };
     sqllock_cell enough = { "qty", SQLLOCK_OP_GE, NULL, 1 };
@@ -1337,7 +1313,7 @@ static void o3_run(fixture *f, int use_cas)
     const char *name = use_cas ? "table_cas" : "table_update";
 
     inv_reset(f, 1, O3_STOCK, 1);
-    sh = shared_map(sizeof *sh);
+    sh = tu_shared_map(sizeof *sh);
     fixture_close_for_fork(f);
     for (i = 0; i < PROCS; i++) {
         pids[i] = fork();

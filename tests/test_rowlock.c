@@ -396,30 +396,6 @@ static sqllock_txn_options txn_opts(int64_t lock_timeout_ms)
     return o;
 }
 
-/* Opens a handle in a child; on failure prints why and returns NULL. */
-static sqllock_db *child_open(const char *what)
-{
-    sqllock_db *db = NULL;
-    int rc = sqllock_open(g_url, NULL, &db);
-
-    if (rc != SQLLOCK_OK) {
-        fprintf(stderr, "%s: open: %s: %s\n", what, sqllock_errname(rc),
-                sqllock_errmsg(db));
-        sqllock_close(db);
-        return NULL;
-    }
-    return db;
-}
-
-static void *shared_map(size_t size)
-{
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    assert_true(p != MAP_FAILED);
-    memset(p, 0, size);
-    return p;
-}
-
 /* The group's handle is closed before a fork and opened again after it:
  * a child must not inherit an open connection. */
 static void fixture_close_for_fork(fixture *f)
@@ -619,7 +595,7 @@ static int run_children(fixture *f, int n, shared *sh, const char *what,
  * the parent says to let go, then 400 ms more, then commits. */
 static int r1_holder(const char *name, int up, int down)
 {
-    sqllock_db *db = child_open("R1 holder");
+    sqllock_db *db = tu_child_open(g_url, "R1 holder");
     sqllock_txn *t = NULL;
     int rc, res = 0;
 
@@ -882,7 +858,7 @@ static char g_r2_a[128], g_r2_b[128];
 
 static int r2_child(fixture *f, int me, shared *sh)
 {
-    sqllock_db *db = child_open("R2 child");
+    sqllock_db *db = tu_child_open(g_url, "R2 child");
     sqllock_txn_options o = txn_opts(LONG_WAIT_MS);
     const char *names[2];
     int i, rc, res = 0;
@@ -926,7 +902,7 @@ static int r2_child(fixture *f, int me, shared *sh)
 static void test_rowlock_R2_sorted_order_no_deadlock(void **state)
 {
     fixture *f = *state;
-    shared *sh = shared_map(sizeof *sh);
+    shared *sh = tu_shared_map(sizeof *sh);
     shared copy;
     int failed;
     int64_t t0 = tu_now_ms();
@@ -978,7 +954,7 @@ typedef struct r3_shared {
 static int r3_child(fixture *f, int me, int use_lib, int up, int down,
                     r3_result *res)
 {
-    sqllock_db *db = child_open("R3 child");
+    sqllock_db *db = tu_child_open(g_url, "R3 child");
     sqllock_txn_options o = txn_opts(20000);
     sqllock_txn *t = NULL;
     sqllock_table kt;
@@ -1066,7 +1042,7 @@ static void r3_run(fixture *f, int use_lib)
         v[1] = sqllock__int(0);
         exec_ok(f->db, f->sql->kv_insert, f->kv, v, 2);
     }
-    sh = shared_map(sizeof *sh);
+    sh = tu_shared_map(sizeof *sh);
     for (i = 0; i < 2; i++) {
         assert_int_equal(pipe(up[i]), 0);
         assert_int_equal(pipe(down[i]), 0);
@@ -1173,7 +1149,7 @@ static void test_rowlock_R3_deadlock_reported_by_lock_rows(void **state)
 
 static int r4_order_child(fixture *f, int me, shared *sh)
 {
-    sqllock_db *db = child_open("R4 order child");
+    sqllock_db *db = tu_child_open(g_url, "R4 order child");
     sqllock_txn_options o = txn_opts(LONG_WAIT_MS);
     sqllock_table ot;
     int i, rc, res = 0;
@@ -1254,7 +1230,7 @@ static void test_rowlock_R4_order_paid_once(void **state)
         v[1] = sqllock__int(1000 + i);
         exec_ok(f->db, f->sql->order_insert, f->orders, v, 2);
     }
-    sh = shared_map(sizeof *sh);
+    sh = tu_shared_map(sizeof *sh);
     t0 = tu_now_ms();
     failed = run_children(f, PROCS, sh, "R4 order", r4_order_child);
     copy = *sh;
@@ -1282,7 +1258,7 @@ static void test_rowlock_R4_order_paid_once(void **state)
 
 static int r4_stock_child(fixture *f, int me, shared *sh)
 {
-    sqllock_db *db = child_open("R4 stock child");
+    sqllock_db *db = tu_child_open(g_url, "R4 stock child");
     sqllock_txn_options o = txn_opts(LONG_WAIT_MS);
     sqllock_table st;
     sqllock_cell key = SQLLOCK_NUMBER(1);
@@ -1362,7 +1338,7 @@ static void test_rowlock_R4_stock_for_update(void **state)
     v[0] = sqllock__int(1);
     v[1] = sqllock__int(STOCK);
     exec_ok(f->db, f->sql->stock_insert, f->stock, v, 2);
-    sh = shared_map(sizeof *sh);
+    sh = tu_shared_map(sizeof *sh);
     t0 = tu_now_ms();
     failed = run_children(f, PROCS, sh, "R4 stock", r4_stock_child);
     copy = *sh;
@@ -1391,7 +1367,7 @@ static void test_rowlock_R4_stock_for_update(void **state)
 
 static int queue_worker(fixture *f, int me, shared *sh)
 {
-    sqllock_db *db = child_open("queue worker");
+    sqllock_db *db = tu_child_open(g_url, "queue worker");
     sqllock_txn_options o = txn_opts(LONG_WAIT_MS);
     sqllock_table jt;
     int pass, rc, res = 0;
@@ -1498,7 +1474,7 @@ static void test_rowlock_R1_skip_locked_queue(void **state)
         v[0] = sqllock__int(i);
         exec_ok(f->db, f->sql->job_insert, f->jobs, v, 1);
     }
-    sh = shared_map(sizeof *sh);
+    sh = tu_shared_map(sizeof *sh);
     t0 = tu_now_ms();
     failed = run_children(f, QUEUE_WORKERS, sh, "queue", queue_worker);
     copy = *sh;

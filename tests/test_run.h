@@ -12,6 +12,8 @@
 #ifndef SQLLOCK_TEST_RUN_H
 #define SQLLOCK_TEST_RUN_H
 
+#include <sys/mman.h>
+
 static char tu_missing_driver[64];
 
 static inline void tu_required_drivers_present(void **state)
@@ -64,6 +66,32 @@ static inline int tu_run_per_url(const char *unit, const char **url,
     }
     tu_urls_free(&urls);
     return failed == 0 ? 0 : 1;
+}
+
+/* Opens a handle in a forked child; on failure prints why and returns
+ * NULL (a child reports through its exit status, not through cmocka). */
+static inline sqllock_db *tu_child_open(const char *url, const char *what)
+{
+    sqllock_db *db = NULL;
+    int rc = sqllock_open(url, NULL, &db);
+
+    if (rc != SQLLOCK_OK) {
+        fprintf(stderr, "%s: open: %s: %s\n", what, sqllock_errname(rc),
+                sqllock_errmsg(db));
+        sqllock_close(db);
+        return NULL;
+    }
+    return db;
+}
+
+/* Zeroed memory shared with forked children. */
+static inline void *tu_shared_map(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(p != MAP_FAILED);
+    memset(p, 0, size);
+    return p;
 }
 
 #define TU_RUN_PER_URL(unit, url, tests, setup, teardown)                    \
