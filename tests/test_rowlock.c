@@ -338,38 +338,6 @@ static const char *lname(const fixture *f, char *buf, size_t size,
     return buf;
 }
 
-/* Fails unless `rc` is `want`, naming the call and the handle's message. */
-#define EXPECT_RC(db, rc, want, what)                                        \
-    do {                                                                     \
-        int rc_ = (rc);                                                      \
-        if (rc_ != (want))                                                   \
-            fail_msg("%s: got %s, want %s (message: %s)", (what),            \
-                     sqllock_errname(rc_), sqllock_errname(want),            \
-                     sqllock_errmsg(db));                                    \
-    } while (0)
-
-/* The message on `db` mentions at least one of the "|"-separated words
- * in `any`, ignoring case. */
-static void expect_msg_any(const sqllock_db *db, const char *what,
-                           const char *any)
-{
-    const char *msg = sqllock_errmsg(db);
-    const char *p = any;
-    char buf[300];
-
-    assert_non_null(msg);
-    while (*p != '\0') {
-        size_t n = strcspn(p, "|");
-        snprintf(buf, sizeof buf, "%.*s", (int)n, p);
-        if (tu_contains_ci(msg, buf))
-            return;
-        p += n;
-        if (*p == '|')
-            p++;
-    }
-    fail_msg("%s: message \"%s\" mentions none of \"%s\"", what, msg, any);
-}
-
 /* rc must be `want`, sqllock_errcode() must agree, and the message must
  * mention one of `words`. */
 static void expect_status(sqllock_db *db, int rc, int want, const char *what,
