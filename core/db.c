@@ -183,6 +183,8 @@ void sqllock_close(sqllock_db *db)
 {
     if (db == NULL)
         return;
+    sqllock__renewer_free(db->renewer);
+    db->renewer = NULL;
     if (db->drv != NULL)
         drop_connection(db);
     free(db->url);
@@ -202,6 +204,54 @@ void *sqllock_db_native(sqllock_db *db)
     return db->drv->native(db->conn);
 }
 
+int sqllock__can_notify(const sqllock_db *db)
+{
+    return db->drv != NULL && (db->drv->caps & SQLLOCK_CAP_NOTIFY) &&
+           db->drv->version >= 2 && db->drv->listen != NULL &&
+           db->drv->wait_notify != NULL;
+}
+
+int sqllock__listen(sqllock_db *db, const char *channel, int on)
+{
+    sqllock_dberr err;
+    int rc;
+
+    if (!sqllock__can_notify(db))
+        return SQLLOCK_EUNSUPPORTED;
+    rc = ensure_connected(db);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    memset(&err, 0, sizeof err);
+    rc = db->drv->listen(db->conn, channel, on, &err);
+    if (rc == SQLLOCK_ECONNECT)
+        drop_connection(db);
+    return rc;
+}
+
+int sqllock__wait_notify(sqllock_db *db, int64_t timeout_ms, int *woke)
+{
+    sqllock_dberr err;
+    int rc;
+
+    *woke = 0;
+    if (!sqllock__can_notify(db) || db->conn == NULL)
+        return SQLLOCK_ECONNECT;
+    memset(&err, 0, sizeof err);
+    rc = db->drv->wait_notify(db->conn, timeout_ms, woke, &err);
+    if (rc == SQLLOCK_ECONNECT)
+        drop_connection(db);
+    return rc;
+}
+
+const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
+{
+    if (id < SQLLOCK_SQL_COUNT_V1_)
+        return &drv->dialect->sql[id];
+    if (drv->version < 2 || id >= SQLLOCK_SQL_COUNT_)
+        return NULL;
+    return &drv->dialect->sql_v2[id - SQLLOCK_SQL_COUNT_V1_];
+}
+
 int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
                  int nargs, const char *what)
 {
@@ -213,8 +263,8 @@ int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
     if (db->drv == NULL)
         return sqllock__fail(db, SQLLOCK_EMISUSE, "%s: the handle has no "
                              "driver (its open failed)", what);
-    sql = &db->drv->dialect->sql[id];
-    if (sql->text == NULL)
+    sql = sqllock__sql_of(db->drv, id);
+    if (sql == NULL || sql->text == NULL)
         return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "%s: the %s driver "
                              "has no statement for this", what, db->drv->name);
     rc = ensure_connected(db);

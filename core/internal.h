@@ -6,6 +6,7 @@
 #define SQLLOCK_INTERNAL_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,10 +35,32 @@ struct sqllock_db {
     int64_t lock_timeout_ms;   /* last TXN_LOCK_TIMEOUT sent on this
                                   connection; -1 when unknown */
     sqllock_connect_params params;
+    struct sqllock__renewer *renewer; /* watchdog thread (watch.c), or NULL */
     char *url;                 /* the URL as given, for reconnects */
     char *url_redacted;        /* the URL with any password hidden */
     int errcode;
     char errmsg[SQLLOCK__ERRMSG_MAX];
+};
+
+/* A lease handle (core/lease.c). `state` and `deadline_us` are atomics:
+ * the renewer thread (watch.c) writes them, and sqllock_lease_state() may
+ * read them from any thread; everything else belongs to the thread that
+ * uses the handle. */
+struct sqllock_lease {
+    sqllock_db *db;
+    int count;                       /* reentrant holds; 0 = not held */
+    int64_t token;
+    int64_t ttl_ms;
+    int64_t margin_ms;
+    int64_t backoff_min_ms;
+    int64_t backoff_max_ms;
+    unsigned flags;                  /* SQLLOCK_LEASE_* */
+    uint64_t wake_key;               /* sqllock__wake_key(url, name) */
+    _Atomic int64_t deadline_us;     /* local monotonic; L6 */
+    _Atomic int state;               /* SQLLOCK_STATE_* */
+    char owner[SQLLOCK_OWNER_LEN + 1];
+    char name[SQLLOCK_NAME_MAX + 1];
+    char holder[SQLLOCK_HOLDER_MAX + 1];
 };
 
 /* Errors (core/error.c). Sets the handle's status and message (printf
@@ -76,6 +99,9 @@ void sqllock__register_builtin(void);
  * for sqllock__fetch() and must be ended with sqllock__end(). */
 int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
                  int nargs, const char *what);
+/* The dialect's statement `id`, or NULL when the driver's version is too
+ * old to have it. */
+const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id);
 int sqllock__fetch(sqllock_db *db, sqllock_sql_id id, int *has_row,
                    const char *what);
 void sqllock__end(sqllock_db *db, sqllock_sql_id id);
@@ -105,6 +131,45 @@ int sqllock__fetch_dyn(sqllock_db *db, sqllock_stmt *st, int *has_row,
 int sqllock__exec_sql(sqllock_db *db, const char *sql,
                       const sqllock_value *args, int nargs, int *has_row,
                       int64_t *first, int64_t *affected);
+
+/* Notifications (core/db.c), for drivers with SQLLOCK_CAP_NOTIFY. They
+ * leave the handle's message alone and drop a broken connection. */
+int sqllock__can_notify(const sqllock_db *db);
+int sqllock__listen(sqllock_db *db, const char *channel, int on);
+int sqllock__wait_notify(sqllock_db *db, int64_t timeout_ms, int *woke);
+
+/* In-process wake-ups (core/wake.c). A key names a lock on a database
+ * (the URL and the name hashed); a release posts to its key and waiters
+ * sleep until a post or their timeout. Keys share slots, so a wake-up may
+ * be spurious: a waiter only tries again. */
+uint64_t sqllock__wake_key(const char *url, const char *name);
+uint64_t sqllock__wake_gen(uint64_t key);
+void sqllock__wake_post(uint64_t key);
+/* Sleeps up to timeout_ms unless the key's generation differs from
+ * `seen`; 1 when woken by a post. */
+int sqllock__wake_wait(uint64_t key, uint64_t seen, int64_t timeout_ms);
+/* The PostgreSQL channel of lock `name`: "sqllock_" and 16 hex digits of
+ * its hash; out must hold SQLLOCK__CHANNEL_MAX bytes. */
+#define SQLLOCK__CHANNEL_MAX 32
+void sqllock__wake_channel(const char *name, char *out);
+
+/* The watchdog (core/watch.c). */
+struct sqllock__renewer;
+/* Stops and joins the handle's renewer, unwatching every lease. */
+void sqllock__renewer_free(struct sqllock__renewer *r);
+/* Removes `lease` from the renewer's list, waiting for a renewal or a
+ * callback of it in progress. */
+void sqllock__renewer_forget(struct sqllock__renewer *r, sqllock_lease *lease);
+/* Renews the lease named by (name, owner, token) on `db`: *affected is 1
+ * when it was still ours, 0 when lost (core/lease.c). */
+int sqllock__lease_renew_raw(sqllock_db *db, const char *name,
+                             const char *owner, int64_t token, int64_t ttl_ms,
+                             int64_t *affected);
+/* The state word of a lease and its local deadline (core/lease.c), for
+ * the renewer. */
+void sqllock__lease_set_state(sqllock_lease *l, int state);
+void sqllock__lease_extend(sqllock_lease *l, int64_t deadline_us);
+int64_t sqllock__lease_deadline(const sqllock_lease *l);
 
 /* Value constructors. */
 sqllock_value sqllock__int(int64_t v);

@@ -16,19 +16,6 @@
 
 #include "internal.h"
 
-struct sqllock_lease {
-    sqllock_db *db;
-    int count;                       /* reentrant holds; 0 = not held */
-    int64_t token;
-    int64_t ttl_ms;
-    int64_t margin_ms;
-    int64_t backoff_min_ms;
-    int64_t backoff_max_ms;
-    int64_t deadline_us;             /* local monotonic; L6 */
-    char owner[SQLLOCK_OWNER_LEN + 1];
-    char name[SQLLOCK_NAME_MAX + 1];
-    char holder[SQLLOCK_HOLDER_MAX + 1];
-};
 
 int sqllock__check_name(sqllock_db *db, const char *name, const char *what)
 {
@@ -74,6 +61,10 @@ static int apply_options(sqllock_db *db, sqllock_lease *l,
         return sqllock__fail(db, SQLLOCK_EINVAL, "the safety margin (%lld ms) "
                              "must be smaller than the ttl (%lld ms)",
                              (long long)l->margin_ms, (long long)l->ttl_ms);
+    l->flags = opts->struct_version >= 2 ? opts->flags : 0;
+    if (l->flags & ~SQLLOCK_LEASE_NO_WAKEUP)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "unknown lease flags 0x%x",
+                             l->flags & ~SQLLOCK_LEASE_NO_WAKEUP);
     l->backoff_min_ms = opts->backoff_min_ms ? opts->backoff_min_ms : 5;
     l->backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : 500;
     if (l->backoff_max_ms < l->backoff_min_ms)
@@ -125,6 +116,9 @@ static int lease_make(sqllock_db *db, const char *name,
     }
     l->db = db;
     strcpy(l->name, name);
+    l->wake_key = sqllock__wake_key(db->url, name);
+    atomic_init(&l->state, SQLLOCK_STATE_NOT_HELD);
+    atomic_init(&l->deadline_us, 0);
     *out = l;
     return SQLLOCK_OK;
 }
@@ -168,21 +162,57 @@ int sqllock_lease_attach(sqllock_db *db, const char *name, const char *owner,
     memcpy((*out)->owner, owner, SQLLOCK_OWNER_LEN + 1);
     (*out)->token = token;
     (*out)->count = 1;
-    (*out)->deadline_us = 0;     /* unknown until a renew */
+    /* The deadline stays 0, unknown until a renew: the lease is not
+     * trusted (held() is 0) until then. */
+    atomic_store(&(*out)->state, SQLLOCK_STATE_HELD);
     return sqllock__ok(db);
+}
+
+static void unwatch(sqllock_lease *l)
+{
+    if (l->db != NULL && l->db->renewer != NULL)
+        sqllock__renewer_forget(l->db->renewer, l);
 }
 
 void sqllock_lease_free(sqllock_lease *lease)
 {
+    if (lease == NULL)
+        return;
+    unwatch(lease);
     free(lease);
 }
 
+/* The handle no longer holds: renewal stops first (L7), so a renewer
+ * never renews what the handle has let go. */
 static void forget(sqllock_lease *l)
 {
+    unwatch(l);
     l->count = 0;
     l->token = 0;
     l->owner[0] = '\0';
-    l->deadline_us = 0;
+    atomic_store(&l->state, SQLLOCK_STATE_NOT_HELD);
+    atomic_store(&l->deadline_us, 0);
+}
+
+void sqllock__lease_set_state(sqllock_lease *l, int state)
+{
+    atomic_store(&l->state, state);
+}
+
+/* Moves the local deadline forward, never back: the caller's own renew and
+ * the renewer's may finish in either order. */
+void sqllock__lease_extend(sqllock_lease *l, int64_t deadline_us)
+{
+    int64_t cur = atomic_load(&l->deadline_us);
+
+    while (cur < deadline_us &&
+           !atomic_compare_exchange_weak(&l->deadline_us, &cur, deadline_us))
+        ;
+}
+
+int64_t sqllock__lease_deadline(const sqllock_lease *l)
+{
+    return atomic_load(&l->deadline_us);
 }
 
 static int new_owner(sqllock_lease *l)
@@ -310,7 +340,8 @@ static int lease_insert(sqllock_lease *l)
     }
     l->count = 1;
     l->token = token;
-    l->deadline_us = sent_us + (l->ttl_ms - l->margin_ms) * 1000;
+    atomic_store(&l->deadline_us, sent_us + (l->ttl_ms - l->margin_ms) * 1000);
+    atomic_store(&l->state, SQLLOCK_STATE_HELD);
     return sqllock__ok(db);
 }
 
@@ -319,13 +350,19 @@ static int owned_write(sqllock_lease *l, sqllock_sql_id id, int nargs,
                        int64_t *affected, const char *what)
 {
     sqllock_db *db = l->db;
+    char channel[SQLLOCK__CHANNEL_MAX];
     sqllock_value args[4];
     int rc;
 
     args[0] = sqllock__text(l->name);
     args[1] = sqllock__text(l->owner);
     args[2] = sqllock__int(l->token);
-    args[3] = sqllock__int(l->ttl_ms);
+    if (id == SQLLOCK_SQL_LEASE_RELEASE) {
+        sqllock__wake_channel(l->name, channel);
+        args[3] = sqllock__text(channel);
+    } else {
+        args[3] = sqllock__int(l->ttl_ms);
+    }
     rc = sqllock__run(db, id, args, nargs, what);
     if (rc != SQLLOCK_OK)
         return rc;
@@ -355,8 +392,31 @@ int sqllock_lease_renew(sqllock_lease *l)
                              "over by another owner, or removed after it "
                              "expired", l->name);
     }
-    l->deadline_us = sent_us + (l->ttl_ms - l->margin_ms) * 1000;
+    sqllock__lease_extend(l, sent_us + (l->ttl_ms - l->margin_ms) * 1000);
+    /* A renewal that finds the row still ours proves no one else held it
+     * since: whatever the renewer concluded, the lease is held again. */
+    atomic_store(&l->state, SQLLOCK_STATE_HELD);
     return sqllock__ok(l->db);
+}
+
+int sqllock__lease_renew_raw(sqllock_db *db, const char *name,
+                             const char *owner, int64_t token, int64_t ttl_ms,
+                             int64_t *affected)
+{
+    sqllock_value args[4];
+    int rc;
+
+    args[0] = sqllock__text(name);
+    args[1] = sqllock__text(owner);
+    args[2] = sqllock__int(token);
+    args[3] = sqllock__int(ttl_ms);
+    rc = sqllock__run(db, SQLLOCK_SQL_LEASE_RENEW, args, 4,
+                      "renewing the lease");
+    if (rc != SQLLOCK_OK)
+        return rc;
+    *affected = db->drv->affected_rows(db->stmts[SQLLOCK_SQL_LEASE_RENEW]);
+    sqllock__end(db, SQLLOCK_SQL_LEASE_RENEW);
+    return sqllock__ok(db);
 }
 
 int sqllock_lease_release(sqllock_lease *l)
@@ -373,11 +433,14 @@ int sqllock_lease_release(sqllock_lease *l)
         l->count--;
         return sqllock__ok(l->db);
     }
-    rc = owned_write(l, SQLLOCK_SQL_LEASE_RELEASE, 3, &affected,
+    unwatch(l);
+    rc = owned_write(l, SQLLOCK_SQL_LEASE_RELEASE, 4, &affected,
                      "releasing the lease");
     if (rc != SQLLOCK_OK)
         return rc;
     forget(l);
+    if (affected > 0 && !(l->flags & SQLLOCK_LEASE_NO_WAKEUP))
+        sqllock__wake_post(l->wake_key);
     if (affected == 0)
         return sqllock__fail(l->db, SQLLOCK_LOST, "lock '%s' had already "
                              "been lost: taken over by another owner, or "
@@ -428,52 +491,126 @@ int sqllock_lease_try_acquire(sqllock_lease *l)
                          "another owner (%s)", l->name, why);
 }
 
+/* The backoff before attempt `attempt` (from 0): exponential from min to
+ * max, with full jitter (L9). */
+static int64_t backoff_ms(const sqllock_lease *l, int attempt)
+{
+    int64_t cap = l->backoff_min_ms;
+    int i;
+
+    for (i = 0; i < attempt && cap < l->backoff_max_ms &&
+                cap <= INT64_MAX / 2; i++)
+        cap *= 2;
+    if (cap > l->backoff_max_ms)
+        cap = l->backoff_max_ms;
+    return sqllock__rand_upto(cap);
+}
+
+/*
+ * Waiting with wake-ups (L9). A waiter notes its key's in-process
+ * generation before each try, so a release in this process between the
+ * try and the sleep is not missed. On PostgreSQL it also LISTENs on the
+ * name's channel after the first busy try, and tries once more at once
+ * (a release before the LISTEN took effect sent a notification no one
+ * heard); after that a notification ends its sleep. Polling with backoff
+ * stays underneath both: notifications go with a lost connection, and a
+ * lease that merely expires announces nothing.
+ */
 int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
 {
-    int64_t deadline, now, cap, sleep_ms;
-    int attempt = 0, i, rc;
+    char channel[SQLLOCK__CHANNEL_MAX];
+    int64_t deadline, now, sleep_ms;
+    uint64_t seen = 0;
+    int attempt = 0, rc, woke, wakeups, notify, listening = 0;
 
     if (l == NULL)
         return SQLLOCK_EINVAL;
     if (wait_ms < 0)
         return sqllock__fail(l->db, SQLLOCK_EINVAL, "the wait time must not "
                              "be negative (got %lld ms)", (long long)wait_ms);
+    wakeups = !(l->flags & SQLLOCK_LEASE_NO_WAKEUP);
+    notify = wakeups && l->db->drv != NULL && sqllock__can_notify(l->db);
     now = sqllock__now_ms();
     deadline = wait_ms > INT64_MAX - now ? INT64_MAX : now + wait_ms;
     for (;;) {
+        if (wakeups)
+            seen = sqllock__wake_gen(l->wake_key);
         rc = sqllock_lease_try_acquire(l);
         /* Contention, and a database too busy to answer in time, are
          * both worth another try; anything else ends the wait. */
         if (rc != SQLLOCK_BUSY && rc != SQLLOCK_EDBBUSY)
-            return rc;
+            break;
         if (wait_ms == 0)
-            return rc;
+            break;
         now = sqllock__now_ms();
-        if (now >= deadline)
-            return sqllock__fail(l->db, SQLLOCK_TIMEOUT, "lock '%s' was still "
-                                 "%s after waiting %lld ms", l->name,
-                                 rc == SQLLOCK_BUSY ? "held by another owner"
-                                 : "out of reach (the database stayed busy)",
-                                 (long long)wait_ms);
-        /* Exponential backoff with full jitter (L9). */
-        cap = l->backoff_min_ms;
-        for (i = 0; i < attempt && cap < l->backoff_max_ms &&
-                    cap <= INT64_MAX / 2; i++)
-            cap *= 2;
-        if (cap > l->backoff_max_ms)
-            cap = l->backoff_max_ms;
-        sleep_ms = sqllock__rand_upto(cap);
+        if (now >= deadline) {
+            rc = sqllock__fail(l->db, SQLLOCK_TIMEOUT, "lock '%s' was still "
+                               "%s after waiting %lld ms", l->name,
+                               rc == SQLLOCK_BUSY ? "held by another owner"
+                               : "out of reach (the database stayed busy)",
+                               (long long)wait_ms);
+            break;
+        }
+        if (notify && !listening) {
+            sqllock__wake_channel(l->name, channel);
+            if (sqllock__listen(l->db, channel, 1) == SQLLOCK_OK) {
+                listening = 1;
+                continue;
+            }
+            notify = 0;                 /* fall back to polling */
+        }
+        sleep_ms = backoff_ms(l, attempt);
         if (sleep_ms > deadline - now)
             sleep_ms = deadline - now;
-        sqllock__sleep_ms(sleep_ms);
+        if (listening) {
+            if (sqllock__wait_notify(l->db, sleep_ms, &woke) != SQLLOCK_OK)
+                listening = 0;          /* LISTEN again on the next round */
+        } else if (wakeups) {
+            sqllock__wake_wait(l->wake_key, seen, sleep_ms);
+        } else {
+            sqllock__sleep_ms(sleep_ms);
+        }
         if (attempt < 62)
             attempt++;
     }
+    /* UNLISTEN leaves the handle's status and message as they are. */
+    if (listening)
+        sqllock__listen(l->db, channel, 0);
+    return rc;
 }
 
 const char *sqllock_lease_name(const sqllock_lease *l)
 {
     return l != NULL ? l->name : "";
+}
+
+int sqllock_lease_state(const sqllock_lease *l)
+{
+    int state;
+
+    if (l == NULL)
+        return SQLLOCK_STATE_NOT_HELD;
+    state = atomic_load(&l->state);
+    if (state == SQLLOCK_STATE_HELD || state == SQLLOCK_STATE_UNCERTAIN) {
+        int64_t deadline = atomic_load(&l->deadline_us);
+        /* An attached lease's deadline is unknown until a renew. */
+        if (deadline == 0)
+            return SQLLOCK_STATE_UNCERTAIN;
+        if (sqllock__now_us() >= deadline)
+            return SQLLOCK_STATE_LOST;
+    }
+    return state;
+}
+
+const char *sqllock_lease_state_name(int state)
+{
+    switch (state) {
+    case SQLLOCK_STATE_NOT_HELD: return "not-held";
+    case SQLLOCK_STATE_HELD: return "held";
+    case SQLLOCK_STATE_UNCERTAIN: return "uncertain";
+    case SQLLOCK_STATE_LOST: return "lost";
+    default: return "?";
+    }
 }
 
 int sqllock_lease_held(const sqllock_lease *l)
@@ -498,10 +635,13 @@ const char *sqllock_lease_owner(const sqllock_lease *l)
 
 int64_t sqllock_lease_remaining_ms(const sqllock_lease *l)
 {
-    int64_t left;
+    int64_t left, state;
 
-    if (l == NULL || l->count == 0)
+    if (l == NULL)
         return 0;
-    left = (l->deadline_us - sqllock__now_us()) / 1000;
+    state = atomic_load(&l->state);
+    if (state != SQLLOCK_STATE_HELD && state != SQLLOCK_STATE_UNCERTAIN)
+        return 0;
+    left = (atomic_load(&l->deadline_us) - sqllock__now_us()) / 1000;
     return left > 0 ? left : 0;
 }

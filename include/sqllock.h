@@ -227,10 +227,18 @@ typedef struct sqllock_lease_options {
     /* A free-text description of the holder shown by `sqllock list`
      * (at most SQLLOCK_HOLDER_MAX bytes). Default "host:pid". */
     const char *holder;
+    /* SQLLOCK_LEASE_* flags (struct_version 2). */
+    unsigned flags;
 } sqllock_lease_options;
 
-#define SQLLOCK_LEASE_OPTIONS_VERSION 1
-#define SQLLOCK_LEASE_OPTIONS_INIT { SQLLOCK_LEASE_OPTIONS_VERSION, 0, 0, 0, 0, NULL }
+/* A waiting acquire only polls (with backoff): it neither listens for
+ * PostgreSQL notifications nor waits for releases in this process. For
+ * connections through a pooler that does not keep LISTEN (PgBouncer in
+ * transaction mode), and for measuring what wake-ups are worth. */
+#define SQLLOCK_LEASE_NO_WAKEUP (1u << 0)
+
+#define SQLLOCK_LEASE_OPTIONS_VERSION 2
+#define SQLLOCK_LEASE_OPTIONS_INIT { SQLLOCK_LEASE_OPTIONS_VERSION, 0, 0, 0, 0, NULL, 0 }
 
 /*
  * Makes a lease handle for lock `name` on `db`. Nothing is sent to the
@@ -261,6 +269,14 @@ SQLLOCK_API int sqllock_lease_try_acquire(sqllock_lease *lease);
  * (0 = try once, SQLLOCK_WAIT_FOREVER = no deadline; negative is EINVAL).
  * Returns SQLLOCK_TIMEOUT when the deadline passes with the lock still held
  * elsewhere. An error other than contention ends the wait at once.
+ *
+ * Wake-ups (DESIGN L9), unless SQLLOCK_LEASE_NO_WAKEUP: a release of the
+ * name through any handle of this process on the same URL wakes the waiter
+ * at once; on PostgreSQL the waiter also LISTENs on a channel derived from
+ * the name (on its handle's connection, for the duration of the wait) and
+ * every release NOTIFYs it, so a release in any process wakes it. Polling
+ * stays as the fallback, since a notification can be lost with a
+ * connection.
  */
 SQLLOCK_API int sqllock_lease_acquire(sqllock_lease *lease, int64_t wait_ms);
 
@@ -309,6 +325,83 @@ SQLLOCK_API const char *sqllock_lease_owner(const sqllock_lease *lease);
  * - now, never below 0. 0 when not held. */
 SQLLOCK_API int64_t sqllock_lease_remaining_ms(const sqllock_lease *lease);
 
+/* ------------------------------------------------------------------------ */
+/* Watchdog renewal (DESIGN L6, L7)                                          */
+/* ------------------------------------------------------------------------ */
+
+/* What a lease handle knows of its lease (sqllock_lease_state()). */
+#define SQLLOCK_STATE_NOT_HELD  0 /* not acquired, or released */
+#define SQLLOCK_STATE_HELD      1 /* held, and the local deadline is ahead */
+#define SQLLOCK_STATE_UNCERTAIN 2 /* renewals are failing, but the local
+                                     deadline has not passed: the lease is
+                                     still ours until then */
+#define SQLLOCK_STATE_LOST      3 /* another owner took it, it was removed,
+                                     or the local deadline passed without
+                                     a successful renewal: stop acting as
+                                     the holder */
+
+/*
+ * The state of the handle's lease. Safe to call from any thread while
+ * another thread uses the handle (it reads only atomics), and from a watch
+ * callback. A lease past its local deadline is LOST even before the
+ * renewer notices. After LOST the handle still counts its holds: release
+ * it (which reports SQLLOCK_LOST if another owner took over) or free it.
+ */
+SQLLOCK_API int sqllock_lease_state(const sqllock_lease *lease);
+/* "not-held", "held", "uncertain", "lost"; "?" for other values. */
+SQLLOCK_API const char *sqllock_lease_state_name(int state);
+
+/*
+ * Called by the renewer thread when a watched lease changes state: to
+ * UNCERTAIN (status: the error of the failed renewal, `msg` its message),
+ * back to HELD (a renewal succeeded again; status SQLLOCK_OK), or to LOST
+ * (status SQLLOCK_LOST when another owner took it over or the row was
+ * removed; SQLLOCK_TIMEOUT when the local deadline passed). `msg` is
+ * borrowed for the call. It runs ON THE RENEWER THREAD, which serves every
+ * watched lease of the handle: keep it short and do not call sqllock
+ * functions from it other than sqllock_lease_state() and the lease's
+ * read-only accessors (set a flag, write to a pipe, signal a condition
+ * variable, kill a child process). After LOST it is not called again for
+ * this hold.
+ */
+typedef void (*sqllock_watch_fn)(void *ctx, sqllock_lease *lease, int state,
+                                 int status, const char *msg);
+
+typedef struct sqllock_watch_options {
+    int struct_version;
+    /* Between renewals. Default ttl/3; must be shorter than ttl - margin. */
+    int64_t interval_ms;
+    /* Between retries after a failed renewal, while the lease is
+     * UNCERTAIN. Default interval/4, at least 10 ms. */
+    int64_t retry_ms;
+    sqllock_watch_fn callback;          /* may be NULL */
+    void *ctx;
+} sqllock_watch_options;
+
+#define SQLLOCK_WATCH_OPTIONS_VERSION 1
+#define SQLLOCK_WATCH_OPTIONS_INIT { SQLLOCK_WATCH_OPTIONS_VERSION, 0, 0, NULL, NULL }
+
+/*
+ * Puts the held lease under automatic renewal (DESIGN L7) until it is
+ * released, lost, unwatched or freed. The renewer is one thread per
+ * database handle, started by the first watch, with its own connection
+ * to the handle's URL (opened here, so a failure to connect is reported
+ * here); it never uses the caller's connection. `opts` may be NULL.
+ * A transient failure (lost connection, busy database) makes the lease
+ * UNCERTAIN and is retried until the local deadline; a renewal that finds
+ * another owner makes it LOST at once.
+ *
+ * Errors: SQLLOCK_ENOTHELD when the handle does not hold the lease,
+ * SQLLOCK_EINVAL for bad intervals or a handle already watched,
+ * SQLLOCK_ESYS when the thread cannot start, or the connection's error.
+ */
+SQLLOCK_API int sqllock_lease_watch(sqllock_lease *lease,
+                                    const sqllock_watch_options *opts);
+/* Stops automatic renewal of the lease, waiting for a renewal of it in
+ * progress to finish. Harmless on a lease that is not watched. Release
+ * and free do this first, so a renewer never renews a released lease. */
+SQLLOCK_API int sqllock_lease_unwatch(sqllock_lease *lease);
+
 /*
  * Makes a handle for a lease that was acquired elsewhere (e.g. by
  * `sqllock acquire`, which prints the owner and token), so that it can be
@@ -323,6 +416,66 @@ SQLLOCK_API int sqllock_lease_attach(sqllock_db *db, const char *name,
                                      const char *owner, int64_t token,
                                      const sqllock_lease_options *opts,
                                      sqllock_lease **out);
+
+/* ------------------------------------------------------------------------ */
+/* Reaping expired leases (DESIGN P1-P4)                                     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * One pass of the reaper on `db`: deletes the lease rows that expired more
+ * than grace_ms (>= 0) ago by the server's clock, at most `batch` (> 0)
+ * rows per statement, statement after statement until one deletes fewer
+ * than `batch`. *deleted (may be NULL) gets the rows deleted, also when a
+ * later statement fails. Only expired rows are deleted, judged inside the
+ * DELETE, so a lease renewed a moment earlier stays; many reapers may run
+ * at once; fencing tokens stay monotonic afterwards (L5). Where the
+ * dialect keeps per-name token rows (MySQL), those of names without a
+ * lease are trimmed too (not counted in *deleted).
+ */
+SQLLOCK_API int sqllock_reap(sqllock_db *db, int64_t grace_ms, int batch,
+                             int64_t *deleted);
+
+typedef struct sqllock_reaper sqllock_reaper;
+
+typedef struct sqllock_reaper_options {
+    int struct_version;
+    int64_t interval_ms;   /* between passes; default 60 000 */
+    int64_t grace_ms;      /* only rows expired longer ago; default 0 */
+    int batch;             /* rows per DELETE; default 1000 */
+    const sqllock_options *db_options;  /* for its connection; may be NULL */
+} sqllock_reaper_options;
+
+#define SQLLOCK_REAPER_OPTIONS_VERSION 1
+#define SQLLOCK_REAPER_OPTIONS_INIT { SQLLOCK_REAPER_OPTIONS_VERSION, 0, 0, 0, NULL }
+
+/* Counters of a running reaper, copied at one moment. */
+typedef struct sqllock_reaper_stats {
+    int64_t reaped;        /* rows deleted */
+    int64_t passes;        /* passes completed, failed ones included */
+    int64_t errors;        /* passes that failed */
+    int last_status;       /* status of the last pass */
+    char last_error[256];  /* its message; "" after a success */
+} sqllock_reaper_stats;
+
+/*
+ * Starts a reaper thread with its own connection to `url` (opened here, so
+ * URL and connection errors are reported here), which runs a pass at once
+ * and then every interval. `opts` may be NULL. On failure the status says
+ * why and *out is NULL; `why` (may be NULL) gets the message, cut to
+ * why_size. Errors from passes are counted, not fatal: the reaper keeps
+ * trying, reconnecting as needed.
+ */
+SQLLOCK_API int sqllock_reaper_start(const char *url,
+                                     const sqllock_reaper_options *opts,
+                                     sqllock_reaper **out, char *why,
+                                     size_t why_size);
+/* Copies the counters; thread-safe. */
+SQLLOCK_API int sqllock_reaper_stats_get(sqllock_reaper *reaper,
+                                         sqllock_reaper_stats *out);
+/* Wakes the thread, waits for it to end (within one statement's time:
+ * it never sleeps through the request) and frees the reaper. Accepts
+ * NULL. */
+SQLLOCK_API void sqllock_reaper_stop(sqllock_reaper *reaper);
 
 /* ------------------------------------------------------------------------ */
 /* Inspection                                                                */

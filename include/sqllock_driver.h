@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define SQLLOCK_DRIVER_VERSION 1
+#define SQLLOCK_DRIVER_VERSION 2
 
 /* A driver's connection and prepared statement: the driver's own structs. */
 typedef struct sqllock_conn sqllock_conn;
@@ -82,10 +82,14 @@ typedef struct sqllock_stmt sqllock_stmt;
  * LEASE_RENEW    1 name, 2 owner, 3 token, 4 ttl_ms. Sets the expiry to
  *                server now + ttl where name, owner and token match.
  *                Affected rows: 1 renewed, 0 lost.
- * LEASE_RELEASE  1 name, 2 owner, 3 token. Deletes the row where all three
- *                match. Affected rows: 1 released, 0 lost. Its commit need
- *                not be durable (DESIGN L10): a dialect may make it
- *                asynchronous when that costs no extra round trip.
+ * LEASE_RELEASE  1 name, 2 owner, 3 token, 4 wake-up channel. Deletes the
+ *                row where all three match. Affected rows: 1 released, 0
+ *                lost. Its commit need not be durable (DESIGN L10): a
+ *                dialect may make it asynchronous when that costs no extra
+ *                round trip. A dialect with SQLLOCK_CAP_NOTIFY sends a
+ *                notification on the channel (argument 4, at most 63
+ *                bytes of [a-z0-9_]) when it deleted the row, in the same
+ *                statement, so that waiters listening on it wake (L9).
  * LEASE_LIST     no arguments. Returns (name, owner, holder, token,
  *                acquired_at_ms, expires_at_ms, remaining_ms) per row,
  *                ordered by name; times in ms since the Unix epoch and the
@@ -115,6 +119,21 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                timeout). The core sends it only when the value changes.
  * The dialect's `for_update` strings end a SELECT that locks the rows it
  * returns, in the three modes; SQLite's are empty (SQLLOCK_CAP_DB_LOCK).
+ *
+ * Added in driver version 2, in the dialect's `sql_v2` (indexed by id -
+ * SQLLOCK_SQL_COUNT_V1_):
+ * LEASE_REAP     1 grace_ms, 2 batch. Deletes at most `batch` lease rows
+ *                whose expiry lies more than grace_ms before the server's
+ *                now, with that expiry test inside the DELETE itself, so
+ *                a lease renewed a moment earlier is never deleted
+ *                (DESIGN P1). Many reapers may run it at once (P2): a
+ *                dialect skips rows another reaper has locked where it
+ *                can. Affected rows: the rows deleted.
+ * TOKEN_TRIM     1 batch. Deletes at most `batch` rows of a per-name token
+ *                counter (TOKEN_NEXT) whose name has no lease row, never
+ *                the row holding the largest token, so the counter cannot
+ *                restart below it. Affected rows: the rows deleted. A NULL
+ *                text where the dialect keeps no such rows.
  */
 typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_ACQUIRE = 0,
@@ -130,6 +149,10 @@ typedef enum sqllock_sql_id {
     SQLLOCK_SQL_RECORD_DELETE,
     SQLLOCK_SQL_ROW_ENSURE,
     SQLLOCK_SQL_TXN_LOCK_TIMEOUT,
+    SQLLOCK_SQL_COUNT_V1_,
+    /* driver version 2 */
+    SQLLOCK_SQL_LEASE_REAP = SQLLOCK_SQL_COUNT_V1_,
+    SQLLOCK_SQL_TOKEN_TRIM,
     SQLLOCK_SQL_COUNT_
 } sqllock_sql_id;
 
@@ -150,7 +173,7 @@ typedef enum sqllock_placeholder {
 } sqllock_placeholder;
 
 typedef struct sqllock_dialect {
-    sqllock_sql sql[SQLLOCK_SQL_COUNT_];
+    sqllock_sql sql[SQLLOCK_SQL_COUNT_V1_];
     /* The DDL, schema/<driver>.sql embedded at build time; run by
      * exec_script() inside sqllock_init(). */
     const char *schema;
@@ -162,6 +185,9 @@ typedef struct sqllock_dialect {
     /* Suffixes of a locking SELECT, indexed by sqllock_lock_mode:
      * " FOR UPDATE", " FOR UPDATE NOWAIT", " FOR UPDATE SKIP LOCKED". */
     const char *for_update[3];
+
+    /* Driver version 2: the statements from SQLLOCK_SQL_COUNT_V1_ on. */
+    sqllock_sql sql_v2[SQLLOCK_SQL_COUNT_ - SQLLOCK_SQL_COUNT_V1_];
 } sqllock_dialect;
 
 /* A bound value. Text is passed with its length and need not be
@@ -283,6 +309,21 @@ typedef struct sqllock_driver {
      * next fetch() or reset()) and *len. A NULL column is returned as ""
      * with *len = 0; NULL means the driver ran out of memory decoding it. */
     const void *(*column_blob)(sqllock_stmt *stmt, int col, size_t *len);
+
+    /* ---- version 2 ---- */
+
+    /* With SQLLOCK_CAP_NOTIFY: starts (on = 1) or stops (on = 0)
+     * listening on `channel` ([a-z0-9_], at most 63 bytes) on this
+     * connection. Stopping also discards notifications already received. */
+    int (*listen)(sqllock_conn *conn, const char *channel, int on,
+                  sqllock_dberr *err);
+    /* With SQLLOCK_CAP_NOTIFY: waits up to timeout_ms (>= 0) for a
+     * notification on any channel this connection listens on, consuming
+     * every one that has arrived; *woke = 1 if there was one, 0 when the
+     * time ran out. A lost connection is an error (status
+     * SQLLOCK_ECONNECT). */
+    int (*wait_notify)(sqllock_conn *conn, int64_t timeout_ms, int *woke,
+                       sqllock_dberr *err);
 } sqllock_driver;
 
 /*

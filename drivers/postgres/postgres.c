@@ -9,6 +9,8 @@
  *
  * All of this dialect's SQL is in the constants below.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,12 +50,16 @@ static const char SQL_LEASE_RENEW[] =
 
 /* L10: a release need not be durable, so its commit does not wait for the
  * WAL flush. set_config(..., true) lasts for this statement's own
- * transaction, so it costs no extra round trip. */
+ * transaction, so it costs no extra round trip. L9: when the row was ours
+ * and is deleted, pg_notify() in RETURNING wakes the waiters listening on
+ * the name's channel ($4, made by the core); the notification goes out at
+ * the commit, so a waiter woken by it finds the row gone. */
 static const char SQL_LEASE_RELEASE[] =
     "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)) "
     "DELETE FROM sqllock_lease "
     "WHERE name = $1 AND owner = $2 AND token = $3 "
-    "AND EXISTS (SELECT 1 FROM async)";
+    "AND EXISTS (SELECT 1 FROM async) "
+    "RETURNING pg_notify($4, '')";
 
 static const char SQL_LEASE_LIST[] =
     "SELECT name, owner, holder, token, "
@@ -103,7 +109,7 @@ static const sqllock_dialect postgres_dialect = {
     .sql = {
         [SQLLOCK_SQL_LEASE_ACQUIRE] = { SQL_LEASE_ACQUIRE, "1234" },
         [SQLLOCK_SQL_LEASE_RENEW] = { SQL_LEASE_RENEW, "1234" },
-        [SQLLOCK_SQL_LEASE_RELEASE] = { SQL_LEASE_RELEASE, "123" },
+        [SQLLOCK_SQL_LEASE_RELEASE] = { SQL_LEASE_RELEASE, "1234" },
         [SQLLOCK_SQL_LEASE_LIST] = { SQL_LEASE_LIST, "" },
         [SQLLOCK_SQL_SCHEMA_VERSION] = { SQL_SCHEMA_VERSION, "" },
         [SQLLOCK_SQL_RECORD_GET] = { SQL_RECORD_GET, "1" },
@@ -546,6 +552,81 @@ static int64_t pg_insert_id(sqllock_stmt *s)
     return 0;         /* PostgreSQL returns generated values by RETURNING */
 }
 
+/* Drops every notification libpq has already read; 1 if there was one. */
+static int drain_notifies(PGconn *pg)
+{
+    PGnotify *n;
+    int any = 0;
+
+    while ((n = PQnotifies(pg)) != NULL) {
+        PQfreemem(n);
+        any = 1;
+    }
+    return any;
+}
+
+static int pg_listen(sqllock_conn *c, const char *channel, int on,
+                     sqllock_dberr *err)
+{
+    char sql[96];
+    size_t i, len = strlen(channel);
+    int rc;
+
+    /* The channel is the core's own [a-z0-9_] text; check it anyway,
+     * since it is the one thing pasted into SQL here (LISTEN takes no
+     * parameters). */
+    if (len == 0 || len > 63)
+        return sqllock_dberr_set(err, SQLLOCK_EINVAL, "", "bad channel name");
+    for (i = 0; i < len; i++)
+        if (!((channel[i] >= 'a' && channel[i] <= 'z') ||
+              (channel[i] >= '0' && channel[i] <= '9') || channel[i] == '_'))
+            return sqllock_dberr_set(err, SQLLOCK_EINVAL, "",
+                                     "bad channel name");
+    snprintf(sql, sizeof sql, "%s \"%s\"", on ? "LISTEN" : "UNLISTEN",
+             channel);
+    rc = pg_simple(c, sql, err);
+    if (!on)
+        drain_notifies(c->pg);
+    return rc;
+}
+
+static int pg_wait_notify(sqllock_conn *c, int64_t timeout_ms, int *woke,
+                          sqllock_dberr *err)
+{
+    struct pollfd pfd;
+    int r;
+
+    *woke = 0;
+    if (PQconsumeInput(c->pg) == 0 || PQstatus(c->pg) != CONNECTION_OK)
+        return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "",
+                                 "waiting for a notification: %s",
+                                 PQerrorMessage(c->pg));
+    if (drain_notifies(c->pg)) {
+        *woke = 1;
+        return SQLLOCK_OK;
+    }
+    pfd.fd = PQsocket(c->pg);
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    if (pfd.fd < 0)
+        return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "",
+                                 "waiting for a notification: no socket");
+    if (timeout_ms > 60000)
+        timeout_ms = 60000;
+    r = poll(&pfd, 1, (int)timeout_ms);
+    if (r < 0 && errno != EINTR)
+        return sqllock_dberr_set(err, SQLLOCK_ESYS, "", "poll: %s",
+                                 strerror(errno));
+    if (r > 0) {
+        if (PQconsumeInput(c->pg) == 0 || PQstatus(c->pg) != CONNECTION_OK)
+            return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "",
+                                     "waiting for a notification: %s",
+                                     PQerrorMessage(c->pg));
+        *woke = drain_notifies(c->pg);
+    }
+    return SQLLOCK_OK;
+}
+
 static void *pg_native(sqllock_conn *c)
 {
     return c->pg;
@@ -559,7 +640,7 @@ const sqllock_driver sqllock__postgres_driver = {
     .name = "postgres",
     .schemes = postgres_schemes,
     .caps = SQLLOCK_CAP_RETURNING | SQLLOCK_CAP_SKIP_LOCKED |
-            SQLLOCK_CAP_NOWAIT,
+            SQLLOCK_CAP_NOWAIT | SQLLOCK_CAP_NOTIFY,
     .dialect = &postgres_dialect,
     .connect = pg_connect,
     .disconnect = pg_disconnect,
@@ -578,4 +659,6 @@ const sqllock_driver sqllock__postgres_driver = {
     .rollback = pg_rollback,
     .insert_id = pg_insert_id,
     .column_blob = pg_column_blob,
+    .listen = pg_listen,
+    .wait_notify = pg_wait_notify,
 };
