@@ -135,24 +135,29 @@ static void renew_one(struct sqllock__renewer *r, watch_entry *e)
         memcpy(msg, sqllock_errmsg(r->db), sizeof msg);
     pthread_mutex_lock(&r->mu);
     now = sqllock__now_us();
-    if (rc == SQLLOCK_OK && affected > 0) {
-        sqllock__lease_extend(e->lease,
-                              sent_us + (e->ttl_ms - e->margin_ms) * 1000);
-        sqllock__lease_set_state(e->lease, SQLLOCK_STATE_HELD);
-        e->due_us = now + e->interval_us;
-        if (e->state != SQLLOCK_STATE_HELD)
-            report(r, e, SQLLOCK_STATE_HELD, SQLLOCK_OK, "renewed");
-    } else if (rc == SQLLOCK_OK) {
+    if (rc == SQLLOCK_OK && affected == 0) {
         sqllock__lease_set_state(e->lease, SQLLOCK_STATE_LOST);
         unlink_entry(r, e);
         report(r, e, SQLLOCK_STATE_LOST, SQLLOCK_LOST, "the lease was taken "
                "over by another owner, or removed after it expired");
         free(e);
     } else if (now >= sqllock__lease_deadline(e->lease)) {
+        /* An answer after the local deadline, even a success, comes too
+         * late: the holder has already had to stop trusting the lease
+         * (L6), and must be told so rather than find it held again. */
         sqllock__lease_set_state(e->lease, SQLLOCK_STATE_LOST);
         unlink_entry(r, e);
-        report(r, e, SQLLOCK_STATE_LOST, SQLLOCK_TIMEOUT, msg);
+        report(r, e, SQLLOCK_STATE_LOST, SQLLOCK_TIMEOUT,
+               rc == SQLLOCK_OK ? "the renewal answered only after the "
+               "lease's local deadline had passed" : msg);
         free(e);
+    } else if (rc == SQLLOCK_OK) {
+        sqllock__lease_extend(e->lease,
+                              sent_us + (e->ttl_ms - e->margin_ms) * 1000);
+        sqllock__lease_set_state(e->lease, SQLLOCK_STATE_HELD);
+        e->due_us = now + e->interval_us;
+        if (e->state != SQLLOCK_STATE_HELD)
+            report(r, e, SQLLOCK_STATE_HELD, SQLLOCK_OK, "renewed");
     } else {
         sqllock__lease_set_state(e->lease, SQLLOCK_STATE_UNCERTAIN);
         e->due_us = now + e->retry_us;

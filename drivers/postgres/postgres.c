@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
@@ -103,6 +104,21 @@ static const char SQL_ROW_ENSURE[] =
 static const char SQL_TXN_LOCK_TIMEOUT[] =
     "SELECT set_config('lock_timeout', $1::bigint || 'ms', false)";
 
+/* P1, P2: the expiry test is in the DELETE itself, by the server's clock
+ * and with the same now() as acquire and renew, so a lease renewed a
+ * moment earlier no longer matches. The subquery bounds the batch and
+ * locks the rows it picks, skipping rows that another reaper (or a renew,
+ * release or takeover) has locked, so reapers never wait for each other.
+ * The outer test runs again on the row as it is when locked (PostgreSQL
+ * re-evaluates it on the latest version in READ COMMITTED). */
+#define REAP_EXPIRED \
+    "expires_at < now() - $1::float8 * interval '1 millisecond'"
+static const char SQL_LEASE_REAP[] =
+    "DELETE FROM sqllock_lease WHERE name IN ("
+    "SELECT name FROM sqllock_lease WHERE " REAP_EXPIRED " "
+    "ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
+    "AND " REAP_EXPIRED;
+
 extern const char sqllock__schema_postgres[];
 
 static const sqllock_dialect postgres_dialect = {
@@ -124,6 +140,12 @@ static const sqllock_dialect postgres_dialect = {
     .placeholder = SQLLOCK_PLACEHOLDER_DOLLAR,
     .for_update = { " FOR UPDATE", " FOR UPDATE NOWAIT",
                     " FOR UPDATE SKIP LOCKED" },
+    /* Tokens come from a sequence: no per-name rows to trim. */
+    .sql_v2 = {
+        [SQLLOCK_SQL_LEASE_REAP - SQLLOCK_SQL_COUNT_V1_] =
+            { SQL_LEASE_REAP, "12" },
+        [SQLLOCK_SQL_TOKEN_TRIM - SQLLOCK_SQL_COUNT_V1_] = { NULL, NULL },
+    },
 };
 
 /* The most values one statement binds. The core's largest statement (a
@@ -590,41 +612,64 @@ static int pg_listen(sqllock_conn *c, const char *channel, int on,
     return rc;
 }
 
-static int pg_wait_notify(sqllock_conn *c, int64_t timeout_ms, int *woke,
-                          sqllock_dberr *err)
+/* Reads what the server sent; a lost connection is SQLLOCK_ECONNECT. */
+static int consume(sqllock_conn *c, sqllock_dberr *err)
 {
-    struct pollfd pfd;
-    int r;
-
-    *woke = 0;
     if (PQconsumeInput(c->pg) == 0 || PQstatus(c->pg) != CONNECTION_OK)
         return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "",
                                  "waiting for a notification: %s",
                                  PQerrorMessage(c->pg));
+    return SQLLOCK_OK;
+}
+
+/* Waits until a notification comes, the time runs out or the connection
+ * fails. Input that is not a notification (a server's goodbye arrives as
+ * an error message first and the end of the stream a moment later) does
+ * not end the wait, so that a connection the server closed is reported
+ * as lost rather than as a quiet timeout. */
+static int pg_wait_notify(sqllock_conn *c, int64_t timeout_ms, int *woke,
+                          sqllock_dberr *err)
+{
+    struct pollfd pfd;
+    struct timespec now;
+    int64_t end_ms, left;
+    int r, rc;
+
+    *woke = 0;
+    rc = consume(c, err);
+    if (rc != SQLLOCK_OK)
+        return rc;
     if (drain_notifies(c->pg)) {
         *woke = 1;
         return SQLLOCK_OK;
     }
     pfd.fd = PQsocket(c->pg);
-    pfd.events = POLLIN;
-    pfd.revents = 0;
     if (pfd.fd < 0)
         return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "",
                                  "waiting for a notification: no socket");
-    if (timeout_ms > 60000)
-        timeout_ms = 60000;
-    r = poll(&pfd, 1, (int)timeout_ms);
-    if (r < 0 && errno != EINTR)
-        return sqllock_dberr_set(err, SQLLOCK_ESYS, "", "poll: %s",
-                                 strerror(errno));
-    if (r > 0) {
-        if (PQconsumeInput(c->pg) == 0 || PQstatus(c->pg) != CONNECTION_OK)
-            return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "",
-                                     "waiting for a notification: %s",
-                                     PQerrorMessage(c->pg));
-        *woke = drain_notifies(c->pg);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    end_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + timeout_ms;
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        left = end_ms - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+        if (left <= 0)
+            return SQLLOCK_OK;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        r = poll(&pfd, 1, (int)(left > 60000 ? 60000 : left));
+        if (r < 0 && errno != EINTR)
+            return sqllock_dberr_set(err, SQLLOCK_ESYS, "", "poll: %s",
+                                     strerror(errno));
+        if (r <= 0)
+            continue;
+        rc = consume(c, err);
+        if (rc != SQLLOCK_OK)
+            return rc;
+        if (drain_notifies(c->pg)) {
+            *woke = 1;
+            return SQLLOCK_OK;
+        }
     }
-    return SQLLOCK_OK;
 }
 
 static void *pg_native(sqllock_conn *c)

@@ -1,0 +1,662 @@
+/*
+ * test_watchdog.c -- automatic renewal of held leases (DESIGN L6, L7, E3,
+ * E4) on every database: a job that outlives its ttl many times keeps the
+ * lock; a holder that is stopped past its ttl loses it to another process
+ * and, when it resumes, reports LOST with an older fencing token; renewals
+ * that fail go UNCERTAIN and recover; a renewal that hangs past the local
+ * deadline is LOST; release stops renewal first; bad input is refused.
+ *
+ * Runs once per URL in SQLLOCK_TEST_URLS, or on a fresh temporary SQLite
+ * file; SQLLOCK_TEST_REQUIRE as in test_conformance.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+#include "test_run.h"
+
+static const char *g_url;
+
+/* What a watch callback saw, written from the renewer thread (or, in a
+ * forked child, read by the parent through shared memory). */
+typedef struct seen {
+    _Atomic int calls;
+    _Atomic int uncertain;     /* changes to UNCERTAIN */
+    _Atomic int held;          /* changes back to HELD */
+    _Atomic int lost;          /* changes to LOST */
+    _Atomic int last_state;
+    _Atomic int last_status;
+    _Atomic int bad_state;     /* the callback's `state` disagreed with
+                                  sqllock_lease_state() */
+} seen;
+
+static void on_change(void *ctx, sqllock_lease *l, int state, int status,
+                      const char *msg)
+{
+    seen *s = ctx;
+
+    (void)msg;
+    atomic_fetch_add(&s->calls, 1);
+    if (state == SQLLOCK_STATE_UNCERTAIN)
+        atomic_fetch_add(&s->uncertain, 1);
+    else if (state == SQLLOCK_STATE_HELD)
+        atomic_fetch_add(&s->held, 1);
+    else if (state == SQLLOCK_STATE_LOST)
+        atomic_fetch_add(&s->lost, 1);
+    /* The state is written before the callback runs; LOST and HELD are
+     * final for that moment; UNCERTAIN may already read LOST if the local
+     * deadline passed meanwhile. */
+    if (state != SQLLOCK_STATE_UNCERTAIN && sqllock_lease_state(l) != state)
+        atomic_fetch_add(&s->bad_state, 1);
+    atomic_store(&s->last_state, state);
+    atomic_store(&s->last_status, status);
+}
+
+static sqllock_db *open_db(int64_t busy_ms)
+{
+    sqllock_options o = SQLLOCK_OPTIONS_INIT;
+    sqllock_db *db = NULL;
+
+    o.busy_timeout_ms = busy_ms;
+    if (sqllock_open(g_url, &o, &db) != SQLLOCK_OK)
+        fail_msg("open %s: %s", g_url, sqllock_errmsg(db));
+    return db;
+}
+
+static void unique_name(char *buf, size_t size, const char *what)
+{
+    snprintf(buf, size, "watchdog-%s-%ld-%lld", what, (long)getpid(),
+             (long long)tu_now_ms());
+}
+
+static sqllock_lease *take(sqllock_db *db, const char *name, int64_t ttl_ms)
+{
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL;
+
+    o.ttl_ms = ttl_ms;
+    EXPECT_RC(db, sqllock_lease_new(db, name, &o, &l), SQLLOCK_OK, "new");
+    EXPECT_RC(db, sqllock_lease_acquire(l, 10000), SQLLOCK_OK, "acquire");
+    return l;
+}
+
+static void watch(sqllock_lease *l, sqllock_db *db, int64_t interval_ms,
+                  seen *s)
+{
+    sqllock_watch_options w = SQLLOCK_WATCH_OPTIONS_INIT;
+
+    w.interval_ms = interval_ms;
+    w.callback = s != NULL ? on_change : NULL;
+    w.ctx = s;
+    EXPECT_RC(db, sqllock_lease_watch(l, &w), SQLLOCK_OK, "watch");
+}
+
+/* Waits up to ms for *v to reach at least `want`. */
+static int wait_for(_Atomic int *v, int want, int64_t ms)
+{
+    int64_t end = tu_now_ms() + ms;
+
+    while (atomic_load(v) < want && tu_now_ms() < end)
+        tu_sleep_ms(5);
+    return atomic_load(v) >= want;
+}
+
+/*
+ * L7: a job that runs for 5x its ttl under automatic renewal keeps the
+ * lock the whole time -- the holder's state stays HELD and another
+ * process, trying all along, never gets it -- and releases it cleanly.
+ */
+static void test_watch_L7_job_runs_5x_ttl(void **state)
+{
+    const int64_t ttl = 1000;
+    sqllock_db *db = open_db(0);
+    sqllock_lease *l;
+    seen s;
+    char name[128];
+    int *got_it, *tries, *fail;
+    pid_t pid;
+    int64_t end;
+    int st = 0, not_held = 0;
+    (void)state;
+
+    memset(&s, 0, sizeof s);
+    unique_name(name, sizeof name, "5x");
+    got_it = tu_shared_map(3 * sizeof(int));
+    tries = got_it + 1;
+    fail = got_it + 2;
+    l = take(db, name, ttl);
+    watch(l, db, 0, &s);
+    end = tu_now_ms() + 5 * ttl;
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        sqllock_db *cdb = tu_child_open(g_url, "contender");
+        sqllock_lease *cl = NULL;
+        sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+        int rc;
+
+        o.ttl_ms = ttl;
+        if (cdb == NULL || sqllock_lease_new(cdb, name, &o, &cl) != 0)
+            _exit(2);
+        while (tu_now_ms() < end - 100) {
+            rc = sqllock_lease_try_acquire(cl);
+            (*tries)++;
+            if (rc == SQLLOCK_OK) {
+                (*got_it)++;
+                sqllock_lease_release(cl);
+            } else if (rc != SQLLOCK_BUSY && rc != SQLLOCK_EDBBUSY) {
+                fprintf(stderr, "contender: %s: %s\n", sqllock_errname(rc),
+                        sqllock_errmsg(cdb));
+                (*fail)++;
+            }
+            tu_sleep_ms(20);
+        }
+        sqllock_lease_free(cl);
+        sqllock_close(cdb);
+        _exit(0);
+    }
+    /* The job: checks every 10 ms that it may still act as the holder. */
+    while (tu_now_ms() < end) {
+        if (sqllock_lease_state(l) != SQLLOCK_STATE_HELD ||
+            !sqllock_lease_held(l))
+            not_held++;
+        tu_sleep_ms(10);
+    }
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    if (*got_it != 0)
+        fail_msg("L7 broken: another process acquired the lock %d times "
+                 "while the renewed job held it", *got_it);
+    assert_true(*tries > 10);
+    assert_int_equal(*fail, 0);
+    assert_int_equal(not_held, 0);
+    assert_int_equal(atomic_load(&s.calls), 0);
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release after 5x");
+    assert_int_equal(sqllock_lease_state(l), SQLLOCK_STATE_NOT_HELD);
+    munmap(got_it, 3 * sizeof(int));
+    sqllock_lease_free(l);
+    sqllock_close(db);
+}
+
+/* Shared between the stopped holder and the test. */
+typedef struct stop_shared {
+    int64_t token;             /* the first holder's token */
+    int ready;                 /* it holds the lease and watches it */
+    seen s;                    /* its callback's record */
+    int state_after;           /* its sqllock_lease_state() on resuming */
+    int held_after;
+    int release_rc;            /* its release after resuming */
+    int exit_why;
+} stop_shared;
+
+/*
+ * L6/L7/L5: a holder stopped (SIGSTOP, renewer thread and all) past its
+ * ttl loses the lease to another process; when it resumes it reports
+ * LOST at once, its callback says LOST, its release says LOST, and its
+ * fencing token is smaller than the new holder's.
+ */
+static void test_watch_L6_L7_stopped_holder_loses(void **state)
+{
+    const int64_t ttl = 1000;
+    sqllock_db *db = open_db(0);
+    sqllock_lease *l = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    stop_shared *sh;
+    char name[128];
+    pid_t pid;
+    int st = 0;
+    (void)state;
+
+    unique_name(name, sizeof name, "stop");
+    sh = tu_shared_map(sizeof *sh);
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        sqllock_db *cdb = tu_child_open(g_url, "stopped holder");
+        sqllock_lease *cl = NULL;
+        sqllock_watch_options w = SQLLOCK_WATCH_OPTIONS_INIT;
+        sqllock_lease_options co = SQLLOCK_LEASE_OPTIONS_INIT;
+        int64_t end;
+
+        co.ttl_ms = ttl;
+        w.callback = on_change;
+        w.ctx = &sh->s;
+        if (cdb == NULL || sqllock_lease_new(cdb, name, &co, &cl) != 0 ||
+            sqllock_lease_acquire(cl, 10000) != 0 ||
+            sqllock_lease_watch(cl, &w) != 0)
+            _exit(2);
+        sh->token = sqllock_lease_token(cl);
+        __atomic_store_n(&sh->ready, 1, __ATOMIC_SEQ_CST);
+        /* Stopped somewhere in here; on resuming, the lease must read
+         * LOST without waiting for anything. */
+        while (__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) != 2)
+            tu_sleep_ms(1);
+        sh->state_after = sqllock_lease_state(cl);
+        sh->held_after = sqllock_lease_held(cl);
+        end = tu_now_ms() + 5000;
+        while (atomic_load(&sh->s.lost) == 0 && tu_now_ms() < end)
+            tu_sleep_ms(5);
+        sh->release_rc = sqllock_lease_release(cl);
+        sqllock_lease_free(cl);
+        sqllock_close(cdb);
+        _exit(0);
+    }
+    {
+        int64_t end = tu_now_ms() + 10000;
+        while (__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) != 1 &&
+               tu_now_ms() < end)
+            tu_sleep_ms(5);
+        assert_int_equal(sh->ready, 1);
+    }
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    o.ttl_ms = 60000;
+    EXPECT_RC(db, sqllock_lease_new(db, name, &o, &l), SQLLOCK_OK, "new");
+    /* While the holder is stopped its lease expires by the server's clock
+     * and this acquire, waiting for it, takes it over. */
+    EXPECT_RC(db, sqllock_lease_acquire(l, 3 * ttl + 5000), SQLLOCK_OK,
+              "take over from the stopped holder");
+    __atomic_store_n(&sh->ready, 2, __ATOMIC_SEQ_CST);
+    assert_int_equal(kill(pid, SIGCONT), 0);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(sh->state_after, SQLLOCK_STATE_LOST);
+    assert_int_equal(sh->held_after, 0);
+    if (atomic_load(&sh->s.lost) != 1)
+        fail_msg("L7: the resumed holder's callback reported LOST %d times",
+                 atomic_load(&sh->s.lost));
+    assert_int_equal(atomic_load(&sh->s.bad_state), 0);
+    assert_int_equal(sh->release_rc, SQLLOCK_LOST);
+    if (!(sh->token < sqllock_lease_token(l)))
+        fail_msg("L5: the stopped holder's token %lld is not smaller than "
+                 "the new holder's %lld", (long long)sh->token,
+                 (long long)sqllock_lease_token(l));
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "new holder release");
+    munmap(sh, sizeof *sh);
+    sqllock_lease_free(l);
+    sqllock_close(db);
+}
+
+/*
+ * L7/L4: another owner takes the row (here: the row is deleted and
+ * acquired anew behind the holder's back, as a reaper plus a new holder
+ * would): the renewer's next renewal finds it gone, the lease is LOST at
+ * once with status SQLLOCK_LOST, and the new owner's row is untouched.
+ */
+static void test_watch_L7_takeover_is_lost(void **state)
+{
+    sqllock_db *db = open_db(0), *other = open_db(0);
+    sqllock_lease *l, *l2 = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    const tu_sql *sql = tu_sql_for(sqllock_db_driver(db));
+    sqllock_value arg;
+    char name[128];
+    seen s;
+    tu_row row;
+    (void)state;
+
+    memset(&s, 0, sizeof s);
+    unique_name(name, sizeof name, "takeover");
+    l = take(db, name, 3000);
+    watch(l, db, 100, &s);
+    arg = sqllock__text(name);
+    EXPECT_RC(other, sqllock__exec_sql(other, sql->delete_lease, &arg, 1,
+                                       NULL, NULL, NULL), SQLLOCK_OK,
+              "delete behind the holder's back");
+    o.ttl_ms = 60000;
+    EXPECT_RC(other, sqllock_lease_new(other, name, &o, &l2), SQLLOCK_OK,
+              "new");
+    EXPECT_RC(other, sqllock_lease_try_acquire(l2), SQLLOCK_OK, "take");
+    if (!wait_for(&s.lost, 1, 2000))
+        fail_msg("L7: the renewer did not report the takeover as LOST");
+    assert_int_equal(atomic_load(&s.last_status), SQLLOCK_LOST);
+    assert_int_equal(atomic_load(&s.uncertain), 0);
+    assert_int_equal(sqllock_lease_state(l), SQLLOCK_STATE_LOST);
+    assert_int_equal(sqllock_lease_held(l), 0);
+    assert_int_equal(sqllock_lease_remaining_ms(l), 0);
+    /* Nothing more is reported for this hold. */
+    tu_sleep_ms(300);
+    assert_int_equal(atomic_load(&s.calls), 1);
+    assert_int_equal(tu_find(other, name, &row), SQLLOCK_OK);
+    assert_true(row.found);
+    assert_string_equal(row.owner, sqllock_lease_owner(l2));
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_LOST, "release (L4)");
+    EXPECT_RC(other, sqllock_lease_release(l2), SQLLOCK_OK, "release");
+    sqllock_lease_free(l2);
+    sqllock_lease_free(l);
+    sqllock_close(other);
+    sqllock_close(db);
+}
+
+/*
+ * Blocks the renewer's UPDATE of `name` with a transaction on `blocker`
+ * that locks the row (SQLite: the database's write lock).
+ */
+static void block_row(sqllock_db *blocker, const char *name)
+{
+    const char *drv = sqllock_db_driver(blocker);
+    sqllock_value arg = sqllock__text(name);
+    const char *sql;
+
+    EXPECT_RC(blocker, sqllock__begin(blocker, "blocking the renewer"),
+              SQLLOCK_OK, "begin");
+    if (strcmp(drv, "postgres") == 0)
+        sql = "SELECT name FROM sqllock_lease WHERE name = $1 FOR UPDATE";
+    else if (strcmp(drv, "mysql") == 0)
+        sql = "SELECT name FROM sqllock_lease WHERE name = ? FOR UPDATE";
+    else
+        sql = "UPDATE sqllock_lease SET holder = holder WHERE name = ?";
+    EXPECT_RC(blocker, sqllock__exec_sql(blocker, sql, &arg, 1, NULL, NULL,
+                                         NULL), SQLLOCK_OK, "lock the row");
+}
+
+/* Kills the connection of the session waiting for `blocker`'s row lock
+ * (the renewer's); returns how many were killed. SQLite has none: its
+ * renewer gives up after its busy timeout by itself. */
+static int64_t kill_blocked(sqllock_db *blocker, sqllock_db *admin)
+{
+    const char *drv = sqllock_db_driver(blocker);
+    int64_t n = 0, id = 0, end = tu_now_ms() + 5000;
+    int has = 0;
+    char sql[64];
+
+    while (n == 0 && tu_now_ms() < end) {
+        if (strcmp(drv, "postgres") == 0) {
+            EXPECT_RC(blocker, sqllock__exec_sql(blocker,
+                "SELECT count(pg_terminate_backend(pid)) FROM "
+                "pg_stat_activity WHERE pid <> pg_backend_pid() AND "
+                "pg_blocking_pids(pid) @> ARRAY[pg_backend_pid()]",
+                NULL, 0, &has, &n, NULL), SQLLOCK_OK, "terminate");
+        } else if (strcmp(drv, "mysql") == 0) {
+            has = 0;
+            EXPECT_RC(admin, sqllock__exec_sql(admin,
+                "SELECT id FROM information_schema.PROCESSLIST "
+                "WHERE id <> CONNECTION_ID() AND db = DATABASE() "
+                "AND info LIKE 'UPDATE sqllock_lease%' LIMIT 1",
+                NULL, 0, &has, &id, NULL), SQLLOCK_OK, "find renewer");
+            if (has) {
+                snprintf(sql, sizeof sql, "KILL %lld", (long long)id);
+                EXPECT_RC(admin, sqllock__exec_sql(admin, sql, NULL, 0,
+                                                   NULL, NULL, NULL),
+                          SQLLOCK_OK, "kill");
+                n = 1;
+            }
+        } else {
+            return 0;
+        }
+        if (n == 0)
+            tu_sleep_ms(10);
+    }
+    return n;
+}
+
+/*
+ * L7: renewals that fail for a transient reason (the renewer's connection
+ * killed on PostgreSQL and MySQL; the database locked past the busy
+ * timeout on SQLite) make the lease UNCERTAIN -- still ours until the
+ * local deadline -- and the next successful renewal makes it HELD again;
+ * the callback reports both changes, and the lease was never lost.
+ */
+static void test_watch_L7_uncertain_then_held(void **state)
+{
+    sqllock_db *db = open_db(200), *blocker = open_db(0), *admin = open_db(0);
+    sqllock_lease *l;
+    char name[128];
+    seen s;
+    (void)state;
+
+    memset(&s, 0, sizeof s);
+    unique_name(name, sizeof name, "uncertain");
+    l = take(db, name, 6000);
+    watch(l, db, 500, &s);
+    block_row(blocker, name);
+    if (strcmp(sqllock_db_driver(db), "sqlite") != 0)
+        assert_int_equal(kill_blocked(blocker, admin), 1);
+    if (!wait_for(&s.uncertain, 1, 4000))
+        fail_msg("L7: a failing renewal did not make the lease UNCERTAIN");
+    assert_int_equal(atomic_load(&s.lost), 0);
+    assert_true(sqllock_lease_held(l));
+    sqllock__rollback(blocker);
+    if (!wait_for(&s.held, 1, 3000))
+        fail_msg("L7: the lease did not return to HELD after a renewal "
+                 "succeeded again");
+    assert_int_equal(atomic_load(&s.lost), 0);
+    assert_int_equal(atomic_load(&s.bad_state), 0);
+    assert_int_equal(sqllock_lease_state(l), SQLLOCK_STATE_HELD);
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    sqllock_lease_free(l);
+    sqllock_close(admin);
+    sqllock_close(blocker);
+    sqllock_close(db);
+}
+
+/*
+ * L6/L7: a renewal that hangs (the row stays locked by another
+ * transaction) does not keep the lease alive in the holder's eyes: once
+ * the local deadline passes, sqllock_lease_state() says LOST even while the
+ * renewer is still stuck, and when the renewal finally answers the
+ * callback reports LOST (SQLLOCK_TIMEOUT), not HELD.
+ */
+static void test_watch_L6_hung_renewal_is_lost(void **state)
+{
+    const int64_t ttl = 1500;
+    sqllock_db *db = open_db(10000), *blocker = open_db(0);
+    sqllock_lease *l;
+    char name[128];
+    seen s;
+    int64_t end;
+    (void)state;
+
+    memset(&s, 0, sizeof s);
+    unique_name(name, sizeof name, "hung");
+    l = take(db, name, ttl);
+    watch(l, db, 300, &s);
+    block_row(blocker, name);
+    end = tu_now_ms() + 3 * ttl;
+    while (sqllock_lease_state(l) != SQLLOCK_STATE_LOST && tu_now_ms() < end)
+        tu_sleep_ms(5);
+    assert_int_equal(sqllock_lease_state(l), SQLLOCK_STATE_LOST);
+    assert_int_equal(sqllock_lease_held(l), 0);
+    assert_int_equal(atomic_load(&s.held), 0);
+    sqllock__rollback(blocker);
+    if (!wait_for(&s.lost, 1, 12000))
+        fail_msg("L7: the hung renewal never reported LOST");
+    assert_int_equal(atomic_load(&s.last_status), SQLLOCK_TIMEOUT);
+    assert_int_equal(atomic_load(&s.held), 0);
+    assert_int_equal(sqllock_lease_state(l), SQLLOCK_STATE_LOST);
+    /* The row was still ours: releasing it works and admits no one
+     * else's loss. */
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    sqllock_lease_free(l);
+    sqllock_close(blocker);
+    sqllock_close(db);
+}
+
+/*
+ * L7: release stops renewal first. A lease renewed every few ms and
+ * released at random moments is never reported lost, every release
+ * succeeds, and no row is left behind (a renewer racing a release must
+ * not resurrect or touch it).
+ */
+static void test_watch_L7_release_stops_renewal(void **state)
+{
+    sqllock_db *db = open_db(0);
+    sqllock_lease *l;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    char name[128];
+    seen s;
+    tu_row row;
+    int i;
+    (void)state;
+
+    memset(&s, 0, sizeof s);
+    unique_name(name, sizeof name, "release");
+    o.ttl_ms = 2000;
+    EXPECT_RC(db, sqllock_lease_new(db, name, &o, &l), SQLLOCK_OK, "new");
+    for (i = 0; i < 40; i++) {
+        EXPECT_RC(db, sqllock_lease_acquire(l, 5000), SQLLOCK_OK, "acquire");
+        watch(l, db, 5, &s);
+        tu_sleep_us((long)(rand() % 20000));
+        EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+        assert_int_equal(tu_find(db, name, &row), SQLLOCK_OK);
+        assert_false(row.found);
+    }
+    assert_int_equal(atomic_load(&s.lost), 0);
+    assert_int_equal(atomic_load(&s.bad_state), 0);
+    /* Free while watched: the same, through free. */
+    EXPECT_RC(db, sqllock_lease_acquire(l, 5000), SQLLOCK_OK, "acquire");
+    watch(l, db, 5, &s);
+    tu_sleep_ms(20);
+    sqllock_lease_free(l);
+    assert_int_equal(atomic_load(&s.lost), 0);
+    sqllock_close(db);
+}
+
+/*
+ * L7/E3: one renewer serves many leases of a handle, each on its own
+ * schedule, for several ttls; freeing watched leases and closing the
+ * handle stops it (no hang, no leak under valgrind).
+ */
+static void test_watch_L7_many_leases_one_renewer(void **state)
+{
+    enum { N = 12 };
+    sqllock_db *db = open_db(0), *other = open_db(0);
+    sqllock_lease *l[N];
+    sqllock_lease *probe = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    char name[N][128];
+    seen s;
+    int i, k, rc;
+    (void)state;
+
+    memset(&s, 0, sizeof s);
+    for (i = 0; i < N; i++) {
+        char what[16];
+        snprintf(what, sizeof what, "many%d", i);
+        unique_name(name[i], sizeof name[i], what);
+        l[i] = take(db, name[i], 600 + 100 * i);
+        watch(l[i], db, 0, &s);
+    }
+    o.ttl_ms = 1000;
+    for (k = 0; k < 30; k++) {
+        tu_sleep_ms(100);
+        for (i = 0; i < N; i++)
+            if (sqllock_lease_state(l[i]) != SQLLOCK_STATE_HELD)
+                fail_msg("L7: lease %d is %s after %d ms", i,
+                         sqllock_lease_state_name(
+                             sqllock_lease_state(l[i])), (k + 1) * 100);
+        /* And nobody else can take any of them. */
+        i = k % N;
+        EXPECT_RC(other, sqllock_lease_new(other, name[i], &o, &probe),
+                  SQLLOCK_OK, "new");
+        rc = sqllock_lease_try_acquire(probe);
+        if (rc != SQLLOCK_BUSY && rc != SQLLOCK_EDBBUSY)
+            fail_msg("L7: another handle got %s on watched lease %d",
+                     sqllock_errname(rc), i);
+        sqllock_lease_free(probe);
+    }
+    assert_int_equal(atomic_load(&s.calls), 0);
+    for (i = 0; i < N / 2; i++) {
+        EXPECT_RC(db, sqllock_lease_release(l[i]), SQLLOCK_OK, "release");
+        sqllock_lease_free(l[i]);
+    }
+    /* Unwatch some, watch one again, and free them all while the renewer
+     * may be renewing them: free stops renewal first (no use after free
+     * under the sanitizers); closing the handle then stops the renewer. */
+    for (i = N / 2; i < N - 1; i++)
+        EXPECT_RC(db, sqllock_lease_unwatch(l[i]), SQLLOCK_OK, "unwatch");
+    EXPECT_RC(db, sqllock_lease_unwatch(l[N - 1]), SQLLOCK_OK, "unwatch");
+    watch(l[N - 1], db, 0, &s);
+    for (i = N / 2; i < N; i++)
+        sqllock_lease_free(l[i]);
+    sqllock_close(db);
+    sqllock_close(other);
+}
+
+/* E2/L7: bad input to the watch API gets a clear status and message. */
+static void test_watch_bad_input(void **state)
+{
+    sqllock_db *db = open_db(0);
+    sqllock_lease *l = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_watch_options w = SQLLOCK_WATCH_OPTIONS_INIT;
+    char name[128];
+    (void)state;
+
+    assert_int_equal(sqllock_lease_watch(NULL, NULL), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_lease_unwatch(NULL), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_lease_state(NULL), SQLLOCK_STATE_NOT_HELD);
+    assert_string_equal(sqllock_lease_state_name(SQLLOCK_STATE_UNCERTAIN),
+                        "uncertain");
+    assert_string_equal(sqllock_lease_state_name(99), "?");
+    unique_name(name, sizeof name, "bad");
+    o.ttl_ms = 3000;
+    EXPECT_RC(db, sqllock_lease_new(db, name, &o, &l), SQLLOCK_OK, "new");
+    assert_int_equal(sqllock_lease_state(l), SQLLOCK_STATE_NOT_HELD);
+    EXPECT_RC(db, sqllock_lease_watch(l, NULL), SQLLOCK_ENOTHELD,
+              "watch before acquire");
+    expect_msg_any(db, "watch before acquire", "does not hold");
+    EXPECT_RC(db, sqllock_lease_unwatch(l), SQLLOCK_OK, "unwatch unwatched");
+    EXPECT_RC(db, sqllock_lease_acquire(l, 5000), SQLLOCK_OK, "acquire");
+    w.interval_ms = -1;
+    EXPECT_RC(db, sqllock_lease_watch(l, &w), SQLLOCK_EINVAL, "negative");
+    expect_msg_any(db, "negative interval", "negative");
+    w.interval_ms = 2700;       /* ttl 3000 - margin 300 */
+    EXPECT_RC(db, sqllock_lease_watch(l, &w), SQLLOCK_EINVAL, "too long");
+    expect_msg_any(db, "interval too long", "shorter than the ttl");
+    w.interval_ms = 0;
+    w.retry_ms = -5;
+    EXPECT_RC(db, sqllock_lease_watch(l, &w), SQLLOCK_EINVAL, "retry");
+    w.retry_ms = 0;
+    EXPECT_RC(db, sqllock_lease_watch(l, &w), SQLLOCK_OK, "watch");
+    EXPECT_RC(db, sqllock_lease_watch(l, &w), SQLLOCK_EINVAL, "twice");
+    expect_msg_any(db, "watched twice", "already watched");
+    EXPECT_RC(db, sqllock_lease_unwatch(l), SQLLOCK_OK, "unwatch");
+    EXPECT_RC(db, sqllock_lease_watch(l, &w), SQLLOCK_OK, "watch again");
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    EXPECT_RC(db, sqllock_lease_watch(l, &w), SQLLOCK_ENOTHELD,
+              "watch after release");
+    sqllock_lease_free(l);
+    sqllock_close(db);
+}
+
+/* Creates the schema once per database (idempotent). */
+static int group_setup(void **state)
+{
+    sqllock_db *db = NULL;
+    int rc = sqllock_open(g_url, NULL, &db);
+
+    (void)state;
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_init(db);
+    if (rc != SQLLOCK_OK)
+        fprintf(stderr, "setup %s: %s\n", g_url, sqllock_errmsg(db));
+    sqllock_close(db);
+    return rc == SQLLOCK_OK ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_watch_bad_input),
+        cmocka_unit_test(test_watch_L7_job_runs_5x_ttl),
+        cmocka_unit_test(test_watch_L6_L7_stopped_holder_loses),
+        cmocka_unit_test(test_watch_L7_takeover_is_lost),
+        cmocka_unit_test(test_watch_L7_uncertain_then_held),
+        cmocka_unit_test(test_watch_L6_hung_renewal_is_lost),
+        cmocka_unit_test(test_watch_L7_release_stops_renewal),
+        cmocka_unit_test(test_watch_L7_many_leases_one_renewer),
+    };
+    return TU_RUN_PER_URL("watchdog", &g_url, tests, group_setup, NULL);
+}
