@@ -2,19 +2,36 @@
  * run.c -- `sqllock run NAME --ttl DUR ... -- CMD ARGS...`: runs a command
  * while holding a lease, and keeps the lease alive while it runs.
  *
- * The parent is a small supervisor with no threads. It blocks SIGCHLD,
- * SIGINT, SIGTERM and SIGHUP, forks, and the child restores the signal mask
- * and executes the command. The parent then waits for those signals with
- * sigtimedwait(), waking at least at every renewal tick: it renews the
- * lease every ttl/3, passes the three terminating signals on to the child,
- * and reaps the child when SIGCHLD arrives. Because the signals stay
- * blocked and are taken synchronously, no signal handler and no global
- * state are needed.
+ * The lease is renewed by the library's watchdog (sqllock_lease_watch(),
+ * DESIGN L7): a renewer thread with its own connection. The main thread is
+ * a supervisor that never talks to the database while the command runs, so
+ * a renewal that hangs cannot keep it from acting: it waits, with
+ * pselect(), on one pipe and a timeout. The pipe is written by the signal
+ * handlers (one byte: the signal number) and by the watch callback (a zero
+ * byte). The timeout is the lease's local deadline (DESIGN L6), so the
+ * supervisor sees the lease lost when that deadline passes even if the
+ * renewer is stuck and never calls back.
  *
- * If a renewal reports the lease lost, or the lease's local remaining time
- * (DESIGN L6) runs out before a renewal succeeds, the command can no longer
- * be sure it is alone: it gets SIGTERM, SIGKILL ten seconds later if it is
- * still running, and the tool exits 76.
+ * SIGCHLD, SIGINT, SIGTERM and SIGHUP are blocked except inside pselect(),
+ * so their handlers run only there, on the main thread. They are blocked
+ * before the watch starts the renewer thread, which inherits that mask.
+ * INT, TERM and HUP are passed on to the command; a signal that was
+ * ignored when sqllock started (nohup) stays ignored, as a shell does it.
+ *
+ * The command gets a process group of its own, and every signal sqllock
+ * sends goes to that whole group, so that a shell script's children stop
+ * with it when the lease is lost. The exception: when sqllock runs in the
+ * foreground of its terminal, the command stays in sqllock's group so that
+ * it can use the terminal; the signals then go to the command alone, and
+ * those the terminal sends reach the command directly (they are not
+ * passed on twice).
+ *
+ * If the lease is lost (a renewal finds another owner, or its local
+ * deadline passes before a renewal succeeds), the command gets --signal
+ * (SIGTERM), then SIGKILL after --kill-after (10 s) if it is still
+ * running, and the tool exits 76. When the command is gone, whatever is
+ * left in its group gets SIGKILL too: nothing of the job may go on
+ * working once the lock is someone else's.
  *
  * Whether exec() worked is learned from a pipe whose write end is closed
  * on exec: EOF means the command runs; an errno written into it means the
@@ -23,10 +40,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/select.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,10 +54,35 @@
 
 #include "cli.h"
 
-/* How long the child has to end after SIGTERM before it gets SIGKILL. */
-#define RUN_KILL_GRACE_MS 10000
+#ifndef NSIG
+#define NSIG 65
+#endif
+
+/* The grace between --signal and SIGKILL when --kill-after is not given. */
+#define RUN_KILL_AFTER_MS 10000
 /* The longest the supervisor sleeps between looks at the child. */
 #define RUN_MAX_NAP_MS 1000
+/* Bytes on the wake-up pipe: a signal number, with RUN_FROM_TTY when the
+ * kernel sent it (a terminal's Ctrl-C or hangup); zero from the watch
+ * callback. The signals handled are all below 0x80. */
+#define RUN_WAKE_WATCH 0
+#define RUN_FROM_TTY 0x80
+
+/* The signals the supervisor handles; the first three are passed on. */
+static const int run_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD };
+#define RUN_NSIGS 4
+#define RUN_NFORWARD 3
+
+/* Signal names for --signal and for messages. */
+static const struct run_signame {
+    const char *name;
+    int sig;
+} run_signames[] = {
+    { "HUP", SIGHUP },   { "INT", SIGINT },   { "QUIT", SIGQUIT },
+    { "ABRT", SIGABRT }, { "KILL", SIGKILL }, { "USR1", SIGUSR1 },
+    { "USR2", SIGUSR2 }, { "PIPE", SIGPIPE }, { "ALRM", SIGALRM },
+    { "TERM", SIGTERM }, { NULL, 0 }
+};
 
 /* The supervisor's state while the command runs. */
 typedef struct run_state {
@@ -45,13 +90,28 @@ typedef struct run_state {
     sqllock_lease *lease;
     const char *name;
     pid_t pid;
-    int64_t interval_ms;   /* between renewals: ttl/3 */
-    int64_t retry_ms;      /* after a renewal that failed for a transient
-                              reason */
+    pid_t target;          /* what kill() gets: -pid for the command's own
+                              group, or pid */
+    int own_group;         /* the command has a process group of its own */
+    int lost_signal;       /* --signal */
+    int64_t interval_ms;   /* --renew-every, 0 for the default */
+    int64_t kill_after_ms; /* --kill-after */
+    int wake[2];           /* the wake-up pipe */
     int lost;              /* the lease is lost; the child is being ended */
-    int64_t kill_at_ms;    /* when SIGKILL follows SIGTERM, once sent */
+    int64_t kill_at_ms;    /* when SIGKILL follows the first signal */
     int killed;            /* SIGKILL was sent */
+    /* What the watch callback last reported, for the main thread. */
+    pthread_mutex_t mu;
+    int note_pending;
+    int note_state;
+    int note_status;
+    char note_msg[400];
 } run_state;
+
+/* The write end of the wake-up pipe, for the signal handler, which gets
+ * no context pointer. The file's one global; set before the handlers are
+ * installed. */
+static int run_wake_fd = -1;
 
 static int64_t now_ms(void)
 {
@@ -60,6 +120,50 @@ static int64_t now_ms(void)
     if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
         return 0;
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* "SIGTERM" for SIGTERM, "signal 40" for one without a name here. */
+static const char *signame(int sig, char *buf, size_t size)
+{
+    const struct run_signame *s;
+
+    for (s = run_signames; s->name != NULL; s++)
+        if (s->sig == sig) {
+            snprintf(buf, size, "SIG%s", s->name);
+            return buf;
+        }
+    snprintf(buf, size, "signal %d", sig);
+    return buf;
+}
+
+/* Parses --signal: a name with or without "SIG", in any case, or a
+ * number from 1 to NSIG - 1. */
+static int parse_signal(const char *text, int *sig)
+{
+    const struct run_signame *s;
+    const char *p = text;
+
+    if (strncasecmp(p, "SIG", 3) == 0)
+        p += 3;
+    for (s = run_signames; s->name != NULL; s++)
+        if (strcasecmp(p, s->name) == 0) {
+            *sig = s->sig;
+            return CLI_EXIT_OK;
+        }
+    if (p == text && *p >= '0' && *p <= '9') {
+        char *end;
+        long v;
+
+        errno = 0;
+        v = strtol(p, &end, 10);
+        if (errno == 0 && *end == '\0' && v >= 1 && v < NSIG) {
+            *sig = (int)v;
+            return CLI_EXIT_OK;
+        }
+    }
+    cli_error("run: bad value for --signal: '%s' (a name such as TERM, INT, "
+              "HUP, USR1 or KILL, or a number from 1 to %d)", text, NSIG - 1);
+    return cli_usage();
 }
 
 /* The exit code that reports how the child ended, as a shell does. */
@@ -72,50 +176,145 @@ static int child_exit_code(int wstatus)
     return CLI_EXIT_DB;
 }
 
-/* Marks the lease lost and asks the child to stop. */
-static void lose(run_state *st, const char *why)
+/* Writes one byte to the wake-up pipe; a full pipe already wakes. */
+static void wake_write(int fd, unsigned char b)
 {
-    st->lost = 1;
-    cli_error("run: lock '%s' lost: %s; stopping the command (SIGTERM)",
-              st->name, why);
-    if (kill(st->pid, SIGTERM) != 0 && errno != ESRCH)
-        cli_error("run: cannot signal the command: %s", strerror(errno));
-    st->kill_at_ms = now_ms() + RUN_KILL_GRACE_MS;
+    ssize_t n;
+
+    do
+        n = write(fd, &b, 1);
+    while (n < 0 && errno == EINTR);
 }
 
-/* Renews the lease at its tick; returns the time of the next tick. */
-static int64_t renew_tick(run_state *st)
+/* The handler of the four signals: runs only inside pselect() on the main
+ * thread (they are blocked everywhere else) and only writes a byte. */
+static void on_signal(int sig, siginfo_t *info, void *uctx)
 {
-    int rc = sqllock_lease_renew(st->lease);
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
 
-    if (rc == SQLLOCK_OK)
-        return now_ms() + st->interval_ms;
-    if (rc == SQLLOCK_LOST || rc == SQLLOCK_ENOTHELD) {
-        lose(st, sqllock_errmsg(st->db));
-        return INT64_MAX;
+    (void)uctx;
+#ifdef SI_KERNEL
+    if (info != NULL && info->si_code == SI_KERNEL)
+        b |= RUN_FROM_TTY;
+#else
+    (void)info;
+#endif
+    wake_write(run_wake_fd, b);
+    errno = saved;
+}
+
+/* The watch callback, on the renewer thread: leaves the news for the main
+ * thread and wakes it. Calls nothing of the library. */
+static void on_watch(void *ctx, sqllock_lease *lease, int state, int status,
+                     const char *msg)
+{
+    run_state *st = ctx;
+
+    (void)lease;
+    pthread_mutex_lock(&st->mu);
+    st->note_pending = 1;
+    st->note_state = state;
+    st->note_status = status;
+    snprintf(st->note_msg, sizeof st->note_msg, "%s", msg ? msg : "");
+    pthread_mutex_unlock(&st->mu);
+    wake_write(st->wake[1], RUN_WAKE_WATCH);
+}
+
+/* Sends `sig` to the command (its group, or itself). */
+static void send_sig(run_state *st, int sig)
+{
+    char buf[32];
+
+    if (kill(st->target, sig) != 0 && errno != ESRCH)
+        cli_error("run: cannot send %s to the command: %s",
+                  signame(sig, buf, sizeof buf), strerror(errno));
+}
+
+/* Marks the lease lost and starts ending the command. */
+static void lose(run_state *st, const char *why)
+{
+    char buf[32];
+
+    st->lost = 1;
+    cli_error("run: lock '%s' lost: %s; stopping the command (%s)",
+              st->name, why, signame(st->lost_signal, buf, sizeof buf));
+    send_sig(st, st->lost_signal);
+    if (st->lost_signal == SIGKILL) {
+        st->killed = 1;
+    } else if (st->kill_after_ms == 0) {
+        send_sig(st, SIGKILL);
+        st->killed = 1;
+    } else {
+        st->kill_at_ms = now_ms() + st->kill_after_ms;
     }
-    /* A connection error or a busy database: the lease may still be
-     * ours, so try again soon while its time lasts. */
-    cli_db_error(st->db, rc, "run: renewing lock '%s' failed (will retry)",
-                 st->name);
-    return now_ms() + st->retry_ms;
+}
+
+/* Acts on what the watch callback reported. */
+static void take_note(run_state *st)
+{
+    int pending, state, status;
+    char msg[sizeof st->note_msg];
+
+    pthread_mutex_lock(&st->mu);
+    pending = st->note_pending;
+    state = st->note_state;
+    status = st->note_status;
+    memcpy(msg, st->note_msg, sizeof msg);
+    st->note_pending = 0;
+    pthread_mutex_unlock(&st->mu);
+    if (!pending || st->lost)
+        return;
+    if (state == SQLLOCK_STATE_LOST)
+        lose(st, msg);
+    else if (state == SQLLOCK_STATE_UNCERTAIN)
+        cli_error("run: renewing lock '%s' failed (%s; will retry while its "
+                  "time lasts): %s", st->name, sqllock_errname(status), msg);
+    else if (state == SQLLOCK_STATE_HELD)
+        cli_error("run: renewing lock '%s' works again", st->name);
+}
+
+/* Reads everything on the wake-up pipe and acts on it: passes signals on
+ * to the command, and takes the watch callback's news. */
+static void drain(run_state *st)
+{
+    unsigned char buf[64];
+    ssize_t n, i;
+
+    while ((n = read(st->wake[0], buf, sizeof buf)) > 0
+           || (n < 0 && errno == EINTR)) {
+        for (i = 0; i < n; i++) {
+            int sig = buf[i] & ~RUN_FROM_TTY;
+
+            if (buf[i] == RUN_WAKE_WATCH) {
+                take_note(st);
+                continue;
+            }
+            if (sig == SIGCHLD)
+                continue;
+            /* In sqllock's own group, a signal from the terminal went to
+             * the whole foreground group, the command included: passing it
+             * on would deliver it twice. */
+            if ((buf[i] & RUN_FROM_TTY) && !st->own_group)
+                continue;
+            send_sig(st, sig);
+        }
+    }
 }
 
 /*
  * Supervises the running child until it ends; *wstatus gets its status.
+ * `waitmask` is the signal mask while waiting (the four signals unblocked).
  * Returns 0, or -1 when waiting for the child fails (which leaves nothing
  * sensible to do but report it).
  */
-static int supervise(run_state *st, const sigset_t *set, int *wstatus)
+static int supervise(run_state *st, const sigset_t *waitmask, int *wstatus)
 {
-    int64_t next_renew = now_ms() + st->interval_ms;
-
     for (;;) {
-        siginfo_t info;
         struct timespec ts;
+        fd_set rd;
         int64_t now, nap;
         pid_t r;
-        int sig;
 
         r = waitpid(st->pid, wstatus, WNOHANG);
         if (r == st->pid)
@@ -125,27 +324,25 @@ static int supervise(run_state *st, const sigset_t *set, int *wstatus)
                       strerror(errno));
             return -1;
         }
+        /* The lease's own state, as well as the callback: a renewal that
+         * hangs never calls back, but its deadline passes all the same. */
+        if (!st->lost
+            && sqllock_lease_state(st->lease) == SQLLOCK_STATE_LOST)
+            lose(st, "its local deadline passed before a renewal "
+                 "succeeded");
         now = now_ms();
-        if (!st->lost && now >= next_renew) {
-            next_renew = renew_tick(st);
-            now = now_ms();
-        }
-        if (!st->lost && sqllock_lease_remaining_ms(st->lease) <= 0)
-            lose(st, "its time ran out before a renewal succeeded");
         if (st->lost && !st->killed && now >= st->kill_at_ms) {
             cli_error("run: the command did not stop; sending SIGKILL");
-            if (kill(st->pid, SIGKILL) != 0 && errno != ESRCH)
-                cli_error("run: cannot signal the command: %s",
-                          strerror(errno));
+            send_sig(st, SIGKILL);
             st->killed = 1;
         }
 
         nap = RUN_MAX_NAP_MS;
         if (!st->lost) {
-            int64_t left = sqllock_lease_remaining_ms(st->lease);
+            /* Wake just after the local deadline, should no renewal move
+             * it meanwhile. */
+            int64_t left = sqllock_lease_remaining_ms(st->lease) + 1;
 
-            if (next_renew - now < nap)
-                nap = next_renew - now;
             if (left < nap)
                 nap = left;
         } else if (!st->killed && st->kill_at_ms - now < nap) {
@@ -155,37 +352,31 @@ static int supervise(run_state *st, const sigset_t *set, int *wstatus)
             nap = 1;
         ts.tv_sec = (time_t)(nap / 1000);
         ts.tv_nsec = (long)(nap % 1000) * 1000000L;
-        sig = sigtimedwait(set, &info, &ts);
-        if (sig < 0) {
-            if (errno != EAGAIN && errno != EINTR) {
-                cli_error("run: sigtimedwait: %s", strerror(errno));
-                return -1;
-            }
-            continue;
+        FD_ZERO(&rd);
+        FD_SET(st->wake[0], &rd);
+        if (pselect(st->wake[0] + 1, &rd, NULL, NULL, &ts, waitmask) < 0
+            && errno != EINTR) {
+            cli_error("run: pselect: %s", strerror(errno));
+            return -1;
         }
-        if (sig == SIGCHLD)
-            continue;
-#ifdef SI_KERNEL
-        /* A signal from the terminal (Ctrl-C, hangup) went to the whole
-         * foreground process group, the child included: passing it on
-         * would deliver it twice. */
-        if (info.si_code == SI_KERNEL)
-            continue;
-#endif
-        if (kill(st->pid, sig) != 0 && errno != ESRCH)
-            cli_error("run: cannot pass signal %d on: %s", sig,
-                      strerror(errno));
+        drain(st);
     }
 }
 
-/* In the child: restores the signal mask and executes the command. On
- * failure, writes errno to `errfd` and exits 127 or 126. Only
+/* In the child: restores the signal dispositions and mask sqllock started
+ * with, takes its own process group when asked, and executes the command.
+ * On failure, writes errno to `errfd` and exits 127 or 126. Only
  * async-signal-safe calls are made here. The parent's database handle is
  * never touched: the exec (or _exit) ends this copy of it. */
-static void child_exec(char **cmd, const sigset_t *oldmask, int errfd)
+static void child_exec(char **cmd, int own_group, const struct sigaction *old,
+                       const sigset_t *oldmask, int errfd)
 {
-    int err;
+    int i, err;
 
+    for (i = 0; i < RUN_NSIGS; i++)
+        sigaction(run_sigs[i], &old[i], NULL);
+    if (own_group)
+        setpgid(0, 0);
     if (sigprocmask(SIG_SETMASK, oldmask, NULL) == 0)
         execvp(cmd[0], cmd);
     err = errno;
@@ -234,31 +425,100 @@ static int give_back(run_state *st, int code)
     return code;
 }
 
-/* Starts the command, supervises it and returns the tool's exit code.
- * The lease is held on entry; on return it is released where it can be. */
-static int run_held(run_state *st, char **cmd)
+/* 1 when sqllock runs in the foreground process group of its controlling
+ * terminal (an interactive shell's foreground job). */
+static int terminal_foreground(void)
 {
-    sigset_t set, oldmask;
-    struct sigaction dfl;
-    int fds[2], err, wstatus = 0, code, rc;
+    int fd = open("/dev/tty", O_RDWR | O_NOCTTY);
+    int fg;
 
-    rc = export_lease(st->lease);
-    if (rc != CLI_EXIT_OK)
-        return give_back(st, rc);
+    if (fd < 0)
+        return 0;
+    fg = tcgetpgrp(fd) == getpgrp();
+    close(fd);
+    return fg;
+}
+
+/* Makes the wake-up pipe: both ends close on exec, the read end does not
+ * block, and neither does the write end (a full pipe wakes already). */
+static int wake_pipe(int fds[2])
+{
+    int i;
+
+    if (pipe(fds) != 0)
+        return -1;
+    for (i = 0; i < 2; i++) {
+        if (fcntl(fds[i], F_SETFD, FD_CLOEXEC) != 0
+            || fcntl(fds[i], F_SETFL, O_NONBLOCK) != 0) {
+            close(fds[0]);
+            close(fds[1]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Blocks the four signals and installs their handler (for INT, TERM and
+ * HUP only when they were not ignored at start); old[] and *oldmask get
+ * what was there before. */
+static int take_signals(struct sigaction old[RUN_NSIGS], sigset_t *oldmask,
+                        sigset_t *waitmask)
+{
+    struct sigaction sa;
+    sigset_t set;
+    int i;
+
     sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    /* An inherited SIG_IGN for SIGCHLD would make the kernel reap the
-     * child itself, and waitpid() would never see its status. */
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    if (sigaction(SIGCHLD, &dfl, NULL) != 0
-        || sigprocmask(SIG_BLOCK, &set, &oldmask) != 0) {
+    for (i = 0; i < RUN_NSIGS; i++)
+        sigaddset(&set, run_sigs[i]);
+    if (sigprocmask(SIG_BLOCK, &set, oldmask) != 0)
+        return -1;
+    *waitmask = *oldmask;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NOCLDSTOP;
+    sigfillset(&sa.sa_mask);
+    for (i = 0; i < RUN_NSIGS; i++) {
+        if (sigaction(run_sigs[i], NULL, &old[i]) != 0)
+            return -1;
+        /* A handler also replaces an inherited SIG_IGN for SIGCHLD,
+         * which would make the kernel reap the child itself. */
+        if (i < RUN_NFORWARD && old[i].sa_handler == SIG_IGN)
+            continue;
+        if (sigaction(run_sigs[i], &sa, NULL) != 0)
+            return -1;
+        sigdelset(waitmask, run_sigs[i]);
+    }
+    return 0;
+}
+
+/* Starts the command and supervises it. Returns the command's exit code,
+ * or the tool's own code when it could not run or be supervised. */
+static int start_and_supervise(run_state *st, char **cmd)
+{
+    struct sigaction old[RUN_NSIGS];
+    sigset_t oldmask, waitmask;
+    sqllock_watch_options wo = SQLLOCK_WATCH_OPTIONS_INIT;
+    int fds[2], err, wstatus = 0, rc;
+
+    if (wake_pipe(st->wake) != 0) {
+        cli_error("run: pipe: %s", strerror(errno));
+        return give_back(st, CLI_EXIT_DB);
+    }
+    run_wake_fd = st->wake[1];
+    if (take_signals(old, &oldmask, &waitmask) != 0) {
         cli_error("run: cannot set up signals: %s", strerror(errno));
         return give_back(st, CLI_EXIT_DB);
+    }
+    /* The renewer thread starts here, with the four signals blocked. */
+    wo.interval_ms = st->interval_ms;
+    wo.callback = on_watch;
+    wo.ctx = st;
+    rc = sqllock_lease_watch(st->lease, &wo);
+    if (rc != SQLLOCK_OK) {
+        rc = cli_db_error(st->db, rc, "run: cannot renew lock '%s'",
+                          st->name);
+        return give_back(st, rc == CLI_EXIT_USAGE ? CLI_EXIT_DB : rc);
     }
     if (pipe(fds) != 0) {
         cli_error("run: pipe: %s", strerror(errno));
@@ -270,6 +530,7 @@ static int run_held(run_state *st, char **cmd)
         close(fds[1]);
         return give_back(st, CLI_EXIT_DB);
     }
+    st->own_group = !terminal_foreground();
     fflush(NULL);
     st->pid = fork();
     if (st->pid < 0) {
@@ -280,8 +541,13 @@ static int run_held(run_state *st, char **cmd)
     }
     if (st->pid == 0) {
         close(fds[0]);
-        child_exec(cmd, &oldmask, fds[1]);
+        child_exec(cmd, st->own_group, old, &oldmask, fds[1]);
     }
+    /* Also here, so that the group exists before the first kill(); an
+     * error only means the child did it first and has executed. */
+    if (st->own_group)
+        setpgid(st->pid, st->pid);
+    st->target = st->own_group ? -st->pid : st->pid;
     close(fds[1]);
     err = exec_result(fds[0]);
     close(fds[0]);
@@ -289,54 +555,155 @@ static int run_held(run_state *st, char **cmd)
         while (waitpid(st->pid, &wstatus, 0) < 0 && errno == EINTR)
             ;
         cli_error("run: cannot execute '%s': %s", cmd[0], strerror(err));
-        code = err == ENOENT || err == ENOTDIR ? CLI_EXIT_NOTFOUND
+        return err == ENOENT || err == ENOTDIR ? CLI_EXIT_NOTFOUND
                                                : CLI_EXIT_NOEXEC;
-    } else if (supervise(st, &set, &wstatus) != 0) {
-        return give_back(st, CLI_EXIT_DB);
-    } else {
-        code = child_exit_code(wstatus);
     }
+    if (supervise(st, &waitmask, &wstatus) != 0)
+        return give_back(st, CLI_EXIT_DB);
+    if (st->lost && st->own_group)
+        send_sig(st, SIGKILL);
+    return child_exit_code(wstatus);
+}
 
-    if (st->lost) {
-        /* After a timeout (not a LOST answer) the row may still be ours:
-         * give it back, but the run has failed either way. */
-        if (sqllock_lease_held(st->lease)
-            && sqllock_lease_release(st->lease) != SQLLOCK_OK
-            && sqllock_errcode(st->db) != SQLLOCK_LOST)
-            cli_db_error(st->db, sqllock_errcode(st->db),
-                         "run: releasing lock '%s'", st->name);
+/* Runs the command while the lease is held, and releases the lease after
+ * it. Returns the tool's exit code. */
+static int run_held(run_state *st, char **cmd)
+{
+    int code, rc;
+
+    rc = export_lease(st->lease);
+    if (rc != CLI_EXIT_OK)
+        return give_back(st, rc);
+    if (pthread_mutex_init(&st->mu, NULL) != 0) {
+        cli_error("run: cannot make a mutex");
+        return give_back(st, CLI_EXIT_DB);
+    }
+    st->wake[0] = st->wake[1] = -1;
+    code = start_and_supervise(st, cmd);
+    if (st->pid <= 0 || sqllock_lease_count(st->lease) == 0) {
+        /* It never ran, and the lease was given back already. */
+    } else if (st->lost) {
+        /* After a deadline that passed (not a LOST answer) the row may
+         * still be ours: give it back. Release says LOST otherwise. The
+         * run has failed either way. */
+        rc = sqllock_lease_release(st->lease);
+        if (rc != SQLLOCK_OK && rc != SQLLOCK_LOST)
+            cli_db_error(st->db, rc, "run: releasing lock '%s'", st->name);
         cli_error("run: the command was stopped because lock '%s' was lost",
                   st->name);
-        return CLI_EXIT_LOST;
+        code = CLI_EXIT_LOST;
+    } else {
+        rc = sqllock_lease_release(st->lease);
+        if (rc == SQLLOCK_LOST)
+            cli_db_error(st->db, rc, "run: warning: the command finished, "
+                         "but releasing lock '%s' found it lost", st->name);
+        else if (rc != SQLLOCK_OK)
+            cli_db_error(st->db, rc, "run: warning: cannot release lock "
+                         "'%s' (it stays held until it expires)", st->name);
     }
-    rc = sqllock_lease_release(st->lease);
-    if (rc == SQLLOCK_LOST)
-        cli_db_error(st->db, rc, "run: warning: the command finished, but "
-                     "releasing lock '%s' found it lost", st->name);
-    else if (rc != SQLLOCK_OK)
-        cli_db_error(st->db, rc, "run: warning: cannot release lock '%s' "
-                     "(it stays held until it expires)", st->name);
+    /* The renewer is stopped by now (release and free unwatch), so the
+     * callback can no longer write to the pipe. */
+    sqllock_lease_unwatch(st->lease);
+    if (st->wake[0] >= 0) {
+        close(st->wake[0]);
+        close(st->wake[1]);
+    }
+    pthread_mutex_destroy(&st->mu);
     return code;
+}
+
+/* The run-only options: the texts as given, then their values. */
+typedef struct run_args {
+    const char *signal;
+    const char *kill_after;
+    const char *renew_every;
+    const char *busy_exit;
+    int skip;
+    int lost_signal;
+    int64_t kill_after_ms;
+    int64_t renew_every_ms;
+    int64_t busy_exit_code;
+} run_args;
+
+/* Checks the run-only options against the lease's ttl. */
+static int run_args_check(run_args *ra, const cli_lease_args *la)
+{
+    int64_t valid = la->ttl_ms - la->ttl_ms / 10, every;
+    int rc;
+
+    ra->lost_signal = SIGTERM;
+    ra->kill_after_ms = RUN_KILL_AFTER_MS;
+    ra->renew_every_ms = 0;
+    ra->busy_exit_code = CLI_EXIT_BUSY;
+    if (ra->skip && la->wait != NULL) {
+        cli_error("run: --skip and --wait cannot be used together");
+        return cli_usage();
+    }
+    if (ra->signal != NULL) {
+        rc = parse_signal(ra->signal, &ra->lost_signal);
+        if (rc != CLI_EXIT_OK)
+            return rc;
+    }
+    rc = cli_parse_duration("run", "kill-after", ra->kill_after,
+                            &ra->kill_after_ms);
+    if (rc == CLI_EXIT_OK)
+        rc = cli_parse_duration("run", "renew-every", ra->renew_every,
+                                &ra->renew_every_ms);
+    if (rc == CLI_EXIT_OK && ra->busy_exit != NULL)
+        rc = cli_parse_int("run", "busy-exit", ra->busy_exit, 0, 255,
+                           &ra->busy_exit_code);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (ra->renew_every != NULL && ra->renew_every_ms <= 0) {
+        cli_error("run: --renew-every must be more than 0, not '%s'",
+                  ra->renew_every);
+        return cli_usage();
+    }
+    /* The watchdog's rule (sqllock_lease_watch()), checked here so that a
+     * bad interval is a usage error before anything is locked: the lease
+     * would lapse between renewals. The safety margin is ttl/10. */
+    every = ra->renew_every_ms;
+    if (every == 0)
+        every = la->ttl_ms / 3 > 0 ? la->ttl_ms / 3 : 1;
+    if (every >= valid) {
+        if (ra->renew_every != NULL)
+            cli_error("run: --renew-every %s must be shorter than the ttl "
+                      "minus its safety margin of ttl/10 (%" PRId64 " ms)",
+                      ra->renew_every, valid);
+        else
+            cli_error("run: --ttl %s is too short to be renewed", la->ttl);
+        return cli_usage();
+    }
+    return CLI_EXIT_OK;
 }
 
 int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
 {
     cli_ctx c = *ctx;
     cli_lease_args la = { NULL, NULL, NULL, 0, 0 };
-    const char *name = NULL, *busy_text = NULL;
+    run_args ra;
+    const char *name = NULL;
     int help = 0, npos, rest, rc;
-    const cli_opt opts[] = {
-        { "db", &c.db_opt, NULL }, { "ttl", &la.ttl, NULL },
-        { "wait", &la.wait, NULL }, { "holder", &la.holder, NULL },
-        { "busy-exit", &busy_text, NULL }, { "help", NULL, &help },
-        { NULL, NULL, NULL }
-    };
     sqllock_options dbo = SQLLOCK_OPTIONS_INIT;
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     run_state st;
-    int64_t busy_exit = CLI_EXIT_BUSY;
+    int64_t every;
 
-    rc = cli_parse("run", argc, argv, opts, &name, 1, &npos, &rest);
+    memset(&ra, 0, sizeof ra);
+    {
+        const cli_opt opts[] = {
+            { "db", &c.db_opt, NULL }, { "ttl", &la.ttl, NULL },
+            { "wait", &la.wait, NULL }, { "skip", NULL, &ra.skip },
+            { "holder", &la.holder, NULL },
+            { "busy-exit", &ra.busy_exit, NULL },
+            { "signal", &ra.signal, NULL },
+            { "kill-after", &ra.kill_after, NULL },
+            { "renew-every", &ra.renew_every, NULL },
+            { "help", NULL, &help }, { NULL, NULL, NULL }
+        };
+
+        rc = cli_parse("run", argc, argv, opts, &name, 1, &npos, &rest);
+    }
     if (rc != CLI_EXIT_OK)
         return rc;
     if (help)
@@ -346,21 +713,21 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
         return cli_usage();
     }
     rc = cli_lease_args_check("run", &la);
-    if (rc == CLI_EXIT_OK && busy_text != NULL)
-        rc = cli_parse_int("run", "busy-exit", busy_text, 0, 255,
-                           &busy_exit);
+    if (rc == CLI_EXIT_OK)
+        rc = run_args_check(&ra, &la);
     if (rc != CLI_EXIT_OK)
         return rc;
 
     memset(&st, 0, sizeof st);
     st.name = name;
-    st.interval_ms = la.ttl_ms / 3 > 0 ? la.ttl_ms / 3 : 1;
-    st.retry_ms = st.interval_ms / 4 > 10 ? st.interval_ms / 4 : 10;
-    if (st.retry_ms > RUN_MAX_NAP_MS)
-        st.retry_ms = RUN_MAX_NAP_MS;
+    st.lost_signal = ra.lost_signal;
+    st.kill_after_ms = ra.kill_after_ms;
+    st.interval_ms = ra.renew_every_ms;
+    every = ra.renew_every_ms ? ra.renew_every_ms : la.ttl_ms / 3;
     /* A renewal must not sit in the database's busy wait for longer than
-     * a renewal interval, or the lease could run out meanwhile. */
-    dbo.busy_timeout_ms = st.interval_ms < 5000 ? st.interval_ms : 5000;
+     * a renewal interval, or the lease could run out meanwhile. The
+     * renewer's connection takes this from the handle. */
+    dbo.busy_timeout_ms = every < 5000 ? (every > 0 ? every : 1) : 5000;
     rc = cli_open_db(&c, &dbo, 1, &st.db);
     if (rc != CLI_EXIT_OK)
         return rc;
@@ -368,10 +735,10 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     lo.holder = la.holder;
     rc = sqllock_lease_new(st.db, name, &lo, &st.lease);
     if (rc == SQLLOCK_OK)
-        rc = sqllock_lease_acquire(st.lease, la.wait_ms);
+        rc = sqllock_lease_acquire(st.lease, ra.skip ? 0 : la.wait_ms);
     if (rc == SQLLOCK_BUSY || rc == SQLLOCK_TIMEOUT) {
         cli_db_error(st.db, rc, "run: not running '%s'", argv[rest]);
-        rc = (int)busy_exit;
+        rc = (int)ra.busy_exit_code;
     } else if (rc != SQLLOCK_OK) {
         rc = cli_db_error(st.db, rc, "run");
     } else {
