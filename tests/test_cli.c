@@ -11,19 +11,15 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "test_util.h"
 #include "test_run.h"
+#include "test_spawn.h"
 
 #ifndef SQLLOCK_CLI_PATH
 #error "SQLLOCK_CLI_PATH must name the built sqllock tool"
 #endif
-
-extern char **environ;
 
 typedef struct fixture {
     char *dir;
@@ -49,20 +45,6 @@ static const char *U(fixture *f, const char *tail)
 
 #define MAX_ARGS 32
 
-static size_t read_file(const char *path, char *buf, size_t size)
-{
-    FILE *fp = fopen(path, "rb");
-    size_t n = 0;
-
-    buf[0] = '\0';
-    if (fp == NULL)
-        return 0;
-    n = fread(buf, 1, size - 1, fp);
-    buf[n] = '\0';
-    fclose(fp);
-    return n;
-}
-
 /* Runs the tool with --db <url> and the NULL-terminated `args`; returns
  * its exit status (or 1000 + signal). stdout and stderr land in f->out
  * and f->err. */
@@ -70,9 +52,7 @@ static int cli(fixture *f, const char *const *args)
 {
     const char *argv[MAX_ARGS + 4];
     char out_path[4300], err_path[4300];
-    posix_spawn_file_actions_t fa;
-    pid_t pid;
-    int n = 0, st = 0, rc;
+    int n = 0, code;
 
     argv[n++] = SQLLOCK_CLI_PATH;
     argv[n++] = "--db";
@@ -82,26 +62,10 @@ static int cli(fixture *f, const char *const *args)
     argv[n] = NULL;
     snprintf(out_path, sizeof out_path, "%s/stdout.txt", f->dir);
     snprintf(err_path, sizeof err_path, "%s/stderr.txt", f->dir);
-    assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path,
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path,
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    rc = posix_spawn(&pid, SQLLOCK_CLI_PATH, &fa, NULL, (char **)argv,
-                     environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0)
-        fail_msg("posix_spawn(%s): %s", SQLLOCK_CLI_PATH, strerror(rc));
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR)
-            fail_msg("waitpid: %s", strerror(errno));
-    }
-    read_file(out_path, f->out, sizeof f->out);
-    read_file(err_path, f->err, sizeof f->err);
-    if (WIFEXITED(st))
-        return WEXITSTATUS(st);
-    return 1000 + WTERMSIG(st);
+    code = tu_wait(tu_spawn(argv, out_path, err_path, 0));
+    tu_read_file(out_path, f->out, sizeof f->out);
+    tu_read_file(err_path, f->err, sizeof f->err);
+    return code;
 }
 
 #define EXPECT_EXIT(f, want, ...)                                              \
@@ -268,7 +232,7 @@ static void test_cli_run_passes_token(void **state)
              "\"$SQLLOCK_OWNER\" \"$SQLLOCK_NAME\" > '%s'", file);
     EXPECT_EXIT(f, 0, "run", U(f, "token"), "--ttl", "5s", "--", "sh", "-c",
                 script);
-    assert_true(read_file(file, buf, sizeof buf) > 0);
+    assert_true(tu_read_file(file, buf, sizeof buf) > 0);
     seen = strtoll(buf, &end, 10);
     if (*end != '\n' || seen <= token)
         fail_msg("the command saw SQLLOCK_TOKEN \"%s\"; want a number above "

@@ -1,0 +1,784 @@
+/*
+ * test_runcmd.c -- `sqllock run` as a supervisor, with real processes on
+ * every database URL in SQLLOCK_TEST_URLS: the built tool runs a shell
+ * command while the test, another process, competes for the lock, steals
+ * it, stops the tool, or sends it signals.
+ *
+ *   - renewal keeps a lock for many ttls (DESIGN L7), and nobody else gets
+ *     it meanwhile (L1); the command's exit code is passed through;
+ *   - a lease lost while the command runs (a pause past the ttl, L6, or a
+ *     takeover) stops the command with --signal, then SIGKILL after
+ *     --kill-after, and the tool exits 76 without touching the new
+ *     owner's row (L3);
+ *   - --skip and --wait (L9);
+ *   - SIGTERM, SIGINT and SIGHUP to the tool reach the command, and the
+ *     lock is released afterwards (L3: the release names the owner);
+ *   - usage errors exit 64 (E2) and lock nothing.
+ *
+ * The tool is started in a process group of its own, as cron starts a
+ * job, so that it behaves the same whether or not the tests run under a
+ * terminal. The commands write their shell's pid to a file once they run:
+ * the test waits for that file instead of sleeping a guessed time.
+ *
+ * SQLLOCK_CLI_PATH is the built tool, passed in by tests/CMakeLists.txt.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+#include "test_run.h"
+#include "test_spawn.h"
+
+#ifndef SQLLOCK_CLI_PATH
+#error "SQLLOCK_CLI_PATH must name the built sqllock tool"
+#endif
+
+#define MAX_ARGS 40
+#define MAX_JOBS 8
+/* How long a command may take to start: the tool connects first, and
+ * under sanitizers everything is slow. */
+#define START_MS 20000
+
+/* One run of the tool in the background. */
+typedef struct job {
+    pid_t pid;                 /* the tool; 0 once reaped */
+    pid_t cmd;                 /* the command's shell, once it started */
+    char out[4300];
+    char err[4300];
+} job;
+
+typedef struct fixture {
+    char *dir;
+    sqllock_db *db;            /* the test's own connection */
+    const tu_sql *sql;
+    char out[16384];           /* the last finished job's stdout */
+    char err[16384];           /* and stderr */
+    char names[16][300];       /* see U() */
+    unsigned next_name;
+    unsigned next_file;
+    job jobs[MAX_JOBS];        /* pid != 0: started and not reaped, so
+                                  killed in the group's teardown should a
+                                  test fail */
+    sqllock_lease *leases[4];  /* freed in teardown (the group's) */
+} fixture;
+
+/* The URL the current group runs on. */
+static const char *g_url;
+
+/* The lock name `tail` made unique to this process. */
+static const char *U(fixture *f, const char *tail)
+{
+    char *b = f->names[f->next_name++ % 16];
+
+    snprintf(b, sizeof f->names[0], "runcmd-%ld-%s", (long)getpid(), tail);
+    return b;
+}
+
+/* A fresh path in the fixture's directory. */
+static void fpath(fixture *f, char *buf, size_t size, const char *what)
+{
+    snprintf(buf, size, "%s/%s-%u", f->dir, what, f->next_file++);
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* 1 while `pid` runs; a zombie waiting to be reaped counts as ended. */
+static int pid_alive(pid_t pid)
+{
+    char path[64], buf[512];
+    const char *p;
+
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    if (tu_read_file(path, buf, sizeof buf) > 0) {
+        p = strrchr(buf, ')');
+        if (p != NULL && p[1] == ' ' && p[2] == 'Z')
+            return 0;
+    }
+    return 1;
+}
+
+/* Waits up to `ms` for `pid` to end; 1 when it did. */
+static int pid_gone_within(pid_t pid, int64_t ms)
+{
+    int64_t end = tu_now_ms() + ms;
+
+    while (pid_alive(pid)) {
+        if (tu_now_ms() >= end)
+            return 0;
+        tu_sleep_ms(10);
+    }
+    return 1;
+}
+
+/* The job has ended and was reaped. */
+static void forget_job(job *j)
+{
+    j->pid = 0;
+}
+
+/* Starts `sqllock --db URL args...` in the background. */
+static job *start_tool(fixture *f, const char *const *args)
+{
+    const char *argv[MAX_ARGS + 4];
+    job *j = NULL;
+    int n = 0, i;
+
+    for (i = 0; i < MAX_JOBS && j == NULL; i++)
+        if (f->jobs[i].pid == 0)
+            j = &f->jobs[i];
+    if (j == NULL)
+        fail_msg("too many jobs at once");
+    memset(j, 0, sizeof *j);
+    argv[n++] = SQLLOCK_CLI_PATH;
+    argv[n++] = "--db";
+    argv[n++] = g_url;
+    for (; *args != NULL && n < MAX_ARGS; args++)
+        argv[n++] = *args;
+    argv[n] = NULL;
+    fpath(f, j->out, sizeof j->out, "stdout");
+    fpath(f, j->err, sizeof j->err, "stderr");
+    j->pid = tu_spawn(argv, j->out, j->err, 1);
+    return j;
+}
+
+/* The job was reaped: its output goes to f->out and f->err. */
+static void collect(fixture *f, job *j)
+{
+    forget_job(j);
+    tu_read_file(j->out, f->out, sizeof f->out);
+    tu_read_file(j->err, f->err, sizeof f->err);
+}
+
+/* Waits up to `ms` for the tool to end and returns its exit code (1000 +
+ * N when a signal killed it); its output lands in f->out and f->err. A
+ * tool still running then fails the test. */
+static int finish(fixture *f, job *j, int64_t ms)
+{
+    int code = tu_wait_for(j->pid, ms);
+
+    if (code < 0) {
+        tu_kill_wait(j->pid);
+        if (j->cmd > 0)
+            kill(-j->cmd, SIGKILL);
+        forget_job(j);
+        tu_read_file(j->err, f->err, sizeof f->err);
+        fail_msg("sqllock still running after %lld ms; stderr: %s",
+                 (long long)ms, f->err);
+    }
+    collect(f, j);
+    return code;
+}
+
+/* Runs the tool to its end (at most 30 s); returns its exit code. */
+static int run_tool(fixture *f, const char *const *args)
+{
+    return finish(f, start_tool(f, args), 30000);
+}
+
+#define EXPECT_EXIT(f, want, ...)                                              \
+    do {                                                                       \
+        const char *const args_[] = { __VA_ARGS__, NULL };                     \
+        int got_ = run_tool((f), args_);                                       \
+        if (got_ != (want))                                                    \
+            fail_msg("sqllock %s %s ...: exit %d, want %d\nstdout: %s\n"       \
+                     "stderr: %s", args_[0], args_[1], got_, (want), (f)->out, \
+                     (f)->err);                                                \
+    } while (0)
+
+#define START(f, j, ...)                                                       \
+    do {                                                                       \
+        const char *const args_[] = { __VA_ARGS__, NULL };                     \
+        (j) = start_tool((f), args_);                                          \
+    } while (0)
+
+/* Waits until the command has written its shell's pid (and a newline) to
+ * `path`, which it does first thing; returns that pid. Fails the test if
+ * the tool ends first. */
+static pid_t wait_started(fixture *f, job *j, const char *path)
+{
+    int64_t end = tu_now_ms() + START_MS;
+    char buf[64];
+    long pid;
+    int code;
+
+    for (;;) {
+        if (tu_read_file(path, buf, sizeof buf) > 0 &&
+            strchr(buf, '\n') != NULL && (pid = strtol(buf, NULL, 10)) > 0) {
+            j->cmd = (pid_t)pid;
+            return j->cmd;
+        }
+        code = tu_wait_for(j->pid, 0);
+        if (code >= 0) {
+            collect(f, j);
+            fail_msg("sqllock ended (exit %d) before the command started; "
+                     "stderr: %s", code, f->err);
+        }
+        if (tu_now_ms() >= end) {
+            tu_kill_wait(j->pid);
+            collect(f, j);
+            fail_msg("the command did not start within %d ms; stderr: %s",
+                     START_MS, f->err);
+        }
+        tu_sleep_ms(10);
+    }
+}
+
+/* A lease handle on the test's own connection, freed in teardown. */
+static sqllock_lease *lease_for(fixture *f, const char *name, int64_t ttl_ms)
+{
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL;
+    int i;
+
+    lo.ttl_ms = ttl_ms;
+    EXPECT_RC(f->db, sqllock_lease_new(f->db, name, &lo, &l), SQLLOCK_OK,
+              "lease_new");
+    /* A slot that is empty, or whose lease an earlier test released. */
+    for (i = 0; i < 4; i++)
+        if (f->leases[i] == NULL || sqllock_lease_count(f->leases[i]) == 0) {
+            sqllock_lease_free(f->leases[i]);
+            f->leases[i] = l;
+            return l;
+        }
+    sqllock_lease_free(l);
+    fail_msg("too many leases in one test");
+    return NULL;
+}
+
+/* The row of `name`, which must exist. */
+static void row_of(fixture *f, const char *name, tu_row *r)
+{
+    EXPECT_RC(f->db, tu_find(f->db, name, r), SQLLOCK_OK, "list");
+    if (r->found != 1)
+        fail_msg("lock '%s' has no row", name);
+}
+
+/* The lock is free: its row is gone (released, not merely expired). */
+static void expect_no_row(fixture *f, const char *name)
+{
+    tu_row r;
+
+    EXPECT_RC(f->db, tu_find(f->db, name, &r), SQLLOCK_OK, "list");
+    if (r.found != 0)
+        fail_msg("lock '%s' still has a row (owner %s, %lld ms left)", name,
+                 r.owner, (long long)r.remaining_ms);
+}
+
+/* Deletes the row behind everybody's back, as an operator would. */
+static void delete_row(fixture *f, const char *name)
+{
+    sqllock_value v = sqllock__text(name);
+    int64_t affected = -1;
+
+    EXPECT_RC(f->db, sqllock__exec_sql(f->db, f->sql->delete_lease, &v, 1,
+                                       NULL, NULL, &affected),
+              SQLLOCK_OK, "delete the lease row");
+    assert_int_equal(affected, 1);
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    int rc;
+
+    if (f == NULL)
+        return -1;
+    f->dir = tu_mkdtemp();
+    if (f->dir == NULL)
+        return -1;
+    rc = sqllock_open(g_url, NULL, &f->db);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_init(f->db);
+    if (rc != SQLLOCK_OK) {
+        fprintf(stderr, "open/init: %s: %s\n", sqllock_errname(rc),
+                sqllock_errmsg(f->db));
+        return -1;
+    }
+    f->sql = tu_sql_for(sqllock_db_driver(f->db));
+    if (f->sql == NULL)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    int i;
+
+    if (f == NULL)
+        return 0;
+    /* After a failed check: nothing keeps running. */
+    for (i = 0; i < MAX_JOBS; i++) {
+        job *j = &f->jobs[i];
+        if (j->pid == 0)
+            continue;
+        if (j->cmd > 0)
+            kill(-j->cmd, SIGKILL);
+        tu_kill_wait(j->pid);
+    }
+    for (i = 0; i < 4; i++) {
+        if (f->leases[i] != NULL && sqllock_lease_count(f->leases[i]) > 0)
+            sqllock_lease_release(f->leases[i]);
+        sqllock_lease_free(f->leases[i]);
+    }
+    sqllock_close(f->db);
+    tu_rmdir(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+/* L7 (and L1): a job running 5x its ttl keeps the lock under renewal. The
+ * test process tries to take it every 50 ms the whole time and never
+ * does; the row keeps its owner and token (renewed, never re-acquired)
+ * and its expiry moves forward. The job's exit code comes back, and the
+ * row is gone afterwards. */
+static void test_runcmd_L7_renewal_keeps_lock_for_5x_ttl(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "long");
+    char started[4300], done[4300], script[9000];
+    sqllock_lease *mine;
+    tu_row r0, r;
+    int64_t t0, last_expiry = 0;
+    int tries = 0, code, rc;
+    job *j;
+
+    fpath(f, started, sizeof started, "started");
+    fpath(f, done, sizeof done, "done");
+    snprintf(script, sizeof script,
+             "echo $$ > '%s'; sleep 3; echo done > '%s'; exit 3", started,
+             done);
+    START(f, j, "run", name, "--ttl", "600ms", "--", "sh", "-c", script);
+    wait_started(f, j, started);
+    t0 = tu_now_ms();
+    row_of(f, name, &r0);
+    mine = lease_for(f, name, 5000);
+    while ((code = tu_wait_for(j->pid, 0)) < 0) {
+        rc = sqllock_lease_try_acquire(mine);
+        if (rc == SQLLOCK_OK && file_exists(done)) {
+            /* The job is over and the tool has just released the lock
+             * (that the release found it still ours is checked below). */
+            EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK,
+                      "release");
+            break;
+        }
+        if (rc != SQLLOCK_BUSY)
+            fail_msg("try %d, %lld ms into a 3 s job with a 600 ms ttl: "
+                     "got %s, want BUSY (%s)", tries + 1,
+                     (long long)(tu_now_ms() - t0), sqllock_errname(rc),
+                     sqllock_errmsg(f->db));
+        tries++;
+        EXPECT_RC(f->db, tu_find(f->db, name, &r), SQLLOCK_OK, "list");
+        if (r.found == 1) {
+            assert_string_equal(r.owner, r0.owner);
+            assert_int_equal(r.token, r0.token);
+            last_expiry = r.expires_at_ms;
+        } else if (!file_exists(done)) {
+            fail_msg("the row vanished while the job ran");
+        }
+        tu_sleep_ms(50);
+    }
+    if (code < 0)
+        code = finish(f, j, 15000);
+    else
+        collect(f, j);
+    if (code != 3)
+        fail_msg("sqllock run: exit %d, want the job's 3; stderr: %s", code,
+                 f->err);
+    /* Its release found the lease still its own: no warning. */
+    if (tu_contains_ci(f->err, "lost"))
+        fail_msg("sqllock run warned: %s", f->err);
+    /* The job really ran about 5 ttls, under competition all along. */
+    assert_true(tu_now_ms() - t0 >= 2500);
+    assert_true(tries >= 20);
+    if (last_expiry <= r0.expires_at_ms + 1000)
+        fail_msg("the lease's expiry moved from %lld only to %lld: not "
+                 "renewed", (long long)r0.expires_at_ms,
+                 (long long)last_expiry);
+    expect_no_row(f, name);
+    EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK,
+              "acquire after the job");
+    EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
+}
+
+/* L6/L7 and L3: the tool is stopped (SIGSTOP) past its ttl and another
+ * owner takes the expired lease; when the tool runs again, its lease is
+ * lost: the command gets --signal USR1 (its trap records it and exits 0)
+ * and the tool exits 76 -- not the command's 0 -- leaving the new owner's
+ * row alone. */
+static void test_runcmd_L6_L7_lost_after_pause_sends_signal(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "pause");
+    char started[4300], got[4300], script[9000], buf[64];
+    sqllock_lease *mine;
+    pid_t cmd;
+    tu_row r;
+    int code;
+    job *j;
+
+    fpath(f, started, sizeof started, "started");
+    fpath(f, got, sizeof got, "got");
+    snprintf(script, sizeof script,
+             "trap 'echo USR1 > \"%s\"; exit 0' USR1; echo $$ > '%s'; "
+             "while :; do sleep 0.1; done", got, started);
+    START(f, j, "run", name, "--ttl", "600ms", "--signal", "USR1",
+          "--kill-after", "10s", "--", "sh", "-c", script);
+    cmd = wait_started(f, j, started);
+    /* Not in the foreground of a terminal: the command leads a process
+     * group of its own. */
+    assert_int_equal(getpgid(cmd), cmd);
+    assert_int_equal(kill(j->pid, SIGSTOP), 0);
+    tu_sleep_ms(1000);
+    mine = lease_for(f, name, 30000);
+    EXPECT_RC(f->db, sqllock_lease_acquire(mine, 5000), SQLLOCK_OK,
+              "acquire the paused tool's expired lease");
+    assert_int_equal(kill(j->pid, SIGCONT), 0);
+    code = finish(f, j, 15000);
+    if (code != 76)
+        fail_msg("sqllock run: exit %d, want 76; stderr: %s", code, f->err);
+    assert_true(tu_contains_ci(f->err, "lost"));
+    assert_true(tu_read_file(got, buf, sizeof buf) > 0);
+    assert_string_equal(buf, "USR1\n");
+    row_of(f, name, &r);
+    assert_string_equal(r.owner, sqllock_lease_owner(mine));
+    assert_int_equal(r.token, sqllock_lease_token(mine));
+    EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK,
+              "release the new owner's lease");
+}
+
+/* Commands for steal(): one that ignores SIGTERM, with a `sleep 30`
+ * child that ignores it too; and one that ends on SIGTERM but leaves such
+ * a child behind. Each writes the child's pid, then its own. */
+#define STUBBORN "trap '' TERM; sleep 30 & echo $! > '%s'; echo $$ > '%s'; wait"
+#define LEAVES_CHILD "trap '' TERM; sleep 30 & echo $! > '%s'; " \
+                     "trap 'exit 0' TERM; echo $$ > '%s'; wait"
+
+/* Starts `command` (STUBBORN or LEAVES_CHILD) under `run --ttl 600ms`
+ * with --kill-after `kill_after` (NULL: the default), steals the lease
+ * from under it (row deleted, then taken by `mine`), and returns the
+ * tool's exit code; *ms gets the time from the theft (its start) to the
+ * tool's end and *sleeper the pid of the command's `sleep 30`. */
+static int steal(fixture *f, const char *name, const char *command,
+                 const char *kill_after, sqllock_lease *mine, int64_t *ms,
+                 pid_t *sleeper)
+{
+    char started[4300], spid[4300], script[9000], buf[64];
+    int64_t t;
+    int code;
+    job *j;
+
+    fpath(f, started, sizeof started, "started");
+    fpath(f, spid, sizeof spid, "sleeper");
+    snprintf(script, sizeof script, command, spid, started);
+    if (kill_after != NULL)
+        START(f, j, "run", name, "--ttl", "600ms", "--kill-after",
+              kill_after, "--", "sh", "-c", script);
+    else
+        START(f, j, "run", name, "--ttl", "600ms", "--", "sh", "-c",
+              script);
+    wait_started(f, j, started);
+    assert_true(tu_read_file(spid, buf, sizeof buf) > 0);
+    *sleeper = (pid_t)strtol(buf, NULL, 10);
+    assert_true(*sleeper > 0);
+    /* The loss cannot be noticed before the row is deleted. */
+    t = tu_now_ms();
+    delete_row(f, name);
+    EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK,
+              "take the deleted lease");
+    code = finish(f, j, 25000);
+    *ms = tu_now_ms() - t;
+    return code;
+}
+
+/* L7 and L3: the lease is taken over while the command runs, and the
+ * command ignores SIGTERM: it gets SIGKILL --kill-after later (its whole
+ * process group, so its `sleep 30` child dies too), and the tool exits
+ * 76 leaving the new owner's row alone. --kill-after 0 kills at once
+ * instead of after the default 10 s. A child left behind by a command
+ * that did stop is killed with it: nothing of the job runs on once the
+ * lock is someone else's. */
+static void test_runcmd_L7_lost_to_takeover_then_kill_after(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "steal");
+    sqllock_lease *mine = lease_for(f, name, 30000);
+    const char *term, *killed;
+    pid_t sleeper;
+    int64_t ms;
+    tu_row r;
+    int code;
+
+    code = steal(f, name, STUBBORN, "800ms", mine, &ms, &sleeper);
+    if (code != 76)
+        fail_msg("sqllock run: exit %d, want 76; stderr: %s", code, f->err);
+    /* SIGTERM first, SIGKILL after the grace, not before. */
+    term = strstr(f->err, "SIGTERM");
+    killed = strstr(f->err, "SIGKILL");
+    if (term == NULL || killed == NULL || killed < term)
+        fail_msg("stderr names no SIGTERM then SIGKILL: %s", f->err);
+    if (ms < 800 || ms > 10000)
+        fail_msg("the tool ended %lld ms after the theft; want at least the "
+                 "800 ms grace, and far less than the command's 30 s",
+                 (long long)ms);
+    if (!pid_gone_within(sleeper, 3000))
+        fail_msg("the command's child %lld still runs after the lease was "
+                 "lost", (long long)sleeper);
+    row_of(f, name, &r);
+    assert_string_equal(r.owner, sqllock_lease_owner(mine));
+    EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
+
+    code = steal(f, name, STUBBORN, "0", mine, &ms, &sleeper);
+    if (code != 76)
+        fail_msg("--kill-after 0: exit %d, want 76; stderr: %s", code,
+                 f->err);
+    if (ms >= 5000)
+        fail_msg("--kill-after 0: the tool ended %lld ms after the theft",
+                 (long long)ms);
+    assert_true(pid_gone_within(sleeper, 3000));
+    EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
+
+    /* The command ends on SIGTERM but leaves a child that ignores it:
+     * that child gets SIGKILL as soon as the command is gone, not after
+     * the default 10 s grace. */
+    code = steal(f, name, LEAVES_CHILD, NULL, mine, &ms, &sleeper);
+    if (code != 76)
+        fail_msg("a command that left a child: exit %d, want 76; stderr: %s",
+                 code, f->err);
+    assert_true(ms < 5000);
+    if (!pid_gone_within(sleeper, 3000))
+        fail_msg("the child %lld the command left still runs after the "
+                 "lease was lost", (long long)sleeper);
+    EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
+}
+
+/* L9: on a held lock, --skip (and the default) exits 75, or --busy-exit,
+ * without running the command; on a free one the command runs. */
+static void test_runcmd_L9_skip_does_not_run(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "skip");
+    sqllock_lease *mine = lease_for(f, name, 30000);
+    char file[4300];
+    int64_t t;
+    tu_row r;
+
+    fpath(f, file, sizeof file, "touched");
+    EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK, "hold");
+    t = tu_now_ms();
+    EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--skip", "--", "touch",
+                file);
+    /* At once: one try, no waiting (a start and one statement). */
+    if (tu_now_ms() - t >= 3000)
+        fail_msg("--skip took %lld ms", (long long)(tu_now_ms() - t));
+    assert_false(file_exists(file));
+    EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--skip", "--busy-exit",
+                "0", "--", "touch", file);
+    assert_false(file_exists(file));
+    EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--", "touch", file);
+    assert_false(file_exists(file));
+    row_of(f, name, &r);
+    assert_string_equal(r.owner, sqllock_lease_owner(mine));
+    EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
+    EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--skip", "--", "touch",
+                file);
+    assert_true(file_exists(file));
+    expect_no_row(f, name);
+}
+
+/* L9: --wait 5s waits for a holder that releases after about 1 s, and
+ * only then runs the command. */
+static void test_runcmd_L9_wait_runs_after_release(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "wait");
+    sqllock_lease *mine = lease_for(f, name, 30000);
+    char file[4300], script[9000];
+    int64_t t;
+    int code;
+    job *j;
+
+    fpath(f, file, sizeof file, "ran");
+    snprintf(script, sizeof script, "echo ran > '%s'", file);
+    EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK, "hold");
+    START(f, j, "run", name, "--ttl", "5s", "--wait", "5s", "--", "sh",
+          "-c", script);
+    tu_sleep_ms(1000);
+    assert_false(file_exists(file));
+    code = tu_wait_for(j->pid, 0);
+    if (code >= 0) {
+        collect(f, j);
+        fail_msg("sqllock run --wait 5s ended (exit %d) while the lock was "
+                 "held; stderr: %s", code, f->err);
+    }
+    EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
+    t = tu_now_ms();
+    code = finish(f, j, 15000);
+    if (code != 0)
+        fail_msg("sqllock run --wait 5s: exit %d, want 0; stderr: %s", code,
+                 f->err);
+    assert_true(file_exists(file));
+    if (tu_now_ms() - t > 3000)
+        fail_msg("the wait ended %lld ms after the release",
+                 (long long)(tu_now_ms() - t));
+    expect_no_row(f, name);
+}
+
+/* L9: a --wait that runs out exits 75 (or --busy-exit) without running
+ * the command, after the wait and not before. */
+static void test_runcmd_L9_wait_times_out(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "timeout");
+    sqllock_lease *mine = lease_for(f, name, 30000);
+    char file[4300];
+    int64_t t;
+
+    fpath(f, file, sizeof file, "touched");
+    EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK, "hold");
+    t = tu_now_ms();
+    EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--wait", "700ms", "--",
+                "touch", file);
+    assert_true(tu_now_ms() - t >= 700);
+    assert_false(file_exists(file));
+    EXPECT_EXIT(f, 9, "run", name, "--ttl", "5s", "--wait", "300ms",
+                "--busy-exit", "9", "--", "touch", file);
+    assert_false(file_exists(file));
+    EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
+}
+
+/* SIGTERM, SIGINT and SIGHUP to the tool reach the command (its trap
+ * writes which one came); the tool exits with the command's status and
+ * the lock is released afterwards (L3: the row is gone). A command that
+ * dies of the signal gives 128 + N, as a shell reports it. */
+static void test_runcmd_L3_signals_forwarded_then_released(void **state)
+{
+    fixture *f = *state;
+    static const struct {
+        int sig;
+        const char *name;
+        int code;
+    } cases[] = {
+        { SIGTERM, "TERM", 143 }, { SIGINT, "INT", 130 },
+        { SIGHUP, "HUP", 129 },
+    };
+    char started[4300], got[4300], script[9000], want[16], buf[64];
+    const char *name = U(f, "sig");
+    size_t i;
+    int code;
+    job *j;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fpath(f, started, sizeof started, "started");
+        fpath(f, got, sizeof got, "got");
+        snprintf(script, sizeof script,
+                 "trap 'echo %s > \"%s\"; exit %d' %s; echo $$ > '%s'; "
+                 "while :; do sleep 0.1; done", cases[i].name, got,
+                 cases[i].code, cases[i].name, started);
+        START(f, j, "run", name, "--ttl", "2s", "--", "sh", "-c", script);
+        wait_started(f, j, started);
+        assert_int_equal(kill(j->pid, cases[i].sig), 0);
+        code = finish(f, j, 15000);
+        if (code != cases[i].code)
+            fail_msg("SIG%s: exit %d, want %d; stderr: %s", cases[i].name,
+                     code, cases[i].code, f->err);
+        snprintf(want, sizeof want, "%s\n", cases[i].name);
+        tu_read_file(got, buf, sizeof buf);
+        assert_string_equal(buf, want);
+        expect_no_row(f, name);
+    }
+
+    /* No trap: the command dies of the signal; the tool says 128 + 15. */
+    fpath(f, started, sizeof started, "started");
+    snprintf(script, sizeof script, "echo $$ > '%s'; exec sleep 30",
+             started);
+    START(f, j, "run", name, "--ttl", "2s", "--", "sh", "-c", script);
+    wait_started(f, j, started);
+    assert_int_equal(kill(j->pid, SIGTERM), 0);
+    code = finish(f, j, 15000);
+    if (code != 128 + SIGTERM)
+        fail_msg("exit %d, want %d; stderr: %s", code, 128 + SIGTERM,
+                 f->err);
+    expect_no_row(f, name);
+}
+
+/* E2: bad run options exit 64, run nothing and lock nothing; the good
+ * spellings of the same options work. */
+static void test_runcmd_E2_usage_errors(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "usage");
+    char file[4300];
+
+    fpath(f, file, sizeof file, "touched");
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--skip", "--wait", "1s",
+                "--", "touch", file);
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--wait", "1s", "--skip",
+                "--", "touch", file);
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--signal", "NOPE", "--",
+                "touch", file);
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--signal", "0", "--",
+                "touch", file);
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--signal", "999", "--",
+                "touch", file);
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--signal", "-15", "--",
+                "touch", file);
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--signal", "SIG15", "--",
+                "touch", file);
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--kill-after", "5parsecs",
+                "--", "touch", file);
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--kill-after", "-1s",
+                "--", "touch", file);
+    /* The renewal interval must be shorter than ttl - ttl/10. */
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "1s", "--renew-every", "1s",
+                "--", "touch", file);
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "1s", "--renew-every", "2s",
+                "--", "touch", file);
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "1s", "--renew-every", "900ms",
+                "--", "touch", file);
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "1s", "--renew-every", "0",
+                "--", "touch", file);
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "1s", "--renew-every", "soon",
+                "--", "touch", file);
+    assert_true(tu_contains_ci(f->err, "renew-every"));
+    assert_false(file_exists(file));
+    expect_no_row(f, name);
+
+    /* Accepted spellings. */
+    EXPECT_EXIT(f, 0, "run", name, "--ttl", "1s", "--renew-every", "899ms",
+                "--", "true");
+    EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--signal", "SIGUSR1",
+                "--kill-after", "0", "--", "true");
+    EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--signal", "usr2", "--",
+                "true");
+    EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--signal=9", "--wait",
+                "1s", "--", "touch", file);
+    assert_true(file_exists(file));
+    expect_no_row(f, name);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_runcmd_L7_renewal_keeps_lock_for_5x_ttl),
+        cmocka_unit_test(test_runcmd_L6_L7_lost_after_pause_sends_signal),
+        cmocka_unit_test(test_runcmd_L7_lost_to_takeover_then_kill_after),
+        cmocka_unit_test(test_runcmd_L9_skip_does_not_run),
+        cmocka_unit_test(test_runcmd_L9_wait_runs_after_release),
+        cmocka_unit_test(test_runcmd_L9_wait_times_out),
+        cmocka_unit_test(test_runcmd_L3_signals_forwarded_then_released),
+        cmocka_unit_test(test_runcmd_E2_usage_errors),
+    };
+    return TU_RUN_PER_URL("runcmd", &g_url, tests, setup, teardown);
+}
