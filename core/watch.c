@@ -43,6 +43,7 @@ typedef struct watch_entry {
     int64_t retry_us;
     int64_t due_us;            /* when the next renewal is due */
     int state;                 /* last state reported to the callback */
+    int removed;               /* unwatched by its own callback */
     sqllock_watch_fn callback;
     void *ctx;
 } watch_entry;
@@ -158,11 +159,19 @@ static void renew_one(struct sqllock__renewer *r, watch_entry *e)
         e->due_us = now + e->interval_us;
         if (e->state != SQLLOCK_STATE_HELD)
             report(r, e, SQLLOCK_STATE_HELD, SQLLOCK_OK, "renewed");
+        if (e->removed) {
+            unlink_entry(r, e);
+            free(e);
+        }
     } else {
         sqllock__lease_set_state(e->lease, SQLLOCK_STATE_UNCERTAIN);
         e->due_us = now + e->retry_us;
         if (e->state != SQLLOCK_STATE_UNCERTAIN)
             report(r, e, SQLLOCK_STATE_UNCERTAIN, rc, msg);
+        if (e->removed) {
+            unlink_entry(r, e);
+            free(e);
+        }
     }
 done:
     r->busy = NULL;
@@ -261,10 +270,17 @@ void sqllock__renewer_forget(struct sqllock__renewer *r, sqllock_lease *lease)
     watch_entry *e;
 
     pthread_mutex_lock(&r->mu);
-    /* A callback that unwatches its own lease must not wait for itself. */
-    if (!pthread_equal(pthread_self(), r->thread))
-        while (r->busy == lease)
-            pthread_cond_wait(&r->idle, &r->mu);
+    /* A callback that unwatches its own lease must not wait for itself:
+     * the renewer drops the entry when the callback returns. */
+    if (pthread_equal(pthread_self(), r->thread) && r->busy == lease) {
+        for (e = r->head; e != NULL; e = e->next)
+            if (e->lease == lease)
+                e->removed = 1;
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    while (r->busy == lease)
+        pthread_cond_wait(&r->idle, &r->mu);
     for (e = r->head; e != NULL; e = e->next)
         if (e->lease == lease) {
             unlink_entry(r, e);

@@ -36,6 +36,7 @@ typedef struct seen {
     _Atomic int last_status;
     _Atomic int bad_state;     /* the callback's `state` disagreed with
                                   sqllock_lease_state() */
+    int unwatch_on_change;     /* the callback unwatches its lease */
 } seen;
 
 static void on_change(void *ctx, sqllock_lease *l, int state, int status,
@@ -58,6 +59,10 @@ static void on_change(void *ctx, sqllock_lease *l, int state, int status,
         atomic_fetch_add(&s->bad_state, 1);
     atomic_store(&s->last_state, state);
     atomic_store(&s->last_status, status);
+    /* Allowed from the callback: stops renewal without waiting for the
+     * callback itself. */
+    if (s->unwatch_on_change && state != SQLLOCK_STATE_UNCERTAIN)
+        sqllock_lease_unwatch(l);
 }
 
 static sqllock_db *open_db(int64_t busy_ms)
@@ -320,6 +325,7 @@ static void test_watch_L7_takeover_is_lost(void **state)
     (void)state;
 
     memset(&s, 0, sizeof s);
+    s.unwatch_on_change = 1;
     unique_name(name, sizeof name, "takeover");
     l = take(db, name, 3000);
     watch(l, db, 100, &s);
@@ -430,6 +436,7 @@ static void test_watch_L7_uncertain_then_held(void **state)
     (void)state;
 
     memset(&s, 0, sizeof s);
+    s.unwatch_on_change = 1;
     unique_name(name, sizeof name, "uncertain");
     l = take(db, name, 6000);
     watch(l, db, 500, &s);
@@ -447,6 +454,9 @@ static void test_watch_L7_uncertain_then_held(void **state)
     assert_int_equal(atomic_load(&s.lost), 0);
     assert_int_equal(atomic_load(&s.bad_state), 0);
     assert_int_equal(sqllock_lease_state(l), SQLLOCK_STATE_HELD);
+    /* The callback unwatched the lease on HELD: nothing more comes. */
+    tu_sleep_ms(1200);
+    assert_int_equal(atomic_load(&s.calls), 2);
     EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
     sqllock_lease_free(l);
     sqllock_close(admin);
