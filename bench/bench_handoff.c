@@ -1,0 +1,736 @@
+/*
+ * bench_handoff.c -- how long a released lock stays free before the next
+ * waiter holds it, with and without wake-ups (DESIGN L9), on every driver.
+ *
+ *   bench_handoff [--seconds N] [--waiters 8] [--hold-ms 2] [--ttl-ms 10000]
+ *                 [--barge] [--csv FILE] URL...
+ *
+ *   e.g. bench_handoff sqlite:///tmp/handoff.db \
+ *            postgres://user:pw@127.0.0.1:5432/db mysql://user:pw@host/db
+ *
+ * For each URL (sqllock_init() is run on it first) and each of four modes,
+ *
+ *   processes, wake-ups   N forked processes, default lease options;
+ *   processes, polling    the same with SQLLOCK_LEASE_NO_WAKEUP;
+ *   threads, wake-ups     N threads of this process;
+ *   threads, polling      the same with SQLLOCK_LEASE_NO_WAKEUP;
+ *
+ * N workers, each with its own sqllock_db handle, contend for one lock
+ * name. Each loops: sqllock_lease_acquire() (waiting up to 60 s; a wait
+ * that runs out fails the run), note the time it returned, hold the lock
+ * for --hold-ms, note the time the release starts, sqllock_lease_release(),
+ * note the time it returned. The HANDOFF of a grant is its acquire-return
+ * time minus the previous grant's release-start time: how long the lock
+ * was out of the application's hands. Its time from the previous release's
+ * RETURN is shown too; it can be negative, since the next holder may hear
+ * of the release before the releaser has read the database's reply.
+ * The WAIT of a grant is the time its sqllock_lease_acquire() call took,
+ * queueing included: its tail shows which waiters starve.
+ *
+ * After its release, a worker stands aside until another worker has
+ * taken the lock, then queues again. Without that, the releaser, which is
+ * the one worker not asleep, would take the lock straight back on most
+ * grants and the figures would measure a re-acquire, not a handoff; so at
+ * every release N - 1 workers are waiting in sqllock_lease_acquire().
+ * --barge drops the rule, and the "self" column then shows the share of
+ * grants the releaser took back.
+ *
+ * Mutual exclusion is checked at the same time: under the lock each
+ * holder reads a shared counter, sleeps for the hold, and writes it back
+ * plus one. If the counter does not end equal to the number of grants,
+ * two holders overlapped and the program exits with status 1.
+ *
+ * Each mode runs 1 s of warm-up and then --seconds of measurement. Beside
+ * each row, the FLOOR is the p50 of one uncontended acquire+release pair
+ * on the same driver, measured in the same run by one handle of this
+ * process. Timestamps are CLOCK_MONOTONIC, kept in memory shared with the
+ * children (mmap MAP_SHARED | MAP_ANONYMOUS). The parent holds no open
+ * handle while it forks: a child uses only the handle it opens itself.
+ *
+ * This is a measuring program, not a test. The lock names are
+ * "sqllock-handoff:<pid>:<mode>"; their rows are released at the end
+ * (MySQL's per-name token rows are deleted too).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqllock.h>
+
+#if defined(SQLLOCK_HAVE_MYSQL)
+#include <mysql.h>
+#endif
+
+#define MAX_WAITERS 64
+#define MAX_GRANTS (1 << 18)
+#define WAIT_MS 60000           /* a wait longer than this is a failure */
+#define WARMUP_NS INT64_C(1000000000)
+#define FLOOR_NS INT64_C(1000000000)
+#define FLOOR_WARMUP 20
+
+/* One grant of the lock, written only by its holder. */
+typedef struct grant {
+    int64_t call_ns;             /* sqllock_lease_acquire() called */
+    int64_t acq_ns;              /* sqllock_lease_acquire() returned */
+    int64_t rel_start_ns;        /* sqllock_lease_release() called */
+    int64_t rel_end_ns;          /* sqllock_lease_release() returned */
+    int32_t worker;
+    int32_t done;                /* 1 once the three times are written */
+} grant;
+
+/* The memory the workers share, processes or threads. The mutex and the
+ * condition variable are process-shared and guard everything but the
+ * grant slots (each written by its holder alone) and `counter` (guarded
+ * by the lease, which is what it checks). */
+typedef struct shared {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int ready;                   /* workers connected */
+    int go;
+    volatile int failed;         /* read without the mutex to stop */
+    int64_t window_ns;           /* measurement starts */
+    int64_t end_ns;              /* and ends */
+    int64_t seq;                 /* grants so far */
+    volatile long counter;
+    char err[600];
+    grant g[MAX_GRANTS];
+} shared;
+
+typedef struct config {
+    double secs;
+    int waiters;
+    int64_t hold_ms;
+    int64_t ttl_ms;
+    int barge;
+    const char *csv_path;
+    FILE *csv;
+} config;
+
+/* One mode, as each worker sees it. */
+typedef struct run {
+    const config *cfg;
+    const char *url;
+    char name[96];
+    unsigned flags;
+    shared *sh;
+    int index;                   /* threads: the worker's own number */
+} run;
+
+typedef struct mode {
+    const char *label;
+    int processes;
+    unsigned flags;
+} mode;
+
+static const mode modes[] = {
+    { "processes, wake-ups", 1, 0 },
+    { "processes, polling", 1, SQLLOCK_LEASE_NO_WAKEUP },
+    { "threads, wake-ups", 0, 0 },
+    { "threads, polling", 0, SQLLOCK_LEASE_NO_WAKEUP },
+};
+#define NMODES (int)(sizeof modes / sizeof modes[0])
+
+/* One row of the results. */
+typedef struct row {
+    char driver[16];
+    const char *mode;
+    long n;                      /* handoffs measured */
+    double rate, p50, p90, p99, max, end_p50, end_p99, self, floor;
+    double wait_p50, wait_p99, wait_max;   /* in sqllock_lease_acquire() */
+} row;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    fputs("bench_handoff: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+static void sleep_ns(int64_t ns)
+{
+    struct timespec ts;
+
+    ts.tv_sec = (time_t)(ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* The nearest-rank percentile of sorted values (as bench_drivers.c). */
+static double percentile(const double *v, size_t n, double p)
+{
+    size_t k = (size_t)(p * (double)n + 0.999999);
+
+    if (n == 0)
+        return 0;
+    if (k < 1)
+        k = 1;
+    if (k > n)
+        k = n;
+    return v[k - 1];
+}
+
+/* ------------------------------------------------------------------------ */
+/* Shared memory                                                            */
+/* ------------------------------------------------------------------------ */
+
+static shared *shared_new(void)
+{
+    pthread_mutexattr_t ma;
+    pthread_condattr_t ca;
+    shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+    if (sh == MAP_FAILED)
+        die("mmap: %s", strerror(errno));
+    if (pthread_mutexattr_init(&ma) != 0 || pthread_condattr_init(&ca) != 0 ||
+        pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED) != 0 ||
+        pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED) != 0 ||
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
+        pthread_mutex_init(&sh->mu, &ma) != 0 ||
+        pthread_cond_init(&sh->cv, &ca) != 0)
+        die("cannot make a process-shared mutex and condition variable");
+    pthread_mutexattr_destroy(&ma);
+    pthread_condattr_destroy(&ca);
+    return sh;
+}
+
+static void shared_free(shared *sh)
+{
+    pthread_cond_destroy(&sh->cv);
+    pthread_mutex_destroy(&sh->mu);
+    if (munmap(sh, sizeof *sh) != 0)
+        die("munmap: %s", strerror(errno));
+}
+
+/* Waits on the shared condition until `until` (ns, monotonic). */
+static void shared_wait(shared *sh, int64_t until)
+{
+    struct timespec ts;
+
+    ts.tv_sec = (time_t)(until / 1000000000);
+    ts.tv_nsec = (long)(until % 1000000000);
+    pthread_cond_timedwait(&sh->cv, &sh->mu, &ts);
+}
+
+/* Records the first failure, and wakes everyone so that they stop. */
+static int fail(shared *sh, const char *fmt, ...)
+{
+    va_list ap;
+
+    pthread_mutex_lock(&sh->mu);
+    if (!sh->failed) {
+        va_start(ap, fmt);
+        vsnprintf(sh->err, sizeof sh->err, fmt, ap);
+        va_end(ap);
+    }
+    sh->failed = 1;
+    pthread_cond_broadcast(&sh->cv);
+    pthread_mutex_unlock(&sh->mu);
+    return -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Workers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int lease_open(const run *r, unsigned flags, const char *name,
+                      sqllock_db **db, sqllock_lease **lease)
+{
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    int rc;
+
+    *lease = NULL;
+    rc = sqllock_open(r->url, NULL, db);
+    if (rc != SQLLOCK_OK)
+        return fail(r->sh, "cannot open the database: %s: %s",
+                    sqllock_errname(rc), sqllock_errmsg(*db));
+    o.ttl_ms = r->cfg->ttl_ms;
+    o.flags = flags;
+    o.holder = "bench_handoff";
+    rc = sqllock_lease_new(*db, name, &o, lease);
+    if (rc != SQLLOCK_OK)
+        return fail(r->sh, "sqllock_lease_new: %s", sqllock_errmsg(*db));
+    return 0;
+}
+
+/* Waits until another worker took the lock after grant k, or the run is
+ * over. */
+static void stand_aside(shared *sh, int64_t k)
+{
+    pthread_mutex_lock(&sh->mu);
+    while (sh->seq <= k + 1 && !sh->failed && now_ns() < sh->end_ns)
+        shared_wait(sh, sh->end_ns);
+    pthread_mutex_unlock(&sh->mu);
+}
+
+/* One grant: acquire, hold (checking mutual exclusion), release. */
+static int one_grant(const run *r, sqllock_db *db, sqllock_lease *lease,
+                     int64_t *k_out)
+{
+    shared *sh = r->sh;
+    int64_t k, t_call = now_ns(), t_acq, t_rs, t_re;
+    long v;
+    int rc = sqllock_lease_acquire(lease, WAIT_MS);
+
+    t_acq = now_ns();
+    if (rc != SQLLOCK_OK)
+        return fail(sh, "worker %d: sqllock_lease_acquire: %s: %s", r->index,
+                    sqllock_errname(rc), sqllock_errmsg(db));
+    pthread_mutex_lock(&sh->mu);
+    k = sh->seq++;
+    if (k < MAX_GRANTS) {
+        sh->g[k].call_ns = t_call;
+        sh->g[k].acq_ns = t_acq;
+        sh->g[k].worker = r->index;
+    }
+    pthread_cond_broadcast(&sh->cv);        /* for the one standing aside */
+    pthread_mutex_unlock(&sh->mu);
+    v = sh->counter;
+    sleep_ns(r->cfg->hold_ms * 1000000);
+    sh->counter = v + 1;
+    t_rs = now_ns();
+    rc = sqllock_lease_release(lease);
+    t_re = now_ns();
+    if (rc != SQLLOCK_OK)
+        return fail(sh, "worker %d: sqllock_lease_release: %s: %s", r->index,
+                    sqllock_errname(rc), sqllock_errmsg(db));
+    if (k < MAX_GRANTS) {
+        sh->g[k].rel_start_ns = t_rs;
+        sh->g[k].rel_end_ns = t_re;
+        sh->g[k].done = 1;
+    }
+    *k_out = k;
+    return 0;
+}
+
+static int worker_main(const run *r)
+{
+    shared *sh = r->sh;
+    sqllock_db *db = NULL;
+    sqllock_lease *lease = NULL;
+    int64_t k = 0;
+    int rc = lease_open(r, r->flags, r->name, &db, &lease);
+
+    pthread_mutex_lock(&sh->mu);
+    sh->ready++;
+    pthread_cond_broadcast(&sh->cv);
+    while (!sh->go && !sh->failed)
+        pthread_cond_wait(&sh->cv, &sh->mu);
+    pthread_mutex_unlock(&sh->mu);
+    while (rc == 0 && !sh->failed) {
+        rc = one_grant(r, db, lease, &k);
+        if (rc != 0 || now_ns() >= sh->end_ns || k + 1 >= MAX_GRANTS)
+            break;
+        if (!r->cfg->barge)
+            stand_aside(sh, k);
+        if (now_ns() >= sh->end_ns)
+            break;
+    }
+    if (sqllock_lease_count(lease) > 0)     /* after a failure */
+        sqllock_lease_release(lease);
+    sqllock_lease_free(lease);
+    sqllock_close(db);
+    return rc;
+}
+
+static void *thread_main(void *arg)
+{
+#if defined(SQLLOCK_HAVE_MYSQL)
+    mysql_thread_init();
+#endif
+    worker_main(arg);
+#if defined(SQLLOCK_HAVE_MYSQL)
+    mysql_thread_end();
+#endif
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One mode                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Waits for every worker to connect, then starts the clock. */
+static void start_run(const config *cfg, shared *sh)
+{
+    int64_t t;
+
+    pthread_mutex_lock(&sh->mu);
+    while (sh->ready < cfg->waiters && !sh->failed)
+        pthread_cond_wait(&sh->cv, &sh->mu);
+    t = now_ns();
+    sh->window_ns = t + WARMUP_NS;
+    sh->end_ns = sh->window_ns + (int64_t)(cfg->secs * 1e9);
+    sh->go = 1;
+    pthread_cond_broadcast(&sh->cv);
+    pthread_mutex_unlock(&sh->mu);
+}
+
+static void run_processes(const config *cfg, run *r)
+{
+    pid_t pids[MAX_WAITERS];
+    int i, status, bad = 0;
+
+    fflush(stdout);
+    fflush(stderr);
+    if (cfg->csv != NULL)
+        fflush(cfg->csv);
+    for (i = 0; i < cfg->waiters; i++) {
+        pids[i] = fork();
+        if (pids[i] < 0) {
+            fail(r->sh, "fork: %s", strerror(errno));
+            break;
+        }
+        if (pids[i] == 0) {
+            r->index = i;
+            _exit(worker_main(r) == 0 ? 0 : 1);
+        }
+    }
+    if (i == cfg->waiters)
+        start_run(cfg, r->sh);
+    while (i-- > 0) {
+        if (waitpid(pids[i], &status, 0) < 0)
+            die("waitpid: %s", strerror(errno));
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            bad = 1;
+    }
+    if (bad && !r->sh->failed)
+        fail(r->sh, "a worker process died without saying why");
+}
+
+static void run_threads(const config *cfg, run *r)
+{
+    pthread_t tids[MAX_WAITERS];
+    run rs[MAX_WAITERS];
+    int i, rc;
+
+    for (i = 0; i < cfg->waiters; i++) {
+        rs[i] = *r;
+        rs[i].index = i;
+        rc = pthread_create(&tids[i], NULL, thread_main, &rs[i]);
+        if (rc != 0) {
+            fail(r->sh, "pthread_create: %s", strerror(rc));
+            break;
+        }
+    }
+    if (i == cfg->waiters)
+        start_run(cfg, r->sh);
+    while (i-- > 0)
+        pthread_join(tids[i], NULL);
+}
+
+/* The handoffs whose grant fell in the measured window. */
+static void summarize(const config *cfg, const shared *sh, row *out)
+{
+    int64_t n = sh->seq < MAX_GRANTS ? sh->seq : MAX_GRANTS, k;
+    double *h = malloc(sizeof *h * (size_t)(n > 0 ? n : 1));
+    double *e = malloc(sizeof *e * (size_t)(n > 0 ? n : 1));
+    double *w = malloc(sizeof *w * (size_t)(n > 0 ? n : 1));
+    long m = 0, self = 0, grants = 0;
+
+    if (h == NULL || e == NULL || w == NULL)
+        die("out of memory");
+    for (k = 0; k < n; k++) {
+        const grant *g = &sh->g[k], *p;
+        if (g->acq_ns < sh->window_ns || g->acq_ns >= sh->end_ns)
+            continue;
+        w[grants++] = (double)(g->acq_ns - g->call_ns) / 1e6;
+        if (k == 0 || !(p = &sh->g[k - 1])->done)
+            continue;
+        h[m] = (double)(g->acq_ns - p->rel_start_ns) / 1e6;
+        e[m] = (double)(g->acq_ns - p->rel_end_ns) / 1e6;
+        self += g->worker == p->worker;
+        m++;
+    }
+    qsort(h, (size_t)m, sizeof *h, cmp_double);
+    qsort(e, (size_t)m, sizeof *e, cmp_double);
+    qsort(w, (size_t)grants, sizeof *w, cmp_double);
+    out->n = m;
+    out->rate = (double)grants / cfg->secs;
+    out->p50 = percentile(h, (size_t)m, 0.50);
+    out->p90 = percentile(h, (size_t)m, 0.90);
+    out->p99 = percentile(h, (size_t)m, 0.99);
+    out->max = m > 0 ? h[m - 1] : 0;
+    out->end_p50 = percentile(e, (size_t)m, 0.50);
+    out->end_p99 = percentile(e, (size_t)m, 0.99);
+    out->self = m > 0 ? (double)self / (double)m : 0;
+    out->wait_p50 = percentile(w, (size_t)grants, 0.50);
+    out->wait_p99 = percentile(w, (size_t)grants, 0.99);
+    out->wait_max = grants > 0 ? w[grants - 1] : 0;
+    free(h);
+    free(e);
+    free(w);
+}
+
+static void run_mode(const config *cfg, const char *url, int mi, row *out)
+{
+    shared *sh = shared_new();
+    run r;
+
+    memset(&r, 0, sizeof r);
+    r.cfg = cfg;
+    r.url = url;
+    r.flags = modes[mi].flags;
+    r.sh = sh;
+    snprintf(r.name, sizeof r.name, "sqllock-handoff:%ld:%d", (long)getpid(),
+             mi);
+    if (modes[mi].processes)
+        run_processes(cfg, &r);
+    else
+        run_threads(cfg, &r);
+    if (sh->failed)
+        die("%s: %s", modes[mi].label, sh->err);
+    if (sh->counter != (long)sh->seq)
+        die("%s: MUTUAL EXCLUSION VIOLATED: the counter is %ld after %lld "
+            "grants", modes[mi].label, sh->counter, (long long)sh->seq);
+    out->mode = modes[mi].label;
+    summarize(cfg, sh, out);
+    shared_free(sh);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Per URL                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The p50 of one uncontended acquire+release pair, in ms. */
+static double measure_floor(const config *cfg, const char *url, shared *sh,
+                            char *driver, size_t driver_size)
+{
+    sqllock_db *db = NULL;
+    sqllock_lease *lease = NULL;
+    run r;
+    double *lat = NULL, p50;
+    size_t n = 0, cap = 0;
+    int64_t t0, end = 0;
+    int i, rc;
+
+    memset(&r, 0, sizeof r);
+    r.cfg = cfg;
+    r.url = url;
+    r.sh = sh;
+    snprintf(r.name, sizeof r.name, "sqllock-handoff:%ld:floor",
+             (long)getpid());
+    if (lease_open(&r, 0, r.name, &db, &lease) != 0)
+        die("%s", sh->err);
+    rc = sqllock_init(db);
+    if (rc != SQLLOCK_OK)
+        die("sqllock_init: %s: %s", sqllock_errname(rc), sqllock_errmsg(db));
+    snprintf(driver, driver_size, "%s", sqllock_db_driver(db));
+    for (i = 0; end == 0 || now_ns() < end; i++) {
+        if (i == FLOOR_WARMUP)
+            end = now_ns() + FLOOR_NS;
+        t0 = now_ns();
+        rc = sqllock_lease_acquire(lease, 0);
+        if (rc == SQLLOCK_OK)
+            rc = sqllock_lease_release(lease);
+        if (rc != SQLLOCK_OK)
+            die("floor: %s: %s", sqllock_errname(rc), sqllock_errmsg(db));
+        if (end == 0)
+            continue;
+        if (n == cap) {
+            double *p = realloc(lat, (cap = cap ? cap * 2 : 4096) * sizeof *p);
+            if (p == NULL)
+                die("out of memory");
+            lat = p;
+        }
+        lat[n++] = (double)(now_ns() - t0) / 1e6;
+    }
+    qsort(lat, n, sizeof *lat, cmp_double);
+    p50 = percentile(lat, n, 0.50);
+    free(lat);
+    sqllock_lease_free(lease);
+    sqllock_close(db);
+    return p50;
+}
+
+/* MySQL keeps a token row per name; remove those of this run. */
+static void cleanup(const char *url)
+{
+#if defined(SQLLOCK_HAVE_MYSQL)
+    sqllock_db *db = NULL;
+    char sql[128];
+
+    if (sqllock_open(url, NULL, &db) == SQLLOCK_OK &&
+        strcmp(sqllock_db_driver(db), "mysql") == 0) {
+        snprintf(sql, sizeof sql, "DELETE FROM sqllock_token WHERE name "
+                 "LIKE 'sqllock-handoff:%ld:%%'", (long)getpid());
+        if (mysql_query(sqllock_db_native(db), sql) != 0)
+            fprintf(stderr, "bench_handoff: cleanup: %s\n",
+                    mysql_error(sqllock_db_native(db)));
+    }
+    sqllock_close(db);
+#else
+    (void)url;
+#endif
+}
+
+static void print_row(const config *cfg, const row *r)
+{
+    printf("| %s | %s | %.0f | %ld | %.2f | %.2f | %.2f | %.2f | %.2f | "
+           "%.2f |", r->driver, r->mode, r->rate, r->n, r->p50, r->p90,
+           r->p99, r->max, r->end_p50, r->end_p99);
+    if (cfg->barge)
+        printf(" %.0f%% |", 100 * r->self);
+    printf(" %.2f | %.1f | %.0f | %.0f | %.0f |\n", r->floor,
+           r->floor > 0 ? r->p50 / r->floor : 0, r->wait_p50, r->wait_p99,
+           r->wait_max);
+    fflush(stdout);
+    if (cfg->csv != NULL)
+        fprintf(cfg->csv, "%s,\"%s\",%d,%lld,%g,%d,%.1f,%ld,%.3f,%.3f,"
+                "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.1f,%.1f,%.1f\n",
+                r->driver, r->mode, cfg->waiters, (long long)cfg->hold_ms,
+                cfg->secs, cfg->barge,
+                r->rate, r->n, r->p50, r->p90, r->p99, r->max, r->end_p50,
+                r->end_p99, r->self, r->floor,
+                r->floor > 0 ? r->p50 / r->floor : 0, r->wait_p50,
+                r->wait_p99, r->wait_max);
+}
+
+static void bench_url(const config *cfg, const char *url)
+{
+    shared *sh = shared_new();
+    char driver[16];
+    double floor_ms = measure_floor(cfg, url, sh, driver, sizeof driver);
+    row r;
+    int mi;
+
+    shared_free(sh);
+    for (mi = 0; mi < NMODES; mi++) {
+        fprintf(stderr, "bench_handoff: %s, %s...\n", driver, modes[mi].label);
+        memset(&r, 0, sizeof r);
+        run_mode(cfg, url, mi, &r);
+        snprintf(r.driver, sizeof r.driver, "%s", driver);
+        r.floor = floor_ms;
+        print_row(cfg, &r);
+    }
+    cleanup(url);
+}
+
+/* ------------------------------------------------------------------------ */
+/* main                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static void usage(void)
+{
+    fprintf(stderr,
+        "usage: bench_handoff [--seconds N] [--waiters N] [--hold-ms N] "
+        "[--ttl-ms N]\n"
+        "                     [--barge] [--csv FILE] URL...\n"
+        "  --seconds N   measured time per mode, after 1 s of warm-up "
+        "(default 5)\n"
+        "  --waiters N   workers contending for the lock, 2..%d (default 8)\n"
+        "  --hold-ms N   time each holder keeps the lock (default 2)\n"
+        "  --ttl-ms N    lease ttl (default 10000)\n"
+        "  --barge       the releaser queues again at once instead of "
+        "standing aside\n"
+        "  --csv FILE    also write the rows as CSV\n"
+        "URLs: sqlite:///path.db postgres://... mysql://...\n", MAX_WAITERS);
+    exit(2);
+}
+
+static int64_t int_arg(const char *s, int64_t lo, int64_t hi)
+{
+    char *end;
+    long long v;
+
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        usage();
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    config cfg;
+    int i, nurls = 0;
+    const char *urls[16];
+
+    memset(&cfg, 0, sizeof cfg);
+    cfg.secs = 5;
+    cfg.waiters = 8;
+    cfg.hold_ms = 2;
+    cfg.ttl_ms = 10000;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--seconds") == 0 && i + 1 < argc) {
+            char *end;
+            cfg.secs = strtod(argv[++i], &end);
+            if (*end != '\0' || !(cfg.secs > 0) || cfg.secs > 3600)
+                usage();
+        } else if (strcmp(a, "--waiters") == 0 && i + 1 < argc) {
+            cfg.waiters = (int)int_arg(argv[++i], 2, MAX_WAITERS);
+        } else if (strcmp(a, "--hold-ms") == 0 && i + 1 < argc) {
+            cfg.hold_ms = int_arg(argv[++i], 0, 10000);
+        } else if (strcmp(a, "--ttl-ms") == 0 && i + 1 < argc) {
+            cfg.ttl_ms = int_arg(argv[++i], 1000, INT64_C(86400000));
+        } else if (strcmp(a, "--barge") == 0) {
+            cfg.barge = 1;
+        } else if (strcmp(a, "--csv") == 0 && i + 1 < argc) {
+            cfg.csv_path = argv[++i];
+        } else if (a[0] == '-' || nurls == 16) {
+            usage();
+        } else {
+            urls[nurls++] = a;
+        }
+    }
+    if (nurls == 0)
+        usage();
+    if (cfg.hold_ms * 20 >= cfg.ttl_ms)
+        die("--ttl-ms must be well above --hold-ms (20x), or leases expire "
+            "while held");
+    if (cfg.csv_path != NULL) {
+        cfg.csv = fopen(cfg.csv_path, "w");
+        if (cfg.csv == NULL)
+            die("cannot write %s: %s", cfg.csv_path, strerror(errno));
+        fprintf(cfg.csv, "driver,mode,waiters,hold_ms,seconds,barge,"
+                "grants_per_s,handoffs,p50_ms,p90_ms,p99_ms,max_ms,"
+                "end_p50_ms,end_p99_ms,self_share,floor_p50_ms,"
+                "p50_vs_floor,wait_p50_ms,wait_p99_ms,wait_max_ms\n");
+    }
+    printf("bench_handoff: sqllock %s, %d waiters, hold %lld ms, %g s per "
+           "mode after 1 s of warm-up%s\n\n", sqllock_version_string(),
+           cfg.waiters, (long long)cfg.hold_ms, cfg.secs,
+           cfg.barge ? ", releaser barges" : "");
+    printf("| driver | mode | grants/s | handoffs | p50 ms | p90 ms | "
+           "p99 ms | max ms | from release end p50 | p99 |%s "
+           "floor pair p50 ms | p50 / floor | wait p50 ms | wait p99 | "
+           "wait max |\n",
+           cfg.barge ? " self |" : "");
+    printf("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|%s--:|--:|--:|--:|--:|\n",
+           cfg.barge ? "--:|" : "");
+    fflush(stdout);
+    for (i = 0; i < nurls; i++)
+        bench_url(&cfg, urls[i]);
+    if (cfg.csv != NULL && (ferror(cfg.csv) | fclose(cfg.csv)) != 0)
+        die("writing %s failed", cfg.csv_path);
+    return 0;
+}
