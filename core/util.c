@@ -55,15 +55,21 @@ int sqllock__random(void *buf, size_t n)
 /*
  * Jitter needs no cryptographic strength, only independence between
  * processes and threads: a per-thread xorshift64* generator seeded from the
- * OS once. Each thread has its own state, so there is nothing to lock.
+ * OS. Each thread has its own state, so there is nothing to lock. The
+ * state remembers the process it was seeded in: a child forked after its
+ * parent drew jitter would otherwise replay the parent's sequence, and
+ * children forked together would back off in lockstep.
  */
 static __thread uint64_t rng_state;
+static __thread pid_t rng_pid;
 
 static uint64_t rng_next(void)
 {
     uint64_t x = rng_state;
+    pid_t pid = getpid();
 
-    if (x == 0) {
+    if (x == 0 || rng_pid != pid) {
+        rng_pid = pid;
         if (sqllock__random(&x, sizeof x) != SQLLOCK_OK || x == 0)
             x = (uint64_t)sqllock__now_us() ^ ((uint64_t)getpid() << 32) ^
                 (uint64_t)(uintptr_t)&rng_state;

@@ -416,6 +416,45 @@ static void test_wakeup_L9_many_waiters_exclusive(void **state)
     munmap(m, sizeof *m);
 }
 
+/*
+ * L9: full jitter must differ between processes even when they were
+ * forked from one parent that had already drawn jitter of its own (the
+ * generator reseeds in a new process); otherwise such children would back
+ * off in lockstep.
+ */
+static void test_wakeup_L9_jitter_differs_after_fork(void **state)
+{
+    enum { KIDS = 2, DRAWS = 8 };
+    int64_t *seq = tu_shared_map(sizeof(int64_t) * KIDS * DRAWS);
+    pid_t pid[KIDS];
+    int i, k, st, same = 1;
+    (void)state;
+
+    (void)sqllock__rand_upto(1000000);      /* the parent is seeded */
+    fflush(stdout);
+    fflush(stderr);
+    for (k = 0; k < KIDS; k++) {
+        pid[k] = fork();
+        assert_true(pid[k] >= 0);
+        if (pid[k] == 0) {
+            for (i = 0; i < DRAWS; i++)
+                seq[k * DRAWS + i] = sqllock__rand_upto(INT64_C(1) << 40);
+            _exit(0);
+        }
+    }
+    for (k = 0; k < KIDS; k++) {
+        st = 0;
+        assert_int_equal(waitpid(pid[k], &st, 0), pid[k]);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    for (i = 0; i < DRAWS; i++)
+        if (seq[i] != seq[DRAWS + i])
+            same = 0;
+    munmap(seq, sizeof(int64_t) * KIDS * DRAWS);
+    if (same)
+        fail_msg("L9: two forked children drew the same jitter sequence");
+}
+
 static void test_wakeup_bad_flags(void **state)
 {
     sqllock_db *db = open_db();
@@ -456,6 +495,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wakeup_bad_flags),
+        cmocka_unit_test(test_wakeup_L9_jitter_differs_after_fork),
         cmocka_unit_test(test_wakeup_L9_same_process),
         cmocka_unit_test(test_wakeup_L9_other_process),
         cmocka_unit_test(test_wakeup_L9_no_wakeup_still_polls),
