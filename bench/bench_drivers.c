@@ -117,12 +117,14 @@ static const char PG_ACQUIRE[] =
     "WHERE l.expires_at <= EXCLUDED.acquired_at "
     "RETURNING token";
 /* drivers/postgres/postgres.c SQL_LEASE_RELEASE ($1 name, $2 owner,
- * $3 token), whose commit is asynchronous */
+ * $3 token, $4 wake-up channel), whose commit is asynchronous and which
+ * notifies waiters */
 static const char PG_RELEASE[] =
     "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)) "
     "DELETE FROM sqllock_lease "
     "WHERE name = $1 AND owner = $2 AND token = $3 "
-    "AND EXISTS (SELECT 1 FROM async)";
+    "AND EXISTS (SELECT 1 FROM async) "
+    "RETURNING pg_notify($4, '')";
 /* Not the library's: SQL_LEASE_RELEASE without the asynchronous commit,
  * for --release-compare. */
 static const char PG_RELEASE_PLAIN[] =
@@ -429,7 +431,13 @@ static int pg_hand_pair_with(worker *w, const char *release)
     PQclear(r);
     snprintf(token, sizeof token, "%lld", w->token);
     vals[2] = token;
-    r = pg_run(w, release, 3, vals, PGRES_COMMAND_OK);
+    /* The library's release also notifies (a channel of the same shape
+     * as the core's); the plain DELETE does not. */
+    vals[3] = "sqllock_0123456789abcdef";
+    if (strcmp(release, "bench_release") == 0)
+        r = pg_run(w, release, 4, vals, PGRES_TUPLES_OK);
+    else
+        r = pg_run(w, release, 3, vals, PGRES_COMMAND_OK);
     if (r == NULL)
         return -1;
     if (strcmp(PQcmdTuples(r), "1") != 0) {
