@@ -20,8 +20,13 @@
  * local deadline passes, when it is LOST. The callback runs on this thread
  * with the mutex released but the lease marked busy, so that
  * sqllock_lease_unwatch() -- which release and free call first -- waits
- * for a renewal or a callback in progress: the renewer never touches a
- * lease the caller has released or freed.
+ * for a callback in progress. It does not wait for a renewal in progress
+ * (which may hang as long as the database lets it): it marks the entry
+ * removed, and the renewer drops it when the statement returns, without
+ * touching the lease. Either way the renewer never touches a lease the
+ * caller has released or freed, and a renewal racing a release cannot
+ * resurrect it: the renewal names the owner and token, which the release
+ * deleted.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -55,7 +60,8 @@ struct sqllock__renewer {
     pthread_cond_t idle;       /* `busy` went back to NULL */
     sqllock_db *db;            /* the renewer's own connection */
     watch_entry *head;
-    sqllock_lease *busy;       /* renewed or called back right now */
+    sqllock_lease *busy;       /* being called back right now */
+    watch_entry *renewing;     /* whose renewal is in flight */
     int stop;
 };
 
@@ -116,8 +122,8 @@ static void renew_one(struct sqllock__renewer *r, watch_entry *e)
     int64_t sent_us, now, deadline, affected = 0;
     int rc;
 
-    r->busy = e->lease;
     deadline = sqllock__lease_deadline(e->lease);
+    r->busy = e->lease;
     if (deadline != 0 && sqllock__now_us() >= deadline) {
         /* The local deadline passed without a successful renewal (a
          * renewal that hung, or failures until now): L6/L7. */
@@ -128,6 +134,8 @@ static void renew_one(struct sqllock__renewer *r, watch_entry *e)
         free(e);
         goto done;
     }
+    r->busy = NULL;
+    r->renewing = e;
     pthread_mutex_unlock(&r->mu);
     sent_us = sqllock__now_us();
     rc = sqllock__lease_renew_raw(r->db, e->name, e->owner, e->token,
@@ -135,6 +143,15 @@ static void renew_one(struct sqllock__renewer *r, watch_entry *e)
     if (rc != SQLLOCK_OK)
         memcpy(msg, sqllock_errmsg(r->db), sizeof msg);
     pthread_mutex_lock(&r->mu);
+    r->renewing = NULL;
+    if (e->removed) {
+        /* Unwatched (released, freed) while the statement ran: the
+         * lease is no longer ours to touch. */
+        unlink_entry(r, e);
+        free(e);
+        goto done;
+    }
+    r->busy = e->lease;
     now = sqllock__now_us();
     if (rc == SQLLOCK_OK && affected == 0) {
         sqllock__lease_set_state(e->lease, SQLLOCK_STATE_LOST);
@@ -283,8 +300,12 @@ void sqllock__renewer_forget(struct sqllock__renewer *r, sqllock_lease *lease)
         pthread_cond_wait(&r->idle, &r->mu);
     for (e = r->head; e != NULL; e = e->next)
         if (e->lease == lease) {
-            unlink_entry(r, e);
-            free(e);
+            if (e == r->renewing) {
+                e->removed = 1;         /* the renewer drops it */
+            } else {
+                unlink_entry(r, e);
+                free(e);
+            }
             break;
         }
     pthread_mutex_unlock(&r->mu);

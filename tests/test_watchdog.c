@@ -507,6 +507,43 @@ static void test_watch_L6_hung_renewal_is_lost(void **state)
 }
 
 /*
+ * L7: stopping renewal does not wait for a renewal that hangs: unwatch
+ * (and so release and free) returns at once, and when the hung statement
+ * finally returns the renewer drops the lease without touching it or
+ * calling back.
+ */
+static void test_watch_L7_unwatch_does_not_wait_for_hung_renewal(void **state)
+{
+    sqllock_db *db = open_db(10000), *blocker = open_db(0);
+    sqllock_lease *l;
+    char name[128];
+    seen s;
+    int64_t t0, took;
+    (void)state;
+
+    memset(&s, 0, sizeof s);
+    unique_name(name, sizeof name, "unwatch-hung");
+    l = take(db, name, 6000);
+    watch(l, db, 200, &s);
+    block_row(blocker, name);
+    tu_sleep_ms(700);                   /* the renewer is stuck by now */
+    t0 = tu_now_ms();
+    EXPECT_RC(db, sqllock_lease_unwatch(l), SQLLOCK_OK, "unwatch");
+    took = tu_now_ms() - t0;
+    sqllock__rollback(blocker);
+    if (took > 1000)
+        fail_msg("L7: unwatch waited %lld ms for a hung renewal",
+                 (long long)took);
+    tu_sleep_ms(400);                   /* the hung renewal has returned */
+    assert_int_equal(atomic_load(&s.calls), 0);
+    assert_int_equal(sqllock_lease_state(l), SQLLOCK_STATE_HELD);
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    sqllock_lease_free(l);
+    sqllock_close(blocker);
+    sqllock_close(db);
+}
+
+/*
  * L7: release stops renewal first. A lease renewed every few ms and
  * released at random moments is never reported lost, every release
  * succeeds, and no row is left behind (a renewer racing a release must
@@ -678,6 +715,7 @@ int main(void)
         cmocka_unit_test(test_watch_L7_takeover_is_lost),
         cmocka_unit_test(test_watch_L7_uncertain_then_held),
         cmocka_unit_test(test_watch_L6_hung_renewal_is_lost),
+        cmocka_unit_test(test_watch_L7_unwatch_does_not_wait_for_hung_renewal),
         cmocka_unit_test(test_watch_L7_release_stops_renewal),
         cmocka_unit_test(test_watch_L7_many_leases_one_renewer),
     };
