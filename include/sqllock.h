@@ -429,8 +429,13 @@ SQLLOCK_API int sqllock_lease_attach(sqllock_db *db, const char *name,
  * later statement fails. Only expired rows are deleted, judged inside the
  * DELETE, so a lease renewed a moment earlier stays; many reapers may run
  * at once; fencing tokens stay monotonic afterwards (L5). Where the
- * dialect keeps per-name token rows (MySQL), those of names without a
- * lease are trimmed too (not counted in *deleted).
+ * dialect keeps per-name rows of its token counter (MySQL), those are
+ * trimmed too, all but the one with the largest token (not counted in
+ * *deleted). Errors: SQLLOCK_EINVAL for a NULL handle, a negative (or
+ * absurdly large) grace_ms, or a batch outside 1..1000000;
+ * SQLLOCK_EMISUSE inside a sqllock_txn on the same handle; else the
+ * database's. A statement the database rolled back (a deadlock with
+ * another reaper) is run again a few times first.
  */
 SQLLOCK_API int sqllock_reap(sqllock_db *db, int64_t grace_ms, int batch,
                              int64_t *deleted);
@@ -439,9 +444,10 @@ typedef struct sqllock_reaper sqllock_reaper;
 
 typedef struct sqllock_reaper_options {
     int struct_version;
-    int64_t interval_ms;   /* between passes; default 60 000 */
+    int64_t interval_ms;   /* between passes; default (0) 60 000 */
     int64_t grace_ms;      /* only rows expired longer ago; default 0 */
-    int batch;             /* rows per DELETE; default 1000 */
+    int batch;             /* rows per DELETE; default (0) 1000, at most
+                              1 000 000 */
     const sqllock_options *db_options;  /* for its connection; may be NULL */
 } sqllock_reaper_options;
 

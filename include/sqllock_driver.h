@@ -130,10 +130,12 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                dialect skips rows another reaper has locked where it
  *                can. Affected rows: the rows deleted.
  * TOKEN_TRIM     1 batch. Deletes at most `batch` rows of a per-name token
- *                counter (TOKEN_NEXT) whose name has no lease row, never
- *                the row holding the largest token, so the counter cannot
- *                restart below it. Affected rows: the rows deleted. A NULL
- *                text where the dialect keeps no such rows.
+ *                counter (TOKEN_NEXT), never the row holding the largest
+ *                token, so the counter cannot restart below it. It may
+ *                keep the rows of names that hold a lease, where that
+ *                costs no lock the acquire path could deadlock with.
+ *                Affected rows: the rows deleted. A NULL text where the
+ *                dialect keeps no such rows.
  */
 typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_ACQUIRE = 0,

@@ -131,6 +131,58 @@ static const char SQL_ROW_ENSURE[] =
 static const char SQL_TXN_LOCK_TIMEOUT[] =
     "SET SESSION innodb_lock_wait_timeout = GREATEST(1, CEILING(? / 1000))";
 
+/*
+ * P1: the expiry test is in the DELETE, by NOW(6) as in acquire and renew,
+ * so a lease renewed a moment earlier no longer matches; LIMIT bounds the
+ * batch. P2: InnoDB locks each index entry of the expiry index that the
+ * scan reads, then its row. Read in ascending order, the scan also locks
+ * the first entry past the range -- a live lease -- and a renewal or
+ * release of that lease, which locks the row first and the index entry
+ * second, could then deadlock with the reaper and be the one rolled back.
+ * Read in descending order from "now - grace", the scan starts inside the
+ * range and touches expired entries only (checked on MariaDB 10.11). Two
+ * reapers read in the same order, so they wait for each other, never
+ * deadlock; a renewal that races the reaper for an expired row may still
+ * deadlock with it, and the core retries the reaper's statement.
+ */
+static const char SQL_LEASE_REAP[] =
+    "DELETE FROM sqllock_lease "
+    "WHERE expires_at < NOW(6) - INTERVAL (? * 1000) MICROSECOND "
+    "ORDER BY expires_at DESC LIMIT ?";
+
+/*
+ * L5: sqllock_token keeps a row for every name ever locked. Deleting one
+ * loses nothing: tokens come from the table's AUTO_INCREMENT counter,
+ * which MySQL 8.0 and MariaDB 10.2.4+ persist, and the next grant of the
+ * name inserts a fresh row with a new token, above every earlier one.
+ * Servers that recomputed the counter at start-up as MAX(token) + 1 would
+ * hand out a token again if the row with the largest token were gone, so
+ * that row is kept. The table cannot be named in a subquery of its own
+ * DELETE (error 1093): MAX(token) is read through a derived table, which
+ * MySQL materializes.
+ *
+ * The locking is chosen so that the statement cannot deadlock with an
+ * acquire (seen on MariaDB 10.11 with each rejected shape, the acquire
+ * often being the one rolled back):
+ * - Every lock is on primary-key records, taken in key order: MAX reads
+ *   the primary key, not the token index, and `token + 0` keeps the range
+ *   optimizer off that index. REPLACE locks the record first and the
+ *   token index second; a statement holding token-index entries while
+ *   waiting for a record can deadlock with it.
+ * - MAX reads FOR UPDATE: a plain read in a DELETE takes shared locks,
+ *   and upgrading one to exclusive behind a REPLACE already waiting for
+ *   the record is a deadlock. Two trims at once now simply queue.
+ * - Rows of names that hold a lease are deleted too. Testing for the
+ *   lease row would lock it after the token row, the reverse of an
+ *   acquire (lease row, then REPLACE).
+ */
+static const char SQL_TOKEN_TRIM[] =
+    "DELETE FROM sqllock_token "
+    "WHERE token + 0 < (SELECT m FROM (SELECT MAX(token) AS m "
+    "FROM sqllock_token IGNORE INDEX (sqllock_token_token) FOR UPDATE) "
+    "AS newest) "
+    "ORDER BY name LIMIT ?";
+
 extern const char sqllock__schema_mysql[];
 
 static const sqllock_dialect mysql_dialect = {
@@ -155,6 +207,12 @@ static const sqllock_dialect mysql_dialect = {
     /* MariaDB 10.6+ and MySQL 8.0 both have NOWAIT and SKIP LOCKED. */
     .for_update = { " FOR UPDATE", " FOR UPDATE NOWAIT",
                     " FOR UPDATE SKIP LOCKED" },
+    .sql_v2 = {
+        [SQLLOCK_SQL_LEASE_REAP - SQLLOCK_SQL_COUNT_V1_] =
+            { SQL_LEASE_REAP, "12" },
+        [SQLLOCK_SQL_TOKEN_TRIM - SQLLOCK_SQL_COUNT_V1_] =
+            { SQL_TOKEN_TRIM, "1" },
+    },
 };
 
 /* The session set-up, run once per connection (see the file comment). */

@@ -78,6 +78,19 @@ static const char SQL_ROW_ENSURE[] =
  * a bound value. */
 static const char SQL_TXN_LOCK_TIMEOUT[] = "SELECT sqllock_busy_timeout(?1)";
 
+/* P1: the expiry test is in the DELETE, by the same clock as acquire and
+ * renew (NOW_MS, fixed for the statement). SQLite's DELETE takes no LIMIT
+ * unless built with SQLITE_ENABLE_UPDATE_DELETE_LIMIT, so the batch is
+ * chosen by a subquery, and the outer test repeats the expiry check. The
+ * statement holds the database's write lock, so reapers take turns (P2).
+ * Tokens come from the one-row fence table, which is never deleted: there
+ * is nothing to trim. */
+#define REAP_EXPIRED "expires_at < " NOW_MS " - ?1"
+static const char SQL_LEASE_REAP[] =
+    "DELETE FROM sqllock_lease WHERE name IN ("
+    "SELECT name FROM sqllock_lease WHERE " REAP_EXPIRED " "
+    "ORDER BY expires_at LIMIT ?2) AND " REAP_EXPIRED;
+
 extern const char sqllock__schema_sqlite[];
 
 static const sqllock_dialect sqlite_dialect = {
@@ -100,6 +113,11 @@ static const sqllock_dialect sqlite_dialect = {
     /* No row locks (SQLLOCK_CAP_DB_LOCK): a locking SELECT is a plain
      * one inside the write transaction. */
     .for_update = { "", "", "" },
+    .sql_v2 = {
+        [SQLLOCK_SQL_LEASE_REAP - SQLLOCK_SQL_COUNT_V1_] =
+            { SQL_LEASE_REAP, "12" },
+        [SQLLOCK_SQL_TOKEN_TRIM - SQLLOCK_SQL_COUNT_V1_] = { NULL, NULL },
+    },
 };
 
 struct sqllock_conn {
