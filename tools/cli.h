@@ -127,5 +127,6 @@ int cli_open_db(const cli_ctx *ctx, const sqllock_options *opts,
 int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_list(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_demo(const cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_reap(const cli_ctx *ctx, int argc, char **argv);
 
 #endif /* SQLLOCK_CLI_H */

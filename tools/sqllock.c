@@ -69,6 +69,12 @@ static const char *const help_text[] = {
 "      CMD alone, and those the terminal sends reach CMD directly (they\n"
 "      are not passed on twice).\n"
 "      \"--\" may be left out when CMD does not start with '-'.\n",
+"  reap [--older-than DUR] [--batch N]\n"
+"      Delete the lease rows that expired more than DUR ago (default 0:\n"
+"      every expired row) by the database's clock, at most N rows per\n"
+"      statement (default 1000), and print how many were deleted. Live\n"
+"      leases are never touched; several hosts may run it at once. For\n"
+"      cron, e.g. every five minutes with --older-than 1h.\n"
 "  demo [--workers N] [--stock N] [--db URL]\n"
 "      Show the classic oversell race: worker processes (default 8)\n"
 "      sell a stock of items (default 20) with no lock, with a lease\n"
@@ -95,6 +101,8 @@ static const char *const help_text[] = {
 "                    TERM, INT, HUP, QUIT, USR1, USR2, KILL, ... or a number)\n"
 "  --kill-after DUR  run: SIGKILL follows --signal after DUR (default 10s)\n"
 "  --renew-every DUR run: the time between renewals (default ttl/3)\n"
+"  --older-than DUR  reap: only leases expired longer ago (default 0)\n"
+"  --batch N         reap: rows per DELETE statement (default 1000)\n"
 "  --json            list: print JSON\n"
 "  --workers N, --stock N\n"
 "                    demo: the number of worker processes and items\n"
@@ -560,8 +568,8 @@ int main(int argc, char **argv)
     }
     rest += 1;
     if (rest >= argc) {
-        cli_error("missing COMMAND (init, acquire, release, list, run or "
-                  "demo)");
+        cli_error("missing COMMAND (init, acquire, release, list, run, "
+                  "reap or demo)");
         return cli_usage();
     }
     cmd = argv[rest];
@@ -577,6 +585,8 @@ int main(int argc, char **argv)
         return cli_cmd_list(&ctx, argc, argv);
     if (strcmp(cmd, "run") == 0)
         return cli_cmd_run(&ctx, argc, argv);
+    if (strcmp(cmd, "reap") == 0)
+        return cli_cmd_reap(&ctx, argc, argv);
     if (strcmp(cmd, "demo") == 0)
         return cli_cmd_demo(&ctx, argc, argv);
     cli_error("unknown command '%s'", cmd);
