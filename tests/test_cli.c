@@ -2,8 +2,9 @@
  * test_cli.c -- the `sqllock` command-line tool, run as a separate process
  * with --db on every database URL in SQLLOCK_TEST_URLS (or a temporary
  * SQLite file when that is unset): exit codes, the printed owner and
- * token, `run` holding the lock around a command (DESIGN L1, L3, L4, L5,
- * E2). Lock names carry the pid, so runs on a shared server do not meet.
+ * token, `run` holding the lock around a command, `reap` (DESIGN L1, L3,
+ * L4, L5, P4, E2). Lock names carry the pid, so runs on a shared server
+ * do not meet.
  *
  * SQLLOCK_CLI_PATH is the built tool, passed in by tests/CMakeLists.txt.
  */
@@ -310,6 +311,61 @@ static void test_cli_list_json(void **state)
     assert_null(strstr(f->out, quoted));
 }
 
+/* P1/P4/L4/L5: `reap` deletes expired leases and says how many, leaves
+ * live ones and, with --older-than, those that expired more recently; a
+ * reaped lease's release reports lost, and the name's next token is
+ * larger. Bad options are usage errors (64). */
+static void test_cli_reap(void **state)
+{
+    fixture *f = *state;
+    char owner[SQLLOCK_OWNER_LEN + 1], live_owner[SQLLOCK_OWNER_LEN + 1];
+    char tok[32], live_tok[32];
+    int64_t token, live_token, token2;
+    long n = -1;
+
+    acquire(f, U(f, "reap-live"), "60s", live_owner, &live_token);
+    acquire(f, U(f, "reap-dead"), "1ms", owner, &token);
+    tu_sleep_ms(100);
+    EXPECT_EXIT(f, 0, "reap", "--older-than", "1h");
+    if (sscanf(f->out, "reaped %ld expired lease", &n) != 1 || n < 0)
+        fail_msg("reap printed \"%s\", want \"reaped N expired leases\"",
+                 f->out);
+    EXPECT_EXIT(f, 0, "list");
+    if (strstr(f->out, U(f, "reap-dead")) == NULL)
+        fail_msg("reap --older-than 1h removed a lease that expired 100 ms "
+                 "ago:\n%s", f->out);
+    EXPECT_EXIT(f, 0, "reap", "--batch", "1");
+    n = -1;
+    if (sscanf(f->out, "reaped %ld expired lease", &n) != 1 || n < 1)
+        fail_msg("reap printed \"%s\", want \"reaped N expired leases\" "
+                 "with N >= 1", f->out);
+    EXPECT_EXIT(f, 0, "list");
+    if (strstr(f->out, U(f, "reap-dead")) != NULL)
+        fail_msg("reap left the expired lease:\n%s", f->out);
+    if (strstr(f->out, U(f, "reap-live")) == NULL)
+        fail_msg("reap removed a live lease:\n%s", f->out);
+    snprintf(tok, sizeof tok, "%lld", (long long)token);
+    EXPECT_EXIT(f, 76, "release", U(f, "reap-dead"), "--owner", owner,
+                "--token", tok);
+    acquire(f, U(f, "reap-dead"), "60s", owner, &token2);
+    assert_true(token2 > token);
+    snprintf(tok, sizeof tok, "%lld", (long long)token2);
+    EXPECT_EXIT(f, 0, "release", U(f, "reap-dead"), "--owner", owner,
+                "--token", tok);
+    snprintf(live_tok, sizeof live_tok, "%lld", (long long)live_token);
+    EXPECT_EXIT(f, 0, "release", U(f, "reap-live"), "--owner", live_owner,
+                "--token", live_tok);
+
+    EXPECT_EXIT(f, 64, "reap", "--batch", "0");
+    EXPECT_EXIT(f, 64, "reap", "--batch", "abc");
+    EXPECT_EXIT(f, 64, "reap", "--batch", "1000001");
+    EXPECT_EXIT(f, 64, "reap", "--older-than", "5parsecs");
+    assert_true(tu_contains_ci(f->err, "older-than"));
+    EXPECT_EXIT(f, 64, "reap", "--older-than", "-1s");
+    EXPECT_EXIT(f, 64, "reap", "extra");
+    EXPECT_EXIT(f, 64, "reap", "--no-such-opt");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -320,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_cli_run_passes_token),
         cmocka_unit_test(test_cli_usage_errors),
         cmocka_unit_test(test_cli_list_json),
+        cmocka_unit_test(test_cli_reap),
     };
     return TU_RUN_PER_URL("cli", &g_url, tests, setup, teardown);
 }
