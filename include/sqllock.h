@@ -358,11 +358,11 @@ SQLLOCK_API const char *sqllock_lease_state_name(int state);
  * (status SQLLOCK_LOST when another owner took it over or the row was
  * removed; SQLLOCK_TIMEOUT when the local deadline passed). `msg` is
  * borrowed for the call. It runs ON THE RENEWER THREAD, which serves every
- * watched lease of the handle: keep it short and do not call sqllock
- * functions from it other than sqllock_lease_state() and the lease's
- * read-only accessors (set a flag, write to a pipe, signal a condition
- * variable, kill a child process). After LOST it is not called again for
- * this hold.
+ * watched lease of the handle: keep it short (set a flag, write to a pipe,
+ * signal a condition variable, kill a child process), and call no sqllock
+ * function from it other than sqllock_lease_state(), sqllock_lease_name()
+ * and sqllock_lease_unwatch() on this lease. After LOST it is not called
+ * again for this hold.
  */
 typedef void (*sqllock_watch_fn)(void *ctx, sqllock_lease *lease, int state,
                                  int status, const char *msg);
@@ -386,7 +386,9 @@ typedef struct sqllock_watch_options {
  * released, lost, unwatched or freed. The renewer is one thread per
  * database handle, started by the first watch, with its own connection
  * to the handle's URL (opened here, so a failure to connect is reported
- * here); it never uses the caller's connection. `opts` may be NULL.
+ * here, and the time it takes comes out of the lease's first interval:
+ * with very short ttls over slow connections, watch a first lease early);
+ * it never uses the caller's connection. `opts` may be NULL.
  * A transient failure (lost connection, busy database) makes the lease
  * UNCERTAIN and is retried until the local deadline; a renewal that finds
  * another owner makes it LOST at once.
