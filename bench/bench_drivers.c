@@ -124,7 +124,7 @@ static const char PG_RELEASE[] =
     "DELETE FROM sqllock_lease "
     "WHERE name = $1 AND owner = $2 AND token = $3 "
     "AND EXISTS (SELECT 1 FROM async) "
-    "RETURNING pg_notify($4, '')";
+    "RETURNING CASE WHEN $4::text IS NOT NULL THEN pg_notify($4, '') END";
 /* Not the library's: SQL_LEASE_RELEASE without the asynchronous commit,
  * for --release-compare. */
 static const char PG_RELEASE_PLAIN[] =
@@ -1295,11 +1295,16 @@ static sqllock_db *open_db(const char *url)
     return db;
 }
 
+/* Lease flags for the library's scenario (--no-wakeup). */
+static unsigned g_lease_flags;
+
 static void open_workers(const bench_driver *bd, const char *url, worker *ws,
                          int n)
 {
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
     int i, rc;
+
+    o.flags = g_lease_flags;
 
     for (i = 0; i < n; i++) {
         worker *w = &ws[i];
@@ -1999,6 +2004,9 @@ static void usage(void)
         "                     scenarios\n"
         "  --only SCENARIO    floor, hand or lib: run one scenario (to "
         "diagnose)\n"
+        "  --no-wakeup        the library's leases with SQLLOCK_LEASE_NO_WAKEUP "
+        "(no NOTIFY\n"
+        "                     on PostgreSQL releases)\n"
         "URLs: sqlite:///path.db postgres://... mysql://...\n", INV_ROWS);
     exit(2);
 }
@@ -2064,6 +2072,8 @@ int main(int argc, char **argv)
                 usage();
         } else if (strcmp(a, "--release-compare") == 0) {
             cfg.release_compare = 1;
+        } else if (strcmp(a, "--no-wakeup") == 0) {
+            g_lease_flags = SQLLOCK_LEASE_NO_WAKEUP;
         } else if (strcmp(a, "--optimistic") == 0) {
             cfg.optimistic = 1;
         } else if (a[0] == '-') {

@@ -358,8 +358,11 @@ static int owned_write(sqllock_lease *l, sqllock_sql_id id, int nargs,
     args[1] = sqllock__text(l->owner);
     args[2] = sqllock__int(l->token);
     if (id == SQLLOCK_SQL_LEASE_RELEASE) {
+        /* No channel, no notification: a lease that does not take part
+         * in wake-ups does not pay for them either. */
         sqllock__wake_channel(l->name, channel);
-        args[3] = sqllock__text(channel);
+        args[3] = sqllock__text(l->flags & SQLLOCK_LEASE_NO_WAKEUP ? NULL
+                                                                   : channel);
     } else {
         args[3] = sqllock__int(l->ttl_ms);
     }

@@ -232,9 +232,12 @@ typedef struct sqllock_lease_options {
 } sqllock_lease_options;
 
 /* A waiting acquire only polls (with backoff): it neither listens for
- * PostgreSQL notifications nor waits for releases in this process. For
+ * PostgreSQL notifications nor waits for releases in this process; and a
+ * release sends no wake-up (on PostgreSQL it then skips the NOTIFY, which
+ * costs about 0.1 ms per release; see docs/benchmarks.md). For
  * connections through a pooler that does not keep LISTEN (PgBouncer in
- * transaction mode), and for measuring what wake-ups are worth. */
+ * transaction mode), for locks nobody waits for, and for measuring what
+ * wake-ups are worth. */
 #define SQLLOCK_LEASE_NO_WAKEUP (1u << 0)
 
 #define SQLLOCK_LEASE_OPTIONS_VERSION 2

@@ -89,7 +89,9 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                round trip. A dialect with SQLLOCK_CAP_NOTIFY sends a
  *                notification on the channel (argument 4, at most 63
  *                bytes of [a-z0-9_]) when it deleted the row, in the same
- *                statement, so that waiters listening on it wake (L9).
+ *                statement, so that waiters listening on it wake (L9);
+ *                argument 4 is NULL when the lease wants no wake-ups, and
+ *                then nothing is sent.
  * LEASE_LIST     no arguments. Returns (name, owner, holder, token,
  *                acquired_at_ms, expires_at_ms, remaining_ms) per row,
  *                ordered by name; times in ms since the Unix epoch and the

@@ -352,6 +352,54 @@ static void test_wakeup_L9_pg_listener_killed(void **state)
 }
 
 /*
+ * L9 on PostgreSQL: a release notifies the name's channel exactly when it
+ * deleted the lease and the lease takes part in wake-ups -- not for a
+ * SQLLOCK_LEASE_NO_WAKEUP lease, and not for a release that found the
+ * lease lost.
+ */
+static void test_wakeup_L9_pg_notify_only_when_wanted(void **state)
+{
+    sqllock_db *db = open_db(), *admin = open_db();
+    sqllock_lease *plain, *quiet;
+    char name[128], channel[SQLLOCK__CHANNEL_MAX];
+    sqllock_value arg;
+    int woke = 0;
+    (void)state;
+
+    snprintf(name, sizeof name, "wakeup-notify-%ld", (long)getpid());
+    sqllock__wake_channel(name, channel);
+    assert_int_equal(sqllock__listen(admin, channel, 1), SQLLOCK_OK);
+    plain = new_lease(db, name, 5, 0);
+    quiet = new_lease(db, name, 5, SQLLOCK_LEASE_NO_WAKEUP);
+
+    EXPECT_RC(db, sqllock_lease_acquire(quiet, 5000), SQLLOCK_OK, "acquire");
+    EXPECT_RC(db, sqllock_lease_release(quiet), SQLLOCK_OK, "release");
+    assert_int_equal(sqllock__wait_notify(admin, 300, &woke), SQLLOCK_OK);
+    assert_int_equal(woke, 0);
+
+    EXPECT_RC(db, sqllock_lease_acquire(plain, 5000), SQLLOCK_OK, "acquire");
+    arg = sqllock__text(name);
+    EXPECT_RC(db, sqllock__exec_sql(db, "DELETE FROM sqllock_lease WHERE "
+                                    "name = $1", &arg, 1, NULL, NULL, NULL),
+              SQLLOCK_OK, "delete behind the holder's back");
+    EXPECT_RC(db, sqllock_lease_release(plain), SQLLOCK_LOST, "lost release");
+    assert_int_equal(sqllock__wait_notify(admin, 300, &woke), SQLLOCK_OK);
+    assert_int_equal(woke, 0);
+
+    EXPECT_RC(db, sqllock_lease_acquire(plain, 5000), SQLLOCK_OK, "acquire");
+    EXPECT_RC(db, sqllock_lease_release(plain), SQLLOCK_OK, "release");
+    assert_int_equal(sqllock__wait_notify(admin, 5000, &woke), SQLLOCK_OK);
+    if (!woke)
+        fail_msg("L9: a release did not notify the name's channel");
+
+    sqllock__listen(admin, channel, 0);
+    sqllock_lease_free(quiet);
+    sqllock_lease_free(plain);
+    sqllock_close(admin);
+    sqllock_close(db);
+}
+
+/*
  * L9/L1: many waiters in several processes and threads on one name with
  * wake-ups on: every one of them gets the lock in turn, never two at once.
  */
@@ -503,6 +551,7 @@ int main(void)
     };
     const struct CMUnitTest pg_tests[] = {
         cmocka_unit_test(test_wakeup_L9_pg_listener_killed),
+        cmocka_unit_test(test_wakeup_L9_pg_notify_only_when_wanted),
     };
     int rc = TU_RUN_PER_URL("wakeup", &g_url, tests, group_setup, NULL);
     tu_urls urls;

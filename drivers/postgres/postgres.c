@@ -54,13 +54,14 @@ static const char SQL_LEASE_RENEW[] =
  * transaction, so it costs no extra round trip. L9: when the row was ours
  * and is deleted, pg_notify() in RETURNING wakes the waiters listening on
  * the name's channel ($4, made by the core); the notification goes out at
- * the commit, so a waiter woken by it finds the row gone. */
+ * the commit, so a waiter woken by it finds the row gone. A NULL channel
+ * (a lease with SQLLOCK_LEASE_NO_WAKEUP) notifies no one. */
 static const char SQL_LEASE_RELEASE[] =
     "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)) "
     "DELETE FROM sqllock_lease "
     "WHERE name = $1 AND owner = $2 AND token = $3 "
     "AND EXISTS (SELECT 1 FROM async) "
-    "RETURNING pg_notify($4, '')";
+    "RETURNING CASE WHEN $4::text IS NOT NULL THEN pg_notify($4, '') END";
 
 static const char SQL_LEASE_LIST[] =
     "SELECT name, owner, holder, token, "
