@@ -84,6 +84,21 @@ static inline sqllock_db *tu_child_open(const char *url, const char *what)
     return db;
 }
 
+/* Opens `url` and creates the schema there (idempotent): for a group
+ * setup. 0, or -1 after printing why. */
+static inline int tu_init_schema(const char *url)
+{
+    sqllock_db *db = NULL;
+    int rc = sqllock_open(url, NULL, &db);
+
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_init(db);
+    if (rc != SQLLOCK_OK)
+        fprintf(stderr, "setup %s: %s\n", url, sqllock_errmsg(db));
+    sqllock_close(db);
+    return rc == SQLLOCK_OK ? 0 : -1;
+}
+
 /* Zeroed memory shared with forked children. */
 static inline void *tu_shared_map(size_t size)
 {

@@ -694,16 +694,8 @@ static void test_watch_bad_input(void **state)
 /* Creates the schema once per database (idempotent). */
 static int group_setup(void **state)
 {
-    sqllock_db *db = NULL;
-    int rc = sqllock_open(g_url, NULL, &db);
-
     (void)state;
-    if (rc == SQLLOCK_OK)
-        rc = sqllock_init(db);
-    if (rc != SQLLOCK_OK)
-        fprintf(stderr, "setup %s: %s\n", g_url, sqllock_errmsg(db));
-    sqllock_close(db);
-    return rc == SQLLOCK_OK ? 0 : -1;
+    return tu_init_schema(g_url);
 }
 
 int main(void)
