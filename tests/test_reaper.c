@@ -891,7 +891,12 @@ static void test_reaper_E2_bad_input(void **state)
 #define ST_RUN_MS 4000
 
 typedef struct st_shared {
-    int64_t increments;        /* counter writes made under the lock */
+    int64_t increments;        /* counter writes the fence let through */
+    int64_t fenced_late;       /* writes fenced out after the holder's
+                                  local deadline had passed: allowed */
+    int64_t fenced_valid;      /* fenced out while the holder's lease was
+                                  still valid: another owner got in
+                                  during a valid lease (L1 broken) */
     int64_t cycles;            /* acquires of the shared names */
     int64_t renewals_valid;    /* renewals sent while valid */
     int64_t releases_valid;    /* releases sent while valid */
@@ -909,9 +914,53 @@ typedef struct st_shared {
     char why[ST_WORKERS + ST_REAPERS][256];
 } st_shared;
 
+/*
+ * The names' counters, fenced by the lease's token (L5), so that the
+ * counters stay exact whatever the timing: a holder first raises the
+ * counter's fence to its token (refused if a newer holder already did),
+ * then reads, then writes only where the fence is still its own. A write
+ * from a holder that overran its lease -- a statement that waited longer
+ * than the lease lasted, as SQLite's busy wait can under a sanitizer --
+ * is refused instead of losing another holder's increment. A write
+ * refused while the holder's lease was still valid by its own clock means
+ * another owner got the name during a valid lease: that fails the test.
+ */
+typedef struct st_fenced_sql {
+    const char *ddl;
+    const char *insert;        /* 1 id */
+    const char *take;          /* 1 token, 2 id, 3 token */
+    const char *read;          /* 1 id -> value */
+    const char *write;         /* 1 value, 2 id, 3 token */
+    const char *del;           /* 1 id */
+} st_fenced_sql;
+
+static const st_fenced_sql *st_fenced_for(const char *driver)
+{
+    static const st_fenced_sql q = {
+        "CREATE TABLE IF NOT EXISTS sqllock_test_fenced (id BIGINT PRIMARY "
+        "KEY, value BIGINT NOT NULL, fence BIGINT NOT NULL)",
+        "INSERT INTO sqllock_test_fenced (id, value, fence) VALUES (?, 0, 0)",
+        "UPDATE sqllock_test_fenced SET fence = ? WHERE id = ? AND fence < ?",
+        "SELECT value FROM sqllock_test_fenced WHERE id = ?",
+        "UPDATE sqllock_test_fenced SET value = ? WHERE id = ? AND fence = ?",
+        "DELETE FROM sqllock_test_fenced WHERE id = ?",
+    };
+    static const st_fenced_sql pg = {
+        "CREATE TABLE IF NOT EXISTS sqllock_test_fenced (id BIGINT PRIMARY "
+        "KEY, value BIGINT NOT NULL, fence BIGINT NOT NULL)",
+        "INSERT INTO sqllock_test_fenced (id, value, fence) VALUES ($1, 0, 0)",
+        "UPDATE sqllock_test_fenced SET fence = $1 WHERE id = $2 AND fence < $3",
+        "SELECT value FROM sqllock_test_fenced WHERE id = $1",
+        "UPDATE sqllock_test_fenced SET value = $1 WHERE id = $2 AND fence = $3",
+        "DELETE FROM sqllock_test_fenced WHERE id = $1",
+    };
+    return strcmp(driver, "postgres") == 0 ? &pg : &q;
+}
+
 typedef struct st_ctx {
     st_shared *sh;
     const tu_sql *sql;
+    const st_fenced_sql *fsql;
     int64_t counter_id;        /* name k's counter is counter_id + k */
     char prefix[100];
 } st_ctx;
@@ -941,6 +990,7 @@ static int st_exec(sqllock_db *db, const char *sql, sqllock_value *args,
     return rc;
 }
 
+
 static void atomic_max(int64_t *p, int64_t v)
 {
     int64_t cur = __atomic_load_n(p, __ATOMIC_SEQ_CST);
@@ -953,6 +1003,22 @@ static void atomic_max(int64_t *p, int64_t v)
 
 #define ST_ADD(c, field)                                                       \
     __atomic_add_fetch(&(c)->sh->field, 1, __ATOMIC_SEQ_CST)
+
+/* A fenced statement was refused: a newer holder of the name has begun.
+ * Fine if this holder's lease had run out by its own clock meanwhile;
+ * L1 broken if it had not. */
+static void st_fenced_out(st_ctx *c, int w, const sqllock_lease *l,
+                          const char *name, const char *step)
+{
+    if (sqllock_lease_remaining_ms(l) > 0) {
+        ST_ADD(c, fenced_valid);
+        st_note(c, w, "worker %d: L1: %s of %s refused by a newer token "
+                "while lease %lld was still valid", w, step, name,
+                (long long)sqllock_lease_token(l));
+    } else {
+        ST_ADD(c, fenced_late);
+    }
+}
 
 /* A lock user: until the run's end, takes one of the shared names with a
  * short lease, bumps the counter under it, sometimes renews, and either
@@ -969,9 +1035,9 @@ static int st_worker(st_ctx *c, int w, int64_t end_ms)
     while (tu_now_ms() < end_ms) {
         sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
         sqllock_lease *l = NULL;
-        sqllock_value args[2];
+        sqllock_value args[3];
         char name[200];
-        int k = (int)(rand_r(&seed) % ST_NAMES), rc, has_row = 0;
+        int k = (int)(rand_r(&seed) % ST_NAMES), rc = SQLLOCK_OK, has_row = 0;
         int64_t token, value = -1, affected = 0;
 
         /* The margin is half the ttl: the client's view ends 150-250 ms
@@ -1006,14 +1072,28 @@ static int st_worker(st_ctx *c, int w, int64_t end_ms)
                         w, (long long)token, name, (long long)prev);
             }
         }
-        /* Read, maybe renew, write the name's counter: each step only
-         * while the lease is valid by the local clock, so the server
-         * still holds it. */
-        args[0] = sqllock__int(c->counter_id + k);
+        /* Fence, read, maybe renew, write the name's counter (see
+         * st_fenced_sql): each step only while the lease is valid by the
+         * local clock. */
         if (sqllock_lease_remaining_ms(l) > 0) {
-            rc = st_exec(db, c->sql->counter_read, args, 1, &has_row, &value,
-                         NULL);
-            if (rc != SQLLOCK_OK || !has_row) {
+            args[0] = sqllock__int(token);
+            args[1] = sqllock__int(c->counter_id + k);
+            args[2] = sqllock__int(token);
+            rc = st_exec(db, c->fsql->take, args, 3, NULL, NULL, &affected);
+            if (rc != SQLLOCK_OK) {
+                st_note(c, w, "worker %d: fence counter: %s: %s", w,
+                        sqllock_errname(rc), sqllock_errmsg(db));
+                sqllock_lease_free(l);
+                sqllock_close(db);
+                return 4;
+            }
+            if (affected != 1)
+                st_fenced_out(c, w, l, name, "fence");
+            args[0] = sqllock__int(c->counter_id + k);
+            if (affected == 1)
+                rc = st_exec(db, c->fsql->read, args, 1, &has_row, &value,
+                             NULL);
+            if (rc != SQLLOCK_OK || (affected == 1 && !has_row)) {
                 st_note(c, w, "worker %d: read counter: %s: %s", w,
                         sqllock_errname(rc), sqllock_errmsg(db));
                 sqllock_lease_free(l);
@@ -1042,17 +1122,19 @@ static int st_worker(st_ctx *c, int w, int64_t end_ms)
         if (value >= 0 && sqllock_lease_remaining_ms(l) > 0) {
             args[0] = sqllock__int(value + 1);
             args[1] = sqllock__int(c->counter_id + k);
-            rc = st_exec(db, c->sql->counter_write, args, 2, NULL, NULL,
-                         &affected);
-            if (rc != SQLLOCK_OK || affected != 1) {
-                st_note(c, w, "worker %d: write counter: %s (%lld rows): %s",
-                        w, sqllock_errname(rc), (long long)affected,
-                        sqllock_errmsg(db));
+            args[2] = sqllock__int(token);
+            rc = st_exec(db, c->fsql->write, args, 3, NULL, NULL, &affected);
+            if (rc != SQLLOCK_OK) {
+                st_note(c, w, "worker %d: write counter: %s: %s", w,
+                        sqllock_errname(rc), sqllock_errmsg(db));
                 sqllock_lease_free(l);
                 sqllock_close(db);
                 return 6;
             }
-            ST_ADD(c, increments);
+            if (affected == 1)
+                ST_ADD(c, increments);
+            else
+                st_fenced_out(c, w, l, name, "write");
         }
         if (rand_r(&seed) % 8 == 0) {
             /* Left to expire: a reaper or the next holder removes it. */
@@ -1194,15 +1276,15 @@ static void test_reaper_P2_many_reapers_beside_users(void **state)
     memset(&c, 0, sizeof c);
     c.sh = sh;
     c.sql = f->sql;
+    c.fsql = st_fenced_for(f->driver);
     c.counter_id = (int64_t)getpid() * 100 + 77;
     snprintf(c.prefix, sizeof c.prefix, "reap-%ld-p2-", (long)getpid());
-    ASSERT_RC(sqllock__exec_sql(f->db, f->sql->counter_ddl, NULL, 0, NULL,
+    ASSERT_RC(sqllock__exec_sql(f->db, c.fsql->ddl, NULL, 0, NULL,
                                 NULL, NULL), SQLLOCK_OK, f->db);
     for (i = 0; i < ST_NAMES; i++) {
         v = sqllock__int(c.counter_id + i);
-        (void)sqllock__exec_sql(f->db, f->sql->counter_delete, &v, 1, NULL,
-                                NULL, NULL);
-        ASSERT_RC(sqllock__exec_sql(f->db, f->sql->counter_insert, &v, 1,
+        (void)sqllock__exec_sql(f->db, c.fsql->del, &v, 1, NULL, NULL, NULL);
+        ASSERT_RC(sqllock__exec_sql(f->db, c.fsql->insert, &v, 1,
                                     NULL, NULL, NULL), SQLLOCK_OK, f->db);
     }
 
@@ -1254,20 +1336,21 @@ static void test_reaper_P2_many_reapers_beside_users(void **state)
         int64_t one = -1;
 
         v = sqllock__int(c.counter_id + i);
-        assert_int_equal(sqllock__exec_sql(f->db, f->sql->counter_read, &v,
+        assert_int_equal(sqllock__exec_sql(f->db, c.fsql->read, &v,
                                            1, &has_row, &one, NULL),
                          SQLLOCK_OK);
         assert_true(has_row);
         value += one;
-        (void)sqllock__exec_sql(f->db, f->sql->counter_delete, &v, 1, NULL,
-                                NULL, NULL);
+        (void)sqllock__exec_sql(f->db, c.fsql->del, &v, 1, NULL, NULL, NULL);
     }
     for (i = 0; i < ST_REAPERS; i++)
         reaped += sh->reaped[i];
-    printf("P2 on %s: %lld cycles, %lld increments, %lld renewals and %lld "
+    printf("P2 on %s: %lld cycles, %lld increments (%lld fenced out after "
+           "their lease ran out), %lld renewals and %lld "
            "releases while valid, %lld late releases, %lld + %lld abandoned, "
            "reaped %lld in %lld + %lld + %lld passes\n", f->driver,
            (long long)sh->cycles, (long long)sh->increments,
+           (long long)sh->fenced_late,
            (long long)sh->renewals_valid, (long long)sh->releases_valid,
            (long long)sh->releases_late, (long long)sh->abandoned_shared,
            (long long)sh->abandoned_unique, (long long)reaped,
@@ -1285,6 +1368,10 @@ static void test_reaper_P2_many_reapers_beside_users(void **state)
             fail_msg("P1/P2 broken: %lld renewals or releases of leases "
                      "still valid by the local clock reported LOST",
                      (long long)copy.lost_valid);
+        if (copy.fenced_valid != 0)
+            fail_msg("L1 broken: %lld counter steps were fenced out by a "
+                     "newer token while the holder's lease was still valid",
+                     (long long)copy.fenced_valid);
         if (copy.token_errors != 0)
             fail_msg("L5 broken: %lld tokens were not above the name's "
                      "previous one", (long long)copy.token_errors);
