@@ -345,9 +345,8 @@ static int lease_insert(sqllock_lease *l)
     return sqllock__ok(db);
 }
 
-/* Runs RENEW or RELEASE; *affected says whether the row was still ours. */
-static int owned_write(sqllock_lease *l, sqllock_sql_id id, int nargs,
-                       int64_t *affected, const char *what)
+/* Runs RELEASE; *affected says whether the row was still ours. */
+static int release_row(sqllock_lease *l, int64_t *affected)
 {
     sqllock_db *db = l->db;
     char channel[SQLLOCK__CHANNEL_MAX];
@@ -357,20 +356,17 @@ static int owned_write(sqllock_lease *l, sqllock_sql_id id, int nargs,
     args[0] = sqllock__text(l->name);
     args[1] = sqllock__text(l->owner);
     args[2] = sqllock__int(l->token);
-    if (id == SQLLOCK_SQL_LEASE_RELEASE) {
-        /* No channel, no notification: a lease that does not take part
-         * in wake-ups does not pay for them either. */
-        sqllock__wake_channel(l->name, channel);
-        args[3] = sqllock__text(l->flags & SQLLOCK_LEASE_NO_WAKEUP ? NULL
-                                                                   : channel);
-    } else {
-        args[3] = sqllock__int(l->ttl_ms);
-    }
-    rc = sqllock__run(db, id, args, nargs, what);
+    /* No channel, no notification: a lease that does not take part in
+     * wake-ups does not pay for them either. */
+    sqllock__wake_channel(l->name, channel);
+    args[3] = sqllock__text(l->flags & SQLLOCK_LEASE_NO_WAKEUP ? NULL
+                                                               : channel);
+    rc = sqllock__run(db, SQLLOCK_SQL_LEASE_RELEASE, args, 4,
+                      "releasing the lease");
     if (rc != SQLLOCK_OK)
         return rc;
-    *affected = db->drv->affected_rows(db->stmts[id]);
-    sqllock__end(db, id);
+    *affected = db->drv->affected_rows(db->stmts[SQLLOCK_SQL_LEASE_RELEASE]);
+    sqllock__end(db, SQLLOCK_SQL_LEASE_RELEASE);
     return SQLLOCK_OK;
 }
 
@@ -385,8 +381,8 @@ int sqllock_lease_renew(sqllock_lease *l)
         return sqllock__fail(l->db, SQLLOCK_ENOTHELD, "this handle does not "
                              "hold lock '%s' (renew)", l->name);
     sent_us = sqllock__now_us();
-    rc = owned_write(l, SQLLOCK_SQL_LEASE_RENEW, 4, &affected,
-                     "renewing the lease");
+    rc = sqllock__lease_renew_raw(l->db, l->name, l->owner, l->token,
+                                  l->ttl_ms, &affected);
     if (rc != SQLLOCK_OK)
         return rc;
     if (affected == 0) {
@@ -437,8 +433,7 @@ int sqllock_lease_release(sqllock_lease *l)
         return sqllock__ok(l->db);
     }
     unwatch(l);
-    rc = owned_write(l, SQLLOCK_SQL_LEASE_RELEASE, 4, &affected,
-                     "releasing the lease");
+    rc = release_row(l, &affected);
     if (rc != SQLLOCK_OK)
         return rc;
     forget(l);
