@@ -48,7 +48,8 @@ typedef struct watch_entry {
     int64_t retry_us;
     int64_t due_us;            /* when the next renewal is due */
     int state;                 /* last state reported to the callback */
-    int removed;               /* unwatched by its own callback */
+    int removed;               /* unwatched while its renewal or its
+                                  callback ran: dropped after */
     sqllock_watch_fn callback;
     void *ctx;
 } watch_entry;
@@ -299,7 +300,7 @@ void sqllock__renewer_forget(struct sqllock__renewer *r, sqllock_lease *lease)
     while (r->busy == lease)
         pthread_cond_wait(&r->idle, &r->mu);
     for (e = r->head; e != NULL; e = e->next)
-        if (e->lease == lease) {
+        if (e->lease == lease && !e->removed) {
             if (e == r->renewing) {
                 e->removed = 1;         /* the renewer drops it */
             } else {
@@ -379,8 +380,10 @@ int sqllock_lease_watch(sqllock_lease *l, const sqllock_watch_options *opts)
     else
         e->due_us = sqllock__lease_deadline(l) - (valid - interval) * 1000;
     pthread_mutex_lock(&r->mu);
+    /* An entry already removed (its last renewal still in flight) does
+     * not count: the lease may be released and watched again meanwhile. */
     for (it = r->head; it != NULL; it = it->next)
-        if (it->lease == l)
+        if (it->lease == l && !it->removed)
             break;
     if (it != NULL) {
         pthread_mutex_unlock(&r->mu);
