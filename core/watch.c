@@ -398,6 +398,18 @@ int sqllock_lease_watch(sqllock_lease *l, const sqllock_watch_options *opts)
     return sqllock__ok(db);
 }
 
+int sqllock_watch_prepare(sqllock_db *db)
+{
+    int rc;
+
+    if (db == NULL)
+        return SQLLOCK_EINVAL;
+    if (db->renewer != NULL)
+        return sqllock__ok(db);
+    rc = renewer_start(db);
+    return rc != SQLLOCK_OK ? rc : sqllock__ok(db);
+}
+
 int sqllock_lease_unwatch(sqllock_lease *l)
 {
     if (l == NULL)

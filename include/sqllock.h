@@ -388,10 +388,10 @@ typedef struct sqllock_watch_options {
  * Puts the held lease under automatic renewal (DESIGN L7) until it is
  * released, lost, unwatched or freed. The renewer is one thread per
  * database handle, started by the first watch, with its own connection
- * to the handle's URL (opened here, so a failure to connect is reported
- * here, and the time it takes comes out of the lease's first interval:
- * with very short ttls over slow connections, watch a first lease early);
- * it never uses the caller's connection. `opts` may be NULL.
+ * to the handle's URL; it never uses the caller's connection. The first
+ * watch opens that connection unless sqllock_watch_prepare() already did,
+ * so a failure to connect is reported here, and the time the connect
+ * takes comes out of the lease's ttl. `opts` may be NULL.
  * A transient failure (lost connection, busy database) makes the lease
  * UNCERTAIN and is retried until the local deadline; a renewal that finds
  * another owner makes it LOST at once.
@@ -402,10 +402,25 @@ typedef struct sqllock_watch_options {
  */
 SQLLOCK_API int sqllock_lease_watch(sqllock_lease *lease,
                                     const sqllock_watch_options *opts);
-/* Stops automatic renewal of the lease, waiting for a renewal of it in
- * progress to finish. Harmless on a lease that is not watched. Release
- * and free do this first, so a renewer never renews a released lease. */
+/* Stops automatic renewal of the lease. It waits for a callback about
+ * the lease that is running, but not for a renewal statement in flight:
+ * that one's answer is dropped without touching the lease (a late renewal
+ * names the owner and token, so it cannot revive a released row).
+ * Harmless on a lease that is not watched. Release and free do this
+ * first, so a renewer never renews a released lease. */
 SQLLOCK_API int sqllock_lease_unwatch(sqllock_lease *lease);
+
+/*
+ * Starts the handle's renewer now -- its thread and its own connection --
+ * instead of at the first sqllock_lease_watch(). Call it before acquiring
+ * a lease that will be watched when the ttl is short compared with a
+ * connect (a PostgreSQL connect with SCRAM authentication takes tens of
+ * milliseconds, far more on a loaded host), so that the connect does not
+ * spend the lease's ttl. Harmless when the renewer already runs.
+ * Errors: the connection's error, or SQLLOCK_ESYS when the thread cannot
+ * start.
+ */
+SQLLOCK_API int sqllock_watch_prepare(sqllock_db *db);
 
 /*
  * Makes a handle for a lease that was acquired elsewhere (e.g. by

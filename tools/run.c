@@ -492,6 +492,24 @@ static int take_signals(struct sigaction old[RUN_NSIGS], sigset_t *oldmask,
     return 0;
 }
 
+/* Starts the watchdog's renewer (its thread and connection) before the
+ * acquire, so that its connect does not spend the lease's ttl. The thread
+ * starts with the four signals blocked, as in take_signals(), so that
+ * they reach only the main thread's pselect(). */
+static int prepare_renewer(sqllock_db *db)
+{
+    sigset_t set, prev;
+    int i, rc;
+
+    sigemptyset(&set);
+    for (i = 0; i < RUN_NSIGS; i++)
+        sigaddset(&set, run_sigs[i]);
+    pthread_sigmask(SIG_BLOCK, &set, &prev);
+    rc = sqllock_watch_prepare(db);
+    pthread_sigmask(SIG_SETMASK, &prev, NULL);
+    return rc;
+}
+
 /* Starts the command and supervises it. Returns the command's exit code,
  * or the tool's own code when it could not run or be supervised. */
 static int start_and_supervise(run_state *st, char **cmd)
@@ -510,7 +528,7 @@ static int start_and_supervise(run_state *st, char **cmd)
         cli_error("run: cannot set up signals: %s", strerror(errno));
         return give_back(st, CLI_EXIT_DB);
     }
-    /* The renewer thread starts here, with the four signals blocked. */
+    /* The renewer thread already runs (prepare_renewer()). */
     wo.interval_ms = st->interval_ms;
     wo.callback = on_watch;
     wo.ctx = st;
@@ -734,6 +752,8 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     lo.ttl_ms = la.ttl_ms;
     lo.holder = la.holder;
     rc = sqllock_lease_new(st.db, name, &lo, &st.lease);
+    if (rc == SQLLOCK_OK)
+        rc = prepare_renewer(st.db);
     if (rc == SQLLOCK_OK)
         rc = sqllock_lease_acquire(st.lease, ra.skip ? 0 : la.wait_ms);
     if (rc == SQLLOCK_BUSY || rc == SQLLOCK_TIMEOUT) {
