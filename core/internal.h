@@ -161,10 +161,11 @@ void sqllock__renewer_free(struct sqllock__renewer *r);
  * callback of it in progress. */
 void sqllock__renewer_forget(struct sqllock__renewer *r, sqllock_lease *lease);
 /* Renews the lease named by (name, owner, token) on `db`: *affected is 1
- * when it was still ours, 0 when lost (core/lease.c). */
+ * when it was still ours, 0 when lost (core/lease.c). `fast`: with the
+ * asynchronous commit of SQLLOCK_LEASE_FAST. */
 int sqllock__lease_renew_raw(sqllock_db *db, const char *name,
                              const char *owner, int64_t token, int64_t ttl_ms,
-                             int64_t *affected);
+                             int fast, int64_t *affected);
 /* The state word of a lease and its local deadline (core/lease.c), for
  * the renewer. */
 void sqllock__lease_set_state(sqllock_lease *l, int state);

@@ -62,9 +62,24 @@ static int apply_options(sqllock_db *db, sqllock_lease *l,
                              "must be smaller than the ttl (%lld ms)",
                              (long long)l->margin_ms, (long long)l->ttl_ms);
     l->flags = opts->struct_version >= 2 ? opts->flags : 0;
-    if (l->flags & ~SQLLOCK_LEASE_NO_WAKEUP)
+    if (l->flags & ~(SQLLOCK_LEASE_NO_WAKEUP | SQLLOCK_LEASE_FAST))
         return sqllock__fail(db, SQLLOCK_EINVAL, "unknown lease flags 0x%x",
-                             l->flags & ~SQLLOCK_LEASE_NO_WAKEUP);
+                             l->flags & ~(SQLLOCK_LEASE_NO_WAKEUP |
+                                          SQLLOCK_LEASE_FAST));
+    if ((l->flags & SQLLOCK_LEASE_FAST) && db->drv != NULL) {
+        const sqllock_sql *a, *r;
+        a = sqllock__sql_of(db->drv, SQLLOCK_SQL_LEASE_ACQUIRE_FAST);
+        r = sqllock__sql_of(db->drv, SQLLOCK_SQL_LEASE_RENEW_FAST);
+        if (a == NULL || a->text == NULL || r == NULL || r->text == NULL ||
+            !(db->drv->caps & SQLLOCK_CAP_RETURNING))
+            return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "fast mode "
+                                 "(SQLLOCK_LEASE_FAST) needs a commit that "
+                                 "is asynchronous for one transaction; the "
+                                 "%s driver has none (MySQL's "
+                                 "innodb_flush_log_at_trx_commit is global), "
+                                 "so its leases are always durable",
+                                 db->drv->name);
+    }
     l->backoff_min_ms = opts->backoff_min_ms ? opts->backoff_min_ms : 5;
     l->backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : 500;
     if (l->backoff_max_ms < l->backoff_min_ms)
@@ -322,10 +337,12 @@ static int lease_insert(sqllock_lease *l)
     args[3] = sqllock__int(l->ttl_ms);
     sent_us = sqllock__now_us();
     if (db->drv->caps & SQLLOCK_CAP_RETURNING) {
-        rc = sqllock__run(db, SQLLOCK_SQL_LEASE_ACQUIRE, args, 4, what);
+        sqllock_sql_id id = l->flags & SQLLOCK_LEASE_FAST
+                                ? SQLLOCK_SQL_LEASE_ACQUIRE_FAST
+                                : SQLLOCK_SQL_LEASE_ACQUIRE;
+        rc = sqllock__run(db, id, args, 4, what);
         if (rc == SQLLOCK_OK)
-            rc = first_int_then_drain(db, SQLLOCK_SQL_LEASE_ACQUIRE, &got,
-                                      &token, what);
+            rc = first_int_then_drain(db, id, &got, &token, what);
     } else {
         rc = acquire_in_transaction(db, args, &got, &token);
     }
@@ -382,7 +399,8 @@ int sqllock_lease_renew(sqllock_lease *l)
                              "hold lock '%s' (renew)", l->name);
     sent_us = sqllock__now_us();
     rc = sqllock__lease_renew_raw(l->db, l->name, l->owner, l->token,
-                                  l->ttl_ms, &affected);
+                                  l->ttl_ms, l->flags & SQLLOCK_LEASE_FAST,
+                                  &affected);
     if (rc != SQLLOCK_OK)
         return rc;
     if (affected == 0) {
@@ -400,8 +418,10 @@ int sqllock_lease_renew(sqllock_lease *l)
 
 int sqllock__lease_renew_raw(sqllock_db *db, const char *name,
                              const char *owner, int64_t token, int64_t ttl_ms,
-                             int64_t *affected)
+                             int fast, int64_t *affected)
 {
+    sqllock_sql_id id = fast ? SQLLOCK_SQL_LEASE_RENEW_FAST
+                             : SQLLOCK_SQL_LEASE_RENEW;
     sqllock_value args[4];
     int rc;
 
@@ -409,12 +429,11 @@ int sqllock__lease_renew_raw(sqllock_db *db, const char *name,
     args[1] = sqllock__text(owner);
     args[2] = sqllock__int(token);
     args[3] = sqllock__int(ttl_ms);
-    rc = sqllock__run(db, SQLLOCK_SQL_LEASE_RENEW, args, 4,
-                      "renewing the lease");
+    rc = sqllock__run(db, id, args, 4, "renewing the lease");
     if (rc != SQLLOCK_OK)
         return rc;
-    *affected = db->drv->affected_rows(db->stmts[SQLLOCK_SQL_LEASE_RENEW]);
-    sqllock__end(db, SQLLOCK_SQL_LEASE_RENEW);
+    *affected = db->drv->affected_rows(db->stmts[id]);
+    sqllock__end(db, id);
     return sqllock__ok(db);
 }
 
@@ -623,7 +642,11 @@ int sqllock_lease_count(const sqllock_lease *l)
 
 int64_t sqllock_lease_token(const sqllock_lease *l)
 {
-    return l != NULL && l->count > 0 ? l->token : 0;
+    /* A fast lease keeps its token only to name its row: a crash can
+     * make the database draw it again (see SQLLOCK_LEASE_FAST). */
+    if (l == NULL || l->count == 0 || (l->flags & SQLLOCK_LEASE_FAST))
+        return 0;
+    return l->token;
 }
 
 const char *sqllock_lease_owner(const sqllock_lease *l)

@@ -44,6 +44,7 @@ typedef struct watch_entry {
     int64_t token;
     int64_t ttl_ms;
     int64_t margin_ms;
+    int fast;                   /* SQLLOCK_LEASE_FAST */
     int64_t interval_us;
     int64_t retry_us;
     int64_t due_us;            /* when the next renewal is due */
@@ -140,7 +141,7 @@ static void renew_one(struct sqllock__renewer *r, watch_entry *e)
     pthread_mutex_unlock(&r->mu);
     sent_us = sqllock__now_us();
     rc = sqllock__lease_renew_raw(r->db, e->name, e->owner, e->token,
-                                  e->ttl_ms, &affected);
+                                  e->ttl_ms, e->fast, &affected);
     if (rc != SQLLOCK_OK)
         memcpy(msg, sqllock_errmsg(r->db), sizeof msg);
     pthread_mutex_lock(&r->mu);
@@ -367,6 +368,7 @@ int sqllock_lease_watch(sqllock_lease *l, const sqllock_watch_options *opts)
     e->token = l->token;
     e->ttl_ms = l->ttl_ms;
     e->margin_ms = l->margin_ms;
+    e->fast = (l->flags & SQLLOCK_LEASE_FAST) != 0;
     e->interval_us = interval * 1000;
     e->retry_us = retry * 1000;
     e->state = SQLLOCK_STATE_HELD;

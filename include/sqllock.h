@@ -240,6 +240,26 @@ typedef struct sqllock_lease_options {
  * wake-ups are worth. */
 #define SQLLOCK_LEASE_NO_WAKEUP (1u << 0)
 
+/* Fast mode (DESIGN L10's opt-in), PostgreSQL only: acquires and renewals
+ * commit asynchronously too (synchronous_commit off for their own
+ * transaction), so a grant costs no WAL flush (figures in
+ * docs/benchmarks.md). What it risks: a lease
+ * granted or renewed less than about 3 x wal_writer_delay (600 ms by
+ * default) before a database crash can be forgotten by the restarted
+ * server, which may then grant the same lock to someone else while the
+ * first holder still believes it holds it: TWO HOLDERS ARE POSSIBLE AFTER
+ * A DATABASE CRASH. Use it only where a crash-time overlap is harmless.
+ * Fencing tokens cannot be kept monotonic in this mode (a sequence value
+ * drawn by an asynchronous commit can be drawn again after a crash), so a
+ * fast lease has NO fencing token: sqllock_lease_token() returns 0 for it
+ * and it cannot be handed to sqllock_lease_attach(). Tokens of durable
+ * leases stay monotonic (L5) even when fast leases share the database,
+ * because every durable grant flushes the log past every earlier draw.
+ * MySQL/MariaDB have no per-session asynchronous commit
+ * (innodb_flush_log_at_trx_commit is global) and SQLite none per
+ * statement: there sqllock_lease_new() fails with SQLLOCK_EUNSUPPORTED. */
+#define SQLLOCK_LEASE_FAST (1u << 1)
+
 #define SQLLOCK_LEASE_OPTIONS_VERSION 2
 #define SQLLOCK_LEASE_OPTIONS_INIT { SQLLOCK_LEASE_OPTIONS_VERSION, 0, 0, 0, 0, NULL, 0 }
 
@@ -317,7 +337,8 @@ SQLLOCK_API const char *sqllock_lease_name(const sqllock_lease *lease);
 SQLLOCK_API int sqllock_lease_held(const sqllock_lease *lease);
 /* The reentrancy count: 0 when not held. */
 SQLLOCK_API int sqllock_lease_count(const sqllock_lease *lease);
-/* The fencing token of the current hold (> 0), or 0 when not held. Tokens
+/* The fencing token of the current hold (> 0), or 0 when not held or in
+ * fast mode (SQLLOCK_LEASE_FAST), which has no fencing token. Tokens
  * strictly increase across every acquire of every name in one database. */
 SQLLOCK_API int64_t sqllock_lease_token(const sqllock_lease *lease);
 /* The owner id of the current hold (SQLLOCK_OWNER_LEN hex digits), or ""

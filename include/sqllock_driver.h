@@ -138,6 +138,14 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                costs no lock the acquire path could deadlock with.
  *                Affected rows: the rows deleted. A NULL text where the
  *                dialect keeps no such rows.
+ * LEASE_ACQUIRE_FAST, LEASE_RENEW_FAST  the same arguments and results as
+ *                LEASE_ACQUIRE and LEASE_RENEW, for leases in fast mode
+ *                (SQLLOCK_LEASE_FAST): the statement's commit need not be
+ *                durable (PostgreSQL: synchronous_commit off for its own
+ *                transaction, at no extra round trip). A NULL text where
+ *                the database has no per-transaction asynchronous commit;
+ *                the core then refuses fast mode. Only dialects with
+ *                SQLLOCK_CAP_RETURNING may give LEASE_ACQUIRE_FAST.
  */
 typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_ACQUIRE = 0,
@@ -157,6 +165,8 @@ typedef enum sqllock_sql_id {
     /* driver version 2 */
     SQLLOCK_SQL_LEASE_REAP = SQLLOCK_SQL_COUNT_V1_,
     SQLLOCK_SQL_TOKEN_TRIM,
+    SQLLOCK_SQL_LEASE_ACQUIRE_FAST,
+    SQLLOCK_SQL_LEASE_RENEW_FAST,
     SQLLOCK_SQL_COUNT_
 } sqllock_sql_id;
 

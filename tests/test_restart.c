@@ -280,6 +280,99 @@ static void test_restart_L5_tokens_increase_across_restart(void **state)
     sqllock_close(a);
 }
 
+/* L10's fast mode (SQLLOCK_LEASE_FAST, PostgreSQL) beside durable leases,
+ * across a crash right after many fast grants: a fast lease may be
+ * forgotten -- its holder then hears LOST, never a silent success -- and
+ * the tokens of durable leases still increase past the crash (L5), since
+ * every durable grant flushed the log past every earlier draw. Whether the
+ * sequence drew a fast lease's token again is printed: that is why fast
+ * leases report no token. */
+static void test_restart_L5_L10_fast_mode_beside_durable(void **state)
+{
+    enum { N = 100 };
+    char name[200], prefix[200];
+    sqllock_db *a, *b;
+    sqllock_lease *d, *f[N];
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_value v;
+    int64_t fast_max = 0, kept = 0;
+    int i, has = 0, lost = 0, renewed = 0, rc;
+    tu_row r;
+
+    (void)state;
+    a = open_db();
+    d = new_lease(a, lock_name(name, sizeof name, "durable-beside-fast"));
+    ASSERT_RC(sqllock_lease_try_acquire(d), SQLLOCK_OK, a);
+    saw_token(d);
+    o.ttl_ms = 60000;
+    o.flags = SQLLOCK_LEASE_FAST;
+    for (i = 0; i < N; i++) {
+        char tag[32];
+        snprintf(tag, sizeof tag, "fast%d", i);
+        f[i] = NULL;
+        ASSERT_RC(sqllock_lease_new(a, lock_name(name, sizeof name, tag), &o,
+                                    &f[i]), SQLLOCK_OK, a);
+        ASSERT_RC(sqllock_lease_try_acquire(f[i]), SQLLOCK_OK, a);
+        assert_int_equal(sqllock_lease_token(f[i]), 0);
+    }
+    snprintf(prefix, sizeof prefix, "restart-%ld-fast%%", (long)getpid());
+    v = sqllock__text(prefix);
+    ASSERT_RC(sqllock__exec_sql(a, "SELECT max(token) FROM sqllock_lease "
+                                "WHERE name LIKE $1", &v, 1, &has, &fast_max,
+                                NULL), SQLLOCK_OK, a);
+
+    crash_and_restart();
+
+    b = open_db();
+    ASSERT_RC(sqllock__exec_sql(b, "SELECT count(*) FROM sqllock_lease "
+                                "WHERE name LIKE $1", &v, 1, &has, &kept,
+                                NULL), SQLLOCK_OK, b);
+    /* Each fast holder: the first call reports the dead connection; the
+     * next renews a lease the server kept, or says LOST for one it
+     * forgot. */
+    for (i = 0; i < N; i++) {
+        char tag[32];
+        snprintf(tag, sizeof tag, "fast%d", i);
+        ASSERT_RC(tu_find(b, lock_name(name, sizeof name, tag), &r),
+                  SQLLOCK_OK, b);
+        rc = sqllock_lease_renew(f[i]);
+        if (rc == SQLLOCK_ECONNECT)
+            rc = sqllock_lease_renew(f[i]);
+        if (r.found) {
+            assert_string_equal(r.owner, sqllock_lease_owner(f[i]));
+            ASSERT_RC(rc, SQLLOCK_OK, a);
+            renewed++;
+            ASSERT_RC(sqllock_lease_release(f[i]), SQLLOCK_OK, a);
+        } else {
+            ASSERT_RC(rc, SQLLOCK_LOST, a);
+            lost++;
+        }
+        sqllock_lease_free(f[i]);
+    }
+    assert_int_equal(renewed, (int)kept);
+    /* L5 for durable leases. The durable grant survived the crash (the
+     * handle reconnected for the fast leases above). */
+    ASSERT_RC(sqllock_lease_renew(d), SQLLOCK_OK, a);
+    ASSERT_RC(sqllock_lease_release(d), SQLLOCK_OK, a);
+    ASSERT_RC(sqllock_lease_try_acquire(d), SQLLOCK_OK, a);
+    if (sqllock_lease_token(d) <= g_max_token)
+        fail_msg("L5: a durable token %lld after the crash is not above "
+                 "%lld, the largest durable token before it",
+                 (long long)sqllock_lease_token(d), (long long)g_max_token);
+    printf("restart [postgres]: fast mode: the crash forgot %d of %d fast "
+           "grants; the largest fast token before it was %lld, the first "
+           "durable token after it %lld%s\n", lost, N, (long long)fast_max,
+           (long long)sqllock_lease_token(d),
+           sqllock_lease_token(d) <= fast_max
+               ? " (the sequence went back: a fast token was drawn again)"
+               : "");
+    saw_token(d);
+    ASSERT_RC(sqllock_lease_release(d), SQLLOCK_OK, a);
+    sqllock_lease_free(d);
+    sqllock_close(a);
+    sqllock_close(b);
+}
+
 static int group_setup(void **state)
 {
     sqllock_db *db = NULL;
@@ -303,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_restart_L10_granted_lease_survives_crash),
         cmocka_unit_test(test_restart_L10_async_release_never_two_holders),
         cmocka_unit_test(test_restart_L5_tokens_increase_across_restart),
+        cmocka_unit_test(test_restart_L5_L10_fast_mode_beside_durable),
     };
     const struct CMUnitTest my_tests[] = {
         cmocka_unit_test(test_restart_L10_granted_lease_survives_crash),

@@ -32,22 +32,38 @@
  * drawn by a statement that then waits for another acquire of the same
  * name to commit. now() is the statement's start; if the statement waited,
  * the new lease is that much shorter, never longer, than the ttl. */
-static const char SQL_LEASE_ACQUIRE[] =
-    "INSERT INTO sqllock_lease AS l "
-    "(name, owner, holder, token, acquired_at, expires_at) "
-    "SELECT $1, $2, $3, nextval('sqllock_token_seq'), now(), "
-    "now() + $4::float8 * interval '1 millisecond' "
-    "FROM (SELECT pg_advisory_xact_lock(" LOCK_CLASS ", hashtext($1))) AS turn "
-    "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, "
-    "holder = EXCLUDED.holder, token = EXCLUDED.token, "
-    "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at "
-    "WHERE l.expires_at <= EXCLUDED.acquired_at "
-    "RETURNING token";
+#define LEASE_ACQUIRE(turn_extra)                                             \
+    "INSERT INTO sqllock_lease AS l "                                          \
+    "(name, owner, holder, token, acquired_at, expires_at) "                   \
+    "SELECT $1, $2, $3, nextval('sqllock_token_seq'), now(), "                 \
+    "now() + $4::float8 * interval '1 millisecond' "                           \
+    "FROM (SELECT pg_advisory_xact_lock(" LOCK_CLASS ", hashtext($1))"         \
+    turn_extra ") AS turn "                                                    \
+    "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, "                \
+    "holder = EXCLUDED.holder, token = EXCLUDED.token, "                       \
+    "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at "    \
+    "WHERE l.expires_at <= EXCLUDED.acquired_at "                              \
+    "RETURNING token"
+static const char SQL_LEASE_ACQUIRE[] = LEASE_ACQUIRE("");
+
+/* Fast mode (SQLLOCK_LEASE_FAST): the same grant, committed without
+ * waiting for the WAL flush. set_config(..., true) is a volatile call in
+ * the subquery's select list, which the planner keeps and runs, like the
+ * advisory lock beside it; it lasts for this statement's transaction. */
+static const char SQL_LEASE_ACQUIRE_FAST[] =
+    LEASE_ACQUIRE(", set_config('synchronous_commit', 'off', true)");
 
 static const char SQL_LEASE_RENEW[] =
     "UPDATE sqllock_lease "
     "SET expires_at = now() + $4::float8 * interval '1 millisecond' "
     "WHERE name = $1 AND owner = $2 AND token = $3";
+
+static const char SQL_LEASE_RENEW_FAST[] =
+    "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)) "
+    "UPDATE sqllock_lease "
+    "SET expires_at = now() + $4::float8 * interval '1 millisecond' "
+    "WHERE name = $1 AND owner = $2 AND token = $3 "
+    "AND EXISTS (SELECT 1 FROM async)";
 
 /* L10: a release need not be durable, so its commit does not wait for the
  * WAL flush. set_config(..., true) lasts for this statement's own
@@ -146,6 +162,10 @@ static const sqllock_dialect postgres_dialect = {
         [SQLLOCK_SQL_LEASE_REAP - SQLLOCK_SQL_COUNT_V1_] =
             { SQL_LEASE_REAP, "12" },
         [SQLLOCK_SQL_TOKEN_TRIM - SQLLOCK_SQL_COUNT_V1_] = { NULL, NULL },
+        [SQLLOCK_SQL_LEASE_ACQUIRE_FAST - SQLLOCK_SQL_COUNT_V1_] =
+            { SQL_LEASE_ACQUIRE_FAST, "1234" },
+        [SQLLOCK_SQL_LEASE_RENEW_FAST - SQLLOCK_SQL_COUNT_V1_] =
+            { SQL_LEASE_RENEW_FAST, "1234" },
     },
 };
 
