@@ -20,3 +20,18 @@ ensure_packages() {
 
 # The packages a build needs.
 BUILD_PACKAGES=(build-essential cmake pkg-config libsqlite3-dev)
+
+# port_free PORT: 0 when nothing listens on 127.0.0.1:PORT.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+pick_port() {   # pick_port VAR: a free port for the caller, unless VAR is set
+  local var=$1 p i
+  if [ -n "${!var:-}" ]; then
+    port_free "${!var}" || { echo "port ${!var} ($var) is taken" >&2; return 1; }
+    echo "${!var}"; return 0
+  fi
+  for i in $(seq 1 50); do
+    p=$(( 20000 + RANDOM % 30000 ))
+    if port_free "$p"; then echo "$p"; return 0; fi
+  done
+  echo "no free port found for $var" >&2; return 1
+}

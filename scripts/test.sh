@@ -78,20 +78,6 @@ if [ ! -f drivers/mysql/mysql.c ]; then
   echo "WARNING: drivers/mysql/mysql.c does not exist: the mysql driver is not built or tested" >&2
 fi
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-pick_port() {   # pick_port VAR: a free port for the caller, unless VAR is set
-  local var=$1 p i
-  if [ -n "${!var:-}" ]; then
-    port_free "${!var}" || { echo "port ${!var} ($var) is taken" >&2; return 1; }
-    echo "${!var}"; return 0
-  fi
-  for i in $(seq 1 50); do
-    p=$(( 20000 + RANDOM % 30000 ))
-    if port_free "$p"; then echo "$p"; return 0; fi
-  done
-  echo "no free port found for $var" >&2; return 1
-}
-
 # test_restart crashes the servers in SQLLOCK_TEST_SERVERS_DIR: only ever
 # the ones started below, never servers that someone else may be using.
 unset SQLLOCK_TEST_SERVERS_DIR SQLLOCK_TEST_SERVERS_SCRIPT

@@ -240,20 +240,8 @@ int main(void)
         cmocka_unit_test(test_fast_L10_grants_skip_the_flush),
     };
     int rc = TU_RUN_PER_URL("fast", &g_url, tests, group_setup, NULL);
-    tu_urls urls;
-    int i;
 
-    /* Fast mode exists only on PostgreSQL: this group runs on its URLs. */
-    if (tu_urls_load(&urls) != 0)
-        return 1;
-    for (i = 0; i < urls.n; i++) {
-        const char *drv = tu_url_driver(urls.url[i]);
-        if (drv != NULL && strcmp(drv, "postgres") == 0) {
-            g_url = urls.url[i];
-            rc |= cmocka_run_group_tests_name("fast [postgres]", pg_tests,
-                                              group_setup, NULL);
-        }
-    }
-    tu_urls_free(&urls);
+    /* Fast mode exists only on PostgreSQL. */
+    rc |= TU_RUN_ON_DRIVER("fast", "postgres", &g_url, pg_tests, group_setup);
     return rc;
 }

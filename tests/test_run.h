@@ -145,6 +145,38 @@ static inline void expect_msg_any(const sqllock_db *db, const char *what,
     tu_run_per_url((unit), (url), (tests), sizeof(tests) / sizeof((tests)[0]), \
                    (setup), (teardown), NULL)
 
+/* Runs a group on the URLs of one driver only, for what only that
+ * database has (LISTEN, fast mode): "<unit> [<driver>]" per URL. Returns
+ * non-zero when a test failed. The driver's presence is checked by
+ * TU_RUN_PER_URL, which the test file runs first. */
+static inline int tu_run_on_driver(const char *unit, const char *driver,
+                                   const char **url,
+                                   const struct CMUnitTest *tests,
+                                   size_t ntests, CMFixtureFunction setup)
+{
+    char group[300];
+    tu_urls urls;
+    int i, failed = 0;
+
+    if (tu_urls_load(&urls) != 0)
+        return 1;
+    for (i = 0; i < urls.n; i++) {
+        const char *drv = tu_url_driver(urls.url[i]);
+        if (drv != NULL && strcmp(drv, driver) == 0) {
+            *url = urls.url[i];
+            snprintf(group, sizeof group, "%s [%s]", unit, driver);
+            failed += _cmocka_run_group_tests(group, tests, ntests, setup,
+                                              NULL);
+        }
+    }
+    tu_urls_free(&urls);
+    return failed != 0;
+}
+
+#define TU_RUN_ON_DRIVER(unit, driver, url, tests, setup)                     \
+    tu_run_on_driver((unit), (driver), (url), (tests),                         \
+                     sizeof(tests) / sizeof((tests)[0]), (setup))
+
 /* The same, skipping SQLite URLs and saying why. */
 #define TU_RUN_PER_URL_NO_SQLITE(unit, url, tests, setup, teardown, why)     \
     tu_run_per_url((unit), (url), (tests), sizeof(tests) / sizeof((tests)[0]), \

@@ -546,20 +546,9 @@ int main(void)
         cmocka_unit_test(test_wakeup_L9_pg_notify_only_when_wanted),
     };
     int rc = TU_RUN_PER_URL("wakeup", &g_url, tests, group_setup, NULL);
-    tu_urls urls;
-    int i;
 
-    /* LISTEN exists only on PostgreSQL: this group runs on its URLs. */
-    if (tu_urls_load(&urls) != 0)
-        return 1;
-    for (i = 0; i < urls.n; i++) {
-        const char *drv = tu_url_driver(urls.url[i]);
-        if (drv != NULL && strcmp(drv, "postgres") == 0) {
-            g_url = urls.url[i];
-            rc |= cmocka_run_group_tests_name("wakeup [postgres] listener",
-                                              pg_tests, group_setup, NULL);
-        }
-    }
-    tu_urls_free(&urls);
+    /* LISTEN exists only on PostgreSQL. */
+    rc |= TU_RUN_ON_DRIVER("wakeup listener", "postgres", &g_url, pg_tests,
+                           group_setup);
     return rc;
 }
