@@ -1,16 +1,19 @@
 /*
  * bench_drivers.c -- uncontended lease acquire+release on every driver,
- * against a floor and against the library's own SQL sent by hand.
+ * against a floor, the library's own SQL sent by hand, and the database's
+ * own session lock.
  *
  *   bench_drivers [--seconds N] [--quick] [--reps N] [--clients 1,8]
- *                 [--csv FILE] [--release-compare | --optimistic]
+ *                 [--csv FILE] [--results FILE] [--no-wakeup] [--fast]
+ *                 [--release-compare | --optimistic]
  *                 [--only SCENARIO] URL...
  *
- *   e.g. bench_drivers --csv out.csv sqlite:///tmp/bench.db \
+ *   e.g. bench_drivers --results results.csv sqlite:///tmp/bench.db \
  *            postgres://user:pw@127.0.0.1:5432/db mysql://user:pw@host/db
  *
  * For each URL and each client count it measures acquire+release PAIRS per
- * second, and the p50 and p99 latency of one pair, in three scenarios:
+ * second, and the p50 and p99 latency of one pair, in four scenarios
+ * (three on SQLite):
  *
  *   floor     what any client pays for two statements on this kind of
  *             connection: two prepared `SELECT 1` (PostgreSQL, MySQL), or,
@@ -21,16 +24,23 @@
  *             drivers, prepared once with the database's own client API and
  *             run with the same parameters (a fresh random owner per
  *             acquire, then the release);
- *   sqllock   sqllock_lease_try_acquire() + sqllock_lease_release().
+ *   sqllock   sqllock_lease_try_acquire() + sqllock_lease_release();
+ *   native lock  the database's own session lock, sent by hand on the same
+ *             connection, prepared once: PostgreSQL `SELECT
+ *             pg_advisory_lock($1)` + `SELECT pg_advisory_unlock($1)` on a
+ *             bigint key per client, MySQL/MariaDB `SELECT GET_LOCK(?, 10)`
+ *             + `SELECT RELEASE_LOCK(?)` on a name per client. The unlock
+ *             (PostgreSQL) or both calls (MySQL) must return true/1, or the
+ *             run aborts. SQLite has no such lock: no row there.
  *
  * Every client is a thread with one connection of its own: the library's
- * handle, whose native connection (sqllock_db_native()) also runs the floor
- * and the by-hand statements, so all three scenarios share the session
- * settings the driver made. Each client locks its own name: there is no
- * contention between clients (on SQLite the clients still share the file's
- * one write lock). Each point runs for a fixed time, repeated (3 times by
- * default, the scenarios in a rotating order), and the table shows the
- * median of each figure.
+ * handle, whose native connection (sqllock_db_native()) also runs the
+ * floor, the by-hand statements and the native lock, so all scenarios share
+ * the session settings the driver made. Each client locks its own name (or
+ * key): there is no contention between clients (on SQLite the clients
+ * still share the file's one write lock). Each point runs for a fixed time,
+ * repeated (3 times by default, the scenarios in a rotating order), and the
+ * table shows the median of each figure.
  *
  * --optimistic measures row locks and the optimistic versioned updates
  * instead, on an application table bench_inv_<pid>(id, qty, version) that
@@ -60,6 +70,25 @@
  * costs. It depends less on the server than the rates do, but a busy
  * machine still inflates it (cache misses, a slower scheduler).
  *
+ * --csv FILE writes this program's own columns (one header, one layout per
+ * mode). --results FILE appends the rows to FILE in the common format of
+ * bench/README.md (the header only when FILE is empty or new), suite
+ *
+ *   uncontended  the default run: scenarios `floor`, `by hand`, `sqllock`
+ *             (`sqllock, no wake-up` with --no-wakeup), `native lock`;
+ *             value = client CPU per pair;
+ *   fast      the same with --fast: the library's leases in fast mode
+ *             (SQLLOCK_LEASE_FAST, PostgreSQL only), scenario `sqllock,
+ *             fast mode`, beside the durable by-hand SQL and the floor;
+ *   rowlock, optimistic  --optimistic: the FOR UPDATE rows, and the CAS
+ *             and conditional UPDATE rows, each suite with the floor's row;
+ *             rows = 1 (the hot row) or 1000; value = conflicts per
+ *             transaction (CAS) or client CPU per transaction;
+ *   release   --release-compare; value = WAL syncs per pair;
+ *
+ * with ratio = ops_per_s / that of `vs`: the floor (release: the plain
+ * DELETE), measured in the same run with the same clients.
+ *
  * This is a measuring program, not a test. Any failed call aborts the run
  * with a message. The lock names are "sqllock-bench:<pid>:<client>"; the
  * rows they leave (MySQL's per-name token rows, SQLite's floor table) are
@@ -74,6 +103,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,6 +118,16 @@
 #endif
 #if defined(SQLLOCK_HAVE_MYSQL)
 #include <mysql.h>
+
+/* MariaDB Connector/C and libmysqlclient before 8.0 spell the flag type
+ * my_bool; MySQL 8.0's client uses bool (as drivers/mysql/mysql.c). */
+#if defined(MARIADB_PACKAGE_VERSION) || !defined(LIBMYSQL_VERSION_ID) || \
+    LIBMYSQL_VERSION_ID < 80000
+typedef my_bool bench_flag;
+#else
+#include <stdbool.h>
+typedef bool bench_flag;
+#endif
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -130,6 +170,10 @@ static const char PG_RELEASE[] =
 static const char PG_RELEASE_PLAIN[] =
     "DELETE FROM sqllock_lease "
     "WHERE name = $1 AND owner = $2 AND token = $3";
+/* Not the library's: PostgreSQL's own session lock, for the native lock
+ * scenario ($1 a bigint key). */
+static const char PG_NATIVE_LOCK[] = "SELECT pg_advisory_lock($1)";
+static const char PG_NATIVE_UNLOCK[] = "SELECT pg_advisory_unlock($1)";
 #endif
 
 #if defined(SQLLOCK_HAVE_MYSQL)
@@ -161,6 +205,11 @@ static const char MY_RELEASE[] =
  * mysql_commit(). core/lease.c acquire_in_transaction() runs BEGIN,
  * ACQUIRE, TOKEN_NEXT, LEASE_SET_TOKEN, COMMIT. */
 static const char MY_BEGIN[] = "START TRANSACTION";
+/* Not the library's: MySQL's own named session lock, for the native lock
+ * scenario (the name; a 10 s wait that never happens, the name being the
+ * client's own). */
+static const char MY_NATIVE_LOCK[] = "SELECT GET_LOCK(?, 10)";
+static const char MY_NATIVE_UNLOCK[] = "SELECT RELEASE_LOCK(?)";
 #endif
 
 #if defined(SQLLOCK_HAVE_SQLITE)
@@ -215,6 +264,7 @@ struct worker {
     char owner[SQLLOCK_OWNER_LEN + 1];
     long long token;
     long long ttl;
+    char native_key[24];             /* PostgreSQL's advisory key, as text */
     /* --optimistic: the application table, how many of its rows the
      * transactions pick from (1: all on id 1), the generator that picks
      * them, and the conflicts and busy timeouts met in the measured part
@@ -243,10 +293,13 @@ struct worker {
 #if defined(SQLLOCK_HAVE_MYSQL)
     MYSQL_STMT *my_floor, *my_acq, *my_tok, *my_set, *my_rel;
     MYSQL_STMT *my_fu_read, *my_fu_write;
+    MYSQL_STMT *my_nlock, *my_nunlock;
     MYSQL_BIND my_floor_res[1], my_acq_p[4], my_tok_p[1], my_set_p[3],
                my_rel_p[3], my_fu_read_p[1], my_fu_read_res[1],
-               my_fu_write_p[2];
+               my_fu_write_p[2], my_native_p[1], my_native_res[1];
     long long my_floor_val;
+    long long my_native_val;         /* GET_LOCK's or RELEASE_LOCK's result */
+    bench_flag my_native_null;
     unsigned long name_len, owner_len, holder_len;
 #endif
 #if defined(SQLLOCK_HAVE_SQLITE)
@@ -384,7 +437,9 @@ static int pg_setup(worker *w)
     if (pg_prepare(w, "bench_floor", "SELECT 1") != 0 ||
         pg_prepare(w, "bench_acquire", PG_ACQUIRE) != 0 ||
         pg_prepare(w, "bench_release", PG_RELEASE) != 0 ||
-        pg_prepare(w, "bench_release_plain", PG_RELEASE_PLAIN) != 0)
+        pg_prepare(w, "bench_release_plain", PG_RELEASE_PLAIN) != 0 ||
+        pg_prepare(w, "bench_native_lock", PG_NATIVE_LOCK) != 0 ||
+        pg_prepare(w, "bench_native_unlock", PG_NATIVE_UNLOCK) != 0)
         return -1;
     return 0;
 }
@@ -456,6 +511,38 @@ static int pg_hand_pair(worker *w)
 static int pg_hand_pair_plain(worker *w)
 {
     return pg_hand_pair_with(w, "bench_release_plain");
+}
+
+/* The native lock: pg_advisory_lock() returns void, so its check is the
+ * one row every successful call returns; pg_advisory_unlock() must return
+ * true (false: this session did not hold the key). */
+static int pg_native_pair(worker *w)
+{
+    const char *vals[1] = { w->native_key };
+    PGresult *r = pg_run(w, "bench_native_lock", 1, vals, PGRES_TUPLES_OK);
+
+    if (r == NULL)
+        return -1;
+    if (PQntuples(r) != 1 || PQnfields(r) != 1) {
+        wfail(w, "pg_advisory_lock(%s) returned %d rows of %d columns",
+              w->native_key, PQntuples(r), PQnfields(r));
+        PQclear(r);
+        return -1;
+    }
+    PQclear(r);
+    r = pg_run(w, "bench_native_unlock", 1, vals, PGRES_TUPLES_OK);
+    if (r == NULL)
+        return -1;
+    if (PQntuples(r) != 1 || PQgetisnull(r, 0, 0) ||
+        strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+        wfail(w, "pg_advisory_unlock(%s) returned %s, not true",
+              w->native_key, PQntuples(r) != 1 ? "no row"
+              : PQgetisnull(r, 0, 0) ? "NULL" : PQgetvalue(r, 0, 0));
+        PQclear(r);
+        return -1;
+    }
+    PQclear(r);
+    return 0;
 }
 
 /* FOR UPDATE: reads qty of w->fu_id into w->fu_qty, then writes
@@ -604,7 +691,9 @@ static int my_setup(worker *w)
         my_stmt(w, &w->my_acq, MY_ACQUIRE) != 0 ||
         my_stmt(w, &w->my_tok, MY_TOKEN_NEXT) != 0 ||
         my_stmt(w, &w->my_set, MY_SET_TOKEN) != 0 ||
-        my_stmt(w, &w->my_rel, MY_RELEASE) != 0)
+        my_stmt(w, &w->my_rel, MY_RELEASE) != 0 ||
+        my_stmt(w, &w->my_nlock, MY_NATIVE_LOCK) != 0 ||
+        my_stmt(w, &w->my_nunlock, MY_NATIVE_UNLOCK) != 0)
         return -1;
     my_int(&w->my_floor_res[0], &w->my_floor_val);
     my_text(&w->my_acq_p[0], w->name, &w->name_len);
@@ -618,11 +707,18 @@ static int my_setup(worker *w)
     my_text(&w->my_rel_p[0], w->name, &w->name_len);
     my_text(&w->my_rel_p[1], w->owner, &w->owner_len);
     my_int(&w->my_rel_p[2], &w->token);
+    my_text(&w->my_native_p[0], w->name, &w->name_len);
+    my_int(&w->my_native_res[0], &w->my_native_val);
+    w->my_native_res[0].is_null = &w->my_native_null;
     if (mysql_stmt_bind_result(w->my_floor, w->my_floor_res) != 0 ||
         mysql_stmt_bind_param(w->my_acq, w->my_acq_p) != 0 ||
         mysql_stmt_bind_param(w->my_tok, w->my_tok_p) != 0 ||
         mysql_stmt_bind_param(w->my_set, w->my_set_p) != 0 ||
-        mysql_stmt_bind_param(w->my_rel, w->my_rel_p) != 0)
+        mysql_stmt_bind_param(w->my_rel, w->my_rel_p) != 0 ||
+        mysql_stmt_bind_param(w->my_nlock, w->my_native_p) != 0 ||
+        mysql_stmt_bind_result(w->my_nlock, w->my_native_res) != 0 ||
+        mysql_stmt_bind_param(w->my_nunlock, w->my_native_p) != 0 ||
+        mysql_stmt_bind_result(w->my_nunlock, w->my_native_res) != 0)
         return wfail(w, "binding: %s", mysql_error(w->native));
     return 0;
 }
@@ -689,6 +785,42 @@ static int my_hand_pair(worker *w)
     return 0;
 }
 
+/* Runs GET_LOCK or RELEASE_LOCK on the client's name; 0 when it
+ * returned 1 (0 is a timeout or "not yours", NULL an error or "no such
+ * lock"). */
+static int my_native_call(worker *w, MYSQL_STMT *st, const char *what)
+{
+    int rc;
+
+    w->my_native_val = -1;
+    w->my_native_null = 0;
+    if (mysql_stmt_execute(st) != 0 || mysql_stmt_store_result(st) != 0)
+        return wfail(w, "%s('%s'): %s (%u)", what, w->name,
+                     mysql_stmt_error(st), mysql_stmt_errno(st));
+    rc = mysql_stmt_fetch(st);
+    if (rc != 0) {
+        wfail(w, "%s('%s') returned no value (%d): %s", what, w->name, rc,
+              mysql_stmt_error(st));
+        mysql_stmt_free_result(st);
+        return -1;
+    }
+    mysql_stmt_free_result(st);
+    if (w->my_native_null)
+        return wfail(w, "%s('%s') returned NULL", what, w->name);
+    if (w->my_native_val != 1)
+        return wfail(w, "%s('%s') returned %lld, not 1", what, w->name,
+                     w->my_native_val);
+    return 0;
+}
+
+static int my_native_pair(worker *w)
+{
+    if (my_native_call(w, w->my_nlock, "GET_LOCK") != 0 ||
+        my_native_call(w, w->my_nunlock, "RELEASE_LOCK") != 0)
+        return -1;
+    return 0;
+}
+
 /* FOR UPDATE: reads qty of w->fu_id into w->fu_qty, then writes
  * fu_qty - 1 there (w->fu_qty is the bound buffer of both). */
 static int my_fu_rmw(worker *w)
@@ -730,7 +862,8 @@ static int my_fu_rmw(worker *w)
 static void my_teardown(worker *w)
 {
     MYSQL_STMT **sts[] = { &w->my_floor, &w->my_acq, &w->my_tok, &w->my_set,
-                           &w->my_rel, &w->my_fu_read, &w->my_fu_write };
+                           &w->my_rel, &w->my_fu_read, &w->my_fu_write,
+                           &w->my_nlock, &w->my_nunlock };
     size_t i;
 
     for (i = 0; i < sizeof sts / sizeof sts[0]; i++) {
@@ -994,39 +1127,64 @@ typedef struct bench_driver {
     sql_copy copies[4];
     void (*exec)(void *native, const char *sql);
     int (*fu_rmw)(worker *w);
+    /* The database's own session lock, or NULL (then native_note says
+     * why there is none). */
+    int (*native_pair)(worker *w);
+    const char *native_label;
+    const char *native_note;
 } bench_driver;
 
 static const bench_driver drivers[] = {
 #if defined(SQLLOCK_HAVE_POSTGRES)
-    { "postgres", "floor: SELECT 1 x2", NULL,
-      pg_setup, pg_floor_pair, pg_hand_pair, pg_teardown, pg_describe,
-      pg_cleanup,
-      { { SQLLOCK_SQL_LEASE_ACQUIRE, "SQL_LEASE_ACQUIRE", PG_ACQUIRE },
-        { SQLLOCK_SQL_LEASE_RELEASE, "SQL_LEASE_RELEASE", PG_RELEASE },
-        { 0, NULL, NULL } },
-      pg_exec_sql, pg_fu_rmw },
+    { .name = "postgres", .floor_label = "floor: SELECT 1 x2",
+      .setup = pg_setup, .floor_pair = pg_floor_pair,
+      .hand_pair = pg_hand_pair, .teardown = pg_teardown,
+      .describe = pg_describe, .cleanup = pg_cleanup,
+      .copies = {
+          { SQLLOCK_SQL_LEASE_ACQUIRE, "SQL_LEASE_ACQUIRE", PG_ACQUIRE },
+          { SQLLOCK_SQL_LEASE_RELEASE, "SQL_LEASE_RELEASE", PG_RELEASE },
+          { 0, NULL, NULL } },
+      .exec = pg_exec_sql, .fu_rmw = pg_fu_rmw,
+      .native_pair = pg_native_pair,
+      .native_label = "native lock: pg_advisory_lock",
+      .native_note = "native lock: SELECT pg_advisory_lock($1) + SELECT "
+          "pg_advisory_unlock($1), prepared,\n  a bigint key per client, "
+          "on the same connection" },
 #endif
 #if defined(SQLLOCK_HAVE_MYSQL)
-    { "mysql", "floor: SELECT 1 x2", NULL,
-      my_setup, my_floor_pair, my_hand_pair, my_teardown, my_describe,
-      my_cleanup,
-      { { SQLLOCK_SQL_LEASE_ACQUIRE, "SQL_LEASE_ACQUIRE", MY_ACQUIRE },
-        { SQLLOCK_SQL_TOKEN_NEXT, "SQL_TOKEN_NEXT", MY_TOKEN_NEXT },
-        { SQLLOCK_SQL_LEASE_SET_TOKEN, "SQL_LEASE_SET_TOKEN", MY_SET_TOKEN },
-        { SQLLOCK_SQL_LEASE_RELEASE, "SQL_LEASE_RELEASE", MY_RELEASE } },
-      my_exec_sql, my_fu_rmw },
+    { .name = "mysql", .floor_label = "floor: SELECT 1 x2",
+      .setup = my_setup, .floor_pair = my_floor_pair,
+      .hand_pair = my_hand_pair, .teardown = my_teardown,
+      .describe = my_describe, .cleanup = my_cleanup,
+      .copies = {
+          { SQLLOCK_SQL_LEASE_ACQUIRE, "SQL_LEASE_ACQUIRE", MY_ACQUIRE },
+          { SQLLOCK_SQL_TOKEN_NEXT, "SQL_TOKEN_NEXT", MY_TOKEN_NEXT },
+          { SQLLOCK_SQL_LEASE_SET_TOKEN, "SQL_LEASE_SET_TOKEN",
+            MY_SET_TOKEN },
+          { SQLLOCK_SQL_LEASE_RELEASE, "SQL_LEASE_RELEASE", MY_RELEASE } },
+      .exec = my_exec_sql, .fu_rmw = my_fu_rmw,
+      .native_pair = my_native_pair,
+      .native_label = "native lock: GET_LOCK",
+      .native_note = "native lock: SELECT GET_LOCK(?, 10) + SELECT "
+          "RELEASE_LOCK(?), prepared,\n  a name per client, on the same "
+          "connection" },
 #endif
 #if defined(SQLLOCK_HAVE_SQLITE)
-    { "sqlite", "floor: durable UPDATE x2",
-      "floor on SQLite: two bare durable write transactions (an UPDATE of "
-      "one row, twice,\n  WAL, synchronous=FULL, as sqllock sets them); a "
-      "SELECT would cost SQLite no commit",
-      sq_setup, sq_floor_pair, sq_hand_pair, sq_teardown, sq_describe,
-      sq_cleanup,
-      { { SQLLOCK_SQL_LEASE_ACQUIRE, "SQL_LEASE_ACQUIRE", SQ_ACQUIRE },
-        { SQLLOCK_SQL_LEASE_RELEASE, "SQL_LEASE_RELEASE", SQ_RELEASE },
-        { 0, NULL, NULL } },
-      sq_exec_sql, sq_fu_rmw },
+    { .name = "sqlite", .floor_label = "floor: durable UPDATE x2",
+      .floor_note = "floor on SQLite: two bare durable write transactions "
+          "(an UPDATE of one row, twice,\n  WAL, synchronous=FULL, as "
+          "sqllock sets them); a SELECT would cost SQLite no commit",
+      .setup = sq_setup, .floor_pair = sq_floor_pair,
+      .hand_pair = sq_hand_pair, .teardown = sq_teardown,
+      .describe = sq_describe, .cleanup = sq_cleanup,
+      .copies = {
+          { SQLLOCK_SQL_LEASE_ACQUIRE, "SQL_LEASE_ACQUIRE", SQ_ACQUIRE },
+          { SQLLOCK_SQL_LEASE_RELEASE, "SQL_LEASE_RELEASE", SQ_RELEASE },
+          { 0, NULL, NULL } },
+      .exec = sq_exec_sql, .fu_rmw = sq_fu_rmw,
+      .native_note = "native lock: none on SQLite, which has no named "
+          "session lock (its only lock is the\n  file's write lock, which "
+          "the floor already pays)" },
 #endif
     { 0 }
 };
@@ -1282,6 +1440,8 @@ typedef struct config {
     int release_compare;
     int optimistic;
     int only;                        /* 0 all, else 1 + scenario index */
+    const char *results_path;        /* --results: the common CSV */
+    FILE *results;
 } config;
 
 static sqllock_db *open_db(const char *url)
@@ -1295,8 +1455,23 @@ static sqllock_db *open_db(const char *url)
     return db;
 }
 
-/* Lease flags for the library's scenario (--no-wakeup). */
+/* Lease flags for the library's scenario (--no-wakeup, --fast). */
 static unsigned g_lease_flags;
+
+/* The library scenario's label, which says its flags. */
+static const char *lib_label(void)
+{
+    switch (g_lease_flags & (SQLLOCK_LEASE_NO_WAKEUP | SQLLOCK_LEASE_FAST)) {
+    case SQLLOCK_LEASE_NO_WAKEUP:
+        return "sqllock, no wake-up";
+    case SQLLOCK_LEASE_FAST:
+        return "sqllock, fast mode";
+    case SQLLOCK_LEASE_NO_WAKEUP | SQLLOCK_LEASE_FAST:
+        return "sqllock, fast mode, no wake-up";
+    default:
+        return "sqllock acquire+release";
+    }
+}
 
 static void open_workers(const bench_driver *bd, const char *url, worker *ws,
                          int n)
@@ -1314,6 +1489,14 @@ static void open_workers(const bench_driver *bd, const char *url, worker *ws,
                  (long)getpid(), i);
         snprintf(w->holder, sizeof w->holder, "sqllock-bench:%ld",
                  (long)getpid());
+        /* "SQLK" in the high half, then the pid and the client: a key of
+         * this run's own, in the one-bigint key space of PostgreSQL's
+         * advisory locks (the library's pg_advisory_xact_lock(int, int)
+         * is in the two-int space, which does not overlap it). */
+        snprintf(w->native_key, sizeof w->native_key, "%lld",
+                 (long long)(((unsigned long long)0x53514C4Bu << 32) |
+                             ((unsigned long long)getpid() << 8) |
+                             (unsigned long long)i));
         w->db = open_db(url);
         w->native = sqllock_db_native(w->db);
         if (w->native == NULL)
@@ -1344,6 +1527,129 @@ static void close_workers(const bench_driver *bd, worker *ws, int n)
 /* ------------------------------------------------------------------------ */
 /* Output                                                                   */
 /* ------------------------------------------------------------------------ */
+
+/* The common results CSV of bench/README.md: one row, NAN leaving a
+ * figure empty, NULL a text and 0 `rows`. */
+typedef struct res_row {
+    const char *suite;
+    const char *driver;
+    const char *scenario;
+    int clients;
+    int rows;
+    double ops_per_s, p50_us, p99_us, ratio;
+    const char *vs;
+    double value;
+    const char *unit;
+} res_row;
+
+static const char RES_HEADER[] =
+    "suite,driver,scenario,clients,rows,ops_per_s,p50_us,p99_us,ratio,vs,"
+    "value,unit\n";
+
+/* Opens FILE to append, writing the header when it is empty or new. */
+static FILE *res_open(const char *path)
+{
+    FILE *f = fopen(path, "a");
+    struct stat st;
+
+    if (f == NULL)
+        die("cannot append to %s: %s", path, strerror(errno));
+    if (fstat(fileno(f), &st) != 0)
+        die("%s: %s", path, strerror(errno));
+    if (st.st_size == 0)
+        fputs(RES_HEADER, f);
+    return f;
+}
+
+/* A text field, quoted as RFC 4180 says when it holds a comma, a space, a
+ * quote or a line break (quotes doubled). */
+static void res_text(FILE *f, const char *s)
+{
+    if (s == NULL)
+        return;
+    if (strpbrk(s, ", \"\r\n") == NULL) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s != '\0'; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* A figure with '.' as the decimal point whatever the locale (this
+ * program never calls setlocale(), but a library might); empty when it
+ * is not a finite number. */
+static void res_num(FILE *f, double v, int decimals)
+{
+    char buf[64], *p;
+
+    if (!isfinite(v))
+        return;
+    snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    for (p = buf; *p != '\0'; p++)
+        if (*p == ',')
+            *p = '.';
+    fputs(buf, f);
+}
+
+static void res_write(const config *cfg, const res_row *r)
+{
+    FILE *f = cfg->results;
+
+    if (f == NULL)
+        return;
+    res_text(f, r->suite);
+    fputc(',', f);
+    res_text(f, r->driver);
+    fputc(',', f);
+    res_text(f, r->scenario);
+    fprintf(f, ",%d,", r->clients);
+    if (r->rows > 0)
+        fprintf(f, "%d", r->rows);
+    fputc(',', f);
+    res_num(f, r->ops_per_s, 1);
+    fputc(',', f);
+    res_num(f, r->p50_us, 1);
+    fputc(',', f);
+    res_num(f, r->p99_us, 1);
+    fputc(',', f);
+    res_num(f, r->ratio, 3);
+    fputc(',', f);
+    res_text(f, r->vs);
+    fputc(',', f);
+    res_num(f, r->value, 3);
+    fputc(',', f);
+    res_text(f, r->unit);
+    fputc('\n', f);
+}
+
+/* One measured row of a table in the common format: its rate, p50, p99,
+ * the ratio to `vs` (none when vs_rate is 0) and one extra value. */
+static void res_put(const config *cfg, const char *suite, const char *driver,
+                    const char *scenario, const row *r, int rows,
+                    const char *vs, double vs_rate, double value,
+                    const char *unit)
+{
+    res_row o;
+
+    o.suite = suite;
+    o.driver = driver;
+    o.scenario = scenario;
+    o.clients = r->clients;
+    o.rows = rows;
+    o.ops_per_s = r->med.rate;
+    o.p50_us = r->med.p50;
+    o.p99_us = r->med.p99;
+    o.ratio = vs != NULL && vs_rate > 0 ? r->med.rate / vs_rate : NAN;
+    o.vs = vs != NULL && vs_rate > 0 ? vs : NULL;
+    o.value = value;
+    o.unit = unit;
+    res_write(cfg, &o);
+}
 
 static void print_header(const char *driver, const char *desc,
                          const config *cfg)
@@ -1419,7 +1725,17 @@ static void floor_setup(const config *cfg, const bench_driver *bd,
 #endif
 }
 
-/* The three scenarios at every client count, one table. */
+/* The scenarios of the default run, in table order; the native lock only
+ * where the database has one. */
+enum { SC_FLOOR, SC_HAND, SC_LIB, SC_NATIVE, SC_COUNT };
+
+/* Their names in the common results CSV. */
+static const char *const sc_names[SC_COUNT] = {
+    "floor", "by hand", "sqllock", "native lock"
+};
+
+/* The four scenarios (three on SQLite) at every client count, one
+ * table. */
 static void bench_url(const config *cfg, const char *url)
 {
     const bench_driver *bd;
@@ -1427,8 +1743,8 @@ static void bench_url(const config *cfg, const char *url)
     sqllock_db *db;
     const char *scheme_end = strchr(url, ':');
     char scheme[32], desc[200], pattern[64];
-    row rows[8][3];
-    int c, s, rep, rc;
+    row rows[8][SC_COUNT];
+    int c, s, rep, rc, nsc;
     long left = 0;
 
     db = open_db(url);
@@ -1442,43 +1758,49 @@ static void bench_url(const config *cfg, const char *url)
              scheme_end ? (int)(scheme_end - url) : 0, url);
     check_sql(bd, scheme);
     floor_setup(cfg, bd, db);
+    nsc = bd->native_pair != NULL ? SC_COUNT : SC_NATIVE;
+    if (cfg->only == SC_NATIVE + 1 && nsc == SC_NATIVE)
+        fprintf(stderr, "bench_drivers: %s has no native lock; nothing to "
+                "run with --only native\n", bd->name);
     ws = calloc((size_t)cfg->max_clients, sizeof *ws);
     if (ws == NULL)
         die("out of memory");
     for (c = 0; c < cfg->nclients; c++) {
-        pair_fn fns[3];
+        pair_fn fns[SC_COUNT];
         int n = cfg->clients[c];
 
-        fns[0] = bd->floor_pair;
-        fns[1] = bd->hand_pair;
-        fns[2] = lib_pair;
-        rows[c][0].label = bd->floor_label;
-        rows[c][1].label = "lock SQL by hand";
-        rows[c][2].label = "sqllock acquire+release";
+        fns[SC_FLOOR] = bd->floor_pair;
+        fns[SC_HAND] = bd->hand_pair;
+        fns[SC_LIB] = lib_pair;
+        fns[SC_NATIVE] = bd->native_pair;
+        rows[c][SC_FLOOR].label = bd->floor_label;
+        rows[c][SC_HAND].label = "lock SQL by hand";
+        rows[c][SC_LIB].label = lib_label();
+        rows[c][SC_NATIVE].label = bd->native_label;
         open_workers(bd, url, ws, n);
         if (c == 0)
             bd->describe(&ws[0], desc, sizeof desc);
-        for (s = 0; s < 3; s++) {
+        for (s = 0; s < nsc; s++) {
             rows[c][s].clients = n;
             rows[c][s].nreps = cfg->reps;
             memset(rows[c][s].wal, 0, sizeof rows[c][s].wal);
             memset(rows[c][s].reps, 0, sizeof rows[c][s].reps);
         }
         for (rep = 0; rep < cfg->reps; rep++) {
-            for (s = 0; s < 3; s++) {
+            for (s = 0; s < nsc; s++) {
                 /* A rotating order, so no scenario always runs first. */
-                int k = (s + rep) % 3;
+                int k = (s + rep) % nsc;
                 if (cfg->only != 0 && cfg->only != k + 1)
                     continue;
                 run_point(ws, n, fns[k], cfg->secs, &rows[c][k].reps[rep]);
-                fprintf(stderr, "  %s %d clients, run %d: %-26s %8.0f "
+                fprintf(stderr, "  %s %d clients, run %d: %-29s %8.0f "
                         "pairs/s (%ld pairs, slowest %.0f ms)\n", bd->name,
                         n, rep + 1, rows[c][k].label,
                         rows[c][k].reps[rep].rate, rows[c][k].reps[rep].pairs,
                         rows[c][k].reps[rep].max / 1000);
             }
         }
-        for (s = 0; s < 3; s++)
+        for (s = 0; s < nsc; s++)
             finish_row(&rows[c][s]);
         if (c == cfg->nclients - 1) {
             snprintf(pattern, sizeof pattern, "sqllock-bench:%ld:%%",
@@ -1495,18 +1817,39 @@ static void bench_url(const config *cfg, const char *url)
            "pairs/s", "p50 us", "p99 us", "vs floor", "vs by-hand",
            "client CPU");
     for (c = 0; c < cfg->nclients; c++) {
-        double fl = rows[c][0].med.rate, hand = rows[c][1].med.rate;
-        print_row(&rows[c][0], 0, 0);
-        print_row(&rows[c][1], hand / fl, 0);
-        print_row(&rows[c][2], rows[c][2].med.rate / fl,
-                  rows[c][2].med.rate / hand);
-        csv_row(cfg, bd->name, desc, &rows[c][0], 1.0, 0);
-        csv_row(cfg, bd->name, desc, &rows[c][1], hand / fl, 0);
-        csv_row(cfg, bd->name, desc, &rows[c][2], rows[c][2].med.rate / fl,
-                rows[c][2].med.rate / hand);
+        double fl = rows[c][SC_FLOOR].med.rate;
+        double hand = rows[c][SC_HAND].med.rate;
+        double lib = rows[c][SC_LIB].med.rate;
+
+        print_row(&rows[c][SC_FLOOR], 0, 0);
+        print_row(&rows[c][SC_HAND], hand / fl, 0);
+        print_row(&rows[c][SC_LIB], lib / fl, lib / hand);
+        csv_row(cfg, bd->name, desc, &rows[c][SC_FLOOR], 1.0, 0);
+        csv_row(cfg, bd->name, desc, &rows[c][SC_HAND], hand / fl, 0);
+        csv_row(cfg, bd->name, desc, &rows[c][SC_LIB], lib / fl, lib / hand);
+        if (nsc > SC_NATIVE) {
+            double nat = rows[c][SC_NATIVE].med.rate;
+            print_row(&rows[c][SC_NATIVE], nat / fl, 0);
+            csv_row(cfg, bd->name, desc, &rows[c][SC_NATIVE], nat / fl, 0);
+        }
+        for (s = 0; s < nsc; s++) {
+            const char *name = sc_names[s];
+            /* --only: the scenarios that did not run get no row. */
+            if (cfg->only != 0 && cfg->only != s + 1)
+                continue;
+            if (s == SC_LIB && g_lease_flags != 0)
+                name = lib_label();
+            res_put(cfg, g_lease_flags & SQLLOCK_LEASE_FAST ? "fast"
+                                                            : "uncontended",
+                    bd->name, name, &rows[c][s], 0,
+                    s == SC_FLOOR ? NULL : "floor", fl,
+                    rows[c][s].med.cpu_us, "us CPU/pair");
+        }
     }
     printf("  client CPU: this process's user+system CPU per pair, in us "
            "(all clients' threads)\n");
+    if (bd->native_note != NULL)
+        printf("  %s\n", bd->native_note);
     if (bd->floor_note != NULL)
         printf("  %s\n", bd->floor_note);
     if (left != 0)
@@ -1595,6 +1938,9 @@ static void release_compare(const config *cfg, const char *url)
                    r->med.rate / rows[c][0].med.rate, r->wal_per_pair);
             csv_row(cfg, "postgres-release", desc, r,
                     r->med.rate / rows[c][0].med.rate, 0);
+            res_put(cfg, "release", "postgres", r->label, r, 0,
+                    s == 0 ? NULL : rows[c][0].label, rows[c][0].med.rate,
+                    r->wal_per_pair, "WAL syncs/pair");
         }
     }
     printf("  WAL syncs/pair: pg_stat_wal.wal_sync over the run (the WAL "
@@ -1948,6 +2294,18 @@ static void bench_optimistic(const config *cfg, const char *url)
             opt_print_row(r, rows_txt, s == 0 ? 0 : r->med.rate / fl, cas);
             opt_csv_row(cfg, bd->name, desc, r, pts[s].nrows,
                         r->med.rate / fl, cas);
+            /* The floor goes to both suites, so that each has its own. */
+            if (pts[s].kind == 0) {
+                res_put(cfg, "rowlock", bd->name, "floor", r, 0, NULL, 0,
+                        r->med.cpu_us, "us CPU/tx");
+                res_put(cfg, "optimistic", bd->name, "floor", r, 0, NULL, 0,
+                        r->med.cpu_us, "us CPU/tx");
+            } else {
+                res_put(cfg, pts[s].kind == 3 ? "rowlock" : "optimistic",
+                        bd->name, r->label, r, pts[s].nrows, "floor", fl,
+                        cas ? r->med.conflicts : r->med.cpu_us,
+                        cas ? "conflicts/tx" : "us CPU/tx");
+            }
         }
     }
     printf("  tx: one completed decrement of qty in "
@@ -1986,15 +2344,24 @@ static void usage(void)
     fprintf(stderr,
         "usage: bench_drivers [--seconds N] [--quick] [--reps N] "
         "[--clients 1,8]\n"
-        "                     [--csv FILE] [--release-compare | "
-        "--optimistic] URL...\n"
+        "                     [--csv FILE] [--results FILE] [--no-wakeup] "
+        "[--fast]\n"
+        "                     [--release-compare | --optimistic] "
+        "[--only SCENARIO] URL...\n"
         "  --seconds N        length of each run (default 5)\n"
         "  --quick            runs of 2 s\n"
         "  --reps N           repetitions of each run; the median is shown "
         "(default 3)\n"
         "  --clients LIST     client counts, each its own thread and "
         "connection (default 1,8)\n"
-        "  --csv FILE         also write the rows as CSV\n"
+        "  --csv FILE         also write the rows as CSV, in this program's "
+        "own columns\n"
+        "  --results FILE     also append the rows to FILE in the common "
+        "results format of\n"
+        "                     bench/README.md (suite uncontended; rowlock "
+        "and optimistic with\n"
+        "                     --optimistic; release with "
+        "--release-compare)\n"
         "  --release-compare  PostgreSQL only: async release commit vs plain "
         "DELETE, by hand\n"
         "  --optimistic       FOR UPDATE row locks, optimistic CAS and "
@@ -2002,11 +2369,20 @@ static void usage(void)
         "                     application table (hot row and %d rows) "
         "instead of the lease\n"
         "                     scenarios\n"
-        "  --only SCENARIO    floor, hand or lib: run one scenario (to "
-        "diagnose)\n"
+        "  --only SCENARIO    floor, hand, lib or native: run one scenario "
+        "(to diagnose)\n"
         "  --no-wakeup        the library's leases with SQLLOCK_LEASE_NO_WAKEUP "
         "(no NOTIFY\n"
         "                     on PostgreSQL releases)\n"
+        "  --fast             the library's leases in fast mode "
+        "(SQLLOCK_LEASE_FAST,\n"
+        "                     PostgreSQL only); results under suite "
+        "\"fast\"\n"
+        "Scenarios of the default run: the floor (two trivial statements), "
+        "the library's\n"
+        "lock SQL by hand, sqllock, and the native lock (pg_advisory_lock / "
+        "GET_LOCK on the\n"
+        "same connection; none on SQLite).\n"
         "URLs: sqlite:///path.db postgres://... mysql://...\n", INV_ROWS);
     exit(2);
 }
@@ -2062,18 +2438,24 @@ int main(int argc, char **argv)
             parse_clients(&cfg, argv[++i]);
         } else if (strcmp(a, "--csv") == 0 && i + 1 < argc) {
             cfg.csv_path = argv[++i];
+        } else if (strcmp(a, "--results") == 0 && i + 1 < argc) {
+            cfg.results_path = argv[++i];
         } else if (strcmp(a, "--only") == 0 && i + 1 < argc) {
             /* For diagnosis: one scenario only; the ratios are then
              * meaningless. */
             const char *v = argv[++i];
-            cfg.only = strcmp(v, "floor") == 0 ? 1 : strcmp(v, "hand") == 0
-                       ? 2 : strcmp(v, "lib") == 0 ? 3 : -1;
+            cfg.only = strcmp(v, "floor") == 0 ? SC_FLOOR + 1
+                       : strcmp(v, "hand") == 0 ? SC_HAND + 1
+                       : strcmp(v, "lib") == 0 ? SC_LIB + 1
+                       : strcmp(v, "native") == 0 ? SC_NATIVE + 1 : -1;
             if (cfg.only < 0)
                 usage();
         } else if (strcmp(a, "--release-compare") == 0) {
             cfg.release_compare = 1;
         } else if (strcmp(a, "--no-wakeup") == 0) {
-            g_lease_flags = SQLLOCK_LEASE_NO_WAKEUP;
+            g_lease_flags |= SQLLOCK_LEASE_NO_WAKEUP;
+        } else if (strcmp(a, "--fast") == 0) {
+            g_lease_flags |= SQLLOCK_LEASE_FAST;
         } else if (strcmp(a, "--optimistic") == 0) {
             cfg.optimistic = 1;
         } else if (a[0] == '-') {
@@ -2095,6 +2477,8 @@ int main(int argc, char **argv)
         if (cfg.csv == NULL)
             die("cannot write %s: %s", cfg.csv_path, strerror(errno));
     }
+    if (cfg.results_path != NULL)
+        cfg.results = res_open(cfg.results_path);
     if (cfg.csv != NULL && cfg.optimistic)
         fprintf(cfg.csv, "driver,server,scenario,rows,clients,seconds,reps,"
                 "tx_per_s,p50_us,p99_us,max_us,client_cpu_us_per_tx,vs_floor,"
@@ -2122,6 +2506,9 @@ int main(int argc, char **argv)
     }
     if (cfg.csv != NULL && (ferror(cfg.csv) | fclose(cfg.csv)) != 0)
         die("writing %s failed", cfg.csv_path);
+    if (cfg.results != NULL &&
+        (ferror(cfg.results) | fclose(cfg.results)) != 0)
+        die("writing %s failed", cfg.results_path);
 #if defined(SQLLOCK_HAVE_MYSQL)
     mysql_library_end();
 #endif

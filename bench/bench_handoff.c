@@ -3,25 +3,31 @@
  * waiter holds it, with and without wake-ups (DESIGN L9), on every driver.
  *
  *   bench_handoff [--seconds N] [--waiters 8] [--hold-ms 2] [--ttl-ms 10000]
- *                 [--barge] [--csv FILE] URL...
+ *                 [--barge] [--csv FILE] [--results FILE] URL...
  *
- *   e.g. bench_handoff sqlite:///tmp/handoff.db \
+ *   e.g. the benchmarks' contended scenario (8 clients on one name, a 1 ms
+ *   critical section) on the three drivers:
+ *
+ *   bench_handoff --hold-ms 1 --results results.csv sqlite:///tmp/h.db \
  *            postgres://user:pw@127.0.0.1:5432/db mysql://user:pw@host/db
  *
  * For each URL (sqllock_init() is run on it first) and each of four modes,
  *
- *   processes, wake-ups   N forked processes, default lease options;
- *   processes, polling    the same with SQLLOCK_LEASE_NO_WAKEUP;
- *   threads, wake-ups     N threads of this process;
- *   threads, polling      the same with SQLLOCK_LEASE_NO_WAKEUP;
+ *   processes, wake-ups on    N forked processes, default lease options;
+ *   processes, wake-ups off   the same with SQLLOCK_LEASE_NO_WAKEUP
+ *                             (polling with backoff only);
+ *   threads, wake-ups on      N threads of this process;
+ *   threads, wake-ups off     the same with SQLLOCK_LEASE_NO_WAKEUP;
  *
  * N workers, each with its own sqllock_db handle, contend for one lock
  * name. Each loops: sqllock_lease_acquire() (waiting up to 60 s; a wait
  * that runs out fails the run), note the time it returned, hold the lock
- * for --hold-ms, note the time the release starts, sqllock_lease_release(),
- * note the time it returned. The HANDOFF of a grant is its acquire-return
- * time minus the previous grant's release-start time: how long the lock
- * was out of the application's hands. Its time from the previous release's
+ * for --hold-ms (the critical section), note the time the release starts,
+ * sqllock_lease_release(), note the time it returned. HANDOVERS/S are the
+ * critical sections completed (release returned) in the measured window,
+ * per second. The HANDOFF of a grant is its acquire-return time minus the
+ * previous grant's release-start time: how long the lock was out of the
+ * application's hands. Its time from the previous release's
  * RETURN is shown too; it can be negative, since the next holder may hear
  * of the release before the releaser has read the database's reply.
  * The WAIT of a grant is the time its sqllock_lease_acquire() call took,
@@ -43,15 +49,28 @@
  * Each mode runs 1 s of warm-up and then --seconds of measurement. Beside
  * each row, the FLOOR is the p50 of one uncontended acquire+release pair
  * on the same driver, measured in the same run by one handle of this
- * process. Timestamps are CLOCK_MONOTONIC, kept in memory shared with the
- * children (mmap MAP_SHARED | MAP_ANONYMOUS). The parent holds no open
+ * process for 1 s (its pairs/s, p50 and p99 are in a table of their own
+ * at the end). Timestamps are CLOCK_MONOTONIC, kept in memory shared with
+ * the children (mmap MAP_SHARED | MAP_ANONYMOUS). The parent holds no open
  * handle while it forks: a child uses only the handle it opens itself.
+ *
+ * --csv FILE writes this program's own columns (the mode column keeps
+ * its old names: "processes, wake-ups", "processes, polling", ...).
+ * --results FILE appends to FILE in the common format of bench/README.md
+ * (the header only when FILE is empty or new), suite `contended`: per
+ * driver a `floor` row (the uncontended pair, 1 client: pairs/s, p50,
+ * p99) and a row per mode, whose scenario is the mode and the critical
+ * section ("processes, wake-ups on, critical section 1 ms"; ", barging"
+ * with --barge), clients = the workers, ops_per_s = handovers/s, p50_us
+ * and p99_us the handoff's, ratio = handovers/s over the floor's pairs/s,
+ * value = the wait p99 in ms.
  *
  * This is a measuring program, not a test. The lock names are
  * "sqllock-handoff:<pid>:<mode>"; their rows are released at the end
  * (MySQL's per-name token rows are deleted too).
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -59,6 +78,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -112,6 +132,8 @@ typedef struct config {
     int barge;
     const char *csv_path;
     FILE *csv;
+    const char *results_path;    /* --results: the common CSV */
+    FILE *results;
 } config;
 
 /* One mode, as each worker sees it. */
@@ -125,27 +147,39 @@ typedef struct run {
 } run;
 
 typedef struct mode {
-    const char *label;
+    const char *label;           /* the table's and the results' */
+    const char *csv_label;       /* --csv's, as it always was */
     int processes;
     unsigned flags;
 } mode;
 
 static const mode modes[] = {
-    { "processes, wake-ups", 1, 0 },
-    { "processes, polling", 1, SQLLOCK_LEASE_NO_WAKEUP },
-    { "threads, wake-ups", 0, 0 },
-    { "threads, polling", 0, SQLLOCK_LEASE_NO_WAKEUP },
+    { "processes, wake-ups on", "processes, wake-ups", 1, 0 },
+    { "processes, wake-ups off", "processes, polling", 1,
+      SQLLOCK_LEASE_NO_WAKEUP },
+    { "threads, wake-ups on", "threads, wake-ups", 0, 0 },
+    { "threads, wake-ups off", "threads, polling", 0,
+      SQLLOCK_LEASE_NO_WAKEUP },
 };
 #define NMODES (int)(sizeof modes / sizeof modes[0])
 
 /* One row of the results. */
 typedef struct row {
     char driver[16];
-    const char *mode;
+    int mi;                      /* the mode */
+    char scenario[96];           /* its label with the critical section */
     long n;                      /* handoffs measured */
-    double rate, p50, p90, p99, max, end_p50, end_p99, self, floor;
+    double rate;                 /* grants/s (--csv) */
+    double cs_rate;              /* handovers: critical sections done/s */
+    double p50, p90, p99, max, end_p50, end_p99, self, floor;
     double wait_p50, wait_p99, wait_max;   /* in sqllock_lease_acquire() */
 } row;
+
+/* The uncontended pair of one URL, 1 client. */
+typedef struct floor_pt {
+    char driver[16];
+    double rate, p50_ms, p99_ms;
+} floor_pt;
 
 static int64_t now_ns(void)
 {
@@ -403,6 +437,8 @@ static void run_processes(const config *cfg, run *r)
     fflush(stderr);
     if (cfg->csv != NULL)
         fflush(cfg->csv);
+    if (cfg->results != NULL)
+        fflush(cfg->results);
     for (i = 0; i < cfg->waiters; i++) {
         pids[i] = fork();
         if (pids[i] < 0) {
@@ -454,12 +490,16 @@ static void summarize(const config *cfg, const shared *sh, row *out)
     double *h = malloc(sizeof *h * (size_t)(n > 0 ? n : 1));
     double *e = malloc(sizeof *e * (size_t)(n > 0 ? n : 1));
     double *w = malloc(sizeof *w * (size_t)(n > 0 ? n : 1));
-    long m = 0, self = 0, grants = 0;
+    long m = 0, self = 0, grants = 0, done = 0;
 
     if (h == NULL || e == NULL || w == NULL)
         die("out of memory");
     for (k = 0; k < n; k++) {
         const grant *g = &sh->g[k], *p;
+        /* A handover: a critical section that ended in the window. */
+        if (g->done && g->rel_end_ns >= sh->window_ns &&
+            g->rel_end_ns < sh->end_ns)
+            done++;
         if (g->acq_ns < sh->window_ns || g->acq_ns >= sh->end_ns)
             continue;
         w[grants++] = (double)(g->acq_ns - g->call_ns) / 1e6;
@@ -475,6 +515,7 @@ static void summarize(const config *cfg, const shared *sh, row *out)
     qsort(w, (size_t)grants, sizeof *w, cmp_double);
     out->n = m;
     out->rate = (double)grants / cfg->secs;
+    out->cs_rate = (double)done / cfg->secs;
     out->p50 = percentile(h, (size_t)m, 0.50);
     out->p90 = percentile(h, (size_t)m, 0.90);
     out->p99 = percentile(h, (size_t)m, 0.99);
@@ -511,7 +552,10 @@ static void run_mode(const config *cfg, const char *url, int mi, row *out)
     if (sh->counter != (long)sh->seq)
         die("%s: MUTUAL EXCLUSION VIOLATED: the counter is %ld after %lld "
             "grants", modes[mi].label, sh->counter, (long long)sh->seq);
-    out->mode = modes[mi].label;
+    out->mi = mi;
+    snprintf(out->scenario, sizeof out->scenario,
+             "%s, critical section %lld ms%s", modes[mi].label,
+             (long long)cfg->hold_ms, cfg->barge ? ", barging" : "");
     summarize(cfg, sh, out);
     shared_free(sh);
 }
@@ -520,16 +564,17 @@ static void run_mode(const config *cfg, const char *url, int mi, row *out)
 /* Per URL                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* The p50 of one uncontended acquire+release pair, in ms. */
-static double measure_floor(const config *cfg, const char *url, shared *sh,
-                            char *driver, size_t driver_size)
+/* One uncontended acquire+release pair, 1 client, for 1 s: its rate and
+ * its p50 and p99 in ms. */
+static void measure_floor(const config *cfg, const char *url, shared *sh,
+                          floor_pt *out)
 {
     sqllock_db *db = NULL;
     sqllock_lease *lease = NULL;
     run r;
-    double *lat = NULL, p50;
+    double *lat = NULL;
     size_t n = 0, cap = 0;
-    int64_t t0, end = 0;
+    int64_t t0, start = 0, end = 0;
     int i, rc;
 
     memset(&r, 0, sizeof r);
@@ -543,10 +588,12 @@ static double measure_floor(const config *cfg, const char *url, shared *sh,
     rc = sqllock_init(db);
     if (rc != SQLLOCK_OK)
         die("sqllock_init: %s: %s", sqllock_errname(rc), sqllock_errmsg(db));
-    snprintf(driver, driver_size, "%s", sqllock_db_driver(db));
+    snprintf(out->driver, sizeof out->driver, "%s", sqllock_db_driver(db));
     for (i = 0; end == 0 || now_ns() < end; i++) {
-        if (i == FLOOR_WARMUP)
-            end = now_ns() + FLOOR_NS;
+        if (i == FLOOR_WARMUP) {
+            start = now_ns();
+            end = start + FLOOR_NS;
+        }
         t0 = now_ns();
         rc = sqllock_lease_acquire(lease, 0);
         if (rc == SQLLOCK_OK)
@@ -563,12 +610,13 @@ static double measure_floor(const config *cfg, const char *url, shared *sh,
         }
         lat[n++] = (double)(now_ns() - t0) / 1e6;
     }
+    out->rate = (double)n / ((double)(now_ns() - start) / 1e9);
     qsort(lat, n, sizeof *lat, cmp_double);
-    p50 = percentile(lat, n, 0.50);
+    out->p50_ms = percentile(lat, n, 0.50);
+    out->p99_ms = percentile(lat, n, 0.99);
     free(lat);
     sqllock_lease_free(lease);
     sqllock_close(db);
-    return p50;
 }
 
 /* MySQL keeps a token row per name; remove those of this run. */
@@ -592,11 +640,96 @@ static void cleanup(const char *url)
 #endif
 }
 
+/* ------------------------------------------------------------------------ */
+/* Output                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static const char RES_HEADER[] =
+    "suite,driver,scenario,clients,rows,ops_per_s,p50_us,p99_us,ratio,vs,"
+    "value,unit\n";
+
+/* Opens FILE to append, writing the header of the common results CSV
+ * (bench/README.md) when it is empty or new. */
+static FILE *res_open(const char *path)
+{
+    FILE *f = fopen(path, "a");
+    struct stat st;
+
+    if (f == NULL)
+        die("cannot append to %s: %s", path, strerror(errno));
+    if (fstat(fileno(f), &st) != 0)
+        die("%s: %s", path, strerror(errno));
+    if (st.st_size == 0)
+        fputs(RES_HEADER, f);
+    return f;
+}
+
+/* A text field, quoted as RFC 4180 says when it holds a comma, a space, a
+ * quote or a line break (quotes doubled). */
+static void res_text(FILE *f, const char *s)
+{
+    if (s == NULL)
+        return;
+    if (strpbrk(s, ", \"\r\n") == NULL) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s != '\0'; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* A figure, then a comma, with '.' as the decimal point whatever the
+ * locale (this program never calls setlocale(), but a library might);
+ * empty when it is not a finite number. */
+static void res_num(FILE *f, double v, int decimals)
+{
+    char buf[64], *p;
+
+    if (isfinite(v)) {
+        snprintf(buf, sizeof buf, "%.*f", decimals, v);
+        for (p = buf; *p != '\0'; p++)
+            if (*p == ',')
+                *p = '.';
+        fputs(buf, f);
+    }
+    fputc(',', f);
+}
+
+/* One row of suite `contended`: rates per second, latencies in ms (written
+ * in us); ratio NAN and vs NULL when there is none. */
+static void res_write(FILE *f, const char *driver, const char *scenario,
+                      int clients, double rate, double p50_ms, double p99_ms,
+                      double ratio, const char *vs, double value,
+                      const char *unit)
+{
+    if (f == NULL)
+        return;
+    fputs("contended,", f);
+    res_text(f, driver);
+    fputc(',', f);
+    res_text(f, scenario);
+    fprintf(f, ",%d,,", clients);         /* no `rows` in this suite */
+    res_num(f, rate, 1);
+    res_num(f, p50_ms * 1000, 1);
+    res_num(f, p99_ms * 1000, 1);
+    res_num(f, ratio, 3);
+    res_text(f, vs);
+    fputc(',', f);
+    res_num(f, value, 3);
+    res_text(f, unit);
+    fputc('\n', f);
+}
+
 static void print_row(const config *cfg, const row *r)
 {
     printf("| %s | %s | %.0f | %ld | %.2f | %.2f | %.2f | %.2f | %.2f | "
-           "%.2f |", r->driver, r->mode, r->rate, r->n, r->p50, r->p90,
-           r->p99, r->max, r->end_p50, r->end_p99);
+           "%.2f |", r->driver, r->scenario, r->cs_rate, r->n, r->p50,
+           r->p90, r->p99, r->max, r->end_p50, r->end_p99);
     if (cfg->barge)
         printf(" %.0f%% |", 100 * r->self);
     printf(" %.2f | %.1f | %.0f | %.0f | %.0f |\n", r->floor,
@@ -606,32 +739,63 @@ static void print_row(const config *cfg, const row *r)
     if (cfg->csv != NULL)
         fprintf(cfg->csv, "%s,\"%s\",%d,%lld,%g,%d,%.1f,%ld,%.3f,%.3f,"
                 "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.1f,%.1f,%.1f\n",
-                r->driver, r->mode, cfg->waiters, (long long)cfg->hold_ms,
-                cfg->secs, cfg->barge,
+                r->driver, modes[r->mi].csv_label, cfg->waiters,
+                (long long)cfg->hold_ms, cfg->secs, cfg->barge,
                 r->rate, r->n, r->p50, r->p90, r->p99, r->max, r->end_p50,
                 r->end_p99, r->self, r->floor,
                 r->floor > 0 ? r->p50 / r->floor : 0, r->wait_p50,
                 r->wait_p99, r->wait_max);
 }
 
-static void bench_url(const config *cfg, const char *url)
+/* The floor and the four modes of one URL; the results rows are written
+ * only once all five are measured, so a run cut short leaves none of the
+ * URL's (ratios always have their floor). */
+static void bench_url(const config *cfg, const char *url, floor_pt *fl)
 {
     shared *sh = shared_new();
-    char driver[16];
-    double floor_ms = measure_floor(cfg, url, sh, driver, sizeof driver);
-    row r;
+    row rs[NMODES];
     int mi;
 
+    measure_floor(cfg, url, sh, fl);
     shared_free(sh);
     for (mi = 0; mi < NMODES; mi++) {
-        fprintf(stderr, "bench_handoff: %s, %s...\n", driver, modes[mi].label);
-        memset(&r, 0, sizeof r);
-        run_mode(cfg, url, mi, &r);
-        snprintf(r.driver, sizeof r.driver, "%s", driver);
-        r.floor = floor_ms;
-        print_row(cfg, &r);
+        fprintf(stderr, "bench_handoff: %s, %s...\n", fl->driver,
+                modes[mi].label);
+        memset(&rs[mi], 0, sizeof rs[mi]);
+        run_mode(cfg, url, mi, &rs[mi]);
+        snprintf(rs[mi].driver, sizeof rs[mi].driver, "%s", fl->driver);
+        rs[mi].floor = fl->p50_ms;
+        print_row(cfg, &rs[mi]);
     }
     cleanup(url);
+    res_write(cfg->results, fl->driver, "floor", 1, fl->rate, fl->p50_ms,
+              fl->p99_ms, NAN, NULL, NAN, NULL);
+    for (mi = 0; mi < NMODES; mi++)
+        res_write(cfg->results, rs[mi].driver, rs[mi].scenario,
+                  cfg->waiters, rs[mi].cs_rate, rs[mi].p50, rs[mi].p99,
+                  fl->rate > 0 ? rs[mi].cs_rate / fl->rate : NAN, "floor",
+                  rs[mi].wait_p99, "ms wait p99");
+    if (cfg->results != NULL)
+        fflush(cfg->results);
+}
+
+/* The floors, after the table. */
+static void print_floors(const floor_pt *fl, int n)
+{
+    int i;
+
+    printf("\nfloor: one uncontended sqllock acquire+release pair, 1 "
+           "client, 1 s, same driver\n\n"
+           "| driver | scenario | clients | pairs/s | p50 ms | p99 ms |\n"
+           "|---|---|--:|--:|--:|--:|\n");
+    for (i = 0; i < n; i++)
+        printf("| %s | floor | 1 | %.0f | %.2f | %.2f |\n", fl[i].driver,
+               fl[i].rate, fl[i].p50_ms, fl[i].p99_ms);
+    printf("\nhandovers/s: critical sections completed per second; p50, "
+           "p90, p99, max: the handoff,\nfrom the release's start to the "
+           "next holder's acquire return; wake-ups off:\n"
+           "SQLLOCK_LEASE_NO_WAKEUP (polling with backoff only)\n");
+    fflush(stdout);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -643,15 +807,28 @@ static void usage(void)
     fprintf(stderr,
         "usage: bench_handoff [--seconds N] [--waiters N] [--hold-ms N] "
         "[--ttl-ms N]\n"
-        "                     [--barge] [--csv FILE] URL...\n"
-        "  --seconds N   measured time per mode, after 1 s of warm-up "
+        "                     [--barge] [--csv FILE] [--results FILE] "
+        "URL...\n"
+        "  --seconds N     measured time per mode, after 1 s of warm-up "
         "(default 5)\n"
-        "  --waiters N   workers contending for the lock, 2..%d (default 8)\n"
-        "  --hold-ms N   time each holder keeps the lock (default 2)\n"
-        "  --ttl-ms N    lease ttl (default 10000)\n"
-        "  --barge       the releaser queues again at once instead of "
+        "  --waiters N     workers contending for one lock name, 2..%d "
+        "(default 8)\n"
+        "  --hold-ms N     the critical section: time each holder keeps "
+        "the lock, 0..10000\n"
+        "                  (default 2; the benchmarks' contended scenario "
+        "is 1)\n"
+        "  --ttl-ms N      lease ttl (default 10000)\n"
+        "  --barge         the releaser queues again at once instead of "
         "standing aside\n"
-        "  --csv FILE    also write the rows as CSV\n"
+        "  --csv FILE      also write the rows as CSV, in this program's own "
+        "columns\n"
+        "  --results FILE  also append the rows to FILE in the common results "
+        "format of\n"
+        "                  bench/README.md (suite contended: handovers/s, "
+        "handoff p50/p99)\n"
+        "Modes: processes and threads, each with wake-ups on (the default "
+        "lease options)\n"
+        "and off (SQLLOCK_LEASE_NO_WAKEUP: polling with backoff only).\n"
         "URLs: sqlite:///path.db postgres://... mysql://...\n", MAX_WAITERS);
     exit(2);
 }
@@ -673,6 +850,7 @@ int main(int argc, char **argv)
     config cfg;
     int i, nurls = 0;
     const char *urls[16];
+    floor_pt floors[16];
 
     memset(&cfg, 0, sizeof cfg);
     cfg.secs = 5;
@@ -696,6 +874,8 @@ int main(int argc, char **argv)
             cfg.barge = 1;
         } else if (strcmp(a, "--csv") == 0 && i + 1 < argc) {
             cfg.csv_path = argv[++i];
+        } else if (strcmp(a, "--results") == 0 && i + 1 < argc) {
+            cfg.results_path = argv[++i];
         } else if (a[0] == '-' || nurls == 16) {
             usage();
         } else {
@@ -716,11 +896,13 @@ int main(int argc, char **argv)
                 "end_p50_ms,end_p99_ms,self_share,floor_p50_ms,"
                 "p50_vs_floor,wait_p50_ms,wait_p99_ms,wait_max_ms\n");
     }
-    printf("bench_handoff: sqllock %s, %d waiters, hold %lld ms, %g s per "
-           "mode after 1 s of warm-up%s\n\n", sqllock_version_string(),
-           cfg.waiters, (long long)cfg.hold_ms, cfg.secs,
-           cfg.barge ? ", releaser barges" : "");
-    printf("| driver | mode | grants/s | handoffs | p50 ms | p90 ms | "
+    if (cfg.results_path != NULL)
+        cfg.results = res_open(cfg.results_path);
+    printf("bench_handoff: sqllock %s, %d waiters on one name, critical "
+           "section (hold) %lld ms, %g s per mode after 1 s of warm-up%s\n\n",
+           sqllock_version_string(), cfg.waiters, (long long)cfg.hold_ms,
+           cfg.secs, cfg.barge ? ", releaser barges" : "");
+    printf("| driver | mode | handovers/s | handoffs | p50 ms | p90 ms | "
            "p99 ms | max ms | from release end p50 | p99 |%s "
            "floor pair p50 ms | p50 / floor | wait p50 ms | wait p99 | "
            "wait max |\n",
@@ -729,8 +911,12 @@ int main(int argc, char **argv)
            cfg.barge ? "--:|" : "");
     fflush(stdout);
     for (i = 0; i < nurls; i++)
-        bench_url(&cfg, urls[i]);
+        bench_url(&cfg, urls[i], &floors[i]);
+    print_floors(floors, nurls);
     if (cfg.csv != NULL && (ferror(cfg.csv) | fclose(cfg.csv)) != 0)
         die("writing %s failed", cfg.csv_path);
+    if (cfg.results != NULL &&
+        (ferror(cfg.results) | fclose(cfg.results)) != 0)
+        die("writing %s failed", cfg.results_path);
     return 0;
 }
