@@ -2,8 +2,9 @@
  * bench_handoff.c -- how long a released lock stays free before the next
  * waiter holds it, with and without wake-ups (DESIGN L9), on every driver.
  *
- *   bench_handoff [--seconds N] [--waiters 8] [--hold-ms 2] [--ttl-ms 10000]
- *                 [--barge] [--csv FILE] [--results FILE] URL...
+ *   bench_handoff [--seconds 10] [--quick] [--reps 3] [--waiters 8]
+ *                 [--hold-ms 2] [--ttl-ms 10000] [--barge] [--csv FILE]
+ *                 [--results FILE] URL...
  *
  *   e.g. the benchmarks' contended scenario (8 clients on one name, a 1 ms
  *   critical section) on the three drivers:
@@ -46,7 +47,9 @@
  * plus one. If the counter does not end equal to the number of grants,
  * two holders overlapped and the program exits with status 1.
  *
- * Each mode runs 1 s of warm-up and then --seconds of measurement. Beside
+ * Each run of a mode has 1 s of warm-up and then --seconds of measurement
+ * (10; --quick 2); each mode runs --reps times (3), the modes in turn, and
+ * the table shows the median of each column over the runs. Beside
  * each row, the FLOOR is the p50 of one uncontended acquire+release pair
  * on the same driver, measured in the same run by one handle of this
  * process for 1 s (its pairs/s, p50 and p99 are in a table of their own
@@ -71,6 +74,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -90,6 +94,7 @@
 #endif
 
 #define MAX_WAITERS 64
+#define MAX_REPS 15
 #define MAX_GRANTS (1 << 18)
 #define WAIT_MS 60000           /* a wait longer than this is a failure */
 #define WARMUP_NS INT64_C(1000000000)
@@ -126,6 +131,7 @@ typedef struct shared {
 
 typedef struct config {
     double secs;
+    int reps;                    /* runs of each mode; the median is shown */
     int waiters;
     int64_t hold_ms;
     int64_t ttl_ms;
@@ -747,23 +753,67 @@ static void print_row(const config *cfg, const row *r)
                 r->wait_p99, r->wait_max);
 }
 
-/* The floor and the four modes of one URL; the results rows are written
- * only once all five are measured, so a run cut short leaves none of the
- * URL's (ratios always have their floor). */
+/* The median, field by field, of the reps runs of one mode, as the other
+ * programs of bench/ do: each percentile is the median of the runs'. */
+static void median_row(row *runs, int reps, row *out)
+{
+    static const size_t fields[] = {
+        offsetof(row, rate), offsetof(row, cs_rate), offsetof(row, p50),
+        offsetof(row, p90), offsetof(row, p99), offsetof(row, max),
+        offsetof(row, end_p50), offsetof(row, end_p99), offsetof(row, self),
+        offsetof(row, wait_p50), offsetof(row, wait_p99),
+        offsetof(row, wait_max),
+    };
+    double v[MAX_REPS];
+    long n[MAX_REPS];
+    size_t f;
+    int k, j;
+
+    *out = runs[0];
+    for (f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+        for (k = 0; k < reps; k++)
+            v[k] = *(const double *)((const char *)&runs[k] + fields[f]);
+        qsort(v, (size_t)reps, sizeof v[0], cmp_double);
+        *(double *)((char *)out + fields[f]) = reps % 2 ? v[reps / 2]
+            : (v[reps / 2 - 1] + v[reps / 2]) / 2;
+    }
+    for (k = 0; k < reps; k++)          /* handoffs: the median count */
+        n[k] = runs[k].n;
+    for (k = 1; k < reps; k++)
+        for (j = k; j > 0 && n[j - 1] > n[j]; j--) {
+            long t = n[j];
+            n[j] = n[j - 1];
+            n[j - 1] = t;
+        }
+    out->n = n[reps / 2];
+}
+
+/* The floor and the four modes of one URL, each mode --reps times (the
+ * modes in turn, so that a slow spell of the machine does not fall on
+ * one mode's runs only); the results rows are written only once all are
+ * measured, so a run cut short leaves none of the URL's (ratios always
+ * have their floor). */
 static void bench_url(const config *cfg, const char *url, floor_pt *fl)
 {
     shared *sh = shared_new();
-    row rs[NMODES];
-    int mi;
+    row rs[NMODES], runs[NMODES][MAX_REPS];
+    int mi, k;
 
     measure_floor(cfg, url, sh, fl);
     shared_free(sh);
+    for (k = 0; k < cfg->reps; k++)
+        for (mi = 0; mi < NMODES; mi++) {
+            row *r = &runs[mi][k];
+            memset(r, 0, sizeof *r);
+            run_mode(cfg, url, mi, r);
+            snprintf(r->driver, sizeof r->driver, "%s", fl->driver);
+            fprintf(stderr, "bench_handoff: %s, %s, run %d: %.0f "
+                    "handovers/s, handoff p50 %.2f ms p99 %.2f ms\n",
+                    fl->driver, modes[mi].label, k + 1, r->cs_rate, r->p50,
+                    r->p99);
+        }
     for (mi = 0; mi < NMODES; mi++) {
-        fprintf(stderr, "bench_handoff: %s, %s...\n", fl->driver,
-                modes[mi].label);
-        memset(&rs[mi], 0, sizeof rs[mi]);
-        run_mode(cfg, url, mi, &rs[mi]);
-        snprintf(rs[mi].driver, sizeof rs[mi].driver, "%s", fl->driver);
+        median_row(runs[mi], cfg->reps, &rs[mi]);
         rs[mi].floor = fl->p50_ms;
         print_row(cfg, &rs[mi]);
     }
@@ -805,12 +855,16 @@ static void print_floors(const floor_pt *fl, int n)
 static void usage(void)
 {
     fprintf(stderr,
-        "usage: bench_handoff [--seconds N] [--waiters N] [--hold-ms N] "
-        "[--ttl-ms N]\n"
-        "                     [--barge] [--csv FILE] [--results FILE] "
-        "URL...\n"
-        "  --seconds N     measured time per mode, after 1 s of warm-up "
-        "(default 5)\n"
+        "usage: bench_handoff [--seconds N] [--quick] [--reps N] "
+        "[--waiters N]\n"
+        "                     [--hold-ms N] [--ttl-ms N] [--barge] "
+        "[--csv FILE]\n"
+        "                     [--results FILE] URL...\n"
+        "  --seconds N     measured time per run, after 1 s of warm-up "
+        "(default 10)\n"
+        "  --quick         runs of 2 s\n"
+        "  --reps N        runs of each mode, 1..%d; the median is shown "
+        "(default 3)\n"
         "  --waiters N     workers contending for one lock name, 2..%d "
         "(default 8)\n"
         "  --hold-ms N     the critical section: time each holder keeps "
@@ -829,7 +883,8 @@ static void usage(void)
         "Modes: processes and threads, each with wake-ups on (the default "
         "lease options)\n"
         "and off (SQLLOCK_LEASE_NO_WAKEUP: polling with backoff only).\n"
-        "URLs: sqlite:///path.db postgres://... mysql://...\n", MAX_WAITERS);
+        "URLs: sqlite:///path.db postgres://... mysql://...\n", MAX_REPS,
+        MAX_WAITERS);
     exit(2);
 }
 
@@ -853,7 +908,8 @@ int main(int argc, char **argv)
     floor_pt floors[16];
 
     memset(&cfg, 0, sizeof cfg);
-    cfg.secs = 5;
+    cfg.secs = 10;
+    cfg.reps = 3;
     cfg.waiters = 8;
     cfg.hold_ms = 2;
     cfg.ttl_ms = 10000;
@@ -864,6 +920,10 @@ int main(int argc, char **argv)
             cfg.secs = strtod(argv[++i], &end);
             if (*end != '\0' || !(cfg.secs > 0) || cfg.secs > 3600)
                 usage();
+        } else if (strcmp(a, "--quick") == 0) {
+            cfg.secs = 2;
+        } else if (strcmp(a, "--reps") == 0 && i + 1 < argc) {
+            cfg.reps = (int)int_arg(argv[++i], 1, MAX_REPS);
         } else if (strcmp(a, "--waiters") == 0 && i + 1 < argc) {
             cfg.waiters = (int)int_arg(argv[++i], 2, MAX_WAITERS);
         } else if (strcmp(a, "--hold-ms") == 0 && i + 1 < argc) {
@@ -899,9 +959,10 @@ int main(int argc, char **argv)
     if (cfg.results_path != NULL)
         cfg.results = res_open(cfg.results_path);
     printf("bench_handoff: sqllock %s, %d waiters on one name, critical "
-           "section (hold) %lld ms, %g s per mode after 1 s of warm-up%s\n\n",
+           "section (hold) %lld ms, %g s per run after 1 s of warm-up, %d runs "
+           "of each mode, medians%s\n\n",
            sqllock_version_string(), cfg.waiters, (long long)cfg.hold_ms,
-           cfg.secs, cfg.barge ? ", releaser barges" : "");
+           cfg.secs, cfg.reps, cfg.barge ? ", releaser barges" : "");
     printf("| driver | mode | handovers/s | handoffs | p50 ms | p90 ms | "
            "p99 ms | max ms | from release end p50 | p99 |%s "
            "floor pair p50 ms | p50 / floor | wait p50 ms | wait p99 | "

@@ -1,0 +1,799 @@
+/*
+ * bench_memory.c -- how much memory a process spends per held lease, with
+ * and without automatic renewal, on every driver.
+ *
+ *   bench_memory [--seconds N] [--quick] [--reps N] [--results FILE]
+ *                [--leases N] [--ttl-ms N] URL...
+ *
+ *   e.g. bench_memory --results out.csv sqlite:///tmp/mem.db \
+ *            postgres://user:pw@127.0.0.1:5432/db mysql://user:pw@host/db
+ *
+ * For each URL (sqllock_init() is run on it first), each repetition runs
+ * two scenarios, each in a fresh child process (fork()) so that neither
+ * inherits the other's heap:
+ *
+ *   held, not watched   one sqllock_db handle makes --leases (10 000)
+ *                       lease handles, ttl --ttl-ms (60 s), and takes each
+ *                       with sqllock_lease_try_acquire();
+ *   held, watched       the same, and puts each lease under automatic
+ *                       renewal with sqllock_lease_watch() (default
+ *                       interval ttl/3, so 10 000 leases of 60 s ask the
+ *                       database for 500 renewals a second, all on the
+ *                       renewer's one connection). The program waits until
+ *                       every lease has been renewed at least once (its
+ *                       local deadline moved past what its acquire gave),
+ *                       then --seconds more (the settle period, during
+ *                       which it counts the renewals), and checks that
+ *                       every lease is still HELD.
+ *
+ * Resident memory is read from /proc/self/statm (resident pages x page
+ * size) before the lease handles are made and after the leases are held
+ * (after the settle period), and the difference divided by the number of
+ * leases is the memory per held lease. The "before" point follows a
+ * warm-up: one lease taken and released (and, in the watched scenario,
+ * sqllock_watch_prepare() and a short-lived lease watched until its first
+ * renewal), so that the connection's and the renewer's own start-up
+ * memory is not charged to the leases; the renewer's start-up is shown
+ * apart (per handle, not per lease). Also shown: the memory of the lease
+ * handles alone before any acquire, and what is still resident after
+ * everything was released, freed and closed and glibc's malloc_trim()
+ * has given the free memory of its heaps back.
+ * All the arrays the program itself needs are allocated before the
+ * "before" point.
+ *
+ * Everything is released and freed at the end of each child, and on MySQL
+ * the per-name rows of sqllock_token are deleted too. The lock names are
+ * "sqllock-bench-mem:<pid>:<i>"; rows of that prefix left by an aborted
+ * earlier run are deleted at the start (do not run two copies on one
+ * database at once).
+ *
+ * This is a measuring program, not a test. Any failed call aborts the run
+ * with a message.
+ */
+#include <errno.h>
+#if defined(__linux__)
+#include <malloc.h>
+#endif
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqllock.h>
+
+#if defined(SQLLOCK_HAVE_SQLITE)
+#include <sqlite3.h>
+#endif
+#if defined(SQLLOCK_HAVE_POSTGRES)
+#include <libpq-fe.h>
+#endif
+#if defined(SQLLOCK_HAVE_MYSQL)
+#include <mysql.h>
+#endif
+
+#define PROG "bench_memory"
+#define NAME_PREFIX "sqllock-bench-mem:"
+#define MAX_REPS 15
+#define MAX_URLS 16
+#define WARM_TTL_MS 900          /* the watched warm-up lease: renewed
+                                    every 300 ms */
+#define RENEWED_SLACK_MS 1000    /* a deadline this much past the
+                                    acquire's counts as renewed */
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    fputs(PROG ": ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fputs(PROG ": run aborted (lease rows left behind expire after their "
+          "ttl; the next run deletes them)\n", stderr);
+    exit(1);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Resident memory of this process, in bytes (/proc/self/statm). */
+static double rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size, resident;
+
+    if (f == NULL)
+        die("/proc/self/statm: %s", strerror(errno));
+    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+        die("/proc/self/statm: unexpected contents");
+    fclose(f);
+    return (double)resident * (double)sysconf(_SC_PAGESIZE);
+}
+
+/* User + system CPU time of this process so far, in seconds. */
+static double cpu_s(void)
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        die("getrusage: %s", strerror(errno));
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static double median(const double *in, int n)
+{
+    double v[MAX_REPS];
+    int i;
+
+    for (i = 0; i < n; i++)
+        v[i] = in[i];
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The results file                                                         */
+/* ------------------------------------------------------------------------ */
+
+static FILE *g_results;
+static const char *g_results_path;
+
+static void results_open(const char *path)
+{
+    g_results_path = path;
+    g_results = fopen(path, "a");
+    if (g_results == NULL)
+        die("cannot append to %s: %s", path, strerror(errno));
+    if (fseek(g_results, 0, SEEK_END) != 0)
+        die("%s: %s", path, strerror(errno));
+    if (ftell(g_results) == 0)
+        fputs("suite,driver,scenario,clients,rows,ops_per_s,p50_us,p99_us,"
+              "ratio,vs,value,unit\n", g_results);
+}
+
+/* A text field, quoted when it holds a comma, a space or a quote. */
+static void csv_text(const char *s)
+{
+    const char *p;
+
+    if (strpbrk(s, ", \"") == NULL) {
+        fputs(s, g_results);
+        return;
+    }
+    fputc('"', g_results);
+    for (p = s; *p != '\0'; p++) {
+        if (*p == '"')
+            fputc('"', g_results);
+        fputc(*p, g_results);
+    }
+    fputc('"', g_results);
+}
+
+/* One row of the memory suite: no rate, no latency, no ratio; `rows` is
+ * the live leases in the lock table (ours), `value` and `unit` the
+ * figure. */
+static void csv_row(const char *driver, const char *scenario, long rows,
+                    double value, const char *unit)
+{
+    if (g_results == NULL)
+        return;
+    fputs("memory,", g_results);
+    csv_text(driver);
+    fputc(',', g_results);
+    csv_text(scenario);
+    fprintf(g_results, ",1,%ld,,,,,,%.1f,", rows, value);
+    csv_text(unit);
+    fputc('\n', g_results);
+    fflush(g_results);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Clean-up by hand, on the handle's own connection                         */
+/* ------------------------------------------------------------------------ */
+
+/* Deletes the rows of names in [lo, hi) from `table`; returns how many. */
+static long long delete_range(sqllock_db *db, const char *table,
+                              const char *lo, const char *hi)
+{
+    const char *driver = sqllock_db_driver(db);
+    void *native = sqllock_db_native(db);
+    char sql[256];
+
+    if (native == NULL)
+        die("the handle has no native connection");
+    snprintf(sql, sizeof sql, "DELETE FROM %s WHERE name >= '%s' AND "
+             "name < '%s'", table, lo, hi);
+#if defined(SQLLOCK_HAVE_POSTGRES)
+    if (strcmp(driver, "postgres") == 0) {
+        PGresult *r = PQexec(native, sql);
+        long long n;
+        if (r == NULL || PQresultStatus(r) != PGRES_COMMAND_OK)
+            die("%s: %s", sql, r != NULL ? PQresultErrorMessage(r)
+                                         : PQerrorMessage(native));
+        n = strtoll(PQcmdTuples(r), NULL, 10);
+        PQclear(r);
+        return n;
+    }
+#endif
+#if defined(SQLLOCK_HAVE_MYSQL)
+    if (strcmp(driver, "mysql") == 0) {
+        if (mysql_real_query(native, sql, (unsigned long)strlen(sql)) != 0)
+            die("%s: %s", sql, mysql_error(native));
+        return (long long)mysql_affected_rows(native);
+    }
+#endif
+#if defined(SQLLOCK_HAVE_SQLITE)
+    if (strcmp(driver, "sqlite") == 0) {
+        char *msg = NULL;
+        if (sqlite3_exec(native, sql, NULL, NULL, &msg) != SQLITE_OK)
+            die("%s: %s", sql, msg != NULL ? msg : sqlite3_errmsg(native));
+        return sqlite3_changes(native);
+    }
+#endif
+    die("no clean-up for driver '%s'", driver);
+    return 0;
+}
+
+/* Deletes the lease rows, and on MySQL the token rows, of the names that
+ * start with `prefix` (which ends in ':'); returns the lease rows. */
+static long long delete_prefix(sqllock_db *db, const char *prefix)
+{
+    char hi[96];
+    size_t len = strlen(prefix);
+    long long n;
+
+    snprintf(hi, sizeof hi, "%s", prefix);
+    hi[len - 1] = (char)(hi[len - 1] + 1);      /* ':' + 1 = ';' */
+    n = delete_range(db, "sqllock_lease", prefix, hi);
+    if (strcmp(sqllock_db_driver(db), "mysql") == 0)
+        delete_range(db, "sqllock_token", prefix, hi);
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One scenario, in a child process                                         */
+/* ------------------------------------------------------------------------ */
+
+typedef struct config {
+    double secs;
+    int reps;
+    long leases;
+    int64_t ttl_ms;
+} config;
+
+/* What a child reports through its pipe. */
+typedef struct mem_result {
+    double before;           /* RSS after the warm-up */
+    double handles;          /* after sqllock_lease_new() of every lease */
+    double held;             /* after every acquire (and the settle) */
+    double freed;            /* after every release, free and close */
+    double renewer;          /* watched: what watch_prepare + warm-up took */
+    double acquire_s;        /* the acquires (and watches) */
+    double first_renew_s;    /* watched: until every lease was renewed */
+    double renewals_per_s;   /* watched: counted in the settle period */
+    double renewer_cpu;      /* watched: process CPU s per s of settle */
+    long renewed;            /* watched: leases renewed before the settle */
+    long lost;               /* releases that said SQLLOCK_LOST */
+} mem_result;
+
+static sqllock_db *open_db(const char *url)
+{
+    sqllock_db *db = NULL;
+    int rc = sqllock_open(url, NULL, &db);
+
+    if (rc != SQLLOCK_OK)
+        die("cannot open %s: %s: %s", url, sqllock_errname(rc),
+            sqllock_errmsg(db));
+    return db;
+}
+
+static sqllock_lease *new_lease(sqllock_db *db, const char *name,
+                                int64_t ttl_ms)
+{
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL;
+    int rc;
+
+    o.ttl_ms = ttl_ms;
+    rc = sqllock_lease_new(db, name, &o, &l);
+    if (rc != SQLLOCK_OK)
+        die("sqllock_lease_new(%s): %s: %s", name, sqllock_errname(rc),
+            sqllock_errmsg(db));
+    return l;
+}
+
+static void acquire(sqllock_db *db, sqllock_lease *l)
+{
+    int rc = sqllock_lease_try_acquire(l);
+
+    if (rc != SQLLOCK_OK)
+        die("sqllock_lease_try_acquire(%s): %s: %s", sqllock_lease_name(l),
+            sqllock_errname(rc), sqllock_errmsg(db));
+}
+
+static void watch(sqllock_db *db, sqllock_lease *l)
+{
+    int rc = sqllock_lease_watch(l, NULL);
+
+    if (rc != SQLLOCK_OK)
+        die("sqllock_lease_watch(%s): %s: %s", sqllock_lease_name(l),
+            sqllock_errname(rc), sqllock_errmsg(db));
+}
+
+/* Releases; SQLLOCK_LOST is counted (a lease whose renewals fell behind
+ * shows up there), anything else fails the run. */
+static void release(sqllock_db *db, sqllock_lease *l, long *lost)
+{
+    int rc = sqllock_lease_release(l);
+
+    if (rc == SQLLOCK_LOST)
+        (*lost)++;
+    else if (rc != SQLLOCK_OK)
+        die("sqllock_lease_release(%s): %s: %s", sqllock_lease_name(l),
+            sqllock_errname(rc), sqllock_errmsg(db));
+}
+
+/* The warm-up: a lease taken and released (and, watched, the renewer
+ * started and a short lease renewed once), so that the connection's
+ * statements and the renewer exist before the "before" point. */
+static void warm_up(sqllock_db *db, int watched, mem_result *res)
+{
+    char name[96];
+    sqllock_lease *l;
+    long lost = 0;
+    double r0;
+    int rc;
+
+    snprintf(name, sizeof name, NAME_PREFIX "%ld:warm", (long)getpid());
+    l = new_lease(db, name, watched ? WARM_TTL_MS : 30000);
+    acquire(db, l);
+    release(db, l, &lost);
+    if (watched) {
+        int64_t t0, dl0;
+        r0 = rss_bytes();
+        rc = sqllock_watch_prepare(db);
+        if (rc != SQLLOCK_OK)
+            die("sqllock_watch_prepare: %s: %s", sqllock_errname(rc),
+                sqllock_errmsg(db));
+        acquire(db, l);
+        watch(db, l);
+        t0 = now_ms();
+        dl0 = t0 + sqllock_lease_remaining_ms(l);
+        /* Its first renewal comes a third of the ttl after the acquire. */
+        while (now_ms() + sqllock_lease_remaining_ms(l) < dl0 + 100) {
+            if (now_ms() - t0 > WARM_TTL_MS * 3)
+                die("the warm-up lease was not renewed in %d ms (state "
+                    "%s)", WARM_TTL_MS * 3,
+                    sqllock_lease_state_name(sqllock_lease_state(l)));
+            sleep_ms(10);
+        }
+        release(db, l, &lost);
+        res->renewer = rss_bytes() - r0;
+    }
+    sqllock_lease_free(l);
+    if (lost > 0)
+        die("the warm-up lease was lost");
+}
+
+static void run_child(const config *cfg, const char *url, int watched,
+                      int fd)
+{
+    long n = cfg->leases, i, renewed = 0;
+    sqllock_lease **ls;
+    int64_t *acq_ms, *dl0;
+    char **names, prefix[64];
+    sqllock_db *db;
+    mem_result res;
+    double t0;
+    ssize_t w;
+
+    memset(&res, 0, sizeof res);
+#if defined(SQLLOCK_HAVE_MYSQL)
+    if (mysql_library_init(0, NULL, NULL) != 0)
+        die("mysql_library_init failed");
+#endif
+    /* Everything this program needs is allocated before "before". */
+    ls = calloc((size_t)n, sizeof *ls);
+    acq_ms = calloc((size_t)n, sizeof *acq_ms);
+    dl0 = calloc((size_t)n, sizeof *dl0);
+    names = calloc((size_t)n, sizeof *names);
+    if (ls == NULL || acq_ms == NULL || dl0 == NULL || names == NULL)
+        die("out of memory");
+    snprintf(prefix, sizeof prefix, NAME_PREFIX "%ld:", (long)getpid());
+    for (i = 0; i < n; i++) {
+        char buf[96];
+        snprintf(buf, sizeof buf, "%s%ld", prefix, i);
+        names[i] = strdup(buf);
+        if (names[i] == NULL)
+            die("out of memory");
+    }
+    db = open_db(url);
+    warm_up(db, watched, &res);
+
+    res.before = rss_bytes();
+    for (i = 0; i < n; i++)
+        ls[i] = new_lease(db, names[i], cfg->ttl_ms);
+    res.handles = rss_bytes();
+    t0 = now_s();
+    for (i = 0; i < n; i++) {
+        acq_ms[i] = now_ms();
+        acquire(db, ls[i]);
+        if (watched)
+            watch(db, ls[i]);
+    }
+    res.acquire_s = now_s() - t0;
+    if (watched) {
+        /* A lease is renewed once its local deadline is past what its
+         * acquire gave it: sent at acq_ms[i] or later, ttl - margin. */
+        int64_t margin = cfg->ttl_ms / 10, limit = now_ms() + cfg->ttl_ms;
+        double c0, t1;
+        long renewals = 0;
+        for (;;) {
+            int64_t t = now_ms();
+            renewed = 0;
+            for (i = 0; i < n; i++) {
+                int st = sqllock_lease_state(ls[i]);
+                if (st != SQLLOCK_STATE_HELD)
+                    die("lease %ld is %s before its first renewal", i,
+                        sqllock_lease_state_name(st));
+                if (t + sqllock_lease_remaining_ms(ls[i]) >
+                    acq_ms[i] + cfg->ttl_ms - margin + RENEWED_SLACK_MS)
+                    renewed++;
+            }
+            if (renewed == n || t > limit)
+                break;
+            sleep_ms(200);
+        }
+        res.first_renew_s = now_s() - t0;
+        res.renewed = renewed;
+        /* The settle period: the renewals in it are counted from each
+         * lease's deadline at its start and at its end. */
+        for (i = 0; i < n; i++)
+            dl0[i] = now_ms() + sqllock_lease_remaining_ms(ls[i]);
+        c0 = cpu_s();
+        t1 = now_s();
+        sleep_ms((long)(cfg->secs * 1000));
+        t1 = now_s() - t1;
+        res.renewer_cpu = (cpu_s() - c0) / t1;
+        for (i = 0; i < n; i++) {
+            int64_t moved = now_ms() + sqllock_lease_remaining_ms(ls[i]) -
+                            dl0[i];
+            int64_t interval = cfg->ttl_ms / 3;
+            int st = sqllock_lease_state(ls[i]);
+            if (st != SQLLOCK_STATE_HELD)
+                die("lease %ld is %s after the settle period", i,
+                    sqllock_lease_state_name(st));
+            renewals += (long)((moved + interval / 2) / interval);
+        }
+        res.renewals_per_s = (double)renewals / t1;
+    } else {
+        sleep_ms(1000);
+    }
+    res.held = rss_bytes();
+    for (i = 0; i < n; i++)
+        release(db, ls[i], &res.lost);
+    for (i = 0; i < n; i++)
+        sqllock_lease_free(ls[i]);
+    delete_prefix(db, prefix);
+    sqllock_close(db);
+#if defined(__GLIBC__)
+    /* What the allocator keeps of freed memory is not the library's. */
+    malloc_trim(0);
+#endif
+    res.freed = rss_bytes();
+    w = write(fd, &res, sizeof res);
+    if (w != (ssize_t)sizeof res)
+        die("writing to the parent: %s", strerror(errno));
+    for (i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    free(dl0);
+    free(acq_ms);
+    free(ls);
+#if defined(SQLLOCK_HAVE_MYSQL)
+    mysql_library_end();
+#endif
+}
+
+/* Runs one scenario in a child process; its result comes back through a
+ * pipe. */
+static void in_child(const config *cfg, const char *url, int watched,
+                     mem_result *out)
+{
+    int fds[2], status;
+    pid_t pid;
+    ssize_t got;
+
+    fflush(stdout);
+    fflush(stderr);
+    if (pipe(fds) != 0)
+        die("pipe: %s", strerror(errno));
+    pid = fork();
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(fds[0]);
+        run_child(cfg, url, watched, fds[1]);
+        close(fds[1]);
+        fflush(stdout);
+        _exit(0);
+    }
+    close(fds[1]);
+    got = read(fds[0], out, sizeof *out);
+    close(fds[0]);
+    if (waitpid(pid, &status, 0) != pid)
+        die("waitpid: %s", strerror(errno));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        die("the %s scenario's process failed (see above)",
+            watched ? "watched" : "not watched");
+    if (got != (ssize_t)sizeof *out)
+        die("the %s scenario's process sent no result",
+            watched ? "watched" : "not watched");
+}
+
+/* sqllock_init() and the clean-up of an earlier run, in a child as well
+ * (the parent holds no handle while it forks). */
+static void prepare_child(const char *url, int fd)
+{
+    sqllock_db *db;
+    char buf[256];
+    long long left;
+    int rc;
+
+#if defined(SQLLOCK_HAVE_MYSQL)
+    if (mysql_library_init(0, NULL, NULL) != 0)
+        die("mysql_library_init failed");
+#endif
+    db = open_db(url);
+    rc = sqllock_init(db);
+    if (rc != SQLLOCK_OK)
+        die("sqllock_init on %s: %s", url, sqllock_errmsg(db));
+    left = delete_prefix(db, NAME_PREFIX);
+    memset(buf, 0, sizeof buf);
+    snprintf(buf, sizeof buf, "%s|%lld", sqllock_db_driver(db), left);
+    if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf)
+        die("writing to the parent: %s", strerror(errno));
+    sqllock_close(db);
+#if defined(SQLLOCK_HAVE_MYSQL)
+    mysql_library_end();
+#endif
+}
+
+static void prepare(const char *url, char *driver, size_t n)
+{
+    char buf[256], *bar;
+    int fds[2], status;
+    pid_t pid;
+
+    fflush(stdout);
+    fflush(stderr);
+    if (pipe(fds) != 0)
+        die("pipe: %s", strerror(errno));
+    pid = fork();
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(fds[0]);
+        prepare_child(url, fds[1]);
+        _exit(0);
+    }
+    close(fds[1]);
+    if (read(fds[0], buf, sizeof buf) != (ssize_t)sizeof buf)
+        buf[0] = '\0';
+    close(fds[0]);
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0 || buf[0] == '\0')
+        die("%s: the set-up failed (see above)", url);
+    buf[sizeof buf - 1] = '\0';
+    bar = strchr(buf, '|');
+    if (bar == NULL)
+        die("%s: the set-up sent no driver name", url);
+    *bar = '\0';
+    snprintf(driver, n, "%s", buf);
+    if (strtoll(bar + 1, NULL, 10) > 0)
+        printf("%s: removed %s rows left by an earlier run\n", driver,
+               bar + 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The table                                                                */
+/* ------------------------------------------------------------------------ */
+
+static void bench_url(const config *cfg, const char *url)
+{
+    mem_result res[2][MAX_REPS];
+    double v[MAX_REPS], per[2], handles[2], freed[2], renewer;
+    double acq[2], first, rate, cpu;
+    long lost = 0, renewed_min = cfg->leases;
+    char driver[64];
+    int rep, k, i;
+    static const char *const labels[2] = { "held, not watched",
+                                           "held, watched (renewed)" };
+
+    prepare(url, driver, sizeof driver);
+    for (rep = 0; rep < cfg->reps; rep++) {
+        for (k = 0; k < 2; k++) {
+            int watched = (k + rep) % 2;     /* a rotating order */
+            mem_result *r = &res[watched][rep];
+            in_child(cfg, url, watched, r);
+            lost += r->lost;
+            if (watched && r->renewed < renewed_min)
+                renewed_min = r->renewed;
+            fprintf(stderr, "  %s run %d: %-24s %8.0f bytes/lease (handles "
+                    "%.0f), acquire%s %.1f s", driver, rep + 1,
+                    labels[watched], (r->held - r->before) /
+                    (double)cfg->leases, (r->handles - r->before) /
+                    (double)cfg->leases, watched ? "+watch" : "",
+                    r->acquire_s);
+            if (watched)
+                fprintf(stderr, ", all renewed after %.1f s, %.0f "
+                        "renewals/s, renewer %.0f kB, CPU %.1f%%",
+                        r->first_renew_s, r->renewals_per_s,
+                        r->renewer / 1024, r->renewer_cpu * 100);
+            fputc('\n', stderr);
+        }
+    }
+#define MED_(expr, out)                                                      \
+    do {                                                                     \
+        for (i = 0; i < cfg->reps; i++) {                                    \
+            const mem_result *r = &res[k][i];                                \
+            v[i] = (expr);                                                   \
+        }                                                                    \
+        out = median(v, cfg->reps);                                          \
+    } while (0)
+    for (k = 0; k < 2; k++) {
+        MED_((r->held - r->before) / (double)cfg->leases, per[k]);
+        MED_((r->handles - r->before) / (double)cfg->leases, handles[k]);
+        MED_(r->freed - r->before, freed[k]);
+        MED_(r->acquire_s, acq[k]);
+    }
+    k = 1;
+    MED_(r->renewer, renewer);
+    MED_(r->first_renew_s, first);
+    MED_(r->renewals_per_s, rate);
+    MED_(r->renewer_cpu, cpu);
+#undef MED_
+
+    printf("\n%s memory, %ld leases, ttl %lld ms, settle %g s, %d runs, "
+           "median\n", driver, cfg->leases, (long long)cfg->ttl_ms,
+           cfg->secs, cfg->reps);
+    printf("%-26s %12s %14s %16s %12s\n", "scenario", "bytes/lease",
+           "handles only", "kept after free", "acquire s");
+    for (k = 0; k < 2; k++) {
+        printf("%-26s %12.0f %14.0f %16.0f %12.1f\n", labels[k], per[k],
+               handles[k], freed[k], acq[k]);
+        csv_row(driver, labels[k], cfg->leases, per[k], "bytes/lease");
+    }
+    csv_row(driver, "renewer (per handle)", cfg->leases, renewer, "bytes");
+    printf("  bytes/lease: (resident after the leases are held - resident "
+           "before the first\n  lease handle) / leases, /proc/self/statm; "
+           "handles only: after sqllock_lease_new()\n  of every lease, "
+           "before any acquire; kept after free: resident bytes above "
+           "\"before\"\n  after every release, free and close, and "
+           "malloc_trim(0)\n");
+    printf("  renewer: %.0f kB resident for sqllock_watch_prepare() (thread "
+           "and connection) and its\n  first renewal, once per handle\n",
+           renewer / 1024);
+    printf("  renewals: interval ttl/3 = %lld ms, so %.0f renewals/s asked "
+           "of the database on the\n  renewer's one connection; counted in "
+           "the settle period: %.0f/s; every lease renewed\n  once after "
+           "%.1f s (acquires included; fewest renewed before the settle: "
+           "%ld of %ld);\n  process CPU during the settle period: %.1f%% of "
+           "one core\n", (long long)(cfg->ttl_ms / 3),
+           (double)cfg->leases / ((double)cfg->ttl_ms / 3000.0), rate,
+           first, renewed_min, cfg->leases, cpu * 100);
+    if (lost > 0)
+        printf("  %ld releases reported SQLLOCK_LOST (leases whose renewals "
+               "fell behind)\n", lost);
+    fflush(stdout);
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+        "usage: " PROG " [--seconds N] [--quick] [--reps N] [--results FILE]"
+        "\n                    [--leases N] [--ttl-ms N] URL...\n"
+        "  --seconds N      the settle period after every watched lease was "
+        "renewed once\n"
+        "                   (default 10)\n"
+        "  --quick          a settle period of 2 s\n"
+        "  --reps N         repetitions; the median is shown (default 3)\n"
+        "  --results FILE   append the rows to the common results CSV\n"
+        "  --leases N       leases held by the one handle (default 10000)\n"
+        "  --ttl-ms N       their ttl (default 60000; renewed every ttl/3)\n"
+        "URLs: sqlite:///path.db postgres://... mysql://...\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    config cfg;
+    const char *urls[MAX_URLS];
+    const char *results = NULL;
+    int i, nurls = 0;
+
+    memset(&cfg, 0, sizeof cfg);
+    cfg.secs = 10;
+    cfg.reps = 3;
+    cfg.leases = 10000;
+    cfg.ttl_ms = 60000;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        char *end;
+        if (strcmp(a, "--seconds") == 0 && i + 1 < argc) {
+            cfg.secs = strtod(argv[++i], &end);
+            if (*end != '\0' || !(cfg.secs > 0))
+                usage();
+        } else if (strcmp(a, "--quick") == 0) {
+            cfg.secs = 2;
+        } else if (strcmp(a, "--reps") == 0 && i + 1 < argc) {
+            cfg.reps = atoi(argv[++i]);
+            if (cfg.reps < 1 || cfg.reps > MAX_REPS)
+                usage();
+        } else if (strcmp(a, "--results") == 0 && i + 1 < argc) {
+            results = argv[++i];
+        } else if (strcmp(a, "--leases") == 0 && i + 1 < argc) {
+            cfg.leases = strtol(argv[++i], &end, 10);
+            if (*end != '\0' || cfg.leases < 1 || cfg.leases > 10000000)
+                usage();
+        } else if (strcmp(a, "--ttl-ms") == 0 && i + 1 < argc) {
+            cfg.ttl_ms = strtoll(argv[++i], &end, 10);
+            if (*end != '\0' || cfg.ttl_ms < 3000)
+                usage();
+        } else if (a[0] == '-') {
+            usage();
+        } else if (nurls < MAX_URLS) {
+            urls[nurls++] = a;
+        } else {
+            usage();
+        }
+    }
+    if (nurls == 0)
+        usage();
+    if (results != NULL)
+        results_open(results);
+    printf(PROG ": sqllock %s, %ld leases, ttl %lld ms, settle %g s, %d "
+           "runs\n", sqllock_version_string(), cfg.leases,
+           (long long)cfg.ttl_ms, cfg.secs, cfg.reps);
+    fflush(stdout);
+    for (i = 0; i < nurls; i++)
+        bench_url(&cfg, urls[i]);
+    if (g_results != NULL && (ferror(g_results) | fclose(g_results)) != 0)
+        die("writing %s failed", g_results_path);
+    return 0;
+}
