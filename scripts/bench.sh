@@ -3,7 +3,7 @@
 #
 #   scripts/bench.sh [--quick] [--seconds N] [--out DIR] [--only LIST]
 #                    [--append]
-#   scripts/bench.sh --chart CSV PNG      (draw the chart of an earlier run)
+#   scripts/bench.sh --chart CSV PNG      (redraw the chart and summary.md)
 #
 # Installs what is missing (Debian packages), builds the library and the
 # programs of bench/ (Release, in build/bench), starts PostgreSQL, MariaDB
@@ -45,7 +45,8 @@ def emit(name, pick):
         for r in rows:
             if pick(r) and r["ops_per_s"] and \
                     r["scenario"] not in ("python floor",):
-                label = f'{r["driver"]}: {r["scenario"]}'.replace('"', "'")
+                scen = r["scenario"].split(", critical section")[0]
+                label = f'{r["driver"]}: {scen}'.replace('"', "'")
                 f.write(f'"{label}" {float(r["ops_per_s"]):.1f}\n')
                 n += 1
     print(f"{name} {n}")
@@ -65,6 +66,7 @@ EOF
     echo "set multiplot layout 3,1"
     echo "set style fill solid 0.8 border -1"
     echo "set boxwidth 0.7"
+    echo "set rmargin 12"
     echo "set logscale y"
     echo "set grid ytics"
     echo "set xtics rotate by -35 left"
@@ -134,7 +136,7 @@ EOF
 if [ "${1:-}" = "--chart" ]; then
   [ $# -eq 3 ] || { echo "usage: scripts/bench.sh --chart CSV PNG" >&2; exit 64; }
   ensure_packages gnuplot-nox python3
-  write_summary "$2" "${3%.png}.md"
+  write_summary "$2" "$(dirname "$3")/summary.md"
   draw_chart "$2" "$3"
   exit 0
 fi
