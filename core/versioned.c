@@ -392,8 +392,9 @@ static sqllock_value cell_value(const sqllock_cell *c)
     return c->text != NULL ? sqllock__text(c->text) : sqllock__int(c->number);
 }
 
+/* `version_optional`: a fenced update may have no version column. */
 static int check_table(sqllock_db *db, const sqllock_table *t,
-                       const sqllock_cell *key)
+                       const sqllock_cell *key, int version_optional)
 {
     int rc;
 
@@ -406,8 +407,9 @@ static int check_table(sqllock_db *db, const sqllock_table *t,
         return sqllock__fail(db, SQLLOCK_EINVAL, "the key is NULL");
     if ((rc = sqllock__check_ident(db, t->table, 1, "table name")) != SQLLOCK_OK ||
         (rc = sqllock__check_ident(db, t->key_column, 0, "key column")) != SQLLOCK_OK ||
-        (rc = sqllock__check_ident(db, t->version_column, 0, "version column")) !=
-            SQLLOCK_OK)
+        (!(version_optional && t->version_column == NULL) &&
+         (rc = sqllock__check_ident(db, t->version_column, 0,
+                                    "version column")) != SQLLOCK_OK))
         return rc;
     return SQLLOCK_OK;
 }
@@ -459,32 +461,94 @@ static int table_error(sqllock_db *db, int rc, const sqllock_table *t)
         return sqllock__fail(db, rc == SQLLOCK_ENOSCHEMA ? SQLLOCK_EINVAL : rc,
                              "table '%s' (key column '%s', version column "
                              "'%s'): %s", t->table, t->key_column,
-                             t->version_column, why);
+                             t->version_column != NULL ? t->version_column :
+                             "(none)", why);
     }
     return rc;
 }
 
+/* What a write checks besides its conditions. */
+typedef struct write_check {
+    int64_t expected;          /* the version; < 0: no version check */
+    const char *fence;         /* the fence column, or NULL: no fence */
+    int64_t token;             /* with a fence: the writer's token */
+} write_check;
+
+/* Appends " AND <column> <op> ?" for each condition. */
+static void sb_conds(sqlbuf *b, const sqllock_cell *conds, int nconds,
+                     sqllock_value *args, int *n)
+{
+    static const char *const cmp[] = { "=", "<>", "<", "<=", ">", ">=" };
+    int i;
+
+    for (i = 0; i < nconds; i++) {
+        sb_add(b, " AND ");
+        sb_ident(b, conds[i].column);
+        sb_add(b, " ");
+        sb_add(b, cmp[conds[i].op - SQLLOCK_OP_EQ]);
+        sb_add(b, " ");
+        sb_placeholder(b);
+        args[(*n)++] = cell_value(&conds[i]);
+    }
+}
+
+/* Appends the SET list: <sets>, [fence = ?,] [v = v + 1]. */
+static void sb_sets(sqlbuf *b, const sqllock_table *t, const write_check *w,
+                    const sqllock_cell *sets, int nsets,
+                    sqllock_value *args, int *n)
+{
+    const char *sep = "";
+    int i;
+
+    for (i = 0; i < nsets; i++, sep = ", ") {
+        sb_ident(b, sets[i].column);
+        sb_add(b, " = ");
+        if (sets[i].op != SQLLOCK_OP_SET) {
+            sb_ident(b, sets[i].column);
+            sb_add(b, sets[i].op == SQLLOCK_OP_ADD ? " + " : " - ");
+        }
+        sb_placeholder(b);
+        args[(*n)++] = cell_value(&sets[i]);
+    }
+    if (w->fence != NULL) {
+        sb_add(b, sep);
+        sb_ident(b, w->fence);
+        sb_add(b, " = ");
+        sb_placeholder(b);
+        args[(*n)++] = sqllock__int(w->token);
+        sep = ", ";
+    }
+    if (t->version_column != NULL) {
+        sb_add(b, sep);
+        sb_ident(b, t->version_column);
+        sb_add(b, " = ");
+        sb_ident(b, t->version_column);
+        sb_add(b, " + 1");
+    }
+}
+
 /*
- * Builds and runs UPDATE t SET <sets>, v = v + 1 WHERE k = ? [AND v = ?]
- * AND v < max AND <conds>. `expected` < 0 means no version check.
+ * Builds and runs UPDATE t SET <sets>, [fence = ?,] [v = v + 1] WHERE
+ * k = ? [AND v = ?] [AND v < max] [AND COALESCE(fence, 0) <= ?] AND
+ * <conds>. Returns SQLLOCK_OK, SQLLOCK_CONFLICT when no row matched, or
+ * an error.
  */
 static int table_write(sqllock_db *db, const sqllock_table *t,
-                       const sqllock_cell *key, int64_t expected,
+                       const sqllock_cell *key, const write_check *w,
                        const sqllock_cell *sets, int nsets,
                        const sqllock_cell *conds, int nconds)
 {
-    static const char *const cmp[] = { "=", "<>", "<", "<=", ">", ">=" };
-    sqllock_value args[2 * CELLS_MAX + 2];
+    sqllock_value args[2 * CELLS_MAX + 4];
     sqllock_stmt *st = NULL;
     sqlbuf b;
     int64_t affected;
-    int i, n = 0, rc;
+    int n = 0, rc;
 
-    if ((rc = check_table(db, t, key)) != SQLLOCK_OK ||
+    if ((rc = check_table(db, t, key, w->fence != NULL)) != SQLLOCK_OK ||
         (rc = check_cells(db, sets, nsets, 1)) != SQLLOCK_OK ||
         (rc = check_cells(db, conds, nconds, 0)) != SQLLOCK_OK)
         return rc;
-    if (nsets == 0)
+    if (nsets == 0 && w->fence == NULL)
         return sqllock__fail(db, SQLLOCK_EINVAL, "at least one assignment is "
                              "needed");
     memset(&b, 0, sizeof b);
@@ -492,46 +556,35 @@ static int table_write(sqllock_db *db, const sqllock_table *t,
     sb_add(&b, "UPDATE ");
     sb_ident(&b, t->table);
     sb_add(&b, " SET ");
-    for (i = 0; i < nsets; i++) {
-        sb_ident(&b, sets[i].column);
-        sb_add(&b, " = ");
-        if (sets[i].op != SQLLOCK_OP_SET) {
-            sb_ident(&b, sets[i].column);
-            sb_add(&b, sets[i].op == SQLLOCK_OP_ADD ? " + " : " - ");
-        }
-        sb_placeholder(&b);
-        args[n++] = cell_value(&sets[i]);
-        sb_add(&b, ", ");
-    }
-    sb_ident(&b, t->version_column);
-    sb_add(&b, " = ");
-    sb_ident(&b, t->version_column);
-    sb_add(&b, " + 1 WHERE ");
+    sb_sets(&b, t, w, sets, nsets, args, &n);
+    sb_add(&b, " WHERE ");
     sb_ident(&b, t->key_column);
     sb_add(&b, " = ");
     sb_placeholder(&b);
     args[n++] = cell_value(key);
-    if (expected >= 0) {
+    if (w->expected >= 0) {
         sb_add(&b, " AND ");
         sb_ident(&b, t->version_column);
         sb_add(&b, " = ");
         sb_placeholder(&b);
-        args[n++] = sqllock__int(expected);
+        args[n++] = sqllock__int(w->expected);
     }
     /* A version at the largest integer cannot be bumped: no row matches
      * (SQLite would otherwise turn it into a float). */
-    sb_add(&b, " AND ");
-    sb_ident(&b, t->version_column);
-    sb_add(&b, " < 9223372036854775807");
-    for (i = 0; i < nconds; i++) {
+    if (t->version_column != NULL) {
         sb_add(&b, " AND ");
-        sb_ident(&b, conds[i].column);
-        sb_add(&b, " ");
-        sb_add(&b, cmp[conds[i].op - SQLLOCK_OP_EQ]);
-        sb_add(&b, " ");
-        sb_placeholder(&b);
-        args[n++] = cell_value(&conds[i]);
+        sb_ident(&b, t->version_column);
+        sb_add(&b, " < 9223372036854775807");
     }
+    /* The fence: no writer with a larger token has written the row. */
+    if (w->fence != NULL) {
+        sb_add(&b, " AND COALESCE(");
+        sb_ident(&b, w->fence);
+        sb_add(&b, ", 0) <= ");
+        sb_placeholder(&b);
+        args[n++] = sqllock__int(w->token);
+    }
+    sb_conds(&b, conds, nconds, args, &n);
     if (b.overflow)
         return sqllock__fail(db, SQLLOCK_EINVAL, "the statement would be "
                              "longer than %d bytes", SQL_MAX);
@@ -542,8 +595,8 @@ static int table_write(sqllock_db *db, const sqllock_table *t,
     db->drv->reset(st);
     if (affected == 0)
         return sqllock__fail(db, SQLLOCK_CONFLICT, "no row of '%s' matched: %s",
-                             t->table, expected >= 0 ? "the version moved, a "
-                             "condition failed, or the row is gone" :
+                             t->table, w->expected >= 0 ? "the version moved, "
+                             "a condition failed, or the row is gone" :
                              "a condition failed, or the row is gone");
     return sqllock__ok(db);
 }
@@ -554,6 +607,7 @@ int sqllock_table_cas(sqllock_db *db, const sqllock_table *t,
                       const sqllock_cell *conds, int nconds,
                       int64_t *new_version)
 {
+    write_check w = { 0, NULL, 0 };
     int rc;
 
     if (new_version != NULL)
@@ -562,7 +616,8 @@ int sqllock_table_cas(sqllock_db *db, const sqllock_table *t,
         return rc;
     if ((rc = check_version(db, expected)) != SQLLOCK_OK)
         return rc;
-    rc = table_write(db, t, key, expected, sets, nsets, conds, nconds);
+    w.expected = expected;
+    rc = table_write(db, t, key, &w, sets, nsets, conds, nconds);
     if (rc == SQLLOCK_OK && new_version != NULL)
         *new_version = expected + 1;
     return rc;
@@ -572,7 +627,60 @@ int sqllock_table_update(sqllock_db *db, const sqllock_table *t,
                          const sqllock_cell *key, const sqllock_cell *sets,
                          int nsets, const sqllock_cell *conds, int nconds)
 {
-    return table_write(db, t, key, -1, sets, nsets, conds, nconds);
+    write_check w = { -1, NULL, 0 };
+
+    return table_write(db, t, key, &w, sets, nsets, conds, nconds);
+}
+
+/* After a fenced update matched nothing: why? The row's fence decides
+ * between LOST (a larger token wrote it) and CONFLICT (a condition). */
+static int fence_verdict(sqllock_db *db, const sqllock_table *t,
+                         const sqllock_cell *key, const char *fence,
+                         int64_t token)
+{
+    sqllock_table probe = { t->table, t->key_column, fence };
+    int64_t seen = 0;
+    int rc = sqllock_table_get(db, &probe, key, NULL, 0, NULL, &seen);
+
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (seen > token)
+        return sqllock__fail(db, SQLLOCK_LOST, "fenced update of '%s' "
+                             "refused: token %lld is stale, a holder with "
+                             "token %lld has written the row", t->table,
+                             (long long)token, (long long)seen);
+    return sqllock__fail(db, SQLLOCK_CONFLICT, "fenced update of '%s': the "
+                         "token %lld is current but a condition failed%s",
+                         t->table, (long long)token,
+                         t->version_column != NULL ? " (or the version is "
+                         "at its largest value)" : "");
+}
+
+int sqllock_table_fenced_update(sqllock_db *db, const sqllock_table *t,
+                                const sqllock_cell *key,
+                                const char *fence_column, int64_t token,
+                                const sqllock_cell *sets, int nsets,
+                                const sqllock_cell *conds, int nconds)
+{
+    write_check w = { -1, NULL, 0 };
+    int rc;
+
+    if ((rc = check_db(db)) != SQLLOCK_OK)
+        return rc;
+    if ((rc = sqllock__check_ident(db, fence_column, 0, "fence column")) !=
+        SQLLOCK_OK)
+        return rc;
+    if (token <= 0)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "fencing token %lld: a "
+                             "token is positive (a fast-mode lease has "
+                             "none, and cannot fence writes)",
+                             (long long)token);
+    w.fence = fence_column;
+    w.token = token;
+    rc = table_write(db, t, key, &w, sets, nsets, conds, nconds);
+    if (rc == SQLLOCK_CONFLICT)
+        rc = fence_verdict(db, t, key, fence_column, token);
+    return rc;
 }
 
 int sqllock_table_get(sqllock_db *db, const sqllock_table *t,
@@ -586,7 +694,7 @@ int sqllock_table_get(sqllock_db *db, const sqllock_table *t,
 
     if (version != NULL)
         *version = 0;
-    if ((rc = check_table(db, t, key)) != SQLLOCK_OK)
+    if ((rc = check_table(db, t, key, 0)) != SQLLOCK_OK)
         return rc;
     if (ncolumns < 0 || ncolumns > TABLE_GET_MAX ||
         (ncolumns > 0 && (columns == NULL || values == NULL)))

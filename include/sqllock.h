@@ -100,13 +100,15 @@ SQLLOCK_API const char *sqllock_version_string(void);
     X(ESERIALIZATION, 28, "the database could not serialize the "             \
                        "transaction and rolled it back; a retry is safe")     \
     X(ECANCELED,   29, "the statement was canceled or ran past its time "     \
-                       "limit")
+                       "limit")                                               \
+    X(EFULL,       30, "the database is out of space (disk full, or a size "  \
+                       "limit reached): the statement wrote nothing")
 
 typedef enum sqllock_status {
 #define SQLLOCK_STATUS_ENUM_(name, code, text) SQLLOCK_##name = code,
     SQLLOCK_STATUS_MAP(SQLLOCK_STATUS_ENUM_)
 #undef SQLLOCK_STATUS_ENUM_
-    SQLLOCK_STATUS_END_ = 30
+    SQLLOCK_STATUS_END_ = 31
 } sqllock_status;
 
 /* 1 if the status reports contention or a transaction the database rolled
@@ -802,6 +804,41 @@ SQLLOCK_API int sqllock_table_update(sqllock_db *db, const sqllock_table *t,
                                      const sqllock_cell *key,
                                      const sqllock_cell *sets, int nsets,
                                      const sqllock_cell *conds, int nconds);
+
+/*
+ * A fenced write (DESIGN L5): the storage side of a fencing token. The row
+ * keeps, in the integer column `fence_column`, the largest token that has
+ * written it; the write applies only when `token` is not stale:
+ *   UPDATE t SET <sets>, fence = token [, version = version + 1]
+ *    WHERE key = ? AND COALESCE(fence, 0) <= token AND <conds>
+ * one statement, so a holder that was paused, partitioned or reaped while
+ * a newer holder wrote can never overwrite the newer holder's data, even
+ * when it still believes it holds the lease. Equal tokens pass (the same
+ * hold writes again). `t->version_column` may be NULL here (no version is
+ * bumped); `sets` may be empty (only the fence moves). Pass the token of
+ * sqllock_lease_token(); a fast-mode lease has none (0: SQLLOCK_EINVAL).
+ *
+ * SQLLOCK_OK: applied. SQLLOCK_LOST: the row carries a larger token, a
+ * newer holder wrote it, nothing changed (give up: the lease is gone).
+ * SQLLOCK_CONFLICT: a condition failed. SQLLOCK_NOTFOUND: no row has the
+ * key. (The three are told apart by reading the row after the update
+ * matched nothing; that read decides nothing, the update already has.)
+ *
+ *   sqllock_cell key = SQLLOCK_NUMBER(7);
+ *   sqllock_cell set = { "paid", SQLLOCK_OP_SET, NULL, 1 };
+ *   rc = sqllock_table_fenced_update(db, &orders, &key, "fence",
+ *                                    sqllock_lease_token(lease), &set, 1,
+ *                                    NULL, 0);
+ */
+SQLLOCK_API int sqllock_table_fenced_update(sqllock_db *db,
+                                            const sqllock_table *t,
+                                            const sqllock_cell *key,
+                                            const char *fence_column,
+                                            int64_t token,
+                                            const sqllock_cell *sets,
+                                            int nsets,
+                                            const sqllock_cell *conds,
+                                            int nconds);
 
 /* Frees memory the library returned (sqllock_record_get()). Accepts NULL. */
 SQLLOCK_API void sqllock_free(void *p);
