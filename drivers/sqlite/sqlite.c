@@ -171,6 +171,9 @@ static int fail(sqlite3 *db, int rc, sqllock_dberr *err, const char *context)
     case SQLITE_CANTOPEN:
         status = SQLLOCK_ECONNECT;
         break;
+    case SQLITE_FULL:          /* ENOSPC, or max_page_count reached */
+        status = SQLLOCK_EFULL;
+        break;
     case SQLITE_NOMEM:
         status = SQLLOCK_ENOMEM;
         break;
