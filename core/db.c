@@ -56,6 +56,7 @@ static void drop_connection(sqllock_db *db)
         db->dyn[i].stmt = NULL;
         db->dyn[i].sql = NULL;
     }
+    db->txn_fresh = 0;
     if (db->conn != NULL) {
         db->drv->disconnect(db->conn);
         db->conn = NULL;
@@ -116,6 +117,50 @@ static int fail_db(sqllock_db *db, const sqllock_dberr *err, const char *what)
     return rc;
 }
 
+/* The client-side bounds, and the largest value each may take: an
+ * int64 of milliseconds far beyond any real wait would overflow the
+ * deadlines the drivers compute. */
+#define DEFAULT_STATEMENT_TIMEOUT_MS 30000
+#define MAX_TIMEOUT_MS ((int64_t)1000 * 86400 * 365 * 100)
+
+/* Copies the options into the connection parameters. `statement_timeout_ms`
+ * exists from struct_version 2 on: an older caller's struct ends before it,
+ * so it is not read there. */
+static int read_options(sqllock_db *db, const sqllock_options *opts)
+{
+    sqllock_connect_params *p = &db->params;
+
+    p->busy_timeout_ms = 5000;
+    p->connect_timeout_ms = 10000;
+    p->statement_timeout_ms = DEFAULT_STATEMENT_TIMEOUT_MS;
+    p->lock_wait_ms = 0;            /* grown by grow_lock_wait() */
+    if (opts == NULL)
+        return SQLLOCK_OK;
+    if (opts->busy_timeout_ms < 0 || opts->connect_timeout_ms < 0)
+        return sqllock__fail(db, SQLLOCK_EINVAL,
+                             "timeouts in sqllock_options must not be "
+                             "negative");
+    if (opts->busy_timeout_ms > 0)
+        p->busy_timeout_ms = opts->busy_timeout_ms;
+    if (opts->connect_timeout_ms > 0)
+        p->connect_timeout_ms = opts->connect_timeout_ms;
+    if (p->connect_timeout_ms > MAX_TIMEOUT_MS)
+        p->connect_timeout_ms = MAX_TIMEOUT_MS;
+    if (opts->struct_version < 2)
+        return SQLLOCK_OK;
+    if (opts->statement_timeout_ms < 0 ||
+        opts->statement_timeout_ms > MAX_TIMEOUT_MS)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "statement_timeout_ms in "
+                             "sqllock_options must be 0 (the default, %d "
+                             "ms) or 1 to %lld ms (got %lld)",
+                             DEFAULT_STATEMENT_TIMEOUT_MS,
+                             (long long)MAX_TIMEOUT_MS,
+                             (long long)opts->statement_timeout_ms);
+    if (opts->statement_timeout_ms > 0)
+        p->statement_timeout_ms = opts->statement_timeout_ms;
+    return SQLLOCK_OK;
+}
+
 int sqllock_open(const char *url, const sqllock_options *opts,
                  sqllock_db **out)
 {
@@ -132,18 +177,9 @@ int sqllock_open(const char *url, const sqllock_options *opts,
         return SQLLOCK_ENOMEM;
     *out = db;
     db->lock_timeout_ms = -1;
-    db->params.busy_timeout_ms = 5000;
-    db->params.connect_timeout_ms = 10000;
-    if (opts != NULL) {
-        if (opts->busy_timeout_ms < 0 || opts->connect_timeout_ms < 0)
-            return sqllock__fail(db, SQLLOCK_EINVAL,
-                                 "timeouts in sqllock_options must not be "
-                                 "negative");
-        if (opts->busy_timeout_ms > 0)
-            db->params.busy_timeout_ms = opts->busy_timeout_ms;
-        if (opts->connect_timeout_ms > 0)
-            db->params.connect_timeout_ms = opts->connect_timeout_ms;
-    }
+    rc = read_options(db, opts);
+    if (rc != SQLLOCK_OK)
+        return rc;
     if (url == NULL)
         return sqllock__fail(db, SQLLOCK_EINVAL, "the database URL is NULL");
     db->url = malloc(strlen(url) + 1);
@@ -252,6 +288,36 @@ const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
     return &drv->dialect->sql_v2[id - SQLLOCK_SQL_COUNT_V1_];
 }
 
+/*
+ * Before a row-lock transaction's lock timeout is set: a network driver
+ * bounds each round trip by the statement timeout plus the longest lock
+ * wait the connection was opened for, so a longer wait than that must not
+ * be cut. The bound is fixed when the connection opens (MySQL's read
+ * timeout cannot change afterwards), so the connection is opened again
+ * with the larger bound, and the transaction begun again. That is safe
+ * only while nothing has run in the transaction yet, which is where
+ * txn.c sets its timeout (right after BEGIN); anywhere else the shorter
+ * bound stays for this connection.
+ */
+static int grow_lock_wait(sqllock_db *db, int64_t ms, const char *what)
+{
+    int fresh = db->txn_fresh, rc;
+
+    if (ms > MAX_TIMEOUT_MS)
+        ms = MAX_TIMEOUT_MS;
+    if (ms <= db->params.lock_wait_ms)
+        return ensure_connected(db);
+    db->params.lock_wait_ms = ms;
+    if (db->conn == NULL || (db->drv->caps & SQLLOCK_CAP_SHARED_HOST) ||
+        (db->in_txn && !fresh))
+        return ensure_connected(db);
+    drop_connection(db);
+    rc = connect_db(db);
+    if (rc == SQLLOCK_OK && fresh)
+        rc = sqllock__begin(db, what);
+    return rc;
+}
+
 int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
                  int nargs, const char *what)
 {
@@ -267,7 +333,11 @@ int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
     if (sql == NULL || sql->text == NULL)
         return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "%s: the %s driver "
                              "has no statement for this", what, db->drv->name);
-    rc = ensure_connected(db);
+    if (id == SQLLOCK_SQL_TXN_LOCK_TIMEOUT && nargs == 1)
+        rc = grow_lock_wait(db, args[0].i, what);
+    else
+        rc = ensure_connected(db);
+    db->txn_fresh = 0;
     if (rc != SQLLOCK_OK)
         return rc;
     memset(&err, 0, sizeof err);
@@ -320,6 +390,7 @@ int sqllock__run_dyn(sqllock_db *db, const char *sql, const sqllock_value *args,
     rc = ensure_connected(db);
     if (rc != SQLLOCK_OK)
         return rc;
+    db->txn_fresh = 0;
     for (i = 0; i < SQLLOCK__DYN_CACHE; i++) {
         if (db->dyn[i].sql != NULL && strcmp(db->dyn[i].sql, sql) == 0) {
             slot = &db->dyn[i];
@@ -427,6 +498,7 @@ int sqllock__begin(sqllock_db *db, const char *what)
         err.status = rc;
         return fail_db(db, &err, what);
     }
+    db->txn_fresh = 1;
     return SQLLOCK_OK;
 }
 

@@ -32,6 +32,8 @@ struct sqllock_db {
     sqllock__dyn dyn[SQLLOCK__DYN_CACHE];
     uint64_t dyn_clock;
     int in_txn;                /* a sqllock_txn is open on the handle */
+    int txn_fresh;             /* a transaction was begun on the connection
+                                  and nothing has run in it yet */
     int64_t lock_timeout_ms;   /* last TXN_LOCK_TIMEOUT sent on this
                                   connection; -1 when unknown */
     sqllock_connect_params params;

@@ -234,6 +234,7 @@ static int renewer_start(sqllock_db *db)
         return sqllock__fail(db, SQLLOCK_ENOMEM, "out of memory");
     opts.busy_timeout_ms = db->params.busy_timeout_ms;
     opts.connect_timeout_ms = db->params.connect_timeout_ms;
+    opts.statement_timeout_ms = db->params.statement_timeout_ms;
     rc = sqllock_open(db->url, &opts, &r->db);
     if (rc != SQLLOCK_OK) {
         rc = sqllock__fail(db, rc, "starting the renewer: %s",

@@ -148,12 +148,57 @@ typedef struct sqllock_options {
     /* How long one statement may wait for the database's own locks before
      * it reports SQLLOCK_EDBBUSY (SQLite busy timeout). Default 5000 ms. */
     int64_t busy_timeout_ms;
-    /* How long a connect may take. Default 10000 ms. */
+    /* How long a connect may take, through TCP, TLS and authentication;
+     * a server (or network) that stops answering midway fails it with
+     * SQLLOCK_ECONNECT. Default 10000 ms. PostgreSQL: the whole connect,
+     * every host of a multi-host URL together, to the millisecond (a
+     * connect_timeout in the URL is not used). MySQL/MariaDB: whole
+     * seconds, rounded up. */
     int64_t connect_timeout_ms;
+    /*
+     * How long the client waits for the server's answer to one statement
+     * (struct_version 2; with version 1 the default applies). Default
+     * 30000 ms; negative is SQLLOCK_EINVAL. It bounds each round trip on
+     * the client's side, so that a network that stalls (packets dropped
+     * or held, a server frozen; the kernel may still acknowledge the
+     * bytes, so TCP keepalives notice nothing) never blocks a call
+     * forever. When it passes, the connection is dropped and the call
+     * returns SQLLOCK_ECONNECT with a message saying that the server did
+     * not answer within N ms; the next call connects again. The status
+     * is that of a lost connection, not SQLLOCK_ECANCELED, because the
+     * outcome is just as unknown: the statement may have run.
+     *   - An acquire whose answer never came may have been granted on
+     *     the server: the handle does not hold it, and the row stays
+     *     until its ttl passes (or the reaper removes it); the same name
+     *     is busy until then.
+     *   - A release whose answer never came may not have happened: the
+     *     handle keeps its hold (release again), and the lease lasts at
+     *     most until its ttl.
+     *   - A renewal's failure makes a watched lease UNCERTAIN, then LOST
+     *     at its local deadline (DESIGN L6, L7). A watched lease's LOST
+     *     callback can come up to the longer of this timeout and
+     *     connect_timeout_ms after the local deadline (the renewer may be
+     *     waiting in a statement or a reconnect); sqllock_lease_state() is
+     *     exact. Keep both below the lease's safety margin to hear LOST
+     *     before the server can let another owner in.
+     * Waits the server itself bounds are added, not cut: a row-lock wait
+     * of a sqllock_txn may take its lock_timeout_ms on top of this (the
+     * longest lock timeout the handle has used counts for all its
+     * statements; a transaction with a longer one than before reconnects
+     * first, so that the new bound applies), and the LISTEN wait of a
+     * PostgreSQL acquire is timed by its own deadline. MySQL/MariaDB apply
+     * it, with the lock wait, as the client's read and write timeouts in
+     * whole seconds rounded up: MariaDB Connector/C 3.3 gives up after
+     * that time once (measured through a stalled proxy: 1.0 s for 1 s);
+     * Oracle's libmysqlclient documents up to three reads, so there a
+     * call can take up to three times as long. SQLite has no network:
+     * busy_timeout_ms bounds its waits, and this is not used.
+     */
+    int64_t statement_timeout_ms;
 } sqllock_options;
 
-#define SQLLOCK_OPTIONS_VERSION 1
-#define SQLLOCK_OPTIONS_INIT { SQLLOCK_OPTIONS_VERSION, 0, 0 }
+#define SQLLOCK_OPTIONS_VERSION 2
+#define SQLLOCK_OPTIONS_INIT { SQLLOCK_OPTIONS_VERSION, 0, 0, 0 }
 
 /*
  * Opens a database handle from a URL:

@@ -237,10 +237,21 @@ typedef struct sqllock_url {
     const char *const *values;
 } sqllock_url;
 
-/* What the core asks of a connection, from sqllock_options. */
+/* What the core asks of a connection, from sqllock_options. The values
+ * hold for the connection's life: when they change, the core connects
+ * again. Fields are only ever appended. */
 typedef struct sqllock_connect_params {
     int64_t busy_timeout_ms;
-    int64_t connect_timeout_ms;
+    int64_t connect_timeout_ms;     /* the whole connect */
+    /* Added with sqllock_options version 2. A network driver bounds each
+     * round trip on the client side by statement_timeout_ms +
+     * lock_wait_ms: lock_wait_ms is the longest row-lock wait a statement
+     * on this connection may be asked to make (the largest TXN_LOCK_TIMEOUT
+     * the core may send on it), which the server ends by itself. When the
+     * bound passes, the driver gives up on the connection and reports
+     * SQLLOCK_ECONNECT, so that the core drops it. */
+    int64_t statement_timeout_ms;
+    int64_t lock_wait_ms;
 } sqllock_connect_params;
 
 /* A database error as a driver reports it: the status it classified the

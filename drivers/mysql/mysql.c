@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mysql.h>
 
@@ -220,12 +221,40 @@ static const char SQL_SESSION_TZ[] = "SET time_zone = '+00:00'";
 static const char SQL_SESSION_ISOLATION[] =
     "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
 
-/* How long one read or write on the socket may take before the client
- * gives up and reports the connection lost, so that a dead server never
- * blocks a caller forever. It is longer than InnoDB's default lock wait
- * (50 s), so a statement waiting for a row lock times out on the server
- * first. */
-#define MYDRV_IO_TIMEOUT_S 60u
+/*
+ * How long one read or write on the socket may take before the client
+ * gives up and reports the connection lost, so that a server or network
+ * that stalls never blocks a caller forever: sqllock_options'
+ * statement_timeout_ms plus the longest row-lock wait the handle has asked
+ * for (innodb_lock_wait_timeout, which the core sets per transaction; the
+ * server ends that wait itself, so it must not be cut), each in whole
+ * seconds rounded up, at least 1. The client library takes the value at
+ * the connect only (set later, it has no effect: measured), which is why
+ * the core connects again when a transaction wants a longer lock wait.
+ * MariaDB Connector/C 3.3.20 gives up after this time, once (measured
+ * through a proxy that holds every byte: READ_TIMEOUT=1, 2 and 3 end
+ * mysql_query() and mysql_stmt_execute() after 1.0, 2.0 and 3.0 s, and
+ * the connect's handshake ends after CONNECT_TIMEOUT). Oracle's
+ * libmysqlclient documents that it tries a read up to three times, so
+ * there the bound is up to three times this (not measured here).
+ */
+static unsigned int io_timeout_s(const sqllock_connect_params *p)
+{
+    int64_t s = (p->statement_timeout_ms + 999) / 1000 +
+                (p->lock_wait_ms + 999) / 1000;
+
+    if (s < 1)
+        s = 1;
+    return s > INT_MAX ? (unsigned int)INT_MAX : (unsigned int)s;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
 
 /* The first size of a column's buffer; a longer value grows it. */
 #define MYDRV_COL_MIN 64ul
@@ -243,6 +272,9 @@ typedef bool mydrv_flag;
 
 struct sqllock_conn {
     MYSQL *my;
+    unsigned int io_timeout_s;  /* io_timeout_s() at the connect */
+    int64_t statement_ms;       /* its parts, for messages */
+    int64_t lock_wait_ms;
 };
 
 /* One result column: a growable text buffer, bound as MYSQL_TYPE_STRING
@@ -256,6 +288,7 @@ typedef struct mydrv_col {
 } mydrv_col;
 
 struct sqllock_stmt {
+    sqllock_conn *conn;
     MYSQL_STMT *st;
     unsigned nparams;
     unsigned ncols;
@@ -313,6 +346,9 @@ static int classify(unsigned int code)
         return SQLLOCK_EPERM;
     case 2008:                 /* CR_OUT_OF_MEMORY */
         return SQLLOCK_ENOMEM;
+    case 1021:                 /* ER_DISK_FULL */
+    case 1114:                 /* ER_RECORD_FILE_FULL ("table is full") */
+        return SQLLOCK_EFULL;
     default:
         return SQLLOCK_EDB;
     }
@@ -343,6 +379,27 @@ static int fail_stmt(MYSQL_STMT *st, sqllock_dberr *err, const char *context)
 {
     return fail_code(mysql_stmt_errno(st), mysql_stmt_error(st), err,
                      context);
+}
+
+/* A lost connection (`rc`, already in `err`) reported once the call
+ * started at t0 had run for the whole read or write timeout: the server
+ * did not answer in time. Says so, keeping the client's own message. */
+static int fail_timed(const sqllock_conn *c, int64_t t0, int rc,
+                      sqllock_dberr *err)
+{
+    char msg[sizeof err->msg];
+    int64_t took = mono_ms() - t0;
+
+    if (rc != SQLLOCK_ECONNECT || took < (int64_t)c->io_timeout_s * 1000 - 20)
+        return rc;
+    memcpy(msg, err->msg, sizeof msg);
+    return sqllock_dberr_set(err, rc, err->code, "the server did not answer "
+                             "within %u s (statement timeout %lld ms + lock "
+                             "wait %lld ms, in whole seconds); the connection "
+                             "is dropped: the statement may or may not have "
+                             "run (%s)", c->io_timeout_s,
+                             (long long)c->statement_ms,
+                             (long long)c->lock_wait_ms, msg);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -545,7 +602,7 @@ static int set_options(MYSQL *my, const sqllock_connect_params *p,
                        const mydrv_target *t, sqllock_dberr *err)
 {
     int64_t connect_s = (p->connect_timeout_ms + 999) / 1000;
-    unsigned int connect_timeout, io_timeout = MYDRV_IO_TIMEOUT_S;
+    unsigned int connect_timeout, io_timeout = io_timeout_s(p);
     int rc;
 
     if (connect_s < 1)
@@ -615,6 +672,9 @@ static int mydrv_connect(const sqllock_url *url,
     c = calloc(1, sizeof *c);
     if (c == NULL)
         return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    c->io_timeout_s = io_timeout_s(p);
+    c->statement_ms = p->statement_timeout_ms;
+    c->lock_wait_ms = p->lock_wait_ms;
     c->my = mysql_init(NULL);
     if (c->my == NULL) {
         free(c);
@@ -749,20 +809,23 @@ static int mydrv_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
                          sqllock_dberr *err)
 {
     sqllock_stmt *s;
+    int64_t t0;
     int rc;
 
     *out = NULL;
     s = calloc(1, sizeof *s);
     if (s == NULL)
         return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    s->conn = c;
     s->st = mysql_stmt_init(c->my);
     if (s->st == NULL) {
         free(s);
         return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory "
                                  "(mysql_stmt_init)");
     }
+    t0 = mono_ms();
     if (mysql_stmt_prepare(s->st, sql, (unsigned long)strlen(sql)) != 0) {
-        rc = fail_stmt(s->st, err, NULL);
+        rc = fail_timed(c, t0, fail_stmt(s->st, err, NULL), err);
         stmt_free(s);
         return rc;
     }
@@ -804,6 +867,7 @@ static void end_result(sqllock_stmt *s)
 static int mydrv_execute(sqllock_stmt *s, const sqllock_value *args,
                          int nargs, sqllock_dberr *err)
 {
+    int64_t t0;
     unsigned i;
 
     end_result(s);
@@ -845,8 +909,9 @@ static int mydrv_execute(sqllock_stmt *s, const sqllock_value *args,
     }
     if (s->nparams > 0 && mysql_stmt_bind_param(s->st, s->params) != 0)
         return fail_stmt(s->st, err, "binding the parameters");
+    t0 = mono_ms();
     if (mysql_stmt_execute(s->st) != 0)
-        return fail_stmt(s->st, err, NULL);
+        return fail_timed(s->conn, t0, fail_stmt(s->st, err, NULL), err);
     if (s->ncols == 0 || mysql_stmt_field_count(s->st) == 0) {
         s->affected = (int64_t)mysql_stmt_affected_rows(s->st);
         s->insert_id = (int64_t)mysql_stmt_insert_id(s->st);
@@ -855,7 +920,8 @@ static int mydrv_execute(sqllock_stmt *s, const sqllock_value *args,
     /* The whole result comes to the client at once, so the connection is
      * free again at once and no later call finds it busy. */
     if (mysql_stmt_store_result(s->st) != 0)
-        return fail_stmt(s->st, err, "reading the result");
+        return fail_timed(s->conn, t0, fail_stmt(s->st, err, "reading the "
+                                                 "result"), err);
     s->has_result = 1;
     if (mysql_stmt_bind_result(s->st, s->binds) != 0) {
         int rc = fail_stmt(s->st, err, "binding the result");
@@ -1051,16 +1117,20 @@ static void *mydrv_native(sqllock_conn *c)
 static int mydrv_begin(sqllock_conn *c, sqllock_dberr *err)
 {
     static const char begin[] = "START TRANSACTION";
+    int64_t t0 = mono_ms();
 
     if (mysql_real_query(c->my, begin, sizeof begin - 1) != 0)
-        return fail_conn(c->my, err, "START TRANSACTION");
+        return fail_timed(c, t0, fail_conn(c->my, err, "START TRANSACTION"),
+                          err);
     return SQLLOCK_OK;
 }
 
 static int mydrv_commit(sqllock_conn *c, sqllock_dberr *err)
 {
+    int64_t t0 = mono_ms();
+
     if (mysql_commit(c->my) != 0)
-        return fail_conn(c->my, err, "COMMIT");
+        return fail_timed(c, t0, fail_conn(c->my, err, "COMMIT"), err);
     return SQLLOCK_OK;
 }
 
@@ -1068,8 +1138,10 @@ static int mydrv_commit(sqllock_conn *c, sqllock_dberr *err)
  * the transaction back when the connection ends). */
 static int mydrv_rollback(sqllock_conn *c, sqllock_dberr *err)
 {
+    int64_t t0 = mono_ms();
+
     if (mysql_rollback(c->my) != 0)
-        return fail_conn(c->my, err, "ROLLBACK");
+        return fail_timed(c, t0, fail_conn(c->my, err, "ROLLBACK"), err);
     return SQLLOCK_OK;
 }
 

@@ -4,8 +4,17 @@
  * The URL goes to libpq whole, so sslmode, unix-socket hosts, several
  * hosts with target_session_attrs, and the PG* environment variables all
  * work as libpq users expect. Every statement is prepared once per
- * connection and executed with PQexecPrepared: an acquire, a renew and a
- * release are one round trip each (DESIGN D1b).
+ * connection and executed as a prepared statement: an acquire, a renew
+ * and a release are one round trip each (DESIGN D1b).
+ *
+ * Nothing blocks without a bound. The connect and every round trip use
+ * libpq's asynchronous calls and wait in poll() until a deadline
+ * (sqllock_options connect_timeout_ms, and statement_timeout_ms plus the
+ * longest lock wait of the handle): a network that stalls keeps the
+ * kernel acknowledging our bytes, so TCP keepalives and tcp_user_timeout
+ * never fire, and only a client-side deadline ends the wait. After one
+ * passes, the connection is given up (the core drops it and connects
+ * again on the next call).
  *
  * All of this dialect's SQL is in the constants below.
  */
@@ -177,6 +186,11 @@ static const sqllock_dialect postgres_dialect = {
 struct sqllock_conn {
     PGconn *pg;
     unsigned next_name;          /* for naming prepared statements */
+    int64_t statement_ms;        /* the bound of one round trip: */
+    int64_t lock_wait_ms;        /* statement timeout + lock wait */
+    int broken;                  /* a round trip ran out of time: the
+                                    connection's state is unknown, nothing
+                                    more is sent on it */
 };
 
 struct sqllock_stmt {
@@ -220,6 +234,8 @@ static int classify_sqlstate(const char *state)
         return SQLLOCK_EPERM;
     if (strcmp(state, "53200") == 0)
         return SQLLOCK_ENOMEM;
+    if (strcmp(state, "53100") == 0)
+        return SQLLOCK_EFULL;         /* disk_full */
     return SQLLOCK_EDB;
 }
 
@@ -249,53 +265,118 @@ static void ignore_notice(void *arg, const char *message)
     (void)message;
 }
 
+/* The monotonic clock, in ms. */
+static int64_t mono_ms(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* Waits until `fd` is ready for `events` or the deadline passes: 1 ready,
+ * 0 out of time, -1 poll() failed (errno). */
+static int wait_fd(int fd, short events, int64_t deadline_ms)
+{
+    struct pollfd pfd;
+    int64_t left;
+    int r;
+
+    for (;;) {
+        left = deadline_ms - mono_ms();
+        if (left <= 0)
+            return 0;
+        pfd.fd = fd;
+        pfd.events = events;
+        pfd.revents = 0;
+        r = poll(&pfd, 1, (int)(left > 60000 ? 60000 : left));
+        if (r > 0)
+            return 1;
+        if (r < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+/* Classifies a failed connect from libpq's message: it gives no SQLSTATE
+ * there. */
+static int classify_connect(const char *msg)
+{
+    if (strstr(msg, "invalid URI") || strstr(msg, "invalid connection "
+        "option") || strstr(msg, "invalid integer value") ||
+        strstr(msg, "invalid port") || strstr(msg, "invalid sslmode") ||
+        strstr(msg, "invalid percent-encoded"))
+        return SQLLOCK_EURL;
+    if (strstr(msg, "password authentication failed") ||
+        strstr(msg, "no pg_hba.conf entry") ||
+        strstr(msg, "authentication failed") ||
+        (strstr(msg, "role \"") && strstr(msg, "does not exist")) ||
+        strstr(msg, "no password supplied"))
+        return SQLLOCK_EPERM;
+    return SQLLOCK_ECONNECT;
+}
+
+/* Drives PQconnectPoll() until the connection is made, fails, or the
+ * deadline passes. libpq's own connect_timeout counts whole seconds, at
+ * least 2, per host, and only in the blocking connect; this bounds the
+ * whole connect to the millisecond. (Resolving a host name still blocks
+ * as long as the system's resolver takes.) */
+static int connect_poll(PGconn *pg, int64_t timeout_ms, sqllock_dberr *err)
+{
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+    int64_t deadline = mono_ms() + timeout_ms;
+    int r;
+
+    for (;;) {
+        if (st == PGRES_POLLING_OK)
+            return SQLLOCK_OK;
+        if (st == PGRES_POLLING_FAILED || PQsocket(pg) < 0) {
+            const char *msg = PQerrorMessage(pg);
+            return sqllock_dberr_set(err, classify_connect(msg), "", "%s",
+                                     msg);
+        }
+        r = wait_fd(PQsocket(pg), st == PGRES_POLLING_READING ? POLLIN
+                                                              : POLLOUT,
+                    deadline);
+        if (r == 0)
+            return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "the server "
+                                     "did not complete the connect within "
+                                     "%lld ms (connect timeout)",
+                                     (long long)timeout_ms);
+        if (r < 0)
+            return sqllock_dberr_set(err, SQLLOCK_ESYS, "", "poll: %s",
+                                     strerror(errno));
+        st = PQconnectPoll(pg);
+    }
+}
+
 static int pg_connect(const sqllock_url *url, const sqllock_connect_params *p,
                       sqllock_conn **out, sqllock_dberr *err)
 {
-    /* connect_timeout comes first so that one in the URL wins: with
-     * expand_dbname, later keywords override earlier ones. */
-    const char *keys[] = { "connect_timeout", "application_name", "dbname",
-                           NULL };
-    const char *vals[4];
-    char timeout[24];
+    const char *keys[] = { "application_name", "dbname", NULL };
+    const char *vals[3];
     sqllock_conn *c;
-    const char *msg;
     int status;
 
     *out = NULL;
-    snprintf(timeout, sizeof timeout, "%lld",
-             (long long)((p->connect_timeout_ms + 999) / 1000));
-    vals[0] = timeout;
-    vals[1] = "sqllock";
-    vals[2] = url->raw;
-    vals[3] = NULL;
+    vals[0] = "sqllock";
+    vals[1] = url->raw;
+    vals[2] = NULL;
     c = calloc(1, sizeof *c);
     if (c == NULL)
         return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
-    c->pg = PQconnectdbParams(keys, vals, 1);
-    if (c->pg != NULL && PQstatus(c->pg) == CONNECTION_OK) {
+    c->statement_ms = p->statement_timeout_ms;
+    c->lock_wait_ms = p->lock_wait_ms;
+    c->pg = PQconnectStartParams(keys, vals, 1);
+    if (c->pg == NULL) {
+        free(c);
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    }
+    status = connect_poll(c->pg, p->connect_timeout_ms, err);
+    if (status == SQLLOCK_OK) {
         PQsetNoticeProcessor(c->pg, ignore_notice, NULL);
         *out = c;
         return SQLLOCK_OK;
     }
-    msg = c->pg != NULL ? PQerrorMessage(c->pg) : "out of memory";
-    /* libpq gives no SQLSTATE for a failed connect: read the reason. */
-    if (c->pg == NULL)
-        status = SQLLOCK_ENOMEM;
-    else if (strstr(msg, "invalid URI") || strstr(msg, "invalid connection "
-             "option") || strstr(msg, "invalid integer value") ||
-             strstr(msg, "invalid port") || strstr(msg, "invalid sslmode") ||
-             strstr(msg, "invalid percent-encoded"))
-        status = SQLLOCK_EURL;
-    else if (strstr(msg, "password authentication failed") ||
-             strstr(msg, "no pg_hba.conf entry") ||
-             strstr(msg, "authentication failed") ||
-             (strstr(msg, "role \"") && strstr(msg, "does not exist")) ||
-             strstr(msg, "no password supplied"))
-        status = SQLLOCK_EPERM;
-    else
-        status = SQLLOCK_ECONNECT;
-    sqllock_dberr_set(err, status, "", "%s", msg);
     PQfinish(c->pg);
     free(c);
     return status;
@@ -309,11 +390,137 @@ static void pg_disconnect(sqllock_conn *c)
     }
 }
 
+/* After a round trip ran out of time: the answer may still come, or
+ * half of it, so the connection can never be used again. It stays in
+ * nonblocking mode, so that PQfinish() cannot block on output the
+ * server never took. */
+static int give_up(sqllock_conn *c, int64_t bound_ms, sqllock_dberr *err)
+{
+    c->broken = 1;
+    return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "the server did not "
+                             "answer within %lld ms (statement timeout %lld "
+                             "ms + lock wait %lld ms); the connection is "
+                             "dropped: the statement may or may not have "
+                             "run", (long long)bound_ms,
+                             (long long)c->statement_ms,
+                             (long long)c->lock_wait_ms);
+}
+
+static int check_usable(sqllock_conn *c, sqllock_dberr *err)
+{
+    if (c->broken)
+        return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "the connection "
+                                 "was given up after a statement ran out of "
+                                 "time");
+    /* Nonblocking while we send, so that a stalled network cannot block
+     * the send either; back to blocking after each round trip, for the
+     * application's own use of the connection. */
+    if (PQsetnonblocking(c->pg, 1) != 0)
+        return fail(c->pg, NULL, err);
+    return SQLLOCK_OK;
+}
+
+/* Waits for the socket, as a round trip's step; the status when not
+ * ready (out of time, or poll() failed). */
+static int wait_step(sqllock_conn *c, short events, int64_t deadline,
+                     int64_t bound_ms, sqllock_dberr *err)
+{
+    int r = wait_fd(PQsocket(c->pg), events, deadline);
+
+    if (r > 0)
+        return SQLLOCK_OK;
+    if (r == 0)
+        return give_up(c, bound_ms, err);
+    c->broken = 1;
+    return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "poll: %s",
+                             strerror(errno));
+}
+
+/*
+ * Completes the command a PQsend*() call just queued (`sent` is its
+ * return value): sends it, and collects its results within the round
+ * trip's bound, keeping the last one as PQexec() does. One round trip;
+ * the statuses as with PQexec(): a failed command is *out with an error
+ * status, a lost connection a result or SQLLOCK_ECONNECT.
+ */
+static int round_trip(sqllock_conn *c, int sent, PGresult **out,
+                      sqllock_dberr *err)
+{
+    int64_t bound = c->statement_ms + c->lock_wait_ms;
+    int64_t deadline = mono_ms() + bound;
+    PGresult *res, *last = NULL;
+    int r, rc;
+
+    *out = NULL;
+    if (!sent)
+        return fail(c->pg, NULL, err);
+    /* Sends what libpq has queued, reading meanwhile as libpq asks. */
+    while ((r = PQflush(c->pg)) != 0) {
+        if (r < 0)
+            return fail(c->pg, NULL, err);
+        rc = wait_step(c, POLLIN | POLLOUT, deadline, bound, err);
+        if (rc != SQLLOCK_OK)
+            return rc;
+        if (PQconsumeInput(c->pg) == 0)
+            return fail(c->pg, NULL, err);
+    }
+    for (;;) {
+        while (PQisBusy(c->pg)) {
+            rc = wait_step(c, POLLIN, deadline, bound, err);
+            if (rc != SQLLOCK_OK) {
+                PQclear(last);
+                return rc;
+            }
+            if (PQconsumeInput(c->pg) == 0) {
+                if (PQstatus(c->pg) != CONNECTION_BAD) {
+                    PQclear(last);
+                    return fail(c->pg, NULL, err);
+                }
+                /* The connection is closed: PQgetResult() reports the
+                 * server's last words (say, "terminating connection")
+                 * without waiting. */
+                break;
+            }
+        }
+        res = PQgetResult(c->pg);
+        if (res == NULL)
+            break;
+        PQclear(last);
+        last = res;
+        if (PQstatus(c->pg) == CONNECTION_BAD)
+            break;
+    }
+    if (PQstatus(c->pg) != CONNECTION_BAD)
+        PQsetnonblocking(c->pg, 0);
+    *out = last;
+    return SQLLOCK_OK;
+}
+
+/* A round trip whose result must be `want` (or, with `want2` not 0,
+ * that one); the result is kept in *out when `out` is not NULL. */
+static int expect_result(sqllock_conn *c, int sent, ExecStatusType want,
+                         ExecStatusType want2, PGresult **out,
+                         sqllock_dberr *err)
+{
+    PGresult *res = NULL;
+    int rc = round_trip(c, sent, &res, err);
+
+    if (rc == SQLLOCK_OK &&
+        (res == NULL || (PQresultStatus(res) != want &&
+                         (want2 == 0 || PQresultStatus(res) != want2))))
+        rc = fail(c->pg, res, err);
+    if (rc != SQLLOCK_OK || out == NULL)
+        PQclear(res);
+    else
+        *out = res;
+    return rc;
+}
+
 static int pg_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
                       sqllock_dberr *err)
 {
     sqllock_stmt *s;
-    PGresult *res, *desc;
+    PGresult *desc = NULL;
     int rc;
 
     *out = NULL;
@@ -321,20 +528,18 @@ static int pg_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
     if (s == NULL)
         return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
     snprintf(s->name, sizeof s->name, "sqllock_%u", c->next_name++);
-    res = PQprepare(c->pg, s->name, sql, 0, NULL);
-    if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
-        rc = fail(c->pg, res, err);
-        PQclear(res);
-        free(s);
-        return rc;
-    }
-    PQclear(res);
+    rc = check_usable(c, err);
+    if (rc == SQLLOCK_OK)
+        rc = expect_result(c, PQsendPrepare(c->pg, s->name, sql, 0, NULL),
+                           PGRES_COMMAND_OK, 0, NULL, err);
     /* The number of parameters the server inferred, to check the core's
      * arguments against. One more round trip, once per connection. */
-    desc = PQdescribePrepared(c->pg, s->name);
-    if (desc == NULL || PQresultStatus(desc) != PGRES_COMMAND_OK) {
-        rc = fail(c->pg, desc, err);
-        PQclear(desc);
+    if (rc == SQLLOCK_OK)
+        rc = check_usable(c, err);
+    if (rc == SQLLOCK_OK)
+        rc = expect_result(c, PQsendDescribePrepared(c->pg, s->name),
+                           PGRES_COMMAND_OK, 0, &desc, err);
+    if (rc != SQLLOCK_OK) {
         free(s);
         return rc;
     }
@@ -443,20 +648,18 @@ static int pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
             break;
         }
     }
-    if (rc == SQLLOCK_OK) {
-        s->res = PQexecPrepared(s->conn->pg, s->name, nargs, vals,
-                                binary ? lens : NULL,
-                                binary ? formats : NULL, 0);
-        if (s->res == NULL || (PQresultStatus(s->res) != PGRES_TUPLES_OK &&
-                               PQresultStatus(s->res) != PGRES_COMMAND_OK)) {
-            rc = fail(s->conn->pg, s->res, err);
-            pg_reset(s);
-        }
-    } else if (rc == SQLLOCK_EINVAL) {
+    if (rc == SQLLOCK_EINVAL)
         sqllock_dberr_set(err, rc, "", "a binary value is too long to bind");
-    } else {
+    else if (rc != SQLLOCK_OK)
         sqllock_dberr_set(err, rc, "", "out of memory");
-    }
+    if (rc == SQLLOCK_OK)
+        rc = check_usable(s->conn, err);
+    if (rc == SQLLOCK_OK)
+        rc = expect_result(s->conn,
+                           PQsendQueryPrepared(s->conn->pg, s->name, nargs,
+                                               vals, binary ? lens : NULL,
+                                               binary ? formats : NULL, 0),
+                           PGRES_TUPLES_OK, PGRES_COMMAND_OK, &s->res, err);
     for (i = 0; i < nargs; i++)
         free(texts[i]);
     return rc;
@@ -539,16 +742,20 @@ static int64_t pg_affected_rows(sqllock_stmt *s)
 /* Runs a statement without parameters (the DDL script, transaction
  * control) with the simple query protocol. A script of several statements
  * runs in one implicit transaction. */
+static int pg_simple_result(sqllock_conn *c, const char *sql,
+                            PGresult **out, sqllock_dberr *err)
+{
+    int rc = check_usable(c, err);
+
+    if (rc != SQLLOCK_OK)
+        return rc;
+    return expect_result(c, PQsendQuery(c->pg, sql), PGRES_COMMAND_OK,
+                         PGRES_TUPLES_OK, out, err);
+}
+
 static int pg_simple(sqllock_conn *c, const char *sql, sqllock_dberr *err)
 {
-    PGresult *res = PQexec(c->pg, sql);
-    int rc = SQLLOCK_OK;
-
-    if (res == NULL || (PQresultStatus(res) != PGRES_COMMAND_OK &&
-                        PQresultStatus(res) != PGRES_TUPLES_OK))
-        rc = fail(c->pg, res, err);
-    PQclear(res);
-    return rc;
+    return pg_simple_result(c, sql, NULL, err);
 }
 
 static int pg_exec_script(sqllock_conn *c, const char *sql, sqllock_dberr *err)
@@ -569,15 +776,17 @@ static int pg_commit(sqllock_conn *c, sqllock_dberr *err)
     /* After a failed statement PostgreSQL has aborted the transaction and
      * answers COMMIT with a rollback: that must not read as success. */
     if (PQtransactionStatus(c->pg) == PQTRANS_INERROR) {
-        pg_simple(c, "ROLLBACK", err);
+        rc = pg_simple(c, "ROLLBACK", err);
+        if (rc == SQLLOCK_ECONNECT)
+            return rc;
         return sqllock_dberr_set(err, SQLLOCK_EDB, "25P02", "the transaction "
                                  "had failed (an earlier statement's error) "
                                  "and was rolled back, not committed");
     }
-    res = PQexec(c->pg, "COMMIT");
-    if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
-        rc = fail(c->pg, res, err);
-    else if (strcmp(PQcmdStatus(res), "ROLLBACK") == 0)
+    rc = pg_simple_result(c, "COMMIT", &res, err);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (strcmp(PQcmdStatus(res), "ROLLBACK") == 0)
         rc = sqllock_dberr_set(err, SQLLOCK_EDB, "", "the database rolled "
                                "the transaction back instead of committing "
                                "it");
@@ -657,6 +866,10 @@ static int pg_wait_notify(sqllock_conn *c, int64_t timeout_ms, int *woke,
     int r, rc;
 
     *woke = 0;
+    if (c->broken)
+        return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "the connection "
+                                 "was given up after a statement ran out of "
+                                 "time");
     rc = consume(c, err);
     if (rc != SQLLOCK_OK)
         return rc;
