@@ -279,29 +279,62 @@ void sqllock__url_free(sqllock_url *url)
     }
 }
 
-/* 1 if the query parameter starting at p (after '?' or '&') carries a
- * secret: password=, pass=, passwd=, sslpassword= (libpq, MySQL). */
+/* If the query parameter starting at p (after '?' or '&') carries a
+ * secret -- password=, pass=, passwd=, sslpassword= (libpq, MySQL), in
+ * any case -- the length of its name and '=' as written, else 0. The name
+ * is compared percent-decoded, as libpq decodes it: "pass%77ord=" is a
+ * password too. */
 static int secret_param(const char *p)
 {
     static const char *const keys[] = {
-        "password=", "pass=", "passwd=", "sslpassword=", NULL
+        "password", "pass", "passwd", "sslpassword", NULL
     };
-    int i;
+    char name[16];
+    size_t n = 0, i = 0;
+    int k;
 
-    for (i = 0; keys[i] != NULL; i++)
-        if (strncasecmp(p, keys[i], strlen(keys[i])) == 0)
-            return (int)strlen(keys[i]);
+    while (p[i] != '\0' && p[i] != '=' && p[i] != '&') {
+        int c = (unsigned char)p[i];
+        if (c == '%' && hexval((unsigned char)p[i + 1]) >= 0 &&
+            hexval((unsigned char)p[i + 2]) >= 0) {
+            c = hexval((unsigned char)p[i + 1]) * 16 +
+                hexval((unsigned char)p[i + 2]);
+            i += 3;
+        } else {
+            i++;
+        }
+        if (n == sizeof name - 1)
+            return 0;          /* longer than any secret's name */
+        name[n++] = (char)c;
+    }
+    if (p[i] != '=')
+        return 0;
+    name[n] = '\0';
+    for (k = 0; keys[k] != NULL; k++)
+        if (strcasecmp(name, keys[k]) == 0)
+            return (int)i + 1;
     return 0;
 }
 
 char *sqllock__url_redact(const char *text)
 {
     const char *a, *at = NULL, *colon = NULL, *p;
+    unsigned char *hide, *mark;
+    size_t len, i, e;
     char *out, *o;
-    int after_sep = 0;
 
     if (text == NULL)
         return NULL;
+    len = strlen(text);
+    /* hide[i]: byte i is secret; mark[i]: a secret (maybe empty) starts
+     * at i, where "***" is written once for the whole hidden run. The
+     * secrets are found first and may overlap, so that one cannot end
+     * where another's hiding resumed copying (a password's '@' taken for
+     * the end of the user info, say). */
+    hide = calloc(2, len + 1);
+    if (hide == NULL)
+        return NULL;
+    mark = hide + len + 1;
     /* The user info ends at the last '@'. A password with an unescaped
      * '/', '?' or '#' makes the URL malformed, but it must be hidden all
      * the same, so the search does not stop at the path or the query:
@@ -315,33 +348,40 @@ char *sqllock__url_redact(const char *text)
         if (at != NULL)
             colon = memchr(a, ':', (size_t)(at - a));
     }
-    /* "***" is never longer than what it replaces plus 3 bytes, and at
-     * most one replacement happens per byte of input. */
-    out = malloc(4 * strlen(text) + 4);
-    if (out == NULL)
-        return NULL;
-    o = out;
-    for (p = text; *p;) {
+    if (colon != NULL) {
+        mark[colon + 1 - text] = 1;
+        memset(hide + (colon + 1 - text), 1, (size_t)(at - colon - 1));
+    }
+    /* A secret query parameter's value runs to the next '&'. Every '?'
+     * and '&' counts, also one before the last '@' (that '@' may be in
+     * the query, as in "postgres://h/db?password=s3cr@t"). */
+    for (i = 0; i < len; i++) {
         int klen;
 
-        if (colon != NULL && p == colon + 1) {
-            memcpy(o, "***", 3);
-            o += 3;
-            p = at;
+        if ((text[i] != '?' && text[i] != '&') ||
+            (klen = secret_param(text + i + 1)) == 0)
             continue;
-        }
-        if (after_sep && (klen = secret_param(p)) > 0) {
-            memcpy(o, p, (size_t)klen);
-            o += klen;
-            memcpy(o, "***", 3);
-            o += 3;
-            p += klen + strcspn(p + klen, "&");
-            after_sep = 0;
-            continue;
-        }
-        after_sep = (*p == '?' || *p == '&') && (at == NULL || p > at);
-        *o++ = *p++;
+        i += 1 + (size_t)klen;
+        e = i + strcspn(text + i, "&");
+        mark[i] = 1;
+        memset(hide + i, 1, e - i);
+        i = e - 1;
     }
-    *o = '\0';
+    /* At most one "***" per mark, and at most one mark per byte of input
+     * plus one at its end. */
+    out = malloc(4 * len + 4);
+    if (out != NULL) {
+        o = out;
+        for (i = 0; i <= len; i++) {
+            if (mark[i] && (i == 0 || !hide[i - 1])) {
+                memcpy(o, "***", 3);
+                o += 3;
+            }
+            if (i < len && !hide[i])
+                *o++ = text[i];
+        }
+        *o = '\0';
+    }
+    free(hide);
     return out;
 }

@@ -1,12 +1,14 @@
 /*
  * cli.h -- declarations shared by the files of the `sqllock` command-line
- * tool: its exit codes, its option parser, its database helpers and the
- * entry points of the subcommands that live in their own files. Not
- * installed; nothing here is part of the library's API.
+ * tool: its exit codes, its option parser and value parsers (args.c),
+ * its database helpers and the entry points of the subcommands that live
+ * in their own files. Not installed; nothing here is part of the
+ * library's API.
  */
 #ifndef SQLLOCK_CLI_H
 #define SQLLOCK_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sqllock.h"
@@ -108,6 +110,35 @@ typedef struct cli_lease_args {
 /* Checks --ttl (required, > 0) and --wait (default 0) of `cmd`; returns
  * CLI_EXIT_OK or CLI_EXIT_USAGE after printing what was wrong. */
 int cli_lease_args_check(const char *cmd, cli_lease_args *la);
+
+/* The grace between --signal and SIGKILL when --kill-after is not given. */
+#define CLI_RUN_KILL_AFTER_MS 10000
+
+/* The options only `run` takes: the texts as given (and --skip), then the
+ * values cli_run_args_check() parsed. */
+typedef struct cli_run_args {
+    const char *signal;
+    const char *kill_after;
+    const char *renew_every;
+    const char *busy_exit;
+    int skip;
+    int lost_signal;
+    int64_t kill_after_ms;
+    int64_t renew_every_ms;
+    int64_t busy_exit_code;
+} cli_run_args;
+
+/* Checks the run-only options against the lease's ttl (`la` as
+ * cli_lease_args_check() left it); the same contract. */
+int cli_run_args_check(cli_run_args *ra, const cli_lease_args *la);
+
+/* Parses --signal: a name with or without "SIG", in any case, or a number
+ * from 1 to NSIG - 1; the same contract. */
+int cli_parse_signal(const char *text, int *sig);
+
+/* "SIGTERM" for SIGTERM, "signal 40" for one without a name in the
+ * tool's table; written into buf[size], which is returned. */
+const char *cli_signame(int sig, char *buf, size_t size);
 
 /* The database URL a command uses: --db, else $SQLLOCK_DB (when not
  * empty), else CLI_DEFAULT_DB_URL, which sets *is_default. */

@@ -58,8 +58,6 @@
 #define NSIG 65
 #endif
 
-/* The grace between --signal and SIGKILL when --kill-after is not given. */
-#define RUN_KILL_AFTER_MS 10000
 /* The longest the supervisor sleeps between looks at the child. */
 #define RUN_MAX_NAP_MS 1000
 /* Bytes on the wake-up pipe: a signal number, with RUN_FROM_TTY when the
@@ -72,17 +70,6 @@
 static const int run_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD };
 #define RUN_NSIGS 4
 #define RUN_NFORWARD 3
-
-/* Signal names for --signal and for messages. */
-static const struct run_signame {
-    const char *name;
-    int sig;
-} run_signames[] = {
-    { "HUP", SIGHUP },   { "INT", SIGINT },   { "QUIT", SIGQUIT },
-    { "ABRT", SIGABRT }, { "KILL", SIGKILL }, { "USR1", SIGUSR1 },
-    { "USR2", SIGUSR2 }, { "PIPE", SIGPIPE }, { "ALRM", SIGALRM },
-    { "TERM", SIGTERM }, { NULL, 0 }
-};
 
 /* The supervisor's state while the command runs. */
 typedef struct run_state {
@@ -120,50 +107,6 @@ static int64_t now_ms(void)
     if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
         return 0;
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* "SIGTERM" for SIGTERM, "signal 40" for one without a name here. */
-static const char *signame(int sig, char *buf, size_t size)
-{
-    const struct run_signame *s;
-
-    for (s = run_signames; s->name != NULL; s++)
-        if (s->sig == sig) {
-            snprintf(buf, size, "SIG%s", s->name);
-            return buf;
-        }
-    snprintf(buf, size, "signal %d", sig);
-    return buf;
-}
-
-/* Parses --signal: a name with or without "SIG", in any case, or a
- * number from 1 to NSIG - 1. */
-static int parse_signal(const char *text, int *sig)
-{
-    const struct run_signame *s;
-    const char *p = text;
-
-    if (strncasecmp(p, "SIG", 3) == 0)
-        p += 3;
-    for (s = run_signames; s->name != NULL; s++)
-        if (strcasecmp(p, s->name) == 0) {
-            *sig = s->sig;
-            return CLI_EXIT_OK;
-        }
-    if (p == text && *p >= '0' && *p <= '9') {
-        char *end;
-        long v;
-
-        errno = 0;
-        v = strtol(p, &end, 10);
-        if (errno == 0 && *end == '\0' && v >= 1 && v < NSIG) {
-            *sig = (int)v;
-            return CLI_EXIT_OK;
-        }
-    }
-    cli_error("run: bad value for --signal: '%s' (a name such as TERM, INT, "
-              "HUP, USR1 or KILL, or a number from 1 to %d)", text, NSIG - 1);
-    return cli_usage();
 }
 
 /* The exit code that reports how the child ended, as a shell does. */
@@ -228,7 +171,7 @@ static void send_sig(run_state *st, int sig)
 
     if (kill(st->target, sig) != 0 && errno != ESRCH)
         cli_error("run: cannot send %s to the command: %s",
-                  signame(sig, buf, sizeof buf), strerror(errno));
+                  cli_signame(sig, buf, sizeof buf), strerror(errno));
 }
 
 /* Marks the lease lost and starts ending the command. */
@@ -238,7 +181,7 @@ static void lose(run_state *st, const char *why)
 
     st->lost = 1;
     cli_error("run: lock '%s' lost: %s; stopping the command (%s)",
-              st->name, why, signame(st->lost_signal, buf, sizeof buf));
+              st->name, why, cli_signame(st->lost_signal, buf, sizeof buf));
     send_sig(st, st->lost_signal);
     if (st->lost_signal == SIGKILL) {
         st->killed = 1;
@@ -246,7 +189,12 @@ static void lose(run_state *st, const char *why)
         send_sig(st, SIGKILL);
         st->killed = 1;
     } else {
-        st->kill_at_ms = now_ms() + st->kill_after_ms;
+        int64_t now = now_ms();
+
+        /* --kill-after may be as long as 106751991167d: saturate rather
+         * than overflow. */
+        st->kill_at_ms = st->kill_after_ms > INT64_MAX - now
+                             ? INT64_MAX : now + st->kill_after_ms;
     }
 }
 
@@ -630,76 +578,11 @@ static int run_held(run_state *st, char **cmd)
     return code;
 }
 
-/* The run-only options: the texts as given, then their values. */
-typedef struct run_args {
-    const char *signal;
-    const char *kill_after;
-    const char *renew_every;
-    const char *busy_exit;
-    int skip;
-    int lost_signal;
-    int64_t kill_after_ms;
-    int64_t renew_every_ms;
-    int64_t busy_exit_code;
-} run_args;
-
-/* Checks the run-only options against the lease's ttl. */
-static int run_args_check(run_args *ra, const cli_lease_args *la)
-{
-    int64_t valid = la->ttl_ms - la->ttl_ms / 10, every;
-    int rc;
-
-    ra->lost_signal = SIGTERM;
-    ra->kill_after_ms = RUN_KILL_AFTER_MS;
-    ra->renew_every_ms = 0;
-    ra->busy_exit_code = CLI_EXIT_BUSY;
-    if (ra->skip && la->wait != NULL) {
-        cli_error("run: --skip and --wait cannot be used together");
-        return cli_usage();
-    }
-    if (ra->signal != NULL) {
-        rc = parse_signal(ra->signal, &ra->lost_signal);
-        if (rc != CLI_EXIT_OK)
-            return rc;
-    }
-    rc = cli_parse_duration("run", "kill-after", ra->kill_after,
-                            &ra->kill_after_ms);
-    if (rc == CLI_EXIT_OK)
-        rc = cli_parse_duration("run", "renew-every", ra->renew_every,
-                                &ra->renew_every_ms);
-    if (rc == CLI_EXIT_OK && ra->busy_exit != NULL)
-        rc = cli_parse_int("run", "busy-exit", ra->busy_exit, 0, 255,
-                           &ra->busy_exit_code);
-    if (rc != CLI_EXIT_OK)
-        return rc;
-    if (ra->renew_every != NULL && ra->renew_every_ms <= 0) {
-        cli_error("run: --renew-every must be more than 0, not '%s'",
-                  ra->renew_every);
-        return cli_usage();
-    }
-    /* The watchdog's rule (sqllock_lease_watch()), checked here so that a
-     * bad interval is a usage error before anything is locked: the lease
-     * would lapse between renewals. The safety margin is ttl/10. */
-    every = ra->renew_every_ms;
-    if (every == 0)
-        every = la->ttl_ms / 3 > 0 ? la->ttl_ms / 3 : 1;
-    if (every >= valid) {
-        if (ra->renew_every != NULL)
-            cli_error("run: --renew-every %s must be shorter than the ttl "
-                      "minus its safety margin of ttl/10 (%" PRId64 " ms)",
-                      ra->renew_every, valid);
-        else
-            cli_error("run: --ttl %s is too short to be renewed", la->ttl);
-        return cli_usage();
-    }
-    return CLI_EXIT_OK;
-}
-
 int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
 {
     cli_ctx c = *ctx;
     cli_lease_args la = { NULL, NULL, NULL, 0, 0 };
-    run_args ra;
+    cli_run_args ra;
     const char *name = NULL;
     int help = 0, npos, rest, rc;
     sqllock_options dbo = SQLLOCK_OPTIONS_INIT;
@@ -732,7 +615,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     }
     rc = cli_lease_args_check("run", &la);
     if (rc == CLI_EXIT_OK)
-        rc = run_args_check(&ra, &la);
+        rc = cli_run_args_check(&ra, &la);
     if (rc != CLI_EXIT_OK)
         return rc;
 

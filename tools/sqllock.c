@@ -1,7 +1,8 @@
 /*
  * sqllock.c -- the `sqllock` command-line tool: main(), the help text, the
- * option parser shared by every subcommand, and the small commands (init,
- * acquire, release). `list`, `run` and `demo` live in files of their own.
+ * error printing helpers, and the small commands (init, acquire,
+ * release). The option parser shared by every subcommand is in args.c;
+ * `list`, `run`, `reap` and `demo` live in files of their own.
  *
  * The tool prints results to stdout and every error to stderr as
  * "sqllock: <what>: <message>", and tells what happened through its exit
@@ -133,12 +134,6 @@ static const char *const help_text[] = {
 "  demo: 1 if a mode other than \"no lock\" oversold or undersold.\n"
 };
 
-int cli_usage(void)
-{
-    fputs("Try 'sqllock --help' for more information.\n", stderr);
-    return CLI_EXIT_USAGE;
-}
-
 int cli_help(void)
 {
     size_t i;
@@ -146,17 +141,6 @@ int cli_help(void)
     for (i = 0; i < sizeof help_text / sizeof *help_text; i++)
         fputs(help_text[i], stdout);
     return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
-}
-
-void cli_error(const char *fmt, ...)
-{
-    va_list ap;
-
-    fputs("sqllock: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
 }
 
 int cli_db_error(const sqllock_db *db, int status, const char *fmt, ...)
@@ -189,134 +173,6 @@ int cli_exit_code(int status)
     default:
         return CLI_EXIT_DB;
     }
-}
-
-/* Finds the option called name[0..len) in `opts`, or NULL. */
-static const cli_opt *find_opt(const cli_opt *opts, const char *name,
-                               size_t len)
-{
-    for (; opts->name != NULL; opts++) {
-        if (strlen(opts->name) == len && strncmp(opts->name, name, len) == 0)
-            return opts;
-    }
-    return NULL;
-}
-
-int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
-              const char **pos, int maxpos, int *npos, int *rest)
-{
-    /* main() passes "" for the options before the command. */
-    const char *sep = *cmd != '\0' ? ": " : "";
-    int i;
-
-    *npos = 0;
-    if (rest != NULL)
-        *rest = argc;
-    for (i = 0; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *name, *eq;
-        const cli_opt *opt;
-        size_t len;
-
-        if (strcmp(arg, "--") == 0) {
-            if (rest != NULL) {
-                *rest = i + 1;
-                return CLI_EXIT_OK;
-            }
-            for (i++; i < argc; i++) {
-                if (*npos == maxpos) {
-                    cli_error("%s%sunexpected argument '%s'", cmd, sep,
-                              argv[i]);
-                    return cli_usage();
-                }
-                pos[(*npos)++] = argv[i];
-            }
-            break;
-        }
-        if (arg[0] != '-' || arg[1] == '\0') {
-            /* A positional argument ("-" alone counts as one). */
-            if (*npos < maxpos) {
-                pos[(*npos)++] = arg;
-                continue;
-            }
-            if (rest != NULL) {
-                *rest = i;
-                return CLI_EXIT_OK;
-            }
-            cli_error("%s%sunexpected argument '%s'", cmd, sep, arg);
-            return cli_usage();
-        }
-        if (strcmp(arg, "-h") == 0) {
-            name = "help";
-            len = 4;
-            eq = NULL;
-        } else if (arg[1] == '-') {
-            name = arg + 2;
-            eq = strchr(name, '=');
-            len = eq != NULL ? (size_t)(eq - name) : strlen(name);
-        } else {
-            cli_error("%s%sunknown option '%s'", cmd, sep, arg);
-            return cli_usage();
-        }
-        opt = find_opt(opts, name, len);
-        if (opt == NULL) {
-            cli_error("%s%sunknown option '--%.*s'", cmd, sep, (int)len,
-                      name);
-            return cli_usage();
-        }
-        if (opt->flag != NULL) {
-            if (eq != NULL) {
-                cli_error("%s%soption '--%s' takes no value", cmd, sep,
-                          opt->name);
-                return cli_usage();
-            }
-            *opt->flag = 1;
-        } else if (eq != NULL) {
-            *opt->value = eq + 1;
-        } else if (i + 1 < argc) {
-            *opt->value = argv[++i];
-        } else {
-            cli_error("%s%soption '--%s' needs a value", cmd, sep,
-                      opt->name);
-            return cli_usage();
-        }
-    }
-    return CLI_EXIT_OK;
-}
-
-int cli_parse_duration(const char *cmd, const char *opt, const char *text,
-                       int64_t *ms)
-{
-    if (text == NULL)
-        return CLI_EXIT_OK;
-    if (sqllock_parse_duration(text, ms) != SQLLOCK_OK) {
-        cli_error("%s: bad duration for --%s: '%s' (use e.g. 500ms, 30s, "
-                  "5m, 2h)", cmd, opt, text);
-        return cli_usage();
-    }
-    return CLI_EXIT_OK;
-}
-
-int cli_parse_int(const char *cmd, const char *opt, const char *text,
-                  int64_t min, int64_t max, int64_t *out)
-{
-    char *end;
-    long long v;
-
-    /* strtoll() alone would take a sign, leading space and "0x". */
-    if (text == NULL || text[0] < '0' || text[0] > '9')
-        goto bad;
-    errno = 0;
-    v = strtoll(text, &end, 10);
-    if (errno != 0 || *end != '\0' || v < min || v > max)
-        goto bad;
-    *out = (int64_t)v;
-    return CLI_EXIT_OK;
-bad:
-    cli_error("%s: bad value for --%s: '%s' (a whole number from %" PRId64
-              " to %" PRId64 ")", cmd, opt, text != NULL ? text : "",
-              min, max);
-    return cli_usage();
 }
 
 const char *cli_db_url(const cli_ctx *ctx, int *is_default)
@@ -379,25 +235,6 @@ static void print_shell_quoted(const char *s)
             putchar(*s);
     }
     putchar('\'');
-}
-
-int cli_lease_args_check(const char *cmd, cli_lease_args *la)
-{
-    int rc;
-
-    la->wait_ms = 0;
-    if (la->ttl == NULL) {
-        cli_error("%s: --ttl is required", cmd);
-        return cli_usage();
-    }
-    rc = cli_parse_duration(cmd, "ttl", la->ttl, &la->ttl_ms);
-    if (rc == CLI_EXIT_OK && la->ttl_ms <= 0) {
-        cli_error("%s: --ttl must be more than 0, not '%s'", cmd, la->ttl);
-        rc = cli_usage();
-    }
-    if (rc == CLI_EXIT_OK)
-        rc = cli_parse_duration(cmd, "wait", la->wait, &la->wait_ms);
-    return rc;
 }
 
 static int cmd_init(const cli_ctx *ctx, int argc, char **argv)
