@@ -13,6 +13,10 @@
 #   scripts/servers.sh restart-my DIR
 #                                   kill -9 mariadbd (a crash) and start it
 #                                   again on the same port and data
+#   scripts/servers.sh grant-rw DIR grant `sqllock_rw` what DESIGN S2 says
+#                                   the library needs at run time, on the
+#                                   tables `sqllock init` made in
+#                                   sqllock_test (run it after that init)
 #
 # PostgreSQL listens on 127.0.0.1:${SQLLOCK_PG_PORT:-54329} and a unix socket
 # in DIR/pg; MariaDB on 127.0.0.1:${SQLLOCK_MY_PORT:-33069} and DIR/my/sock.
@@ -23,6 +27,11 @@
 # on PostgreSQL the schema `sqllock_empty` in `sqllock_test` (owned by
 # `sqllock`; reach it with `?options=-csearch_path%3Dsqllock_empty`), on
 # MariaDB the database `sqllock_empty`, on which `sqllock` has all rights.
+# Each also has a least-privilege user `sqllock_rw` (password
+# `sqllock-rw-Kq7v`, in DIR/env as SQLLOCK_TEST_*_RW_URL) with no rights
+# on anything until `grant-rw` gives it SELECT, INSERT, UPDATE and DELETE
+# on the sqllock tables (and USAGE on PostgreSQL's token sequence): the
+# grants README.md documents, nothing more.
 #
 # The ports must be free: start fails, saying which, when one is taken.
 #
@@ -34,6 +43,7 @@ PG_PORT=${SQLLOCK_PG_PORT:-54329}
 MY_PORT=${SQLLOCK_MY_PORT:-33069}
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 PASSWORD=sqllock-test
+RW_PASSWORD=sqllock-rw-Kq7v
 
 as_user() {   # as_user USER CMD...: run as USER when we are root
   local u=$1; shift
@@ -56,6 +66,7 @@ start_pg() {
   as_user postgres "$PG_BIN/psql" -X -q -h "$dir" -p "$PG_PORT" -U postgres -d postgres \
     -v ON_ERROR_STOP=1 \
     -c "CREATE ROLE sqllock LOGIN PASSWORD '$PASSWORD'" \
+    -c "CREATE ROLE sqllock_rw LOGIN PASSWORD '$RW_PASSWORD'" \
     -c "CREATE DATABASE sqllock_test OWNER sqllock" >/dev/null
   as_user postgres "$PG_BIN/psql" -X -q -h "$dir" -p "$PG_PORT" -U postgres -d sqllock_test \
     -v ON_ERROR_STOP=1 \
@@ -93,6 +104,8 @@ start_my() {
     CREATE DATABASE sqllock_empty;
     CREATE USER 'sqllock'@'127.0.0.1' IDENTIFIED BY '$PASSWORD';
     CREATE USER 'sqllock'@'localhost' IDENTIFIED BY '$PASSWORD';
+    CREATE USER 'sqllock_rw'@'127.0.0.1' IDENTIFIED BY '$RW_PASSWORD';
+    CREATE USER 'sqllock_rw'@'localhost' IDENTIFIED BY '$RW_PASSWORD';
     GRANT ALL ON sqllock_test.* TO 'sqllock'@'127.0.0.1';
     GRANT ALL ON sqllock_test.* TO 'sqllock'@'localhost';
     GRANT ALL ON sqllock_empty.* TO 'sqllock'@'127.0.0.1';
@@ -134,6 +147,28 @@ restart_my() {   # restart_my DIR: a crash (kill -9), then a start
   run_my "$dir"
 }
 
+# grant_rw DIR: the run-time grants of DESIGN S2 (README.md "Databases")
+# to sqllock_rw, on the tables that `sqllock init` created in sqllock_test.
+# Also on sqllock_test_counter, a table of the tests, when it is there.
+grant_rw() {
+  local dir=$1 port t h
+  [ -f "$dir/pg/port" ] || { echo "servers.sh: no PostgreSQL in $dir" >&2; return 1; }
+  port=$(cat "$dir/pg/port")
+  as_user postgres "$PG_BIN/psql" -X -q -h "$dir/pg" -p "$port" -U postgres -d sqllock_test \
+    -v ON_ERROR_STOP=1 \
+    -c "GRANT SELECT, INSERT, UPDATE, DELETE ON sqllock_meta, sqllock_lease, sqllock_record, sqllock_row TO sqllock_rw" \
+    -c "GRANT USAGE ON SEQUENCE sqllock_token_seq TO sqllock_rw" \
+    -c "DO \$\$ BEGIN IF to_regclass('sqllock_test_counter') IS NOT NULL THEN
+          GRANT SELECT, INSERT, UPDATE, DELETE ON sqllock_test_counter TO sqllock_rw;
+        END IF; END \$\$" >/dev/null
+  for t in sqllock_meta sqllock_lease sqllock_token sqllock_record sqllock_row; do
+    for h in 127.0.0.1 localhost; do
+      mariadb --no-defaults -S "$dir/my/sock" -u "$(id -un)" -e \
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON sqllock_test.$t TO 'sqllock_rw'@'$h'"
+    done
+  done
+}
+
 # port_free PORT: 0 when nothing listens on 127.0.0.1:PORT.
 port_free() {
   ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
@@ -166,6 +201,8 @@ case "${1:-}" in
     cat > "$dir/env" <<ENV
 SQLLOCK_TEST_PG_URL='postgres://sqllock:$PASSWORD@127.0.0.1:$PG_PORT/sqllock_test'
 SQLLOCK_TEST_MYSQL_URL='mysql://sqllock:$PASSWORD@127.0.0.1:$MY_PORT/sqllock_test'
+SQLLOCK_TEST_PG_RW_URL='postgres://sqllock_rw:$RW_PASSWORD@127.0.0.1:$PG_PORT/sqllock_test'
+SQLLOCK_TEST_MYSQL_RW_URL='mysql://sqllock_rw:$RW_PASSWORD@127.0.0.1:$MY_PORT/sqllock_test'
 SQLLOCK_TEST_PG_ADMIN='$PG_BIN;$dir/pg;$PG_PORT'
 SQLLOCK_TEST_MYSQL_ADMIN='$dir/my/sock'
 SQLLOCK_TEST_SERVERS_DIR='$dir'
@@ -181,6 +218,9 @@ ENV
   restart-my)
     restart_my "${2:?usage: servers.sh restart-my DIR}"
     ;;
+  grant-rw)
+    grant_rw "${2:?usage: servers.sh grant-rw DIR}"
+    ;;
   *)
-    echo "usage: servers.sh start|stop|restart-pg|restart-my DIR" >&2; exit 64 ;;
+    echo "usage: servers.sh start|stop|restart-pg|restart-my|grant-rw DIR" >&2; exit 64 ;;
 esac

@@ -9,8 +9,13 @@
 # UndefinedBehaviorSanitizer, and under ThreadSanitizer -- checks that a
 # consumer builds against the installed package, and runs every plain test
 # binary under valgrind. Every one of those runs covers all three
-# databases. Any failure stops it with a non-zero exit; at the end it
-# prints `drivers tested: ...`, the drivers whose tests really ran.
+# databases. With the servers it started, it also runs the conformance
+# suite as a user with only SELECT/INSERT/UPDATE/DELETE on the sqllock
+# tables (DESIGN S2) and checks that no password shows in the tool's
+# output; and it runs the libFuzzer targets of tests/fuzz (built with
+# clang) for a bounded time each. Any failure stops it with a non-zero
+# exit; at the end it prints `drivers tested: ...`, the drivers whose
+# tests really ran.
 #
 # Environment:
 #   SQLLOCK_TEST_PG_URL     a PostgreSQL of your own, e.g.
@@ -29,7 +34,10 @@
 #                           (default: every driver with a URL); a required
 #                           driver that did not run fails the run
 #   CI=true                 sqlite,postgres,mysql are always required
-#   SQLLOCK_TEST_QUICK=1    only the plain build and the package check
+#   SQLLOCK_TEST_QUICK=1    only the plain build, the least-privilege and
+#                           password checks and the package check
+#   SQLLOCK_FUZZ_SECONDS    seconds each libFuzzer target runs (default 30;
+#                           0 builds them and replays their corpus only)
 #   SQLLOCK_PG_PORT, SQLLOCK_MY_PORT
 #                           ports for the servers started here (default:
 #                           free ports picked at random); a taken port fails
@@ -45,6 +53,10 @@ root=$(pwd)
 . scripts/lib.sh
 ensure_packages "${BUILD_PACKAGES[@]}" libcmocka-dev valgrind faketime \
   postgresql mariadb-server libpq-dev default-libmysqlclient-dev
+if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
+  # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
+  ensure_packages clang libclang-rt-dev
+fi
 
 jobs="$(nproc)"
 start=$(date +%s)
@@ -100,6 +112,9 @@ else
   . "$srv/env"
   export SQLLOCK_TEST_PG_URL SQLLOCK_TEST_MYSQL_URL SQLLOCK_TEST_PG_ADMIN \
          SQLLOCK_TEST_MYSQL_ADMIN SQLLOCK_TEST_SERVERS_DIR
+  # The least-privilege user's URLs, for the stage after the plain build.
+  rw_pg_url=$SQLLOCK_TEST_PG_RW_URL
+  rw_my_url=$SQLLOCK_TEST_MYSQL_RW_URL
   export SQLLOCK_TEST_SERVERS_SCRIPT="$root/scripts/servers.sh"
   SQLLOCK_TEST_URLS="sqlite://$work/locks.db $SQLLOCK_TEST_PG_URL"
   if [ "$have_mysql" = 1 ]; then
@@ -184,6 +199,126 @@ if [ -n "${SQLLOCK_TEST_PG_URL:-}" ] && [ -x build/test/examples/example_order_f
   echo "order flow: paid once, $(grep -c "already paid" "$flow_out") copies found it paid"
 fi
 
+if [ -n "$srv" ]; then
+  # DESIGN S2: at run time the library needs only SELECT, INSERT, UPDATE
+  # and DELETE on its tables (and, on PostgreSQL, USAGE on the token
+  # sequence). The owner creates the tables; servers.sh grant-rw gives
+  # sqllock_rw exactly the grants README.md lists, and the conformance
+  # suite runs as that user (SQLLOCK_TEST_DML_ONLY=1: no sqllock_init(),
+  # whose refusal it checks instead).
+  rw_drivers=postgres
+  rw_urls=$rw_pg_url
+  if [ "$have_mysql" = 1 ]; then
+    rw_drivers=postgres,mysql
+    rw_urls="$rw_urls $rw_my_url"
+  fi
+  echo "== least privilege: test_conformance as sqllock_rw on ${rw_drivers//,/, }"
+  build/test/tools/sqllock --db "$SQLLOCK_TEST_PG_URL" init >/dev/null
+  if [ "$have_mysql" = 1 ]; then
+    build/test/tools/sqllock --db "$SQLLOCK_TEST_MYSQL_URL" init >/dev/null
+  fi
+  scripts/servers.sh grant-rw "$srv"
+  rw_log="$work/least-privilege.log"
+  if ! SQLLOCK_TEST_DML_ONLY=1 SQLLOCK_TEST_URLS="$rw_urls" \
+       SQLLOCK_TEST_REQUIRE=$rw_drivers SQLLOCK_TEST_REPORT="$work/report-rw" \
+       build/test/tests/test_conformance >"$rw_log" 2>&1; then
+    cat "$rw_log"
+    echo "FAIL: the conformance suite failed as sqllock_rw (least privilege)" >&2
+    exit 1
+  fi
+  for d in ${rw_drivers//,/ }; do
+    if ! grep -qx "conformance $d" "$work/report-rw"; then
+      cat "$rw_log"
+      echo "FAIL: least privilege: $d was not tested as sqllock_rw" >&2
+      exit 1
+    fi
+  done
+  grep '^SKIP' "$rw_log" || true
+  echo "least-privilege: conformance passed as sqllock_rw on ${rw_drivers//,/, }"
+
+  # No password in the tool's output (stdout and stderr), whatever fails.
+  # Each case runs `sqllock` and fails the run when the URL's password
+  # shows, or when the exit code (or, given, the message) is not the
+  # expected one.
+  echo "== passwords stay out of messages, \`sqllock list\` and the server logs"
+  cli=build/test/tools/sqllock
+  leak_pw=Zx9-LeakCheck-Q4w      # a password found nowhere else
+  owner_pw=sqllock-test          # the owner's (servers.sh)
+  rw_pw=sqllock-rw-Kq7v          # sqllock_rw's (servers.sh)
+  closed_port=$(pick_port SQLLOCK_TEST_CLOSED_PORT)   # nothing listens there
+  leak_n=0
+  leak_check() {   # leak_check LABEL EXIT TEXT PASSWORD ARGS...
+    local label=$1 want=$2 text=$3 pw=$4 rc=0 out="$work/leak.out"
+    shift 4
+    "$cli" "$@" >"$out" 2>&1 </dev/null || rc=$?
+    if grep -qF -- "$pw" "$out"; then
+      cat "$out"; echo "FAIL: password shown: $label" >&2; exit 1
+    fi
+    if [ "$rc" != "$want" ]; then
+      cat "$out"; echo "FAIL: $label: exit $rc, want $want" >&2; exit 1
+    fi
+    if [ -n "$text" ] && ! grep -qiE -- "$text" "$out"; then
+      cat "$out"; echo "FAIL: $label: no /$text/ in the output" >&2; exit 1
+    fi
+    leak_n=$((leak_n + 1))
+  }
+  for db in pg my; do
+    if [ "$db" = pg ]; then
+      scheme=postgres port=$pg_port
+      empty="/sqllock_test?options=-csearch_path%3Dsqllock_empty"
+    else
+      [ "$have_mysql" = 1 ] || continue
+      scheme=mysql port=$my_port empty=/sqllock_empty
+    fi
+    h="127.0.0.1"
+    leak_check "$scheme wrong port" 69 "connect" "$leak_pw" \
+      --db "$scheme://sqllock:$leak_pw@$h:$closed_port/sqllock_test" list
+    leak_check "$scheme wrong password" 69 "" "$leak_pw" \
+      --db "$scheme://sqllock:$leak_pw@$h:$port/sqllock_test" list
+    leak_check "$scheme bad port number" 69 "port" "$leak_pw" \
+      --db "$scheme://sqllock:$leak_pw@$h:99999/sqllock_test" list
+    leak_check "$scheme missing tables" 69 "init" "$owner_pw" \
+      --db "$scheme://sqllock:$owner_pw@$h:$port$empty" list
+    leak_check "$scheme acquire" 0 "" "$owner_pw" \
+      --db "$scheme://sqllock:$owner_pw@$h:$port/sqllock_test" \
+      acquire leak-check-$$ --ttl 60s --holder "leak check"
+    leak_check "$scheme list" 0 "leak-check-$$" "$owner_pw" \
+      --db "$scheme://sqllock:$owner_pw@$h:$port/sqllock_test" list
+    leak_check "$scheme list --json" 0 "leak-check-$$" "$owner_pw" \
+      --db "$scheme://sqllock:$owner_pw@$h:$port/sqllock_test" list --json
+    leak_check "$scheme init (shows the URL)" 0 "schema ready" "$owner_pw" \
+      --db "$scheme://sqllock:$owner_pw@$h:$port/sqllock_test" init
+    leak_check "$scheme list as sqllock_rw" 0 "leak-check-$$" "$rw_pw" \
+      --db "$scheme://sqllock_rw:$rw_pw@$h:$port/sqllock_test" list
+    leak_check "$scheme reap as sqllock_rw" 0 "reaped" "$rw_pw" \
+      --db "$scheme://sqllock_rw:$rw_pw@$h:$port/sqllock_test" reap
+    # What S2 leaves out is refused with a status of its own: exit 69,
+    # a message that says "denied", no password.
+    leak_check "$scheme init as sqllock_rw (refused)" 69 "denied" "$rw_pw" \
+      --db "$scheme://sqllock_rw:$rw_pw@$h:$port/sqllock_test" init
+    # (PostgreSQL: no USAGE on that schema, so its tables are not found;
+    # MariaDB: no access to that database.)
+    leak_check "$scheme empty target as sqllock_rw (refused)" 69 "denied|does not exist" "$rw_pw" \
+      --db "$scheme://sqllock_rw:$rw_pw@$h:$port$empty" list
+  done
+  # libpq also takes the password as a query parameter, '@' and all, and
+  # decodes the parameter's name. (The bad port makes the message quote
+  # the URL: tests/fuzz/regress/url has these redaction bugs.)
+  leak_check "postgres password= with '@' in the query" 69 "port" "LeakCheck" \
+    --db "postgres://sqllock@127.0.0.1:99999/sqllock_test?password=Zx9@LeakCheck" list
+  leak_check "postgres pass%77ord= in the query" 69 "port" "$leak_pw" \
+    --db "postgres://sqllock@127.0.0.1:99999/sqllock_test?pass%77ord=$leak_pw" list
+  leak_check "postgres password= in the query, wrong password" 69 "" "$leak_pw" \
+    --db "postgres://sqllock@127.0.0.1:$pg_port/sqllock_test?password=$leak_pw" list
+  leak_check "unknown scheme" 69 "scheme" "$leak_pw" \
+    --db "nosuch://sqllock:$leak_pw@127.0.0.1/x" list
+  # The servers saw these passwords too: their logs must not keep them.
+  if grep -rqF -e "$leak_pw" -e "LeakCheck" "$srv/pg/server.log" "$srv/my/server.log" 2>/dev/null; then
+    echo "FAIL: a password is in the servers' logs" >&2; exit 1
+  fi
+  echo "passwords: $leak_n cases, no password in the tool's output or the server logs"
+fi
+
 echo "== install, then build a consumer with find_package(sqllock) and pkg-config"
 pkgdir="$work/pkg"
 mkdir -p "$pkgdir"
@@ -226,6 +361,32 @@ if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
     fi
   done
   check_report "$SQLLOCK_TEST_REPORT" valgrind
+
+  echo "== fuzzing (libFuzzer + ASan + UBSan): URL parser and redaction, CLI arguments, durations"
+  fuzz_secs=${SQLLOCK_FUZZ_SECONDS:-30}
+  cmake -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DSQLLOCK_FUZZ=ON \
+    -DSQLLOCK_BUILD_TESTS=OFF -DSQLLOCK_BUILD_TOOLS=OFF \
+    -DSQLLOCK_BUILD_EXAMPLES=OFF -DSQLLOCK_BUILD_BENCH=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cmake_driver_args[@]}" >/dev/null
+  cmake --build build/fuzz -j"$jobs" --target fuzz_url fuzz_cli fuzz_duration >/dev/null
+  for t in url cli duration; do
+    # New inputs go to a copy of the corpus, never into the tree; a
+    # crash leaves its input in build/fuzz/crash-<target>-*.
+    fuzz_corpus="$work/fuzz-corpus-$t"
+    rm -rf "$fuzz_corpus"; mkdir -p "$fuzz_corpus"
+    cp tests/fuzz/corpus/$t/* "$fuzz_corpus/"
+    fuzz_log="build/fuzz/fuzz_$t.log"
+    if [ "$fuzz_secs" -gt 0 ]; then fuzz_limit=-max_total_time=$fuzz_secs; else fuzz_limit=-runs=0; fi
+    if ! build/fuzz/tests/fuzz/fuzz_$t "$fuzz_limit" \
+         -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+         -artifact_prefix="build/fuzz/crash-$t-" \
+         "$fuzz_corpus" tests/fuzz/regress/$t >"$fuzz_log" 2>&1; then
+      tail -n 60 "$fuzz_log"
+      echo "FAIL: fuzz_$t found a crash or a broken property (input in build/fuzz/crash-$t-*)" >&2
+      exit 1
+    fi
+    echo "fuzz_$t: $(awk '/stat::number_of_executed_units/ { print $2 }' "$fuzz_log") inputs in ${fuzz_secs} s, no crash ($(ls "$fuzz_corpus" | wc -l) in its corpus copy)"
+  done
 fi
 
 echo "drivers tested: $last_tested"
