@@ -31,11 +31,11 @@ static long g_seq;
 /* The application's table a fenced writer writes: the row keeps the
  * largest token that wrote it. The same text runs on all three. */
 static const char FENCED_DDL[] =
-    "CREATE TABLE IF NOT EXISTS sqllock_test_fenced ("
+    "CREATE TABLE IF NOT EXISTS sqllock_test_fenced_write ("
     "id BIGINT PRIMARY KEY, val BIGINT NOT NULL, fence BIGINT, "
     "ver BIGINT NOT NULL DEFAULT 0)";
-static const sqllock_table FENCED = { "sqllock_test_fenced", "id", NULL };
-static const sqllock_table FENCED_V = { "sqllock_test_fenced", "id", "ver" };
+static const sqllock_table FENCED = { "sqllock_test_fenced_write", "id", NULL };
+static const sqllock_table FENCED_V = { "sqllock_test_fenced_write", "id", "ver" };
 
 static void unique_name(char *buf, size_t size, const char *what)
 {
@@ -76,8 +76,8 @@ static int64_t fenced_row(sqllock_db *db)
                  (++g_seq % 100);
     sqllock_value arg = sqllock__int(id);
     const char *sql = strcmp(sqllock_db_driver(db), "postgres") == 0
-        ? "INSERT INTO sqllock_test_fenced (id, val) VALUES ($1, 0)"
-        : "INSERT INTO sqllock_test_fenced (id, val) VALUES (?, 0)";
+        ? "INSERT INTO sqllock_test_fenced_write (id, val) VALUES ($1, 0)"
+        : "INSERT INTO sqllock_test_fenced_write (id, val) VALUES (?, 0)";
 
     EXPECT_RC(db, sqllock__exec_sql(db, sql, &arg, 1, NULL, NULL, NULL),
               SQLLOCK_OK, "insert a fenced row");
@@ -89,7 +89,7 @@ static void fenced_read(sqllock_db *db, int64_t id, int64_t *val,
                         int64_t *fence)
 {
     /* sqllock_table_get() wants a version column: the key does. */
-    static const sqllock_table reader = { "sqllock_test_fenced", "id", "id" };
+    static const sqllock_table reader = { "sqllock_test_fenced_write", "id", "id" };
     static const char *const cols[] = { "val", "fence" };
     sqllock_cell key = SQLLOCK_NUMBER(id);
     int64_t v[2];

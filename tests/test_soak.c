@@ -42,11 +42,11 @@
 static const char *g_url;
 
 static const char FENCED_DDL[] =
-    "CREATE TABLE IF NOT EXISTS sqllock_test_fenced ("
+    "CREATE TABLE IF NOT EXISTS sqllock_test_fenced_write ("
     "id BIGINT PRIMARY KEY, val BIGINT NOT NULL, fence BIGINT, "
     "ver BIGINT NOT NULL DEFAULT 0)";
-static const sqllock_table FENCED = { "sqllock_test_fenced", "id", NULL };
-static const sqllock_table READER = { "sqllock_test_fenced", "id", "id" };
+static const sqllock_table FENCED = { "sqllock_test_fenced_write", "id", NULL };
+static const sqllock_table READER = { "sqllock_test_fenced_write", "id", "id" };
 
 /* Shared by every process of one run. */
 typedef struct soak_shared {
@@ -366,8 +366,8 @@ static void worker_main(soak_shared *sh, int idx, int64_t end)
 static void soak_setup_rows(sqllock_db *db, soak_shared *sh)
 {
     const char *sql = strcmp(sqllock_db_driver(db), "postgres") == 0
-        ? "INSERT INTO sqllock_test_fenced (id, val) VALUES ($1, 0)"
-        : "INSERT INTO sqllock_test_fenced (id, val) VALUES (?, 0)";
+        ? "INSERT INTO sqllock_test_fenced_write (id, val) VALUES ($1, 0)"
+        : "INSERT INTO sqllock_test_fenced_write (id, val) VALUES (?, 0)";
     int k;
 
     EXPECT_RC(db, sqllock__exec_sql(db, FENCED_DDL, NULL, 0, NULL, NULL,
