@@ -614,6 +614,14 @@ int sqllock_init(sqllock_db *db)
                              "sqllock schema version %lld; this library "
                              "knows versions up to %d", (long long)version,
                              SQLLOCK_SCHEMA_VERSION);
+    /* A current version row means the whole script ran once (the row is
+     * its last statement): nothing to do. Skipping it keeps init within
+     * the run-time grants (DESIGN S2: an application with only SELECT,
+     * INSERT, UPDATE and DELETE may call it at every start), and keeps
+     * the script's DDL locks (on PostgreSQL, CREATE INDEX IF NOT EXISTS
+     * locks the lease table against writes) off a live lock table. */
+    if (version == SQLLOCK_SCHEMA_VERSION)
+        return sqllock__ok(db);
     rc = ensure_connected(db);
     if (rc != SQLLOCK_OK)
         return rc;

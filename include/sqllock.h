@@ -241,8 +241,13 @@ SQLLOCK_API void *sqllock_db_native(sqllock_db *db);
 /*
  * Creates the sqllock tables if they do not exist, and records the schema
  * version. Idempotent: running it again, from any number of processes at
- * once, changes nothing. This is the one call that needs CREATE privileges;
- * everything else needs only SELECT, INSERT, UPDATE and DELETE.
+ * once, changes nothing. When the database already records this schema
+ * version it only reads that row, so an application whose user has only
+ * SELECT, INSERT, UPDATE and DELETE (all that the other calls need) may
+ * call it at every start; creating the schema needs CREATE privileges, and
+ * without them it fails with SQLLOCK_EPERM. It does not re-create a table
+ * dropped after the version row was written: lock calls then fail with
+ * SQLLOCK_ENOSCHEMA (or EDB) naming the table.
  */
 SQLLOCK_API int sqllock_init(sqllock_db *db);
 
