@@ -244,8 +244,9 @@ SQLLOCK_API void *sqllock_db_native(sqllock_db *db);
  * once, changes nothing. When the database already records this schema
  * version it only reads that row, so an application whose user has only
  * SELECT, INSERT, UPDATE and DELETE (all that the other calls need) may
- * call it at every start; creating the schema needs CREATE privileges, and
- * without them it fails with SQLLOCK_EPERM. It does not re-create a table
+ * call it at every start; creating the schema needs CREATE privileges,
+ * and without them it fails with the database's reason (SQLLOCK_EPERM for
+ * "permission denied"). It does not re-create a table
  * dropped after the version row was written: lock calls then fail with
  * SQLLOCK_ENOSCHEMA (or EDB) naming the table.
  */
