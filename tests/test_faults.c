@@ -28,14 +28,9 @@
 static const char *g_url;
 static long g_seq;
 
-/* The application's table a fenced writer writes: the row keeps the
- * largest token that wrote it. The same text runs on all three. */
-static const char FENCED_DDL[] =
-    "CREATE TABLE IF NOT EXISTS sqllock_test_fenced_write ("
-    "id BIGINT PRIMARY KEY, val BIGINT NOT NULL, fence BIGINT, "
-    "ver BIGINT NOT NULL DEFAULT 0)";
-static const sqllock_table FENCED = { "sqllock_test_fenced_write", "id", NULL };
-static const sqllock_table FENCED_V = { "sqllock_test_fenced_write", "id", "ver" };
+/* The application's table a fenced writer writes (TU_FENCED_DDL). */
+static const sqllock_table FENCED = { TU_FENCED_TABLE, "id", NULL };
+static const sqllock_table FENCED_V = { TU_FENCED_TABLE, "id", "ver" };
 
 static void unique_name(char *buf, size_t size, const char *what)
 {
@@ -62,7 +57,7 @@ static int group_setup(void **state)
         return -1;
     rc = sqllock_open(g_url, NULL, &db);
     if (rc == SQLLOCK_OK)
-        rc = sqllock__exec_sql(db, FENCED_DDL, NULL, 0, NULL, NULL, NULL);
+        rc = sqllock__exec_sql(db, TU_FENCED_DDL, NULL, 0, NULL, NULL, NULL);
     if (rc != SQLLOCK_OK)
         fprintf(stderr, "setup: %s\n", sqllock_errmsg(db));
     sqllock_close(db);
@@ -75,9 +70,7 @@ static int64_t fenced_row(sqllock_db *db)
     int64_t id = (int64_t)getpid() * 100000 + (tu_now_ms() % 1000) * 100 +
                  (++g_seq % 100);
     sqllock_value arg = sqllock__int(id);
-    const char *sql = strcmp(sqllock_db_driver(db), "postgres") == 0
-        ? "INSERT INTO sqllock_test_fenced_write (id, val) VALUES ($1, 0)"
-        : "INSERT INTO sqllock_test_fenced_write (id, val) VALUES (?, 0)";
+    const char *sql = tu_fenced_insert(sqllock_db_driver(db));
 
     EXPECT_RC(db, sqllock__exec_sql(db, sql, &arg, 1, NULL, NULL, NULL),
               SQLLOCK_OK, "insert a fenced row");
@@ -89,7 +82,7 @@ static void fenced_read(sqllock_db *db, int64_t id, int64_t *val,
                         int64_t *fence)
 {
     /* sqllock_table_get() wants a version column: the key does. */
-    static const sqllock_table reader = { "sqllock_test_fenced_write", "id", "id" };
+    static const sqllock_table reader = { TU_FENCED_TABLE, "id", "id" };
     static const char *const cols[] = { "val", "fence" };
     sqllock_cell key = SQLLOCK_NUMBER(id);
     int64_t v[2];

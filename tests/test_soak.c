@@ -41,12 +41,8 @@
 
 static const char *g_url;
 
-static const char FENCED_DDL[] =
-    "CREATE TABLE IF NOT EXISTS sqllock_test_fenced_write ("
-    "id BIGINT PRIMARY KEY, val BIGINT NOT NULL, fence BIGINT, "
-    "ver BIGINT NOT NULL DEFAULT 0)";
-static const sqllock_table FENCED = { "sqllock_test_fenced_write", "id", NULL };
-static const sqllock_table READER = { "sqllock_test_fenced_write", "id", "id" };
+static const sqllock_table FENCED = { TU_FENCED_TABLE, "id", NULL };
+static const sqllock_table READER = { TU_FENCED_TABLE, "id", "id" };
 
 /* Shared by every process of one run. */
 typedef struct soak_shared {
@@ -365,12 +361,10 @@ static void worker_main(soak_shared *sh, int idx, int64_t end)
 /* Creates this run's counter rows. */
 static void soak_setup_rows(sqllock_db *db, soak_shared *sh)
 {
-    const char *sql = strcmp(sqllock_db_driver(db), "postgres") == 0
-        ? "INSERT INTO sqllock_test_fenced_write (id, val) VALUES ($1, 0)"
-        : "INSERT INTO sqllock_test_fenced_write (id, val) VALUES (?, 0)";
+    const char *sql = tu_fenced_insert(sqllock_db_driver(db));
     int k;
 
-    EXPECT_RC(db, sqllock__exec_sql(db, FENCED_DDL, NULL, 0, NULL, NULL,
+    EXPECT_RC(db, sqllock__exec_sql(db, TU_FENCED_DDL, NULL, 0, NULL, NULL,
                                     NULL), SQLLOCK_OK, "fenced table");
     for (k = 0; k < NAMES; k++) {
         sqllock_value arg;

@@ -259,6 +259,25 @@ static inline const tu_sql *tu_sql_for(const char *driver)
     return NULL;
 }
 
+/* The application table of the fenced-write tests (test_faults,
+ * test_soak): the row keeps the largest token that wrote it. The same
+ * DDL runs on all three; its name is not test_reaper's sqllock_test_fenced,
+ * which has other columns. */
+#define TU_FENCED_TABLE "sqllock_test_fenced_write"
+static const char TU_FENCED_DDL[] =
+    "CREATE TABLE IF NOT EXISTS " TU_FENCED_TABLE " ("
+    "id BIGINT PRIMARY KEY, val BIGINT NOT NULL, fence BIGINT, "
+    "ver BIGINT NOT NULL DEFAULT 0)";
+
+/* INSERT of a new row (1 id; val 0, no fence yet) in `driver`'s
+ * placeholders. */
+static inline const char *tu_fenced_insert(const char *driver)
+{
+    return strcmp(driver, "postgres") == 0
+        ? "INSERT INTO " TU_FENCED_TABLE " (id, val) VALUES ($1, 0)"
+        : "INSERT INTO " TU_FENCED_TABLE " (id, val) VALUES (?, 0)";
+}
+
 /* ------------------------------------------------------------------ */
 /* Looking at the lease table                                          */
 /* ------------------------------------------------------------------ */
