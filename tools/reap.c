@@ -55,9 +55,11 @@ int cli_cmd_reap(const cli_ctx *ctx, int argc, char **argv)
                     deleted == 1 ? "" : "s");
         rc = cli_db_error(db, rc, "reap");
         sqllock_close(db);
-        /* The options were checked above: any failure here is the
-         * database's. */
-        return rc == CLI_EXIT_USAGE ? CLI_EXIT_DB : rc;
+        /* The parsers above take any duration that fits in int64 ms;
+         * the library's own limit on the grace (SQLLOCK_EINVAL, "too
+         * large") is still a usage error, exit 64 like every other bad
+         * option, not a database failure. */
+        return rc;
     }
     sqllock_close(db);
     printf("reaped %" PRId64 " expired lease%s\n", deleted,

@@ -346,6 +346,17 @@ static int classify(unsigned int code)
         return SQLLOCK_EPERM;
     case 2008:                 /* CR_OUT_OF_MEMORY */
         return SQLLOCK_ENOMEM;
+    /* A value the caller gave does not fit its column (strict mode turns
+     * these warnings into errors): bad input, as on PostgreSQL's class
+     * 22 (DESIGN E2). */
+    case 1264:                 /* ER_WARN_DATA_OUT_OF_RANGE */
+    case 1265:                 /* WARN_DATA_TRUNCATED */
+    case 1292:                 /* ER_TRUNCATED_WRONG_VALUE */
+    case 1300:                 /* ER_INVALID_CHARACTER_STRING */
+    case 1366:                 /* ER_TRUNCATED_WRONG_VALUE_FOR_FIELD */
+    case 1406:                 /* ER_DATA_TOO_LONG */
+    case 1690:                 /* ER_DATA_OUT_OF_RANGE (BIGINT overflow) */
+        return SQLLOCK_EINVAL;
     case 1021:                 /* ER_DISK_FULL */
     case 1114:                 /* ER_RECORD_FILE_FULL ("table is full") */
         return SQLLOCK_EFULL;

@@ -53,7 +53,31 @@
     "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at "    \
     "WHERE l.expires_at <= EXCLUDED.acquired_at "                              \
     "RETURNING token"
-static const char SQL_LEASE_ACQUIRE[] = LEASE_ACQUIRE("");
+
+/*
+ * L10 whatever the session says. The URL goes to libpq whole, so
+ * `options=-c synchronous_commit=off` in it -- or ALTER ROLE/DATABASE ...
+ * SET synchronous_commit, or postgresql.conf -- would make every commit
+ * of the session asynchronous, durable grants and renewals included: a
+ * grant that a crash then forgets could admit a second owner. So a
+ * durable grant or renewal sets synchronous_commit for its own
+ * transaction (set_config(..., true), in the statement itself: no extra
+ * round trip), raising 'off' and 'local' to 'on' and keeping 'on',
+ * 'remote_write' and 'remote_apply' as configured, so that a
+ * synchronous standby the user asked for is still waited for. ('local'
+ * is raised too: with synchronous standbys it would let a failover
+ * forget a grant, which is the risk the fast mode documents; without
+ * any, 'on' is the same as 'local'.) The functions are named with their
+ * schema, so that a search_path the URL sets cannot put others in their
+ * place. The session's own setting is left as it was.
+ */
+#define DURABLE_COMMIT                                                        \
+    "pg_catalog.set_config('synchronous_commit', "                             \
+    "CASE WHEN pg_catalog.current_setting('synchronous_commit') "              \
+    "IN ('off', 'local') THEN 'on' "                                           \
+    "ELSE pg_catalog.current_setting('synchronous_commit') END, true)"
+
+static const char SQL_LEASE_ACQUIRE[] = LEASE_ACQUIRE(", " DURABLE_COMMIT);
 
 /* Fast mode (SQLLOCK_LEASE_FAST): the same grant, committed without
  * waiting for the WAL flush. set_config(..., true) is a volatile call in
@@ -62,10 +86,15 @@ static const char SQL_LEASE_ACQUIRE[] = LEASE_ACQUIRE("");
 static const char SQL_LEASE_ACQUIRE_FAST[] =
     LEASE_ACQUIRE(", set_config('synchronous_commit', 'off', true)");
 
+/* The EXISTS test on the CTE is a one-time filter that the executor runs
+ * before the scan, so the durable setting is made whether or not the row
+ * is still ours (as in the fast variant below). */
 static const char SQL_LEASE_RENEW[] =
+    "WITH durable AS (SELECT " DURABLE_COMMIT ") "
     "UPDATE sqllock_lease "
     "SET expires_at = now() + $4::float8 * interval '1 millisecond' "
-    "WHERE name = $1 AND owner = $2 AND token = $3";
+    "WHERE name = $1 AND owner = $2 AND token = $3 "
+    "AND EXISTS (SELECT 1 FROM durable)";
 
 static const char SQL_LEASE_RENEW_FAST[] =
     "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)) "
@@ -126,9 +155,12 @@ static const char SQL_ROW_ENSURE[] =
     "INSERT INTO sqllock_row (name) VALUES ($1) ON CONFLICT (name) DO NOTHING";
 
 /* For the session (set_config(..., false)): the core sets it only when
- * the value changes, so a transaction costs no extra round trip for it. */
+ * the value changes, so a transaction costs no extra round trip for it.
+ * lock_timeout takes at most INT_MAX ms (24.8 days); a longer timeout
+ * (SQLLOCK_WAIT_FOREVER, say) waits that long rather than failing. */
 static const char SQL_TXN_LOCK_TIMEOUT[] =
-    "SELECT set_config('lock_timeout', $1::bigint || 'ms', false)";
+    "SELECT set_config('lock_timeout', "
+    "LEAST($1::bigint, 2147483647) || 'ms', false)";
 
 /* P1, P2: the expiry test is in the DELETE itself, by the server's clock
  * and with the same now() as acquire and renew, so a lease renewed a
@@ -236,6 +268,13 @@ static int classify_sqlstate(const char *state)
         return SQLLOCK_ENOMEM;
     if (strcmp(state, "53100") == 0)
         return SQLLOCK_EFULL;         /* disk_full */
+    /* Class 22, data exception: a value the caller gave does not fit
+     * (text for a number, a number out of range, bytes that are not
+     * valid in the database's encoding). The library checks its own
+     * values first; these come from values for the application's
+     * tables, and are bad input like any other (DESIGN E2). */
+    if (strncmp(state, "22", 2) == 0)
+        return SQLLOCK_EINVAL;
     return SQLLOCK_EDB;
 }
 
