@@ -164,17 +164,24 @@ static const char SQL_TXN_LOCK_TIMEOUT[] =
 
 /* P1, P2: the expiry test is in the DELETE itself, by the server's clock
  * and with the same now() as acquire and renew, so a lease renewed a
- * moment earlier no longer matches. The subquery bounds the batch and
- * locks the rows it picks, skipping rows that another reaper (or a renew,
+ * moment earlier no longer matches. The CTE bounds the batch and locks
+ * the rows it picks, skipping rows that another reaper (or a renew,
  * release or takeover) has locked, so reapers never wait for each other.
- * The outer test runs again on the row as it is when locked (PostgreSQL
- * re-evaluates it on the latest version in READ COMMITTED). */
+ * It is a MATERIALIZED CTE, run once, and not a subquery in the IN: a
+ * plan that put that subquery on the inner side of a nested loop ran it
+ * again for every outer row, and each run skipped the rows this DELETE
+ * had already removed and took the next ones, so one statement deleted
+ * every expired row instead of one batch (test_reaper_P1_batches saw 250
+ * for a batch of 100). The outer test runs again on the row as it is
+ * when locked (PostgreSQL re-evaluates it on the latest version in READ
+ * COMMITTED). */
 #define REAP_EXPIRED \
     "expires_at < now() - $1::float8 * interval '1 millisecond'"
 static const char SQL_LEASE_REAP[] =
-    "DELETE FROM sqllock_lease WHERE name IN ("
+    "WITH victims AS MATERIALIZED ("
     "SELECT name FROM sqllock_lease WHERE " REAP_EXPIRED " "
     "ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
+    "DELETE FROM sqllock_lease WHERE name IN (SELECT name FROM victims) "
     "AND " REAP_EXPIRED;
 
 extern const char sqllock__schema_postgres[];
