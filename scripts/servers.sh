@@ -10,9 +10,13 @@
 #                                   stop PostgreSQL (`pg_ctl stop -m fast`, or
 #                                   `-m immediate`: a crash, no checkpoint) and
 #                                   start it again on the same port and data
-#   scripts/servers.sh restart-my DIR
-#                                   kill -9 mariadbd (a crash) and start it
-#                                   again on the same port and data
+#   scripts/servers.sh restart-my DIR [kill|graceful]
+#                                   kill -9 mariadbd (a crash; the default),
+#                                   or stop it gracefully (SIGTERM, the
+#                                   normal shutdown: clients are
+#                                   disconnected, InnoDB flushes its log),
+#                                   and start it again on the same port and
+#                                   data
 #   scripts/servers.sh grant-rw DIR grant `sqllock_rw` what DESIGN S2 says
 #                                   the library needs at run time, on the
 #                                   tables `sqllock init` made in
@@ -124,24 +128,55 @@ run_my() {
     --pid-file="$dir/mariadbd.pid" --log-error="$dir/server.log" \
     --innodb-buffer-pool-size=64M --max-connections=200 \
     --skip-name-resolve >/dev/null 2>&1 </dev/null &
-  for i in $(seq 1 120); do
+  for i in $(seq 1 600); do
     if mariadb-admin --no-defaults -S "$dir/sock" -u "$(id -un)" ping >/dev/null 2>&1; then
       return 0
     fi
-    sleep 0.5
+    sleep 0.1
   done
   echo "servers.sh: MariaDB did not start in 60 s" >&2
   cat "$dir/server.log" >&2
   return 1
 }
 
-restart_my() {   # restart_my DIR: a crash (kill -9), then a start
-  local dir=$1 pid i
+# running PID: 0 while the process exists and is not a zombie (an exited
+# server whose parent has not reaped it yet no longer holds its files).
+running() {
+  local state
+  state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
+# restart_my DIR [kill|graceful]: a crash (kill -9, the default) or a
+# graceful stop (SIGTERM: mariadbd's normal shutdown, which ends the
+# client connections, flushes InnoDB and removes its pid file), then a
+# start. A graceful stop that does not finish in 60 s is a failure: the
+# server is then killed, so that the data is not left half-stopped, and
+# the command exits non-zero rather than pass a crash off as a graceful
+# restart.
+restart_my() {
+  local dir=$1 mode=${2:-kill} pid i
   [ -f "$dir/my/port" ] || { echo "servers.sh: no MariaDB in $dir" >&2; return 1; }
+  case "$mode" in
+    kill|graceful) ;;
+    *) echo "servers.sh: restart-my: unknown mode '$mode' (kill or graceful)" >&2; return 64 ;;
+  esac
   if [ -f "$dir/my/mariadbd.pid" ]; then
     pid=$(cat "$dir/my/mariadbd.pid")
-    kill -9 "$pid" 2>/dev/null || true
-    for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if [ "$mode" = graceful ]; then
+      kill -TERM "$pid" 2>/dev/null || true
+      for i in $(seq 1 1200); do running "$pid" || break; sleep 0.05; done
+      if running "$pid"; then
+        echo "servers.sh: MariaDB (pid $pid) did not stop within 60 s of SIGTERM; killing it" >&2
+        kill -9 "$pid" 2>/dev/null || true
+        for i in $(seq 1 100); do running "$pid" || break; sleep 0.1; done
+        rm -f "$dir/my/mariadbd.pid"
+        return 1
+      fi
+    else
+      kill -9 "$pid" 2>/dev/null || true
+      for i in $(seq 1 100); do running "$pid" || break; sleep 0.1; done
+    fi
     rm -f "$dir/my/mariadbd.pid"
   fi
   run_my "$dir"
@@ -216,7 +251,7 @@ ENV
     restart_pg "${2:?usage: servers.sh restart-pg DIR [immediate]}" "${3:-fast}"
     ;;
   restart-my)
-    restart_my "${2:?usage: servers.sh restart-my DIR}"
+    restart_my "${2:?usage: servers.sh restart-my DIR [kill|graceful]}" "${3:-kill}"
     ;;
   grant-rw)
     grant_rw "${2:?usage: servers.sh grant-rw DIR}"
