@@ -156,22 +156,6 @@ static void test_fast_L1_L4_L5_behaviour(void **state)
     sqllock_close(b);
 }
 
-/* The server's count of WAL syncs (fsync/fdatasync of the WAL), after
- * making `db`'s session publish its own counts. */
-static int64_t wal_syncs(sqllock_db *db)
-{
-    int64_t n = -1;
-    int has = 0;
-
-    EXPECT_RC(db, sqllock__exec_sql(db, "SELECT pg_stat_force_next_flush()",
-                                    NULL, 0, NULL, NULL, NULL),
-              SQLLOCK_OK, "pg_stat_force_next_flush");
-    EXPECT_RC(db, sqllock__exec_sql(db, "SELECT wal_sync FROM pg_stat_wal",
-                                    NULL, 0, &has, &n, NULL),
-              SQLLOCK_OK, "pg_stat_wal");
-    assert_int_equal(has, 1);
-    return n;
-}
 
 /* N acquire + renew + release cycles of one lease; the WAL syncs they
  * cost. */
@@ -184,16 +168,16 @@ static int64_t syncs_of_cycles(sqllock_db *db, unsigned flags, int n)
 
     unique_name(name, sizeof name, flags ? "sync-fast" : "sync-durable");
     l = new_lease(db, name, 60000, flags);
-    before = wal_syncs(db);
+    before = tu_pg_wal_syncs(db);
     for (i = 0; i < n; i++) {
         EXPECT_RC(db, sqllock_lease_try_acquire(l), SQLLOCK_OK, "acquire");
         EXPECT_RC(db, sqllock_lease_renew(l), SQLLOCK_OK, "renew");
         EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
     }
     /* Published with the next statement's end. */
-    (void)wal_syncs(db);
+    (void)tu_pg_wal_syncs(db);
     sqllock_lease_free(l);
-    return wal_syncs(db) - before;
+    return tu_pg_wal_syncs(db) - before;
 }
 
 /* L10: a fast grant and renewal do not wait for the WAL flush; durable

@@ -1145,21 +1145,6 @@ static void test_hostile_embedded_nul_ends_the_name(void **state)
 /* L10 under options=-c synchronous_commit=off (PostgreSQL)            */
 /* ------------------------------------------------------------------ */
 
-static int64_t wal_syncs(sqllock_db *db)
-{
-    int64_t n = -1;
-    int has = 0;
-
-    EXPECT_RC(db, sqllock__exec_sql(db, "SELECT pg_stat_force_next_flush()",
-                                    NULL, 0, NULL, NULL, NULL),
-              SQLLOCK_OK, "pg_stat_force_next_flush");
-    EXPECT_RC(db, sqllock__exec_sql(db, "SELECT wal_sync FROM pg_stat_wal",
-                                    NULL, 0, &has, &n, NULL),
-              SQLLOCK_OK, "pg_stat_wal");
-    assert_int_equal(has, 1);
-    return n;
-}
-
 /* The session's synchronous_commit, as a small number: 0 off, 1 on. */
 static int64_t session_sync_off(sqllock_db *db)
 {
@@ -1207,15 +1192,15 @@ static void test_hostile_L10_options_cannot_make_grants_async(void **state)
      * tries; one with every flush counted is enough. Without the pin the
      * count is the WAL writer's few. */
     for (attempt = 0; attempt < 3; attempt++) {
-        before = wal_syncs(db);
+        before = tu_pg_wal_syncs(db);
         for (i = 0; i < N; i++) {
             EXPECT_RC(db, sqllock_lease_try_acquire(l), SQLLOCK_OK,
                       "acquire");
             EXPECT_RC(db, sqllock_lease_renew(l), SQLLOCK_OK, "renew");
             EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
         }
-        (void)wal_syncs(db);
-        syncs = wal_syncs(db) - before;
+        (void)tu_pg_wal_syncs(db);
+        syncs = tu_pg_wal_syncs(db) - before;
         printf("hostile [postgres]: WAL syncs for %d durable acquire+renew+"
                "release under synchronous_commit=off: %lld\n", N,
                (long long)syncs);

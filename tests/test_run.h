@@ -119,6 +119,24 @@ static inline void *tu_shared_map(size_t size)
                      sqllock_errmsg(db));                                    \
     } while (0)
 
+/* PostgreSQL: the server's count of WAL syncs (fsync/fdatasync of the
+ * WAL), after making `db`'s session publish its own counts (test_fast,
+ * test_hostile count a durable commit's flushes with it). */
+static inline int64_t tu_pg_wal_syncs(sqllock_db *db)
+{
+    int64_t n = -1;
+    int has = 0;
+
+    EXPECT_RC(db, sqllock__exec_sql(db, "SELECT pg_stat_force_next_flush()",
+                                    NULL, 0, NULL, NULL, NULL),
+              SQLLOCK_OK, "pg_stat_force_next_flush");
+    EXPECT_RC(db, sqllock__exec_sql(db, "SELECT wal_sync FROM pg_stat_wal",
+                                    NULL, 0, &has, &n, NULL),
+              SQLLOCK_OK, "pg_stat_wal");
+    assert_int_equal(has, 1);
+    return n;
+}
+
 /* The message on `db` mentions at least one of the "|"-separated words
  * in `any`, ignoring case. */
 static inline void expect_msg_any(const sqllock_db *db, const char *what,
