@@ -633,7 +633,8 @@ typedef struct sqllock_txn_options {
     int struct_version;
     /* How long SQLLOCK_LOCK_WAIT waits for one row before SQLLOCK_ELOCKED.
      * Default 5000 ms. MySQL counts whole seconds (rounded up, at least
-     * 1); SQLite applies it as the busy timeout of BEGIN IMMEDIATE. */
+     * 1); PostgreSQL at most 2^31-1 ms (a longer one waits that long);
+     * SQLite applies it as the busy timeout of BEGIN IMMEDIATE. */
     int64_t lock_timeout_ms;
 } sqllock_txn_options;
 
