@@ -240,6 +240,61 @@ void *sqllock_db_native(sqllock_db *db)
     return db->drv->native(db->conn);
 }
 
+/* The scope of a row lock (sqllock.h). Drivers from version 3 may answer
+ * per connection; older ones, and drivers without the method, by their
+ * capabilities. */
+int sqllock_row_lock_scope(sqllock_db *db, int *scope)
+{
+    sqllock_dberr err;
+    int rc, s = 0;
+
+    if (scope != NULL)
+        *scope = 0;
+    if (db == NULL)
+        return SQLLOCK_EINVAL;
+    if (scope == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "sqllock_row_lock_scope: "
+                             "the output pointer is NULL");
+    if (db->drv == NULL) {
+        char why[SQLLOCK__ERRMSG_MAX];
+        memcpy(why, db->errmsg, sizeof why);
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "sqllock_row_lock_scope: "
+                             "the handle's open failed: %s", why);
+    }
+    rc = ensure_connected(db);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (db->drv->version >= 3 && db->drv->row_lock_scope != NULL) {
+        memset(&err, 0, sizeof err);
+        rc = db->drv->row_lock_scope(db->conn, &s, &err);
+        if (rc != SQLLOCK_OK) {
+            err.status = rc;
+            return fail_db(db, &err, "reading the row-lock scope");
+        }
+        if (s != SQLLOCK_ROW_LOCKS_EXCLUSIVE && s != SQLLOCK_ROW_LOCKS_NODE &&
+            s != SQLLOCK_ROW_LOCKS_DATABASE)
+            return sqllock__fail(db, SQLLOCK_EDB, "the %s driver reported "
+                                 "an unknown row-lock scope %d",
+                                 db->drv->name, s);
+    } else if (db->drv->caps & SQLLOCK_CAP_DB_LOCK) {
+        s = SQLLOCK_ROW_LOCKS_DATABASE;
+    } else {
+        s = SQLLOCK_ROW_LOCKS_EXCLUSIVE;
+    }
+    *scope = s;
+    return sqllock__ok(db);
+}
+
+const char *sqllock_row_lock_scope_name(int scope)
+{
+    switch (scope) {
+    case SQLLOCK_ROW_LOCKS_EXCLUSIVE: return "exclusive";
+    case SQLLOCK_ROW_LOCKS_NODE: return "node";
+    case SQLLOCK_ROW_LOCKS_DATABASE: return "database";
+    default: return "?";
+    }
+}
+
 int sqllock__can_notify(const sqllock_db *db)
 {
     return db->drv != NULL && (db->drv->caps & SQLLOCK_CAP_NOTIFY) &&

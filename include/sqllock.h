@@ -153,7 +153,8 @@ typedef struct sqllock_options {
      * SQLLOCK_ECONNECT. Default 10000 ms. PostgreSQL: the whole connect,
      * every host of a multi-host URL together, to the millisecond (a
      * connect_timeout in the URL is not used). MySQL/MariaDB: whole
-     * seconds, rounded up. */
+     * seconds, rounded up, for each host of a multi-host URL in turn
+     * (a URL of N hosts that all fail to answer can take N times it). */
     int64_t connect_timeout_ms;
     /*
      * How long the client waits for the server's answer to one statement
@@ -215,6 +216,30 @@ typedef struct sqllock_options {
  *
  * `sqlite::memory:` is refused with SQLLOCK_EURL: an in-memory database
  * lives in one connection, so it cannot lock anything between processes.
+ *
+ * Several hosts. A PostgreSQL URL is handed to libpq whole, so its
+ * multi-host form works as libpq documents it:
+ * `postgres://u:p@h1:5432,h2:5432/db?target_session_attrs=read-write`.
+ * A MySQL/MariaDB URL may list up to 16 hosts, each with an optional
+ * port (default 3306), IPv6 addresses in brackets:
+ *
+ *   mysql://user:pass@h1:3306,h2:3307,[::1]:3308/db
+ *
+ * (a MariaDB Galera cluster's nodes, say). The hosts are tried in the
+ * order given, each with the connect timeout; a host that cannot be
+ * reached, refuses the connection for another reason than the
+ * credentials (too many connections, an unknown database, TLS), drops
+ * it during the session set-up, or is a Galera node that is not ready
+ * (wsrep_ready OFF: not part of the cluster's primary component) is
+ * passed over for the next. Refused credentials (SQLLOCK_EPERM) end the
+ * connect at once, since every host gets the same ones. When no host
+ * will do, the status is SQLLOCK_ECONNECT and the message names each
+ * host tried and why (never the password). The handle keeps the
+ * connection it got; when the connection is lost later, the call that
+ * sees it reports SQLLOCK_ECONNECT and the next call connects again,
+ * starting from the first host. An empty entry, a bad port, a bare IPv6
+ * address, more than 16 hosts, or `socket=` with several hosts is
+ * SQLLOCK_EURL.
  */
 SQLLOCK_API int sqllock_open(const char *url, const sqllock_options *opts,
                              sqllock_db **out);
@@ -391,8 +416,12 @@ SQLLOCK_API int sqllock_lease_held(const sqllock_lease *lease);
 /* The reentrancy count: 0 when not held. */
 SQLLOCK_API int sqllock_lease_count(const sqllock_lease *lease);
 /* The fencing token of the current hold (> 0), or 0 when not held or in
- * fast mode (SQLLOCK_LEASE_FAST), which has no fencing token. Tokens
- * strictly increase across every acquire of every name in one database. */
+ * fast mode (SQLLOCK_LEASE_FAST), which has no fencing token. A name's
+ * tokens strictly increase from grant to grant (DESIGN L5). Tokens of
+ * different names come from one counter per database and are unique,
+ * but on a Galera cluster, where each node draws its own AUTO_INCREMENT
+ * values, a later grant of another name may get a smaller token: compare
+ * tokens of one name only. */
 SQLLOCK_API int64_t sqllock_lease_token(const sqllock_lease *lease);
 /* The owner id of the current hold (SQLLOCK_OWNER_LEN hex digits), or ""
  * when not held. Borrowed from the lease handle. */
@@ -621,6 +650,25 @@ SQLLOCK_API int sqllock_list(sqllock_db *db,
  */
 typedef struct sqllock_txn sqllock_txn;
 typedef struct sqllock_table sqllock_table;
+
+/* What a row lock excludes, by database (sqllock_row_lock_scope()). */
+#define SQLLOCK_ROW_LOCKS_EXCLUSIVE 1 /* every client of the database waits
+                                         for the row (or fails with
+                                         NOWAIT): PostgreSQL, MySQL,
+                                         MariaDB without Galera */
+#define SQLLOCK_ROW_LOCKS_NODE      2 /* MariaDB Galera cluster: only the
+                                         clients of the same node wait; a
+                                         conflicting transaction that
+                                         commits through another node
+                                         makes this one's commit (or the
+                                         other's) fail with
+                                         SQLLOCK_EDEADLOCK, so a lock
+                                         held here does not keep another
+                                         node's writer out; it only
+                                         decides who may commit */
+#define SQLLOCK_ROW_LOCKS_DATABASE  3 /* no row locks: the transaction
+                                         takes the whole database's write
+                                         lock (SQLite, DESIGN R5) */
 typedef struct sqllock_cell sqllock_cell;
 
 typedef enum sqllock_lock_mode {
@@ -639,6 +687,22 @@ typedef struct sqllock_txn_options {
 } sqllock_txn_options;
 
 #define SQLLOCK_TXN_OPTIONS_INIT { 1, 0 }
+
+/*
+ * What a row lock taken through `db` excludes: *scope gets one of
+ * SQLLOCK_ROW_LOCKS_EXCLUSIVE, _NODE or _DATABASE. It connects first if
+ * the handle is not connected (MySQL/MariaDB learn whether the server is
+ * a Galera node when they connect, and the answer holds for that
+ * connection; a reconnect, perhaps to another host, may change it), but
+ * sends no statement. Use it to refuse, at start-up, a database whose
+ * row locks do not give the exclusion the application relies on; use
+ * lease locks there, whose grant is one committed write that the
+ * cluster certifies. SQLLOCK_EINVAL for a NULL handle or `scope` (*scope
+ * is 0 on any failure); else the connection's error.
+ */
+SQLLOCK_API int sqllock_row_lock_scope(sqllock_db *db, int *scope);
+/* "exclusive", "node", "database"; "?" for other values. */
+SQLLOCK_API const char *sqllock_row_lock_scope_name(int scope);
 
 /* Begins a transaction on `db`. `opts` may be NULL. Nothing is sent yet:
  * the database transaction starts at the first lock call, or at
@@ -665,6 +729,12 @@ SQLLOCK_API int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opt
  * After ELOCKED, EDEADLOCK, ESERIALIZATION or a lost connection the
  * transaction is rolled back and over (sqllock_retryable() says whether
  * to begin again); later calls on it return SQLLOCK_EMISUSE.
+ *
+ * On a MariaDB Galera cluster a row lock excludes only the clients of
+ * the same node (SQLLOCK_ROW_LOCKS_NODE, see sqllock_row_lock_scope()):
+ * a client of another node locks the same row at once, and of two such
+ * transactions the one that commits second fails, at its commit (or at
+ * a later statement), with SQLLOCK_EDEADLOCK.
  */
 SQLLOCK_API int sqllock_txn_lock(sqllock_txn *txn, const char *const *names,
                                  int n, sqllock_lock_mode mode, int *got);
@@ -690,9 +760,11 @@ SQLLOCK_API void *sqllock_txn_native(sqllock_txn *txn);
 /* Commits (the locks end). SQLLOCK_EMISUSE if the transaction is over;
  * an error (never SQLLOCK_OK) when the database had already aborted the
  * transaction after a failed statement of the application's and rolls it
- * back instead. Read the rows you locked after locking them: a MySQL
- * session runs READ COMMITTED, so a read after the lock sees the latest
- * committed row. */
+ * back instead. On a Galera cluster, SQLLOCK_EDEADLOCK when a
+ * conflicting transaction committed first through another node
+ * (certification failure): nothing was committed, and a retry is safe.
+ * Read the rows you locked after locking them: a MySQL session runs READ
+ * COMMITTED, so a read after the lock sees the latest committed row. */
 SQLLOCK_API int sqllock_txn_commit(sqllock_txn *txn);
 /* Rolls back (the locks end). OK on a transaction that is already over.
  * Leaves the handle's last error message as it was (the reason for
@@ -733,7 +805,10 @@ SQLLOCK_API int sqllock_record_create(sqllock_db *db, const char *key,
 
 /* Replaces the value of record `key` if its version is still `expected`;
  * the version becomes expected + 1 (*new_version, when not NULL).
- * SQLLOCK_CONFLICT when the version moved or the record is gone. */
+ * SQLLOCK_CONFLICT when the version moved or the record is gone. On a
+ * Galera cluster a write that raced one through another node can also
+ * fail certification: SQLLOCK_EDEADLOCK, nothing written, retryable
+ * (sqllock_record_update() retries it like a conflict). */
 SQLLOCK_API int sqllock_record_cas(sqllock_db *db, const char *key,
                                    int64_t expected, const void *value,
                                    size_t len, int64_t *new_version);
@@ -769,9 +844,12 @@ typedef struct sqllock_retry_options {
  * The retry helper (DESIGN O2): reads the record, calls `fn`, writes the
  * new value with compare-and-set (creating the record when it did not
  * exist), and on a conflict sleeps with jittered exponential backoff and
- * starts again, up to max_attempts. *attempts (when not NULL) gets the
- * number of attempts made. Returns SQLLOCK_OK, SQLLOCK_CONFLICT when every
- * attempt conflicted, the function's own status, or an error.
+ * starts again, up to max_attempts. A write the database rolled back as a
+ * deadlock or serialization failure (a lost certification on Galera, say)
+ * counts as a conflict: nothing was written, and it is tried again.
+ * *attempts (when not NULL) gets the number of attempts made. Returns
+ * SQLLOCK_OK, SQLLOCK_CONFLICT when every attempt conflicted, the
+ * function's own status, or an error.
  */
 SQLLOCK_API int sqllock_record_update(sqllock_db *db, const char *key,
                                       sqllock_update_fn fn, void *ctx,

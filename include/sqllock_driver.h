@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define SQLLOCK_DRIVER_VERSION 2
+#define SQLLOCK_DRIVER_VERSION 3
 
 /* A driver's connection and prepared statement: the driver's own structs. */
 typedef struct sqllock_conn sqllock_conn;
@@ -222,7 +222,12 @@ typedef struct sqllock_value {
 
 /* A parsed URL, decoded, handed to connect(). Absent parts are NULL (port:
  * 0). `raw` is the URL as the application gave it. For
- * "scheme:path" (no "//") authority parts are NULL and `path` is the rest. */
+ * "scheme:path" (no "//") authority parts are NULL and `path` is the rest.
+ * A URL that lists several hosts ("h1:5432,h2,[::1]:5433") has the whole
+ * list in `host`, decoded, brackets and ports included, and port 0: a
+ * driver that takes host lists splits it (the MySQL driver), one that
+ * hands `raw` to its client library leaves that to it (libpq), and a
+ * driver that takes no host refuses it with SQLLOCK_EURL (SQLite). */
 typedef struct sqllock_url {
     const char *raw;
     const char *scheme;        /* lower-cased */
@@ -349,6 +354,20 @@ typedef struct sqllock_driver {
      * SQLLOCK_ECONNECT). */
     int (*wait_notify)(sqllock_conn *conn, int64_t timeout_ms, int *woke,
                        sqllock_dberr *err);
+
+    /* ---- version 3 ---- */
+
+    /* Optional: what a row lock taken on this connection excludes, as
+     * sqllock_row_lock_scope() reports it (*scope = one of
+     * SQLLOCK_ROW_LOCKS_*). For a driver whose answer depends on the
+     * server it reached (a MySQL-compatible server that may be a Galera
+     * cluster node, where SELECT ... FOR UPDATE excludes only the
+     * clients of the same node). It should answer from what the
+     * connect learned, without a round trip. Without it, the core
+     * answers SQLLOCK_ROW_LOCKS_DATABASE for a driver with
+     * SQLLOCK_CAP_DB_LOCK and SQLLOCK_ROW_LOCKS_EXCLUSIVE otherwise. */
+    int (*row_lock_scope)(sqllock_conn *conn, int *scope,
+                          sqllock_dberr *err);
 } sqllock_driver;
 
 /*

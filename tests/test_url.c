@@ -122,6 +122,24 @@ static void test_url_ipv6_host(void **state)
     sqllock__url_free(u);
 }
 
+/* D2: a host list is kept whole, decoded, for the driver to split (the
+ * MySQL driver tries its hosts in order; libpq reads `raw`); the port is
+ * then 0, each host carrying its own. */
+static void test_url_host_list_kept_whole(void **state)
+{
+    sqllock_url *u = parse_ok("mysql://u:p%40ss@h1:3306,[::1]:3307,h3/db"
+                              "?ssl_mode=REQUIRED");
+    (void)state;
+
+    assert_string_equal(u->user, "u");
+    assert_string_equal(u->password, "p@ss");
+    assert_string_equal(u->host, "h1:3306,[::1]:3307,h3");
+    assert_int_equal(u->port, 0);
+    assert_string_equal(u->path, "/db");
+    assert_int_equal(u->nparams, 1);
+    sqllock__url_free(u);
+}
+
 typedef struct bad_url {
     const char *text;
     const char *why_has;       /* a word the reason must contain */
@@ -243,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_url_host_port_only),
         cmocka_unit_test(test_url_sqlite_forms),
         cmocka_unit_test(test_url_ipv6_host),
+        cmocka_unit_test(test_url_host_list_kept_whole),
         cmocka_unit_test(test_url_E2_bad_urls_rejected),
         cmocka_unit_test(test_url_free_null),
         cmocka_unit_test(test_url_redact_hides_password),

@@ -30,7 +30,10 @@ static const char *const help_text[] = {
 "Commands:\n"
 "  init\n"
 "      Create the sqllock tables if they do not exist (idempotent) and\n"
-"      print the schema version.\n"
+"      print the schema version, and what a row lock excludes there:\n"
+"      \"row locks: exclusive\" (every client waits), \"node\" (a Galera\n"
+"      cluster: only clients of the same node wait) or \"database\"\n"
+"      (SQLite: a transaction locks the whole database).\n"
 "  acquire NAME --ttl DUR [--wait DUR] [--holder TEXT]\n"
 "      Take the lease on NAME and print it as shell assignments, so that\n"
 "      eval \"$(sqllock acquire NAME --ttl 30s)\" sets SQLLOCK_NAME,\n"
@@ -240,7 +243,7 @@ static void print_shell_quoted(const char *s)
 static int cmd_init(const cli_ctx *ctx, int argc, char **argv)
 {
     cli_ctx c = *ctx;
-    int help = 0, is_default, npos, rc;
+    int help = 0, is_default, npos, rc, scope = 0;
     const cli_opt opts[] = {
         { "db", &c.db_opt, NULL }, { "help", NULL, &help },
         { NULL, NULL, NULL }
@@ -267,6 +270,9 @@ static int cmd_init(const cli_ctx *ctx, int argc, char **argv)
     printf("schema ready (version %d) in %s\n", SQLLOCK_SCHEMA_VERSION,
            shown != NULL ? shown : sqllock_db_driver(db));
     free(shown);
+    /* The handle is connected: this sends nothing. */
+    if (sqllock_row_lock_scope(db, &scope) == SQLLOCK_OK)
+        printf("row locks: %s\n", sqllock_row_lock_scope_name(scope));
     sqllock_close(db);
     return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
 }

@@ -21,9 +21,11 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <mysql.h>
@@ -220,6 +222,9 @@ static const sqllock_dialect mysql_dialect = {
 static const char SQL_SESSION_TZ[] = "SET time_zone = '+00:00'";
 static const char SQL_SESSION_ISOLATION[] =
     "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
+/* Galera (see after_connect()). MySQL 8.0 runs both and answers no row. */
+static const char SQL_WSREP_ON[] = "SHOW VARIABLES LIKE 'wsrep_on'";
+static const char SQL_WSREP_READY[] = "SHOW STATUS LIKE 'wsrep_ready'";
 
 /*
  * How long one read or write on the socket may take before the client
@@ -272,6 +277,7 @@ typedef bool mydrv_flag;
 
 struct sqllock_conn {
     MYSQL *my;
+    int galera;                 /* a Galera cluster node (wsrep_on ON) */
     unsigned int io_timeout_s;  /* io_timeout_s() at the connect */
     int64_t statement_ms;       /* its parts, for messages */
     int64_t lock_wait_ms;
@@ -324,6 +330,11 @@ static int classify(unsigned int code)
         return SQLLOCK_EDEADLOCK;
     case 1146:                 /* ER_NO_SUCH_TABLE */
         return SQLLOCK_ENOSCHEMA;
+    /* A Galera node that has left the primary component answers every
+     * statement but SET and SHOW with 1047 ("WSREP has not yet prepared
+     * node for application use"): the connection is of no use, and the
+     * next call reconnects, to another host of a host list. */
+    case 1047:                 /* ER_UNKNOWN_COM_ERROR */
     case 1053:                 /* ER_SERVER_SHUTDOWN */
     case 1927:                 /* MariaDB ER_CONNECTION_KILLED */
     case 2002:                 /* CR_CONNECTION_ERROR (socket) */
@@ -438,8 +449,19 @@ typedef enum mydrv_ssl_mode {
     MYDRV_SSL_VERIFY_IDENTITY
 } mydrv_ssl_mode;
 
+/* The most hosts a URL may list (a Galera cluster has a handful of
+ * nodes; a longer list is more likely a mistake). */
+#define MYDRV_MAX_HOSTS 16
+
+typedef struct mydrv_host {
+    const char *name;          /* "localhost", "10.0.0.1", "::1" */
+    unsigned int port;         /* 0: the default, 3306 */
+} mydrv_host;
+
 typedef struct mydrv_target {
-    const char *host;
+    mydrv_host hosts[MYDRV_MAX_HOSTS];
+    int nhosts;
+    char *hostbuf;             /* a host list's entries, split; or NULL */
     const char *socket;
     const char *database;
     mydrv_ssl_mode ssl;
@@ -473,10 +495,111 @@ static int parse_ssl_mode(const char *v, mydrv_ssl_mode *mode,
                              "VERIFY_IDENTITY, not '%s'", v);
 }
 
-/* Checks the URL and reads its parameters into `t`. */
+/* A port of a host list: 1..65535. */
+static int parse_list_port(const char *s, unsigned int *port)
+{
+    unsigned long v = 0;
+    size_t i, n = strlen(s);
+
+    if (n == 0 || n > 5)
+        return 0;
+    for (i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        v = v * 10 + (unsigned long)(s[i] - '0');
+    }
+    if (v < 1 || v > 65535)
+        return 0;
+    *port = (unsigned int)v;
+    return 1;
+}
+
+/*
+ * Splits a host list, "h1:p1,h2,[::1]:p3" (the URL parser keeps it whole
+ * and already decoded), into t->hosts, in a copy that t->hostbuf owns.
+ */
+static int parse_hosts(const char *list, mydrv_target *t, sqllock_dberr *err)
+{
+    char *p, *entry;
+    int n = 0;
+
+    t->hostbuf = malloc(strlen(list) + 1);
+    if (t->hostbuf == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    strcpy(t->hostbuf, list);
+    p = t->hostbuf;
+    for (;;) {
+        char *comma = strchr(p, ','), *name, *colon = NULL;
+        unsigned int port = 0;
+
+        if (comma != NULL)
+            *comma = '\0';
+        entry = p;
+        n++;
+        if (n > MYDRV_MAX_HOSTS)
+            return sqllock_dberr_set(err, SQLLOCK_EURL, "", "the host list "
+                                     "names more than %d hosts",
+                                     MYDRV_MAX_HOSTS);
+        if (*entry == '\0')
+            return sqllock_dberr_set(err, SQLLOCK_EURL, "", "host %d of the "
+                                     "host list is empty (write "
+                                     "host1:port1,host2:port2)", n);
+        if (*entry == '[') {
+            char *close = strchr(entry, ']');
+            if (close == NULL)
+                return sqllock_dberr_set(err, SQLLOCK_EURL, "", "host %d of "
+                                         "the host list has an unclosed '[' "
+                                         "('%s')", n, entry);
+            *close = '\0';
+            name = entry + 1;
+            if (close[1] == ':')
+                colon = close + 1;
+            else if (close[1] != '\0')
+                return sqllock_dberr_set(err, SQLLOCK_EURL, "", "host %d of "
+                                         "the host list has junk after ']' "
+                                         "('%s')", n, close + 1);
+        } else {
+            name = entry;
+            colon = strchr(entry, ':');
+            if (colon != NULL && strchr(colon + 1, ':') != NULL)
+                return sqllock_dberr_set(err, SQLLOCK_EURL, "", "host %d of "
+                                         "the host list, '%s', has several "
+                                         "':': write an IPv6 address in "
+                                         "brackets, [::1]:3306", n, entry);
+        }
+        if (colon != NULL) {
+            *colon = '\0';
+            if (!parse_list_port(colon + 1, &port))
+                return sqllock_dberr_set(err, SQLLOCK_EURL, "", "host %d of "
+                                         "the host list ('%s') has the port "
+                                         "'%s': a port is a number from 1 "
+                                         "to 65535", n, name, colon + 1);
+        }
+        if (*name == '\0')
+            return sqllock_dberr_set(err, SQLLOCK_EURL, "", "host %d of the "
+                                     "host list has no host name", n);
+        t->hosts[n - 1].name = name;
+        t->hosts[n - 1].port = port;
+        if (comma == NULL)
+            break;
+        p = comma + 1;
+    }
+    t->nhosts = n;
+    return SQLLOCK_OK;
+}
+
+static void target_free(mydrv_target *t)
+{
+    free(t->hostbuf);
+    t->hostbuf = NULL;
+}
+
+/* Checks the URL and reads its parameters into `t`; target_free() frees
+ * what it allocated, also after a failure. */
 static int parse_url(const sqllock_url *url, mydrv_target *t,
                      sqllock_dberr *err)
 {
+    const char *host;
     int i, rc;
 
     memset(t, 0, sizeof *t);
@@ -501,22 +624,39 @@ static int parse_url(const sqllock_url *url, mydrv_target *t,
                                      "ssl_mode)", url->scheme, url->keys[i]);
         }
     }
-    t->host = url->host != NULL && url->host[0] != '\0' ? url->host : NULL;
-    if (t->socket != NULL) {
-        if (t->host != NULL && strcmp(t->host, "localhost") != 0)
+    host = url->host != NULL && url->host[0] != '\0' ? url->host : NULL;
+    if (host != NULL && strchr(host, ',') != NULL) {
+        if (t->socket != NULL)
+            return sqllock_dberr_set(err, SQLLOCK_EURL, "", "a URL with "
+                                     "socket= connects through one unix "
+                                     "socket: it cannot list several hosts "
+                                     "('%s')", host);
+        if (url->port != 0)
+            return sqllock_dberr_set(err, SQLLOCK_EURL, "", "a host name "
+                                     "cannot contain ',' ('%s')", host);
+        rc = parse_hosts(host, t, err);
+        if (rc != SQLLOCK_OK)
+            return rc;
+    } else if (t->socket != NULL) {
+        if (host != NULL && strcmp(host, "localhost") != 0)
             return sqllock_dberr_set(err, SQLLOCK_EURL, "", "a URL with "
                                      "socket= connects through the unix "
                                      "socket: leave the host out or write "
-                                     "localhost, not '%s'", t->host);
+                                     "localhost, not '%s'", host);
         if (url->port != 0)
             return sqllock_dberr_set(err, SQLLOCK_EURL, "", "a URL with "
                                      "socket= takes no port");
-        t->host = "localhost";
-    } else if (t->host == NULL) {
+        t->hosts[0].name = "localhost";
+        t->nhosts = 1;
+    } else if (host == NULL) {
         return sqllock_dberr_set(err, SQLLOCK_EURL, "", "the %s URL has no "
                                  "host: write %s://user:password@host:port/"
                                  "database, or give ?socket=/path/to/socket",
                                  url->scheme, url->scheme);
+    } else {
+        t->hosts[0].name = host;
+        t->hosts[0].port = (unsigned int)url->port;
+        t->nhosts = 1;
     }
     t->database = url->path[0] == '/' ? url->path + 1 : url->path;
     if (t->database[0] == '\0')
@@ -646,9 +786,71 @@ static int set_options(MYSQL *my, const sqllock_connect_params *p,
     return rc;
 }
 
-/* Sets the session up after the connect. */
-static int after_connect(MYSQL *my, const mydrv_target *t, sqllock_dberr *err)
+/* Reads the second column of the row whose first column is `name` from
+ * a SHOW statement's result into val[size]; *found says whether there
+ * was one. */
+static int show_value(MYSQL *my, const char *sql, const char *name,
+                      char *val, size_t size, int *found, sqllock_dberr *err,
+                      const char *context)
 {
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+
+    *found = 0;
+    val[0] = '\0';
+    if (mysql_real_query(my, sql, (unsigned long)strlen(sql)) != 0)
+        return fail_conn(my, err, context);
+    res = mysql_store_result(my);
+    if (res == NULL)
+        return fail_conn(my, err, context);
+    if (mysql_num_fields(res) >= 2) {
+        while ((row = mysql_fetch_row(res)) != NULL) {
+            if (row[0] != NULL && strcasecmp(row[0], name) == 0) {
+                snprintf(val, size, "%s", row[1] != NULL ? row[1] : "");
+                *found = 1;
+                break;
+            }
+        }
+    }
+    mysql_free_result(res);
+    return SQLLOCK_OK;
+}
+
+/* The session variable that holds the isolation level: MySQL named it
+ * transaction_isolation in 5.7.20 (and dropped tx_isolation in 8.0),
+ * MariaDB in 11.1 (keeping tx_isolation). */
+static const char *isolation_var(MYSQL *my)
+{
+    const char *info = mysql_get_server_info(my);
+    unsigned long v = mysql_get_server_version(my);
+
+    if (info != NULL && strstr(info, "MariaDB") != NULL)
+        return v >= 110100 ? "transaction_isolation" : "tx_isolation";
+    return v >= 50720 ? "transaction_isolation" : "tx_isolation";
+}
+
+/*
+ * Sets the session up after the connect, and learns whether the server is
+ * a Galera cluster node. On a plain server that costs two round trips, as
+ * before Galera support: one SET for the time zone and the isolation
+ * level (the two SET statements of old, the isolation level set through
+ * its variable, whose name the server's version gives; should the server
+ * not know it, error 1193, the two statements run instead), and SHOW
+ * VARIABLES LIKE 'wsrep_on', which MySQL 8.0 runs too and answers with no
+ * row (D4). On a Galera node (wsrep_on ON) a third, SHOW STATUS LIKE
+ * 'wsrep_ready', says whether the node is in the primary component; a
+ * node that is not would refuse every statement with error 1047, so the
+ * connect reports it as a failed connect (SQLLOCK_ECONNECT) and a host
+ * list goes on to its next host. SET and SHOW are the statements such a
+ * node still runs.
+ */
+static int after_connect(sqllock_conn *c, const mydrv_target *t,
+                         sqllock_dberr *err)
+{
+    MYSQL *my = c->my;
+    char sql[128], val[32];
+    int found = 0, rc;
+
     if ((t->ssl == MYDRV_SSL_REQUIRED || t->ssl == MYDRV_SSL_VERIFY_IDENTITY) &&
         mysql_get_ssl_cipher(my) == NULL)
         return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "ssl_mode=%s "
@@ -656,76 +858,184 @@ static int after_connect(MYSQL *my, const mydrv_target *t, sqllock_dberr *err)
                                  "use it (the server offers no TLS)",
                                  t->ssl == MYDRV_SSL_REQUIRED ? "REQUIRED"
                                  : "VERIFY_IDENTITY");
-    if (mysql_real_query(my, SQL_SESSION_TZ, sizeof SQL_SESSION_TZ - 1) != 0)
-        return fail_conn(my, err, "setting the session time zone to UTC");
-    if (mysql_real_query(my, SQL_SESSION_ISOLATION,
-                         sizeof SQL_SESSION_ISOLATION - 1) != 0)
-        return fail_conn(my, err, "setting READ COMMITTED isolation");
+    snprintf(sql, sizeof sql, "SET time_zone = '+00:00', %s = "
+             "'READ-COMMITTED'", isolation_var(my));
+    if (mysql_real_query(my, sql, (unsigned long)strlen(sql)) != 0) {
+        if (mysql_errno(my) != 1193)       /* ER_UNKNOWN_SYSTEM_VARIABLE */
+            return fail_conn(my, err, "setting the session time zone to UTC "
+                             "and READ COMMITTED isolation");
+        if (mysql_real_query(my, SQL_SESSION_TZ,
+                             sizeof SQL_SESSION_TZ - 1) != 0)
+            return fail_conn(my, err, "setting the session time zone to UTC");
+        if (mysql_real_query(my, SQL_SESSION_ISOLATION,
+                             sizeof SQL_SESSION_ISOLATION - 1) != 0)
+            return fail_conn(my, err, "setting READ COMMITTED isolation");
+    }
+    rc = show_value(my, SQL_WSREP_ON, "wsrep_on", val, sizeof val, &found,
+                    err, "asking whether the server is a Galera node");
+    if (rc != SQLLOCK_OK)
+        return rc;
+    c->galera = found && strcasecmp(val, "ON") == 0;
+    if (!c->galera)
+        return SQLLOCK_OK;
+    rc = show_value(my, SQL_WSREP_READY, "wsrep_ready", val, sizeof val,
+                    &found, err, "asking whether the Galera node is ready");
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (!found || strcasecmp(val, "ON") != 0)
+        return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "the Galera node "
+                                 "is not ready (wsrep_ready %s): it is not "
+                                 "part of the cluster's primary component",
+                                 found ? val : "missing");
     return SQLLOCK_OK;
 }
 
+/* "host:port", "[::1]:port", for messages. */
+static void host_label(const mydrv_host *h, char *out, size_t size)
+{
+    unsigned int port = h->port != 0 ? h->port : 3306;
+
+    if (strchr(h->name, ':') != NULL)
+        snprintf(out, size, "[%s]:%u", h->name, port);
+    else
+        snprintf(out, size, "%s:%u", h->name, port);
+}
+
+/* Appends to buf[size], cutting what does not fit. */
+static void append(char *buf, size_t size, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void append(char *buf, size_t size, const char *fmt, ...)
+{
+    size_t len = strlen(buf);
+    va_list ap;
+
+    if (len + 1 >= size)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, size - len, fmt, ap);
+    va_end(ap);
+}
+
+/*
+ * Connects `c` to one host and sets the session up. On failure c->my is
+ * closed and NULL, and `err` says why, without naming the host.
+ */
+static int connect_host(sqllock_conn *c, const sqllock_url *url,
+                        const sqllock_connect_params *p,
+                        const mydrv_target *t, const mydrv_host *h,
+                        sqllock_dberr *err)
+{
+    int rc;
+
+    c->galera = 0;
+    c->my = mysql_init(NULL);
+    if (c->my == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory "
+                                 "(mysql_init)");
+    rc = set_options(c->my, p, t, err);
+    /* The password goes to the client library only, never into a
+     * message. */
+    if (rc == SQLLOCK_OK &&
+        mysql_real_connect(c->my, h->name, url->user, url->password,
+                           t->database, h->port, t->socket, 0) == NULL) {
+        rc = fail_conn(c->my, err, NULL);
+        /* Whatever else goes wrong in a connect (unknown database, too
+         * many connections, a TLS failure) is a failed connect; refused
+         * credentials and memory keep their own status. */
+        if (rc != SQLLOCK_EPERM && rc != SQLLOCK_ENOMEM)
+            err->status = rc = SQLLOCK_ECONNECT;
+    } else if (rc == SQLLOCK_OK) {
+        rc = after_connect(c, t, err);
+    }
+    if (rc != SQLLOCK_OK) {
+        mysql_close(c->my);
+        c->my = NULL;
+    }
+    return rc;
+}
+
+/*
+ * Connects to the URL's hosts in order (see sqllock_open() in sqllock.h):
+ * the first host that connects and sets the session up wins. A failed
+ * connect (SQLLOCK_ECONNECT: unreachable, refused, lost during the set-up,
+ * a Galera node that is not ready) moves on to the next host; any other
+ * failure ends the connect, since the next host would fail the same way:
+ * refused credentials above all (SQLLOCK_EPERM; every host gets the same
+ * ones, and more attempts would only count against the account or the
+ * client's address, max_connect_errors), and memory. The message of a
+ * failed connect names every host tried and why.
+ */
 static int mydrv_connect(const sqllock_url *url,
                          const sqllock_connect_params *p, sqllock_conn **out,
                          sqllock_dberr *err)
 {
     sqllock_conn *c;
     mydrv_target t;
-    char where[300];
-    int rc;
+    sqllock_dberr herr;
+    char tried[sizeof err->msg], label[300];
+    int rc, i;
 
     *out = NULL;
     rc = parse_url(url, &t, err);
-    if (rc != SQLLOCK_OK)
+    if (rc != SQLLOCK_OK) {
+        target_free(&t);
         return rc;
-    if (pthread_once(&library_once, library_init) != 0 || library_rc != 0)
+    }
+    if (pthread_once(&library_once, library_init) != 0 || library_rc != 0) {
+        target_free(&t);
         return sqllock_dberr_set(err, SQLLOCK_EDB, "", "the MySQL client "
                                  "library failed to initialise");
+    }
     c = calloc(1, sizeof *c);
-    if (c == NULL)
+    if (c == NULL) {
+        target_free(&t);
         return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    }
     c->io_timeout_s = io_timeout_s(p);
     c->statement_ms = p->statement_timeout_ms;
     c->lock_wait_ms = p->lock_wait_ms;
-    c->my = mysql_init(NULL);
-    if (c->my == NULL) {
-        free(c);
-        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory "
-                                 "(mysql_init)");
-    }
-    rc = set_options(c->my, p, &t, err);
-    if (rc != SQLLOCK_OK)
-        goto fail;
-    /* The password goes to the client library only, never into a
-     * message. */
-    if (mysql_real_connect(c->my, t.host, url->user, url->password,
-                           t.database, (unsigned int)url->port, t.socket,
-                           0) == NULL) {
-        unsigned int code = mysql_errno(c->my);
-
+    tried[0] = '\0';
+    for (i = 0; i < t.nhosts; i++) {
+        memset(&herr, 0, sizeof herr);
+        rc = connect_host(c, url, p, &t, &t.hosts[i], &herr);
+        if (rc == SQLLOCK_OK) {
+            target_free(&t);
+            *out = c;
+            return SQLLOCK_OK;
+        }
         if (t.socket != NULL)
-            snprintf(where, sizeof where, "cannot connect to %s through the "
-                     "socket %s (database '%s')", url->scheme, t.socket,
-                     t.database);
+            snprintf(label, sizeof label, "the socket %s", t.socket);
         else
-            snprintf(where, sizeof where, "cannot connect to %s at %s:%d "
-                     "(database '%s')", url->scheme, t.host,
-                     url->port != 0 ? url->port : 3306, t.database);
-        rc = fail_code(code, mysql_error(c->my), err, where);
-        /* Whatever else goes wrong in a connect (unknown database, too
-         * many connections, a TLS failure) is a failed connect; refused
-         * credentials and memory keep their own status. */
-        if (rc != SQLLOCK_EPERM && rc != SQLLOCK_ENOMEM)
-            err->status = rc = SQLLOCK_ECONNECT;
-        goto fail;
+            host_label(&t.hosts[i], label, sizeof label);
+        if (t.nhosts == 1 || (rc != SQLLOCK_ECONNECT && i == 0)) {
+            /* One host: the message of old. */
+            sqllock_dberr_set(err, rc, herr.code, "cannot connect to %s %s "
+                              "%s (database '%s'): %s", url->scheme,
+                              t.socket != NULL ? "through" : "at", label,
+                              t.database, herr.msg);
+            break;
+        }
+        if (rc != SQLLOCK_ECONNECT) {
+            sqllock_dberr_set(err, rc, herr.code, "cannot connect to %s at "
+                              "%s (database '%s'): %s; hosts tried before: "
+                              "%s", url->scheme, label, t.database,
+                              herr.msg, tried);
+            break;
+        }
+        append(tried, sizeof tried, "%s%s: %s%s%s%s", tried[0] ? "; " : "",
+               label, herr.msg, herr.code[0] ? " (" : "", herr.code,
+               herr.code[0] ? ")" : "");
+        if (i == t.nhosts - 1)
+            sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "cannot "
+                              "connect to %s at any of its %d hosts "
+                              "(database '%s'): %s", url->scheme, t.nhosts,
+                              t.database, tried);
     }
-    rc = after_connect(c->my, &t, err);
-    if (rc != SQLLOCK_OK)
-        goto fail;
-    *out = c;
-    return SQLLOCK_OK;
-
-fail:
-    mysql_close(c->my);
+    target_free(&t);
     free(c);
     return rc;
 }
@@ -1156,6 +1466,17 @@ static int mydrv_rollback(sqllock_conn *c, sqllock_dberr *err)
     return SQLLOCK_OK;
 }
 
+/* Galera's row locks exclude only the clients of the same node: a
+ * conflicting commit through another node fails certification (1213,
+ * SQLLOCK_EDEADLOCK) instead of waiting. */
+static int mydrv_row_lock_scope(sqllock_conn *c, int *scope,
+                                sqllock_dberr *err)
+{
+    (void)err;
+    *scope = c->galera ? SQLLOCK_ROW_LOCKS_NODE : SQLLOCK_ROW_LOCKS_EXCLUSIVE;
+    return SQLLOCK_OK;
+}
+
 static const char *const mysql_schemes[] = { "mysql", "mariadb", NULL };
 
 const sqllock_driver sqllock__mysql_driver = {
@@ -1181,4 +1502,5 @@ const sqllock_driver sqllock__mysql_driver = {
     .rollback = mydrv_rollback,
     .insert_id = mydrv_insert_id,
     .column_blob = mydrv_column_blob,
+    .row_lock_scope = mydrv_row_lock_scope,
 };
