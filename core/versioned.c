@@ -283,7 +283,12 @@ int sqllock_record_update(sqllock_db *db, const char *key,
             rc = sqllock_record_cas(db, key, version, out, out_len, NULL);
         else
             rc = sqllock_record_create(db, key, out, out_len);
-        if (rc != SQLLOCK_CONFLICT)
+        /* A deadlock or serialization failure rolled the one write back,
+         * so nothing changed: it is another writer in the way, as a
+         * conflict is. (Galera reports a write that lost certification
+         * against another node's as a deadlock.) */
+        if (rc != SQLLOCK_CONFLICT && rc != SQLLOCK_EDEADLOCK &&
+            rc != SQLLOCK_ESERIALIZATION)
             return rc;
         if (attempt >= max_attempts)
             return sqllock__fail(db, SQLLOCK_CONFLICT, "record '%s' was "
