@@ -230,6 +230,12 @@ struct sqllock_conn {
     int broken;                  /* a round trip ran out of time: the
                                     connection's state is unknown, nothing
                                     more is sent on it */
+    int durable;                 /* the statement in flight is a durable
+                                    grant or renewal */
+    int sync_canceled;           /* its commit's wait for a synchronous
+                                    standby was canceled (see on_notice) */
+    char sync_state[6];          /* that warning's SQLSTATE */
+    char sync_msg[200];          /* and its message */
 };
 
 struct sqllock_stmt {
@@ -237,6 +243,7 @@ struct sqllock_stmt {
     PGresult *res;
     int row;                     /* the current row; -1 before the first */
     int nparams;
+    int durable;                 /* SQL_LEASE_ACQUIRE or SQL_LEASE_RENEW */
     char name[24];
     /* Decoded bytea columns of the current row (column_blob()), one slot
      * per column, freed at the next fetch, reset or finalize. */
@@ -303,12 +310,63 @@ static int fail(PGconn *pg, const PGresult *res, sqllock_dberr *err)
                              msg[0] ? msg : "unknown libpq error");
 }
 
-/* libpq prints notices (e.g. "relation already exists, skipping") to
- * stderr by default; the library never prints (DESIGN E2). */
-static void ignore_notice(void *arg, const char *message)
+/* 1 if `hay` contains `needle` (NULL hay: 0). */
+static int has_text(const char *hay, const char *needle)
 {
-    (void)arg;
-    (void)message;
+    return hay != NULL && strstr(hay, needle) != NULL;
+}
+
+/*
+ * The notice receiver. libpq prints notices (e.g. "relation already
+ * exists, skipping") to stderr by default; the library never prints
+ * (DESIGN E2), so they are dropped -- all but one.
+ *
+ * A commit that waits for a synchronous standby (synchronous_commit on,
+ * remote_write or remote_apply, with synchronous_standby_names set) and
+ * whose wait is canceled -- pg_cancel_backend() by an administrator or a
+ * monitoring script, any cancel request -- is NOT rolled back: PostgreSQL
+ * has already committed it locally, and sends only
+ *   WARNING (01000): canceling wait for synchronous replication due to
+ *   user request
+ *   DETAIL: The transaction has already committed locally, but might not
+ *   have been replicated to the standby.
+ * and then reports the statement as successful. (A terminated backend
+ * sends the same with 57P01 and closes the connection, which is
+ * SQLLOCK_ECONNECT anyway.) A grant or renewal taken as done then may be
+ * missing on the standby, and a failover right after it would admit a
+ * second owner while the first still believes it holds the lease. So the
+ * warning marks the round trip, and expect_result() turns its success
+ * into SQLLOCK_ECANCELED, outcome unknown like a lost answer: the core
+ * does not count the grant or renewal (tests/test_failover.c). The
+ * server's statement_timeout does not cancel this wait (it is disabled
+ * before the commit; checked on PostgreSQL 15); the client's own bound
+ * (statement_timeout_ms) ends it with SQLLOCK_ECONNECT.
+ *
+ * It is recognised by severity WARNING (the untranslated field) and
+ * SQLSTATE 01000 or 57P01, together with the English text; a server whose
+ * lc_messages translates the text is still caught during a durable grant
+ * or renewal, whose statements raise no warnings of their own.
+ */
+static void on_notice(void *arg, const PGresult *res)
+{
+    sqllock_conn *c = arg;
+    const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
+
+    if (sev == NULL)                        /* servers before 9.6 */
+        sev = PQresultErrorField(res, PG_DIAG_SEVERITY);
+    if (c == NULL || sev == NULL || strcmp(sev, "WARNING") != 0 ||
+        state == NULL ||
+        (strcmp(state, "01000") != 0 && strcmp(state, "57P01") != 0))
+        return;
+    if (!c->durable && !has_text(msg, "synchronous replication") &&
+        !has_text(detail, "replicated to the standby"))
+        return;
+    c->sync_canceled = 1;
+    snprintf(c->sync_state, sizeof c->sync_state, "%s", state);
+    snprintf(c->sync_msg, sizeof c->sync_msg, "%s", msg != NULL ? msg : "");
 }
 
 /* The monotonic clock, in ms. */
@@ -419,7 +477,7 @@ static int pg_connect(const sqllock_url *url, const sqllock_connect_params *p,
     }
     status = connect_poll(c->pg, p->connect_timeout_ms, err);
     if (status == SQLLOCK_OK) {
-        PQsetNoticeProcessor(c->pg, ignore_notice, NULL);
+        PQsetNoticeReceiver(c->pg, on_notice, c);
         *out = c;
         return SQLLOCK_OK;
     }
@@ -498,6 +556,7 @@ static int round_trip(sqllock_conn *c, int sent, PGresult **out,
     int r, rc;
 
     *out = NULL;
+    c->sync_canceled = 0;
     if (!sent)
         return fail(c->pg, NULL, err);
     /* Sends what libpq has queued, reading meanwhile as libpq asks. */
@@ -555,6 +614,19 @@ static int expect_result(sqllock_conn *c, int sent, ExecStatusType want,
         (res == NULL || (PQresultStatus(res) != want &&
                          (want2 == 0 || PQresultStatus(res) != want2))))
         rc = fail(c->pg, res, err);
+    /* A success whose commit never reached the synchronous standby (see
+     * on_notice()): the outcome is not known to be durable, so it is not
+     * a success. The connection stays usable. */
+    if (rc == SQLLOCK_OK && c->sync_canceled)
+        rc = sqllock_dberr_set(err, SQLLOCK_ECANCELED, c->sync_state,
+                               "the commit's wait for the synchronous "
+                               "standby was canceled (%s): the primary "
+                               "committed it, but the standby may not have "
+                               "it, so a failover could undo it; it is not "
+                               "counted as done (a grant is not held and "
+                               "its row lasts until its ttl; a renewal "
+                               "leaves the local deadline as it was)",
+                               c->sync_msg);
     if (rc != SQLLOCK_OK || out == NULL)
         PQclear(res);
     else
@@ -590,6 +662,8 @@ static int pg_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
         return rc;
     }
     s->nparams = PQnparams(desc);
+    s->durable = strcmp(sql, SQL_LEASE_ACQUIRE) == 0 ||
+                 strcmp(sql, SQL_LEASE_RENEW) == 0;
     PQclear(desc);
     s->conn = c;
     s->row = -1;
@@ -700,12 +774,14 @@ static int pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
         sqllock_dberr_set(err, rc, "", "out of memory");
     if (rc == SQLLOCK_OK)
         rc = check_usable(s->conn, err);
+    s->conn->durable = s->durable;
     if (rc == SQLLOCK_OK)
         rc = expect_result(s->conn,
                            PQsendQueryPrepared(s->conn->pg, s->name, nargs,
                                                vals, binary ? lens : NULL,
                                                binary ? formats : NULL, 0),
                            PGRES_TUPLES_OK, PGRES_COMMAND_OK, &s->res, err);
+    s->conn->durable = 0;
     for (i = 0; i < nargs; i++)
         free(texts[i]);
     return rc;
