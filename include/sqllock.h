@@ -150,11 +150,12 @@ typedef struct sqllock_options {
     int64_t busy_timeout_ms;
     /* How long a connect may take, through TCP, TLS and authentication;
      * a server (or network) that stops answering midway fails it with
-     * SQLLOCK_ECONNECT. Default 10000 ms. PostgreSQL: the whole connect,
-     * every host of a multi-host URL together, to the millisecond (a
+     * SQLLOCK_ECONNECT. Default 10000 ms. It applies to each host of a
+     * multi-host URL in turn, so a host that never answers is given up
+     * after it and the next one tried (a URL of N hosts that all fail to
+     * answer can take N times it). PostgreSQL: to the millisecond (a
      * connect_timeout in the URL is not used). MySQL/MariaDB: whole
-     * seconds, rounded up, for each host of a multi-host URL in turn
-     * (a URL of N hosts that all fail to answer can take N times it). */
+     * seconds, rounded up. */
     int64_t connect_timeout_ms;
     /*
      * How long the client waits for the server's answer to one statement
@@ -217,9 +218,12 @@ typedef struct sqllock_options {
  * `sqlite::memory:` is refused with SQLLOCK_EURL: an in-memory database
  * lives in one connection, so it cannot lock anything between processes.
  *
- * Several hosts. A PostgreSQL URL is handed to libpq whole, so its
- * multi-host form works as libpq documents it:
- * `postgres://u:p@h1:5432,h2:5432/db?target_session_attrs=read-write`.
+ * Several hosts. A PostgreSQL URL's multi-host form works as libpq
+ * documents it,
+ * `postgres://u:p@h1:5432,h2:5432/db?target_session_attrs=read-write`,
+ * except that the driver connects to the hosts one at a time, in order,
+ * each with the connect timeout and the URL's other parameters (libpq
+ * bounds each host only in a blocking connect); at most 16 hosts.
  * A MySQL/MariaDB URL may list up to 16 hosts, each with an optional
  * port (default 3306), IPv6 addresses in brackets:
  *
@@ -361,6 +365,16 @@ SQLLOCK_API int sqllock_lease_new(sqllock_db *db, const char *name,
  * Reentrant (DESIGN L8): on a handle that already holds the lease, this
  * counts up and renews the lease (SQLLOCK_LOST if the renewal finds it lost;
  * the handle then no longer holds it).
+ *
+ * PostgreSQL with a synchronous standby: when the commit's wait for the
+ * standby is canceled (pg_cancel_backend(), a pooler's cancel), the
+ * server keeps the commit but the standby may not have it, so a failover
+ * could forget it. sqllock then returns SQLLOCK_ECANCELED and does not
+ * count the lease as held (its row stays until its ttl, keeping the name
+ * busy); a renewal so canceled leaves the local deadline as it was. Other
+ * writes (row-lock commits, records) report the same cancel as
+ * SQLLOCK_ECANCELED: committed on the primary, not known to be
+ * replicated.
  */
 SQLLOCK_API int sqllock_lease_try_acquire(sqllock_lease *lease);
 

@@ -340,6 +340,63 @@ static void test_multihost_E1_dead_first_host_then_live(void **state)
     sqllock_close(db);
 }
 
+/*
+ * E1: a first host that accepts the TCP connection and then never
+ * answers (a hung server, or a machine behind a dead link: the case a
+ * refused port does not show). The connect timeout applies to each host
+ * in turn, so the open gives up on it after connect_timeout_ms and
+ * connects to the live host next; it must not spend the whole bound on
+ * the first host and fail. The proxy is frozen: it keeps accepting at
+ * the kernel level but forwards nothing.
+ */
+static void test_multihost_E1_hung_first_host_then_live(void **state)
+{
+    fixture *f = *state;
+    /* Static: a failed test's teardown stops it (tu_proxy_stop_all). */
+    static tu_proxy hung;
+    sqllock_options o = SQLLOCK_OPTIONS_INIT;
+    char hosts[600], url[4096];
+    sqllock_db *db = NULL;
+    int64_t t0, took;
+
+    ONLY_NET(f, "hung_first_host_then_live");
+    split_url(f);
+    assert_int_equal(tu_proxy_start(&hung, f->live_host, f->live_port), 0);
+    assert_int_equal(tu_proxy_freeze(&hung), 0);
+    snprintf(hosts, sizeof hosts, "127.0.0.1:%d,%s", hung.port, f->live);
+    url_with_hosts(f, hosts, strcmp(f->drv, "postgres") == 0
+                                 ? "target_session_attrs=read-write" : NULL,
+                   url, sizeof url);
+    o.connect_timeout_ms = 1000;
+    t0 = tu_now_ms();
+    ASSERT_RC(sqllock_open(url, &o, &db), SQLLOCK_OK, db);
+    took = tu_now_ms() - t0;
+    printf("    %s: hung first host passed over, connected to the second "
+           "in %lld ms (connect timeout 1000 ms per host)\n", f->drv,
+           (long long)took);
+    /* At least the first host's bound, and not much more than the two. */
+    assert_true(took >= 900);
+    assert_true(took < 4000);
+    lease_works(f, db, "hungfirst");
+    sqllock_close(db);
+
+    /* Both hosts hung: ECONNECT after about two bounds, each named. */
+    snprintf(hosts, sizeof hosts, "127.0.0.1:%d,127.0.0.1:%d", hung.port,
+             hung.port);
+    url_with_hosts(f, hosts, NULL, url, sizeof url);
+    db = NULL;
+    t0 = tu_now_ms();
+    ASSERT_RC(sqllock_open(url, &o, &db), SQLLOCK_ECONNECT, db);
+    took = tu_now_ms() - t0;
+    printf("    %s: two hung hosts: ECONNECT in %lld ms: %s\n", f->drv,
+           (long long)took, sqllock_errmsg(db));
+    assert_true(took >= 1800);
+    assert_true(took < 6000);
+    no_password(f, db);
+    sqllock_close(db);
+    tu_proxy_stop(&hung);
+}
+
 /* E1: every host dead: SQLLOCK_ECONNECT, quickly, naming each host and
  * never the password. */
 static void test_multihost_E1_all_hosts_dead(void **state)
@@ -598,6 +655,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_multihost_E2_scope_bad_input),
         cmocka_unit_test(test_multihost_R5_scope_is_honest),
+        cmocka_unit_test(test_multihost_E1_hung_first_host_then_live),
         cmocka_unit_test(test_multihost_E1_dead_first_host_then_live),
         cmocka_unit_test(test_multihost_E1_all_hosts_dead),
         cmocka_unit_test(test_multihost_E2_malformed_host_lists),

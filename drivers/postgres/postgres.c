@@ -3,7 +3,8 @@
  *
  * The URL goes to libpq whole, so sslmode, unix-socket hosts, several
  * hosts with target_session_attrs, and the PG* environment variables all
- * work as libpq users expect. Every statement is prepared once per
+ * work as libpq users expect (a host list is connected to one host at a
+ * time, with the URL's other parameters: see connect_hosts()). Every statement is prepared once per
  * connection and executed as a prepared statement: an acquire, a renew
  * and a release are one round trip each (DESIGN D1b).
  *
@@ -453,37 +454,223 @@ static int connect_poll(PGconn *pg, int64_t timeout_ms, sqllock_dberr *err)
     }
 }
 
+/* Starts a connect with libpq's keyword/value arrays and drives it to
+ * the end within timeout_ms. *out gets the connection, or NULL. */
+static int connect_params(const char *const *keys, const char *const *vals,
+                          int expand, int64_t timeout_ms, PGconn **out,
+                          sqllock_dberr *err)
+{
+    PGconn *pg = PQconnectStartParams(keys, vals, expand);
+    int rc;
+
+    *out = NULL;
+    if (pg == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    rc = connect_poll(pg, timeout_ms, err);
+    if (rc == SQLLOCK_OK)
+        *out = pg;
+    else
+        PQfinish(pg);
+    return rc;
+}
+
+/* The most hosts a URL's host list may name for a connect to each in
+ * turn (as the MySQL driver's). */
+#define PG_MAX_HOSTS 16
+
+/* Splits the list `s` in place at each ','; returns the number of
+ * entries, or -1 when there are more than `max`. */
+static int split_list(char *s, char **parts, int max)
+{
+    int n = 0;
+
+    for (;;) {
+        char *comma = strchr(s, ',');
+
+        if (n == max)
+            return -1;
+        parts[n++] = s;
+        if (comma == NULL)
+            return n;
+        *comma = '\0';
+        s = comma + 1;
+    }
+}
+
+/* The first line of libpq's message `m` (it adds hints after a newline). */
+static int first_line(const char *m)
+{
+    return (int)strcspn(m, "\n");
+}
+
+/*
+ * A URL with several hosts, one connect per host in the order given, each
+ * bounded by timeout_ms. libpq tries a host list itself, but its per-host
+ * connect_timeout works only in the blocking connect: driven by
+ * PQconnectPoll() (which bounds the whole connect to the millisecond,
+ * see connect_poll()), a first host that accepts the TCP connection and
+ * then never answers -- a hung server, a machine behind a dead link --
+ * would use up the whole bound, and the next host, the new primary after
+ * a failover, would never be tried. So each host gets its own connect,
+ * with the URL's other parameters (target_session_attrs among them, which
+ * libpq checks on each) and its own port. Refused credentials do not end
+ * the list, as in libpq: a standby may well have other pg_hba rules.
+ */
+static int connect_hosts(PQconninfoOption *opts, PQconninfoOption *host,
+                         PQconninfoOption *addr, PQconninfoOption *port,
+                         int64_t timeout_ms, PGconn **out, sqllock_dberr *err)
+{
+    const char *keys[64], *vals[64];
+    char *hostbuf = NULL, *addrbuf = NULL, *portbuf = NULL;
+    char *hosts[PG_MAX_HOSTS], *addrs[PG_MAX_HOSTS], *ports[PG_MAX_HOSTS];
+    char why[sizeof err->msg];
+    int nkeys = 0, nh = 0, na = 0, np = 0, i, ih = -1, ia = -1, ip = -1;
+    int rc = SQLLOCK_OK, all_perm = 1;
+    size_t used = 0;
+    PQconninfoOption *o;
+
+    *out = NULL;
+    why[0] = '\0';
+    for (o = opts; o->keyword != NULL && nkeys < 63; o++) {
+        if (o->val == NULL) {
+            /* As for a single host: named "sqllock" unless the URL
+             * names the application. */
+            if (strcmp(o->keyword, "application_name") == 0) {
+                keys[nkeys] = o->keyword;
+                vals[nkeys++] = "sqllock";
+            }
+            continue;
+        }
+        if (o == host)
+            ih = nkeys;
+        else if (o == addr)
+            ia = nkeys;
+        else if (o == port)
+            ip = nkeys;
+        keys[nkeys] = o->keyword;
+        vals[nkeys++] = o->val;
+    }
+    keys[nkeys] = NULL;
+    vals[nkeys] = NULL;
+    if ((ih >= 0 && (hostbuf = strdup(host->val)) == NULL) ||
+        (ia >= 0 && (addrbuf = strdup(addr->val)) == NULL) ||
+        (ip >= 0 && (portbuf = strdup(port->val)) == NULL)) {
+        rc = sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+        goto done;
+    }
+    if (hostbuf != NULL)
+        nh = split_list(hostbuf, hosts, PG_MAX_HOSTS);
+    if (addrbuf != NULL)
+        na = split_list(addrbuf, addrs, PG_MAX_HOSTS);
+    if (portbuf != NULL)
+        np = split_list(portbuf, ports, PG_MAX_HOSTS);
+    if (nh < 0 || na < 0 || np < 0) {
+        rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "the URL names more "
+                               "than %d hosts", PG_MAX_HOSTS);
+        goto done;
+    }
+    if (nh < na)
+        nh = na;
+    if ((na > 0 && na != nh) || (np > 1 && np != nh)) {
+        rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "the URL lists %d "
+                               "hosts but %d %s", nh, na > 0 && na != nh
+                               ? na : np, na > 0 && na != nh ? "host "
+                               "addresses" : "ports");
+        goto done;
+    }
+    for (i = 0; i < nh; i++) {
+        const char *hname = ih >= 0 ? hosts[i] : addrs[i];
+        const char *pname = np == 0 ? "" : ports[np == 1 ? 0 : i];
+        PGconn *pg = NULL;
+        int n;
+
+        if (ih >= 0)
+            vals[ih] = hosts[i];
+        if (ia >= 0)
+            vals[ia] = addrs[i];
+        if (ip >= 0)
+            vals[ip] = pname;
+        rc = connect_params(keys, vals, 0, timeout_ms, &pg, err);
+        if (rc == SQLLOCK_OK) {
+            *out = pg;
+            goto done;
+        }
+        if (rc == SQLLOCK_ENOMEM || rc == SQLLOCK_EURL ||
+            rc == SQLLOCK_ESYS)
+            goto done;
+        if (rc != SQLLOCK_EPERM)
+            all_perm = 0;
+        n = snprintf(why + used, sizeof why - used, "%s%s%s%s: %.*s",
+                     i > 0 ? "; " : "", hname[0] ? hname : "(default)",
+                     pname[0] ? ":" : "", pname, first_line(err->msg),
+                     err->msg);
+        if (n > 0)
+            used += (size_t)n < sizeof why - used ? (size_t)n
+                                                  : sizeof why - used - 1;
+    }
+    rc = sqllock_dberr_set(err, all_perm ? SQLLOCK_EPERM : SQLLOCK_ECONNECT,
+                           "", "no host of the URL's %d would do: %s", nh,
+                           why);
+done:
+    free(hostbuf);
+    free(addrbuf);
+    free(portbuf);
+    return rc;
+}
+
 static int pg_connect(const sqllock_url *url, const sqllock_connect_params *p,
                       sqllock_conn **out, sqllock_dberr *err)
 {
     const char *keys[] = { "application_name", "dbname", NULL };
     const char *vals[3];
+    PQconninfoOption *opts, *o, *host = NULL, *addr = NULL, *port = NULL;
+    PGconn *pg = NULL;
     sqllock_conn *c;
+    char *errmsg = NULL;
     int status;
 
     *out = NULL;
-    vals[0] = "sqllock";
-    vals[1] = url->raw;
-    vals[2] = NULL;
+    /* A host list is connected to host by host (connect_hosts()); any
+     * other URL goes to libpq whole, the PG* environment variables with
+     * it. A URL libpq cannot parse is refused by the connect below, with
+     * libpq's own message. */
+    opts = PQconninfoParse(url->raw, &errmsg);
+    PQfreemem(errmsg);
+    for (o = opts; o != NULL && o->keyword != NULL; o++) {
+        if (strcmp(o->keyword, "host") == 0)
+            host = o;
+        else if (strcmp(o->keyword, "hostaddr") == 0)
+            addr = o;
+        else if (strcmp(o->keyword, "port") == 0)
+            port = o;
+    }
     c = calloc(1, sizeof *c);
-    if (c == NULL)
+    if (c == NULL) {
+        PQconninfoFree(opts);
         return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    }
     c->statement_ms = p->statement_timeout_ms;
     c->lock_wait_ms = p->lock_wait_ms;
-    c->pg = PQconnectStartParams(keys, vals, 1);
-    if (c->pg == NULL) {
+    if ((host != NULL && host->val != NULL && strchr(host->val, ',')) ||
+        (addr != NULL && addr->val != NULL && strchr(addr->val, ','))) {
+        status = connect_hosts(opts, host, addr, port, p->connect_timeout_ms,
+                               &pg, err);
+    } else {
+        vals[0] = "sqllock";
+        vals[1] = url->raw;
+        vals[2] = NULL;
+        status = connect_params(keys, vals, 1, p->connect_timeout_ms, &pg,
+                                err);
+    }
+    PQconninfoFree(opts);
+    if (status != SQLLOCK_OK) {
         free(c);
-        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+        return status;
     }
-    status = connect_poll(c->pg, p->connect_timeout_ms, err);
-    if (status == SQLLOCK_OK) {
-        PQsetNoticeReceiver(c->pg, on_notice, c);
-        *out = c;
-        return SQLLOCK_OK;
-    }
-    PQfinish(c->pg);
-    free(c);
-    return status;
+    c->pg = pg;
+    PQsetNoticeReceiver(c->pg, on_notice, c);
+    *out = c;
+    return SQLLOCK_OK;
 }
 
 static void pg_disconnect(sqllock_conn *c)
