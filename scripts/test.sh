@@ -9,7 +9,10 @@
 # UndefinedBehaviorSanitizer, and under ThreadSanitizer -- checks that a
 # consumer builds against the installed package, and runs every plain test
 # binary under valgrind. Every one of those runs covers all three
-# databases. With the servers it started, it also runs the conformance
+# databases. For the replication tests it also starts a 3-node MariaDB
+# Galera cluster (scripts/galera.sh) and lets test_failover build a
+# PostgreSQL primary and synchronous standby (scripts/pgrepl.sh), all on
+# loopback in the same temporary directory. With the servers it started, it also runs the conformance
 # suite as a user with only SELECT/INSERT/UPDATE/DELETE on the sqllock
 # tables (DESIGN S2) and checks that no password shows in the tool's
 # output; and it runs the libFuzzer targets of tests/fuzz (built with
@@ -47,12 +50,20 @@
 #                           restarts the servers this script started; with
 #                           your own servers test_restart skips (and fails
 #                           under CI=true)
+#   SQLLOCK_TEST_PGREPL_DIR, SQLLOCK_TEST_PGREPL_SCRIPT,
+#   SQLLOCK_TEST_GALERA_DIR, SQLLOCK_TEST_GALERA_SCRIPT
+#                           the same for test_failover and test_galera
+#   SQLLOCK_PGREPL_PORT1, SQLLOCK_PGREPL_PORT2, SQLLOCK_GALERA_PORT
+#                           ports of the replicated fixtures (default: free
+#                           ports for PostgreSQL; 33101-33103 and
+#                           45671-45693 for Galera)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 . scripts/lib.sh
 ensure_packages "${BUILD_PACKAGES[@]}" libcmocka-dev valgrind faketime \
-  postgresql mariadb-server libpq-dev default-libmysqlclient-dev
+  postgresql mariadb-server galera-4 rsync iproute2 libpq-dev \
+  default-libmysqlclient-dev
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
   ensure_packages clang libclang-rt-dev
@@ -63,9 +74,18 @@ start=$(date +%s)
 work=$(mktemp -d "${TMPDIR:-/tmp}/sqllock-test.XXXXXX")
 chmod 755 "$work"
 srv=""
+galera=""
+pgrepl=""
 
 cleanup() {
   local rc=$?
+  if [ -n "$galera" ]; then
+    scripts/galera.sh stop "$galera" || true
+    echo "Galera cluster stopped"
+  fi
+  if [ -n "$pgrepl" ]; then
+    scripts/pgrepl.sh stop "$pgrepl" || true
+  fi
   if [ -n "$srv" ]; then
     scripts/servers.sh stop "$srv" || true
     echo "servers stopped"
@@ -90,9 +110,12 @@ if [ ! -f drivers/mysql/mysql.c ]; then
   echo "WARNING: drivers/mysql/mysql.c does not exist: the mysql driver is not built or tested" >&2
 fi
 
-# test_restart crashes the servers in SQLLOCK_TEST_SERVERS_DIR: only ever
-# the ones started below, never servers that someone else may be using.
-unset SQLLOCK_TEST_SERVERS_DIR SQLLOCK_TEST_SERVERS_SCRIPT
+# test_restart crashes the servers in SQLLOCK_TEST_SERVERS_DIR, and
+# test_failover and test_galera the replicated ones: only ever the ones
+# started below, never servers that someone else may be using.
+unset SQLLOCK_TEST_SERVERS_DIR SQLLOCK_TEST_SERVERS_SCRIPT \
+      SQLLOCK_TEST_PGREPL_DIR SQLLOCK_TEST_PGREPL_SCRIPT \
+      SQLLOCK_TEST_GALERA_DIR SQLLOCK_TEST_GALERA_SCRIPT
 if [ -n "${SQLLOCK_TEST_URLS:-}" ]; then
   echo "== testing the URLs in SQLLOCK_TEST_URLS (no servers started)"
 elif [ -n "${SQLLOCK_TEST_PG_URL:-}" ] || [ -n "${SQLLOCK_TEST_MYSQL_URL:-}" ]; then
@@ -120,6 +143,32 @@ else
   if [ "$have_mysql" = 1 ]; then
     SQLLOCK_TEST_URLS="$SQLLOCK_TEST_URLS $SQLLOCK_TEST_MYSQL_URL"
   fi
+  # Issue 8's replicated fixtures. test_failover builds its primary and
+  # standby itself, in $pgrepl, once per scenario (sync, async): it kills
+  # the primary each time. The Galera cluster starts once here; test_galera
+  # kills a node and starts it again.
+  if [ "$have_mysql" = 1 ]; then
+    echo "== starting a 3-node MariaDB Galera cluster in $work/galera"
+    galera="$work/galera"
+    galera_t0=$(date +%s)
+    scripts/galera.sh start "$galera"
+    echo "Galera cluster up in $(( $(date +%s) - galera_t0 )) s"
+    export SQLLOCK_TEST_GALERA_DIR="$galera"
+    export SQLLOCK_TEST_GALERA_SCRIPT="$root/scripts/galera.sh"
+  fi
+  pgrepl="$work/pgrepl"
+  SQLLOCK_PGREPL_PORT1=$(pick_port SQLLOCK_PGREPL_PORT1)
+  if [ -n "${SQLLOCK_PGREPL_PORT2:-}" ]; then
+    SQLLOCK_PGREPL_PORT2=$(pick_port SQLLOCK_PGREPL_PORT2)
+  else
+    SQLLOCK_PGREPL_PORT2=$SQLLOCK_PGREPL_PORT1
+    while [ "$SQLLOCK_PGREPL_PORT2" = "$SQLLOCK_PGREPL_PORT1" ]; do
+      SQLLOCK_PGREPL_PORT2=$(pick_port SQLLOCK_PGREPL_PORT_UNSET)
+    done
+  fi
+  export SQLLOCK_PGREPL_PORT1 SQLLOCK_PGREPL_PORT2
+  export SQLLOCK_TEST_PGREPL_DIR="$pgrepl"
+  export SQLLOCK_TEST_PGREPL_SCRIPT="$root/scripts/pgrepl.sh"
 fi
 export SQLLOCK_TEST_URLS
 
