@@ -331,12 +331,10 @@ static int has_text(const char *hay, const char *needle)
  *   user request
  *   DETAIL: The transaction has already committed locally, but might not
  *   have been replicated to the standby.
- * and then reports the statement as successful. (A terminated backend
- * sends the same with 57P01 and closes the connection, which is
- * SQLLOCK_ECONNECT anyway.) A grant or renewal taken as done then may be
- * missing on the standby, and a failover right after it would admit a
- * second owner while the first still believes it holds the lease. So the
- * warning marks the round trip, and expect_result() turns its success
+ * and then reports the statement as successful. A grant or renewal
+ * taken as done then may be missing on the standby, and a failover right
+ * after it would admit a second owner while the first still believes it
+ * holds the lease. So the warning marks the round trip, and expect_result() turns its success
  * into SQLLOCK_ECANCELED, outcome unknown like a lost answer: the core
  * does not count the grant or renewal (tests/test_failover.c). The
  * server's statement_timeout does not cancel this wait (it is disabled
@@ -347,6 +345,15 @@ static int has_text(const char *hay, const char *needle)
  * SQLSTATE 01000 or 57P01, together with the English text; a server whose
  * lc_messages translates the text is still caught during a durable grant
  * or renewal, whose statements raise no warnings of their own.
+ *
+ * 57P01 (admin_shutdown) as a WARNING is a backend that is being ended
+ * as it answers: a terminated wait for the standby ("canceling the wait
+ * for synchronous replication and terminating connection due to
+ * administrator command"), or an immediate shutdown's "terminating
+ * connection due to immediate shutdown command", which can arrive with
+ * the statement's success just before the connection closes. Either way
+ * the connection is gone, so a durable statement that drew it reports
+ * SQLLOCK_ECONNECT, the status of a lost answer, not ECANCELED.
  */
 static void on_notice(void *arg, const PGresult *res)
 {
@@ -803,8 +810,17 @@ static int expect_result(sqllock_conn *c, int sent, ExecStatusType want,
         rc = fail(c->pg, res, err);
     /* A success whose commit never reached the synchronous standby (see
      * on_notice()): the outcome is not known to be durable, so it is not
-     * a success. The connection stays usable. */
-    if (rc == SQLLOCK_OK && c->sync_canceled)
+     * a success. The connection stays usable, unless the warning said
+     * the server is ending it (57P01). */
+    if (rc == SQLLOCK_OK && c->sync_canceled &&
+        strcmp(c->sync_state, "57P01") == 0) {
+        /* The core drops a connection that reported ECONNECT. */
+        rc = sqllock_dberr_set(err, SQLLOCK_ECONNECT, c->sync_state,
+                               "the server is ending the connection (%s) as "
+                               "the statement ends: its outcome is not "
+                               "known to be durable, so it is not counted "
+                               "as done", c->sync_msg);
+    } else if (rc == SQLLOCK_OK && c->sync_canceled)
         rc = sqllock_dberr_set(err, SQLLOCK_ECANCELED, c->sync_state,
                                "the commit's wait for the synchronous "
                                "standby was canceled (%s): the primary "
