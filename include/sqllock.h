@@ -412,6 +412,9 @@ SQLLOCK_API int sqllock_lease_renew(sqllock_lease *lease);
  * it over, or the row was removed after it expired; the handle is released
  * all the same. SQLLOCK_ENOTHELD when the handle does not hold.
  * On a connection error the handle keeps the hold, so release can be retried.
+ * The failed release may have committed before its answer was lost; the
+ * retry then finds the row gone and returns SQLLOCK_LOST, which there
+ * means "already released" as much as "taken over".
  */
 SQLLOCK_API int sqllock_lease_release(sqllock_lease *lease);
 
