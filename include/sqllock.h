@@ -102,13 +102,18 @@ SQLLOCK_API const char *sqllock_version_string(void);
     X(ECANCELED,   29, "the statement was canceled or ran past its time "     \
                        "limit")                                               \
     X(EFULL,       30, "the database is out of space (disk full, or a size "  \
-                       "limit reached): the statement wrote nothing")
+                       "limit reached): the statement wrote nothing")         \
+    X(EPROXY,      31, "a connection pooler or proxy between the client and " \
+                       "the database broke what the call needs (a "           \
+                       "transaction left open, or session state lost): "      \
+                       "nothing was committed; see the URL's pooler= "        \
+                       "parameter")
 
 typedef enum sqllock_status {
 #define SQLLOCK_STATUS_ENUM_(name, code, text) SQLLOCK_##name = code,
     SQLLOCK_STATUS_MAP(SQLLOCK_STATUS_ENUM_)
 #undef SQLLOCK_STATUS_ENUM_
-    SQLLOCK_STATUS_END_ = 31
+    SQLLOCK_STATUS_END_ = 32
 } sqllock_status;
 
 /* 1 if the status reports contention or a transaction the database rolled
