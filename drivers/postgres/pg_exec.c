@@ -1,0 +1,516 @@
+/*
+ * pg_exec.c -- statements on a PostgreSQL connection: bounded round
+ * trips, prepared statements, results, transactions, and the map from
+ * SQLSTATE to sqllock status.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pg.h"
+
+/* The status for a SQLSTATE (DESIGN E1; issue: each class its own). */
+static int classify_sqlstate(const char *state)
+{
+    if (state == NULL || strlen(state) != 5)
+        return SQLLOCK_EDB;
+    if (strcmp(state, "23505") == 0)
+        return SQLLOCK_EEXISTS;
+    if (strcmp(state, "55P03") == 0)
+        return SQLLOCK_ELOCKED;       /* NOWAIT failed, or lock_timeout */
+    if (strcmp(state, "40P01") == 0)
+        return SQLLOCK_EDEADLOCK;
+    if (strcmp(state, "40001") == 0)
+        return SQLLOCK_ESERIALIZATION;
+    if (strcmp(state, "57014") == 0)
+        return SQLLOCK_ECANCELED;     /* canceled, statement_timeout */
+    if (strcmp(state, "25P02") == 0)
+        return SQLLOCK_EMISUSE;       /* in a transaction already aborted */
+    if (strncmp(state, "08", 2) == 0 || strcmp(state, "57P01") == 0 ||
+        strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0 ||
+        strcmp(state, "3D000") == 0)
+        return SQLLOCK_ECONNECT;
+    if (strcmp(state, "42P01") == 0)
+        return SQLLOCK_ENOSCHEMA;     /* undefined table or sequence */
+    if (strcmp(state, "42501") == 0 || strcmp(state, "25006") == 0 ||
+        strncmp(state, "28", 2) == 0)
+        return SQLLOCK_EPERM;
+    if (strcmp(state, "53200") == 0)
+        return SQLLOCK_ENOMEM;
+    if (strcmp(state, "53100") == 0)
+        return SQLLOCK_EFULL;         /* disk_full */
+    /* Class 22, data exception: a value the caller gave does not fit
+     * (text for a number, a number out of range, bytes that are not
+     * valid in the database's encoding). The library checks its own
+     * values first; these come from values for the application's
+     * tables, and are bad input like any other (DESIGN E2). */
+    if (strncmp(state, "22", 2) == 0)
+        return SQLLOCK_EINVAL;
+    return SQLLOCK_EDB;
+}
+
+/* Fills `err` from a failed result (or from the connection when `res` is
+ * NULL) and returns its status. A connection that libpq reports as bad is
+ * SQLLOCK_ECONNECT whatever the error was, so that the core reconnects. */
+static int fail(PGconn *pg, const PGresult *res, sqllock_dberr *err)
+{
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY)
+                          : NULL;
+    int status = classify_sqlstate(state);
+
+    if (msg == NULL)
+        msg = pg != NULL ? PQerrorMessage(pg) : "out of memory";
+    if (pg == NULL || PQstatus(pg) == CONNECTION_BAD)
+        status = SQLLOCK_ECONNECT;
+    return sqllock_dberr_set(err, status, state ? state : "", "%s",
+                             msg[0] ? msg : "unknown libpq error");
+}
+
+/* After a round trip ran out of time: the answer may still come, or
+ * half of it, so the connection can never be used again. It stays in
+ * nonblocking mode, so that PQfinish() cannot block on output the
+ * server never took. */
+static int give_up(sqllock_conn *c, int64_t bound_ms, sqllock_dberr *err)
+{
+    c->broken = 1;
+    return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "the server did not "
+                             "answer within %lld ms (statement timeout %lld "
+                             "ms + lock wait %lld ms); the connection is "
+                             "dropped: the statement may or may not have "
+                             "run", (long long)bound_ms,
+                             (long long)c->statement_ms,
+                             (long long)c->lock_wait_ms);
+}
+
+static int check_usable(sqllock_conn *c, sqllock_dberr *err)
+{
+    if (c->broken)
+        return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "the connection "
+                                 "was given up after a statement ran out of "
+                                 "time");
+    /* Nonblocking while we send, so that a stalled network cannot block
+     * the send either; back to blocking after each round trip, for the
+     * application's own use of the connection. */
+    if (PQsetnonblocking(c->pg, 1) != 0)
+        return fail(c->pg, NULL, err);
+    return SQLLOCK_OK;
+}
+
+/* Waits for the socket, as a round trip's step; the status when not
+ * ready (out of time, or poll() failed). */
+static int wait_step(sqllock_conn *c, short events, int64_t deadline,
+                     int64_t bound_ms, sqllock_dberr *err)
+{
+    int r = sqllock__pg_wait_fd(PQsocket(c->pg), events, deadline);
+
+    if (r > 0)
+        return SQLLOCK_OK;
+    if (r == 0)
+        return give_up(c, bound_ms, err);
+    c->broken = 1;
+    return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "poll: %s",
+                             strerror(errno));
+}
+
+/*
+ * Completes the command a PQsend*() call just queued (`sent` is its
+ * return value): sends it, and collects its results within the round
+ * trip's bound, keeping the last one as PQexec() does. One round trip;
+ * the statuses as with PQexec(): a failed command is *out with an error
+ * status, a lost connection a result or SQLLOCK_ECONNECT.
+ */
+static int round_trip(sqllock_conn *c, int sent, PGresult **out,
+                      sqllock_dberr *err)
+{
+    int64_t bound = c->statement_ms + c->lock_wait_ms;
+    int64_t deadline = sqllock__pg_mono_ms() + bound;
+    PGresult *res, *last = NULL;
+    int r, rc;
+
+    *out = NULL;
+    c->sync_canceled = 0;
+    if (!sent)
+        return fail(c->pg, NULL, err);
+    /* Sends what libpq has queued, reading meanwhile as libpq asks. */
+    while ((r = PQflush(c->pg)) != 0) {
+        if (r < 0)
+            return fail(c->pg, NULL, err);
+        rc = wait_step(c, POLLIN | POLLOUT, deadline, bound, err);
+        if (rc != SQLLOCK_OK)
+            return rc;
+        if (PQconsumeInput(c->pg) == 0)
+            return fail(c->pg, NULL, err);
+    }
+    for (;;) {
+        while (PQisBusy(c->pg)) {
+            rc = wait_step(c, POLLIN, deadline, bound, err);
+            if (rc != SQLLOCK_OK) {
+                PQclear(last);
+                return rc;
+            }
+            if (PQconsumeInput(c->pg) == 0) {
+                if (PQstatus(c->pg) != CONNECTION_BAD) {
+                    PQclear(last);
+                    return fail(c->pg, NULL, err);
+                }
+                /* The connection is closed: PQgetResult() reports the
+                 * server's last words (say, "terminating connection")
+                 * without waiting. */
+                break;
+            }
+        }
+        res = PQgetResult(c->pg);
+        if (res == NULL)
+            break;
+        PQclear(last);
+        last = res;
+        if (PQstatus(c->pg) == CONNECTION_BAD)
+            break;
+    }
+    if (PQstatus(c->pg) != CONNECTION_BAD)
+        PQsetnonblocking(c->pg, 0);
+    *out = last;
+    return SQLLOCK_OK;
+}
+
+/* A round trip whose result must be `want` (or, with `want2` not 0,
+ * that one); the result is kept in *out when `out` is not NULL. */
+static int expect_result(sqllock_conn *c, int sent, ExecStatusType want,
+                         ExecStatusType want2, PGresult **out,
+                         sqllock_dberr *err)
+{
+    PGresult *res = NULL;
+    int rc = round_trip(c, sent, &res, err);
+
+    if (rc == SQLLOCK_OK &&
+        (res == NULL || (PQresultStatus(res) != want &&
+                         (want2 == 0 || PQresultStatus(res) != want2))))
+        rc = fail(c->pg, res, err);
+    /* A success whose commit never reached the synchronous standby (see
+     * on_notice()): the outcome is not known to be durable, so it is not
+     * a success. The connection stays usable, unless the warning said
+     * the server is ending it (57P01). */
+    if (rc == SQLLOCK_OK && c->sync_canceled &&
+        strcmp(c->sync_state, "57P01") == 0) {
+        /* The core drops a connection that reported ECONNECT. */
+        rc = sqllock_dberr_set(err, SQLLOCK_ECONNECT, c->sync_state,
+                               "the server is ending the connection (%s) as "
+                               "the statement ends: its outcome is not "
+                               "known to be durable, so it is not counted "
+                               "as done", c->sync_msg);
+    } else if (rc == SQLLOCK_OK && c->sync_canceled)
+        rc = sqllock_dberr_set(err, SQLLOCK_ECANCELED, c->sync_state,
+                               "the commit's wait for the synchronous "
+                               "standby was canceled (%s): the primary "
+                               "committed it, but the standby may not have "
+                               "it, so a failover could undo it; it is not "
+                               "counted as done (a grant is not held and "
+                               "its row lasts until its ttl; a renewal "
+                               "leaves the local deadline as it was)",
+                               c->sync_msg);
+    if (rc != SQLLOCK_OK || out == NULL)
+        PQclear(res);
+    else
+        *out = res;
+    return rc;
+}
+
+int sqllock__pg_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
+                      sqllock_dberr *err)
+{
+    sqllock_stmt *s;
+    PGresult *desc = NULL;
+    int rc;
+
+    *out = NULL;
+    s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    snprintf(s->name, sizeof s->name, "sqllock_%u", c->next_name++);
+    rc = check_usable(c, err);
+    if (rc == SQLLOCK_OK)
+        rc = expect_result(c, PQsendPrepare(c->pg, s->name, sql, 0, NULL),
+                           PGRES_COMMAND_OK, 0, NULL, err);
+    /* The number of parameters the server inferred, to check the core's
+     * arguments against. One more round trip, once per connection. */
+    if (rc == SQLLOCK_OK)
+        rc = check_usable(c, err);
+    if (rc == SQLLOCK_OK)
+        rc = expect_result(c, PQsendDescribePrepared(c->pg, s->name),
+                           PGRES_COMMAND_OK, 0, &desc, err);
+    if (rc != SQLLOCK_OK) {
+        free(s);
+        return rc;
+    }
+    s->nparams = PQnparams(desc);
+    s->durable = sqllock__pg_stmt_kind(sql) == PG_STMT_DURABLE;
+    PQclear(desc);
+    s->conn = c;
+    s->row = -1;
+    *out = s;
+    return SQLLOCK_OK;
+}
+
+/* Frees the decoded bytea values of the current row. */
+static void free_blobs(sqllock_stmt *s)
+{
+    int i;
+
+    for (i = 0; i < s->nblobs; i++) {
+        if (s->blobs[i] != NULL)
+            PQfreemem(s->blobs[i]);
+    }
+    free(s->blobs);
+    free(s->blob_lens);
+    s->blobs = NULL;
+    s->blob_lens = NULL;
+    s->nblobs = 0;
+}
+
+void sqllock__pg_reset(sqllock_stmt *s)
+{
+    if (s != NULL) {
+        free_blobs(s);
+        PQclear(s->res);
+        s->res = NULL;
+        s->row = -1;
+    }
+}
+
+void sqllock__pg_finalize(sqllock_stmt *s)
+{
+    if (s == NULL)
+        return;
+    sqllock__pg_reset(s);
+    /* A statement dies with its connection; deallocating it one by one
+     * would cost a round trip each for nothing. */
+    free(s);
+}
+
+int sqllock__pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
+                      sqllock_dberr *err)
+{
+    const char *vals[PG_MAX_PARAMS];
+    int lens[PG_MAX_PARAMS], formats[PG_MAX_PARAMS];
+    char ints[PG_MAX_PARAMS][24];
+    char *texts[PG_MAX_PARAMS];
+    int i, binary = 0, rc = SQLLOCK_OK;
+
+    sqllock__pg_reset(s);
+    if (nargs > PG_MAX_PARAMS)
+        return sqllock_dberr_set(err, SQLLOCK_EINVAL, "", "a statement may "
+                                 "bind at most %d values (%d given)",
+                                 PG_MAX_PARAMS, nargs);
+    if (nargs != s->nparams)
+        return sqllock_dberr_set(err, SQLLOCK_EDB, "", "statement %s takes %d "
+                                 "parameters, %d given", s->name, s->nparams,
+                                 nargs);
+    /* Text-format parameters must be NUL-terminated; the core's values
+     * carry a length and need not be. A BLOB may hold NUL bytes, which no
+     * text-format parameter can carry: it goes in binary format, which
+     * for bytea is the bytes themselves. */
+    for (i = 0; i < nargs; i++) {
+        texts[i] = NULL;
+        lens[i] = 0;
+        formats[i] = 0;
+        switch (args[i].type) {
+        case SQLLOCK_VALUE_INT64:
+            snprintf(ints[i], sizeof ints[i], "%lld", (long long)args[i].i);
+            vals[i] = ints[i];
+            break;
+        case SQLLOCK_VALUE_TEXT:
+            texts[i] = malloc(args[i].len + 1);
+            if (texts[i] == NULL) {
+                rc = SQLLOCK_ENOMEM;
+                break;
+            }
+            memcpy(texts[i], args[i].s, args[i].len);
+            texts[i][args[i].len] = '\0';
+            vals[i] = texts[i];
+            break;
+        case SQLLOCK_VALUE_BLOB:
+            if (args[i].len > INT32_MAX) {
+                rc = SQLLOCK_EINVAL;
+                break;
+            }
+            /* Not NULL even when empty: NULL would send SQL NULL. */
+            vals[i] = args[i].len > 0 ? args[i].s : "";
+            lens[i] = (int)args[i].len;
+            formats[i] = 1;
+            binary = 1;
+            break;
+        default:
+            vals[i] = NULL;
+            break;
+        }
+        if (rc != SQLLOCK_OK) {
+            nargs = i;
+            break;
+        }
+    }
+    if (rc == SQLLOCK_EINVAL)
+        sqllock_dberr_set(err, rc, "", "a binary value is too long to bind");
+    else if (rc != SQLLOCK_OK)
+        sqllock_dberr_set(err, rc, "", "out of memory");
+    if (rc == SQLLOCK_OK)
+        rc = check_usable(s->conn, err);
+    s->conn->durable = s->durable;
+    if (rc == SQLLOCK_OK)
+        rc = expect_result(s->conn,
+                           PQsendQueryPrepared(s->conn->pg, s->name, nargs,
+                                               vals, binary ? lens : NULL,
+                                               binary ? formats : NULL, 0),
+                           PGRES_TUPLES_OK, PGRES_COMMAND_OK, &s->res, err);
+    s->conn->durable = 0;
+    for (i = 0; i < nargs; i++)
+        free(texts[i]);
+    return rc;
+}
+
+int sqllock__pg_fetch(sqllock_stmt *s, int *has_row, sqllock_dberr *err)
+{
+    free_blobs(s);
+    if (s->res == NULL) {
+        *has_row = 0;
+        return SQLLOCK_OK;
+    }
+    s->row++;
+    *has_row = s->row < PQntuples(s->res);
+    return SQLLOCK_OK;
+}
+
+int64_t sqllock__pg_column_int64(sqllock_stmt *s, int col)
+{
+    if (s->res == NULL || s->row < 0 || s->row >= PQntuples(s->res) ||
+        PQgetisnull(s->res, s->row, col))
+        return 0;
+    return strtoll(PQgetvalue(s->res, s->row, col), NULL, 10);
+}
+
+const char *sqllock__pg_column_text(sqllock_stmt *s, int col)
+{
+    if (s->res == NULL || s->row < 0 || s->row >= PQntuples(s->res))
+        return "";
+    return PQgetvalue(s->res, s->row, col);   /* "" for NULL */
+}
+
+/* A bytea column. Results come in text format, so the value is bytea's
+ * text form ("\x" hex, or the older escape form under bytea_output =
+ * escape), which PQunescapeBytea() reads either way. The decoded bytes
+ * are kept until the next fetch, reset or finalize. Returns NULL (and
+ * *len = 0) only when memory runs out. */
+const void *sqllock__pg_column_blob(sqllock_stmt *s, int col, size_t *len)
+{
+    unsigned char *b;
+    size_t n = 0;
+
+    *len = 0;
+    if (s->res == NULL || s->row < 0 || s->row >= PQntuples(s->res) ||
+        col < 0 || col >= PQnfields(s->res) ||
+        PQgetisnull(s->res, s->row, col))
+        return "";
+    if (s->blobs == NULL) {
+        int nf = PQnfields(s->res);
+        s->blobs = calloc((size_t)nf, sizeof *s->blobs);
+        s->blob_lens = calloc((size_t)nf, sizeof *s->blob_lens);
+        if (s->blobs == NULL || s->blob_lens == NULL) {
+            free(s->blobs);
+            free(s->blob_lens);
+            s->blobs = NULL;
+            s->blob_lens = NULL;
+            return NULL;
+        }
+        s->nblobs = nf;
+    }
+    if (s->blobs[col] == NULL) {
+        b = PQunescapeBytea((const unsigned char *)
+                            PQgetvalue(s->res, s->row, col), &n);
+        if (b == NULL)
+            return NULL;
+        s->blobs[col] = b;
+        s->blob_lens[col] = n;
+    }
+    *len = s->blob_lens[col];
+    return s->blobs[col];
+}
+
+int64_t sqllock__pg_affected_rows(sqllock_stmt *s)
+{
+    const char *n = s->res != NULL ? PQcmdTuples(s->res) : "";
+
+    return n[0] ? strtoll(n, NULL, 10) : 0;
+}
+
+/* Runs a statement without parameters (the DDL script, transaction
+ * control) with the simple query protocol. A script of several statements
+ * runs in one implicit transaction. */
+static int pg_simple_result(sqllock_conn *c, const char *sql,
+                            PGresult **out, sqllock_dberr *err)
+{
+    int rc = check_usable(c, err);
+
+    if (rc != SQLLOCK_OK)
+        return rc;
+    return expect_result(c, PQsendQuery(c->pg, sql), PGRES_COMMAND_OK,
+                         PGRES_TUPLES_OK, out, err);
+}
+
+int sqllock__pg_simple(sqllock_conn *c, const char *sql, sqllock_dberr *err)
+{
+    return pg_simple_result(c, sql, NULL, err);
+}
+
+int sqllock__pg_exec_script(sqllock_conn *c, const char *sql, sqllock_dberr *err)
+{
+    return sqllock__pg_simple(c, sql, err);
+}
+
+int sqllock__pg_begin(sqllock_conn *c, sqllock_dberr *err)
+{
+    return sqllock__pg_simple(c, "BEGIN", err);
+}
+
+int sqllock__pg_commit(sqllock_conn *c, sqllock_dberr *err)
+{
+    PGresult *res;
+    int rc = SQLLOCK_OK;
+
+    /* After a failed statement PostgreSQL has aborted the transaction and
+     * answers COMMIT with a rollback: that must not read as success. */
+    if (PQtransactionStatus(c->pg) == PQTRANS_INERROR) {
+        rc = sqllock__pg_simple(c, "ROLLBACK", err);
+        if (rc == SQLLOCK_ECONNECT)
+            return rc;
+        return sqllock_dberr_set(err, SQLLOCK_EDB, "25P02", "the transaction "
+                                 "had failed (an earlier statement's error) "
+                                 "and was rolled back, not committed");
+    }
+    rc = pg_simple_result(c, "COMMIT", &res, err);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (strcmp(PQcmdStatus(res), "ROLLBACK") == 0)
+        rc = sqllock_dberr_set(err, SQLLOCK_EDB, "", "the database rolled "
+                               "the transaction back instead of committing "
+                               "it");
+    PQclear(res);
+    return rc;
+}
+
+int sqllock__pg_rollback(sqllock_conn *c, sqllock_dberr *err)
+{
+    return sqllock__pg_simple(c, "ROLLBACK", err);
+}
+
+int64_t sqllock__pg_insert_id(sqllock_stmt *s)
+{
+    return 0;         /* PostgreSQL returns generated values by RETURNING */
+}
+
+void *sqllock__pg_native(sqllock_conn *c)
+{
+    return c->pg;
+}

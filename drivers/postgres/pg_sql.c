@@ -1,0 +1,204 @@
+/*
+ * pg_sql.c -- the PostgreSQL dialect: every statement the core runs on
+ * PostgreSQL, in one place (DESIGN D1), and the dialect table that hands
+ * them to the core.
+ */
+#include <string.h>
+
+#include "pg.h"
+
+/* A constant key for advisory locks ("sqlo"), paired with a hash of the
+ * name. Applications that use two-key advisory locks with the same first
+ * key only make some acquires wait a moment; nothing else. */
+#define LOCK_CLASS "1936814924"
+
+/* L1 in one statement: insert the lease, or take over a row whose lease
+ * has expired by the server clock. The transaction-scoped advisory lock on
+ * the name's hash is taken before nextval(), so acquires of one name take
+ * their tokens in the order they are granted (L5): a token can never be
+ * drawn by a statement that then waits for another acquire of the same
+ * name to commit. now() is the statement's start; if the statement waited,
+ * the new lease is that much shorter, never longer, than the ttl. */
+#define LEASE_ACQUIRE(turn_extra)                                             \
+    "INSERT INTO sqllock_lease AS l "                                          \
+    "(name, owner, holder, token, acquired_at, expires_at) "                   \
+    "SELECT $1, $2, $3, nextval('sqllock_token_seq'), now(), "                 \
+    "now() + $4::float8 * interval '1 millisecond' "                           \
+    "FROM (SELECT pg_advisory_xact_lock(" LOCK_CLASS ", hashtext($1))"         \
+    turn_extra ") AS turn "                                                    \
+    "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, "                \
+    "holder = EXCLUDED.holder, token = EXCLUDED.token, "                       \
+    "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at "    \
+    "WHERE l.expires_at <= EXCLUDED.acquired_at "                              \
+    "RETURNING token"
+
+/*
+ * L10 whatever the session says. The URL goes to libpq whole, so
+ * `options=-c synchronous_commit=off` in it -- or ALTER ROLE/DATABASE ...
+ * SET synchronous_commit, or postgresql.conf -- would make every commit
+ * of the session asynchronous, durable grants and renewals included: a
+ * grant that a crash then forgets could admit a second owner. So a
+ * durable grant or renewal sets synchronous_commit for its own
+ * transaction (set_config(..., true), in the statement itself: no extra
+ * round trip), raising 'off' and 'local' to 'on' and keeping 'on',
+ * 'remote_write' and 'remote_apply' as configured, so that a
+ * synchronous standby the user asked for is still waited for. ('local'
+ * is raised too: with synchronous standbys it would let a failover
+ * forget a grant, which is the risk the fast mode documents; without
+ * any, 'on' is the same as 'local'.) The functions are named with their
+ * schema, so that a search_path the URL sets cannot put others in their
+ * place. The session's own setting is left as it was.
+ */
+#define DURABLE_COMMIT                                                        \
+    "pg_catalog.set_config('synchronous_commit', "                             \
+    "CASE WHEN pg_catalog.current_setting('synchronous_commit') "              \
+    "IN ('off', 'local') THEN 'on' "                                           \
+    "ELSE pg_catalog.current_setting('synchronous_commit') END, true)"
+
+static const char SQL_LEASE_ACQUIRE[] = LEASE_ACQUIRE(", " DURABLE_COMMIT);
+
+/* Fast mode (SQLLOCK_LEASE_FAST): the same grant, committed without
+ * waiting for the WAL flush. set_config(..., true) is a volatile call in
+ * the subquery's select list, which the planner keeps and runs, like the
+ * advisory lock beside it; it lasts for this statement's transaction. */
+static const char SQL_LEASE_ACQUIRE_FAST[] =
+    LEASE_ACQUIRE(", set_config('synchronous_commit', 'off', true)");
+
+/* The EXISTS test on the CTE is a one-time filter that the executor runs
+ * before the scan, so the durable setting is made whether or not the row
+ * is still ours (as in the fast variant below). */
+static const char SQL_LEASE_RENEW[] =
+    "WITH durable AS (SELECT " DURABLE_COMMIT ") "
+    "UPDATE sqllock_lease "
+    "SET expires_at = now() + $4::float8 * interval '1 millisecond' "
+    "WHERE name = $1 AND owner = $2 AND token = $3 "
+    "AND EXISTS (SELECT 1 FROM durable)";
+
+static const char SQL_LEASE_RENEW_FAST[] =
+    "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)) "
+    "UPDATE sqllock_lease "
+    "SET expires_at = now() + $4::float8 * interval '1 millisecond' "
+    "WHERE name = $1 AND owner = $2 AND token = $3 "
+    "AND EXISTS (SELECT 1 FROM async)";
+
+/* L10: a release need not be durable, so its commit does not wait for the
+ * WAL flush. set_config(..., true) lasts for this statement's own
+ * transaction, so it costs no extra round trip. L9: when the row was ours
+ * and is deleted, pg_notify() in RETURNING wakes the waiters listening on
+ * the name's channel ($4, made by the core); the notification goes out at
+ * the commit, so a waiter woken by it finds the row gone. A NULL channel
+ * (a lease with SQLLOCK_LEASE_NO_WAKEUP) notifies no one. */
+static const char SQL_LEASE_RELEASE[] =
+    "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)) "
+    "DELETE FROM sqllock_lease "
+    "WHERE name = $1 AND owner = $2 AND token = $3 "
+    "AND EXISTS (SELECT 1 FROM async) "
+    "RETURNING CASE WHEN $4::text IS NOT NULL THEN pg_notify($4, '') END";
+
+static const char SQL_LEASE_LIST[] =
+    "SELECT name, owner, holder, token, "
+    "(extract(epoch FROM acquired_at) * 1000)::bigint, "
+    "(extract(epoch FROM expires_at) * 1000)::bigint, "
+    "(extract(epoch FROM expires_at - now()) * 1000)::bigint "
+    "FROM sqllock_lease ORDER BY name";
+
+static const char SQL_SCHEMA_VERSION[] =
+    "SELECT value::bigint FROM sqllock_meta WHERE key = 'schema_version'";
+
+/* Versioned records (DESIGN O1). key and value are non-reserved words in
+ * PostgreSQL and need no quotes. The value parameter is sent in binary
+ * format (see pg_execute()), so the server takes it as bytea from the
+ * column it goes to; the value column comes back as bytea text ("\x..."),
+ * which pg_column_blob() decodes. */
+static const char SQL_RECORD_GET[] =
+    "SELECT value, version FROM sqllock_record WHERE key = $1";
+
+static const char SQL_RECORD_CREATE[] =
+    "INSERT INTO sqllock_record (key, value, version) VALUES ($1, $2, 1) "
+    "ON CONFLICT (key) DO NOTHING";
+
+static const char SQL_RECORD_CAS[] =
+    "UPDATE sqllock_record SET value = $3, version = version + 1 "
+    "WHERE key = $1 AND version = $2";
+
+static const char SQL_RECORD_DELETE[] =
+    "DELETE FROM sqllock_record WHERE key = $1 AND version = $2";
+
+/* Row locks (DESIGN R1-R5). ON CONFLICT DO NOTHING does not wait for a
+ * row lock that another transaction holds on an existing row (checked on
+ * the server: it returns at once while another session holds the row
+ * FOR UPDATE). It does wait for another transaction that inserted the
+ * same name and has not committed yet, bounded by lock_timeout. */
+static const char SQL_ROW_ENSURE[] =
+    "INSERT INTO sqllock_row (name) VALUES ($1) ON CONFLICT (name) DO NOTHING";
+
+/* For the session (set_config(..., false)): the core sets it only when
+ * the value changes, so a transaction costs no extra round trip for it.
+ * lock_timeout takes at most INT_MAX ms (24.8 days); a longer timeout
+ * (SQLLOCK_WAIT_FOREVER, say) waits that long rather than failing. */
+static const char SQL_TXN_LOCK_TIMEOUT[] =
+    "SELECT set_config('lock_timeout', "
+    "LEAST($1::bigint, 2147483647) || 'ms', false)";
+
+/* P1, P2: the expiry test is in the DELETE itself, by the server's clock
+ * and with the same now() as acquire and renew, so a lease renewed a
+ * moment earlier no longer matches. The CTE bounds the batch and locks
+ * the rows it picks, skipping rows that another reaper (or a renew,
+ * release or takeover) has locked, so reapers never wait for each other.
+ * It is a MATERIALIZED CTE, run once, and not a subquery in the IN: a
+ * plan that put that subquery on the inner side of a nested loop ran it
+ * again for every outer row, and each run skipped the rows this DELETE
+ * had already removed and took the next ones, so one statement deleted
+ * every expired row instead of one batch (test_reaper_P1_batches saw 250
+ * for a batch of 100). The outer test runs again on the row as it is
+ * when locked (PostgreSQL re-evaluates it on the latest version in READ
+ * COMMITTED). */
+#define REAP_EXPIRED \
+    "expires_at < now() - $1::float8 * interval '1 millisecond'"
+static const char SQL_LEASE_REAP[] =
+    "WITH victims AS MATERIALIZED ("
+    "SELECT name FROM sqllock_lease WHERE " REAP_EXPIRED " "
+    "ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
+    "DELETE FROM sqllock_lease WHERE name IN (SELECT name FROM victims) "
+    "AND " REAP_EXPIRED;
+
+extern const char sqllock__schema_postgres[];
+
+const sqllock_dialect sqllock__pg_dialect = {
+    .sql = {
+        [SQLLOCK_SQL_LEASE_ACQUIRE] = { SQL_LEASE_ACQUIRE, "1234" },
+        [SQLLOCK_SQL_LEASE_RENEW] = { SQL_LEASE_RENEW, "1234" },
+        [SQLLOCK_SQL_LEASE_RELEASE] = { SQL_LEASE_RELEASE, "1234" },
+        [SQLLOCK_SQL_LEASE_LIST] = { SQL_LEASE_LIST, "" },
+        [SQLLOCK_SQL_SCHEMA_VERSION] = { SQL_SCHEMA_VERSION, "" },
+        [SQLLOCK_SQL_RECORD_GET] = { SQL_RECORD_GET, "1" },
+        [SQLLOCK_SQL_RECORD_CREATE] = { SQL_RECORD_CREATE, "12" },
+        [SQLLOCK_SQL_RECORD_CAS] = { SQL_RECORD_CAS, "123" },
+        [SQLLOCK_SQL_RECORD_DELETE] = { SQL_RECORD_DELETE, "12" },
+        [SQLLOCK_SQL_ROW_ENSURE] = { SQL_ROW_ENSURE, "1" },
+        [SQLLOCK_SQL_TXN_LOCK_TIMEOUT] = { SQL_TXN_LOCK_TIMEOUT, "1" },
+    },
+    .schema = sqllock__schema_postgres,
+    .ident_quote = '"',
+    .placeholder = SQLLOCK_PLACEHOLDER_DOLLAR,
+    .for_update = { " FOR UPDATE", " FOR UPDATE NOWAIT",
+                    " FOR UPDATE SKIP LOCKED" },
+    /* Tokens come from a sequence: no per-name rows to trim. */
+    .sql_v2 = {
+        [SQLLOCK_SQL_LEASE_REAP - SQLLOCK_SQL_COUNT_V1_] =
+            { SQL_LEASE_REAP, "12" },
+        [SQLLOCK_SQL_TOKEN_TRIM - SQLLOCK_SQL_COUNT_V1_] = { NULL, NULL },
+        [SQLLOCK_SQL_LEASE_ACQUIRE_FAST - SQLLOCK_SQL_COUNT_V1_] =
+            { SQL_LEASE_ACQUIRE_FAST, "1234" },
+        [SQLLOCK_SQL_LEASE_RENEW_FAST - SQLLOCK_SQL_COUNT_V1_] =
+            { SQL_LEASE_RENEW_FAST, "1234" },
+    },
+};
+
+int sqllock__pg_stmt_kind(const char *sql)
+{
+    if (strcmp(sql, SQL_LEASE_ACQUIRE) == 0 ||
+        strcmp(sql, SQL_LEASE_RENEW) == 0)
+        return PG_STMT_DURABLE;
+    return PG_STMT_PLAIN;
+}
