@@ -5,6 +5,7 @@
  *
  *   postgres.c   the driver table
  *   pg_sql.c     the dialect: the SQL text of every statement
+ *   pg_url.c     the URL: sqllock's own parameters, the URL for libpq
  *   pg_conn.c    connecting (one host or a host list), the notice receiver
  *   pg_exec.c    round trips, statements, results, transactions, errors
  *   pg_notify.c  LISTEN and waiting for notifications
@@ -23,9 +24,44 @@
  * conditions) binds 35. */
 #define PG_MAX_PARAMS 64
 
+/* What stands between the client and the server, as the URL's pooler=
+ * parameter says (docs/poolers.md). */
+typedef enum pg_pooler {
+    PG_POOLER_NONE = 0,          /* the connection is our own */
+    PG_POOLER_SESSION,           /* a pooler that gives each client a
+                                    server connection for its session */
+    PG_POOLER_TRANSACTION,       /* one that may give each transaction
+                                    another server connection: no state
+                                    may outlive a transaction (DESIGN C1) */
+    PG_POOLER_PGPOOL             /* pgpool-II: a session keeps its server
+                                    connection, but a notification that
+                                    arrives between statements stalls the
+                                    next one: no LISTEN on it */
+} pg_pooler;
+
+/* What pg_url.c read from a URL. */
+typedef struct pg_target {
+    pg_pooler pooler;
+    char *libpq_url;             /* the URL for libpq */
+    char *listen_url;            /* for LISTEN past the pooler, or NULL */
+} pg_target;
+
 struct sqllock_conn {
     PGconn *pg;
+    pg_pooler pooler;
     unsigned next_name;          /* for naming prepared statements */
+    char name_prefix[26];        /* "sqllock_" and 16 random hex digits:
+                                    a named statement never meets another
+                                    client's of the same name (a pooler
+                                    the URL does not declare) */
+    int in_txn;                  /* begin() succeeded; no commit() or
+                                    rollback() since */
+    int64_t txn_lock_timeout_ms; /* transaction pooling: the lock timeout
+                                    each transaction sets; -1: none yet */
+    char *listen_url;            /* LISTEN past the pooler (listen_host),
+                                    or NULL */
+    struct sqllock_conn *listener; /* that connection, once opened */
+    int64_t connect_ms;          /* the connect bound, for the listener */
     int64_t statement_ms;        /* the bound of one round trip: */
     int64_t lock_wait_ms;        /* statement timeout + lock wait */
     int broken;                  /* a round trip ran out of time: the
@@ -44,8 +80,11 @@ struct sqllock_stmt {
     PGresult *res;
     int row;                     /* the current row; -1 before the first */
     int nparams;
-    int durable;                 /* SQL_LEASE_ACQUIRE or SQL_LEASE_RENEW */
-    char name[24];
+    int kind;                    /* PG_STMT_* */
+    char *sql;                   /* transaction pooling: the text, run as
+                                    an unnamed statement each time; NULL
+                                    when prepared under `name` */
+    char name[48];
     /* Decoded bytea columns of the current row (column_blob()), one slot
      * per column, freed at the next fetch, reset or finalize. */
     unsigned char **blobs;
@@ -57,13 +96,29 @@ struct sqllock_stmt {
 /* pg_sql.c */
 extern const sqllock_dialect sqllock__pg_dialect;
 /* What a statement is, for the round trip that runs it. */
-enum { PG_STMT_PLAIN = 0, PG_STMT_DURABLE };
+enum {
+    PG_STMT_PLAIN = 0,
+    PG_STMT_DURABLE,             /* a grant or renewal that must be durable */
+    PG_STMT_LOCK_TIMEOUT         /* TXN_LOCK_TIMEOUT */
+};
 int sqllock__pg_stmt_kind(const char *sql);
+/* TXN_LOCK_TIMEOUT for this transaction only (transaction pooling). */
+extern const char sqllock__pg_sql_lock_timeout_local[];
+
+/* pg_url.c. Reads sqllock's parameters and builds the URLs for libpq;
+ * free the result with sqllock__pg_target_free(). */
+int sqllock__pg_url_read(const sqllock_url *url, pg_target *t,
+                         sqllock_dberr *err);
+void sqllock__pg_target_free(pg_target *t);
 
 /* pg_conn.c */
 int sqllock__pg_connect(const sqllock_url *url, const sqllock_connect_params *p,
                         sqllock_conn **out, sqllock_dberr *err);
 void sqllock__pg_disconnect(sqllock_conn *c);
+/* Connects to a libpq URL without sqllock's parameters, pooler none (the
+ * listener's connection). */
+int sqllock__pg_connect_url(const char *libpq_url, int64_t connect_ms,
+                            sqllock_conn **out, sqllock_dberr *err);
 /* The monotonic clock, in ms. */
 int64_t sqllock__pg_mono_ms(void);
 /* Waits until `fd` is ready for `events` or the deadline passes: 1 ready,
@@ -71,6 +126,8 @@ int64_t sqllock__pg_mono_ms(void);
 int sqllock__pg_wait_fd(int fd, short events, int64_t deadline_ms);
 
 /* pg_exec.c */
+/* One round trip ("SELECT 1") bounded by bound_ms. */
+int sqllock__pg_ping(sqllock_conn *c, int64_t bound_ms, sqllock_dberr *err);
 int sqllock__pg_simple(sqllock_conn *c, const char *sql, sqllock_dberr *err);
 int sqllock__pg_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
                         sqllock_dberr *err);

@@ -11,6 +11,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <stdatomic.h>
+#include <sys/random.h>
+#include <unistd.h>
+
 #include "pg.h"
 
 /* 1 if `hay` contains `needle` (NULL hay: 0). */
@@ -327,23 +331,20 @@ done:
     return rc;
 }
 
-int sqllock__pg_connect(const sqllock_url *url, const sqllock_connect_params *p,
-                      sqllock_conn **out, sqllock_dberr *err)
+/* Connects to `libpq_url` within timeout_ms: a host list host by host
+ * (connect_hosts()), any other URL handed to libpq whole, the PG*
+ * environment variables with it. A URL libpq cannot parse is refused by
+ * the connect, with libpq's own message. */
+static int connect_libpq(const char *libpq_url, int64_t timeout_ms,
+                         PGconn **out, sqllock_dberr *err)
 {
     const char *keys[] = { "application_name", "dbname", NULL };
     const char *vals[3];
     PQconninfoOption *opts, *o, *host = NULL, *addr = NULL, *port = NULL;
-    PGconn *pg = NULL;
-    sqllock_conn *c;
     char *errmsg = NULL;
     int status;
 
-    *out = NULL;
-    /* A host list is connected to host by host (connect_hosts()); any
-     * other URL goes to libpq whole, the PG* environment variables with
-     * it. A URL libpq cannot parse is refused by the connect below, with
-     * libpq's own message. */
-    opts = PQconninfoParse(url->raw, &errmsg);
+    opts = PQconninfoParse(libpq_url, &errmsg);
     PQfreemem(errmsg);
     for (o = opts; o != NULL && o->keyword != NULL; o++) {
         if (strcmp(o->keyword, "host") == 0)
@@ -353,31 +354,132 @@ int sqllock__pg_connect(const sqllock_url *url, const sqllock_connect_params *p,
         else if (strcmp(o->keyword, "port") == 0)
             port = o;
     }
-    c = calloc(1, sizeof *c);
-    if (c == NULL) {
-        PQconninfoFree(opts);
-        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
-    }
-    c->statement_ms = p->statement_timeout_ms;
-    c->lock_wait_ms = p->lock_wait_ms;
     if ((host != NULL && host->val != NULL && strchr(host->val, ',')) ||
         (addr != NULL && addr->val != NULL && strchr(addr->val, ','))) {
-        status = connect_hosts(opts, host, addr, port, p->connect_timeout_ms,
-                               &pg, err);
+        status = connect_hosts(opts, host, addr, port, timeout_ms, out, err);
     } else {
         vals[0] = "sqllock";
-        vals[1] = url->raw;
+        vals[1] = libpq_url;
         vals[2] = NULL;
-        status = connect_params(keys, vals, 1, p->connect_timeout_ms, &pg,
-                                err);
+        status = connect_params(keys, vals, 1, timeout_ms, out, err);
     }
     PQconninfoFree(opts);
+    return status;
+}
+
+/* 64 bits from the OS's random source for the names of a connection's
+ * statements; they need to differ between clients, not to be secret, so
+ * the clock and the pid stand in if the source fails. */
+static uint64_t name_nonce(const void *salt)
+{
+    static _Atomic uint64_t counter;
+    uint64_t v = 0;
+    struct timespec ts;
+
+    if (getrandom(&v, sizeof v, GRND_NONBLOCK) == (ssize_t)sizeof v)
+        return v;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    v = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15u ^ (uint64_t)ts.tv_sec ^
+        ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)salt ^
+        (atomic_fetch_add(&counter, 1) * 0xBF58476D1CE4E5B9u);
+    return v;
+}
+
+int sqllock__pg_connect_url(const char *libpq_url, int64_t connect_ms,
+                            sqllock_conn **out, sqllock_dberr *err)
+{
+    sqllock_conn *c;
+    PGconn *pg = NULL;
+    int status;
+
+    *out = NULL;
+    c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    status = connect_libpq(libpq_url, connect_ms, &pg, err);
     if (status != SQLLOCK_OK) {
         free(c);
         return status;
     }
     c->pg = pg;
+    c->connect_ms = connect_ms;
+    c->statement_ms = connect_ms;
+    c->txn_lock_timeout_ms = -1;
+    snprintf(c->name_prefix, sizeof c->name_prefix, "sqllock_%016llx",
+             (unsigned long long)name_nonce(c));
     PQsetNoticeReceiver(c->pg, on_notice, c);
+    *out = c;
+    return SQLLOCK_OK;
+}
+
+/*
+ * Behind a session pooler, a client that connected has reached the
+ * pooler, not yet a server: PgBouncer lets it log in and then holds its
+ * first statement until a server connection of the pool is free (up to
+ * its query_wait_timeout, 120 s by default). A lease's holder, its
+ * renewer and a waiter each hold one for their whole life, so a pool too
+ * small for them would let a renewer wait while the lease runs out. So
+ * with pooler=session the connect is not done until one round trip has
+ * come back, within what is left of the connect timeout: a renewer that
+ * can get no server connection fails before the lease is taken
+ * (sqllock_watch_prepare(), `sqllock run`), not after it is lost.
+ */
+static int session_ready(sqllock_conn *c, int64_t left_ms, int64_t bound_ms,
+                         sqllock_dberr *err)
+{
+    int rc;
+
+    if (left_ms < 1)
+        left_ms = 1;
+    rc = sqllock__pg_ping(c, left_ms, err);
+    if (rc == SQLLOCK_ECONNECT && c->broken)
+        rc = sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "connected to "
+                               "the pooler, but it gave this client no "
+                               "server connection within the connect "
+                               "timeout (%lld ms): with pooler=session each "
+                               "sqllock connection holds a server "
+                               "connection for its whole life (a lease "
+                               "holder one, its renewer one, a waiter one, "
+                               "a reaper one; `sqllock run` two); make the "
+                               "pool larger (PgBouncer default_pool_size) "
+                               "or use pool_mode = transaction with "
+                               "pooler=transaction", (long long)bound_ms);
+    return rc;
+}
+
+int sqllock__pg_connect(const sqllock_url *url, const sqllock_connect_params *p,
+                        sqllock_conn **out, sqllock_dberr *err)
+{
+    int64_t start = sqllock__pg_mono_ms();
+    sqllock_conn *c;
+    pg_target t;
+    int status;
+
+    *out = NULL;
+    status = sqllock__pg_url_read(url, &t, err);
+    if (status != SQLLOCK_OK)
+        return status;
+    status = sqllock__pg_connect_url(t.libpq_url, p->connect_timeout_ms, &c,
+                                     err);
+    if (status != SQLLOCK_OK) {
+        sqllock__pg_target_free(&t);
+        return status;
+    }
+    c->statement_ms = p->statement_timeout_ms;
+    c->lock_wait_ms = p->lock_wait_ms;
+    c->pooler = t.pooler;
+    c->listen_url = t.listen_url;         /* the connection's now */
+    t.listen_url = NULL;
+    sqllock__pg_target_free(&t);
+    if (c->pooler == PG_POOLER_SESSION) {
+        status = session_ready(c, p->connect_timeout_ms -
+                               (sqllock__pg_mono_ms() - start),
+                               p->connect_timeout_ms, err);
+        if (status != SQLLOCK_OK) {
+            sqllock__pg_disconnect(c);
+            return status;
+        }
+    }
     *out = c;
     return SQLLOCK_OK;
 }
@@ -385,7 +487,9 @@ int sqllock__pg_connect(const sqllock_url *url, const sqllock_connect_params *p,
 void sqllock__pg_disconnect(sqllock_conn *c)
 {
     if (c != NULL) {
+        sqllock__pg_disconnect(c->listener);
         PQfinish(c->pg);
+        free(c->listen_url);
         free(c);
     }
 }

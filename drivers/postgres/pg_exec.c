@@ -97,6 +97,17 @@ static int check_usable(sqllock_conn *c, sqllock_dberr *err)
      * application's own use of the connection. */
     if (PQsetnonblocking(c->pg, 1) != 0)
         return fail(c->pg, NULL, err);
+    /* DESIGN C2: outside a transaction that begin() opened, a statement
+     * must commit on its own. Inside one that someone else opened on
+     * this connection (BEGIN on the native handle) it would not: refuse
+     * it before anything is sent. */
+    if (!c->in_txn && (PQtransactionStatus(c->pg) == PQTRANS_INTRANS ||
+                       PQtransactionStatus(c->pg) == PQTRANS_INERROR))
+        return sqllock_dberr_set(err, SQLLOCK_EMISUSE, "25001", "the "
+                                 "connection is inside a transaction that "
+                                 "sqllock did not begin (BEGIN run on the "
+                                 "native handle?): the statement would not "
+                                 "commit on its own, so it was not sent");
     return SQLLOCK_OK;
 }
 
@@ -177,6 +188,41 @@ static int round_trip(sqllock_conn *c, int sent, PGresult **out,
     return SQLLOCK_OK;
 }
 
+/*
+ * DESIGN C2, after a round trip outside a transaction that begin()
+ * opened: the statement had to commit on its own, so the server must say
+ * that no transaction is open (the ReadyForQuery after it). A proxy that
+ * opened one around it -- pgpool-II has been seen sending BEGIN before a
+ * session's first statement and ABORT when the client leaves -- would
+ * make a grant, renewal, release or write that "succeeded" vanish
+ * uncommitted. So the transaction is rolled back here, and a success
+ * becomes SQLLOCK_EPROXY: nothing was committed. (A statement that had
+ * failed keeps its own error; it committed nothing either.)
+ */
+static int left_in_txn(sqllock_conn *c, int rc, sqllock_dberr *err)
+{
+    PGTransactionStatusType ts = PQtransactionStatus(c->pg);
+    PGresult *res = NULL;
+
+    if (ts != PQTRANS_INTRANS && ts != PQTRANS_INERROR)
+        return rc;
+    if (PQsetnonblocking(c->pg, 1) == 0 &&
+        round_trip(c, PQsendQuery(c->pg, "ROLLBACK"), &res, err) ==
+        SQLLOCK_OK)
+        PQclear(res);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    return sqllock_dberr_set(err, SQLLOCK_EPROXY, "", "the statement was "
+                             "not committed: the server left the connection "
+                             "inside a transaction that sqllock did not "
+                             "begin, so something between the client and "
+                             "the server opened one (pgpool-II does; a "
+                             "connection pooler in statement or transaction "
+                             "mode that does this cannot be used: see "
+                             "pooler= in docs/poolers.md); it was rolled "
+                             "back");
+}
+
 /* A round trip whose result must be `want` (or, with `want2` not 0,
  * that one); the result is kept in *out when `out` is not NULL. */
 static int expect_result(sqllock_conn *c, int sent, ExecStatusType want,
@@ -212,6 +258,8 @@ static int expect_result(sqllock_conn *c, int sent, ExecStatusType want,
                                "its row lasts until its ttl; a renewal "
                                "leaves the local deadline as it was)",
                                c->sync_msg);
+    if (!c->in_txn && !c->broken && PQstatus(c->pg) == CONNECTION_OK)
+        rc = left_in_txn(c, rc, err);
     if (rc != SQLLOCK_OK || out == NULL)
         PQclear(res);
     else
@@ -219,8 +267,34 @@ static int expect_result(sqllock_conn *c, int sent, ExecStatusType want,
     return rc;
 }
 
+/*
+ * A named statement's error that means the server connection is not the
+ * one it was prepared on (26000, it does not exist) or was prepared on by
+ * another client (42P05, the name is taken): the connection goes through
+ * a pooler in transaction mode that the URL did not declare. The names
+ * carry 64 random bits per connection, so another client's statement is
+ * never run in place of ours; the call fails, clearly. (Only the Parse,
+ * Describe or Bind failed: nothing ran.)
+ */
+static int undeclared_pooler(int rc, sqllock_dberr *err)
+{
+    char msg[sizeof err->msg];
+
+    if (rc == SQLLOCK_OK || (strcmp(err->code, "26000") != 0 &&
+                             strcmp(err->code, "42P05") != 0))
+        return rc;
+    memcpy(msg, err->msg, sizeof msg);
+    return sqllock_dberr_set(err, SQLLOCK_EPROXY, err->code, "%s: the "
+                             "statements this connection prepared are on "
+                             "another server connection, so it goes through "
+                             "a connection pooler in transaction mode "
+                             "(PgBouncer pool_mode = transaction): add "
+                             "pooler=transaction to the URL; nothing ran",
+                             msg);
+}
+
 int sqllock__pg_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
-                      sqllock_dberr *err)
+                        sqllock_dberr *err)
 {
     sqllock_stmt *s;
     PGresult *desc = NULL;
@@ -230,7 +304,31 @@ int sqllock__pg_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
     s = calloc(1, sizeof *s);
     if (s == NULL)
         return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
-    snprintf(s->name, sizeof s->name, "sqllock_%u", c->next_name++);
+    s->kind = sqllock__pg_stmt_kind(sql);
+    s->conn = c;
+    s->row = -1;
+    /* DESIGN C1: behind a transaction pooler a named statement would stay
+     * on one server connection, which the next transaction may not get.
+     * The text is sent as an unnamed statement each time instead: Parse,
+     * Bind, Execute and Sync in one round trip, as before, at the cost of
+     * planning it each time (docs/benchmarks.md has the figures). */
+    if (c->pooler == PG_POOLER_TRANSACTION) {
+        const char *text = s->kind == PG_STMT_LOCK_TIMEOUT
+                           ? sqllock__pg_sql_lock_timeout_local : sql;
+
+        s->sql = malloc(strlen(text) + 1);
+        if (s->sql == NULL) {
+            free(s);
+            return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "",
+                                     "out of memory");
+        }
+        strcpy(s->sql, text);
+        s->nparams = -1;         /* the server checks the count */
+        *out = s;
+        return SQLLOCK_OK;
+    }
+    snprintf(s->name, sizeof s->name, "%s_%u", c->name_prefix,
+             c->next_name++);
     rc = check_usable(c, err);
     if (rc == SQLLOCK_OK)
         rc = expect_result(c, PQsendPrepare(c->pg, s->name, sql, 0, NULL),
@@ -244,13 +342,10 @@ int sqllock__pg_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
                            PGRES_COMMAND_OK, 0, &desc, err);
     if (rc != SQLLOCK_OK) {
         free(s);
-        return rc;
+        return undeclared_pooler(rc, err);
     }
     s->nparams = PQnparams(desc);
-    s->durable = sqllock__pg_stmt_kind(sql) == PG_STMT_DURABLE;
     PQclear(desc);
-    s->conn = c;
-    s->row = -1;
     *out = s;
     return SQLLOCK_OK;
 }
@@ -288,6 +383,7 @@ void sqllock__pg_finalize(sqllock_stmt *s)
     sqllock__pg_reset(s);
     /* A statement dies with its connection; deallocating it one by one
      * would cost a round trip each for nothing. */
+    free(s->sql);
     free(s);
 }
 
@@ -305,7 +401,7 @@ int sqllock__pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
         return sqllock_dberr_set(err, SQLLOCK_EINVAL, "", "a statement may "
                                  "bind at most %d values (%d given)",
                                  PG_MAX_PARAMS, nargs);
-    if (nargs != s->nparams)
+    if (s->nparams >= 0 && nargs != s->nparams)
         return sqllock_dberr_set(err, SQLLOCK_EDB, "", "statement %s takes %d "
                                  "parameters, %d given", s->name, s->nparams,
                                  nargs);
@@ -358,14 +454,26 @@ int sqllock__pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
         sqllock_dberr_set(err, rc, "", "out of memory");
     if (rc == SQLLOCK_OK)
         rc = check_usable(s->conn, err);
-    s->conn->durable = s->durable;
-    if (rc == SQLLOCK_OK)
+    s->conn->durable = s->kind == PG_STMT_DURABLE;
+    if (rc == SQLLOCK_OK && s->sql != NULL)
         rc = expect_result(s->conn,
+                           PQsendQueryParams(s->conn->pg, s->sql, nargs, NULL,
+                                             vals, binary ? lens : NULL,
+                                             binary ? formats : NULL, 0),
+                           PGRES_TUPLES_OK, PGRES_COMMAND_OK, &s->res, err);
+    else if (rc == SQLLOCK_OK)
+        rc = undeclared_pooler(expect_result(s->conn,
                            PQsendQueryPrepared(s->conn->pg, s->name, nargs,
                                                vals, binary ? lens : NULL,
                                                binary ? formats : NULL, 0),
-                           PGRES_TUPLES_OK, PGRES_COMMAND_OK, &s->res, err);
+                           PGRES_TUPLES_OK, PGRES_COMMAND_OK, &s->res, err),
+                           err);
     s->conn->durable = 0;
+    /* Transaction pooling: begin() sets this timeout again in every
+     * transaction from now on. */
+    if (rc == SQLLOCK_OK && s->kind == PG_STMT_LOCK_TIMEOUT && nargs == 1 &&
+        s->sql != NULL)
+        s->conn->txn_lock_timeout_ms = args[0].i;
     for (i = 0; i < nargs; i++)
         free(texts[i]);
     return rc;
@@ -464,17 +572,49 @@ int sqllock__pg_simple(sqllock_conn *c, const char *sql, sqllock_dberr *err)
     return pg_simple_result(c, sql, NULL, err);
 }
 
+int sqllock__pg_ping(sqllock_conn *c, int64_t bound_ms, sqllock_dberr *err)
+{
+    int64_t statement_ms = c->statement_ms, lock_wait_ms = c->lock_wait_ms;
+    int rc;
+
+    c->statement_ms = bound_ms;
+    c->lock_wait_ms = 0;
+    rc = sqllock__pg_simple(c, "SELECT 1", err);
+    c->statement_ms = statement_ms;
+    c->lock_wait_ms = lock_wait_ms;
+    return rc;
+}
+
 int sqllock__pg_exec_script(sqllock_conn *c, const char *sql, sqllock_dberr *err)
 {
     return sqllock__pg_simple(c, sql, err);
 }
 
+/* Behind a transaction pooler a transaction may run on another server
+ * connection than the last one, so the lock timeout the core set (once,
+ * as it would for a session) is set again for each transaction, in the
+ * same round trip as its BEGIN. The value is the driver's own integer,
+ * formatted here, not a value from outside. */
 int sqllock__pg_begin(sqllock_conn *c, sqllock_dberr *err)
 {
-    return sqllock__pg_simple(c, "BEGIN", err);
+    char sql[128];
+    int rc;
+
+    if (c->pooler == PG_POOLER_TRANSACTION && c->txn_lock_timeout_ms >= 0)
+        snprintf(sql, sizeof sql, "BEGIN; SELECT pg_catalog.set_config("
+                 "'lock_timeout', '%lldms', true)",
+                 (long long)(c->txn_lock_timeout_ms > 2147483647
+                             ? 2147483647 : c->txn_lock_timeout_ms));
+    else
+        snprintf(sql, sizeof sql, "BEGIN");
+    c->in_txn = 1;
+    rc = sqllock__pg_simple(c, sql, err);
+    if (rc != SQLLOCK_OK)
+        c->in_txn = 0;
+    return rc;
 }
 
-int sqllock__pg_commit(sqllock_conn *c, sqllock_dberr *err)
+static int commit(sqllock_conn *c, sqllock_dberr *err)
 {
     PGresult *res;
     int rc = SQLLOCK_OK;
@@ -500,9 +640,20 @@ int sqllock__pg_commit(sqllock_conn *c, sqllock_dberr *err)
     return rc;
 }
 
+int sqllock__pg_commit(sqllock_conn *c, sqllock_dberr *err)
+{
+    int rc = commit(c, err);
+
+    c->in_txn = 0;
+    return rc;
+}
+
 int sqllock__pg_rollback(sqllock_conn *c, sqllock_dberr *err)
 {
-    return sqllock__pg_simple(c, "ROLLBACK", err);
+    int rc = sqllock__pg_simple(c, "ROLLBACK", err);
+
+    c->in_txn = 0;
+    return rc;
 }
 
 int64_t sqllock__pg_insert_id(sqllock_stmt *s)

@@ -140,6 +140,15 @@ static const char SQL_TXN_LOCK_TIMEOUT[] =
     "SELECT set_config('lock_timeout', "
     "LEAST($1::bigint, 2147483647) || 'ms', false)";
 
+/* Behind a transaction pooler (pooler=transaction) a session setting
+ * would stay on a server connection that other clients get next, and be
+ * gone from the next transaction of ours: the timeout is set for the
+ * transaction only, and begin() sets it again in every transaction (see
+ * sqllock__pg_begin()). */
+const char sqllock__pg_sql_lock_timeout_local[] =
+    "SELECT set_config('lock_timeout', "
+    "LEAST($1::bigint, 2147483647) || 'ms', true)";
+
 /* P1, P2: the expiry test is in the DELETE itself, by the server's clock
  * and with the same now() as acquire and renew, so a lease renewed a
  * moment earlier no longer matches. The CTE bounds the batch and locks
@@ -200,5 +209,7 @@ int sqllock__pg_stmt_kind(const char *sql)
     if (strcmp(sql, SQL_LEASE_ACQUIRE) == 0 ||
         strcmp(sql, SQL_LEASE_RENEW) == 0)
         return PG_STMT_DURABLE;
+    if (strcmp(sql, SQL_TXN_LOCK_TIMEOUT) == 0)
+        return PG_STMT_LOCK_TIMEOUT;
     return PG_STMT_PLAIN;
 }
