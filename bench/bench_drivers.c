@@ -141,22 +141,28 @@ typedef bool bench_flag;
  * "by hand" always means the library's own SQL.
  */
 #if defined(SQLLOCK_HAVE_POSTGRES)
-/* drivers/postgres/postgres.c LOCK_CLASS */
+/* drivers/postgres/pg_sql.c LOCK_CLASS */
 #define PG_LOCK_CLASS "1936814924"
-/* drivers/postgres/postgres.c SQL_LEASE_ACQUIRE ($1 name, $2 owner,
- * $3 holder, $4 ttl_ms; returns the token) */
+/* drivers/postgres/pg_sql.c SQL_LEASE_ACQUIRE ($1 name, $2 owner,
+ * $3 holder, $4 ttl_ms; returns the token), with its DURABLE_COMMIT pin
+ * of synchronous_commit */
 static const char PG_ACQUIRE[] =
     "INSERT INTO sqllock_lease AS l "
     "(name, owner, holder, token, acquired_at, expires_at) "
     "SELECT $1, $2, $3, nextval('sqllock_token_seq'), now(), "
     "now() + $4::float8 * interval '1 millisecond' "
-    "FROM (SELECT pg_advisory_xact_lock(" PG_LOCK_CLASS ", hashtext($1))) AS turn "
+    "FROM (SELECT pg_advisory_xact_lock(" PG_LOCK_CLASS ", hashtext($1)), "
+    "pg_catalog.set_config('synchronous_commit', "
+    "CASE WHEN pg_catalog.current_setting('synchronous_commit') "
+    "IN ('off', 'local') THEN 'on' "
+    "ELSE pg_catalog.current_setting('synchronous_commit') END, true)"
+    ") AS turn "
     "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, "
     "holder = EXCLUDED.holder, token = EXCLUDED.token, "
     "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at "
     "WHERE l.expires_at <= EXCLUDED.acquired_at "
     "RETURNING token";
-/* drivers/postgres/postgres.c SQL_LEASE_RELEASE ($1 name, $2 owner,
+/* drivers/postgres/pg_sql.c SQL_LEASE_RELEASE ($1 name, $2 owner,
  * $3 token, $4 wake-up channel), whose commit is asynchronous and which
  * notifies waiters */
 static const char PG_RELEASE[] =
@@ -405,11 +411,36 @@ static int lib_pair(worker *w)
 /* ------------------------------------------------------------------------ */
 
 #if defined(SQLLOCK_HAVE_POSTGRES)
+/* A URL with pooler=transaction (issue 14): the library sends unnamed
+ * statements there, and so do the floor and the by-hand statements, each
+ * Parse + Bind + Execute + Sync in one round trip; the session's native
+ * lock cannot work through a transaction pooler and is left out. */
+static int g_pg_unnamed;
+
+static const struct { const char *name, *sql; } pg_stmts[] = {
+    { "bench_floor", "SELECT 1" },
+    { "bench_acquire", PG_ACQUIRE },
+    { "bench_release", PG_RELEASE },
+    { "bench_release_plain", PG_RELEASE_PLAIN },
+    { "bench_native_lock", PG_NATIVE_LOCK },
+    { "bench_native_unlock", PG_NATIVE_UNLOCK },
+};
+
 static PGresult *pg_run(worker *w, const char *stmt, int n,
                         const char *const *vals, ExecStatusType want)
 {
     PGconn *pg = w->native;
-    PGresult *r = PQexecPrepared(pg, stmt, n, vals, NULL, NULL, 0);
+    PGresult *r = NULL;
+    size_t i;
+
+    if (g_pg_unnamed) {
+        for (i = 0; i < sizeof pg_stmts / sizeof pg_stmts[0]; i++)
+            if (strcmp(pg_stmts[i].name, stmt) == 0)
+                r = PQexecParams(pg, pg_stmts[i].sql, n, NULL, vals, NULL,
+                                 NULL, 0);
+    } else {
+        r = PQexecPrepared(pg, stmt, n, vals, NULL, NULL, 0);
+    }
 
     if (r == NULL || PQresultStatus(r) != want) {
         wfail(w, "%s: %s", stmt, r != NULL ? PQresultErrorMessage(r)
@@ -434,6 +465,8 @@ static int pg_prepare(worker *w, const char *stmt, const char *sql)
 
 static int pg_setup(worker *w)
 {
+    if (g_pg_unnamed)
+        return 0;
     if (pg_prepare(w, "bench_floor", "SELECT 1") != 0 ||
         pg_prepare(w, "bench_acquire", PG_ACQUIRE) != 0 ||
         pg_prepare(w, "bench_release", PG_RELEASE) != 0 ||
@@ -592,8 +625,10 @@ static void pg_describe(worker *w, char *buf, size_t n)
     const char *host = PQhost(w->native);
     size_t len = v != NULL ? strcspn(v, " ") : 0;
 
-    snprintf(buf, n, "PostgreSQL %.*s, %s", (int)len, v != NULL ? v : "?",
-             host != NULL && host[0] != '\0' ? host : "local socket");
+    snprintf(buf, n, "PostgreSQL %.*s, %s:%s%s", (int)len,
+             v != NULL ? v : "?",
+             host != NULL && host[0] != '\0' ? host : "local socket",
+             PQport(w->native), g_pg_unnamed ? ", unnamed statements" : "");
 }
 
 /* Deletes what the bench may have left; returns the rows deleted. */
@@ -1758,7 +1793,15 @@ static void bench_url(const config *cfg, const char *url)
              scheme_end ? (int)(scheme_end - url) : 0, url);
     check_sql(bd, scheme);
     floor_setup(cfg, bd, db);
+#if defined(SQLLOCK_HAVE_POSTGRES)
+    g_pg_unnamed = strcmp(bd->name, "postgres") == 0 &&
+                   strstr(url, "pooler=transaction") != NULL;
+#endif
     nsc = bd->native_pair != NULL ? SC_COUNT : SC_NATIVE;
+#if defined(SQLLOCK_HAVE_POSTGRES)
+    if (g_pg_unnamed)
+        nsc = SC_NATIVE;
+#endif
     if (cfg->only == SC_NATIVE + 1 && nsc == SC_NATIVE)
         fprintf(stderr, "bench_drivers: %s has no native lock; nothing to "
                 "run with --only native\n", bd->name);

@@ -249,6 +249,28 @@ typedef struct sqllock_options {
  * starting from the first host. An empty entry, a bad port, a bare IPv6
  * address, more than 16 hosts, or `socket=` with several hosts is
  * SQLLOCK_EURL.
+ *
+ * Connection poolers (PostgreSQL; docs/poolers.md). The URL says what is
+ * between the client and the server: `pooler=none` (the default: the
+ * connection is the client's own), `pooler=transaction` (PgBouncer in
+ * transaction mode: no prepared statement, session setting or LISTEN
+ * outlives a transaction), `pooler=session` (a connect waits, within the
+ * connect timeout, until the pooler has given it a server connection)
+ * or `pooler=pgpool` (pgpool-II: no LISTEN through it).
+ * `listen_host=H&listen_port=P` name the server itself, for waiters to
+ * LISTEN on past the pooler; without them waiters behind a transaction
+ * pooler or pgpool-II poll. These parameters are sqllock's and do not go
+ * to libpq.
+ *
+ * SQLLOCK_EPROXY (any call that runs a statement). A statement that must
+ * commit on its own left the connection inside a transaction that the
+ * library did not begin: something in between opened one (pgpool-II in
+ * raw mode does, on a new backend). It was rolled back; nothing was
+ * committed. Also when the statements a connection prepared are on
+ * another server connection: a transaction pooler the URL does not
+ * declare (the message says to add pooler=transaction); nothing ran.
+ * A statement sent while the application has a transaction of its own
+ * open on the native handle is refused with SQLLOCK_EMISUSE, unsent.
  */
 SQLLOCK_API int sqllock_open(const char *url, const sqllock_options *opts,
                              sqllock_db **out);
@@ -321,10 +343,10 @@ typedef struct sqllock_lease_options {
 /* A waiting acquire only polls (with backoff): it neither listens for
  * PostgreSQL notifications nor waits for releases in this process; and a
  * release sends no wake-up (on PostgreSQL it then skips the NOTIFY, which
- * costs about 0.1 ms per release; see docs/benchmarks.md). For
- * connections through a pooler that does not keep LISTEN (PgBouncer in
- * transaction mode), for locks nobody waits for, and for measuring what
- * wake-ups are worth. */
+ * costs about 0.1 ms per release; see docs/benchmarks.md). For locks
+ * nobody waits for, and for measuring what wake-ups are worth. (Behind a
+ * pooler that cannot keep a LISTEN, the URL's pooler= parameter already
+ * keeps waiters from LISTENing there: docs/poolers.md.) */
 #define SQLLOCK_LEASE_NO_WAKEUP (1u << 0)
 
 /* Fast mode (DESIGN L10's opt-in), PostgreSQL only: acquires and renewals

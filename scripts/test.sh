@@ -53,6 +53,12 @@
 #   SQLLOCK_TEST_PGREPL_DIR, SQLLOCK_TEST_PGREPL_SCRIPT,
 #   SQLLOCK_TEST_GALERA_DIR, SQLLOCK_TEST_GALERA_SCRIPT
 #                           the same for test_failover and test_galera
+#   SQLLOCK_TEST_POOLERS_DIR, SQLLOCK_TEST_POOLERS_SCRIPT
+#                           the same for test_pooler and the pooled_* runs
+#                           (scripts/poolers.sh: PgBouncer and pgpool-II in
+#                           front of the PostgreSQL started here); with
+#                           your own servers they skip (and fail under
+#                           CI=true)
 #   SQLLOCK_PGREPL_PORT1, SQLLOCK_PGREPL_PORT2, SQLLOCK_GALERA_PORT
 #                           ports of the replicated fixtures (default: free
 #                           ports for PostgreSQL; 33101-33103 and
@@ -63,7 +69,7 @@ root=$(pwd)
 . scripts/lib.sh
 ensure_packages "${BUILD_PACKAGES[@]}" libcmocka-dev valgrind faketime \
   postgresql mariadb-server galera-4 rsync iproute2 libpq-dev \
-  default-libmysqlclient-dev
+  default-libmysqlclient-dev pgbouncer pgpool2
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
   ensure_packages clang libclang-rt-dev
@@ -76,6 +82,7 @@ chmod 755 "$work"
 srv=""
 galera=""
 pgrepl=""
+poolers=""
 
 cleanup() {
   local rc=$?
@@ -85,6 +92,10 @@ cleanup() {
   fi
   if [ -n "$pgrepl" ]; then
     scripts/pgrepl.sh stop "$pgrepl" || true
+  fi
+  if [ -n "$poolers" ]; then
+    scripts/poolers.sh stop "$poolers" || true
+    echo "poolers stopped"
   fi
   if [ -n "$srv" ]; then
     scripts/servers.sh stop "$srv" || true
@@ -114,6 +125,8 @@ fi
 # test_failover and test_galera the replicated ones: only ever the ones
 # started below, never servers that someone else may be using.
 unset SQLLOCK_TEST_SERVERS_DIR SQLLOCK_TEST_SERVERS_SCRIPT \
+      SQLLOCK_TEST_POOLERS_DIR SQLLOCK_TEST_POOLERS_SCRIPT \
+      SQLLOCK_TEST_POOLER_URLS \
       SQLLOCK_TEST_PGREPL_DIR SQLLOCK_TEST_PGREPL_SCRIPT \
       SQLLOCK_TEST_GALERA_DIR SQLLOCK_TEST_GALERA_SCRIPT
 if [ -n "${SQLLOCK_TEST_URLS:-}" ]; then
@@ -140,6 +153,15 @@ else
   rw_my_url=$SQLLOCK_TEST_MYSQL_RW_URL
   export SQLLOCK_TEST_SERVERS_SCRIPT="$root/scripts/servers.sh"
   SQLLOCK_TEST_URLS="sqlite://$work/locks.db $SQLLOCK_TEST_PG_URL"
+  # Issue 14: PgBouncer (transaction and session mode) and pgpool-II (raw
+  # and streaming-replication mode) in front of that PostgreSQL, for
+  # test_pooler and the pooled_* runs of the contract and exclusion
+  # suites (tests/pooled.sh).
+  echo "== starting PgBouncer and pgpool-II in $work/poolers"
+  poolers="$work/poolers"
+  scripts/poolers.sh start "$poolers" "$srv"
+  export SQLLOCK_TEST_POOLERS_DIR="$poolers"
+  export SQLLOCK_TEST_POOLERS_SCRIPT="$root/scripts/poolers.sh"
   if [ "$have_mysql" = 1 ]; then
     SQLLOCK_TEST_URLS="$SQLLOCK_TEST_URLS $SQLLOCK_TEST_MYSQL_URL"
   fi

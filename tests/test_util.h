@@ -130,6 +130,18 @@ static inline int tu_urls_load(tu_urls *u)
     return 0;
 }
 
+/* 1 when `url` goes through a connection pooler (pooler= other than
+ * none, tests/pooled.sh): the server connection is the pooler's, so
+ * backend ids, startup options and application names are not the
+ * client's own. */
+static inline int tu_url_pooled(const char *url)
+{
+    const char *p = strstr(url, "pooler=");
+
+    return p != NULL && (p[-1] == '?' || p[-1] == '&') &&
+           strncmp(p + 7, "none", 4) != 0;
+}
+
 static inline void tu_urls_free(tu_urls *u)
 {
     int i;
@@ -459,6 +471,11 @@ static inline int tu_empty_target(sqllock_db *db, const char *url,
         static unsigned n;
         snprintf(out, size, "sqlite://%s/empty-%u.db", dir, n++);
         return 1;
+    }
+    if (strcmp(drv, "postgres") == 0 && tu_url_pooled(url)) {
+        snprintf(why, why_size, "the empty target is reached with the "
+                 "options startup parameter, which PgBouncer refuses");
+        return 0;
     }
     if (strcmp(drv, "postgres") == 0) {
         snprintf(out, size, "%s%coptions=-csearch_path%%3D" TU_EMPTY_NAME,
