@@ -17,6 +17,11 @@
  * reconnect could run a statement again whose effect is unknown; the core
  * reconnects on the next call instead, after the driver reports
  * SQLLOCK_ECONNECT.
+ *
+ * The URL takes MySQL's TLS settings (ssl_mode, ssl_ca, ssl_capath,
+ * ssl_cert, ssl_key, ssl_cipher, ssl_crl, ssl_crlpath) and an option file
+ * (option_file, option_group; optfile.c reads it) for the login and the
+ * TLS settings; the URL's own values win over the file's.
  */
 #include <errno.h>
 #include <limits.h>
@@ -30,7 +35,7 @@
 
 #include <mysql.h>
 
-#include "sqllock_driver.h"
+#include "mydrv.h"
 
 /*
  * The statements. Placeholders are `?`; the `args` string of each entry
@@ -439,16 +444,6 @@ static void library_init(void)
     library_rc = mysql_library_init(0, NULL, NULL);
 }
 
-/* The TLS modes of the ssl_mode URL parameter, named as MySQL names them. */
-typedef enum mydrv_ssl_mode {
-    MYDRV_SSL_DEFAULT = 0,
-    MYDRV_SSL_DISABLED,
-    MYDRV_SSL_PREFERRED,
-    MYDRV_SSL_REQUIRED,
-    MYDRV_SSL_VERIFY_CA,
-    MYDRV_SSL_VERIFY_IDENTITY
-} mydrv_ssl_mode;
-
 /* The most hosts a URL may list (a Galera cluster has a handful of
  * nodes; a longer list is more likely a mistake). */
 #define MYDRV_MAX_HOSTS 16
@@ -464,32 +459,26 @@ typedef struct mydrv_target {
     char *hostbuf;             /* a host list's entries, split; or NULL */
     const char *socket;
     const char *database;
-    mydrv_ssl_mode ssl;
+    /* The login and TLS settings: the URL's, else the option file's
+     * (see load_option_file()). */
+    const char *user;
+    const char *password;
+    mydrv_ssl_mode ssl;        /* the mode in force (see tls_mode()) */
+    const char *tls[MYDRV_TLS_N];
+    /* The URL's option_file= (has_option_file: given, maybe empty) and
+     * option_group=, and what the file said. */
+    int has_option_file;
+    const char *option_file;
+    const char *option_group;
+    mydrv_optfile file;
 } mydrv_target;
 
+/* The URL's ssl_mode. */
 static int parse_ssl_mode(const char *v, mydrv_ssl_mode *mode,
                           sqllock_dberr *err)
 {
-    static const struct { const char *name; mydrv_ssl_mode mode; } modes[] = {
-        { "DISABLED", MYDRV_SSL_DISABLED },
-        { "PREFERRED", MYDRV_SSL_PREFERRED },
-        { "REQUIRED", MYDRV_SSL_REQUIRED },
-        { "VERIFY_CA", MYDRV_SSL_VERIFY_CA },
-        { "VERIFY_IDENTITY", MYDRV_SSL_VERIFY_IDENTITY },
-    };
-    size_t i, k;
-
-    for (i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-        const char *n = modes[i].name;
-        /* Case-insensitive, ASCII only. */
-        for (k = 0; n[k] != '\0' && v[k] != '\0'; k++)
-            if ((v[k] >= 'a' && v[k] <= 'z' ? v[k] - 32 : v[k]) != n[k])
-                break;
-        if (n[k] == '\0' && v[k] == '\0') {
-            *mode = modes[i].mode;
-            return SQLLOCK_OK;
-        }
-    }
+    if (sqllock__my_ssl_mode_parse(v, mode))
+        return SQLLOCK_OK;
     return sqllock_dberr_set(err, SQLLOCK_EURL, "", "ssl_mode must be "
                              "DISABLED, PREFERRED, REQUIRED, VERIFY_CA or "
                              "VERIFY_IDENTITY, not '%s'", v);
@@ -592,6 +581,78 @@ static void target_free(mydrv_target *t)
 {
     free(t->hostbuf);
     t->hostbuf = NULL;
+    sqllock__my_optfile_free(&t->file);
+}
+
+/* The URL parameters the driver knows, for the message about one it does
+ * not. */
+#define MYDRV_KNOWN_PARAMS "socket, ssl_mode, ssl_ca, ssl_capath, " \
+    "ssl_cert, ssl_key, ssl_cipher, ssl_crl, ssl_crlpath, option_file, " \
+    "option_group"
+
+/* 1 if an unknown parameter's name looks like a password's. */
+static int password_like(const char *key)
+{
+    static const char *const names[] = {
+        "password", "passwd", "pass", "pwd", "secret", NULL
+    };
+    int i;
+
+    for (i = 0; names[i] != NULL; i++)
+        if (strcasecmp(key, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Reads one URL parameter into `t`: 1 if it is the driver's, 0 if not. */
+static int url_param(const sqllock_url *url, int i, mydrv_target *t,
+                     int *rc, sqllock_dberr *err)
+{
+    const char *key = url->keys[i], *value = url->values[i];
+    int k;
+
+    *rc = SQLLOCK_OK;
+    if (strcmp(key, "socket") == 0) {
+        if (value[0] != '/')
+            *rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "socket must be "
+                                    "an absolute path, not '%s'", value);
+        t->socket = value;
+        return 1;
+    }
+    if (strcmp(key, "ssl_mode") == 0) {
+        *rc = parse_ssl_mode(value, &t->ssl, err);
+        return 1;
+    }
+    if (strcmp(key, "option_file") == 0) {
+        /* Empty: read no option file, not even ~/.my.cnf. */
+        t->has_option_file = 1;
+        t->option_file = value;
+        return 1;
+    }
+    if (strcmp(key, "option_group") == 0) {
+        if (value[0] == '\0')
+            *rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "option_group is "
+                                    "empty: name the group to read besides "
+                                    "[client]");
+        t->option_group = value;
+        return 1;
+    }
+    if (strncmp(key, "ssl_", 4) == 0) {
+        for (k = 0; k < MYDRV_TLS_N; k++) {
+            if (strcmp(key + 4, sqllock__my_tls_names[k]) != 0)
+                continue;
+            if (value[0] == '\0')
+                *rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "%s is empty: "
+                                        "give a %s", key,
+                                        k == MYDRV_TLS_CIPHER ? "cipher list"
+                                        : k == MYDRV_TLS_CAPATH ||
+                                          k == MYDRV_TLS_CRLPATH
+                                        ? "directory" : "file");
+            t->tls[k] = value;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* Checks the URL and reads its parameters into `t`; target_free() frees
@@ -608,21 +669,19 @@ static int parse_url(const sqllock_url *url, mydrv_target *t,
                                  "%s://user:password@host:port/database",
                                  url->scheme, url->scheme);
     for (i = 0; i < url->nparams; i++) {
-        if (strcmp(url->keys[i], "socket") == 0) {
-            if (url->values[i][0] != '/')
-                return sqllock_dberr_set(err, SQLLOCK_EURL, "", "socket must "
-                                         "be an absolute path, not '%s'",
-                                         url->values[i]);
-            t->socket = url->values[i];
-        } else if (strcmp(url->keys[i], "ssl_mode") == 0) {
-            rc = parse_ssl_mode(url->values[i], &t->ssl, err);
-            if (rc != SQLLOCK_OK)
-                return rc;
-        } else {
+        /* The message names the parameter, never its value, which may be
+         * a password under a name the driver does not know (DESIGN C4). */
+        if (!url_param(url, i, t, &rc, err))
             return sqllock_dberr_set(err, SQLLOCK_EURL, "", "unknown %s URL "
-                                     "parameter '%s' (known: socket, "
-                                     "ssl_mode)", url->scheme, url->keys[i]);
-        }
+                                     "parameter '%s'%s (known: "
+                                     MYDRV_KNOWN_PARAMS ")", url->scheme,
+                                     url->keys[i], password_like(url->keys[i])
+                                     ? ": a password goes in the URL's user "
+                                       "info (mysql://user:password@host/db) "
+                                       "or in an option file (option_file=)"
+                                     : "");
+        if (rc != SQLLOCK_OK)
+            return rc;
     }
     host = url->host != NULL && url->host[0] != '\0' ? url->host : NULL;
     if (host != NULL && strchr(host, ',') != NULL) {
@@ -670,6 +729,85 @@ static int parse_url(const sqllock_url *url, mydrv_target *t,
     return SQLLOCK_OK;
 }
 
+/*
+ * Reads the option file the URL asks for, and fills the login and TLS
+ * settings of `t` with the file's where the URL gives none (the URL's own
+ * values win). Which file:
+ * - option_file=PATH: that file, which must exist; option_file= (empty)
+ *   reads none, not even ~/.my.cnf.
+ * - otherwise ~/.my.cnf ($HOME/.my.cnf, skipped when it does not exist),
+ *   when the URL names option_group=, or has neither a user nor a
+ *   password: the user's own file, where MySQL's clients find their
+ *   login. A URL with its own credentials reads no file unless it says
+ *   so, as before option files were read.
+ * The groups are [client] (with MariaDB's [client-server] and
+ * [client-mariadb]) and option_group's, in file order.
+ */
+static int load_option_file(const sqllock_url *url, mydrv_target *t,
+                            sqllock_dberr *err)
+{
+    const char *home = getenv("HOME"), *path = NULL;
+    char *buf = NULL;
+    int rc = SQLLOCK_OK, k, no_login;
+
+    no_login = (url->user == NULL || url->user[0] == '\0') &&
+               url->password == NULL;
+    if (t->has_option_file) {
+        path = t->option_file[0] != '\0' ? t->option_file : NULL;
+    } else if ((t->option_group != NULL || no_login) && home != NULL &&
+               home[0] != '\0') {
+        buf = malloc(strlen(home) + sizeof "/.my.cnf");
+        if (buf == NULL)
+            return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+        sprintf(buf, "%s/.my.cnf", home);
+        path = buf;
+    }
+    if (path != NULL)
+        rc = sqllock__my_optfile_read(path, t->option_group, buf != NULL,
+                                      &t->file, err);
+    free(buf);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    t->user = url->user != NULL && url->user[0] != '\0' ? url->user
+                                                         : t->file.user;
+    t->password = url->password != NULL ? url->password : t->file.password;
+    if (t->ssl == MYDRV_SSL_DEFAULT)
+        t->ssl = t->file.mode;
+    for (k = 0; k < MYDRV_TLS_N; k++)
+        if (t->tls[k] == NULL)
+            t->tls[k] = t->file.tls[k];
+    return SQLLOCK_OK;
+}
+
+/*
+ * Settles the TLS mode. Without ssl_mode (in the URL or the option file),
+ * a named CA means VERIFY_CA and other TLS settings (a client certificate,
+ * a cipher list, a CRL) mean REQUIRED: TLS files must not leave the
+ * connection open to a plain-text fallback. With none, the client
+ * library's default holds (MariaDB Connector/C 3.3: no TLS).
+ * VERIFY_CA needs a CA: MariaDB Connector/C checks the certificate chain
+ * only against a CA it is given, so without one it would check nothing.
+ */
+static int tls_mode(mydrv_target *t, sqllock_dberr *err)
+{
+    int k, ca = t->tls[MYDRV_TLS_CA] != NULL ||
+                t->tls[MYDRV_TLS_CAPATH] != NULL, other = 0;
+
+    for (k = 0; k < MYDRV_TLS_N; k++)
+        if (t->tls[k] != NULL)
+            other = 1;
+    if (t->ssl == MYDRV_SSL_DEFAULT)
+        t->ssl = ca ? MYDRV_SSL_VERIFY_CA
+                    : other ? MYDRV_SSL_REQUIRED : MYDRV_SSL_DEFAULT;
+    if (t->ssl == MYDRV_SSL_VERIFY_CA && !ca)
+        return sqllock_dberr_set(err, SQLLOCK_EURL, "", "ssl_mode=VERIFY_CA "
+                                 "needs the CA that signed the server's "
+                                 "certificate: give ssl_ca=/path/to/ca.pem "
+                                 "or ssl_capath=/path/to/dir (in the URL or "
+                                 "the option file)");
+    return SQLLOCK_OK;
+}
+
 /* Sets one option; the client library refuses only options it does not
  * know, which is reported as an error. */
 static int set_option(MYSQL *my, enum mysql_option opt, const void *value,
@@ -681,37 +819,63 @@ static int set_option(MYSQL *my, enum mysql_option opt, const void *value,
     return SQLLOCK_OK;
 }
 
-/* Asks for TLS as the URL's ssl_mode says, with the options this client
- * library has. */
-static int set_tls(MYSQL *my, mydrv_ssl_mode mode, sqllock_dberr *err)
+/*
+ * Asks for TLS as the mode in force says (see tls_mode()), and hands the
+ * client library the TLS files; with DISABLED it gets none, since
+ * MariaDB Connector/C turns TLS on when it is given any.
+ *
+ * What each mode checks with MariaDB Connector/C 3.3 (OpenSSL), read
+ * from its source (libmariadb/secure/openssl.c, ma_pvio.c,
+ * plugins/auth/my_auth.c) and tested in tests/test_tls.c:
+ * - PREFERRED, REQUIRED: MYSQL_OPT_SSL_ENFORCE, which only asks for TLS
+ *   when the server offers it (a server without TLS gets plain text; for
+ *   REQUIRED after_connect() then refuses the connection). A named CA
+ *   makes the library verify the chain against it (SSL_VERIFY_PEER).
+ * - VERIFY_CA: the same, with a CA (tls_mode() insists): the chain must
+ *   lead to it; the host name is not checked.
+ * - VERIFY_IDENTITY: MYSQL_OPT_SSL_VERIFY_SERVER_CERT as well: the chain
+ *   is verified (against the named CA, else OpenSSL's default CA store)
+ *   and the host as written in the URL must match the certificate
+ *   (X509_check_host() on its DNS names, X509_check_ip_asc() on its IP
+ *   addresses), before the login is sent; a server without TLS is
+ *   refused then too.
+ * Oracle's libmysqlclient takes the mode itself (MYSQL_OPT_SSL_MODE).
+ */
+static int set_tls(MYSQL *my, const mydrv_target *t, sqllock_dberr *err)
 {
+    static const enum mysql_option files[MYDRV_TLS_N] = {
+        MYSQL_OPT_SSL_CA, MYSQL_OPT_SSL_CAPATH, MYSQL_OPT_SSL_CERT,
+        MYSQL_OPT_SSL_KEY, MYSQL_OPT_SSL_CIPHER, MYSQL_OPT_SSL_CRL,
+        MYSQL_OPT_SSL_CRLPATH
+    };
+    static const char *const names[MYDRV_TLS_N] = {
+        "SSL_CA", "SSL_CAPATH", "SSL_CERT", "SSL_KEY", "SSL_CIPHER",
+        "SSL_CRL", "SSL_CRLPATH"
+    };
+    int k, rc = SQLLOCK_OK;
 #if defined(MARIADB_PACKAGE_VERSION)
     mydrv_flag on = 1, off = 0;
-    int rc = SQLLOCK_OK;
+#else
+    unsigned int m;
+#endif
 
-    switch (mode) {
+    if (t->ssl != MYDRV_SSL_DISABLED)
+        for (k = 0; k < MYDRV_TLS_N && rc == SQLLOCK_OK; k++)
+            if (t->tls[k] != NULL)
+                rc = set_option(my, files[k], t->tls[k], names[k], err);
+    if (rc != SQLLOCK_OK)
+        return rc;
+#if defined(MARIADB_PACKAGE_VERSION)
+    switch (t->ssl) {
     case MYDRV_SSL_DEFAULT:
         break;
     case MYDRV_SSL_DISABLED:
         rc = set_option(my, MYSQL_OPT_SSL_ENFORCE, &off, "SSL_ENFORCE", err);
         break;
     case MYDRV_SSL_PREFERRED:
-        /* TLS when the server offers it, without verification. */
-        if (mysql_ssl_set(my, NULL, NULL, NULL, NULL, NULL) != 0)
-            rc = sqllock_dberr_set(err, SQLLOCK_EDB, "", "the MySQL client "
-                                   "library refused TLS");
-        break;
     case MYDRV_SSL_REQUIRED:
-        /* Connector/C does not refuse a server without TLS for this
-         * option alone; after_connect() checks that TLS is in use. */
-        rc = set_option(my, MYSQL_OPT_SSL_ENFORCE, &on, "SSL_ENFORCE", err);
-        break;
     case MYDRV_SSL_VERIFY_CA:
-        rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "ssl_mode=VERIFY_CA is "
-                               "not available with MariaDB Connector/C, which "
-                               "always checks the host name when it verifies "
-                               "the server certificate: use "
-                               "ssl_mode=VERIFY_IDENTITY");
+        rc = set_option(my, MYSQL_OPT_SSL_ENFORCE, &on, "SSL_ENFORCE", err);
         break;
     case MYDRV_SSL_VERIFY_IDENTITY:
         rc = set_option(my, MYSQL_OPT_SSL_ENFORCE, &on, "SSL_ENFORCE", err);
@@ -723,9 +887,7 @@ static int set_tls(MYSQL *my, mydrv_ssl_mode mode, sqllock_dberr *err)
     return rc;
 #else
     /* Oracle's libmysqlclient 5.7.11 and later take the mode itself. */
-    unsigned int m;
-
-    switch (mode) {
+    switch (t->ssl) {
     case MYDRV_SSL_DEFAULT:
         return SQLLOCK_OK;
     case MYDRV_SSL_DISABLED:
@@ -782,7 +944,7 @@ static int set_options(MYSQL *my, const sqllock_connect_params *p,
     }
 #endif
     if (rc == SQLLOCK_OK)
-        rc = set_tls(my, t->ssl, err);
+        rc = set_tls(my, t, err);
     return rc;
 }
 
@@ -851,13 +1013,13 @@ static int after_connect(sqllock_conn *c, const mydrv_target *t,
     char sql[128], val[32];
     int found = 0, rc;
 
-    if ((t->ssl == MYDRV_SSL_REQUIRED || t->ssl == MYDRV_SSL_VERIFY_IDENTITY) &&
+    if ((t->ssl == MYDRV_SSL_REQUIRED || t->ssl == MYDRV_SSL_VERIFY_CA ||
+         t->ssl == MYDRV_SSL_VERIFY_IDENTITY) &&
         mysql_get_ssl_cipher(my) == NULL)
         return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "ssl_mode=%s "
                                  "asks for TLS, but the connection does not "
                                  "use it (the server offers no TLS)",
-                                 t->ssl == MYDRV_SSL_REQUIRED ? "REQUIRED"
-                                 : "VERIFY_IDENTITY");
+                                 sqllock__my_ssl_mode_name(t->ssl));
     snprintf(sql, sizeof sql, "SET time_zone = '+00:00', %s = "
              "'READ-COMMITTED'", isolation_var(my));
     if (mysql_real_query(my, sql, (unsigned long)strlen(sql)) != 0) {
@@ -920,12 +1082,35 @@ static void append(char *buf, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
+/* After a failed TLS handshake (2026), says what the mode in force checked,
+ * since the client library's words are OpenSSL's ("self-signed
+ * certificate in certificate chain"). */
+static void tls_hint(const mydrv_target *t, const mydrv_host *h,
+                     sqllock_dberr *err)
+{
+    const char *ca = t->tls[MYDRV_TLS_CA] != NULL ? t->tls[MYDRV_TLS_CA]
+                     : t->tls[MYDRV_TLS_CAPATH];
+
+    if (strstr(err->msg, "Validation of SSL server certificate") != NULL)
+        append(err->msg, sizeof err->msg, "; the server's certificate does "
+               "not name the host '%s' (ssl_mode=VERIFY_IDENTITY checks the "
+               "host name as the URL writes it; VERIFY_CA does not)",
+               h->name);
+    else if (ca != NULL)
+        append(err->msg, sizeof err->msg, "; the server's certificate was "
+               "not accepted: it must be signed by the CA in %s (ssl_%s)",
+               ca, t->tls[MYDRV_TLS_CA] != NULL ? "ca" : "capath");
+    else if (t->ssl == MYDRV_SSL_VERIFY_IDENTITY)
+        append(err->msg, sizeof err->msg, "; without ssl_ca the server's "
+               "certificate is checked against the system's CA store: give "
+               "ssl_ca= with the CA that signed it");
+}
+
 /*
  * Connects `c` to one host and sets the session up. On failure c->my is
  * closed and NULL, and `err` says why, without naming the host.
  */
-static int connect_host(sqllock_conn *c, const sqllock_url *url,
-                        const sqllock_connect_params *p,
+static int connect_host(sqllock_conn *c, const sqllock_connect_params *p,
                         const mydrv_target *t, const mydrv_host *h,
                         sqllock_dberr *err)
 {
@@ -937,17 +1122,33 @@ static int connect_host(sqllock_conn *c, const sqllock_url *url,
         return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory "
                                  "(mysql_init)");
     rc = set_options(c->my, p, t, err);
-    /* The password goes to the client library only, never into a
-     * message. */
+    /* The password (the URL's or the option file's) goes to the client
+     * library only, never into a message. */
     if (rc == SQLLOCK_OK &&
-        mysql_real_connect(c->my, h->name, url->user, url->password,
+        mysql_real_connect(c->my, h->name, t->user, t->password,
                            t->database, h->port, t->socket, 0) == NULL) {
+        unsigned int code = mysql_errno(c->my);
+
         rc = fail_conn(c->my, err, NULL);
         /* Whatever else goes wrong in a connect (unknown database, too
          * many connections, a TLS failure) is a failed connect; refused
          * credentials and memory keep their own status. */
         if (rc != SQLLOCK_EPERM && rc != SQLLOCK_ENOMEM)
             err->status = rc = SQLLOCK_ECONNECT;
+        /* An account created REQUIRE SSL (or X509) that logs in without
+         * TLS is refused like a wrong password, 1045, with nothing that
+         * says TLS; the server never tells which. */
+        if (code == 1045 && (t->ssl == MYDRV_SSL_DEFAULT ||
+                             t->ssl == MYDRV_SSL_DISABLED))
+            append(err->msg, sizeof err->msg, "; the account may require "
+                   "TLS: add ssl_mode=REQUIRED (or VERIFY_IDENTITY with "
+                   "ssl_ca=...)");
+        else if (code == 1045 && t->tls[MYDRV_TLS_CERT] == NULL)
+            append(err->msg, sizeof err->msg, "; if the account requires a "
+                   "client certificate (REQUIRE X509), give ssl_cert= and "
+                   "ssl_key=");
+        else if (code == 2026)     /* CR_SSL_CONNECTION_ERROR */
+            tls_hint(t, h, err);
     } else if (rc == SQLLOCK_OK) {
         rc = after_connect(c, t, err);
     }
@@ -981,6 +1182,10 @@ static int mydrv_connect(const sqllock_url *url,
 
     *out = NULL;
     rc = parse_url(url, &t, err);
+    if (rc == SQLLOCK_OK)
+        rc = load_option_file(url, &t, err);
+    if (rc == SQLLOCK_OK)
+        rc = tls_mode(&t, err);
     if (rc != SQLLOCK_OK) {
         target_free(&t);
         return rc;
@@ -1001,7 +1206,7 @@ static int mydrv_connect(const sqllock_url *url,
     tried[0] = '\0';
     for (i = 0; i < t.nhosts; i++) {
         memset(&herr, 0, sizeof herr);
-        rc = connect_host(c, url, p, &t, &t.hosts[i], &herr);
+        rc = connect_host(c, p, &t, &t.hosts[i], &herr);
         if (rc == SQLLOCK_OK) {
             target_free(&t);
             *out = c;
