@@ -12,8 +12,11 @@
  *
  * Each session runs with the time zone set to UTC, so that NOW(6) and the
  * DATETIME(6) columns are UTC and no daylight-saving jump can move an
- * expiry, and with READ COMMITTED isolation, so that the insert path
- * takes no gap locks. Automatic reconnection stays off: a silent
+ * expiry, with READ COMMITTED isolation, so that the insert path takes no
+ * gap locks, and with autocommit on, so that a statement the core runs
+ * outside its own transaction commits by itself; a session found inside a
+ * transaction after such a statement fails it with SQLLOCK_EPROXY (DESIGN
+ * C2, check_committed()). Automatic reconnection stays off: a silent
  * reconnect could run a statement again whose effect is unknown; the core
  * reconnects on the next call instead, after the driver reports
  * SQLLOCK_ECONNECT.
@@ -224,7 +227,8 @@ static const sqllock_dialect mysql_dialect = {
 };
 
 /* The session set-up, run once per connection (see the file comment). */
-static const char SQL_SESSION_TZ[] = "SET time_zone = '+00:00'";
+static const char SQL_SESSION_TZ[] =
+    "SET time_zone = '+00:00', autocommit = 1";
 static const char SQL_SESSION_ISOLATION[] =
     "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
 /* Galera (see after_connect()). MySQL 8.0 runs both and answers no row. */
@@ -283,6 +287,7 @@ typedef bool mydrv_flag;
 struct sqllock_conn {
     MYSQL *my;
     int galera;                 /* a Galera cluster node (wsrep_on ON) */
+    int in_txn;                 /* between begin() and commit()/rollback() */
     unsigned int io_timeout_s;  /* io_timeout_s() at the connect */
     int64_t statement_ms;       /* its parts, for messages */
     int64_t lock_wait_ms;
@@ -994,10 +999,10 @@ static const char *isolation_var(MYSQL *my)
 /*
  * Sets the session up after the connect, and learns whether the server is
  * a Galera cluster node. On a plain server that costs two round trips, as
- * before Galera support: one SET for the time zone and the isolation
- * level (the two SET statements of old, the isolation level set through
- * its variable, whose name the server's version gives; should the server
- * not know it, error 1193, the two statements run instead), and SHOW
+ * before Galera support: one SET for the time zone, the isolation level
+ * and autocommit (the isolation level set through its variable, whose
+ * name the server's version gives; should the server not know it, error
+ * 1193, two statements run instead), and SHOW
  * VARIABLES LIKE 'wsrep_on', which MySQL 8.0 runs too and answers with no
  * row (D4). On a Galera node (wsrep_on ON) a third, SHOW STATUS LIKE
  * 'wsrep_ready', says whether the node is in the primary component; a
@@ -1005,6 +1010,13 @@ static const char *isolation_var(MYSQL *my)
  * connect reports it as a failed connect (SQLLOCK_ECONNECT) and a host
  * list goes on to its next host. SET and SHOW are the statements such a
  * node still runs.
+ *
+ * autocommit = 1 undoes a server's autocommit=0 and an init_connect that
+ * turns it off (both run before this SET), so that the statements the
+ * core runs outside its own transactions commit on their own (DESIGN C2).
+ * Whatever turns it off later, or opens a transaction behind the
+ * driver's back (a proxy, the application through the native handle), is
+ * caught by check_committed() and mydrv_begin().
  */
 static int after_connect(sqllock_conn *c, const mydrv_target *t,
                          sqllock_dberr *err)
@@ -1021,14 +1033,15 @@ static int after_connect(sqllock_conn *c, const mydrv_target *t,
                                  "use it (the server offers no TLS)",
                                  sqllock__my_ssl_mode_name(t->ssl));
     snprintf(sql, sizeof sql, "SET time_zone = '+00:00', %s = "
-             "'READ-COMMITTED'", isolation_var(my));
+             "'READ-COMMITTED', autocommit = 1", isolation_var(my));
     if (mysql_real_query(my, sql, (unsigned long)strlen(sql)) != 0) {
         if (mysql_errno(my) != 1193)       /* ER_UNKNOWN_SYSTEM_VARIABLE */
-            return fail_conn(my, err, "setting the session time zone to UTC "
-                             "and READ COMMITTED isolation");
+            return fail_conn(my, err, "setting the session time zone to UTC, "
+                             "READ COMMITTED isolation and autocommit");
         if (mysql_real_query(my, SQL_SESSION_TZ,
                              sizeof SQL_SESSION_TZ - 1) != 0)
-            return fail_conn(my, err, "setting the session time zone to UTC");
+            return fail_conn(my, err, "setting the session time zone to UTC "
+                             "and autocommit");
         if (mysql_real_query(my, SQL_SESSION_ISOLATION,
                              sizeof SQL_SESSION_ISOLATION - 1) != 0)
             return fail_conn(my, err, "setting READ COMMITTED isolation");
@@ -1254,6 +1267,62 @@ static void mydrv_disconnect(sqllock_conn *c)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Committed on its own (DESIGN C2)                                         */
+/* ------------------------------------------------------------------------ */
+
+/* Why a session is inside a transaction the driver did not begin, from
+ * the server's status flags: autocommit off, or a transaction opened. */
+static const char *why_in_transaction(const MYSQL *my)
+{
+    if (!(my->server_status & SERVER_STATUS_AUTOCOMMIT))
+        return "autocommit is off on this session, turned off after the "
+               "connect (which turns it on, whatever the server's "
+               "autocommit or init_connect say) by a proxy or by a "
+               "statement through the native handle";
+    return "a transaction was opened on this connection outside sqllock, "
+           "by a proxy or by a statement through the native handle";
+}
+
+/*
+ * After a statement the core ran outside its own transaction (outside
+ * begin() .. commit()): such a statement -- a lease grant, renewal or
+ * release, a record's create, compare-and-set or delete, the reaper's
+ * DELETE -- must have committed on its own. The server's answer says
+ * whether the session is still inside a transaction
+ * (SERVER_STATUS_IN_TRANS); if it is, the statement's effect is not
+ * committed and would be committed by whoever commits next -- a renewal
+ * or a release reported as failed, or a compare-and-set the caller then
+ * retries, could take effect after all. So it is rolled back, and the
+ * call fails with SQLLOCK_EPROXY. A ROLLBACK that fails leaves the
+ * transaction open: the connection is reported lost then
+ * (SQLLOCK_ECONNECT), so that the core drops it and the server rolls the
+ * transaction back when the connection ends. The check costs no round
+ * trip: the status comes with every answer.
+ */
+static int check_committed(sqllock_conn *c, sqllock_dberr *err)
+{
+    char why[300], rbmsg[200];
+
+    if (c->in_txn || !(c->my->server_status & SERVER_STATUS_IN_TRANS))
+        return SQLLOCK_OK;
+    snprintf(why, sizeof why, "%s", why_in_transaction(c->my));
+    if (mysql_rollback(c->my) != 0) {
+        snprintf(rbmsg, sizeof rbmsg, "%s", mysql_error(c->my));
+        return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "the statement "
+                                 "was not committed: the connection was "
+                                 "left inside a transaction after it, "
+                                 "because %s; the ROLLBACK failed too (%s), "
+                                 "so the connection is dropped and the "
+                                 "server rolls the transaction back", why,
+                                 rbmsg);
+    }
+    return sqllock_dberr_set(err, SQLLOCK_EPROXY, "", "the statement was not "
+                             "committed: the connection was left inside a "
+                             "transaction after it, because %s; it was "
+                             "rolled back, nothing was committed", why);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Statements                                                               */
 /* ------------------------------------------------------------------------ */
 
@@ -1441,7 +1510,11 @@ static int mydrv_execute(sqllock_stmt *s, const sqllock_value *args,
     if (s->ncols == 0 || mysql_stmt_field_count(s->st) == 0) {
         s->affected = (int64_t)mysql_stmt_affected_rows(s->st);
         s->insert_id = (int64_t)mysql_stmt_insert_id(s->st);
-        return SQLLOCK_OK;
+        /* A statement without rows writes: it must have committed unless
+         * it ran in the core's transaction (C2). A read has nothing to
+         * commit, and an open transaction it leaves is caught by the next
+         * write or begin(). */
+        return check_committed(s->conn, err);
     }
     /* The whole result comes to the client at once, so the connection is
      * free again at once and no later call finds it busy. */
@@ -1632,7 +1705,8 @@ static int mydrv_exec_script(sqllock_conn *c, const char *sql,
         }
         p = *end == ';' ? end + 1 : end;
     }
-    return SQLLOCK_OK;
+    /* DDL commits by itself, the script's inserts must too (C2). */
+    return check_committed(c, err);
 }
 
 static void *mydrv_native(sqllock_conn *c)
@@ -1640,14 +1714,31 @@ static void *mydrv_native(sqllock_conn *c)
     return c->my;
 }
 
+/*
+ * A session whose autocommit is off would run the transaction well, but
+ * every statement the core runs outside a transaction afterwards (the
+ * lease's renewal and release, records) would not commit (C2): refused
+ * here already, from the status of the server's last answer (no round
+ * trip), so that a lease is not granted that could be neither renewed nor
+ * released. A transaction opened by someone else with autocommit on is
+ * not refused: START TRANSACTION commits it, as MySQL does, and the
+ * core's own transaction then commits what it must.
+ */
 static int mydrv_begin(sqllock_conn *c, sqllock_dberr *err)
 {
     static const char begin[] = "START TRANSACTION";
-    int64_t t0 = mono_ms();
+    int64_t t0;
 
+    if (!(c->my->server_status & SERVER_STATUS_AUTOCOMMIT))
+        return sqllock_dberr_set(err, SQLLOCK_EPROXY, "", "not begun: %s, so "
+                                 "the statements that must commit on their "
+                                 "own would not; nothing was committed",
+                                 why_in_transaction(c->my));
+    t0 = mono_ms();
     if (mysql_real_query(c->my, begin, sizeof begin - 1) != 0)
         return fail_timed(c, t0, fail_conn(c->my, err, "START TRANSACTION"),
                           err);
+    c->in_txn = 1;
     return SQLLOCK_OK;
 }
 
@@ -1655,6 +1746,7 @@ static int mydrv_commit(sqllock_conn *c, sqllock_dberr *err)
 {
     int64_t t0 = mono_ms();
 
+    c->in_txn = 0;
     if (mysql_commit(c->my) != 0)
         return fail_timed(c, t0, fail_conn(c->my, err, "COMMIT"), err);
     return SQLLOCK_OK;
@@ -1666,6 +1758,7 @@ static int mydrv_rollback(sqllock_conn *c, sqllock_dberr *err)
 {
     int64_t t0 = mono_ms();
 
+    c->in_txn = 0;
     if (mysql_rollback(c->my) != 0)
         return fail_timed(c, t0, fail_conn(c->my, err, "ROLLBACK"), err);
     return SQLLOCK_OK;
