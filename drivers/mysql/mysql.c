@@ -1104,6 +1104,8 @@ static void tls_hint(const mydrv_target *t, const mydrv_host *h,
     const char *ca = t->tls[MYDRV_TLS_CA] != NULL ? t->tls[MYDRV_TLS_CA]
                      : t->tls[MYDRV_TLS_CAPATH];
 
+    if (strstr(err->msg, "does not support it") != NULL)
+        return;                 /* "SSL is required, but the server ..." */
     if (strstr(err->msg, "Validation of SSL server certificate") != NULL)
         append(err->msg, sizeof err->msg, "; the server's certificate does "
                "not name the host '%s' (ssl_mode=VERIFY_IDENTITY checks the "
