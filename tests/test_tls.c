@@ -5,7 +5,10 @@
  *
  * The first group needs no server: the MySQL option-file reader
  * (drivers/mysql/optfile.c) on files made here, and URL checks that fail
- * before any connect. The other groups run on the servers of
+ * before any connect. On each MySQL URL of SQLLOCK_TEST_URLS whose server
+ * offers no TLS (the main test server), REQUIRED, VERIFY_CA and
+ * VERIFY_IDENTITY must refuse to connect. The other groups run on the
+ * servers of
  * scripts/tls.sh, started in $SQLLOCK_TEST_TLS_DIR (scripts/test.sh starts
  * them once; by hand: `scripts/tls.sh start DIR`, then
  * `SQLLOCK_TEST_TLS_DIR=DIR build/dev/tests/test_tls`). Their certificate
@@ -827,6 +830,46 @@ static void test_tls_mysql_option_file_password_not_in_messages(void **state)
                LEAK_PW2, "written by anyone", NULL);
 }
 
+/* A MySQL URL of SQLLOCK_TEST_URLS, for the test below. */
+static const char *g_plain_url;
+
+/* A server without TLS (the main test server): REQUIRED and VERIFY_CA
+ * refuse the connection once it is made without TLS, VERIFY_IDENTITY
+ * before the login; PREFERRED goes on in plain text. Skipped when the
+ * server does offer TLS. */
+static void test_tls_mysql_server_without_tls_refused(void **state)
+{
+    char url[2000];
+    sqllock_db *db;
+    (void)state;
+
+    snprintf(url, sizeof url, "%s%sssl_mode=PREFERRED", g_plain_url,
+             strchr(g_plain_url, '?') != NULL ? "&" : "?");
+    db = open_ok(url);
+    if (q1(db, MY_CIPHER_LEN) > 0) {
+        sqllock_close(db);
+        printf("    the server offers TLS: nothing to test here\n");
+        skip();
+    }
+    sqllock_close(db);
+    snprintf(url, sizeof url, "%s%sssl_mode=REQUIRED", g_plain_url,
+             strchr(g_plain_url, '?') != NULL ? "&" : "?");
+    open_fails(url, SQLLOCK_ECONNECT, NULL, "ssl_mode=REQUIRED asks for TLS",
+               NULL);
+    snprintf(url, sizeof url, "%s%sssl_mode=VERIFY_CA&%s",
+             g_plain_url, strchr(g_plain_url, '?') != NULL ? "&" : "?",
+             g_certs[0] != '\0' ? "ssl_ca=" : "ssl_capath=/etc/ssl/certs");
+    if (g_certs[0] != '\0')
+        snprintf(url + strlen(url), sizeof url - strlen(url), "%s",
+                 cert("ca.crt"));
+    open_fails(url, SQLLOCK_ECONNECT, NULL, "ssl_mode=VERIFY_CA asks for "
+               "TLS", NULL);
+    snprintf(url, sizeof url, "%s%sssl_mode=VERIFY_IDENTITY", g_plain_url,
+             strchr(g_plain_url, '?') != NULL ? "&" : "?");
+    open_fails(url, SQLLOCK_ECONNECT, NULL, "the server does not support",
+               NULL);
+}
+
 #endif /* SQLLOCK_TEST_MYSQL */
 
 /* ------------------------------------------------------------------ */
@@ -897,12 +940,32 @@ int main(void)
         fprintf(stderr, "tls: cannot make a temporary directory\n");
         return 1;
     }
+    fixture = load_fixture(why, sizeof why);
 #if defined(SQLLOCK_TEST_MYSQL)
     failed += cmocka_run_group_tests_name("tls: MySQL option files and URL "
                                           "checks (no server)", unit, NULL,
                                           NULL);
+    {
+        const struct CMUnitTest plain[] = {
+            cmocka_unit_test(test_tls_mysql_server_without_tls_refused),
+        };
+        tu_urls urls;
+        int i;
+
+        if (tu_urls_load(&urls) == 0) {
+            for (i = 0; i < urls.n; i++) {
+                const char *drv = tu_url_driver(urls.url[i]);
+                if (drv == NULL || strcmp(drv, "mysql") != 0)
+                    continue;
+                g_plain_url = urls.url[i];
+                failed += cmocka_run_group_tests_name("tls [mysql, a server "
+                                                      "of SQLLOCK_TEST_URLS]",
+                                                      plain, NULL, NULL);
+            }
+            tu_urls_free(&urls);
+        }
+    }
 #endif
-    fixture = load_fixture(why, sizeof why);
     if (!fixture) {
         printf("tls: the TLS server tests are SKIPPED: %s\n", why);
         tu_rmdir(g_tmp);
