@@ -133,8 +133,8 @@ static void open_fails(const char *url, int want, const char *secret, ...)
 
     snprintf(msg, sizeof msg, "%s", sqllock_errmsg(db));
     sqllock_close(db);
-    printf("    %s -> %s: %s\n", shown != NULL ? shown : "", sqllock_errname(rc),
-           msg);
+    printf("    %s -> %s: %s\n", shown != NULL ? shown : "",
+           sqllock_errname(rc), msg);
     free(shown);
     if (rc != want)
         fail_msg("open %s: %s, want %s (%s)", url, sqllock_errname(rc),

@@ -306,7 +306,8 @@ static int read_dir(reader *r, const char *dir, const char *from, long line,
         size_t len = strlen(name);
         char *path;
 
-        if (rc == SQLLOCK_OK && len > 4 && strcmp(name + len - 4, ".cnf") == 0) {
+        if (rc == SQLLOCK_OK && len > 4 &&
+            strcmp(name + len - 4, ".cnf") == 0) {
             path = malloc(strlen(dir) + len + 2);
             if (path == NULL) {
                 rc = sqllock_dberr_set(r->err, SQLLOCK_ENOMEM, "",
