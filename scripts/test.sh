@@ -83,6 +83,7 @@ srv=""
 galera=""
 pgrepl=""
 poolers=""
+tls=""
 
 cleanup() {
   local rc=$?
@@ -96,6 +97,9 @@ cleanup() {
   if [ -n "$poolers" ]; then
     scripts/poolers.sh stop "$poolers" || true
     echo "poolers stopped"
+  fi
+  if [ -n "$tls" ]; then     # issue 14's TLS servers (see "TLS servers")
+    scripts/tls.sh stop "$tls" || true
   fi
   if [ -n "$srv" ]; then
     scripts/servers.sh stop "$srv" || true
@@ -193,6 +197,27 @@ else
   export SQLLOCK_TEST_PGREPL_SCRIPT="$root/scripts/pgrepl.sh"
 fi
 export SQLLOCK_TEST_URLS
+
+# ------------------------------------------------------------------
+# TLS servers (issue 14): test_tls and test_autocommit
+# ------------------------------------------------------------------
+# scripts/tls.sh makes a test CA and starts a PostgreSQL and a MariaDB
+# with TLS (own data, ports and configuration, beside the main servers;
+# the MariaDB with autocommit off, for test_autocommit) once for every
+# stage below, in $work/tls, and cleanup() stops them. Only with the
+# servers started here: with your own (SQLLOCK_TEST_*_URL, or
+# SQLLOCK_TEST_URLS) the TLS server tests skip, and fail under CI=true.
+# SQLLOCK_TLS_PG_PORT and SQLLOCK_TLS_MY_PORT choose their ports (default:
+# free ones at random).
+unset SQLLOCK_TEST_TLS_DIR
+ensure_packages openssl
+if [ -n "$srv" ]; then
+  echo "== starting PostgreSQL and MariaDB with TLS in $work/tls"
+  tls="$work/tls"
+  scripts/tls.sh start "$tls"
+  export SQLLOCK_TEST_TLS_DIR="$tls"
+fi
+# ------------------------------------------------------------------
 
 driver_of() {
   case "$1" in
@@ -394,6 +419,27 @@ if [ -n "$srv" ]; then
   fi
   echo "passwords: $leak_n cases, no password in the tool's output or the server logs"
 fi
+
+# ------------------------------------------------------------------
+# Issue 14: a password from a MySQL option file stays out of the tool's
+# output and the server's log as well (leak_check is defined above).
+# ------------------------------------------------------------------
+if [ -n "$srv" ] && [ "$have_mysql" = 1 ]; then
+  opt_pw=Zx9-OptFileLeak-P3c     # a password found nowhere else
+  printf '[client]\nuser = sqllock\npassword = "%s"\n' "$opt_pw" > "$work/leak.cnf"
+  printf 'password = %s\n[client]\n' "$opt_pw" > "$work/leak-bad.cnf"
+  chmod 600 "$work/leak.cnf" "$work/leak-bad.cnf"
+  leak_n=0
+  leak_check "mysql option file, wrong password" 69 "denied" "$opt_pw" \
+    --db "mysql://127.0.0.1:$my_port/sqllock_test?option_file=$work/leak.cnf" list
+  leak_check "mysql option file, option before [client]" 69 "line 1" "$opt_pw" \
+    --db "mysql://127.0.0.1:$my_port/sqllock_test?option_file=$work/leak-bad.cnf" list
+  if grep -qF -e "$opt_pw" "$srv/my/server.log" 2>/dev/null; then
+    echo "FAIL: an option file's password is in the server's log" >&2; exit 1
+  fi
+  echo "option files: $leak_n cases, no password in the tool's output or the server log"
+fi
+# ------------------------------------------------------------------
 
 echo "== install, then build a consumer with find_package(sqllock) and pkg-config"
 pkgdir="$work/pkg"

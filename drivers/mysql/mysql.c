@@ -12,11 +12,19 @@
  *
  * Each session runs with the time zone set to UTC, so that NOW(6) and the
  * DATETIME(6) columns are UTC and no daylight-saving jump can move an
- * expiry, and with READ COMMITTED isolation, so that the insert path
- * takes no gap locks. Automatic reconnection stays off: a silent
+ * expiry, with READ COMMITTED isolation, so that the insert path takes no
+ * gap locks, and with autocommit on, so that a statement the core runs
+ * outside its own transaction commits by itself; a session found inside a
+ * transaction after such a statement fails it with SQLLOCK_EPROXY (DESIGN
+ * C2, check_committed()). Automatic reconnection stays off: a silent
  * reconnect could run a statement again whose effect is unknown; the core
  * reconnects on the next call instead, after the driver reports
  * SQLLOCK_ECONNECT.
+ *
+ * The URL takes MySQL's TLS settings (ssl_mode, ssl_ca, ssl_capath,
+ * ssl_cert, ssl_key, ssl_cipher, ssl_crl, ssl_crlpath) and an option file
+ * (option_file, option_group; optfile.c reads it) for the login and the
+ * TLS settings; the URL's own values win over the file's.
  */
 #include <errno.h>
 #include <limits.h>
@@ -30,7 +38,7 @@
 
 #include <mysql.h>
 
-#include "sqllock_driver.h"
+#include "mydrv.h"
 
 /*
  * The statements. Placeholders are `?`; the `args` string of each entry
@@ -219,7 +227,8 @@ static const sqllock_dialect mysql_dialect = {
 };
 
 /* The session set-up, run once per connection (see the file comment). */
-static const char SQL_SESSION_TZ[] = "SET time_zone = '+00:00'";
+static const char SQL_SESSION_TZ[] =
+    "SET time_zone = '+00:00', autocommit = 1";
 static const char SQL_SESSION_ISOLATION[] =
     "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
 /* Galera (see after_connect()). MySQL 8.0 runs both and answers no row. */
@@ -278,6 +287,7 @@ typedef bool mydrv_flag;
 struct sqllock_conn {
     MYSQL *my;
     int galera;                 /* a Galera cluster node (wsrep_on ON) */
+    int in_txn;                 /* between begin() and commit()/rollback() */
     unsigned int io_timeout_s;  /* io_timeout_s() at the connect */
     int64_t statement_ms;       /* its parts, for messages */
     int64_t lock_wait_ms;
@@ -439,16 +449,6 @@ static void library_init(void)
     library_rc = mysql_library_init(0, NULL, NULL);
 }
 
-/* The TLS modes of the ssl_mode URL parameter, named as MySQL names them. */
-typedef enum mydrv_ssl_mode {
-    MYDRV_SSL_DEFAULT = 0,
-    MYDRV_SSL_DISABLED,
-    MYDRV_SSL_PREFERRED,
-    MYDRV_SSL_REQUIRED,
-    MYDRV_SSL_VERIFY_CA,
-    MYDRV_SSL_VERIFY_IDENTITY
-} mydrv_ssl_mode;
-
 /* The most hosts a URL may list (a Galera cluster has a handful of
  * nodes; a longer list is more likely a mistake). */
 #define MYDRV_MAX_HOSTS 16
@@ -464,32 +464,26 @@ typedef struct mydrv_target {
     char *hostbuf;             /* a host list's entries, split; or NULL */
     const char *socket;
     const char *database;
-    mydrv_ssl_mode ssl;
+    /* The login and TLS settings: the URL's, else the option file's
+     * (see load_option_file()). */
+    const char *user;
+    const char *password;
+    mydrv_ssl_mode ssl;        /* the mode in force (see tls_mode()) */
+    const char *tls[MYDRV_TLS_N];
+    /* The URL's option_file= (has_option_file: given, maybe empty) and
+     * option_group=, and what the file said. */
+    int has_option_file;
+    const char *option_file;
+    const char *option_group;
+    mydrv_optfile file;
 } mydrv_target;
 
+/* The URL's ssl_mode. */
 static int parse_ssl_mode(const char *v, mydrv_ssl_mode *mode,
                           sqllock_dberr *err)
 {
-    static const struct { const char *name; mydrv_ssl_mode mode; } modes[] = {
-        { "DISABLED", MYDRV_SSL_DISABLED },
-        { "PREFERRED", MYDRV_SSL_PREFERRED },
-        { "REQUIRED", MYDRV_SSL_REQUIRED },
-        { "VERIFY_CA", MYDRV_SSL_VERIFY_CA },
-        { "VERIFY_IDENTITY", MYDRV_SSL_VERIFY_IDENTITY },
-    };
-    size_t i, k;
-
-    for (i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-        const char *n = modes[i].name;
-        /* Case-insensitive, ASCII only. */
-        for (k = 0; n[k] != '\0' && v[k] != '\0'; k++)
-            if ((v[k] >= 'a' && v[k] <= 'z' ? v[k] - 32 : v[k]) != n[k])
-                break;
-        if (n[k] == '\0' && v[k] == '\0') {
-            *mode = modes[i].mode;
-            return SQLLOCK_OK;
-        }
-    }
+    if (sqllock__my_ssl_mode_parse(v, mode))
+        return SQLLOCK_OK;
     return sqllock_dberr_set(err, SQLLOCK_EURL, "", "ssl_mode must be "
                              "DISABLED, PREFERRED, REQUIRED, VERIFY_CA or "
                              "VERIFY_IDENTITY, not '%s'", v);
@@ -592,6 +586,78 @@ static void target_free(mydrv_target *t)
 {
     free(t->hostbuf);
     t->hostbuf = NULL;
+    sqllock__my_optfile_free(&t->file);
+}
+
+/* The URL parameters the driver knows, for the message about one it does
+ * not. */
+#define MYDRV_KNOWN_PARAMS "socket, ssl_mode, ssl_ca, ssl_capath, " \
+    "ssl_cert, ssl_key, ssl_cipher, ssl_crl, ssl_crlpath, option_file, " \
+    "option_group"
+
+/* 1 if an unknown parameter's name looks like a password's. */
+static int password_like(const char *key)
+{
+    static const char *const names[] = {
+        "password", "passwd", "pass", "pwd", "secret", NULL
+    };
+    int i;
+
+    for (i = 0; names[i] != NULL; i++)
+        if (strcasecmp(key, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Reads one URL parameter into `t`: 1 if it is the driver's, 0 if not. */
+static int url_param(const sqllock_url *url, int i, mydrv_target *t,
+                     int *rc, sqllock_dberr *err)
+{
+    const char *key = url->keys[i], *value = url->values[i];
+    int k;
+
+    *rc = SQLLOCK_OK;
+    if (strcmp(key, "socket") == 0) {
+        if (value[0] != '/')
+            *rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "socket must be "
+                                    "an absolute path, not '%s'", value);
+        t->socket = value;
+        return 1;
+    }
+    if (strcmp(key, "ssl_mode") == 0) {
+        *rc = parse_ssl_mode(value, &t->ssl, err);
+        return 1;
+    }
+    if (strcmp(key, "option_file") == 0) {
+        /* Empty: read no option file, not even ~/.my.cnf. */
+        t->has_option_file = 1;
+        t->option_file = value;
+        return 1;
+    }
+    if (strcmp(key, "option_group") == 0) {
+        if (value[0] == '\0')
+            *rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "option_group is "
+                                    "empty: name the group to read besides "
+                                    "[client]");
+        t->option_group = value;
+        return 1;
+    }
+    if (strncmp(key, "ssl_", 4) == 0) {
+        for (k = 0; k < MYDRV_TLS_N; k++) {
+            if (strcmp(key + 4, sqllock__my_tls_names[k]) != 0)
+                continue;
+            if (value[0] == '\0')
+                *rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "%s is empty: "
+                                        "give a %s", key,
+                                        k == MYDRV_TLS_CIPHER ? "cipher list"
+                                        : k == MYDRV_TLS_CAPATH ||
+                                          k == MYDRV_TLS_CRLPATH
+                                        ? "directory" : "file");
+            t->tls[k] = value;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* Checks the URL and reads its parameters into `t`; target_free() frees
@@ -608,21 +674,19 @@ static int parse_url(const sqllock_url *url, mydrv_target *t,
                                  "%s://user:password@host:port/database",
                                  url->scheme, url->scheme);
     for (i = 0; i < url->nparams; i++) {
-        if (strcmp(url->keys[i], "socket") == 0) {
-            if (url->values[i][0] != '/')
-                return sqllock_dberr_set(err, SQLLOCK_EURL, "", "socket must "
-                                         "be an absolute path, not '%s'",
-                                         url->values[i]);
-            t->socket = url->values[i];
-        } else if (strcmp(url->keys[i], "ssl_mode") == 0) {
-            rc = parse_ssl_mode(url->values[i], &t->ssl, err);
-            if (rc != SQLLOCK_OK)
-                return rc;
-        } else {
+        /* The message names the parameter, never its value, which may be
+         * a password under a name the driver does not know (DESIGN C4). */
+        if (!url_param(url, i, t, &rc, err))
             return sqllock_dberr_set(err, SQLLOCK_EURL, "", "unknown %s URL "
-                                     "parameter '%s' (known: socket, "
-                                     "ssl_mode)", url->scheme, url->keys[i]);
-        }
+                                     "parameter '%s'%s (known: "
+                                     MYDRV_KNOWN_PARAMS ")", url->scheme,
+                                     url->keys[i], password_like(url->keys[i])
+                                     ? ": a password goes in the URL's user "
+                                       "info (mysql://user:password@host/db) "
+                                       "or in an option file (option_file=)"
+                                     : "");
+        if (rc != SQLLOCK_OK)
+            return rc;
     }
     host = url->host != NULL && url->host[0] != '\0' ? url->host : NULL;
     if (host != NULL && strchr(host, ',') != NULL) {
@@ -670,6 +734,85 @@ static int parse_url(const sqllock_url *url, mydrv_target *t,
     return SQLLOCK_OK;
 }
 
+/*
+ * Reads the option file the URL asks for, and fills the login and TLS
+ * settings of `t` with the file's where the URL gives none (the URL's own
+ * values win). Which file:
+ * - option_file=PATH: that file, which must exist; option_file= (empty)
+ *   reads none, not even ~/.my.cnf.
+ * - otherwise ~/.my.cnf ($HOME/.my.cnf, skipped when it does not exist),
+ *   when the URL names option_group=, or has neither a user nor a
+ *   password: the user's own file, where MySQL's clients find their
+ *   login. A URL with its own credentials reads no file unless it says
+ *   so, as before option files were read.
+ * The groups are [client] (with MariaDB's [client-server] and
+ * [client-mariadb]) and option_group's, in file order.
+ */
+static int load_option_file(const sqllock_url *url, mydrv_target *t,
+                            sqllock_dberr *err)
+{
+    const char *home = getenv("HOME"), *path = NULL;
+    char *buf = NULL;
+    int rc = SQLLOCK_OK, k, no_login;
+
+    no_login = (url->user == NULL || url->user[0] == '\0') &&
+               url->password == NULL;
+    if (t->has_option_file) {
+        path = t->option_file[0] != '\0' ? t->option_file : NULL;
+    } else if ((t->option_group != NULL || no_login) && home != NULL &&
+               home[0] != '\0') {
+        buf = malloc(strlen(home) + sizeof "/.my.cnf");
+        if (buf == NULL)
+            return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+        sprintf(buf, "%s/.my.cnf", home);
+        path = buf;
+    }
+    if (path != NULL)
+        rc = sqllock__my_optfile_read(path, t->option_group, buf != NULL,
+                                      &t->file, err);
+    free(buf);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    t->user = url->user != NULL && url->user[0] != '\0' ? url->user
+                                                         : t->file.user;
+    t->password = url->password != NULL ? url->password : t->file.password;
+    if (t->ssl == MYDRV_SSL_DEFAULT)
+        t->ssl = t->file.mode;
+    for (k = 0; k < MYDRV_TLS_N; k++)
+        if (t->tls[k] == NULL)
+            t->tls[k] = t->file.tls[k];
+    return SQLLOCK_OK;
+}
+
+/*
+ * Settles the TLS mode. Without ssl_mode (in the URL or the option file),
+ * a named CA means VERIFY_CA and other TLS settings (a client certificate,
+ * a cipher list, a CRL) mean REQUIRED: TLS files must not leave the
+ * connection open to a plain-text fallback. With none, the client
+ * library's default holds (MariaDB Connector/C 3.3: no TLS).
+ * VERIFY_CA needs a CA: MariaDB Connector/C checks the certificate chain
+ * only against a CA it is given, so without one it would check nothing.
+ */
+static int tls_mode(mydrv_target *t, sqllock_dberr *err)
+{
+    int k, ca = t->tls[MYDRV_TLS_CA] != NULL ||
+                t->tls[MYDRV_TLS_CAPATH] != NULL, other = 0;
+
+    for (k = 0; k < MYDRV_TLS_N; k++)
+        if (t->tls[k] != NULL)
+            other = 1;
+    if (t->ssl == MYDRV_SSL_DEFAULT)
+        t->ssl = ca ? MYDRV_SSL_VERIFY_CA
+                    : other ? MYDRV_SSL_REQUIRED : MYDRV_SSL_DEFAULT;
+    if (t->ssl == MYDRV_SSL_VERIFY_CA && !ca)
+        return sqllock_dberr_set(err, SQLLOCK_EURL, "", "ssl_mode=VERIFY_CA "
+                                 "needs the CA that signed the server's "
+                                 "certificate: give ssl_ca=/path/to/ca.pem "
+                                 "or ssl_capath=/path/to/dir (in the URL or "
+                                 "the option file)");
+    return SQLLOCK_OK;
+}
+
 /* Sets one option; the client library refuses only options it does not
  * know, which is reported as an error. */
 static int set_option(MYSQL *my, enum mysql_option opt, const void *value,
@@ -681,37 +824,63 @@ static int set_option(MYSQL *my, enum mysql_option opt, const void *value,
     return SQLLOCK_OK;
 }
 
-/* Asks for TLS as the URL's ssl_mode says, with the options this client
- * library has. */
-static int set_tls(MYSQL *my, mydrv_ssl_mode mode, sqllock_dberr *err)
+/*
+ * Asks for TLS as the mode in force says (see tls_mode()), and hands the
+ * client library the TLS files; with DISABLED it gets none, since
+ * MariaDB Connector/C turns TLS on when it is given any.
+ *
+ * What each mode checks with MariaDB Connector/C 3.3 (OpenSSL), read
+ * from its source (libmariadb/secure/openssl.c, ma_pvio.c,
+ * plugins/auth/my_auth.c) and tested in tests/test_tls.c:
+ * - PREFERRED, REQUIRED: MYSQL_OPT_SSL_ENFORCE, which only asks for TLS
+ *   when the server offers it (a server without TLS gets plain text; for
+ *   REQUIRED after_connect() then refuses the connection). A named CA
+ *   makes the library verify the chain against it (SSL_VERIFY_PEER).
+ * - VERIFY_CA: the same, with a CA (tls_mode() insists): the chain must
+ *   lead to it; the host name is not checked.
+ * - VERIFY_IDENTITY: MYSQL_OPT_SSL_VERIFY_SERVER_CERT as well: the chain
+ *   is verified (against the named CA, else OpenSSL's default CA store)
+ *   and the host as written in the URL must match the certificate
+ *   (X509_check_host() on its DNS names, X509_check_ip_asc() on its IP
+ *   addresses), before the login is sent; a server without TLS is
+ *   refused then too.
+ * Oracle's libmysqlclient takes the mode itself (MYSQL_OPT_SSL_MODE).
+ */
+static int set_tls(MYSQL *my, const mydrv_target *t, sqllock_dberr *err)
 {
+    static const enum mysql_option files[MYDRV_TLS_N] = {
+        MYSQL_OPT_SSL_CA, MYSQL_OPT_SSL_CAPATH, MYSQL_OPT_SSL_CERT,
+        MYSQL_OPT_SSL_KEY, MYSQL_OPT_SSL_CIPHER, MYSQL_OPT_SSL_CRL,
+        MYSQL_OPT_SSL_CRLPATH
+    };
+    static const char *const names[MYDRV_TLS_N] = {
+        "SSL_CA", "SSL_CAPATH", "SSL_CERT", "SSL_KEY", "SSL_CIPHER",
+        "SSL_CRL", "SSL_CRLPATH"
+    };
+    int k, rc = SQLLOCK_OK;
 #if defined(MARIADB_PACKAGE_VERSION)
     mydrv_flag on = 1, off = 0;
-    int rc = SQLLOCK_OK;
+#else
+    unsigned int m;
+#endif
 
-    switch (mode) {
+    if (t->ssl != MYDRV_SSL_DISABLED)
+        for (k = 0; k < MYDRV_TLS_N && rc == SQLLOCK_OK; k++)
+            if (t->tls[k] != NULL)
+                rc = set_option(my, files[k], t->tls[k], names[k], err);
+    if (rc != SQLLOCK_OK)
+        return rc;
+#if defined(MARIADB_PACKAGE_VERSION)
+    switch (t->ssl) {
     case MYDRV_SSL_DEFAULT:
         break;
     case MYDRV_SSL_DISABLED:
         rc = set_option(my, MYSQL_OPT_SSL_ENFORCE, &off, "SSL_ENFORCE", err);
         break;
     case MYDRV_SSL_PREFERRED:
-        /* TLS when the server offers it, without verification. */
-        if (mysql_ssl_set(my, NULL, NULL, NULL, NULL, NULL) != 0)
-            rc = sqllock_dberr_set(err, SQLLOCK_EDB, "", "the MySQL client "
-                                   "library refused TLS");
-        break;
     case MYDRV_SSL_REQUIRED:
-        /* Connector/C does not refuse a server without TLS for this
-         * option alone; after_connect() checks that TLS is in use. */
-        rc = set_option(my, MYSQL_OPT_SSL_ENFORCE, &on, "SSL_ENFORCE", err);
-        break;
     case MYDRV_SSL_VERIFY_CA:
-        rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "ssl_mode=VERIFY_CA is "
-                               "not available with MariaDB Connector/C, which "
-                               "always checks the host name when it verifies "
-                               "the server certificate: use "
-                               "ssl_mode=VERIFY_IDENTITY");
+        rc = set_option(my, MYSQL_OPT_SSL_ENFORCE, &on, "SSL_ENFORCE", err);
         break;
     case MYDRV_SSL_VERIFY_IDENTITY:
         rc = set_option(my, MYSQL_OPT_SSL_ENFORCE, &on, "SSL_ENFORCE", err);
@@ -723,9 +892,7 @@ static int set_tls(MYSQL *my, mydrv_ssl_mode mode, sqllock_dberr *err)
     return rc;
 #else
     /* Oracle's libmysqlclient 5.7.11 and later take the mode itself. */
-    unsigned int m;
-
-    switch (mode) {
+    switch (t->ssl) {
     case MYDRV_SSL_DEFAULT:
         return SQLLOCK_OK;
     case MYDRV_SSL_DISABLED:
@@ -782,7 +949,7 @@ static int set_options(MYSQL *my, const sqllock_connect_params *p,
     }
 #endif
     if (rc == SQLLOCK_OK)
-        rc = set_tls(my, t->ssl, err);
+        rc = set_tls(my, t, err);
     return rc;
 }
 
@@ -832,10 +999,10 @@ static const char *isolation_var(MYSQL *my)
 /*
  * Sets the session up after the connect, and learns whether the server is
  * a Galera cluster node. On a plain server that costs two round trips, as
- * before Galera support: one SET for the time zone and the isolation
- * level (the two SET statements of old, the isolation level set through
- * its variable, whose name the server's version gives; should the server
- * not know it, error 1193, the two statements run instead), and SHOW
+ * before Galera support: one SET for the time zone, the isolation level
+ * and autocommit (the isolation level set through its variable, whose
+ * name the server's version gives; should the server not know it, error
+ * 1193, two statements run instead), and SHOW
  * VARIABLES LIKE 'wsrep_on', which MySQL 8.0 runs too and answers with no
  * row (D4). On a Galera node (wsrep_on ON) a third, SHOW STATUS LIKE
  * 'wsrep_ready', says whether the node is in the primary component; a
@@ -843,6 +1010,13 @@ static const char *isolation_var(MYSQL *my)
  * connect reports it as a failed connect (SQLLOCK_ECONNECT) and a host
  * list goes on to its next host. SET and SHOW are the statements such a
  * node still runs.
+ *
+ * autocommit = 1 undoes a server's autocommit=0 and an init_connect that
+ * turns it off (both run before this SET), so that the statements the
+ * core runs outside its own transactions commit on their own (DESIGN C2).
+ * Whatever turns it off later, or opens a transaction behind the
+ * driver's back (a proxy, the application through the native handle), is
+ * caught by check_committed() and mydrv_begin().
  */
 static int after_connect(sqllock_conn *c, const mydrv_target *t,
                          sqllock_dberr *err)
@@ -851,22 +1025,23 @@ static int after_connect(sqllock_conn *c, const mydrv_target *t,
     char sql[128], val[32];
     int found = 0, rc;
 
-    if ((t->ssl == MYDRV_SSL_REQUIRED || t->ssl == MYDRV_SSL_VERIFY_IDENTITY) &&
+    if ((t->ssl == MYDRV_SSL_REQUIRED || t->ssl == MYDRV_SSL_VERIFY_CA ||
+         t->ssl == MYDRV_SSL_VERIFY_IDENTITY) &&
         mysql_get_ssl_cipher(my) == NULL)
         return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "ssl_mode=%s "
                                  "asks for TLS, but the connection does not "
                                  "use it (the server offers no TLS)",
-                                 t->ssl == MYDRV_SSL_REQUIRED ? "REQUIRED"
-                                 : "VERIFY_IDENTITY");
+                                 sqllock__my_ssl_mode_name(t->ssl));
     snprintf(sql, sizeof sql, "SET time_zone = '+00:00', %s = "
-             "'READ-COMMITTED'", isolation_var(my));
+             "'READ-COMMITTED', autocommit = 1", isolation_var(my));
     if (mysql_real_query(my, sql, (unsigned long)strlen(sql)) != 0) {
         if (mysql_errno(my) != 1193)       /* ER_UNKNOWN_SYSTEM_VARIABLE */
-            return fail_conn(my, err, "setting the session time zone to UTC "
-                             "and READ COMMITTED isolation");
+            return fail_conn(my, err, "setting the session time zone to UTC, "
+                             "READ COMMITTED isolation and autocommit");
         if (mysql_real_query(my, SQL_SESSION_TZ,
                              sizeof SQL_SESSION_TZ - 1) != 0)
-            return fail_conn(my, err, "setting the session time zone to UTC");
+            return fail_conn(my, err, "setting the session time zone to UTC "
+                             "and autocommit");
         if (mysql_real_query(my, SQL_SESSION_ISOLATION,
                              sizeof SQL_SESSION_ISOLATION - 1) != 0)
             return fail_conn(my, err, "setting READ COMMITTED isolation");
@@ -920,12 +1095,37 @@ static void append(char *buf, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
+/* After a failed TLS handshake (2026), says what the mode in force checked,
+ * since the client library's words are OpenSSL's ("self-signed
+ * certificate in certificate chain"). */
+static void tls_hint(const mydrv_target *t, const mydrv_host *h,
+                     sqllock_dberr *err)
+{
+    const char *ca = t->tls[MYDRV_TLS_CA] != NULL ? t->tls[MYDRV_TLS_CA]
+                     : t->tls[MYDRV_TLS_CAPATH];
+
+    if (strstr(err->msg, "does not support it") != NULL)
+        return;                 /* "SSL is required, but the server ..." */
+    if (strstr(err->msg, "Validation of SSL server certificate") != NULL)
+        append(err->msg, sizeof err->msg, "; the server's certificate does "
+               "not name the host '%s' (ssl_mode=VERIFY_IDENTITY checks the "
+               "host name as the URL writes it; VERIFY_CA does not)",
+               h->name);
+    else if (ca != NULL)
+        append(err->msg, sizeof err->msg, "; the server's certificate was "
+               "not accepted: it must be signed by the CA in %s (ssl_%s)",
+               ca, t->tls[MYDRV_TLS_CA] != NULL ? "ca" : "capath");
+    else if (t->ssl == MYDRV_SSL_VERIFY_IDENTITY)
+        append(err->msg, sizeof err->msg, "; without ssl_ca the server's "
+               "certificate is checked against the system's CA store: give "
+               "ssl_ca= with the CA that signed it");
+}
+
 /*
  * Connects `c` to one host and sets the session up. On failure c->my is
  * closed and NULL, and `err` says why, without naming the host.
  */
-static int connect_host(sqllock_conn *c, const sqllock_url *url,
-                        const sqllock_connect_params *p,
+static int connect_host(sqllock_conn *c, const sqllock_connect_params *p,
                         const mydrv_target *t, const mydrv_host *h,
                         sqllock_dberr *err)
 {
@@ -937,17 +1137,33 @@ static int connect_host(sqllock_conn *c, const sqllock_url *url,
         return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory "
                                  "(mysql_init)");
     rc = set_options(c->my, p, t, err);
-    /* The password goes to the client library only, never into a
-     * message. */
+    /* The password (the URL's or the option file's) goes to the client
+     * library only, never into a message. */
     if (rc == SQLLOCK_OK &&
-        mysql_real_connect(c->my, h->name, url->user, url->password,
+        mysql_real_connect(c->my, h->name, t->user, t->password,
                            t->database, h->port, t->socket, 0) == NULL) {
+        unsigned int code = mysql_errno(c->my);
+
         rc = fail_conn(c->my, err, NULL);
         /* Whatever else goes wrong in a connect (unknown database, too
          * many connections, a TLS failure) is a failed connect; refused
          * credentials and memory keep their own status. */
         if (rc != SQLLOCK_EPERM && rc != SQLLOCK_ENOMEM)
             err->status = rc = SQLLOCK_ECONNECT;
+        /* An account created REQUIRE SSL (or X509) that logs in without
+         * TLS is refused like a wrong password, 1045, with nothing that
+         * says TLS; the server never tells which. */
+        if (code == 1045 && (t->ssl == MYDRV_SSL_DEFAULT ||
+                             t->ssl == MYDRV_SSL_DISABLED))
+            append(err->msg, sizeof err->msg, "; the account may require "
+                   "TLS: add ssl_mode=REQUIRED (or VERIFY_IDENTITY with "
+                   "ssl_ca=...)");
+        else if (code == 1045 && t->tls[MYDRV_TLS_CERT] == NULL)
+            append(err->msg, sizeof err->msg, "; if the account requires a "
+                   "client certificate (REQUIRE X509), give ssl_cert= and "
+                   "ssl_key=");
+        else if (code == 2026)     /* CR_SSL_CONNECTION_ERROR */
+            tls_hint(t, h, err);
     } else if (rc == SQLLOCK_OK) {
         rc = after_connect(c, t, err);
     }
@@ -981,6 +1197,10 @@ static int mydrv_connect(const sqllock_url *url,
 
     *out = NULL;
     rc = parse_url(url, &t, err);
+    if (rc == SQLLOCK_OK)
+        rc = load_option_file(url, &t, err);
+    if (rc == SQLLOCK_OK)
+        rc = tls_mode(&t, err);
     if (rc != SQLLOCK_OK) {
         target_free(&t);
         return rc;
@@ -1001,7 +1221,7 @@ static int mydrv_connect(const sqllock_url *url,
     tried[0] = '\0';
     for (i = 0; i < t.nhosts; i++) {
         memset(&herr, 0, sizeof herr);
-        rc = connect_host(c, url, p, &t, &t.hosts[i], &herr);
+        rc = connect_host(c, p, &t, &t.hosts[i], &herr);
         if (rc == SQLLOCK_OK) {
             target_free(&t);
             *out = c;
@@ -1046,6 +1266,62 @@ static void mydrv_disconnect(sqllock_conn *c)
         mysql_close(c->my);
         free(c);
     }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Committed on its own (DESIGN C2)                                         */
+/* ------------------------------------------------------------------------ */
+
+/* Why a session is inside a transaction the driver did not begin, from
+ * the server's status flags: autocommit off, or a transaction opened. */
+static const char *why_in_transaction(const MYSQL *my)
+{
+    if (!(my->server_status & SERVER_STATUS_AUTOCOMMIT))
+        return "autocommit is off on this session, turned off after the "
+               "connect (which turns it on, whatever the server's "
+               "autocommit or init_connect say) by a proxy or by a "
+               "statement through the native handle";
+    return "a transaction was opened on this connection outside sqllock, "
+           "by a proxy or by a statement through the native handle";
+}
+
+/*
+ * After a statement the core ran outside its own transaction (outside
+ * begin() .. commit()): such a statement -- a lease grant, renewal or
+ * release, a record's create, compare-and-set or delete, the reaper's
+ * DELETE -- must have committed on its own. The server's answer says
+ * whether the session is still inside a transaction
+ * (SERVER_STATUS_IN_TRANS); if it is, the statement's effect is not
+ * committed and would be committed by whoever commits next -- a renewal
+ * or a release reported as failed, or a compare-and-set the caller then
+ * retries, could take effect after all. So it is rolled back, and the
+ * call fails with SQLLOCK_EPROXY. A ROLLBACK that fails leaves the
+ * transaction open: the connection is reported lost then
+ * (SQLLOCK_ECONNECT), so that the core drops it and the server rolls the
+ * transaction back when the connection ends. The check costs no round
+ * trip: the status comes with every answer.
+ */
+static int check_committed(sqllock_conn *c, sqllock_dberr *err)
+{
+    char why[300], rbmsg[200];
+
+    if (c->in_txn || !(c->my->server_status & SERVER_STATUS_IN_TRANS))
+        return SQLLOCK_OK;
+    snprintf(why, sizeof why, "%s", why_in_transaction(c->my));
+    if (mysql_rollback(c->my) != 0) {
+        snprintf(rbmsg, sizeof rbmsg, "%s", mysql_error(c->my));
+        return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "the statement "
+                                 "was not committed: the connection was "
+                                 "left inside a transaction after it, "
+                                 "because %s; the ROLLBACK failed too (%s), "
+                                 "so the connection is dropped and the "
+                                 "server rolls the transaction back", why,
+                                 rbmsg);
+    }
+    return sqllock_dberr_set(err, SQLLOCK_EPROXY, "", "the statement was not "
+                             "committed: the connection was left inside a "
+                             "transaction after it, because %s; it was "
+                             "rolled back, nothing was committed", why);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1236,7 +1512,11 @@ static int mydrv_execute(sqllock_stmt *s, const sqllock_value *args,
     if (s->ncols == 0 || mysql_stmt_field_count(s->st) == 0) {
         s->affected = (int64_t)mysql_stmt_affected_rows(s->st);
         s->insert_id = (int64_t)mysql_stmt_insert_id(s->st);
-        return SQLLOCK_OK;
+        /* A statement without rows writes: it must have committed unless
+         * it ran in the core's transaction (C2). A read has nothing to
+         * commit, and an open transaction it leaves is caught by the next
+         * write or begin(). */
+        return check_committed(s->conn, err);
     }
     /* The whole result comes to the client at once, so the connection is
      * free again at once and no later call finds it busy. */
@@ -1427,7 +1707,8 @@ static int mydrv_exec_script(sqllock_conn *c, const char *sql,
         }
         p = *end == ';' ? end + 1 : end;
     }
-    return SQLLOCK_OK;
+    /* DDL commits by itself, the script's inserts must too (C2). */
+    return check_committed(c, err);
 }
 
 static void *mydrv_native(sqllock_conn *c)
@@ -1435,14 +1716,31 @@ static void *mydrv_native(sqllock_conn *c)
     return c->my;
 }
 
+/*
+ * A session whose autocommit is off would run the transaction well, but
+ * every statement the core runs outside a transaction afterwards (the
+ * lease's renewal and release, records) would not commit (C2): refused
+ * here already, from the status of the server's last answer (no round
+ * trip), so that a lease is not granted that could be neither renewed nor
+ * released. A transaction opened by someone else with autocommit on is
+ * not refused: START TRANSACTION commits it, as MySQL does, and the
+ * core's own transaction then commits what it must.
+ */
 static int mydrv_begin(sqllock_conn *c, sqllock_dberr *err)
 {
     static const char begin[] = "START TRANSACTION";
-    int64_t t0 = mono_ms();
+    int64_t t0;
 
+    if (!(c->my->server_status & SERVER_STATUS_AUTOCOMMIT))
+        return sqllock_dberr_set(err, SQLLOCK_EPROXY, "", "not begun: %s, so "
+                                 "the statements that must commit on their "
+                                 "own would not; nothing was committed",
+                                 why_in_transaction(c->my));
+    t0 = mono_ms();
     if (mysql_real_query(c->my, begin, sizeof begin - 1) != 0)
         return fail_timed(c, t0, fail_conn(c->my, err, "START TRANSACTION"),
                           err);
+    c->in_txn = 1;
     return SQLLOCK_OK;
 }
 
@@ -1450,6 +1748,7 @@ static int mydrv_commit(sqllock_conn *c, sqllock_dberr *err)
 {
     int64_t t0 = mono_ms();
 
+    c->in_txn = 0;
     if (mysql_commit(c->my) != 0)
         return fail_timed(c, t0, fail_conn(c->my, err, "COMMIT"), err);
     return SQLLOCK_OK;
@@ -1461,6 +1760,7 @@ static int mydrv_rollback(sqllock_conn *c, sqllock_dberr *err)
 {
     int64_t t0 = mono_ms();
 
+    c->in_txn = 0;
     if (mysql_rollback(c->my) != 0)
         return fail_timed(c, t0, fail_conn(c->my, err, "ROLLBACK"), err);
     return SQLLOCK_OK;
