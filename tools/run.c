@@ -593,14 +593,14 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     memset(&ra, 0, sizeof ra);
     {
         const cli_opt opts[] = {
-            { "db", &c.db_opt, NULL }, { "ttl", &la.ttl, NULL },
-            { "wait", &la.wait, NULL }, { "skip", NULL, &ra.skip },
-            { "holder", &la.holder, NULL },
-            { "busy-exit", &ra.busy_exit, NULL },
-            { "signal", &ra.signal, NULL },
-            { "kill-after", &ra.kill_after, NULL },
-            { "renew-every", &ra.renew_every, NULL },
-            { "help", NULL, &help }, { NULL, NULL, NULL }
+            CLI_OPTS_DB(c), { "ttl", &la.ttl, NULL, 0 },
+            { "wait", &la.wait, NULL, 0 }, { "skip", NULL, &ra.skip, 0 },
+            { "holder", &la.holder, NULL, 0 },
+            { "busy-exit", &ra.busy_exit, NULL, 0 },
+            { "signal", &ra.signal, NULL, 0 },
+            { "kill-after", &ra.kill_after, NULL, 0 },
+            { "renew-every", &ra.renew_every, NULL, 0 },
+            { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
         };
 
         rc = cli_parse("run", argc, argv, opts, &name, 1, &npos, &rest);
@@ -629,7 +629,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
      * a renewal interval, or the lease could run out meanwhile. The
      * renewer's connection takes this from the handle. */
     dbo.busy_timeout_ms = every < 5000 ? (every > 0 ? every : 1) : 5000;
-    rc = cli_open_db(&c, &dbo, 1, &st.db);
+    rc = cli_open_db(&c, &dbo, 1, &st.db, NULL);
     if (rc != CLI_EXIT_OK)
         return rc;
     lo.ttl_ms = la.ttl_ms;
