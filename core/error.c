@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "internal.h"
 
@@ -72,16 +73,38 @@ void sqllock__vformat(char *buf, size_t size, const char *fmt, va_list ap)
         buf[--len] = '\0';
 }
 
-/* Words of the drivers' and the core's own messages. A password that is
- * one of them is not taken out of the message where the word stands:
- * "*** authentication failed" would hide nothing and show, by the shape
- * of the hole, what the password is. Compared in any case. */
+/* Words of 4 letters or more from the messages of the core, libpq, the
+ * MySQL client and SQLite when a connect fails. A password that is one
+ * of them is not taken out of the message where the word stands:
+ * "*** authentication failed" or "Can't connect to *** server" would
+ * hide nothing and show, by the shape of the hole, what the password
+ * is. Compared in any case. */
 static const char *const message_words[] = {
-    "access", "authentication", "connection", "database", "denied",
-    "failed", "localhost", "mariadb", "mysql", "password", "postgres",
-    "postgresql", "refused", "server", "sqlite", "sqllock", "timeout",
-    "user", NULL
+    "abnormally", "accepting", "access", "address", "allowed",
+    "authentication", "before", "cannot", "closed", "communication",
+    "connect", "connection", "connections", "control", "could", "database",
+    "denied", "directory", "does", "domain", "driver", "empty", "entry",
+    "error", "exist", "expired", "failed", "fatal", "file", "from", "host",
+    "initial", "invalid", "known", "local", "locally", "localhost", "lost",
+    "mariadb", "means", "missing", "must", "mysql", "name", "number",
+    "open", "option", "packet", "parameter", "password", "port", "postgres",
+    "postgresql", "probably", "processing", "query", "reading", "refused",
+    "request", "role", "running", "scheme", "schemes", "server", "service",
+    "socket", "sqlite", "sqllock", "string", "such", "system", "terminated",
+    "that", "this", "through", "timeout", "translate", "unable",
+    "unexpectedly", "unix", "unknown", "user", "using", "while", "with",
+    NULL
 };
+
+int sqllock__message_word(const char *w)
+{
+    size_t k;
+
+    for (k = 0; message_words[k] != NULL; k++)
+        if (strcasecmp(w, message_words[k]) == 0)
+            return 1;
+    return 0;
+}
 
 /* Marks in prot[] every occurrence of p[0..n) in msg[0..len): in any
  * case with `nocase`, else exactly. */

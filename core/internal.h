@@ -117,6 +117,9 @@ void sqllock__secrets_free(char *secrets);
  * before an '@' always); cuts at a UTF-8 boundary if the result does
  * not fit. A NULL list does nothing. */
 void sqllock__scrub(char *msg, size_t size, const char *secrets);
+/* 1 when `w` is one of the words of the connect messages that
+ * sqllock__scrub() never takes out (in any case). */
+int sqllock__message_word(const char *w);
 /* Zeroes n bytes at p in a way the compiler keeps before a free(). */
 void sqllock__wipe(void *p, size_t n);
 

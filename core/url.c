@@ -663,10 +663,11 @@ char *sqllock__url_redact(const char *text)
     return out;
 }
 
-/* Adds p[0..n) as a public part, unless a secret found so far is in it
- * (the path of "postgres:u:pw@h", which has no "//", is "u:pw@h"): the
- * scrubber leaves a secret alone only where it is part of something
- * public, such as a password that is also in the host name. */
+/* Adds p[0..n) as a public part, unless it holds a secret found so far
+ * with an '@' after it: then it holds a user info, as the path of
+ * "postgres:u:pw@h" (no "//") does. Elsewhere a secret may well be in a
+ * public part -- a password that is also part of the host name -- and
+ * the scrubber leaves it there. */
 static void add_public_part(slist *s, const char *p, size_t n)
 {
     const char *e;
@@ -676,13 +677,11 @@ static void add_public_part(slist *s, const char *p, size_t n)
         /* The list has no end mark yet: s->len bounds it. */
         for (e = s->buf; e < s->buf + s->len; e += en + 1) {
             en = strlen(e);
-            if (*e == SQLLOCK__SCRUB_PUBLIC || en - 1 > n)
+            if (*e == SQLLOCK__SCRUB_PUBLIC || en > n)
                 continue;
-            /* A tail counts only with its '@' after it. */
-            for (i = 0; i + en - 1 <= n; i++)
+            for (i = 0; i + en <= n; i++)
                 if (memcmp(p + i, e + 1, en - 1) == 0 &&
-                    (*e != SQLLOCK__SCRUB_BEFORE_AT ||
-                     (i + en - 1 < n && p[i + en - 1] == '@')))
+                    p[i + en - 1] == '@')
                     return;
         }
     }

@@ -127,24 +127,6 @@ static int secret_key(const char *k)
            strcasecmp(k, "sslpassword") == 0;
 }
 
-/* The words of the drivers' messages that core/error.c never takes out
- * of a message (keep in step with its message_words). */
-static int message_word(const char *w)
-{
-    static const char *const words[] = {
-        "access", "authentication", "connection", "database", "denied",
-        "failed", "localhost", "mariadb", "mysql", "password", "postgres",
-        "postgresql", "refused", "server", "sqlite", "sqllock", "timeout",
-        "user", NULL
-    };
-    int i;
-
-    for (i = 0; words[i] != NULL; i++)
-        if (strcasecmp(w, words[i]) == 0)
-            return 1;
-    return 0;
-}
-
 /* The user info's password as the parser sees it: the raw text between
  * the first ':' of the user info and the authority's last '@'. */
 static void check_userinfo(const char *url, const char *red)
@@ -314,7 +296,7 @@ static void check_scrub(const char *text, const sqllock_url *u)
         snprintf(msg, sizeof msg, "%s", u->password);
         sqllock__scrub(msg, sizeof msg, secrets);
         if (strcmp(msg, u->password) == 0)
-            CHECK(message_word(u->password));
+            CHECK(sqllock__message_word(u->password));
         else
             CHECK(strcmp(msg, "***") == 0);
     }
