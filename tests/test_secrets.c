@@ -19,6 +19,7 @@
  *     -- and --db must show its redacted form there; with --export-db the
  *     command must get the database (SQLLOCK_DB with the password, or
  *     SQLLOCK_DB_FILE), so the check fails in both directions.
+ *   - What init, list and list --json print with that URL.
  *   - Hostile URLs through the API (sqllock_errmsg()) and the tool (its
  *     stdout and stderr, with --db, --db-file and $SQLLOCK_DB): a closed
  *     port, the real server with a wrong password, a bad port, unknown
@@ -30,7 +31,10 @@
  * servers scripts/servers.sh started ($SQLLOCK_TEST_SERVERS_DIR, which
  * scripts/test.sh exports). Without that access they use the test URL's
  * own password and say so; under CI=true that fails, as does a driver of
- * the three without a URL.
+ * the three without a URL. The tool starts with a minimal environment
+ * (start()), and the runs' files are in a directory whose name holds no
+ * "sqllock-test", so that nothing the test itself passes is taken for a
+ * leak of that password.
  *
  * SQLLOCK_CLI_PATH is the built tool, passed in by tests/CMakeLists.txt.
  */
@@ -104,6 +108,27 @@ static void forms_of(forms *fm, const char *pw, int ngrams)
     }
     for (k = 0; ngrams && n > 6 && k + 6 <= n; k++)
         forms_add(fm, pw + k, 6);
+}
+
+/* Drops the forms that are in `text`, a public text the test itself
+ * puts in the arguments or the environment (its temporary directory is
+ * "sqllock-test-XXXXXX", and the test servers' password is
+ * "sqllock-test"): there they are no leak. */
+static void forms_drop_in(forms *fm, const char *text)
+{
+    int i, k = 0;
+
+    for (i = 0; i < fm->n; i++) {
+        if (strstr(text, fm->s[i]) != NULL) {
+            printf("secrets: \"%s\" of the password is also in \"%s\": "
+                   "not looked for\n", fm->s[i], text);
+            continue;
+        }
+        if (k != i)
+            memcpy(fm->s[k], fm->s[i], sizeof fm->s[i]);
+        k++;
+    }
+    fm->n = k;
 }
 
 /* 1 when needle (a string) is in hay[0..len), which may hold NULs. */
@@ -311,19 +336,41 @@ static void clear_db_env(void)
     unsetenv("SQLLOCK_DB_FILE");
 }
 
+/* Starts the tool with `args` and a minimal environment: PATH, HOME,
+ * TMPDIR, the sanitizers' options, and SQLLOCK_DB and SQLLOCK_DB_FILE
+ * when this process has them. The test's own environment holds the test
+ * URLs, passwords and all, which a command would otherwise inherit and
+ * show as if sqllock had passed them on. */
 static void start(tool_run *t, const char *dir, const char *const *args)
 {
+    static const char *const keep[] = {
+        "PATH", "HOME", "TMPDIR", "ASAN_OPTIONS", "UBSAN_OPTIONS",
+        "LSAN_OPTIONS", "SQLLOCK_DB", "SQLLOCK_DB_FILE", NULL
+    };
+    /* Static: environ points at it while posix_spawn() reads it. */
+    static char *env[16];
     const char *argv[MAX_ARGS + 2];
     static unsigned seq;
-    int n = 0;
+    char **saved = environ;
+    int n = 0, e = 0, i, k;
 
     argv[n++] = SQLLOCK_CLI_PATH;
     for (; *args != NULL && n < MAX_ARGS; args++)
         argv[n++] = *args;
     argv[n] = NULL;
+    for (k = 0; keep[k] != NULL; k++) {
+        size_t len = strlen(keep[k]);
+
+        for (i = 0; saved != NULL && saved[i] != NULL; i++)
+            if (strncmp(saved[i], keep[k], len) == 0 && saved[i][len] == '=')
+                env[e++] = saved[i];
+    }
+    env[e] = NULL;
     snprintf(t->out_path, sizeof t->out_path, "%s/out-%u", dir, seq);
     snprintf(t->err_path, sizeof t->err_path, "%s/err-%u", dir, seq++);
+    environ = env;
     t->pid = tu_spawn(argv, t->out_path, t->err_path, 1);
+    environ = saved;
 }
 
 /* Waits up to `ms` for the tool; returns its exit code (1000 + signal),
@@ -578,6 +625,22 @@ static int read_small(const char *path, char *buf, size_t size)
     return n > 0;
 }
 
+/* A fresh directory for the runs' files, named so that the test
+ * servers' password ("sqllock-test", as tu_mkdtemp()'s names start) is
+ * not in the paths the runs show. */
+static char *runs_dir(void)
+{
+    const char *base = getenv("TMPDIR");
+    char buf[4096];
+
+    if (base == NULL || *base == '\0')
+        base = "/tmp";
+    snprintf(buf, sizeof buf, "%s/c4-runs-XXXXXX", base);
+    if (mkdtemp(buf) == NULL)
+        return NULL;
+    return tu_strdup(buf);
+}
+
 static int ci(void)
 {
     const char *v = getenv("CI");
@@ -697,7 +760,7 @@ static int setup(void **state)
     if (f == NULL)
         return -1;
     clear_db_env();
-    f->dir = tu_mkdtemp();
+    f->dir = runs_dir();
     f->drv = tu_url_driver(g_url);
     if (f->dir == NULL || f->drv == NULL)
         return -1;
@@ -747,6 +810,21 @@ static int setup(void **state)
         if (strlen(f->pw) >= 4) {
             forms_of(&f->run_forms, f->pw, 0);
             f->run_has_pw = 1;
+        }
+    }
+    {
+        char *shown = sqllock__url_redact(f->run_url);
+
+        if (shown == NULL)
+            return -1;
+        forms_drop_in(&f->run_forms, f->dir);
+        forms_drop_in(&f->run_forms, shown);
+        free(shown);
+        if (f->run_has_pw && f->run_forms.n == 0) {
+            printf("secrets [%s]: nothing of the password can be told from "
+                   "the test's own texts\n", f->drv);
+            if (ci())
+                return -1;
         }
     }
     *state = f;
@@ -928,6 +1006,32 @@ static void test_secrets_C4_run_argv_and_environ(void **state)
     for (how = 0; how < H_COUNT; how++)
         for (exp = 0; exp < 2; exp++)
             one_run(f, (enum how)how, exp);
+}
+
+/* C4: what init, list and list --json print on success: init shows the
+ * URL redacted, and nothing shows the password. */
+static void test_secrets_C4_init_and_list_output(void **state)
+{
+    fixture *f = *state;
+    const char *const init[] = { "--db", f->run_url, "init", NULL };
+    const char *const list[] = { "--db", f->run_url, "list", NULL };
+    const char *const json[] = { "--db", f->run_url, "list", "--json", NULL };
+    const char *const *cmds[] = { init, list, json };
+    tool_run t;
+    int i, code;
+
+    clear_db_env();
+    for (i = 0; i < 3; i++) {
+        code = run_tool(&t, f->dir, cmds[i]);
+        if (code != 0)
+            fail_msg("[%s] sqllock %s: exit %d; stderr: %s", f->drv,
+                     cmds[i][2], code, t.err);
+        expect_clean(cmds[i][2], t.out, strlen(t.out), &f->run_forms);
+        expect_clean(cmds[i][2], t.err, strlen(t.err), &f->run_forms);
+        if (i == 0 && f->run_has_pw && strstr(t.out, ":***@") == NULL)
+            fail_msg("[%s] init does not show the URL redacted: %s", f->drv,
+                     t.out);
+    }
 }
 
 /* A port nothing listens on (bound, then closed). */
@@ -1136,6 +1240,7 @@ int main(void)
     };
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_secrets_C4_run_argv_and_environ),
+        cmocka_unit_test(test_secrets_C4_init_and_list_output),
         cmocka_unit_test(test_secrets_C4_hostile_urls_api),
         cmocka_unit_test(test_secrets_C4_password_in_host_name),
         cmocka_unit_test(test_secrets_C4_hostile_urls_cli),
