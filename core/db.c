@@ -184,7 +184,10 @@ int sqllock_open(const char *url, const sqllock_options *opts,
         return sqllock__fail(db, SQLLOCK_EINVAL, "the database URL is NULL");
     db->url = malloc(strlen(url) + 1);
     db->url_redacted = sqllock__url_redact(url);
-    if (db->url == NULL || db->url_redacted == NULL)
+    /* From here on, every message the handle stores is scrubbed of the
+     * URL's secrets (DESIGN C4). */
+    db->secrets = sqllock__url_secrets(url);
+    if (db->url == NULL || db->url_redacted == NULL || db->secrets == NULL)
         return sqllock__fail(db, SQLLOCK_ENOMEM, "out of memory");
     strcpy(db->url, url);
 
@@ -223,8 +226,11 @@ void sqllock_close(sqllock_db *db)
     db->renewer = NULL;
     if (db->drv != NULL)
         drop_connection(db);
+    if (db->url != NULL)
+        sqllock__wipe(db->url, strlen(db->url));
     free(db->url);
     free(db->url_redacted);
+    sqllock__secrets_free(db->secrets);
     free(db);
 }
 

@@ -40,6 +40,7 @@ struct sqllock_db {
     struct sqllock__renewer *renewer; /* watchdog thread (watch.c), or NULL */
     char *url;                 /* the URL as given, for reconnects */
     char *url_redacted;        /* the URL with any password hidden */
+    char *secrets;             /* sqllock__url_secrets(url), for messages */
     int errcode;
     char errmsg[SQLLOCK__ERRMSG_MAX];
 };
@@ -88,8 +89,39 @@ void sqllock__vformat(char *buf, size_t size, const char *fmt, va_list ap);
 int sqllock__url_parse(const char *text, sqllock_url **out, char *why,
                        size_t why_size);
 void sqllock__url_free(sqllock_url *url);
-/* The URL with the password replaced by "***"; malloc'd, NULL on ENOMEM. */
+/* The URL with every secret replaced by "***": the user info's password
+ * (up to the last '@'), the values of password=-like parameters, and the
+ * value of every query parameter that is not public (names are kept).
+ * malloc'd, NULL on ENOMEM. */
 char *sqllock__url_redact(const char *text);
+/* 1 when the query parameter `name` (decoded) is one whose value a
+ * message may show (sslmode, host, socket, ...). */
+int sqllock__url_param_public(const char *name);
+/* What sqllock__scrub() needs to keep a URL's secrets out of messages:
+ * the secrets redaction hides (as written and percent-decoded, with the
+ * parts of them a first-'@' reading could show) and the URL's public
+ * parts, as entries of a kind byte (below), the text and a NUL, ended by
+ * a lone NUL. NULL on ENOMEM (or for a NULL text). Free with
+ * sqllock__secrets_free(), which wipes it. */
+char *sqllock__url_secrets(const char *text);
+void sqllock__secrets_free(char *secrets);
+#define SQLLOCK__SCRUB_SECRET 'S'     /* hidden wherever it appears */
+#define SQLLOCK__SCRUB_BEFORE_AT 'A'  /* hidden where an '@' follows it */
+#define SQLLOCK__SCRUB_PUBLIC 'P'     /* a secret inside it stays */
+/* The shortest secret hidden wherever it appears: shorter ones would
+ * turn every message into asterisks (and show where they were). */
+#define SQLLOCK__SCRUB_MIN 4
+/* Replaces each secret of the list in msg (a string in a buffer of at
+ * most SQLLOCK__ERRMSG_MAX bytes) with "***", except where it lies
+ * within a public part or a word of the drivers' own messages (a tail
+ * before an '@' always); cuts at a UTF-8 boundary if the result does
+ * not fit. A NULL list does nothing. */
+void sqllock__scrub(char *msg, size_t size, const char *secrets);
+/* 1 when `w` is one of the words of the connect messages that
+ * sqllock__scrub() never takes out (in any case). */
+int sqllock__message_word(const char *w);
+/* Zeroes n bytes at p in a way the compiler keeps before a free(). */
+void sqllock__wipe(void *p, size_t n);
 
 /* Registry (core/registry.c). 1 if `scheme` names a driver sqllock ships,
  * built in or not. */

@@ -418,6 +418,71 @@ if [ -n "$srv" ]; then
     echo "FAIL: a password is in the servers' logs" >&2; exit 1
   fi
   echo "passwords: $leak_n cases, no password in the tool's output or the server logs"
+
+  # ---- Issue 14 (credentials kept secret, DESIGN C4) -------------------
+  # The URL from --db-file and $SQLLOCK_DB(_FILE), hostile URLs, and what
+  # `run` shows: its command prints its own environment and sqllock's
+  # arguments (/proc/$PPID/cmdline), which must not hold the password.
+  # Each tool starts with `env -i`, so that the test URLs this script
+  # exports are not mistaken for a leak. tests/test_secrets.c does the
+  # same from C, with a password that has '@', ':' and '/' in it.
+  echo "== credentials: --db-file, \$SQLLOCK_DB, run's arguments and its command's environment"
+  creds_n=0
+  creds_check() {   # creds_check LABEL EXIT PASSWORD CMD...
+    local label=$1 want=$2 pw=$3 rc=0 out="$work/creds.out"
+    shift 3
+    "$@" >"$out" 2>&1 </dev/null || rc=$?
+    if grep -qF -- "$pw" "$out"; then
+      cat "$out"; echo "FAIL: password shown: $label" >&2; exit 1
+    fi
+    if [ "$rc" != "$want" ]; then
+      cat "$out"; echo "FAIL: $label: exit $rc, want $want" >&2; exit 1
+    fi
+    creds_n=$((creds_n + 1))
+  }
+  clean=(env -i "PATH=$PATH")
+  show='env; tr "\0" " " < /proc/$PPID/cmdline'
+  creds_file="$work/creds.url"
+  leak_file="$work/creds-leak.url"
+  for db in pg my; do
+    if [ "$db" = pg ]; then
+      scheme=postgres port=$pg_port
+    else
+      [ "$have_mysql" = 1 ] || continue
+      scheme=mysql port=$my_port
+    fi
+    url="$scheme://sqllock:$owner_pw@127.0.0.1:$port/sqllock_test"
+    (umask 077; printf '\n  %s\n' "$url" > "$creds_file")
+    (umask 077; printf '%s\n' "$scheme://sqllock:$leak_pw@127.0.0.1:$port/sqllock_test" > "$leak_file")
+    creds_check "$scheme run --db: argv, environment" 0 "$owner_pw" \
+      "${clean[@]}" "$cli" --db "$url" run "creds-$$" --ttl 10s -- sh -c "$show"
+    creds_check "$scheme run --db= after run" 0 "$owner_pw" \
+      "${clean[@]}" "$cli" run "creds-$$" "--db=$url" --ttl 10s -- sh -c "$show"
+    creds_check "$scheme run \$SQLLOCK_DB" 0 "$owner_pw" \
+      "${clean[@]}" "SQLLOCK_DB=$url" "$cli" run "creds-$$" --ttl 10s -- sh -c "$show"
+    creds_check "$scheme run --db-file" 0 "$owner_pw" \
+      "${clean[@]}" "$cli" --db-file "$creds_file" run "creds-$$" --ttl 10s -- sh -c "$show"
+    creds_check "$scheme run \$SQLLOCK_DB_FILE" 0 "$owner_pw" \
+      "${clean[@]}" "SQLLOCK_DB_FILE=$creds_file" "$cli" run "creds-$$" --ttl 10s -- sh -c "$show"
+    creds_check "$scheme --db-file, wrong password" 69 "$leak_pw" \
+      "${clean[@]}" "$cli" --db-file "$leak_file" list
+    creds_check "$scheme \$SQLLOCK_DB, wrong password" 69 "$leak_pw" \
+      "${clean[@]}" "SQLLOCK_DB=$scheme://sqllock:$leak_pw@127.0.0.1:$port/sqllock_test" "$cli" list
+    creds_check "$scheme unescaped '@' in the password" 69 "LeakCheck" \
+      "${clean[@]}" "$cli" --db "$scheme://sqllock:Zx9@LeakCheck-Q4w@127.0.0.1:$port/sqllock_test" list
+    creds_check "$scheme ?pwd= (unknown parameter)" 69 "$leak_pw" \
+      "${clean[@]}" "$cli" --db "$scheme://sqllock@127.0.0.1:$port/sqllock_test?pwd=$leak_pw" list
+    creds_check "$scheme ?secret= (unknown parameter)" 69 "$leak_pw" \
+      "${clean[@]}" "$cli" --db "$scheme://sqllock@127.0.0.1:$port/sqllock_test?secret=$leak_pw" list
+    # --export-db hands the URL over: the check that fails the other way.
+    if ! "${clean[@]}" "$cli" --db "$url" run "creds-$$" --ttl 10s --export-db \
+         -- sh -c 'printf "%s\n" "$SQLLOCK_DB"' 2>&1 | grep -qxF -- "$url"; then
+      echo "FAIL: $scheme run --export-db: the command did not get SQLLOCK_DB" >&2; exit 1
+    fi
+    creds_n=$((creds_n + 1))
+  done
+  rm -f "$creds_file" "$leak_file"
+  echo "credentials: $creds_n cases, no password in run's arguments, its command's environment or the tool's output"
 fi
 
 # ------------------------------------------------------------------

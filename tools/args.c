@@ -1,9 +1,11 @@
 /*
  * args.c -- the tool's argument parsing: the option parser that every
  * command shares, the parsers of option values (durations, integers,
- * signal names) and the checks of the lease and `run` options. Nothing
- * here opens a database, starts a process or exits, so the fuzz target
- * tests/fuzz/fuzz_cli.c links this file on its own.
+ * signal names) and the checks of the lease and `run` options, and the
+ * hiding of --db's password in the process's own arguments. Nothing here
+ * opens a database, starts a process or exits, so the fuzz target
+ * tests/fuzz/fuzz_cli.c links this file on its own (with the core's URL
+ * redaction).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,6 +17,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "internal.h"
 
 #ifndef NSIG
 #define NSIG 65
@@ -35,6 +38,66 @@ void cli_error(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+}
+
+/* The copies of secret option values, newest first. */
+typedef struct cli_kept {
+    struct cli_kept *next;
+    size_t len;
+    char text[];
+} cli_kept;
+
+static cli_kept *cli_kept_list;
+
+/*
+ * The arguments of a process are the bytes /proc/PID/cmdline shows to
+ * every local user (and ps, top, a crash report), for as long as it
+ * runs. Writing over them in place changes what those show; the kernel
+ * reads them from the process's memory each time. So --db's value is
+ * copied here, and the argument is overwritten with its redacted form:
+ * ps then shows "--db postgres://u:***@host/db" (NUL bytes pad a shorter
+ * form, and a longer one -- a password of fewer than 3 bytes -- is cut).
+ * Until this runs, just after the tool starts, the password is there to
+ * see: --db-file and $SQLLOCK_DB have no such window.
+ */
+const char *cli_hide_arg(char *arg)
+{
+    size_t len = strlen(arg);
+    cli_kept *k = malloc(sizeof *k + len + 1);
+    char *shown;
+
+    if (k == NULL)
+        return NULL;
+    k->len = len;
+    memcpy(k->text, arg, len + 1);
+    shown = sqllock__url_redact(arg);
+    if (shown == NULL) {
+        free(k);
+        return NULL;
+    }
+    if (strcmp(shown, arg) != 0) {
+        size_t n = strlen(shown);
+
+        if (n > len)
+            n = len;
+        memcpy(arg, shown, n);
+        memset(arg + n, '\0', len - n);
+    }
+    free(shown);
+    k->next = cli_kept_list;
+    cli_kept_list = k;
+    return k->text;
+}
+
+void cli_free_secrets(void)
+{
+    while (cli_kept_list != NULL) {
+        cli_kept *k = cli_kept_list;
+
+        cli_kept_list = k->next;
+        sqllock__wipe(k->text, k->len);
+        free(k);
+    }
 }
 
 /* Finds the option called name[0..len) in `opts`, or NULL. */
@@ -117,14 +180,19 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
                 return cli_usage();
             }
             *opt->flag = 1;
-        } else if (eq != NULL) {
-            *opt->value = eq + 1;
-        } else if (i + 1 < argc) {
-            *opt->value = argv[++i];
-        } else {
+        } else if (eq == NULL && i + 1 >= argc) {
             cli_error("%s%soption '--%s' needs a value", cmd, sep,
                       opt->name);
             return cli_usage();
+        } else {
+            /* "--db=URL" is overwritten after its '='. */
+            char *v = eq != NULL ? argv[i] + (eq + 1 - arg) : argv[++i];
+
+            *opt->value = opt->secret ? cli_hide_arg(v) : v;
+            if (*opt->value == NULL) {
+                cli_error("%s%s%s", cmd, sep, strerror(ENOMEM));
+                return CLI_EXIT_DB;
+            }
         }
     }
     return CLI_EXIT_OK;

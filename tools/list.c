@@ -295,8 +295,8 @@ int cli_cmd_list(const cli_ctx *ctx, int argc, char **argv)
     cli_ctx c = *ctx;
     int help = 0, json = 0, npos, rc;
     const cli_opt opts[] = {
-        { "db", &c.db_opt, NULL }, { "json", NULL, &json },
-        { "help", NULL, &help }, { NULL, NULL, NULL }
+        CLI_OPTS_DB(c), { "json", NULL, &json, 0 },
+        { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
     };
     list_rows lr = { NULL, 0, 0 };
     sqllock_db *db;
@@ -306,7 +306,7 @@ int cli_cmd_list(const cli_ctx *ctx, int argc, char **argv)
         return rc;
     if (help)
         return cli_help();
-    rc = cli_open_db(&c, NULL, 1, &db);
+    rc = cli_open_db(&c, NULL, 1, &db, NULL);
     if (rc != CLI_EXIT_OK)
         return rc;
     rc = sqllock_list(db, collect_row, &lr);

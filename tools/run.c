@@ -36,6 +36,13 @@
  * Whether exec() worked is learned from a pipe whose write end is closed
  * on exec: EOF means the command runs; an errno written into it means the
  * exec failed (127 for "not found", 126 otherwise, as a shell reports).
+ *
+ * The command's environment is sqllock's own with the lease's
+ * SQLLOCK_NAME, SQLLOCK_OWNER and SQLLOCK_TOKEN, and without SQLLOCK_DB
+ * and SQLLOCK_DB_FILE (DESIGN C4: the URL may hold a password), unless
+ * --export-db asks for the database (build_env()). sqllock's own
+ * environment is never changed: the renewer thread runs meanwhile, and
+ * libpq reads its PG* variables on each connect.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,10 +60,14 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "internal.h"
 
 #ifndef NSIG
 #define NSIG 65
 #endif
+
+/* The process's environment (POSIX asks the program to declare it). */
+extern char **environ;
 
 /* The longest the supervisor sleeps between looks at the child. */
 #define RUN_MAX_NAP_MS 1000
@@ -84,6 +95,8 @@ typedef struct run_state {
     int64_t interval_ms;   /* --renew-every, 0 for the default */
     int64_t kill_after_ms; /* --kill-after */
     int wake[2];           /* the wake-up pipe */
+    char **env;            /* the command's environment (build_env()) */
+    int env_own;           /* its first env_own entries are allocated */
     int lost;              /* the lease is lost; the child is being ended */
     int64_t kill_at_ms;    /* when SIGKILL follows the first signal */
     int killed;            /* SIGKILL was sent */
@@ -312,12 +325,14 @@ static int supervise(run_state *st, const sigset_t *waitmask, int *wstatus)
 }
 
 /* In the child: restores the signal dispositions and mask sqllock started
- * with, takes its own process group when asked, and executes the command.
- * On failure, writes errno to `errfd` and exits 127 or 126. Only
- * async-signal-safe calls are made here. The parent's database handle is
- * never touched: the exec (or _exit) ends this copy of it. */
-static void child_exec(char **cmd, int own_group, const struct sigaction *old,
-                       const sigset_t *oldmask, int errfd)
+ * with, takes its own process group when asked, and executes the command
+ * with the environment `env`. On failure, writes errno to `errfd` and
+ * exits 127 or 126. Only async-signal-safe calls are made here (setting
+ * `environ` is a store). The parent's database handle is never touched:
+ * the exec (or _exit) ends this copy of it. */
+static void child_exec(char **cmd, char **env, int own_group,
+                       const struct sigaction *old, const sigset_t *oldmask,
+                       int errfd)
 {
     int i, err;
 
@@ -325,6 +340,7 @@ static void child_exec(char **cmd, int own_group, const struct sigaction *old,
         sigaction(run_sigs[i], &old[i], NULL);
     if (own_group)
         setpgid(0, 0);
+    environ = env;
     if (sigprocmask(SIG_SETMASK, oldmask, NULL) == 0)
         execvp(cmd[0], cmd);
     err = errno;
@@ -347,19 +363,96 @@ static int exec_result(int fd)
     return n == (ssize_t)sizeof err ? err : 0;
 }
 
-/* Puts the lease into the environment the child will inherit. */
-static int export_lease(const sqllock_lease *lease)
+/* The variables sqllock sets in the command's environment or takes out
+ * of it; any inherited value of these is dropped. */
+static const char *const run_own_vars[] = {
+    "SQLLOCK_NAME", "SQLLOCK_OWNER", "SQLLOCK_TOKEN", CLI_DB_ENV,
+    CLI_DB_FILE_ENV, NULL
+};
+
+/* Appends "name=value" to env[*n] in a new allocation; -1 without
+ * memory. */
+static int env_add(char **env, int *n, const char *name, const char *value)
+{
+    size_t nl = strlen(name), vl = strlen(value);
+    char *e = malloc(nl + vl + 2);
+
+    if (e == NULL)
+        return -1;
+    memcpy(e, name, nl);
+    e[nl] = '=';
+    memcpy(e + nl + 1, value, vl + 1);
+    env[(*n)++] = e;
+    return 0;
+}
+
+/* Frees what build_env() made; the entry that may hold the URL is wiped
+ * first. */
+static void free_env(char **env, int nown)
+{
+    int i;
+
+    if (env == NULL)
+        return;
+    for (i = 0; i < nown; i++) {
+        sqllock__wipe(env[i], strlen(env[i]));
+        free(env[i]);
+    }
+    free(env);
+}
+
+/*
+ * Builds the command's environment into st->env: sqllock's own, without
+ * the variables of run_own_vars, with SQLLOCK_NAME, SQLLOCK_OWNER and
+ * SQLLOCK_TOKEN of the lease. With --export-db, the command also gets
+ * the database sqllock used, in the form sqllock got it: SQLLOCK_DB=URL
+ * for --db or $SQLLOCK_DB, SQLLOCK_DB_FILE=PATH for --db-file or
+ * $SQLLOCK_DB_FILE, neither for the built-in default, so that a
+ * `sqllock` the command runs finds the same database. It is built before
+ * fork(): the child of a process with threads may only make
+ * async-signal-safe calls, so it only points `environ` at it.
+ */
+static int build_env(run_state *st, const cli_db *db, int export_db)
 {
     char token[32];
+    char **env;
+    size_t count = 0, i, k;
+    int n = 0, rc = 0;
 
-    snprintf(token, sizeof token, "%" PRId64, sqllock_lease_token(lease));
-    if (setenv("SQLLOCK_NAME", sqllock_lease_name(lease), 1) != 0
-        || setenv("SQLLOCK_OWNER", sqllock_lease_owner(lease), 1) != 0
-        || setenv("SQLLOCK_TOKEN", token, 1) != 0) {
-        cli_error("run: cannot set the environment: %s", strerror(errno));
-        return CLI_EXIT_DB;
+    while (environ != NULL && environ[count] != NULL)
+        count++;
+    env = malloc((count + 8) * sizeof *env);
+    if (env == NULL)
+        return -1;
+    snprintf(token, sizeof token, "%" PRId64,
+             sqllock_lease_token(st->lease));
+    rc |= env_add(env, &n, "SQLLOCK_NAME", sqllock_lease_name(st->lease));
+    rc |= env_add(env, &n, "SQLLOCK_OWNER", sqllock_lease_owner(st->lease));
+    rc |= env_add(env, &n, "SQLLOCK_TOKEN", token);
+    if (export_db && rc == 0) {
+        if (db->source == CLI_DB_OPTION || db->source == CLI_DB_VAR)
+            rc |= env_add(env, &n, CLI_DB_ENV, db->url);
+        else if (db->source == CLI_DB_FILE_OPTION ||
+                 db->source == CLI_DB_FILE_VAR)
+            rc |= env_add(env, &n, CLI_DB_FILE_ENV, db->file);
     }
-    return CLI_EXIT_OK;
+    st->env = env;
+    st->env_own = n;
+    if (rc != 0)
+        return -1;
+    for (i = 0; i < count; i++) {
+        for (k = 0; run_own_vars[k] != NULL; k++) {
+            size_t len = strlen(run_own_vars[k]);
+
+            if (strncmp(environ[i], run_own_vars[k], len) == 0 &&
+                environ[i][len] == '=')
+                break;
+        }
+        if (run_own_vars[k] == NULL)
+            env[n++] = environ[i];
+    }
+    env[n] = NULL;
+    return 0;
 }
 
 /* Releases the lease after a failure that kept the command from running
@@ -507,7 +600,7 @@ static int start_and_supervise(run_state *st, char **cmd)
     }
     if (st->pid == 0) {
         close(fds[0]);
-        child_exec(cmd, st->own_group, old, &oldmask, fds[1]);
+        child_exec(cmd, st->env, st->own_group, old, &oldmask, fds[1]);
     }
     /* Also here, so that the group exists before the first kill(); an
      * error only means the child did it first and has executed. */
@@ -533,15 +626,21 @@ static int start_and_supervise(run_state *st, char **cmd)
 
 /* Runs the command while the lease is held, and releases the lease after
  * it. Returns the tool's exit code. */
-static int run_held(run_state *st, char **cmd)
+static int run_held(run_state *st, char **cmd, const cli_db *db,
+                    int export_db)
 {
     int code, rc;
 
-    rc = export_lease(st->lease);
-    if (rc != CLI_EXIT_OK)
-        return give_back(st, rc);
+    if (build_env(st, db, export_db) != 0) {
+        cli_error("run: cannot make the command's environment: %s",
+                  strerror(ENOMEM));
+        free_env(st->env, st->env_own);
+        st->env = NULL;
+        return give_back(st, CLI_EXIT_DB);
+    }
     if (pthread_mutex_init(&st->mu, NULL) != 0) {
         cli_error("run: cannot make a mutex");
+        free_env(st->env, st->env_own);
         return give_back(st, CLI_EXIT_DB);
     }
     st->wake[0] = st->wake[1] = -1;
@@ -575,6 +674,7 @@ static int run_held(run_state *st, char **cmd)
         close(st->wake[1]);
     }
     pthread_mutex_destroy(&st->mu);
+    free_env(st->env, st->env_own);
     return code;
 }
 
@@ -584,23 +684,25 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     cli_lease_args la = { NULL, NULL, NULL, 0, 0 };
     cli_run_args ra;
     const char *name = NULL;
-    int help = 0, npos, rest, rc;
+    int help = 0, export_db = 0, npos, rest, rc;
     sqllock_options dbo = SQLLOCK_OPTIONS_INIT;
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     run_state st;
+    cli_db where;
     int64_t every;
 
     memset(&ra, 0, sizeof ra);
     {
         const cli_opt opts[] = {
-            { "db", &c.db_opt, NULL }, { "ttl", &la.ttl, NULL },
-            { "wait", &la.wait, NULL }, { "skip", NULL, &ra.skip },
-            { "holder", &la.holder, NULL },
-            { "busy-exit", &ra.busy_exit, NULL },
-            { "signal", &ra.signal, NULL },
-            { "kill-after", &ra.kill_after, NULL },
-            { "renew-every", &ra.renew_every, NULL },
-            { "help", NULL, &help }, { NULL, NULL, NULL }
+            CLI_OPTS_DB(c), { "ttl", &la.ttl, NULL, 0 },
+            { "wait", &la.wait, NULL, 0 }, { "skip", NULL, &ra.skip, 0 },
+            { "holder", &la.holder, NULL, 0 },
+            { "busy-exit", &ra.busy_exit, NULL, 0 },
+            { "signal", &ra.signal, NULL, 0 },
+            { "kill-after", &ra.kill_after, NULL, 0 },
+            { "renew-every", &ra.renew_every, NULL, 0 },
+            { "export-db", NULL, &export_db, 0 },
+            { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
         };
 
         rc = cli_parse("run", argc, argv, opts, &name, 1, &npos, &rest);
@@ -629,9 +731,11 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
      * a renewal interval, or the lease could run out meanwhile. The
      * renewer's connection takes this from the handle. */
     dbo.busy_timeout_ms = every < 5000 ? (every > 0 ? every : 1) : 5000;
-    rc = cli_open_db(&c, &dbo, 1, &st.db);
-    if (rc != CLI_EXIT_OK)
+    rc = cli_open_db(&c, &dbo, 1, &st.db, &where);
+    if (rc != CLI_EXIT_OK) {
+        cli_db_free(&where);
         return rc;
+    }
     lo.ttl_ms = la.ttl_ms;
     lo.holder = la.holder;
     rc = sqllock_lease_new(st.db, name, &lo, &st.lease);
@@ -645,9 +749,10 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     } else if (rc != SQLLOCK_OK) {
         rc = cli_db_error(st.db, rc, "run");
     } else {
-        rc = run_held(&st, argv + rest);
+        rc = run_held(&st, argv + rest, &where, export_db);
     }
     sqllock_lease_free(st.lease);
     sqllock_close(st.db);
+    cli_db_free(&where);
     return rc;
 }

@@ -7,8 +7,10 @@
  * The tool prints results to stdout and every error to stderr as
  * "sqllock: <what>: <message>", and tells what happened through its exit
  * code (cli.h keeps the numbers). It never prints a database URL as given:
- * the library's messages redact passwords, and the one place the tool
- * shows a URL itself (`init`) redacts it too.
+ * the library's messages redact passwords, and where the tool shows a URL
+ * itself (`init`, `demo`) it redacts it too; what a --db-file holds is
+ * never quoted (dburl.c), and --db's password is overwritten in the
+ * tool's own arguments (args.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,7 +24,7 @@
 
 /* The help, in parts: C99 promises string literals of only 4095 bytes. */
 static const char *const help_text[] = {
-"usage: sqllock [--db URL] COMMAND [ARGS...]\n"
+"usage: sqllock [--db URL | --db-file PATH] COMMAND [ARGS...]\n"
 "       sqllock --help | --version\n"
 "\n"
 "Distributed lease locks on the SQL database you already run.\n"
@@ -49,11 +51,16 @@ static const char *const help_text[] = {
 "      remaining_ms} objects.\n"
 "  run NAME --ttl DUR [--wait DUR | --skip] [--holder TEXT]\n"
 "      [--busy-exit CODE] [--signal SIG] [--kill-after DUR]\n"
-"      [--renew-every DUR] -- CMD [ARGS...]\n"
+"      [--renew-every DUR] [--export-db] -- CMD [ARGS...]\n"
 "      Run CMD while holding the lease on NAME. CMD gets SQLLOCK_NAME,\n"
-"      SQLLOCK_OWNER and SQLLOCK_TOKEN in its environment. While it runs,\n"
-"      a thread of sqllock renews the lease every ttl/3 (or every\n"
-"      --renew-every, which must be shorter than the ttl minus ttl/10).\n"
+"      SQLLOCK_OWNER and SQLLOCK_TOKEN in its environment, and not\n"
+"      SQLLOCK_DB or SQLLOCK_DB_FILE: the database's URL may hold a\n"
+"      password. With --export-db, CMD gets the database sqllock used\n"
+"      instead, as SQLLOCK_DB=URL (from --db or $SQLLOCK_DB) or\n"
+"      SQLLOCK_DB_FILE=PATH (from --db-file or $SQLLOCK_DB_FILE).\n"
+"      While it runs, a thread of sqllock renews the lease every ttl/3\n"
+"      (or every --renew-every, which must be shorter than the ttl minus\n"
+"      ttl/10).\n"
 "      If the lock is held elsewhere, CMD does not run and the exit code\n"
 "      is 75 (or CODE): at once with --skip (the default), or once\n"
 "      --wait has run out (a release wakes the wait early).\n"
@@ -79,21 +86,23 @@ static const char *const help_text[] = {
 "      statement (default 1000), and print how many were deleted. Live\n"
 "      leases are never touched; several hosts may run it at once. For\n"
 "      cron, e.g. every five minutes with --older-than 1h.\n"
-"  demo [--workers N] [--stock N] [--db URL]\n"
+"  demo [--workers N] [--stock N] [--db URL | --db-file PATH]\n"
 "      Show the classic oversell race: worker processes (default 8)\n"
 "      sell a stock of items (default 20) with no lock, with a lease\n"
 "      lock, with a row lock (SELECT ... FOR UPDATE in a transaction),\n"
 "      with optimistic versioned writes (conflicts retried) and with one\n"
 "      conditional UPDATE per purchase; a table shows what each sold.\n"
 "      Uses a fresh temporary SQLite file (removed at the end)\n"
-"      unless --db names a database (SQLite, PostgreSQL or MySQL), in\n"
-"      which it creates tables demo_stock and demo_sale and drops them\n"
-"      at the end; $SQLLOCK_DB and the default file are never used.\n"
+"      unless --db or --db-file names a database (SQLite, PostgreSQL or\n"
+"      MySQL), in which it creates tables demo_stock and demo_sale and\n"
+"      drops them at the end; $SQLLOCK_DB, $SQLLOCK_DB_FILE and the\n"
+"      default file are never used.\n"
 "      Exit code 1 if any mode but \"no lock\" sold anything but the\n"
 "      stock.\n"
 "\n",
 "Options:\n"
 "  --db URL          the database, before or after the command (see below)\n"
+"  --db-file PATH    the database: the first line of the file PATH\n"
 "  --ttl DUR         how long a lease lasts after each acquire or renewal\n"
 "  --wait DUR        how long to wait for a busy lock (default 0: try once)\n"
 "  --holder TEXT     who holds the lock, shown by `list` (default host:pid)\n"
@@ -105,6 +114,7 @@ static const char *const help_text[] = {
 "                    TERM, INT, HUP, QUIT, USR1, USR2, KILL, ... or a number)\n"
 "  --kill-after DUR  run: SIGKILL follows --signal after DUR (default 10s)\n"
 "  --renew-every DUR run: the time between renewals (default ttl/3)\n"
+"  --export-db       run: CMD gets SQLLOCK_DB or SQLLOCK_DB_FILE\n"
 "  --older-than DUR  reap: only leases expired longer ago (default 0)\n"
 "  --batch N         reap: rows per DELETE statement (default 1000)\n"
 "  --json            list: print JSON\n"
@@ -118,13 +128,22 @@ static const char *const help_text[] = {
 "  \"--opt VALUE\" and \"--opt=VALUE\"; \"--\" ends the options.\n"
 "\n",
 "Database:\n"
-"  The URL comes from --db, else from $" CLI_DB_ENV ", else it is the\n"
-"  built-in default " CLI_DEFAULT_DB_URL "\n"
-"  (the file " CLI_DEFAULT_DB_FILE "). For that default only, sqllock\n"
-"  creates its tables by itself. For any other URL, run `sqllock init`\n"
-"  once first; until then lock commands fail and say so. URLs look like\n"
-"  sqlite:///abs/path.db, sqlite:rel/path.db,\n"
-"  postgres://user:pass@host:5432/db, mysql://user:pass@host/db.\n"
+"  The URL is the first of: --db URL; --db-file PATH (the first line of\n"
+"  the file that is not blank); $" CLI_DB_ENV "; $" CLI_DB_FILE_ENV " (a file, as\n"
+"  --db-file); the built-in default " CLI_DEFAULT_DB_URL "\n"
+"  (the file " CLI_DEFAULT_DB_FILE "). --db and --db-file together\n"
+"  are an error. For the default only, sqllock creates its tables by\n"
+"  itself. For any other URL, run `sqllock init` once first; until then\n"
+"  lock commands fail and say so. URLs look like sqlite:///abs/path.db,\n"
+"  sqlite:rel/path.db, postgres://user:pass@host:5432/db,\n"
+"  mysql://user:pass@host/db.\n"
+"  Passwords: every local user can read a process's arguments. sqllock\n"
+"  overwrites the password of --db in its own arguments (ps shows\n"
+"  user:***@host) as soon as it has read them, but until then, and in\n"
+"  the shell's history, it is there to see. Put it in a file of mode\n"
+"  0600 (--db-file, $" CLI_DB_FILE_ENV "), in $" CLI_DB_ENV ", or for PostgreSQL in\n"
+"  ~/.pgpass or a service file (a URL without a password uses them).\n"
+"  Messages never show a password.\n"
 "\n"
 "Exit status:\n"
 "    0  success\n"
@@ -178,53 +197,6 @@ int cli_exit_code(int status)
     }
 }
 
-const char *cli_db_url(const cli_ctx *ctx, int *is_default)
-{
-    const char *url = ctx->db_opt;
-
-    *is_default = 0;
-    if (url == NULL) {
-        url = getenv(CLI_DB_ENV);
-        if (url != NULL && *url == '\0')
-            url = NULL;
-    }
-    if (url == NULL) {
-        url = CLI_DEFAULT_DB_URL;
-        *is_default = 1;
-    }
-    return url;
-}
-
-int cli_open_db(const cli_ctx *ctx, const sqllock_options *opts,
-                int lock_command, sqllock_db **out)
-{
-    sqllock_db *db = NULL;
-    int is_default;
-    const char *url = cli_db_url(ctx, &is_default);
-    int rc;
-
-    *out = NULL;
-    rc = sqllock_open(url, opts, &db);
-    if (rc != SQLLOCK_OK) {
-        rc = cli_db_error(db, rc, "cannot open the database");
-        sqllock_close(db);
-        /* A URL the library cannot parse is still a database problem
-         * for the caller, not a misuse of the tool's options. */
-        return rc == CLI_EXIT_USAGE ? CLI_EXIT_DB : rc;
-    }
-    if (is_default && lock_command) {
-        rc = sqllock_init(db);
-        if (rc != SQLLOCK_OK) {
-            rc = cli_db_error(db, rc, "cannot create the schema in %s",
-                              CLI_DEFAULT_DB_FILE);
-            sqllock_close(db);
-            return rc == CLI_EXIT_USAGE ? CLI_EXIT_DB : rc;
-        }
-    }
-    *out = db;
-    return CLI_EXIT_OK;
-}
-
 /* Writes `s` to stdout in single quotes, so that any shell reads it back
  * as exactly those bytes: each ' becomes '\'' (close, escaped quote,
  * reopen). Nothing else is special inside single quotes. */
@@ -243,12 +215,13 @@ static void print_shell_quoted(const char *s)
 static int cmd_init(const cli_ctx *ctx, int argc, char **argv)
 {
     cli_ctx c = *ctx;
-    int help = 0, is_default, npos, rc, scope = 0;
+    int help = 0, npos, rc, scope = 0;
     const cli_opt opts[] = {
-        { "db", &c.db_opt, NULL }, { "help", NULL, &help },
-        { NULL, NULL, NULL }
+        CLI_OPTS_DB(c), { "help", NULL, &help, 0 },
+        { NULL, NULL, NULL, 0 }
     };
     sqllock_db *db;
+    cli_db where;
     char *shown;
 
     rc = cli_parse("init", argc, argv, opts, NULL, 0, &npos, NULL);
@@ -256,17 +229,21 @@ static int cmd_init(const cli_ctx *ctx, int argc, char **argv)
         return rc;
     if (help)
         return cli_help();
-    rc = cli_open_db(&c, NULL, 0, &db);
-    if (rc != CLI_EXIT_OK)
+    rc = cli_open_db(&c, NULL, 0, &db, &where);
+    if (rc != CLI_EXIT_OK) {
+        cli_db_free(&where);
         return rc;
+    }
     rc = sqllock_init(db);
     if (rc != SQLLOCK_OK) {
         rc = cli_db_error(db, rc, "init");
         sqllock_close(db);
+        cli_db_free(&where);
         return rc == CLI_EXIT_USAGE ? CLI_EXIT_DB : rc;
     }
-    /* The URL is shown only with any password replaced by "***". */
-    shown = sqllock__url_redact(cli_db_url(&c, &is_default));
+    /* The URL is shown only with its secrets replaced by "***". */
+    shown = sqllock__url_redact(where.url);
+    cli_db_free(&where);
     printf("schema ready (version %d) in %s\n", SQLLOCK_SCHEMA_VERSION,
            shown != NULL ? shown : sqllock_db_driver(db));
     free(shown);
@@ -284,9 +261,9 @@ static int cmd_acquire(const cli_ctx *ctx, int argc, char **argv)
     int help = 0, npos, rc;
     const char *name = NULL;
     const cli_opt opts[] = {
-        { "db", &c.db_opt, NULL }, { "ttl", &la.ttl, NULL },
-        { "wait", &la.wait, NULL }, { "holder", &la.holder, NULL },
-        { "help", NULL, &help }, { NULL, NULL, NULL }
+        CLI_OPTS_DB(c), { "ttl", &la.ttl, NULL, 0 },
+        { "wait", &la.wait, NULL, 0 }, { "holder", &la.holder, NULL, 0 },
+        { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
     };
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     sqllock_lease *lease = NULL;
@@ -304,7 +281,7 @@ static int cmd_acquire(const cli_ctx *ctx, int argc, char **argv)
     rc = cli_lease_args_check("acquire", &la);
     if (rc != CLI_EXIT_OK)
         return rc;
-    rc = cli_open_db(&c, NULL, 1, &db);
+    rc = cli_open_db(&c, NULL, 1, &db, NULL);
     if (rc != CLI_EXIT_OK)
         return rc;
     lo.ttl_ms = la.ttl_ms;
@@ -345,9 +322,9 @@ static int cmd_release(const cli_ctx *ctx, int argc, char **argv)
     int help = 0, npos, rc;
     const char *name = NULL, *owner = NULL, *token_text = NULL;
     const cli_opt opts[] = {
-        { "db", &c.db_opt, NULL }, { "owner", &owner, NULL },
-        { "token", &token_text, NULL }, { "help", NULL, &help },
-        { NULL, NULL, NULL }
+        CLI_OPTS_DB(c), { "owner", &owner, NULL, 0 },
+        { "token", &token_text, NULL, 0 }, { "help", NULL, &help, 0 },
+        { NULL, NULL, NULL, 0 }
     };
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     sqllock_lease *lease = NULL;
@@ -366,7 +343,7 @@ static int cmd_release(const cli_ctx *ctx, int argc, char **argv)
     rc = cli_parse_int("release", "token", token_text, 1, INT64_MAX, &token);
     if (rc != CLI_EXIT_OK)
         return rc;
-    rc = cli_open_db(&c, NULL, 1, &db);
+    rc = cli_open_db(&c, NULL, 1, &db, NULL);
     if (rc != CLI_EXIT_OK)
         return rc;
     /* Release never uses the ttl, but lease options require one. */
@@ -387,13 +364,14 @@ static int cmd_release(const cli_ctx *ctx, int argc, char **argv)
     return rc;
 }
 
-int main(int argc, char **argv)
+/* Runs the command the arguments name; returns the exit code. */
+static int dispatch(int argc, char **argv)
 {
-    cli_ctx ctx = { NULL };
+    cli_ctx ctx = { NULL, NULL };
     int help = 0, version = 0, npos, rest, rc;
     const cli_opt opts[] = {
-        { "db", &ctx.db_opt, NULL }, { "help", NULL, &help },
-        { "version", NULL, &version }, { NULL, NULL, NULL }
+        CLI_OPTS_DB(ctx), { "help", NULL, &help, 0 },
+        { "version", NULL, &version, 0 }, { NULL, NULL, NULL, 0 }
     };
     const char *cmd;
 
@@ -434,4 +412,13 @@ int main(int argc, char **argv)
         return cli_cmd_demo(&ctx, argc, argv);
     cli_error("unknown command '%s'", cmd);
     return cli_usage();
+}
+
+int main(int argc, char **argv)
+{
+    int rc = dispatch(argc, argv);
+
+    /* The copies of --db's value (args.c). */
+    cli_free_secrets();
+    return rc;
 }
