@@ -304,7 +304,9 @@ static const char *const secret_names[] = {
  * wrong. */
 static const char *const public_params[] = {
     /* sqllock's SQLite and MySQL drivers */
-    "busy_timeout", "socket", "ssl_mode",
+    "busy_timeout", "socket", "ssl_mode", "option_file", "option_group",
+    /* sqllock's PostgreSQL driver (docs/poolers.md) */
+    "pooler", "listen_host", "listen_port",
     /* the MySQL client's TLS options (file names and protocol names) */
     "ssl_ca", "ssl_capath", "ssl_cert", "ssl_cipher", "ssl_crl",
     "ssl_crlpath", "ssl_key", "tls_version",
