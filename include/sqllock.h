@@ -250,6 +250,16 @@ typedef struct sqllock_options {
  * address, more than 16 hosts, or `socket=` with several hosts is
  * SQLLOCK_EURL.
  *
+ * TLS and credentials (README "Credentials and TLS"). A PostgreSQL URL
+ * takes libpq's parameters (sslmode, sslrootcert, sslcert, sslkey,
+ * passfile, service, ...). A MySQL/MariaDB URL takes ssl_mode (DISABLED,
+ * PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY), ssl_ca, ssl_capath,
+ * ssl_cert, ssl_key, ssl_cipher, ssl_crl, ssl_crlpath, and option_file
+ * and option_group for the user, password and TLS settings of a MySQL
+ * option file (~/.my.cnf, group [client], when the URL names neither user
+ * nor password); the URL's own values win. No part of a password is ever
+ * part of a message (DESIGN C4).
+ *
  * Connection poolers (PostgreSQL; docs/poolers.md). The URL says what is
  * between the client and the server: `pooler=none` (the default: the
  * connection is the client's own), `pooler=transaction` (PgBouncer in
