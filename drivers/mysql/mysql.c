@@ -1780,14 +1780,24 @@ static int mydrv_begin(sqllock_conn *c, sqllock_dberr *err)
     return SQLLOCK_OK;
 }
 
+/* A COMMIT that fails (a Galera certification failure, 1213) ends the
+ * transaction on the server, but an error packet carries no status
+ * flags: the client's server_status still says "in a transaction" from
+ * the last OK, and check_no_foreign_txn() would take that for someone
+ * else's. A ROLLBACK (a no-op on the server) brings the flags up to
+ * date; its own failure does not change the status reported. */
 static int mydrv_commit(sqllock_conn *c, sqllock_dberr *err)
 {
     int64_t t0 = mono_ms();
+    int rc;
 
     c->in_txn = 0;
-    if (mysql_commit(c->my) != 0)
-        return fail_timed(c, t0, fail_conn(c->my, err, "COMMIT"), err);
-    return SQLLOCK_OK;
+    if (mysql_commit(c->my) == 0)
+        return SQLLOCK_OK;
+    rc = fail_timed(c, t0, fail_conn(c->my, err, "COMMIT"), err);
+    if (rc != SQLLOCK_ECONNECT)
+        (void)mysql_rollback(c->my);
+    return rc;
 }
 
 /* On a lost connection this reports SQLLOCK_ECONNECT (the server rolls
