@@ -387,20 +387,48 @@ static int release_row(sqllock_lease *l, int64_t *affected)
     return SQLLOCK_OK;
 }
 
+/* The status of a call whose retry after a lost connection (DESIGN C3)
+ * failed too: the retry's, with both reasons in the message. */
+static int retry_failed(sqllock_db *db, int rc, const char *first)
+{
+    char again[SQLLOCK__ERRMSG_MAX];
+
+    memcpy(again, db->errmsg, sizeof again);
+    return sqllock__fail(db, rc, "%s (sent again on a fresh connection, "
+                         "after: %s)", again, first);
+}
+
 int sqllock_lease_renew(sqllock_lease *l)
 {
+    char first[SQLLOCK__ERRMSG_MAX];
     int64_t sent_us, affected = 0;
-    int rc;
+    int rc, had_conn;
 
     if (l == NULL)
         return SQLLOCK_EINVAL;
     if (l->count == 0)
         return sqllock__fail(l->db, SQLLOCK_ENOTHELD, "this handle does not "
                              "hold lock '%s' (renew)", l->name);
+    had_conn = l->db->conn != NULL;
     sent_us = sqllock__now_us();
     rc = sqllock__lease_renew_raw(l->db, l->name, l->owner, l->token,
                                   l->ttl_ms, l->flags & SQLLOCK_LEASE_FAST,
                                   &affected);
+    if (rc == SQLLOCK_ECONNECT && had_conn) {
+        /* DESIGN C3: the connection was lost, and with it the answer. A
+         * renewal names owner and token, so running it again changes
+         * nothing that the first one may have done: once, on a fresh
+         * connection (the core connects again at this call). Not after
+         * a connect that failed: then nothing was sent. */
+        memcpy(first, l->db->errmsg, sizeof first);
+        sent_us = sqllock__now_us();
+        rc = sqllock__lease_renew_raw(l->db, l->name, l->owner, l->token,
+                                      l->ttl_ms,
+                                      l->flags & SQLLOCK_LEASE_FAST,
+                                      &affected);
+        if (rc != SQLLOCK_OK)
+            return retry_failed(l->db, rc, first);
+    }
     if (rc != SQLLOCK_OK)
         return rc;
     if (affected == 0) {
@@ -439,8 +467,9 @@ int sqllock__lease_renew_raw(sqllock_db *db, const char *name,
 
 int sqllock_lease_release(sqllock_lease *l)
 {
-    int64_t affected = 0;
-    int rc;
+    char first[SQLLOCK__ERRMSG_MAX];
+    int64_t affected = 0, sent_us, deadline_us;
+    int rc, retried = 0, had_conn;
 
     if (l == NULL)
         return SQLLOCK_EINVAL;
@@ -452,16 +481,44 @@ int sqllock_lease_release(sqllock_lease *l)
         return sqllock__ok(l->db);
     }
     unwatch(l);
+    had_conn = l->db->conn != NULL;
+    sent_us = sqllock__now_us();
+    deadline_us = atomic_load(&l->deadline_us);
     rc = release_row(l, &affected);
+    if (rc == SQLLOCK_ECONNECT && had_conn) {
+        /* DESIGN C3: the answer was lost with the connection; the
+         * release may or may not have run. It names owner and token, so
+         * it is run once more, on a fresh connection. */
+        memcpy(first, l->db->errmsg, sizeof first);
+        retried = 1;
+        rc = release_row(l, &affected);
+        if (rc != SQLLOCK_OK)
+            return retry_failed(l->db, rc, first);
+    }
     if (rc != SQLLOCK_OK)
         return rc;
     forget(l);
+    /*
+     * A retried release that finds the row gone: if the first attempt
+     * was sent before the lease's local deadline (L6), no one else could
+     * have taken or reaped the lease before it ran, so it was the first
+     * attempt that deleted the row -- released, not lost. After the
+     * deadline, or with no deadline known (an attached lease never
+     * renewed), the lease may have been lost before: LOST, as always.
+     */
+    if (affected == 0 && retried && deadline_us != 0 && sent_us < deadline_us)
+        affected = 1;
     if (affected > 0 && !(l->flags & SQLLOCK_LEASE_NO_WAKEUP))
         sqllock__wake_post(l->wake_key);
     if (affected == 0)
         return sqllock__fail(l->db, SQLLOCK_LOST, "lock '%s' had already "
                              "been lost: taken over by another owner, or "
-                             "removed after it expired", l->name);
+                             "removed after it expired%s%s%s", l->name,
+                             retried ? " (the release was sent again after "
+                             "its answer was lost -- " : "",
+                             retried ? first : "", retried ? " -- and the "
+                             "first one was sent after the lease's local "
+                             "deadline)" : "");
     return sqllock__ok(l->db);
 }
 

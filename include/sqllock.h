@@ -178,9 +178,12 @@ typedef struct sqllock_options {
      *     the server: the handle does not hold it, and the row stays
      *     until its ttl passes (or the reaper removes it); the same name
      *     is busy until then.
-     *   - A release whose answer never came may not have happened: the
-     *     handle keeps its hold (release again), and the lease lasts at
-     *     most until its ttl.
+     *   - A release or a renewal whose answer never came is sent once
+     *     more on a fresh connection (DESIGN C3; see
+     *     sqllock_lease_release()), so such a call can take this timeout
+     *     twice plus a connect. A release that fails again may not have
+     *     happened: the handle keeps its hold (release again), and the
+     *     lease lasts at most until its ttl.
      *   - A renewal's failure makes a watched lease UNCERTAIN, then LOST
      *     at its local deadline (DESIGN L6, L7). A watched lease's LOST
      *     callback can come up to the longer of this timeout and
@@ -438,7 +441,13 @@ SQLLOCK_API int sqllock_lease_acquire(sqllock_lease *lease, int64_t wait_ms);
  * one took it over in between (no other owner held it meanwhile).
  * SQLLOCK_LOST when another owner took it over or it was removed; the handle
  * then no longer holds it. SQLLOCK_ENOTHELD when the handle does not hold.
- * On a connection error the local deadline is left as it was.
+ * A renewal that finds its connection lost (SQLLOCK_ECONNECT: the
+ * answer may have been lost with it) is sent once more on a fresh
+ * connection (DESIGN C3): it names owner and token, so running it twice
+ * does nothing the first did not. Not after a connect that failed
+ * (nothing was sent). Such a call can take the statement timeout, plus
+ * a connect and a second statement timeout. When that fails too, the
+ * local deadline is left as it was and the message gives both reasons.
  */
 SQLLOCK_API int sqllock_lease_renew(sqllock_lease *lease);
 
@@ -448,10 +457,15 @@ SQLLOCK_API int sqllock_lease_renew(sqllock_lease *lease);
  * lock at any moment since the acquire. SQLLOCK_LOST: another owner took
  * it over, or the row was removed after it expired; the handle is released
  * all the same. SQLLOCK_ENOTHELD when the handle does not hold.
- * On a connection error the handle keeps the hold, so release can be retried.
- * The failed release may have committed before its answer was lost; the
- * retry then finds the row gone and returns SQLLOCK_LOST, which there
- * means "already released" as much as "taken over".
+ * A release that finds its connection lost is sent once more on a fresh
+ * connection (DESIGN C3; as sqllock_lease_renew()). The lost one may have
+ * committed: when the second finds the row gone and the first was sent
+ * before the lease's local deadline (L6), no one else could have taken
+ * or reaped the lease before it ran, so it is SQLLOCK_OK (released, not
+ * lost); sent later, it is SQLLOCK_LOST. When the second fails too, the
+ * handle keeps the hold, so release can be called again; a call then
+ * that finds the row gone returns SQLLOCK_LOST, which there means
+ * "already released" as much as "taken over".
  */
 SQLLOCK_API int sqllock_lease_release(sqllock_lease *lease);
 
