@@ -1780,12 +1780,29 @@ static int mydrv_begin(sqllock_conn *c, sqllock_dberr *err)
     return SQLLOCK_OK;
 }
 
-/* A COMMIT that fails (a Galera certification failure, 1213) ends the
- * transaction on the server, but an error packet carries no status
- * flags: the client's server_status still says "in a transaction" from
- * the last OK, and check_no_foreign_txn() would take that for someone
- * else's. A ROLLBACK (a no-op on the server) brings the flags up to
- * date; its own failure does not change the status reported. */
+/*
+ * The client's status flags come with every OK from the server, but an
+ * error carries none: after a COMMIT or a ROLLBACK that failed they still
+ * say "in a transaction" from the last OK, and check_no_foreign_txn()
+ * would take that for someone else's transaction. On a Galera node a
+ * transaction that a conflicting write set aborted (brute force) fails
+ * the next command with 1213, the ROLLBACK included, and only the one
+ * after it succeeds. So a ROLLBACK that fails on a live connection is
+ * sent once more: its OK ends what is left of the transaction and brings
+ * the flags up to date. 0 when one of them succeeded.
+ */
+static int rollback_resync(sqllock_conn *c)
+{
+    if (mysql_rollback(c->my) == 0)
+        return 0;
+    if (classify(mysql_errno(c->my)) == SQLLOCK_ECONNECT)
+        return -1;
+    return mysql_rollback(c->my) == 0 ? 0 : -1;
+}
+
+/* A COMMIT that fails (a Galera certification failure, 1213) has ended
+ * the transaction on the server; a ROLLBACK brings the status flags up
+ * to date (rollback_resync()) and does not change the status reported. */
 static int mydrv_commit(sqllock_conn *c, sqllock_dberr *err)
 {
     int64_t t0 = mono_ms();
@@ -1796,7 +1813,7 @@ static int mydrv_commit(sqllock_conn *c, sqllock_dberr *err)
         return SQLLOCK_OK;
     rc = fail_timed(c, t0, fail_conn(c->my, err, "COMMIT"), err);
     if (rc != SQLLOCK_ECONNECT)
-        (void)mysql_rollback(c->my);
+        (void)rollback_resync(c);
     return rc;
 }
 
@@ -1807,7 +1824,7 @@ static int mydrv_rollback(sqllock_conn *c, sqllock_dberr *err)
     int64_t t0 = mono_ms();
 
     c->in_txn = 0;
-    if (mysql_rollback(c->my) != 0)
+    if (rollback_resync(c) != 0)
         return fail_timed(c, t0, fail_conn(c->my, err, "ROLLBACK"), err);
     return SQLLOCK_OK;
 }
