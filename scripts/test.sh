@@ -84,6 +84,7 @@ galera=""
 pgrepl=""
 poolers=""
 tls=""
+creds_dir=""
 
 cleanup() {
   local rc=$?
@@ -105,6 +106,7 @@ cleanup() {
     scripts/servers.sh stop "$srv" || true
     echo "servers stopped"
   fi
+  [ -z "$creds_dir" ] || rm -rf "$creds_dir"
   rm -rf "$work"
   exit "$rc"
 }
@@ -442,8 +444,11 @@ if [ -n "$srv" ]; then
   }
   clean=(env -i "PATH=$PATH")
   show='env; tr "\0" " " < /proc/$PPID/cmdline'
-  creds_file="$work/creds.url"
-  leak_file="$work/creds-leak.url"
+  # Not under $work: its name (sqllock-test.XXXXXX) holds the owner's
+  # password, sqllock-test, and the path shows in the command line.
+  creds_dir=$(mktemp -d "${TMPDIR:-/tmp}/c4.XXXXXX")
+  creds_file="$creds_dir/creds.url"
+  leak_file="$creds_dir/creds-leak.url"
   for db in pg my; do
     if [ "$db" = pg ]; then
       scheme=postgres port=$pg_port
@@ -481,7 +486,8 @@ if [ -n "$srv" ]; then
     fi
     creds_n=$((creds_n + 1))
   done
-  rm -f "$creds_file" "$leak_file"
+  rm -rf "$creds_dir"
+  creds_dir=""
   echo "credentials: $creds_n cases, no password in run's arguments, its command's environment or the tool's output"
 fi
 
