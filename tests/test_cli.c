@@ -288,6 +288,71 @@ static void test_cli_usage_errors(void **state)
     EXPECT_EXIT(f, 0, "run", U(f, "bad"), "--ttl", "5s", "--", "true");
 }
 
+/* Durations in every option that takes one: compound and fractional
+ * forms are read as sqllock.h says (acquire prints the ttl it used), and
+ * a refused one names the option, the text and what is wrong. */
+static void test_cli_durations(void **state)
+{
+    static const struct {
+        const char *text;
+        const char *ms;
+    } good[] = {
+        { "1m30s", "90000" }, { "1.5s", "1500" }, { "0.25s", "250" },
+        { "1.5m", "90000" }, { "2d12h", "216000000" }, { "1h30m", "5400000" },
+        { "500ms", "500" }, { "30", "30000" }, { "1s500ms", "1500" },
+    };
+    static const struct {
+        const char *text;
+        const char *why;
+    } bad[] = {
+        { "30m1h", "largest first" }, { "1m1m", "largest first" },
+        { "1.5h30m", "last number" }, { "1.5ms", "milliseconds" },
+        { "1m30", "stand alone" }, { "1.5", "unit" },
+        { "106751991167d7h12m55.808s", "longer" }, { "1w", "unknown unit" },
+    };
+    fixture *f = *state;
+    char owner[SQLLOCK_OWNER_LEN + 1], tok[32], ms[32];
+    int64_t token;
+    size_t i;
+
+    for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+        acquire(f, U(f, "dur"), good[i].text, owner, &token);
+        if (!tu_get_var(f->out, "SQLLOCK_TTL_MS", ms, sizeof ms) ||
+            strcmp(ms, good[i].ms) != 0)
+            fail_msg("acquire --ttl %s printed SQLLOCK_TTL_MS=%s, want %s",
+                     good[i].text, ms, good[i].ms);
+        snprintf(tok, sizeof tok, "%lld", (long long)token);
+        EXPECT_EXIT(f, 0, "release", U(f, "dur"), "--owner", owner,
+                    "--token", tok);
+    }
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        EXPECT_EXIT(f, 64, "acquire", U(f, "dur"), "--ttl", bad[i].text);
+        if (strstr(f->err, "--ttl") == NULL ||
+            strstr(f->err, bad[i].text) == NULL ||
+            strstr(f->err, bad[i].why) == NULL)
+            fail_msg("acquire --ttl %s: stderr \"%s\" should name --ttl, "
+                     "the text and \"%s\"", bad[i].text, f->err, bad[i].why);
+        EXPECT_EXIT(f, 64, "run", U(f, "dur"), "--ttl", "10s",
+                    "--kill-after", bad[i].text, "--", "true");
+        assert_non_null(strstr(f->err, "--kill-after"));
+    }
+    /* The other options that take a duration. */
+    EXPECT_EXIT(f, 0, "acquire", U(f, "dur-wait"), "--ttl", "1m30s",
+                "--wait", "0.25s");
+    assert_true(tu_get_var(f->out, "SQLLOCK_OWNER", owner, sizeof owner));
+    assert_true(tu_get_var(f->out, "SQLLOCK_TOKEN", tok, sizeof tok));
+    EXPECT_EXIT(f, 75, "acquire", U(f, "dur-wait"), "--ttl", "1m30s",
+                "--wait", "0.3s");
+    EXPECT_EXIT(f, 0, "release", U(f, "dur-wait"), "--owner", owner,
+                "--token", tok);
+    EXPECT_EXIT(f, 0, "run", U(f, "dur-run"), "--ttl", "1m30s",
+                "--kill-after", "1.5s", "--renew-every", "0.5m", "--",
+                "true");
+    EXPECT_EXIT(f, 0, "reap", "--older-than", "1h30m");
+    EXPECT_EXIT(f, 64, "reap", "--older-than", "1h30");
+    assert_non_null(strstr(f->err, "--older-than"));
+}
+
 /* list --json shows a held lease with its owner and token. */
 static void test_cli_list_json(void **state)
 {
@@ -375,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_cli_run_exit_codes),
         cmocka_unit_test(test_cli_run_passes_token),
         cmocka_unit_test(test_cli_usage_errors),
+        cmocka_unit_test(test_cli_durations),
         cmocka_unit_test(test_cli_list_json),
         cmocka_unit_test(test_cli_reap),
     };

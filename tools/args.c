@@ -201,11 +201,13 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
 int cli_parse_duration(const char *cmd, const char *opt, const char *text,
                        int64_t *ms)
 {
+    const char *why;
+
     if (text == NULL)
         return CLI_EXIT_OK;
-    if (sqllock_parse_duration(text, ms) != SQLLOCK_OK) {
-        cli_error("%s: bad duration for --%s: '%s' (use e.g. 500ms, 30s, "
-                  "5m, 2h)", cmd, opt, text);
+    if (sqllock__parse_duration(text, ms, &why) != SQLLOCK_OK) {
+        cli_error("%s: bad duration for --%s: '%s': %s", cmd, opt, text,
+                  why);
         return cli_usage();
     }
     return CLI_EXIT_OK;

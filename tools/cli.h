@@ -97,7 +97,7 @@ void cli_free_secrets(void);
 
 /* Parses a duration option with sqllock_parse_duration(). A NULL text
  * leaves *ms alone. Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after naming
- * the option and the bad text on stderr. */
+ * the option, the bad text and what is wrong with it on stderr. */
 int cli_parse_duration(const char *cmd, const char *opt, const char *text,
                        int64_t *ms);
 
