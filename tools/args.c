@@ -155,9 +155,10 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
             cli_error("%s%sunexpected argument '%s'", cmd, sep, arg);
             return cli_usage();
         }
-        if (strcmp(arg, "-h") == 0) {
-            name = "help";
-            len = 4;
+        /* The two short forms: -h (every command) and -V (main). */
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "-V") == 0) {
+            name = arg[1] == 'h' ? "help" : "version";
+            len = strlen(name);
             eq = NULL;
         } else if (arg[1] == '-') {
             name = arg + 2;
@@ -169,8 +170,11 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
         }
         opt = find_opt(opts, name, len);
         if (opt == NULL) {
-            cli_error("%s%sunknown option '--%.*s'", cmd, sep, (int)len,
-                      name);
+            if (arg[1] != '-')
+                cli_error("%s%sunknown option '%s'", cmd, sep, arg);
+            else
+                cli_error("%s%sunknown option '--%.*s'", cmd, sep, (int)len,
+                          name);
             return cli_usage();
         }
         if (opt->flag != NULL) {
