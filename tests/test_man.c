@@ -1,7 +1,8 @@
 /*
  * test_man.c -- the manual page sqllock(1) (issue 15): `cmake --install`
- * puts it in <prefix>/<mandir>/man1, and it says what `sqllock --help`
- * says, so that the two cannot drift apart:
+ * puts it in <prefix>/<mandir>/man1 (its component "man" alone here, so
+ * that a tree where only the tool and the tests were built will do), and
+ * it says what `sqllock --help` says, so that the two cannot drift apart:
  *   - every command that --help lists is an item of COMMANDS, and every
  *     option an item of OPTIONS;
  *   - every option name that --help mentions anywhere is in the page;
@@ -187,7 +188,7 @@ static int setup(void **state)
     char prefix[4200];
     const char *install_argv[] = { SQLLOCK_CMAKE_COMMAND, "--install",
                                    SQLLOCK_BINARY_DIR, "--prefix", prefix,
-                                   NULL };
+                                   "--component", "man", NULL };
     char *out = NULL, *err = NULL;
     int code;
 
