@@ -237,5 +237,9 @@ int sqllock__random(void *buf, size_t n);
 int64_t sqllock__rand_upto(int64_t bound);
 /* 1 if s[0..len) is valid UTF-8 with no control characters (C0, DEL). */
 int sqllock__name_ok(const char *s, size_t len);
+/* sqllock_parse_duration(), which also points *why (when `why` is not
+ * NULL) at a sentence that says what is wrong with a text it refuses
+ * (static; NULL on success), for the tool's messages. */
+int sqllock__parse_duration(const char *text, int64_t *ms, const char **why);
 
 #endif /* SQLLOCK_INTERNAL_H */

@@ -1046,11 +1046,30 @@ SQLLOCK_API void sqllock_free(void *p);
 /* ------------------------------------------------------------------------ */
 
 /*
- * Parses a duration: a whole number followed by an optional unit, "ms",
- * "s", "m", "h" or "d" (a bare number is seconds), e.g. "500ms", "30s",
- * "5m", "2h". Returns SQLLOCK_OK and sets *ms, or SQLLOCK_EINVAL for NULL,
- * empty, signs, spaces, fractions, unknown units, trailing garbage, or a
- * value that does not fit in int64 milliseconds.
+ * Parses a duration into milliseconds. The text is either a bare whole
+ * number, which is seconds ("90"), or one or more components, each a
+ * number and its unit, with nothing between them:
+ *
+ *     duration  = digits | component { component }
+ *     component = digits [ "." digits ] unit
+ *     unit      = "d" | "h" | "m" | "s" | "ms"    (86400 s, 3600 s, 60 s,
+ *                                                 1 s, 1/1000 s)
+ *
+ * e.g. "500ms", "30s", "5m", "1m30s", "1h30m", "2d12h", "1.5s", "0.25s",
+ * "1.5m", "1s500ms". The units of one text come largest first, each at
+ * most once; only the last component may have a fraction; the value is
+ * the sum of the components and must be a whole number of milliseconds
+ * (no rounding: "1.5ms" and "0.0001s" are refused) that fits in int64
+ * (at most "106751991167d7h12m55.807s"). Leading zeros and zeros that end
+ * a fraction are allowed ("007s", "1.50s").
+ *
+ * Returns SQLLOCK_OK and sets *ms, or SQLLOCK_EINVAL and leaves *ms alone
+ * for NULL, empty text, signs, spaces, upper case, other units, exponents,
+ * units out of order or repeated ("30m1h", "1m1m"), a fraction before
+ * the last component ("1.5h30m"), a number without a unit after a
+ * component ("1m30"), a fraction without a unit ("1.5"), a fraction
+ * without digits on both sides (".5s", "1.s"), trailing garbage, and a
+ * value that is not a whole number of milliseconds or does not fit.
  */
 SQLLOCK_API int sqllock_parse_duration(const char *text, int64_t *ms);
 

@@ -155,9 +155,10 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
             cli_error("%s%sunexpected argument '%s'", cmd, sep, arg);
             return cli_usage();
         }
-        if (strcmp(arg, "-h") == 0) {
-            name = "help";
-            len = 4;
+        /* The two short forms: -h (every command) and -V (main). */
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "-V") == 0) {
+            name = arg[1] == 'h' ? "help" : "version";
+            len = strlen(name);
             eq = NULL;
         } else if (arg[1] == '-') {
             name = arg + 2;
@@ -169,8 +170,11 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
         }
         opt = find_opt(opts, name, len);
         if (opt == NULL) {
-            cli_error("%s%sunknown option '--%.*s'", cmd, sep, (int)len,
-                      name);
+            if (arg[1] != '-')
+                cli_error("%s%sunknown option '%s'", cmd, sep, arg);
+            else
+                cli_error("%s%sunknown option '--%.*s'", cmd, sep, (int)len,
+                          name);
             return cli_usage();
         }
         if (opt->flag != NULL) {
@@ -201,11 +205,13 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
 int cli_parse_duration(const char *cmd, const char *opt, const char *text,
                        int64_t *ms)
 {
+    const char *why;
+
     if (text == NULL)
         return CLI_EXIT_OK;
-    if (sqllock_parse_duration(text, ms) != SQLLOCK_OK) {
-        cli_error("%s: bad duration for --%s: '%s' (use e.g. 500ms, 30s, "
-                  "5m, 2h)", cmd, opt, text);
+    if (sqllock__parse_duration(text, ms, &why) != SQLLOCK_OK) {
+        cli_error("%s: bad duration for --%s: '%s': %s", cmd, opt, text,
+                  why);
         return cli_usage();
     }
     return CLI_EXIT_OK;

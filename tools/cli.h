@@ -25,9 +25,9 @@
 #define CLI_EXIT_NOEXEC 126    /* run: the command could not be executed */
 #define CLI_EXIT_NOTFOUND 127  /* run: the command was not found */
 
-/* The database the tool uses when no option or variable names one (see
- * cli_db_url()). Only for this one does the tool create the schema by
- * itself. */
+/* The database of --local: a file of this host, for locks that need to
+ * keep out only the other processes of this host (see cli_db_url()).
+ * Only for this one does the tool create the schema by itself. */
 #define CLI_DEFAULT_DB_FILE "/var/tmp/sqllock.db"
 #define CLI_DEFAULT_DB_URL "sqlite://" CLI_DEFAULT_DB_FILE
 #define CLI_DB_ENV "SQLLOCK_DB"
@@ -38,16 +38,18 @@
 
 /* What every subcommand gets from main(): the values of the --db and
  * --db-file options seen before the subcommand (a later one of the same
- * option overrides it), NULL when none. */
+ * option overrides it), NULL when none, and whether --local was. */
 typedef struct cli_ctx {
     const char *db_opt;
     const char *db_file_opt;
+    int local;
 } cli_ctx;
 
 /* One option a command accepts, by its long name without the dashes
  * ("ttl" for --ttl). An option with `value` takes an argument, given as
  * "--ttl 5s" or "--ttl=5s", stored there (a repeat overrides); one with
- * `flag` takes none and sets *flag to 1. "-h" is read as "--help". An
+ * `flag` takes none and sets *flag to 1. "-h" is read as "--help" and
+ * "-V" as "--version" (an error where there is no such option). An
  * option with `secret` set (--db: a URL may hold a password) stores a
  * copy of its value, and the argument itself is overwritten in place with
  * the value redacted (cli_hide_arg()), so that /proc/PID/cmdline and ps
@@ -59,11 +61,12 @@ typedef struct cli_opt {
     int secret;
 } cli_opt;
 
-/* The two entries of the options that name the database, for the option
+/* The entries of the options that name the database, for the option
  * table of every command that opens one. */
 #define CLI_OPTS_DB(ctx)                                                   \
     { "db", &(ctx).db_opt, NULL, 1 },                                      \
-    { "db-file", &(ctx).db_file_opt, NULL, 0 }
+    { "db-file", &(ctx).db_file_opt, NULL, 0 },                            \
+    { "local", NULL, &(ctx).local, 0 }
 
 /*
  * Parses the arguments of command `cmd` against `opts` (terminated by an
@@ -97,7 +100,7 @@ void cli_free_secrets(void);
 
 /* Parses a duration option with sqllock_parse_duration(). A NULL text
  * leaves *ms alone. Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after naming
- * the option and the bad text on stderr. */
+ * the option, the bad text and what is wrong with it on stderr. */
 int cli_parse_duration(const char *cmd, const char *opt, const char *text,
                        int64_t *ms);
 
@@ -170,7 +173,7 @@ const char *cli_signame(int sig, char *buf, size_t size);
 
 /* Where the URL of the database came from. */
 enum cli_db_source {
-    CLI_DB_DEFAULT,            /* CLI_DEFAULT_DB_URL */
+    CLI_DB_DEFAULT,            /* --local: CLI_DEFAULT_DB_URL */
     CLI_DB_OPTION,             /* --db */
     CLI_DB_FILE_OPTION,        /* --db-file */
     CLI_DB_VAR,                /* $SQLLOCK_DB */
@@ -186,21 +189,23 @@ typedef struct cli_db {
 
 /*
  * Finds the database URL of a command, the first of: --db, --db-file,
- * $SQLLOCK_DB, $SQLLOCK_DB_FILE (a variable set but empty counts as
- * unset), else CLI_DEFAULT_DB_URL. --db and --db-file together are a
- * usage error. A file gives its first line that is not blank, without
- * the white space around it; a file that cannot be read, is larger than
- * CLI_DB_FILE_MAX, holds a NUL byte or no such line is an error (what the
- * file holds is never printed). Returns CLI_EXIT_OK with *db filled (free
+ * --local (CLI_DEFAULT_DB_URL), $SQLLOCK_DB, $SQLLOCK_DB_FILE (a variable
+ * set but empty counts as unset). Any two of --db, --db-file and --local
+ * together are a usage error, and so is none of the five: a command that
+ * names no database is refused, saying how to name one, rather than
+ * given a file of this host that would keep out nobody on another. A
+ * file gives its first line that is not blank, without the white space
+ * around it; a file that cannot be read, is larger than CLI_DB_FILE_MAX,
+ * holds a NUL byte or no such line is an error (what the file holds is
+ * never printed). Returns CLI_EXIT_OK with *db filled (free
  * with cli_db_free()), or an exit code after printing why.
  */
 int cli_db_url(const cli_ctx *ctx, cli_db *db);
 void cli_db_free(cli_db *db);
 
 /*
- * Opens the database for a command (cli_db_url()). For the default
- * alone, and only when `lock_command` is set, the schema is created
- * first. `opts` may be NULL. `where`, when not NULL, gets the URL and its
+ * Opens the database for a command (cli_db_url()). For --local alone,
+ * and only when `lock_command` is set, the schema is created first. `opts` may be NULL. `where`, when not NULL, gets the URL and its
  * source (free with cli_db_free(), also after a failure). Returns
  * CLI_EXIT_OK with *out set, or an exit code after printing why.
  */

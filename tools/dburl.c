@@ -2,12 +2,18 @@
  * dburl.c -- which database a command of the `sqllock` tool uses, and
  * opening it.
  *
- * The URL comes from the first of: --db URL, --db-file PATH, $SQLLOCK_DB,
- * $SQLLOCK_DB_FILE, else the built-in default. The command line goes
- * before the environment, as with every option; within each, the URL
- * given outright goes before the file, as libpq's PGPASSWORD goes before
- * its PGPASSFILE. --db and --db-file together are a usage error rather
+ * The URL comes from the first of: --db URL, --db-file PATH, --local,
+ * $SQLLOCK_DB, $SQLLOCK_DB_FILE. The command line goes before the
+ * environment, as with every option; within each, the URL given outright
+ * goes before the file, as libpq's PGPASSWORD goes before its PGPASSFILE.
+ * Two of --db, --db-file and --local together are a usage error rather
  * than a silent choice.
+ *
+ * None of them is a usage error too. The tool once fell back to a file of
+ * this host; a cron job, which starts without the variables of its
+ * user's shell, then took "the" lock in a file of its own host, and every
+ * host of the fleet ran the job. A lock that keeps out only this host's
+ * processes is now asked for by name, with --local (the same file).
  *
  * A URL with a password in --db is in the process's arguments, which
  * every local user can read (args.c hides it, after a short window);
@@ -136,18 +142,32 @@ int cli_db_url(const cli_ctx *ctx, cli_db *db)
         cli_error("--db and --db-file cannot be used together");
         return cli_usage();
     }
+    if (ctx->local && (ctx->db_opt != NULL || ctx->db_file_opt != NULL)) {
+        cli_error("--local cannot be used with --%s: --local is the file "
+                  CLI_DEFAULT_DB_FILE " of this host",
+                  ctx->db_opt != NULL ? "db" : "db-file");
+        return cli_usage();
+    }
     if (ctx->db_opt != NULL)
         return set_url(db, ctx->db_opt, CLI_DB_OPTION);
     if (ctx->db_file_opt != NULL)
         return read_url_file(db, ctx->db_file_opt, "--db-file",
                              CLI_DB_FILE_OPTION);
+    if (ctx->local)
+        return set_url(db, CLI_DEFAULT_DB_URL, CLI_DB_DEFAULT);
     v = getenv(CLI_DB_ENV);
     if (v != NULL && *v != '\0')
         return set_url(db, v, CLI_DB_VAR);
     v = getenv(CLI_DB_FILE_ENV);
     if (v != NULL && *v != '\0')
         return read_url_file(db, v, "$" CLI_DB_FILE_ENV, CLI_DB_FILE_VAR);
-    return set_url(db, CLI_DEFAULT_DB_URL, CLI_DB_DEFAULT);
+    cli_error("no database named: give --db URL or --db-file PATH, or set "
+              "$" CLI_DB_ENV " or $" CLI_DB_FILE_ENV " (cron and systemd "
+              "start jobs without your shell's variables: name it in the "
+              "crontab or the unit)");
+    cli_error("or, for a lock that keeps out only the processes of this "
+              "host, give --local (the file " CLI_DEFAULT_DB_FILE ")");
+    return cli_usage();
 }
 
 void cli_db_free(cli_db *db)

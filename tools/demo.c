@@ -762,6 +762,12 @@ int cli_cmd_demo(const cli_ctx *ctx, int argc, char **argv)
     if (rc != CLI_EXIT_OK)
         return rc;
 
+    if (c.local) {
+        cli_error("demo: --local is not for the demo, which makes a "
+                  "temporary SQLite file unless --db or --db-file names a "
+                  "database");
+        return cli_usage();
+    }
     memset(&d, 0, sizeof d);
     d.workers = (int)workers;
     d.stock = (int)stock;

@@ -24,8 +24,8 @@
 
 /* The help, in parts: C99 promises string literals of only 4095 bytes. */
 static const char *const help_text[] = {
-"usage: sqllock [--db URL | --db-file PATH] COMMAND [ARGS...]\n"
-"       sqllock --help | --version\n"
+"usage: sqllock [--db URL | --db-file PATH | --local] COMMAND [ARGS...]\n"
+"       sqllock -h | --help | -V | --version\n"
 "\n"
 "Distributed lease locks on the SQL database you already run.\n"
 "\n"
@@ -96,13 +96,15 @@ static const char *const help_text[] = {
 "      unless --db or --db-file names a database (SQLite, PostgreSQL or\n"
 "      MySQL), in which it creates tables demo_stock and demo_sale and\n"
 "      drops them at the end; $SQLLOCK_DB, $SQLLOCK_DB_FILE and the\n"
-"      default file are never used.\n"
+"      file of --local are never used.\n"
 "      Exit code 1 if any mode but \"no lock\" sold anything but the\n"
 "      stock.\n"
 "\n",
 "Options:\n"
 "  --db URL          the database, before or after the command (see below)\n"
 "  --db-file PATH    the database: the first line of the file PATH\n"
+"  --local           the database: a file of this host, for a lock that\n"
+"                    keeps out only this host's processes (see below)\n"
 "  --ttl DUR         how long a lease lasts after each acquire or renewal\n"
 "  --wait DUR        how long to wait for a busy lock (default 0: try once)\n"
 "  --holder TEXT     who holds the lock, shown by `list` (default host:pid)\n"
@@ -121,22 +123,29 @@ static const char *const help_text[] = {
 "  --workers N, --stock N\n"
 "                    demo: the number of worker processes and items\n"
 "  -h, --help        print this help\n"
-"  --version         print the library's version\n"
+"  -V, --version     print the library's version\n"
 "\n"
-"  DUR is a whole number with a unit, ms, s, m, h or d (\"500ms\", \"30s\",\n"
-"  \"5m\"); a bare number is seconds. Options that take a value accept\n"
-"  \"--opt VALUE\" and \"--opt=VALUE\"; \"--\" ends the options.\n"
+"  DUR is a number with a unit, ms, s, m, h or d, or several of them,\n"
+"  largest first: \"500ms\", \"30s\", \"1m30s\", \"1.5h\", \"2d12h\"; a bare\n"
+"  whole number is seconds. Only the last number may have a fraction,\n"
+"  and the total must be a whole number of milliseconds. Options that\n"
+"  take a value accept \"--opt VALUE\" and \"--opt=VALUE\"; \"--\" ends\n"
+"  the options.\n"
 "\n",
 "Database:\n"
 "  The URL is the first of: --db URL; --db-file PATH (the first line of\n"
-"  the file that is not blank); $" CLI_DB_ENV "; $" CLI_DB_FILE_ENV " (a file, as\n"
-"  --db-file); the built-in default " CLI_DEFAULT_DB_URL "\n"
-"  (the file " CLI_DEFAULT_DB_FILE "). --db and --db-file together\n"
-"  are an error. For the default only, sqllock creates its tables by\n"
-"  itself. For any other URL, run `sqllock init` once first; until then\n"
-"  lock commands fail and say so. URLs look like sqlite:///abs/path.db,\n"
-"  sqlite:rel/path.db, postgres://user:pass@host:5432/db,\n"
-"  mysql://user:pass@host/db.\n"
+"  the file that is not blank); --local; $" CLI_DB_ENV "; $" CLI_DB_FILE_ENV " (a\n"
+"  file, as --db-file). Two of --db, --db-file and --local together are\n"
+"  an error. With none of the five, every command but demo refuses to\n"
+"  run (exit 64): cron and systemd start jobs without the variables of\n"
+"  your shell, and a lock in a file of each host would let every host\n"
+"  run the job. --local asks for such a lock by name: it keeps out only\n"
+"  the processes of this host, in " CLI_DEFAULT_DB_URL ", whose\n"
+"  tables sqllock creates by itself. For any other URL, run `sqllock\n"
+"  init` once first; until then lock commands fail and say so.\n"
+"  URLs look like sqlite:///abs/path.db, sqlite:rel/path.db,\n"
+"  postgres://user:pass@host:5432/db, mysql://user:pass@host/db.\n"
+"\n"
 "  Passwords: every local user can read a process's arguments. sqllock\n"
 "  overwrites the password of --db in its own arguments (ps shows\n"
 "  user:***@host) as soon as it has read them, but until then, and in\n"
@@ -367,7 +376,7 @@ static int cmd_release(const cli_ctx *ctx, int argc, char **argv)
 /* Runs the command the arguments name; returns the exit code. */
 static int dispatch(int argc, char **argv)
 {
-    cli_ctx ctx = { NULL, NULL };
+    cli_ctx ctx = { NULL, NULL, 0 };
     int help = 0, version = 0, npos, rest, rc;
     const cli_opt opts[] = {
         CLI_OPTS_DB(ctx), { "help", NULL, &help, 0 },

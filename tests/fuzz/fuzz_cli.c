@@ -8,7 +8,8 @@
  * acquire, release, list, run, reap, demo); the rest, split at NUL bytes,
  * is the argument list (up to 64 arguments, each in its own allocation so
  * that AddressSanitizer sees a read past any of them). The option tables
- * below are copies of the tools' own: keep them in step.
+ * below are copies of the tools' own: keep them in step (--local, which
+ * CLI_OPTS_DB gives every command, is added to each in code).
  *
  * Besides "no crash, no leak, no undefined behaviour" it checks:
  *   - every result is 0 or 64, and 64 exactly when something was printed
@@ -306,9 +307,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *vals[MAX_OPTS] = { NULL };
     const char *pos[2] = { NULL, NULL };
     int flags[MAX_OPTS] = { 0 };
-    cli_opt opts[MAX_OPTS + 1];
+    cli_opt opts[MAX_OPTS + 2];
     char *argv[MAX_ARGS + 1], *orig[MAX_ARGS + 1];
     int argc = 0, npos = -1, rest = -1, rc, c, i, j, nopts, silent;
+    int local = 0;
     size_t start, k;
     char *out = NULL;
     size_t outlen = 0;
@@ -344,10 +346,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         opts[nopts].flag = s->takes_value[nopts] ? NULL : &flags[nopts];
         opts[nopts].secret = is_secret(s->names[nopts]);
     }
-    opts[nopts].name = NULL;
+    /* CLI_OPTS_DB's third entry. */
+    opts[nopts].name = "local";
     opts[nopts].value = NULL;
-    opts[nopts].flag = NULL;
+    opts[nopts].flag = &local;
     opts[nopts].secret = 0;
+    opts[nopts + 1].name = NULL;
+    opts[nopts + 1].value = NULL;
+    opts[nopts + 1].flag = NULL;
+    opts[nopts + 1].secret = 0;
 
     report = stderr;
     mem = open_memstream(&out, &outlen);
@@ -367,6 +374,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(j < argc);   /* in the list, in order */
             j++;
         }
+        CHECK(local == 0 || local == 1);
         for (i = 0; i < nopts; i++) {
             CHECK(flags[i] == 0 || flags[i] == 1);
             if (vals[i] != NULL && !is_secret(s->names[i]))
