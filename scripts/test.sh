@@ -69,7 +69,7 @@ root=$(pwd)
 . scripts/lib.sh
 ensure_packages "${BUILD_PACKAGES[@]}" libcmocka-dev valgrind faketime \
   postgresql mariadb-server galera-4 rsync iproute2 libpq-dev \
-  default-libmysqlclient-dev pgbouncer pgpool2
+  default-libmysqlclient-dev pgbouncer pgpool2 man-db
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
   ensure_packages clang libclang-rt-dev
