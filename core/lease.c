@@ -362,8 +362,40 @@ static int lease_insert(sqllock_lease *l)
     return sqllock__ok(db);
 }
 
+/* How often a statement that the database rolled back is run again. */
+#define ROLLBACK_RETRIES 3
+
+/* A status that says the database rolled the statement back (a deadlock,
+ * a serialization failure -- Galera reports a lost certification as a
+ * deadlock -- or a row-lock wait that timed out): its effect is known,
+ * nothing, so running it again is safe. */
+static int rolled_back(int rc)
+{
+    return rc == SQLLOCK_EDEADLOCK || rc == SQLLOCK_ESERIALIZATION ||
+           rc == SQLLOCK_ELOCKED;
+}
+
 /* Runs RELEASE; *affected says whether the row was still ours. */
-static int release_row(sqllock_lease *l, int64_t *affected)
+static int release_once(sqllock_lease *l, int64_t *affected);
+
+/* RELEASE, run again (a few times, after a short random pause) while the
+ * database rolls it back; *sent_us is when the attempt that counts was
+ * sent. */
+static int release_row(sqllock_lease *l, int64_t *sent_us,
+                       int64_t *affected)
+{
+    int rc, attempt;
+
+    for (attempt = 0;; attempt++) {
+        *sent_us = sqllock__now_us();
+        rc = release_once(l, affected);
+        if (!rolled_back(rc) || attempt == ROLLBACK_RETRIES)
+            return rc;
+        sqllock__sleep_ms(sqllock__rand_upto(l->backoff_min_ms));
+    }
+}
+
+static int release_once(sqllock_lease *l, int64_t *affected)
 {
     sqllock_db *db = l->db;
     char channel[SQLLOCK__CHANNEL_MAX];
@@ -398,6 +430,25 @@ static int retry_failed(sqllock_db *db, int rc, const char *first)
                          "after: %s)", again, first);
 }
 
+/* RENEW, run again (a few times, after a short random pause) while the
+ * database rolls it back; *sent_us is when the attempt that counts was
+ * sent. */
+static int renew_row(sqllock_lease *l, int64_t *sent_us, int64_t *affected)
+{
+    int rc, attempt;
+
+    for (attempt = 0;; attempt++) {
+        *sent_us = sqllock__now_us();
+        rc = sqllock__lease_renew_raw(l->db, l->name, l->owner, l->token,
+                                      l->ttl_ms,
+                                      l->flags & SQLLOCK_LEASE_FAST,
+                                      affected);
+        if (!rolled_back(rc) || attempt == ROLLBACK_RETRIES)
+            return rc;
+        sqllock__sleep_ms(sqllock__rand_upto(l->backoff_min_ms));
+    }
+}
+
 int sqllock_lease_renew(sqllock_lease *l)
 {
     char first[SQLLOCK__ERRMSG_MAX];
@@ -410,10 +461,7 @@ int sqllock_lease_renew(sqllock_lease *l)
         return sqllock__fail(l->db, SQLLOCK_ENOTHELD, "this handle does not "
                              "hold lock '%s' (renew)", l->name);
     had_conn = l->db->conn != NULL;
-    sent_us = sqllock__now_us();
-    rc = sqllock__lease_renew_raw(l->db, l->name, l->owner, l->token,
-                                  l->ttl_ms, l->flags & SQLLOCK_LEASE_FAST,
-                                  &affected);
+    rc = renew_row(l, &sent_us, &affected);
     if (rc == SQLLOCK_ECONNECT && had_conn) {
         /* DESIGN C3: the connection was lost, and with it the answer. A
          * renewal names owner and token, so running it again changes
@@ -421,11 +469,7 @@ int sqllock_lease_renew(sqllock_lease *l)
          * connection (the core connects again at this call). Not after
          * a connect that failed: then nothing was sent. */
         memcpy(first, l->db->errmsg, sizeof first);
-        sent_us = sqllock__now_us();
-        rc = sqllock__lease_renew_raw(l->db, l->name, l->owner, l->token,
-                                      l->ttl_ms,
-                                      l->flags & SQLLOCK_LEASE_FAST,
-                                      &affected);
+        rc = renew_row(l, &sent_us, &affected);
         if (rc != SQLLOCK_OK)
             return retry_failed(l->db, rc, first);
     }
@@ -482,16 +526,17 @@ int sqllock_lease_release(sqllock_lease *l)
     }
     unwatch(l);
     had_conn = l->db->conn != NULL;
-    sent_us = sqllock__now_us();
     deadline_us = atomic_load(&l->deadline_us);
-    rc = release_row(l, &affected);
+    rc = release_row(l, &sent_us, &affected);
     if (rc == SQLLOCK_ECONNECT && had_conn) {
         /* DESIGN C3: the answer was lost with the connection; the
          * release may or may not have run. It names owner and token, so
          * it is run once more, on a fresh connection. */
+        int64_t again_us;
+
         memcpy(first, l->db->errmsg, sizeof first);
         retried = 1;
-        rc = release_row(l, &affected);
+        rc = release_row(l, &again_us, &affected);
         if (rc != SQLLOCK_OK)
             return retry_failed(l->db, rc, first);
     }
@@ -522,8 +567,6 @@ int sqllock_lease_release(sqllock_lease *l)
     return sqllock__ok(l->db);
 }
 
-/* How often an acquire that the database rolled back is run again. */
-#define ROLLBACK_RETRIES 3
 
 int sqllock_lease_try_acquire(sqllock_lease *l)
 {

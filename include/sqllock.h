@@ -448,6 +448,11 @@ SQLLOCK_API int sqllock_lease_acquire(sqllock_lease *lease, int64_t wait_ms);
  * (nothing was sent). Such a call can take the statement timeout, plus
  * a connect and a second statement timeout. When that fails too, the
  * local deadline is left as it was and the message gives both reasons.
+ * A renewal the database rolls back (a deadlock, a serialization
+ * failure, a Galera certification failure, a row-lock timeout: nothing
+ * was done) is run again up to 3 times after a short random pause, as an
+ * acquire is; after that its status (sqllock_retryable()) is returned.
+ * The same holds for sqllock_lease_release().
  */
 SQLLOCK_API int sqllock_lease_renew(sqllock_lease *lease);
 
