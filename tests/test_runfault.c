@@ -12,7 +12,9 @@
  *   - X2, X3: a runner stopped past its ttl while its command runs on and
  *     exits 0 exits 76 (and the guard told the command at the deadline);
  *     a release that finds the lease taken over exits 76;
- *   - --verbose prints the events in order;
+ *   - the busy message names the holder and the time left, never the
+ *     owner id; --quiet prints nothing when busy (run and acquire) but
+ *     still prints errors; --verbose prints the events in order;
  *   - C3: the database restarted while the job runs: the run exits with
  *     the command's code and the lock is free at once after it, not after
  *     the ttl (needs the servers scripts/servers.sh started, named by
@@ -773,6 +775,54 @@ static void test_runfault_X2_release_finds_takeover_exits_76(void **state)
 /* Quiet and informative                                                */
 /* ------------------------------------------------------------------ */
 
+/* The busy message names the holder, the token and the time left, never
+ * the owner id; --quiet prints nothing for a busy lock (run and acquire,
+ * also after a --wait) but still prints errors; --quiet and --verbose
+ * are a usage error together. */
+static void test_runfault_busy_message_and_quiet(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "busy");
+    sqllock_lease *mine = lease_with(f, name, 30000, "cron@web3 nightly");
+    char file[4300], tok[64];
+
+    fpath(f, file, sizeof file, "touched");
+    EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK, "hold");
+    snprintf(tok, sizeof tok, "token %lld",
+             (long long)sqllock_lease_token(mine));
+    EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--", "touch", file);
+    if (strstr(f->err, "holder 'cron@web3 nightly'") == NULL
+        || strstr(f->err, tok) == NULL || strstr(f->err, "s left") == NULL)
+        fail_msg("the busy message names no holder, token and time left: "
+                 "%s", f->err);
+    if (strstr(f->err, sqllock_lease_owner(mine)) != NULL)
+        fail_msg("the busy message shows the owner id: %s", f->err);
+    EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--quiet", "--", "touch",
+                file);
+    assert_string_equal(f->err, "");
+    assert_string_equal(f->out, "");
+    EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--busy-exit", "0",
+                "--quiet", "--", "touch", file);
+    assert_string_equal(f->err, "");
+    EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--wait", "300ms",
+                "--quiet", "--", "touch", file);
+    assert_string_equal(f->err, "");
+    EXPECT_EXIT(f, 75, "acquire", name, "--ttl", "5s", "--quiet");
+    assert_string_equal(f->err, "");
+    assert_string_equal(f->out, "");
+    EXPECT_EXIT(f, 75, "acquire", name, "--ttl", "5s");
+    assert_true(tu_contains_ci(f->err, "held"));
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--quiet", "--verbose",
+                "--", "touch", file);
+    assert_false(file_exists(file));
+    EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
+    /* Errors are not quieted. */
+    EXPECT_EXIT(f, 127, "run", name, "--ttl", "5s", "--quiet", "--",
+                "/nonexistent/sqllock-no-such-command");
+    assert_true(tu_contains_ci(f->err, "cannot execute"));
+    expect_no_row(f, name);
+}
+
 /* Fails unless the lines of `err` that contain the `n` texts come in
  * that order, each with "sqllock: <date>T<time> run: " first. */
 static void expect_events(const char *err, const char *const *texts, int n)
@@ -942,6 +992,7 @@ int main(void)
         cmocka_unit_test(test_runfault_X1_leftovers_stopped_before_release),
         cmocka_unit_test(test_runfault_X2_X3_paused_runner_exits_76),
         cmocka_unit_test(test_runfault_X2_release_finds_takeover_exits_76),
+        cmocka_unit_test(test_runfault_busy_message_and_quiet),
         cmocka_unit_test(test_runfault_verbose_events_in_order),
         cmocka_unit_test(test_runfault_C3_database_restart_mid_job),
     };

@@ -320,6 +320,10 @@ int cli_run_args_check(cli_run_args *ra, const cli_lease_args *la)
         cli_error("run: --skip and --wait cannot be used together");
         return cli_usage();
     }
+    if (ra->quiet && ra->verbose) {
+        cli_error("run: --quiet and --verbose cannot be used together");
+        return cli_usage();
+    }
     if (ra->signal != NULL) {
         rc = cli_parse_signal(ra->signal, &ra->lost_signal);
         if (rc != CLI_EXIT_OK)

@@ -150,6 +150,7 @@ typedef struct cli_run_args {
     const char *renew_every;
     const char *busy_exit;
     int skip;
+    int quiet;
     int verbose;
     int lost_signal;
     int64_t kill_after_ms;

@@ -64,6 +64,9 @@
  * never changed: the renewer thread runs meanwhile, and libpq reads its
  * PG* variables on each connect.
  *
+ * --quiet leaves out the message about a busy lock (errors are still
+ * printed); that message names the holder and the time it has left, as
+ * `list` shows them (never the owner id, which can release the lock).
  * --verbose prints a line for each event, each message with the time.
  */
 #include <errno.h>
@@ -858,6 +861,42 @@ static int start_and_supervise(run_state *st)
     return st->ended ? child_exit_code(st->wstatus) : CLI_EXIT_DB;
 }
 
+/* What the busy message says of the holder (find_holder()). */
+typedef struct run_holder {
+    const char *name;
+    char holder[SQLLOCK_HOLDER_MAX + 1];
+    int64_t token;
+    int64_t remaining_ms;
+} run_holder;
+
+/* The sqllock_list() callback: copies the row of the lock, then stops.
+ * The holder text is shown as it is only when it is valid UTF-8 without
+ * control characters (what sqllock writes); otherwise every byte that
+ * is not printable ASCII shows as '?', so that a row written by someone
+ * else cannot move the terminal's cursor. */
+static int find_holder(void *ctx, const sqllock_lease_info *info)
+{
+    run_holder *h = ctx;
+    const char *s = info->holder != NULL ? info->holder : "";
+    size_t i, len = strlen(s);
+    int ok;
+
+    if (strcmp(info->name, h->name) != 0)
+        return 0;
+    if (len > SQLLOCK_HOLDER_MAX)
+        len = SQLLOCK_HOLDER_MAX;
+    ok = sqllock__name_ok(s, len);
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        h->holder[i] = ok || (c >= 0x20 && c < 0x7F) ? (char)c : '?';
+    }
+    h->holder[len] = '\0';
+    h->token = info->token;
+    h->remaining_ms = info->remaining_ms;
+    return 1;
+}
+
 /* After the job: gives the lease up, and returns the tool's exit code:
  * `code`, the command's, unless the lease was lost (DESIGN X2). */
 static int give_up(run_state *st, int code)
@@ -929,6 +968,30 @@ static int run_held(run_state *st)
     return code;
 }
 
+/* The message for a busy lock (unless --quiet): the library's, with the
+ * holder and the time it has left, read the way `list` reads them. */
+static void busy_message(run_state *st)
+{
+    char msg[SQLLOCK__ERRMSG_MAX], left[32];
+    run_holder h;
+
+    snprintf(msg, sizeof msg, "%s", sqllock_errmsg(st->db));
+    memset(&h, 0, sizeof h);
+    h.name = st->name;
+    if (sqllock_list(st->db, find_holder, &h) != 1) {
+        say(st, "not running '%s': %s", st->cmd0, msg);
+        return;
+    }
+    if (h.remaining_ms >= 0)
+        say(st, "not running '%s': %s: holder '%s', token %" PRId64 ", %s "
+            "left", st->cmd0, msg, h.holder, h.token,
+            span(left, sizeof left, h.remaining_ms));
+    else
+        say(st, "not running '%s': %s: holder '%s', token %" PRId64 ", "
+            "expired %s ago", st->cmd0, msg, h.holder, h.token,
+            span(left, sizeof left, -h.remaining_ms));
+}
+
 int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
 {
     cli_ctx c = *ctx;
@@ -954,6 +1017,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
             { "signal", &ra.signal, NULL, 0 },
             { "kill-after", &ra.kill_after, NULL, 0 },
             { "renew-every", &ra.renew_every, NULL, 0 },
+            { "quiet", NULL, &ra.quiet, 0 },
             { "verbose", NULL, &ra.verbose, 0 },
             { "export-db", NULL, &export_db, 0 },
             { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
@@ -1032,7 +1096,8 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
         rc = sqllock_lease_acquire(st.lease, ra.skip ? 0 : la.wait_ms);
     st.granted_us = cli_guard_now_us();
     if (rc == SQLLOCK_BUSY || rc == SQLLOCK_TIMEOUT) {
-        cli_db_error(st.db, rc, "run: not running '%s'", argv[rest]);
+        if (!ra.quiet)
+            busy_message(&st);
         rc = (int)ra.busy_exit_code;
     } else if (rc != SQLLOCK_OK) {
         rc = cli_db_error(st.db, rc, "run");

@@ -36,7 +36,7 @@ static const char *const help_text[] = {
 "      \"row locks: exclusive\" (every client waits), \"node\" (a Galera\n"
 "      cluster: only clients of the same node wait) or \"database\"\n"
 "      (SQLite: a transaction locks the whole database).\n"
-"  acquire NAME --ttl DUR [--wait DUR] [--holder TEXT]\n"
+"  acquire NAME --ttl DUR [--wait DUR] [--holder TEXT] [--quiet]\n"
 "      Take the lease on NAME and print it as shell assignments, so that\n"
 "      eval \"$(sqllock acquire NAME --ttl 30s)\" sets SQLLOCK_NAME,\n"
 "      SQLLOCK_OWNER, SQLLOCK_TOKEN and SQLLOCK_TTL_MS. The lease is not\n"
@@ -51,7 +51,7 @@ static const char *const help_text[] = {
 "      remaining_ms} objects.\n",
 "  run NAME --ttl DUR [--wait DUR | --skip] [--holder TEXT]\n"
 "      [--busy-exit CODE] [--signal SIG] [--kill-after DUR]\n"
-"      [--renew-every DUR] [--verbose] [--export-db]\n"
+"      [--renew-every DUR] [--quiet | --verbose] [--export-db]\n"
 "      -- CMD [ARGS...]\n"
 "      Run CMD while holding the lease on NAME. CMD gets SQLLOCK_NAME,\n"
 "      SQLLOCK_OWNER and SQLLOCK_TOKEN in its environment, and not\n"
@@ -64,10 +64,11 @@ static const char *const help_text[] = {
 "      ttl/10).\n"
 "      If the lock is held elsewhere, CMD does not run and the exit code\n"
 "      is 75 (or CODE): at once with --skip (the default), or once\n"
-"      --wait has run out (a release wakes the wait early).\n"
-"      --verbose prints a line, with the time, for each event: acquired\n"
-"      (and the token), started, renewal failing, renewed late, lost,\n"
-"      exited, released.\n"
+"      --wait has run out (a release wakes the wait early). The message\n"
+"      names the holder and the time it has left; --quiet leaves it out\n"
+"      (errors are still printed). --verbose prints a line, with the\n"
+"      time, for each event: acquired (and the token), started, renewal\n"
+"      failing, renewed late, lost, exited, released.\n"
 "      When CMD ends, what it left running gets --signal, then SIGKILL\n"
 "      after --kill-after; then the lease is released and the exit code\n"
 "      is CMD's.\n"
@@ -126,6 +127,7 @@ static const char *const help_text[] = {
 "  --kill-after DUR  run: SIGKILL follows --signal after DUR (default 10s)\n"
 "  --renew-every DUR run: the time between renewals (default ttl/3)\n"
 
+"  --quiet           run, acquire: no message when the lock is busy\n"
 "  --verbose         run: a line, with the time, for each event\n"
 "  --export-db       run: CMD gets SQLLOCK_DB or SQLLOCK_DB_FILE\n"
 "  --older-than DUR  reap: only leases expired longer ago (default 0)\n"
@@ -272,11 +274,12 @@ static int cmd_acquire(const cli_ctx *ctx, int argc, char **argv)
 {
     cli_ctx c = *ctx;
     cli_lease_args la = { NULL, NULL, NULL, 0, 0 };
-    int help = 0, npos, rc;
+    int help = 0, quiet = 0, npos, rc;
     const char *name = NULL;
     const cli_opt opts[] = {
         CLI_OPTS_DB(c), { "ttl", &la.ttl, NULL, 0 },
         { "wait", &la.wait, NULL, 0 }, { "holder", &la.holder, NULL, 0 },
+        { "quiet", NULL, &quiet, 0 },
         { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
     };
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
@@ -304,7 +307,12 @@ static int cmd_acquire(const cli_ctx *ctx, int argc, char **argv)
     if (rc == SQLLOCK_OK)
         rc = sqllock_lease_acquire(lease, la.wait_ms);
     if (rc != SQLLOCK_OK) {
-        rc = cli_db_error(db, rc, "acquire");
+        /* --quiet: a busy lock is an expected result, told by the exit
+         * code alone; errors are still printed. */
+        if (quiet && (rc == SQLLOCK_BUSY || rc == SQLLOCK_TIMEOUT))
+            rc = cli_exit_code(rc);
+        else
+            rc = cli_db_error(db, rc, "acquire");
         sqllock_lease_free(lease);
         sqllock_close(db);
         return rc;
