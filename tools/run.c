@@ -56,6 +56,12 @@
  * then SIGKILL after --kill-after -- at once when the lease was lost --
  * and the lease is given up only when nothing of the job is left.
  *
+ * DESIGN X4, --hold-at-least DUR: when the command ends sooner than DUR
+ * after the grant, the lease is not released but set to expire DUR after
+ * the grant (one renewal with the time left as its ttl), and sqllock
+ * exits. The runner then has nothing left to be killed in: the name stays
+ * held until then whatever happens to it.
+ *
  * The command's environment is sqllock's own with the lease's
  * SQLLOCK_NAME, SQLLOCK_OWNER and SQLLOCK_TOKEN, and without SQLLOCK_DB
  * and SQLLOCK_DB_FILE (DESIGN C4: the URL may hold a password), unless
@@ -121,6 +127,7 @@ typedef struct run_state {
     int64_t ttl_ms;            /* --ttl */
     int64_t interval_ms;       /* --renew-every, 0 for the default */
     int64_t every_ms;          /* the renewal interval in effect */
+    int64_t hold_ms;           /* --hold-at-least, 0 for none */
     int verbose;               /* --verbose */
     int own_group;             /* the command has a process group of its
                                   own */
@@ -897,8 +904,112 @@ static int find_holder(void *ctx, const sqllock_lease_info *info)
     return 1;
 }
 
-/* After the job: gives the lease up, and returns the tool's exit code:
- * `code`, the command's, unless the lease was lost (DESIGN X2). */
+/* Waits until `end_us` for --hold-at-least. Returns 1 then, or 0 early
+ * when INT, TERM or HUP comes: the lease is then left to expire. */
+static int hold_wait(run_state *st, int64_t end_us)
+{
+    for (;;) {
+        unsigned char buf[64];
+        struct timespec ts;
+        fd_set rd;
+        int64_t left = end_us - cli_guard_now_us();
+        ssize_t n, i;
+
+        if (left <= 0)
+            return 1;
+        ts.tv_sec = (time_t)(left / 1000000);
+        ts.tv_nsec = (long)(left % 1000000) * 1000;
+        FD_ZERO(&rd);
+        FD_SET(st->wake[0], &rd);
+        if (pselect(st->wake[0] + 1, &rd, NULL, NULL, &ts, &st->waitmask) < 0
+            && errno != EINTR)
+            return 1;
+        while ((n = read(st->wake[0], buf, sizeof buf)) > 0
+               || (n < 0 && errno == EINTR))
+            for (i = 0; i < n; i++)
+                if (buf[i] != RUN_WAKE_WATCH
+                    && (buf[i] & ~RUN_FROM_TTY) != SIGCHLD)
+                    return 0;
+    }
+}
+
+/*
+ * --hold-at-least: the command has ended before `end_us`, and the lease
+ * was held all along. Sets the lease to expire at `end_us` and leaves it,
+ * so that the name stays held until then whatever becomes of this
+ * process. Returns `code`, or CLI_EXIT_LOST when the lease turns out to
+ * be lost.
+ */
+static int hold_until(run_state *st, int code, int64_t end_us)
+{
+    char owner[SQLLOCK_OWNER_LEN + 1], when[64], dur[32];
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    int64_t token = sqllock_lease_token(st->lease), left_ms;
+    sqllock_lease *held = NULL;
+    sqllock_db *db = NULL;
+    const char *what = "keeping";
+    run_holder h;
+    int rc;
+
+    snprintf(owner, sizeof owner, "%s", sqllock_lease_owner(st->lease));
+    /* The renewer must have stopped, not only have been told to stop: a
+     * renewal already sent (unwatch does not wait for it) would set the
+     * expiry back to now + ttl after the one below. Closing the handle
+     * joins the renewer's thread. Neither call releases the lease. */
+    sqllock_lease_free(st->lease);
+    st->lease = NULL;
+    sqllock_close(st->db);
+    st->db = NULL;
+    rc = sqllock_open(st->where->url, st->dbo, &db);
+    left_ms = (end_us - cli_guard_now_us() + 999) / 1000;
+    lo.ttl_ms = left_ms > 0 ? left_ms : 1;
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_lease_attach(db, st->name, owner, token, &lo, &held);
+    /* One renewal with the time left as its ttl: the row expires then,
+     * by the server's clock. */
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_lease_renew(held);
+    wall_time(when, sizeof when, end_us);
+    memset(&h, 0, sizeof h);
+    h.name = st->name;
+    if (rc == SQLLOCK_OK && sqllock_list(db, find_holder, &h) == 1
+        && h.remaining_ms > (end_us - cli_guard_now_us()) / 1000 + 250) {
+        /* MySQL's renewal never moves an expiry back, and the lease's
+         * own ttl reached past the window: wait for its end here, and
+         * release then. Should this process die meanwhile, the lease
+         * expires at its ttl, which is later. */
+        event(st, "holding lock '%s' until %s (%s after the grant, "
+              "--hold-at-least), then releasing it", st->name, when,
+              span(dur, sizeof dur, st->hold_ms));
+        what = "releasing";
+        if (hold_wait(st, end_us))
+            rc = sqllock_lease_release(held);
+        else
+            event(st, "interrupted: lock '%s' is left to expire", st->name);
+    } else if (rc == SQLLOCK_OK) {
+        event(st, "lock '%s' stays held until %s (%s after the grant, "
+              "--hold-at-least), then expires", st->name, when,
+              span(dur, sizeof dur, st->hold_ms));
+    }
+    if (rc == SQLLOCK_LOST) {
+        cli_db_error(db, rc, "run: %s lock '%s' found it lost", what,
+                     st->name);
+        say(st, "exit 76, not the command's %d: lock '%s' was not held for "
+            "all of the command's run", code, st->name);
+        code = CLI_EXIT_LOST;
+    } else if (rc != SQLLOCK_OK) {
+        cli_db_error(db, rc, "run: warning: cannot keep lock '%s' until %s "
+                     "(--hold-at-least); it expires at its ttl instead",
+                     st->name, when);
+    }
+    sqllock_lease_free(held);
+    sqllock_close(db);
+    return code;
+}
+
+/* After the job: gives the lease up, or keeps it (--hold-at-least), and
+ * returns the tool's exit code: `code`, the command's, unless the lease
+ * was lost (DESIGN X2). */
 static int give_up(run_state *st, int code)
 {
     char when[64], held[32];
@@ -918,6 +1029,12 @@ static int give_up(run_state *st, int code)
             say(st, "the command was stopped because lock '%s' was lost",
                 st->name);
         return CLI_EXIT_LOST;
+    }
+    if (st->hold_ms > 0 && st->cmd > 0) {
+        int64_t end = st->granted_us + st->hold_ms * 1000;
+
+        if (end > cli_guard_now_us())
+            return hold_until(st, code, end);
     }
     rc = sqllock_lease_release(st->lease);
     wall_time(when, sizeof when, cli_guard_now_us());
@@ -957,9 +1074,11 @@ static int run_held(run_state *st)
     code = start_and_supervise(st);
     if (st->cmd > 0 && sqllock_lease_count(st->lease) > 0)
         code = give_up(st, code);
-    /* The renewer is stopped by now (release and free unwatch), so the
-     * callback can no longer write to the pipe. */
-    sqllock_lease_unwatch(st->lease);
+    /* The renewer is stopped by now (release and free unwatch, and
+     * hold_until() closes the handle), so the callback can no longer
+     * write to the pipe. */
+    if (st->lease != NULL)
+        sqllock_lease_unwatch(st->lease);
     if (st->wake[0] >= 0) {
         close(st->wake[0]);
         close(st->wake[1]);
@@ -1017,6 +1136,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
             { "signal", &ra.signal, NULL, 0 },
             { "kill-after", &ra.kill_after, NULL, 0 },
             { "renew-every", &ra.renew_every, NULL, 0 },
+            { "hold-at-least", &ra.hold_at_least, NULL, 0 },
             { "quiet", NULL, &ra.quiet, 0 },
             { "verbose", NULL, &ra.verbose, 0 },
             { "export-db", NULL, &export_db, 0 },
@@ -1049,6 +1169,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     st.ttl_ms = la.ttl_ms;
     st.interval_ms = ra.renew_every_ms;
     st.every_ms = ra.renew_every_ms ? ra.renew_every_ms : la.ttl_ms / 3;
+    st.hold_ms = ra.hold_ms;
     st.verbose = ra.verbose;
     st.wake[0] = st.wake[1] = -1;
     st.ctl = st.sts = -1;
