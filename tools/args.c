@@ -322,8 +322,13 @@ int cli_run_args_check(cli_run_args *ra, const cli_lease_args *la)
     ra->kill_after_ms = CLI_RUN_KILL_AFTER_MS;
     ra->renew_every_ms = 0;
     ra->busy_exit_code = CLI_EXIT_BUSY;
+    ra->hold_ms = 0;
     if (ra->skip && la->wait != NULL) {
         cli_error("run: --skip and --wait cannot be used together");
+        return cli_usage();
+    }
+    if (ra->quiet && ra->verbose) {
+        cli_error("run: --quiet and --verbose cannot be used together");
         return cli_usage();
     }
     if (ra->signal != NULL) {
@@ -336,6 +341,9 @@ int cli_run_args_check(cli_run_args *ra, const cli_lease_args *la)
     if (rc == CLI_EXIT_OK)
         rc = cli_parse_duration("run", "renew-every", ra->renew_every,
                                 &ra->renew_every_ms);
+    if (rc == CLI_EXIT_OK)
+        rc = cli_parse_duration("run", "hold-at-least", ra->hold_at_least,
+                                &ra->hold_ms);
     if (rc == CLI_EXIT_OK && ra->busy_exit != NULL)
         rc = cli_parse_int("run", "busy-exit", ra->busy_exit, 0, 255,
                            &ra->busy_exit_code);

@@ -152,11 +152,15 @@ typedef struct cli_run_args {
     const char *kill_after;
     const char *renew_every;
     const char *busy_exit;
+    const char *hold_at_least;
     int skip;
+    int quiet;
+    int verbose;
     int lost_signal;
     int64_t kill_after_ms;
     int64_t renew_every_ms;
     int64_t busy_exit_code;
+    int64_t hold_ms;
 } cli_run_args;
 
 /* Checks the run-only options against the lease's ttl (`la` as

@@ -36,7 +36,7 @@ static const char *const help_text[] = {
 "      \"row locks: exclusive\" (every client waits), \"node\" (a Galera\n"
 "      cluster: only clients of the same node wait) or \"database\"\n"
 "      (SQLite: a transaction locks the whole database).\n"
-"  acquire NAME --ttl DUR [--wait DUR] [--holder TEXT]\n"
+"  acquire NAME --ttl DUR [--wait DUR] [--holder TEXT] [--quiet]\n"
 "      Take the lease on NAME and print it as shell assignments, so that\n"
 "      eval \"$(sqllock acquire NAME --ttl 30s)\" sets SQLLOCK_NAME,\n"
 "      SQLLOCK_OWNER, SQLLOCK_TOKEN and SQLLOCK_TTL_MS. The lease is not\n"
@@ -48,10 +48,11 @@ static const char *const help_text[] = {
 "      Show every lease row: NAME, OWNER, TOKEN, HOLDER and LEFT (the\n"
 "      time left by the database's clock). --json prints a JSON array of\n"
 "      {name, owner, token, holder, acquired_at_ms, expires_at_ms,\n"
-"      remaining_ms} objects.\n"
+"      remaining_ms} objects.\n",
 "  run NAME --ttl DUR [--wait DUR | --skip] [--holder TEXT]\n"
 "      [--busy-exit CODE] [--signal SIG] [--kill-after DUR]\n"
-"      [--renew-every DUR] [--export-db] -- CMD [ARGS...]\n"
+"      [--renew-every DUR] [--hold-at-least DUR] [--quiet | --verbose]\n"
+"      [--export-db] -- CMD [ARGS...]\n"
 "      Run CMD while holding the lease on NAME. CMD gets SQLLOCK_NAME,\n"
 "      SQLLOCK_OWNER and SQLLOCK_TOKEN in its environment, and not\n"
 "      SQLLOCK_DB or SQLLOCK_DB_FILE: the database's URL may hold a\n"
@@ -63,22 +64,36 @@ static const char *const help_text[] = {
 "      ttl/10).\n"
 "      If the lock is held elsewhere, CMD does not run and the exit code\n"
 "      is 75 (or CODE): at once with --skip (the default), or once\n"
-"      --wait has run out (a release wakes the wait early).\n"
-"      When CMD ends, the lease is released and the exit code is CMD's.\n"
-"      If that release finds the lease lost, a warning is printed but\n"
-"      the exit code is still CMD's: CMD had already finished its work,\n"
-"      and its own status is what the caller needs to see.\n"
+"      --wait has run out (a release wakes the wait early). The message\n"
+"      names the holder and the time it has left; --quiet leaves it out\n"
+"      (errors are still printed). --verbose prints a line, with the\n"
+"      time, for each event: acquired (and the token), started, renewal\n"
+"      failing, renewed late, lost, exited, released.\n"
+"      When CMD ends, what it left running gets --signal, then SIGKILL\n"
+"      after --kill-after; then the lease is released and the exit code\n"
+"      is CMD's. With --hold-at-least DUR, if CMD ends sooner than DUR\n"
+"      after the grant, the lease stays held until then (it is set to\n"
+"      expire then, not released): the job runs at most once per DUR,\n"
+"      whichever hosts try.\n"
 "      If the lease is lost while CMD runs (a renewal finds another\n"
 "      owner, or none succeeds before the lease's time runs out), CMD\n"
 "      gets SIGTERM (or --signal), then SIGKILL after --kill-after\n"
-"      (default 10s; 0: at once) if it is still running, and the exit\n"
-"      code is 76. SIGINT, SIGTERM and SIGHUP sent to sqllock are passed\n"
-"      on to CMD. CMD runs in a process group of its own, and all these\n"
-"      signals go to the whole group, so that its children stop too. In\n"
-"      the foreground of a terminal, CMD stays in sqllock's group\n"
-"      instead, so that it can use the terminal; the signals then go to\n"
-"      CMD alone, and those the terminal sends reach CMD directly (they\n"
-"      are not passed on twice).\n"
+"      (default 10s; 0: at once) if it is still running. The exit code\n"
+"      is 76 whenever the lease was not held from the grant until CMD\n"
+"      ended -- also when sqllock itself was stopped past the lease's\n"
+"      time, or its release finds the lease taken over -- whatever CMD\n"
+"      returned.\n"
+"      CMD is started by a guard, a small process of sqllock's: if\n"
+"      sqllock dies (kill -9, the OOM killer), the guard kills CMD and\n"
+"      everything CMD started at once; if sqllock is stopped past the\n"
+"      lease's time, the guard stops CMD as if the lease were lost.\n"
+"      SIGINT, SIGTERM and SIGHUP sent to sqllock are passed on to CMD.\n"
+"      CMD runs in a process group of its own, and all these signals go\n"
+"      to the whole group, so that its children stop too. In the\n"
+"      foreground of a terminal, CMD joins sqllock's group instead, so\n"
+"      that it can use the terminal; the signals then go to CMD alone,\n"
+"      and those the terminal sends reach CMD directly (they are not\n"
+"      passed on twice).\n"
 "      \"--\" may be left out when CMD does not start with '-'.\n",
 "  reap [--older-than DUR] [--batch N]\n"
 "      Delete the lease rows that expired more than DUR ago (default 0:\n"
@@ -116,6 +131,10 @@ static const char *const help_text[] = {
 "                    TERM, INT, HUP, QUIT, USR1, USR2, KILL, ... or a number)\n"
 "  --kill-after DUR  run: SIGKILL follows --signal after DUR (default 10s)\n"
 "  --renew-every DUR run: the time between renewals (default ttl/3)\n"
+"  --hold-at-least DUR\n"
+"                    run: keep the lock until DUR after the grant\n"
+"  --quiet           run, acquire: no message when the lock is busy\n"
+"  --verbose         run: a line, with the time, for each event\n"
 "  --export-db       run: CMD gets SQLLOCK_DB or SQLLOCK_DB_FILE\n"
 "  --older-than DUR  reap: only leases expired longer ago (default 0)\n"
 "  --batch N         reap: rows per DELETE statement (default 1000)\n"
@@ -159,7 +178,8 @@ static const char *const help_text[] = {
 "   64  usage error: bad option, missing argument, bad duration or name\n"
 "   69  database or system error (cannot connect, no schema, ...)\n"
 "   75  the lock is held elsewhere (busy, or --wait ran out)\n"
-"   76  the lease was lost (release or renewal found another owner)\n"
+"   76  the lease was lost (release or renewal found another owner;\n"
+"       run: the lease was not held all the while CMD ran)\n"
 "  run: otherwise CMD's own exit status, 128+N if CMD was killed by\n"
 "       signal N, 126 if CMD could not be executed, 127 if not found.\n"
 "  demo: 1 if a mode other than \"no lock\" oversold or undersold.\n"
@@ -267,11 +287,12 @@ static int cmd_acquire(const cli_ctx *ctx, int argc, char **argv)
 {
     cli_ctx c = *ctx;
     cli_lease_args la = { NULL, NULL, NULL, 0, 0 };
-    int help = 0, npos, rc;
+    int help = 0, quiet = 0, npos, rc;
     const char *name = NULL;
     const cli_opt opts[] = {
         CLI_OPTS_DB(c), { "ttl", &la.ttl, NULL, 0 },
         { "wait", &la.wait, NULL, 0 }, { "holder", &la.holder, NULL, 0 },
+        { "quiet", NULL, &quiet, 0 },
         { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
     };
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
@@ -299,7 +320,12 @@ static int cmd_acquire(const cli_ctx *ctx, int argc, char **argv)
     if (rc == SQLLOCK_OK)
         rc = sqllock_lease_acquire(lease, la.wait_ms);
     if (rc != SQLLOCK_OK) {
-        rc = cli_db_error(db, rc, "acquire");
+        /* --quiet: a busy lock is an expected result, told by the exit
+         * code alone; errors are still printed. */
+        if (quiet && (rc == SQLLOCK_BUSY || rc == SQLLOCK_TIMEOUT))
+            rc = cli_exit_code(rc);
+        else
+            rc = cli_db_error(db, rc, "acquire");
         sqllock_lease_free(lease);
         sqllock_close(db);
         return rc;
