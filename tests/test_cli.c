@@ -110,6 +110,19 @@ static int cli_bare(fixture *f, const char *const *args)
                      (f)->err);                                                \
     } while (0)
 
+/* The last run's stdout (or stderr) contains `text`. */
+#define EXPECT_CONTAINS(f, text)                                               \
+    do {                                                                       \
+        if (strstr((f)->out, (text)) == NULL)                                  \
+            fail_msg("no \"%s\" in stdout:\n%s\nstderr: %s", (text),          \
+                     (f)->out, (f)->err);                                      \
+    } while (0)
+#define EXPECT_CONTAINS_ERR(f, text)                                           \
+    do {                                                                       \
+        if (strstr((f)->err, (text)) == NULL)                                  \
+            fail_msg("no \"%s\" in stderr:\n%s", (text), (f)->err);           \
+    } while (0)
+
 /* `acquire NAME --ttl TTL`, which must succeed; returns the owner and
  * the token it printed. */
 static void acquire(fixture *f, const char *name, const char *ttl,
@@ -574,6 +587,151 @@ static void test_cli_reap(void **state)
     EXPECT_EXIT(f, 64, "reap", "--no-such-opt");
 }
 
+/* Counts the lines of f->out that start with `prefix`. */
+static int count_lines(const fixture *f, const char *prefix)
+{
+    const char *p = f->out;
+    int n = 0;
+
+    while (p != NULL && *p != '\0') {
+        if (strncmp(p, prefix, strlen(prefix)) == 0)
+            n++;
+        p = strchr(p, '\n');
+        if (p != NULL)
+            p++;
+    }
+    return n;
+}
+
+/* Issue 15 item 7: `show NAME` prints the lease of one name by the
+ * database's clock, or that it is free; --json for programs. */
+static void test_cli_show(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "show");
+    char owner[SQLLOCK_OWNER_LEN + 1], want[128];
+    int64_t token;
+
+    EXPECT_EXIT(f, 0, "show", name);
+    EXPECT_CONTAINS(f, "free (no lease row)");
+    EXPECT_EXIT(f, 0, "show", name, "--json");
+    EXPECT_CONTAINS(f, "\"held\": false");
+    acquire(f, name, "60s", owner, &token);
+    EXPECT_EXIT(f, 0, "show", name);
+    EXPECT_CONTAINS(f, "state:    held");
+    EXPECT_CONTAINS(f, owner);
+    snprintf(want, sizeof want, "token:    %lld", (long long)token);
+    EXPECT_CONTAINS(f, want);
+    EXPECT_CONTAINS(f, "by the database's clock");
+    EXPECT_EXIT(f, 0, "show", name, "--json");
+    snprintf(want, sizeof want, "\"token\": %lld", (long long)token);
+    EXPECT_CONTAINS(f, want);
+    EXPECT_CONTAINS(f, "\"held\": true");
+    EXPECT_EXIT(f, 64, "show");
+    EXPECT_EXIT(f, 0, "release", name, "--owner", owner, "--token",
+                strchr(want, ' ') + 1);
+}
+
+/* Issue 15 item 7, L4/L5: `release NAME --force` frees a stuck lease
+ * whoever holds it: a live one only with --force twice (75 with one,
+ * naming holder and token, nothing freed); it is recorded in NAME's
+ * history (who, which token); the holder then hears LOST; an expired one
+ * needs --force once. */
+static void test_cli_release_force(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "force");
+    char owner[SQLLOCK_OWNER_LEN + 1], owner2[SQLLOCK_OWNER_LEN + 1];
+    char tok[32], want[128];
+    int64_t token, token2;
+
+    EXPECT_EXIT(f, 0, "history", name, "--clear");
+    acquire(f, name, "60s", owner, &token);
+    snprintf(tok, sizeof tok, "%lld", (long long)token);
+    EXPECT_EXIT(f, 75, "release", name, "--force");
+    EXPECT_CONTAINS_ERR(f, "--force twice");
+    EXPECT_CONTAINS_ERR(f, tok);
+    EXPECT_EXIT(f, 0, "show", name);
+    EXPECT_CONTAINS(f, "state:    held");
+    EXPECT_EXIT(f, 0, "release", name, "--force", "--force");
+    EXPECT_CONTAINS(f, "by force");
+    EXPECT_EXIT(f, 0, "show", name);
+    EXPECT_CONTAINS(f, "free");
+    /* The holder's own release now says the lease was lost (L4). */
+    EXPECT_EXIT(f, 76, "release", name, "--owner", owner, "--token", tok);
+    /* Recorded: kind, token, who. */
+    EXPECT_EXIT(f, 0, "history", name, "--json");
+    snprintf(want, sizeof want, "\"token\": %s", tok);
+    EXPECT_CONTAINS(f, want);
+    EXPECT_CONTAINS(f, "\"kind\": \"force\"");
+    EXPECT_CONTAINS(f, "\"status\": \"live\"");
+    EXPECT_CONTAINS(f, "@");
+    /* An expired lease: once is enough. */
+    acquire(f, name, "1s", owner2, &token2);
+    tu_sleep_ms(1300);
+    EXPECT_EXIT(f, 0, "release", name, "--force");
+    EXPECT_CONTAINS(f, "by force");
+    EXPECT_EXIT(f, 0, "history", name);
+    assert_int_equal(count_lines(f, "force "), 2);
+    /* Nothing there: nothing to do. */
+    EXPECT_EXIT(f, 0, "release", name, "--force");
+    EXPECT_CONTAINS(f, "nothing to release");
+    /* --force takes neither --owner nor --token. */
+    EXPECT_EXIT(f, 64, "release", name, "--force", "--token", tok);
+    EXPECT_EXIT(f, 0, "history", name, "--clear");
+    EXPECT_CONTAINS(f, "cleared");
+    EXPECT_EXIT(f, 0, "history", name);
+    assert_int_equal(count_lines(f, "force "), 0);
+}
+
+/* Issue 15 item 7: a name's history keeps the newest CLI_HISTORY_MAX
+ * (20) entries, newest first; a name too long to fit the record key with
+ * its prefix gets a key of its own (a hash of the whole name), never
+ * another name's. */
+static void test_cli_history_bounded(void **state)
+{
+    fixture *f = *state;
+    char longa[256], longb[256], owner[SQLLOCK_OWNER_LEN + 1];
+    int64_t token, first = 0;
+    const char *name = U(f, "bounded");
+    int i;
+
+    EXPECT_EXIT(f, 0, "history", name, "--clear");
+    for (i = 0; i < 23; i++) {
+        acquire(f, name, "60s", owner, &token);
+        if (i == 0)
+            first = token;
+        EXPECT_EXIT(f, 0, "release", name, "--force", "--force");
+    }
+    EXPECT_EXIT(f, 0, "history", name);
+    assert_int_equal(count_lines(f, "force "), 20);
+    EXPECT_EXIT(f, 0, "history", name, "--json");
+    {
+        char old[64];
+        snprintf(old, sizeof old, "\"token\": %lld,", (long long)first);
+        if (strstr(f->out, old) != NULL)
+            fail_msg("the oldest entry (token %lld) was kept: %s",
+                     (long long)first, f->out);
+    }
+    EXPECT_EXIT(f, 0, "history", name, "--clear");
+    /* Two 255-byte names that differ only in their last byte. */
+    memset(longa, 'x', 254);
+    memcpy(longa, "cli-long-", 9);
+    longa[254] = 'a';
+    longa[255] = '\0';
+    memcpy(longb, longa, sizeof longb);
+    longb[254] = 'b';
+    EXPECT_EXIT(f, 0, "history", longa, "--clear");
+    EXPECT_EXIT(f, 0, "history", longb, "--clear");
+    acquire(f, longa, "60s", owner, &token);
+    EXPECT_EXIT(f, 0, "release", longa, "--force", "--force");
+    EXPECT_EXIT(f, 0, "history", longa);
+    assert_int_equal(count_lines(f, "force "), 1);
+    EXPECT_EXIT(f, 0, "history", longb);
+    assert_int_equal(count_lines(f, "force "), 0);
+    EXPECT_EXIT(f, 0, "history", longa, "--clear");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -588,6 +746,9 @@ int main(void)
         cmocka_unit_test(test_cli_version_and_help),
         cmocka_unit_test(test_cli_list_json),
         cmocka_unit_test(test_cli_reap),
+        cmocka_unit_test(test_cli_show),
+        cmocka_unit_test(test_cli_release_force),
+        cmocka_unit_test(test_cli_history_bounded),
     };
     return TU_RUN_PER_URL("cli", &g_url, tests, setup, teardown);
 }

@@ -183,7 +183,10 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
                           opt->name);
                 return cli_usage();
             }
-            *opt->flag = 1;
+            /* A flag given twice counts twice (release --force
+             * --force); everywhere else only non-zero matters. */
+            if (*opt->flag < 9)
+                (*opt->flag)++;
         } else if (eq == NULL && i + 1 >= argc) {
             cli_error("%s%soption '--%s' needs a value", cmd, sep,
                       opt->name);

@@ -216,11 +216,39 @@ void cli_db_free(cli_db *db);
 int cli_open_db(const cli_ctx *ctx, const sqllock_options *opts,
                 int lock_command, sqllock_db **out, cli_db *where);
 
+/* Output helpers (list.c). cli_print_cell() prints `text` padded to
+ * `width` columns, control characters and bytes that are not valid UTF-8
+ * as '?'; cli_print_json_string() prints it as a JSON string (invalid
+ * bytes as U+FFFD); cli_format_left() writes a remaining time, "29.8s",
+ * "4m05s", "2h10m", or "expired 3.2s ago" when negative. */
+void cli_print_cell(const char *text, size_t width);
+void cli_print_json_string(const char *text);
+void cli_format_left(char *buf, size_t size, int64_t remaining_ms);
+
+/* The run history and the operator's commands (ops.c). */
+#define CLI_HISTORY_MAX 20
+/* Adds (or, when an entry with this token is there, completes) the entry
+ * of one run of `name` in its history, a record of the library's
+ * versioned records (sqllock_record_update()): `status` "running" at the
+ * start, then "ok", "failed", "lost", "busy" or "error" with the end time
+ * and the exit code. Times are this host's clock, in ms since the epoch.
+ * Keeps the CLI_HISTORY_MAX newest entries. Returns a library status;
+ * the caller only warns: a history that cannot be written never changes
+ * a job's outcome. */
+int cli_history_note(sqllock_db *db, const char *name, int64_t token,
+                     const char *holder, int64_t start_ms, int64_t end_ms,
+                     int exit_code, const char *status);
+/* `sqllock release NAME --force`: frees a lease whatever its owner
+ * (ops.c); cmd_release() hands over when --force was given. */
+int cli_force_release(const cli_ctx *ctx, const char *name, int force);
+
 /* The subcommands that live in files of their own. Each takes the
  * arguments after its name and returns the tool's exit code. */
 int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_list(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_demo(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_reap(const cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_show(const cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv);
 
 #endif /* SQLLOCK_CLI_H */

@@ -44,6 +44,19 @@ static const char *const help_text[] = {
 "      passed.\n"
 "  release NAME --owner ID --token N\n"
 "      Release a lease taken by `acquire`.\n"
+"  release NAME --force [--force]\n"
+"      Free NAME's lease whoever holds it, for an operator who must free\n"
+"      a stuck lock; recorded in NAME's history (who, when, which token).\n"
+"      A lease still live by the database's clock is freed only with\n"
+"      --force twice (exit 75 with one, saying who holds it): its holder\n"
+"      may be alive, and hears LOST at its next renewal.\n"
+"  show NAME [--json]\n"
+"      Show NAME's lease: holder, owner, token, when it was acquired and\n"
+"      expires, and the time left, by the database's clock.\n"
+"  history NAME [--json] [--clear]\n"
+"      Show NAME's last runs under `run` and forced releases, newest\n"
+"      first (start, end, duration, exit code, status, who; times by the\n"
+"      clock of the host that wrote them); --clear deletes them.\n"
 "  list [--json]\n"
 "      Show every lease row: NAME, OWNER, TOKEN, HOLDER and LEFT (the\n"
 "      time left by the database's clock). --json prints a JSON array of\n"
@@ -354,12 +367,12 @@ static int cmd_acquire(const cli_ctx *ctx, int argc, char **argv)
 static int cmd_release(const cli_ctx *ctx, int argc, char **argv)
 {
     cli_ctx c = *ctx;
-    int help = 0, npos, rc;
+    int help = 0, force = 0, npos, rc;
     const char *name = NULL, *owner = NULL, *token_text = NULL;
     const cli_opt opts[] = {
         CLI_OPTS_DB(c), { "owner", &owner, NULL, 0 },
-        { "token", &token_text, NULL, 0 }, { "help", NULL, &help, 0 },
-        { NULL, NULL, NULL, 0 }
+        { "token", &token_text, NULL, 0 }, { "force", NULL, &force, 0 },
+        { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
     };
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     sqllock_lease *lease = NULL;
@@ -371,8 +384,17 @@ static int cmd_release(const cli_ctx *ctx, int argc, char **argv)
         return rc;
     if (help)
         return cli_help();
+    if (force) {
+        if (npos != 1 || owner != NULL || token_text != NULL) {
+            cli_error("release: --force needs NAME, and neither --owner "
+                      "nor --token");
+            return cli_usage();
+        }
+        return cli_force_release(&c, name, force);
+    }
     if (npos != 1 || owner == NULL || token_text == NULL) {
-        cli_error("release: needs NAME, --owner ID and --token N");
+        cli_error("release: needs NAME, --owner ID and --token N (or "
+                  "--force)");
         return cli_usage();
     }
     rc = cli_parse_int("release", "token", token_text, 1, INT64_MAX, &token);
@@ -424,8 +446,8 @@ static int dispatch(int argc, char **argv)
     }
     rest += 1;
     if (rest >= argc) {
-        cli_error("missing COMMAND (init, acquire, release, list, run, "
-                  "reap or demo)");
+        cli_error("missing COMMAND (init, acquire, release, list, show, "
+                  "history, run, reap or demo)");
         return cli_usage();
     }
     cmd = argv[rest];
@@ -445,6 +467,10 @@ static int dispatch(int argc, char **argv)
         return cli_cmd_reap(&ctx, argc, argv);
     if (strcmp(cmd, "demo") == 0)
         return cli_cmd_demo(&ctx, argc, argv);
+    if (strcmp(cmd, "show") == 0)
+        return cli_cmd_show(&ctx, argc, argv);
+    if (strcmp(cmd, "history") == 0)
+        return cli_cmd_history(&ctx, argc, argv);
     cli_error("unknown command '%s'", cmd);
     return cli_usage();
 }
