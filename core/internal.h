@@ -227,7 +227,14 @@ int sqllock__sql_select_key(sqllock_db *db, const sqllock_table *t,
 
 /* Utilities (core/util.c). */
 int64_t sqllock__now_ms(void);          /* CLOCK_MONOTONIC, ms */
-int64_t sqllock__now_us(void);          /* CLOCK_MONOTONIC, us */
+/* The clock of local deadlines: CLOCK_BOOTTIME where there is one (it
+ * counts a suspended system's sleep), else CLOCK_MONOTONIC; us. */
+int64_t sqllock__now_us(void);
+/* The CLOCK_MONOTONIC time (for pthread_cond_timedwait() on a condition
+ * variable of that clock) at which the sqllock__now_us() time `when_us`
+ * comes; now when it has passed. */
+struct timespec;
+void sqllock__mono_after(int64_t when_us, struct timespec *ts);
 void sqllock__sleep_ms(int64_t ms);
 /* Fills buf with n bytes from the OS's random source. SQLLOCK_ESYS if
  * that fails. */

@@ -10,12 +10,41 @@
 
 #include "internal.h"
 
+/*
+ * The clock of every local deadline (DESIGN L6): one that counts the time
+ * the system was suspended. CLOCK_MONOTONIC stops while the host sleeps
+ * (a laptop's lid, a suspended VM), so a holder that resumed after its
+ * lease expired on the server would still trust it for as long as the
+ * host slept; CLOCK_BOOTTIME (Linux) goes on counting. Where there is no
+ * such clock, CLOCK_MONOTONIC. Waits on a condition variable, whose
+ * clock can only be CLOCK_MONOTONIC, convert a deadline of this clock
+ * into a time from now (sqllock__mono_after()).
+ */
+#if defined(CLOCK_BOOTTIME)
+#define SQLLOCK__DEADLINE_CLOCK CLOCK_BOOTTIME
+#else
+#define SQLLOCK__DEADLINE_CLOCK CLOCK_MONOTONIC
+#endif
+
 int64_t sqllock__now_us(void)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (clock_gettime(SQLLOCK__DEADLINE_CLOCK, &ts) != 0)
+        clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void sqllock__mono_after(int64_t when_us, struct timespec *ts)
+{
+    int64_t delta = when_us - sqllock__now_us(), ns;
+
+    if (delta < 0)
+        delta = 0;
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ns = ts->tv_nsec + (delta % 1000000) * 1000;
+    ts->tv_sec += (time_t)(delta / 1000000 + ns / 1000000000);
+    ts->tv_nsec = (long)(ns % 1000000000);
 }
 
 int64_t sqllock__now_ms(void)

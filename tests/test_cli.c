@@ -732,6 +732,77 @@ static void test_cli_history_bounded(void **state)
     EXPECT_EXIT(f, 0, "history", longa, "--clear");
 }
 
+/* Issue 15 item 7: `run` notes each run in the name's history -- its
+ * start, end, exit code and outcome -- newest first, the "running" entry
+ * of a run replaced by its outcome; --no-history leaves it out. Six runs
+ * at once, each waiting for the lock, all end up there: the history is
+ * written by compare-and-set, and no writer's entry is lost. */
+static void test_cli_history_of_runs(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "runs");
+    char out_path[4300], err_path[4300];
+    const char *argv[16];
+    pid_t pids[6];
+    int i;
+
+    EXPECT_EXIT(f, 0, "history", name, "--clear");
+    EXPECT_EXIT(f, 0, "run", name, "--ttl", "10s", "--", "true");
+    EXPECT_EXIT(f, 3, "run", name, "--ttl", "10s", "--", "sh", "-c",
+                "exit 3");
+    EXPECT_EXIT(f, 0, "run", name, "--ttl", "10s", "--no-history", "--",
+                "true");
+    EXPECT_EXIT(f, 0, "history", name);
+    assert_int_equal(count_lines(f, "run "), 2);
+    if (strstr(f->out, "failed") == NULL || strstr(f->out, " ok ") == NULL ||
+        strstr(f->out, "failed") > strstr(f->out, " ok "))
+        fail_msg("want the failed run first (newest), then the ok one:\n%s",
+                 f->out);
+    if (strstr(f->out, "running") != NULL)
+        fail_msg("a finished run is still 'running':\n%s", f->out);
+    EXPECT_EXIT(f, 0, "history", name, "--json");
+    EXPECT_CONTAINS(f, "\"exit\": 3");
+    EXPECT_EXIT(f, 0, "history", name, "--clear");
+
+    for (i = 0; i < 6; i++) {
+        int n = 0;
+
+        argv[n++] = SQLLOCK_CLI_PATH;
+        argv[n++] = "--db";
+        argv[n++] = f->url;
+        argv[n++] = "run";
+        argv[n++] = name;
+        argv[n++] = "--ttl";
+        argv[n++] = "20s";
+        argv[n++] = "--wait";
+        argv[n++] = "60s";
+        argv[n++] = "--";
+        argv[n++] = "sleep";
+        argv[n++] = "0.05";
+        argv[n] = NULL;
+        snprintf(out_path, sizeof out_path, "%s/h%d.out", f->dir, i);
+        snprintf(err_path, sizeof err_path, "%s/h%d.err", f->dir, i);
+        pids[i] = tu_spawn(argv, out_path, err_path, 1);
+    }
+    for (i = 0; i < 6; i++) {
+        char err[2000];
+        int code = tu_wait_for(pids[i], 90000);
+
+        if (code != 0) {
+            snprintf(err_path, sizeof err_path, "%s/h%d.err", f->dir, i);
+            tu_read_file(err_path, err, sizeof err);
+            if (code < 0)
+                tu_kill_wait(pids[i]);
+            fail_msg("run %d at once: exit %d: %s", i, code, err);
+        }
+    }
+    EXPECT_EXIT(f, 0, "history", name);
+    assert_int_equal(count_lines(f, "run "), 6);
+    if (strstr(f->out, "running") != NULL || strstr(f->out, "failed"))
+        fail_msg("six runs at once: every entry must be ok:\n%s", f->out);
+    EXPECT_EXIT(f, 0, "history", name, "--clear");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -749,6 +820,7 @@ int main(void)
         cmocka_unit_test(test_cli_show),
         cmocka_unit_test(test_cli_release_force),
         cmocka_unit_test(test_cli_history_bounded),
+        cmocka_unit_test(test_cli_history_of_runs),
     };
     return TU_RUN_PER_URL("cli", &g_url, tests, setup, teardown);
 }

@@ -156,6 +156,7 @@ typedef struct cli_run_args {
     int skip;
     int quiet;
     int verbose;
+    int no_history;
     int lost_signal;
     int64_t kill_after_ms;
     int64_t renew_every_ms;

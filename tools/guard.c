@@ -140,13 +140,11 @@ typedef struct guard {
     int64_t deadline_us;       /* the lease's local deadline, 0 unknown */
 } guard;
 
+/* The clock of the lease's local deadline, the library's (CLOCK_BOOTTIME
+ * where there is one, so that a suspended host's sleep counts). */
 int64_t cli_guard_now_us(void)
 {
-    struct timespec ts;
-
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-        return 0;
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return sqllock__now_us();
 }
 
 /* One process as /proc shows it. */

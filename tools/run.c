@@ -129,6 +129,11 @@ typedef struct run_state {
     int64_t every_ms;          /* the renewal interval in effect */
     int64_t hold_ms;           /* --hold-at-least, 0 for none */
     int verbose;               /* --verbose */
+    int quiet;                 /* --quiet */
+    int history;               /* note the run in the name's history */
+    int64_t history_token;     /* the token it is noted under */
+    int64_t history_start_ms;  /* its start, by this host's wall clock */
+    char history_who[300];     /* the holder text */
     int own_group;             /* the command has a process group of its
                                   own */
     int wake[2];               /* the wake-up pipe */
@@ -159,7 +164,7 @@ typedef struct run_state {
  * installed. */
 static int run_wake_fd = -1;
 
-/* The wall-clock time at the CLOCK_MONOTONIC time `mono_us`, as
+/* The wall-clock time at the cli_guard_now_us() time `mono_us`, as
  * "2025-11-25T15:45:18.123+0100". */
 static void wall_time(char *buf, size_t size, int64_t mono_us)
 {
@@ -1058,6 +1063,46 @@ static int give_up(run_state *st, int code)
 
 /* Runs the command while the lease is held, and gives the lease up
  * after it. Returns the tool's exit code. */
+/* The wall clock, ms since the epoch, for the history. */
+static int64_t history_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Notes the run in the name's history (ops.c): "running" at the start,
+ * the outcome and the exit code at the end. On the run's own handle, or,
+ * once --hold-at-least has closed that, on one opened for it. A history
+ * that cannot be written is a warning, never the job's outcome. */
+static void note_history(run_state *st, int64_t end_ms, int code,
+                         const char *status)
+{
+    sqllock_db *db = st->db, *own = NULL;
+    int rc;
+
+    if (!st->history)
+        return;
+    if (db == NULL) {
+        rc = sqllock_open(st->where->url, st->dbo, &own);
+        if (rc != SQLLOCK_OK) {
+            if (!st->quiet)
+                cli_db_error(own, rc, "run: warning: the run of lock '%s' "
+                             "is not in its history", st->name);
+            sqllock_close(own);
+            return;
+        }
+        db = own;
+    }
+    rc = cli_history_note(db, st->name, st->history_token, st->history_who,
+                          st->history_start_ms, end_ms, code, status);
+    if (rc != SQLLOCK_OK && !st->quiet)
+        cli_db_error(db, rc, "run: warning: the run of lock '%s' is not in "
+                     "its history", st->name);
+    sqllock_close(own);
+}
+
 static int run_held(run_state *st)
 {
     char ttl[32], every[32];
@@ -1071,9 +1116,15 @@ static int run_held(run_state *st)
         say(st, "cannot make a mutex");
         return give_back(st, CLI_EXIT_DB);
     }
+    st->history_token = sqllock_lease_token(st->lease);
+    st->history_start_ms = history_now_ms();
+    note_history(st, 0, 0, "running");
     code = start_and_supervise(st);
     if (st->cmd > 0 && sqllock_lease_count(st->lease) > 0)
         code = give_up(st, code);
+    note_history(st, history_now_ms(), code,
+                 code == CLI_EXIT_OK ? "ok"
+                 : code == CLI_EXIT_LOST ? "lost" : "failed");
     /* The renewer is stopped by now (release and free unwatch, and
      * hold_until() closes the handle), so the callback can no longer
      * write to the pipe. */
@@ -1139,6 +1190,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
             { "hold-at-least", &ra.hold_at_least, NULL, 0 },
             { "quiet", NULL, &ra.quiet, 0 },
             { "verbose", NULL, &ra.verbose, 0 },
+            { "no-history", NULL, &ra.no_history, 0 },
             { "export-db", NULL, &export_db, 0 },
             { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
         };
@@ -1171,6 +1223,19 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     st.every_ms = ra.renew_every_ms ? ra.renew_every_ms : la.ttl_ms / 3;
     st.hold_ms = ra.hold_ms;
     st.verbose = ra.verbose;
+    st.quiet = ra.quiet;
+    st.history = !ra.no_history;
+    if (la.holder != NULL) {
+        snprintf(st.history_who, sizeof st.history_who, "%s", la.holder);
+    } else {
+        char host[256];
+
+        if (gethostname(host, sizeof host) != 0)
+            snprintf(host, sizeof host, "?");
+        host[sizeof host - 1] = '\0';
+        snprintf(st.history_who, sizeof st.history_who, "%s:%ld", host,
+                 (long)getpid());
+    }
     st.wake[0] = st.wake[1] = -1;
     st.ctl = st.sts = -1;
     tzset();
