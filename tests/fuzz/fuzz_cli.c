@@ -5,7 +5,7 @@
  * database (durations, integers, signal names, the ttl/renewal rule).
  *
  * Input: the first byte picks the command (main's own options, init,
- * acquire, release, list, run, reap, demo); the rest, split at NUL bytes,
+ * acquire, release, list, run, reap, demo, show, history); the rest, split at NUL bytes,
  * is the argument list (up to 64 arguments, each in its own allocation so
  * that AddressSanitizer sees a read past any of them). The option tables
  * below are copies of the tools' own: keep them in step (--local, which
@@ -17,7 +17,8 @@
  *   - on success, each positional argument and each option value points
  *     into the argument list (a whole argument, or the text after '=' of a
  *     "--name=value" argument), at most `maxpos` positionals, flags are
- *     0 or 1, and `rest` is where the command begins;
+ *     counted (a flag given n times is n, at most 9: release --force
+ *     --force), and `rest` is where the command begins;
  *   - values that passed their checks are in range: ttl > 0, wait >= 0,
  *     the renewal interval shorter than ttl - ttl/10, a signal from 1 to
  *     NSIG - 1 that reads back through its name, an exit code 0..255, a
@@ -71,25 +72,30 @@ typedef struct cmd_spec {
 } cmd_spec;
 
 enum { C_MAIN, C_INIT, C_ACQUIRE, C_RELEASE, C_LIST, C_RUN, C_REAP, C_DEMO,
-       C_COUNT };
+       C_SHOW, C_HISTORY, C_COUNT };
 
 static const cmd_spec specs[C_COUNT] = {
     { "", 0, 1, { "db", "db-file", "help", "version" }, { 1, 1, 0, 0 } },
     { "init", 0, 0, { "db", "db-file", "help" }, { 1, 1, 0 } },
-    { "acquire", 1, 0, { "db", "db-file", "ttl", "wait", "holder", "help" },
-      { 1, 1, 1, 1, 1, 0 } },
+    { "acquire", 1, 0, { "db", "db-file", "ttl", "wait", "holder", "quiet",
+                         "help" },
+      { 1, 1, 1, 1, 1, 0, 0 } },
     { "release", 1, 0, { "db", "db-file", "owner", "token", "force",
                          "help" },
       { 1, 1, 1, 1, 0, 0 } },
     { "list", 0, 0, { "db", "db-file", "json", "help" }, { 1, 1, 0, 0 } },
     { "run", 1, 1, { "db", "db-file", "ttl", "wait", "skip", "holder",
                      "busy-exit", "signal", "kill-after", "renew-every",
+                     "hold-at-least", "quiet", "verbose", "no-history",
                      "export-db", "help" },
-      { 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0 } },
+      { 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0 } },
     { "reap", 0, 0, { "db", "db-file", "older-than", "batch", "help" },
       { 1, 1, 1, 1, 0 } },
     { "demo", 0, 0, { "db", "db-file", "workers", "stock", "help" },
       { 1, 1, 1, 1, 0 } },
+    { "show", 1, 0, { "db", "db-file", "json", "help" }, { 1, 1, 0, 0 } },
+    { "history", 1, 0, { "db", "db-file", "json", "clear", "help" },
+      { 1, 1, 0, 0, 0 } },
 };
 
 /* Only --db holds a secret. */
@@ -177,6 +183,40 @@ static int value_in_args(const char *v, const char *name, int argc,
     return 0;
 }
 
+/* How many times the flag `name` was given: the parse walked again over
+ * the arguments as given (`orig`), up to `end` (where the command begins,
+ * or all of them) or a "--", stepping over the value of an option that
+ * takes one; at most 9, as cli_parse() counts. */
+static int flag_count(const cmd_spec *s, const char *name, int argc,
+                      char **orig, int end)
+{
+    int j, k, n = 0;
+
+    for (j = 0; j < end && j < argc; j++) {
+        const char *a = orig[j];
+
+        if (strcmp(a, "--") == 0)
+            break;
+        if ((strcmp(a, "-h") == 0 && strcmp(name, "help") == 0) ||
+            (strcmp(a, "-V") == 0 && strcmp(name, "version") == 0)) {
+            n++;
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0)
+            continue;
+        if (strcmp(a + 2, name) == 0) {
+            n++;
+            continue;
+        }
+        for (k = 0; k < MAX_OPTS && s->names[k] != NULL; k++)
+            if (s->takes_value[k] && strcmp(a + 2, s->names[k]) == 0) {
+                j++;           /* its value, whatever it looks like */
+                break;
+            }
+    }
+    return n < 9 ? n : 9;
+}
+
 static void check_duration_text(const char *text, int64_t ms)
 {
     int64_t again = -1;
@@ -221,11 +261,17 @@ static int check_values(int c, const cmd_spec *s, const char *const *vals,
         ra.kill_after = value_of(s, vals, "kill-after");
         ra.renew_every = value_of(s, vals, "renew-every");
         ra.busy_exit = value_of(s, vals, "busy-exit");
+        ra.hold_at_least = value_of(s, vals, "hold-at-least");
         ra.skip = flag_of(s, flags, "skip");
+        ra.quiet = flag_of(s, flags, "quiet");
+        ra.verbose = flag_of(s, flags, "verbose");
         rc = cli_run_args_check(&ra, &la);
         if (rc != CLI_EXIT_OK)
             return rc;
         CHECK(!(ra.skip && la.wait != NULL));
+        CHECK(!(ra.quiet && ra.verbose));
+        CHECK(ra.hold_ms >= 0);
+        check_duration_text(ra.hold_at_least, ra.hold_ms);
         CHECK(ra.lost_signal >= 1 && ra.lost_signal < NSIG);
         CHECK(ra.kill_after_ms >= 0);
         CHECK(ra.busy_exit_code >= 0 && ra.busy_exit_code <= 255);
@@ -269,6 +315,9 @@ static int check_values(int c, const cmd_spec *s, const char *const *vals,
                 CHECK(v >= 1 && v <= 1000000);
         }
         return rc;
+    case C_SHOW:
+    case C_HISTORY:
+        return npos == 1 ? rc : HARNESS_USAGE;
     case C_DEMO:
         if (value_of(s, vals, "workers") != NULL) {
             rc = cli_parse_int("demo", "workers",
@@ -375,9 +424,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(j < argc);   /* in the list, in order */
             j++;
         }
-        CHECK(local == 0 || local == 1);
+        CHECK(local == flag_count(s, "local", argc, orig,
+                                  s->use_rest ? rest : argc));
         for (i = 0; i < nopts; i++) {
-            CHECK(flags[i] == 0 || flags[i] == 1);
+            if (!s->takes_value[i])
+                CHECK(flags[i] == flag_count(s, s->names[i], argc, orig,
+                                             s->use_rest ? rest : argc));
             if (vals[i] != NULL && !is_secret(s->names[i]))
                 CHECK(value_in_args(vals[i], s->names[i], argc, argv));
             if (vals[i] != NULL && is_secret(s->names[i]))
