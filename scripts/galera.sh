@@ -17,10 +17,14 @@
 #                                       size, ready, state
 #
 # Node I (1..3; i = I - 1) listens on
-#   SQL                    127.0.0.1:${SQLLOCK_GALERA_PORT:-33101}+i and DIR/nI/sock
-#   group communication    127.0.0.1:45671+i
-#   IST                    127.0.0.1:45681+i
-#   SST (rsync)            127.0.0.1:45691+i
+#   SQL                    127.0.0.1:P+i and DIR/nI/sock
+#   group communication    127.0.0.1:P+12570+i
+#   IST                    127.0.0.1:P+12580+i
+#   SST (rsync)            127.0.0.1:P+12590+i
+# where P is ${SQLLOCK_GALERA_PORT:-33101} (so by default 33101-33103,
+# 45671-45673, 45681-45683, 45691-45693). Every port follows
+# SQLLOCK_GALERA_PORT, so two clusters with different values never share
+# a port (P must be at most 52940).
 # with its data in DIR/nI/data, its log in DIR/nI/server.log and its whole
 # configuration in DIR/nI/my.cnf, read with --defaults-file (so neither
 # /etc/mysql nor ~/.my.cnf reach the nodes). The ports must be free: start
@@ -40,9 +44,16 @@
 set -euo pipefail
 
 BASE_PORT=${SQLLOCK_GALERA_PORT:-33101}
-GCOMM_BASE=45671
-IST_BASE=45681
-SST_BASE=45691
+case "$BASE_PORT" in
+  ''|*[!0-9]*) echo "galera.sh: SQLLOCK_GALERA_PORT must be a port number, not '$BASE_PORT'" >&2; exit 64 ;;
+esac
+if [ "$BASE_PORT" -lt 1024 ] || [ "$BASE_PORT" -gt 52940 ]; then
+  echo "galera.sh: SQLLOCK_GALERA_PORT must be in 1024-52940 (its replication ports are 12570-12592 above it)" >&2
+  exit 64
+fi
+GCOMM_BASE=$((BASE_PORT + 12570))
+IST_BASE=$((BASE_PORT + 12580))
+SST_BASE=$((BASE_PORT + 12590))
 PROVIDER=/usr/lib/galera/libgalera_smm.so
 PASSWORD=sqllock-test
 CLUSTER_ADDRESS="gcomm://127.0.0.1:$GCOMM_BASE,127.0.0.1:$((GCOMM_BASE + 1)),127.0.0.1:$((GCOMM_BASE + 2))"
@@ -66,7 +77,7 @@ check_ports() {  # check_ports I...: fails naming the first taken port
   local n p
   for n in "$@"; do
     for p in $(node_ports "$n"); do
-      port_free "$p" || die "port $p on 127.0.0.1 (node $n) is taken (a node left behind? run '$0 stop DIR'); set SQLLOCK_GALERA_PORT for other SQL ports"
+      port_free "$p" || die "port $p on 127.0.0.1 (node $n) is taken (a node left behind? run '$0 stop DIR'); set SQLLOCK_GALERA_PORT to move all of them"
     done
   done
 }
