@@ -68,6 +68,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 . scripts/lib.sh
+. scripts/stages.sh
+stages_tmp=$(mktemp "${TMPDIR:-/tmp}/sqllock-stages.XXXXXX")
+stages_init "$stages_tmp"
+stage "install packages"
 ensure_packages "${BUILD_PACKAGES[@]}" libcmocka-dev valgrind faketime \
   postgresql mariadb-server galera-4 rsync iproute2 libpq-dev \
   default-libmysqlclient-dev pgbouncer pgpool2
@@ -88,6 +92,8 @@ tls=""
 
 cleanup() {
   local rc=$?
+  if [ "$rc" = 0 ]; then stage_end; else stage_end "FAILED($rc)"; fi
+  stage "stop servers"
   if [ -n "$galera" ]; then
     scripts/galera.sh stop "$galera" || true
     echo "Galera cluster stopped"
@@ -106,7 +112,9 @@ cleanup() {
     scripts/servers.sh stop "$srv" || true
     echo "servers stopped"
   fi
-  rm -rf "$work"
+  stage_end
+  stages_table
+  rm -rf "$work" "$stages_tmp"
   exit "$rc"
 }
 trap cleanup EXIT
@@ -143,6 +151,7 @@ elif [ -n "${SQLLOCK_TEST_PG_URL:-}" ] || [ -n "${SQLLOCK_TEST_MYSQL_URL:-}" ]; 
     SQLLOCK_TEST_URLS="$SQLLOCK_TEST_URLS ${SQLLOCK_TEST_MYSQL_URL:-}"
   fi
 else
+  stage "start PostgreSQL and MariaDB"
   echo "== starting PostgreSQL and MariaDB in $work/srv"
   pg_port=$(pick_port SQLLOCK_PG_PORT)
   my_port=$(pick_port SQLLOCK_MY_PORT)
@@ -162,6 +171,7 @@ else
   # and streaming-replication mode) in front of that PostgreSQL, for
   # test_pooler and the pooled_* runs of the contract and exclusion
   # suites (tests/pooled.sh).
+  stage "start poolers"
   echo "== starting PgBouncer and pgpool-II in $work/poolers"
   poolers="$work/poolers"
   scripts/poolers.sh start "$poolers" "$srv"
@@ -175,6 +185,7 @@ else
   # the primary each time. The Galera cluster starts once here; test_galera
   # kills a node and starts it again.
   if [ "$have_mysql" = 1 ]; then
+    stage "start Galera"
     echo "== starting a 3-node MariaDB Galera cluster in $work/galera"
     galera="$work/galera"
     galera_t0=$(date +%s)
@@ -213,6 +224,7 @@ export SQLLOCK_TEST_URLS
 unset SQLLOCK_TEST_TLS_DIR
 ensure_packages openssl
 if [ -n "$srv" ]; then
+  stage "start TLS servers"
   echo "== starting PostgreSQL and MariaDB with TLS in $work/tls"
   tls="$work/tls"
   scripts/tls.sh start "$tls"
@@ -276,11 +288,13 @@ run_ctest() {   # run_ctest DIR LABEL: ctest in DIR, then the driver check
   check_report "$SQLLOCK_TEST_REPORT" "$label"
 }
 
-echo "== plain build"
+stage "plain build"
 build build/test
+stage "plain ctest"
 run_ctest build/test plain
 
 if [ -n "${SQLLOCK_TEST_PG_URL:-}" ] && [ -x build/test/examples/example_order_flow ]; then
+  stage "order flow example"
   echo "== examples/order_flow.c: 6 copies at once pay order 1 exactly once"
   flow_out="$work/order_flow.out"
   : > "$flow_out"
@@ -309,6 +323,7 @@ if [ -n "$srv" ]; then
     rw_drivers=postgres,mysql
     rw_urls="$rw_urls $rw_my_url"
   fi
+  stage "least privilege"
   echo "== least privilege: test_conformance as sqllock_rw on ${rw_drivers//,/, }"
   build/test/tools/sqllock --db "$SQLLOCK_TEST_PG_URL" init >/dev/null
   if [ "$have_mysql" = 1 ]; then
@@ -337,6 +352,7 @@ if [ -n "$srv" ]; then
   # Each case runs `sqllock` and fails the run when the URL's password
   # shows, or when the exit code (or, given, the message) is not the
   # expected one.
+  stage "password leaks"
   echo "== passwords stay out of messages, \`sqllock list\` and the server logs"
   cli=build/test/tools/sqllock
   leak_pw=Zx9-LeakCheck-Q4w      # a password found nowhere else
@@ -442,6 +458,7 @@ if [ -n "$srv" ] && [ "$have_mysql" = 1 ]; then
 fi
 # ------------------------------------------------------------------
 
+stage "package consumers"
 echo "== install, then build a consumer with find_package(sqllock) and pkg-config"
 pkgdir="$work/pkg"
 mkdir -p "$pkgdir"
@@ -458,22 +475,28 @@ unset PKG_CONFIG_PATH
 echo "package: CMake (shared, static) and pkg-config consumers built and ran"
 
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
+  stage "asan build"
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer"
   build build/asan -DSQLLOCK_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug
+  stage "asan ctest"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_ctest build/asan asan
 
+  stage "tsan build"
   echo "== ThreadSanitizer"
   build build/tsan -DSQLLOCK_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug
+  stage "tsan ctest"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     run_ctest build/tsan tsan
 
+  stage "valgrind"
   echo "== valgrind --leak-check=full on the plain test binaries"
   export SQLLOCK_TEST_REPORT="$work/report-valgrind"
   rm -f "$SQLLOCK_TEST_REPORT"
   for t in build/test/tests/test_*; do
     [ -x "$t" ] || continue
+    vg_t0=$(date +%s)
     log="build/test/valgrind-$(basename "$t").log"; rm -f "$log".*
     # Sampled: the soak test runs 4 processes for 10 s per database under
     # valgrind (16 for 40 s in the plain and sanitizer builds): 16 valgrind
@@ -481,13 +504,14 @@ if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
     if SQLLOCK_SOAK_PROCS=4 SQLLOCK_SOAK_SECONDS=10 valgrind --leak-check=full --show-leak-kinds=definite,indirect,possible \
          --errors-for-leak-kinds=definite,indirect,possible \
          --error-exitcode=99 --log-file="$log.%p" "$t" >"$log.out" 2>&1; then
-      echo "valgrind: $(basename "$t"): no errors, no leaks"
+      echo "valgrind: $(basename "$t"): no errors, no leaks ($(( $(date +%s) - vg_t0 )) s)"
     else
       echo "valgrind: $(basename "$t") FAILED"; cat "$log".*; exit 1
     fi
   done
   check_report "$SQLLOCK_TEST_REPORT" valgrind
 
+  stage "fuzz"
   echo "== fuzzing (libFuzzer + ASan + UBSan): URL parser and redaction, CLI arguments, durations"
   fuzz_secs=${SQLLOCK_FUZZ_SECONDS:-30}
   cmake -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DSQLLOCK_FUZZ=ON \
@@ -518,5 +542,6 @@ if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   done
 fi
 
+stage_end
 echo "drivers tested: $last_tested"
 echo "== all tests passed in $(( $(date +%s) - start )) s"
