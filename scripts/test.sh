@@ -77,8 +77,8 @@
 #   SQLLOCK_PGREPL_PORT1, SQLLOCK_PGREPL_PORT2, SQLLOCK_GALERA_PORT
 #                           ports of the replicated fixtures (default: free
 #                           ports for PostgreSQL; 33101-33103 and
-#                           45671-45693 for Galera, whose replication
-#                           ports follow SQLLOCK_GALERA_PORT + 12570)
+#                           25101-25123 for Galera, whose replication
+#                           ports follow SQLLOCK_GALERA_PORT - 8000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
