@@ -132,9 +132,11 @@ cleanup() {
   local rc=$? name
   if [ "$rc" = 0 ]; then stage_end; else stage_end "FAILED($rc)"; fi
   stage "stop servers"
-  # A fixture still starting in the background: stop its job first.
+  # A fixture still starting in the background (the run failed before
+  # it was waited for) finishes starting first, so that the stop below
+  # finds all it started.
   for name in "${!bg_pids[@]}"; do
-    kill "${bg_pids[$name]}" 2>/dev/null || true
+    echo "waiting for \"$name\" to finish before stopping it"
     wait "${bg_pids[$name]}" 2>/dev/null || true
   done
   if [ -n "$galera" ]; then
