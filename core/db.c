@@ -184,7 +184,10 @@ int sqllock_open(const char *url, const sqllock_options *opts,
         return sqllock__fail(db, SQLLOCK_EINVAL, "the database URL is NULL");
     db->url = malloc(strlen(url) + 1);
     db->url_redacted = sqllock__url_redact(url);
-    if (db->url == NULL || db->url_redacted == NULL)
+    /* From here on, every message the handle stores is scrubbed of the
+     * URL's secrets (DESIGN C4). */
+    db->secrets = sqllock__url_secrets(url);
+    if (db->url == NULL || db->url_redacted == NULL || db->secrets == NULL)
         return sqllock__fail(db, SQLLOCK_ENOMEM, "out of memory");
     strcpy(db->url, url);
 
@@ -223,8 +226,11 @@ void sqllock_close(sqllock_db *db)
     db->renewer = NULL;
     if (db->drv != NULL)
         drop_connection(db);
+    if (db->url != NULL)
+        sqllock__wipe(db->url, strlen(db->url));
     free(db->url);
     free(db->url_redacted);
+    sqllock__secrets_free(db->secrets);
     free(db);
 }
 
@@ -334,13 +340,21 @@ int sqllock__wait_notify(sqllock_db *db, int64_t timeout_ms, int *woke)
     return rc;
 }
 
+/* Each range of statement ids lives in the dialect array of the driver
+ * version that added it, and is read only from a driver of that version
+ * on: an older driver's dialect ends before it (sqllock_driver.h). */
+typedef char sqllock__sql_v2_is_four[
+    SQLLOCK_SQL_COUNT_V2_ - SQLLOCK_SQL_COUNT_V1_ == 4 ? 1 : -1];
+
 const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
 {
     if (id < SQLLOCK_SQL_COUNT_V1_)
         return &drv->dialect->sql[id];
-    if (drv->version < 2 || id >= SQLLOCK_SQL_COUNT_)
-        return NULL;
-    return &drv->dialect->sql_v2[id - SQLLOCK_SQL_COUNT_V1_];
+    if (id < SQLLOCK_SQL_COUNT_V2_)
+        return drv->version >= 2
+                   ? &drv->dialect->sql_v2[id - SQLLOCK_SQL_COUNT_V1_]
+                   : NULL;
+    return NULL;
 }
 
 /*

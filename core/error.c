@@ -5,12 +5,35 @@
  * character boundary when the text is too long and turns CR, LF and tab
  * into single spaces (libpq's messages end with a newline and indent their
  * second lines; curl's rule for its error buffer is the same: no line
- * breaks in a message).
+ * breaks in a message). Then sqllock__scrub() takes out whatever of the
+ * handle's URL is secret (DESIGN C4): the core quotes URLs redacted, but
+ * a driver or its client library may quote what it parsed -- libpq shows
+ * the rest of a password with an unescaped '@' as a host name -- and
+ * this is the one place every message passes.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "internal.h"
+
+/* The length of buf[0..len) without a partial UTF-8 sequence at its
+ * end, for a text that was cut there. */
+static size_t utf8_whole(const char *buf, size_t len)
+{
+    size_t end = len;
+
+    while (end > 0 && ((unsigned char)buf[end - 1] & 0xC0) == 0x80)
+        end--;
+    if (end > 0 && ((unsigned char)buf[end - 1] & 0x80)) {
+        unsigned char lead = (unsigned char)buf[end - 1];
+        size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+        if (len - (end - 1) < need)
+            return end - 1;
+    }
+    return len;
+}
 
 void sqllock__vformat(char *buf, size_t size, const char *fmt, va_list ap)
 {
@@ -27,15 +50,7 @@ void sqllock__vformat(char *buf, size_t size, const char *fmt, va_list ap)
     len = strlen(buf);
     if ((size_t)n >= size && len > 0) {
         /* Cut: step back over a partial UTF-8 sequence at the end. */
-        size_t end = len;
-        while (end > 0 && ((unsigned char)buf[end - 1] & 0xC0) == 0x80)
-            end--;
-        if (end > 0 && ((unsigned char)buf[end - 1] & 0x80)) {
-            unsigned char lead = (unsigned char)buf[end - 1];
-            size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
-            if (len - (end - 1) < need)
-                len = end - 1;
-        }
+        len = utf8_whole(buf, len);
         buf[len] = '\0';
     }
     /* Line breaks and tabs become single spaces (libpq's messages carry
@@ -58,6 +73,125 @@ void sqllock__vformat(char *buf, size_t size, const char *fmt, va_list ap)
         buf[--len] = '\0';
 }
 
+/* Words of 4 letters or more from the messages of the core, libpq, the
+ * MySQL client and SQLite when a connect fails. A password that is one
+ * of them is not taken out of the message where the word stands:
+ * "*** authentication failed" or "Can't connect to *** server" would
+ * hide nothing and show, by the shape of the hole, what the password
+ * is. Compared in any case. */
+static const char *const message_words[] = {
+    "abnormally", "accepting", "access", "address", "allowed",
+    "authentication", "before", "cannot", "closed", "communication",
+    "connect", "connection", "connections", "control", "could", "database",
+    "denied", "directory", "does", "domain", "driver", "empty", "entry",
+    "error", "exist", "expired", "failed", "fatal", "file", "from", "host",
+    "initial", "invalid", "known", "local", "locally", "localhost", "lost",
+    "mariadb", "means", "missing", "must", "mysql", "name", "number",
+    "open", "option", "packet", "parameter", "password", "port", "postgres",
+    "postgresql", "probably", "processing", "query", "reading", "refused",
+    "request", "role", "running", "scheme", "schemes", "server", "service",
+    "socket", "sqlite", "sqllock", "string", "such", "system", "terminated",
+    "that", "this", "through", "timeout", "translate", "unable",
+    "unexpectedly", "unix", "unknown", "user", "using", "while", "with",
+    NULL
+};
+
+int sqllock__message_word(const char *w)
+{
+    size_t k;
+
+    for (k = 0; message_words[k] != NULL; k++)
+        if (strcasecmp(w, message_words[k]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Marks in prot[] every occurrence of p[0..n) in msg[0..len): in any
+ * case with `nocase`, else exactly. */
+static void protect(const char *msg, size_t len, const char *p, size_t n,
+                    int nocase, unsigned char *prot)
+{
+    size_t i, k;
+
+    for (i = 0; n > 0 && i + n <= len; i++) {
+        for (k = 0; k < n; k++)
+            if (nocase ? tolower((unsigned char)msg[i + k]) !=
+                             tolower((unsigned char)p[k])
+                       : msg[i + k] != p[k])
+                break;
+        if (k == n)
+            memset(prot + i, 1, n);
+    }
+}
+
+void sqllock__scrub(char *msg, size_t size, const char *secrets)
+{
+    unsigned char prot[SQLLOCK__ERRMSG_MAX];
+    char out[SQLLOCK__ERRMSG_MAX];
+    const char *e;
+    size_t len, i, o = 0, k;
+    int changed = 0, full = 0;
+
+    if (secrets == NULL || msg == NULL || size == 0)
+        return;
+    if (size > sizeof out)
+        size = sizeof out;     /* only handle messages come here */
+    for (len = 0; len + 1 < size && msg[len] != '\0'; len++)
+        ;
+    memset(prot, 0, len);
+    for (e = secrets; *e != '\0'; e += strlen(e) + 1)
+        if (*e == SQLLOCK__SCRUB_PUBLIC)
+            protect(msg, len, e + 1, strlen(e + 1), 0, prot);
+    for (k = 0; message_words[k] != NULL; k++)
+        protect(msg, len, message_words[k], strlen(message_words[k]), 1,
+                prot);
+    for (i = 0; i < len && !full;) {
+        size_t best = 0, n;
+
+        /* The longest secret that starts here and is not all inside
+         * something public. A tail counts only with its '@' after it,
+         * and then always: "ss@host" is what a first-'@' reading of
+         * "p@ss@host" shows, whatever else "ss" is. */
+        for (e = secrets; *e != '\0'; e += n + 2) {
+            n = strlen(e + 1);
+            if (*e == SQLLOCK__SCRUB_PUBLIC || n <= best || n > len - i ||
+                memcmp(msg + i, e + 1, n) != 0)
+                continue;
+            if (*e == SQLLOCK__SCRUB_BEFORE_AT) {
+                if (msg[i + n] == '@')
+                    best = n;
+                continue;
+            }
+            for (k = 0; k < n && prot[i + k]; k++)
+                ;
+            if (k < n)
+                best = n;
+        }
+        if (best > 0) {
+            changed = 1;
+            full = o + 3 >= size;
+            if (!full) {
+                memcpy(out + o, "***", 3);
+                o += 3;
+            }
+            i += best;
+        } else {
+            full = o + 1 >= size;
+            if (!full)
+                out[o++] = msg[i++];
+        }
+    }
+    if (!changed)
+        return;
+    /* "***" may be longer than what it hides (a tail of 2 bytes): the
+     * text is cut, never the asterisks. */
+    if (full)
+        o = utf8_whole(out, o);
+    memcpy(msg, out, o);
+    msg[o] = '\0';
+    sqllock__wipe(out, sizeof out);
+}
+
 int sqllock__fail(sqllock_db *db, int status, const char *fmt, ...)
 {
     va_list ap;
@@ -68,6 +202,7 @@ int sqllock__fail(sqllock_db *db, int status, const char *fmt, ...)
     va_start(ap, fmt);
     sqllock__vformat(db->errmsg, sizeof db->errmsg, fmt, ap);
     va_end(ap);
+    sqllock__scrub(db->errmsg, sizeof db->errmsg, db->secrets);
     return status;
 }
 

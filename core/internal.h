@@ -40,6 +40,7 @@ struct sqllock_db {
     struct sqllock__renewer *renewer; /* watchdog thread (watch.c), or NULL */
     char *url;                 /* the URL as given, for reconnects */
     char *url_redacted;        /* the URL with any password hidden */
+    char *secrets;             /* sqllock__url_secrets(url), for messages */
     int errcode;
     char errmsg[SQLLOCK__ERRMSG_MAX];
 };
@@ -88,8 +89,39 @@ void sqllock__vformat(char *buf, size_t size, const char *fmt, va_list ap);
 int sqllock__url_parse(const char *text, sqllock_url **out, char *why,
                        size_t why_size);
 void sqllock__url_free(sqllock_url *url);
-/* The URL with the password replaced by "***"; malloc'd, NULL on ENOMEM. */
+/* The URL with every secret replaced by "***": the user info's password
+ * (up to the last '@'), the values of password=-like parameters, and the
+ * value of every query parameter that is not public (names are kept).
+ * malloc'd, NULL on ENOMEM. */
 char *sqllock__url_redact(const char *text);
+/* 1 when the query parameter `name` (decoded) is one whose value a
+ * message may show (sslmode, host, socket, ...). */
+int sqllock__url_param_public(const char *name);
+/* What sqllock__scrub() needs to keep a URL's secrets out of messages:
+ * the secrets redaction hides (as written and percent-decoded, with the
+ * parts of them a first-'@' reading could show) and the URL's public
+ * parts, as entries of a kind byte (below), the text and a NUL, ended by
+ * a lone NUL. NULL on ENOMEM (or for a NULL text). Free with
+ * sqllock__secrets_free(), which wipes it. */
+char *sqllock__url_secrets(const char *text);
+void sqllock__secrets_free(char *secrets);
+#define SQLLOCK__SCRUB_SECRET 'S'     /* hidden wherever it appears */
+#define SQLLOCK__SCRUB_BEFORE_AT 'A'  /* hidden where an '@' follows it */
+#define SQLLOCK__SCRUB_PUBLIC 'P'     /* a secret inside it stays */
+/* The shortest secret hidden wherever it appears: shorter ones would
+ * turn every message into asterisks (and show where they were). */
+#define SQLLOCK__SCRUB_MIN 4
+/* Replaces each secret of the list in msg (a string in a buffer of at
+ * most SQLLOCK__ERRMSG_MAX bytes) with "***", except where it lies
+ * within a public part or a word of the drivers' own messages (a tail
+ * before an '@' always); cuts at a UTF-8 boundary if the result does
+ * not fit. A NULL list does nothing. */
+void sqllock__scrub(char *msg, size_t size, const char *secrets);
+/* 1 when `w` is one of the words of the connect messages that
+ * sqllock__scrub() never takes out (in any case). */
+int sqllock__message_word(const char *w);
+/* Zeroes n bytes at p in a way the compiler keeps before a free(). */
+void sqllock__wipe(void *p, size_t n);
 
 /* Registry (core/registry.c). 1 if `scheme` names a driver sqllock ships,
  * built in or not. */
@@ -195,7 +227,14 @@ int sqllock__sql_select_key(sqllock_db *db, const sqllock_table *t,
 
 /* Utilities (core/util.c). */
 int64_t sqllock__now_ms(void);          /* CLOCK_MONOTONIC, ms */
-int64_t sqllock__now_us(void);          /* CLOCK_MONOTONIC, us */
+/* The clock of local deadlines: CLOCK_BOOTTIME where there is one (it
+ * counts a suspended system's sleep), else CLOCK_MONOTONIC; us. */
+int64_t sqllock__now_us(void);
+/* The CLOCK_MONOTONIC time (for pthread_cond_timedwait() on a condition
+ * variable of that clock) at which the sqllock__now_us() time `when_us`
+ * comes; now when it has passed. */
+struct timespec;
+void sqllock__mono_after(int64_t when_us, struct timespec *ts);
 void sqllock__sleep_ms(int64_t ms);
 /* Fills buf with n bytes from the OS's random source. SQLLOCK_ESYS if
  * that fails. */
@@ -205,5 +244,9 @@ int sqllock__random(void *buf, size_t n);
 int64_t sqllock__rand_upto(int64_t bound);
 /* 1 if s[0..len) is valid UTF-8 with no control characters (C0, DEL). */
 int sqllock__name_ok(const char *s, size_t len);
+/* sqllock_parse_duration(), which also points *why (when `why` is not
+ * NULL) at a sentence that says what is wrong with a text it refuses
+ * (static; NULL on success), for the tool's messages. */
+int sqllock__parse_duration(const char *text, int64_t *ms, const char **why);
 
 #endif /* SQLLOCK_INTERNAL_H */

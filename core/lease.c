@@ -362,8 +362,40 @@ static int lease_insert(sqllock_lease *l)
     return sqllock__ok(db);
 }
 
+/* How often a statement that the database rolled back is run again. */
+#define ROLLBACK_RETRIES 3
+
+/* A status that says the database rolled the statement back (a deadlock,
+ * a serialization failure -- Galera reports a lost certification as a
+ * deadlock -- or a row-lock wait that timed out): its effect is known,
+ * nothing, so running it again is safe. */
+static int rolled_back(int rc)
+{
+    return rc == SQLLOCK_EDEADLOCK || rc == SQLLOCK_ESERIALIZATION ||
+           rc == SQLLOCK_ELOCKED;
+}
+
 /* Runs RELEASE; *affected says whether the row was still ours. */
-static int release_row(sqllock_lease *l, int64_t *affected)
+static int release_once(sqllock_lease *l, int64_t *affected);
+
+/* RELEASE, run again (a few times, after a short random pause) while the
+ * database rolls it back; *sent_us is when the attempt that counts was
+ * sent. */
+static int release_row(sqllock_lease *l, int64_t *sent_us,
+                       int64_t *affected)
+{
+    int rc, attempt;
+
+    for (attempt = 0;; attempt++) {
+        *sent_us = sqllock__now_us();
+        rc = release_once(l, affected);
+        if (!rolled_back(rc) || attempt == ROLLBACK_RETRIES)
+            return rc;
+        sqllock__sleep_ms(sqllock__rand_upto(l->backoff_min_ms));
+    }
+}
+
+static int release_once(sqllock_lease *l, int64_t *affected)
 {
     sqllock_db *db = l->db;
     char channel[SQLLOCK__CHANNEL_MAX];
@@ -387,20 +419,60 @@ static int release_row(sqllock_lease *l, int64_t *affected)
     return SQLLOCK_OK;
 }
 
+/* The status of a call whose retry after a lost connection (DESIGN C3)
+ * failed too: the retry's, with both reasons in the message. */
+static int retry_failed(sqllock_db *db, int rc, const char *first)
+{
+    char again[SQLLOCK__ERRMSG_MAX];
+
+    memcpy(again, db->errmsg, sizeof again);
+    return sqllock__fail(db, rc, "%s (sent again on a fresh connection, "
+                         "after: %s)", again, first);
+}
+
+/* RENEW, run again (a few times, after a short random pause) while the
+ * database rolls it back; *sent_us is when the attempt that counts was
+ * sent. */
+static int renew_row(sqllock_lease *l, int64_t *sent_us, int64_t *affected)
+{
+    int rc, attempt;
+
+    for (attempt = 0;; attempt++) {
+        *sent_us = sqllock__now_us();
+        rc = sqllock__lease_renew_raw(l->db, l->name, l->owner, l->token,
+                                      l->ttl_ms,
+                                      l->flags & SQLLOCK_LEASE_FAST,
+                                      affected);
+        if (!rolled_back(rc) || attempt == ROLLBACK_RETRIES)
+            return rc;
+        sqllock__sleep_ms(sqllock__rand_upto(l->backoff_min_ms));
+    }
+}
+
 int sqllock_lease_renew(sqllock_lease *l)
 {
+    char first[SQLLOCK__ERRMSG_MAX];
     int64_t sent_us, affected = 0;
-    int rc;
+    int rc, had_conn;
 
     if (l == NULL)
         return SQLLOCK_EINVAL;
     if (l->count == 0)
         return sqllock__fail(l->db, SQLLOCK_ENOTHELD, "this handle does not "
                              "hold lock '%s' (renew)", l->name);
-    sent_us = sqllock__now_us();
-    rc = sqllock__lease_renew_raw(l->db, l->name, l->owner, l->token,
-                                  l->ttl_ms, l->flags & SQLLOCK_LEASE_FAST,
-                                  &affected);
+    had_conn = l->db->conn != NULL;
+    rc = renew_row(l, &sent_us, &affected);
+    if (rc == SQLLOCK_ECONNECT && had_conn) {
+        /* DESIGN C3: the connection was lost, and with it the answer. A
+         * renewal names owner and token, so running it again changes
+         * nothing that the first one may have done: once, on a fresh
+         * connection (the core connects again at this call). Not after
+         * a connect that failed: then nothing was sent. */
+        memcpy(first, l->db->errmsg, sizeof first);
+        rc = renew_row(l, &sent_us, &affected);
+        if (rc != SQLLOCK_OK)
+            return retry_failed(l->db, rc, first);
+    }
     if (rc != SQLLOCK_OK)
         return rc;
     if (affected == 0) {
@@ -439,8 +511,9 @@ int sqllock__lease_renew_raw(sqllock_db *db, const char *name,
 
 int sqllock_lease_release(sqllock_lease *l)
 {
-    int64_t affected = 0;
-    int rc;
+    char first[SQLLOCK__ERRMSG_MAX];
+    int64_t affected = 0, sent_us, deadline_us;
+    int rc, retried = 0, had_conn;
 
     if (l == NULL)
         return SQLLOCK_EINVAL;
@@ -452,21 +525,48 @@ int sqllock_lease_release(sqllock_lease *l)
         return sqllock__ok(l->db);
     }
     unwatch(l);
-    rc = release_row(l, &affected);
+    had_conn = l->db->conn != NULL;
+    deadline_us = atomic_load(&l->deadline_us);
+    rc = release_row(l, &sent_us, &affected);
+    if (rc == SQLLOCK_ECONNECT && had_conn) {
+        /* DESIGN C3: the answer was lost with the connection; the
+         * release may or may not have run. It names owner and token, so
+         * it is run once more, on a fresh connection. */
+        int64_t again_us;
+
+        memcpy(first, l->db->errmsg, sizeof first);
+        retried = 1;
+        rc = release_row(l, &again_us, &affected);
+        if (rc != SQLLOCK_OK)
+            return retry_failed(l->db, rc, first);
+    }
     if (rc != SQLLOCK_OK)
         return rc;
     forget(l);
+    /*
+     * A retried release that finds the row gone: if the first attempt
+     * was sent before the lease's local deadline (L6), no one else could
+     * have taken or reaped the lease before it ran, so it was the first
+     * attempt that deleted the row -- released, not lost. After the
+     * deadline, or with no deadline known (an attached lease never
+     * renewed), the lease may have been lost before: LOST, as always.
+     */
+    if (affected == 0 && retried && deadline_us != 0 && sent_us < deadline_us)
+        affected = 1;
     if (affected > 0 && !(l->flags & SQLLOCK_LEASE_NO_WAKEUP))
         sqllock__wake_post(l->wake_key);
     if (affected == 0)
         return sqllock__fail(l->db, SQLLOCK_LOST, "lock '%s' had already "
                              "been lost: taken over by another owner, or "
-                             "removed after it expired", l->name);
+                             "removed after it expired%s%s%s", l->name,
+                             retried ? " (the release was sent again after "
+                             "its answer was lost -- " : "",
+                             retried ? first : "", retried ? " -- and the "
+                             "first one was sent after the lease's local "
+                             "deadline)" : "");
     return sqllock__ok(l->db);
 }
 
-/* How often an acquire that the database rolled back is run again. */
-#define ROLLBACK_RETRIES 3
 
 int sqllock_lease_try_acquire(sqllock_lease *l)
 {

@@ -10,12 +10,41 @@
 
 #include "internal.h"
 
+/*
+ * The clock of every local deadline (DESIGN L6): one that counts the time
+ * the system was suspended. CLOCK_MONOTONIC stops while the host sleeps
+ * (a laptop's lid, a suspended VM), so a holder that resumed after its
+ * lease expired on the server would still trust it for as long as the
+ * host slept; CLOCK_BOOTTIME (Linux) goes on counting. Where there is no
+ * such clock, CLOCK_MONOTONIC. Waits on a condition variable, whose
+ * clock can only be CLOCK_MONOTONIC, convert a deadline of this clock
+ * into a time from now (sqllock__mono_after()).
+ */
+#if defined(CLOCK_BOOTTIME)
+#define SQLLOCK__DEADLINE_CLOCK CLOCK_BOOTTIME
+#else
+#define SQLLOCK__DEADLINE_CLOCK CLOCK_MONOTONIC
+#endif
+
 int64_t sqllock__now_us(void)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (clock_gettime(SQLLOCK__DEADLINE_CLOCK, &ts) != 0)
+        clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void sqllock__mono_after(int64_t when_us, struct timespec *ts)
+{
+    int64_t delta = when_us - sqllock__now_us(), ns;
+
+    if (delta < 0)
+        delta = 0;
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ns = ts->tv_nsec + (delta % 1000000) * 1000;
+    ts->tv_sec += (time_t)(delta / 1000000 + ns / 1000000000);
+    ts->tv_nsec = (long)(ns % 1000000000);
 }
 
 int64_t sqllock__now_ms(void)
@@ -137,34 +166,172 @@ int sqllock__name_ok(const char *s, size_t len)
     return 1;
 }
 
+/*
+ * Durations (the grammar is in sqllock.h, at sqllock_parse_duration()).
+ * The text is read once from left to right, one component (a number and
+ * its unit) at a time. Every step that could overflow checks first, so
+ * nothing wraps; *ms is written only when the whole text is good.
+ */
+
+/* The units, largest first: a component's unit must come later in this
+ * table than the one before it. "ms" must be tried before "m". */
+static const struct duration_unit {
+    const char *name;
+    int64_t ms;
+} duration_units[] = {
+    { "d", INT64_C(86400000) }, { "h", INT64_C(3600000) },
+    { "m", INT64_C(60000) }, { "s", INT64_C(1000) }, { "ms", INT64_C(1) },
+};
+#define DURATION_UNITS (sizeof duration_units / sizeof duration_units[0])
+
+/* A fraction of more significant digits than this is never a whole number
+ * of milliseconds: every unit divides 86400000 = 2^10 * 3^3 * 5^5, so
+ * f / 10^k of a unit, with f's last digit not 0, is a whole number of
+ * milliseconds only if 2^k or 5^k divides 2^10 * 5^5 -- k <= 10. */
+#define DURATION_FRAC_MAX 10
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static int is_letter(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+int sqllock__parse_duration(const char *text, int64_t *ms, const char **why)
+{
+    const char *p = text, *ignored;
+    int64_t total = 0;
+    size_t last = 0;           /* the index of the previous unit, + 1 */
+
+    if (why == NULL)
+        why = &ignored;
+    *why = NULL;
+    if (text == NULL || ms == NULL) {
+        *why = "no text";
+        return SQLLOCK_EINVAL;
+    }
+    if (*p == '\0') {
+        *why = "it is empty";
+        return SQLLOCK_EINVAL;
+    }
+    while (*p != '\0') {
+        const char *frac = NULL, *frac_end = NULL, *unit;
+        int64_t whole = 0, f = 0, pow10 = 1, part;
+        size_t u, ulen;
+        int k;
+
+        if (!is_digit(*p)) {
+            *why = *p == '.' ? "a fraction needs digits on both sides of "
+                               "its '.' (0.5s, not .5s)"
+                             : "it must be numbers, each followed by a unit "
+                               "(ms, s, m, h or d), with nothing else";
+            return SQLLOCK_EINVAL;
+        }
+        for (; is_digit(*p); p++) {
+            int d = *p - '0';
+
+            if (whole > (INT64_MAX - d) / 10)
+                goto too_long;
+            whole = whole * 10 + d;
+        }
+        if (*p == '.') {
+            frac = ++p;
+            while (is_digit(*p))
+                p++;
+            frac_end = p;
+            if (frac_end == frac) {
+                *why = "a fraction needs digits on both sides of its '.' "
+                       "(1.0s, not 1.s)";
+                return SQLLOCK_EINVAL;
+            }
+        }
+        /* The unit: every letter up to the next digit or the end. */
+        unit = p;
+        while (is_letter(*p))
+            p++;
+        ulen = (size_t)(p - unit);
+        if (ulen == 0) {
+            if (*p != '\0') {
+                *why = *p == '.' ? "a number has at most one '.'"
+                                 : "it must be numbers, each followed by a "
+                                   "unit (ms, s, m, h or d), with nothing "
+                                   "else";
+                return SQLLOCK_EINVAL;
+            }
+            if (frac != NULL) {
+                *why = "a fraction needs its unit (1.5s, not 1.5)";
+                return SQLLOCK_EINVAL;
+            }
+            if (last != 0) {
+                *why = "a number without a unit (seconds) must stand alone "
+                       "(1m30s, not 1m30)";
+                return SQLLOCK_EINVAL;
+            }
+            if (whole > INT64_MAX / 1000)
+                goto too_long;
+            *ms = whole * 1000;
+            return SQLLOCK_OK;
+        }
+        for (u = 0; u < DURATION_UNITS; u++)
+            if (strlen(duration_units[u].name) == ulen &&
+                memcmp(duration_units[u].name, unit, ulen) == 0)
+                break;
+        if (u == DURATION_UNITS) {
+            *why = "unknown unit (use ms, s, m, h or d)";
+            return SQLLOCK_EINVAL;
+        }
+        if (u + 1 <= last) {
+            *why = "the units must come largest first, each once (1h30m, "
+                   "not 30m1h or 1m1m)";
+            return SQLLOCK_EINVAL;
+        }
+        last = u + 1;
+        if (frac != NULL && *p != '\0') {
+            *why = is_digit(*p) ? "only the last number may have a fraction "
+                                  "(1h30m or 1.5h, not 1.5h30m)"
+                                : "it must be numbers, each followed by a "
+                                  "unit (ms, s, m, h or d), with nothing "
+                                  "else";
+            return SQLLOCK_EINVAL;
+        }
+        /* The fraction, without the zeros that end it, in f / pow10. */
+        if (frac != NULL) {
+            while (frac_end > frac && frac_end[-1] == '0')
+                frac_end--;
+            k = (int)(frac_end - frac);
+            if (k > DURATION_FRAC_MAX)
+                goto too_fine;
+            for (; frac < frac_end; frac++) {
+                f = f * 10 + (*frac - '0');
+                pow10 *= 10;
+            }
+            /* f < 10^10 and a unit <= 86400000: no overflow. */
+            if (f * duration_units[u].ms % pow10 != 0)
+                goto too_fine;
+            f = f * duration_units[u].ms / pow10;
+        }
+        if (whole > (INT64_MAX - f) / duration_units[u].ms)
+            goto too_long;
+        part = whole * duration_units[u].ms + f;
+        if (part > INT64_MAX - total)
+            goto too_long;
+        total += part;
+    }
+    *ms = total;
+    return SQLLOCK_OK;
+too_fine:
+    *why = "it is not a whole number of milliseconds";
+    return SQLLOCK_EINVAL;
+too_long:
+    *why = "it is longer than the longest duration, 106751991167d7h12m55.807s "
+           "(2^63 - 1 ms)";
+    return SQLLOCK_EINVAL;
+}
+
 int sqllock_parse_duration(const char *text, int64_t *ms)
 {
-    const char *p = text;
-    int64_t value = 0, scale;
-
-    if (text == NULL || ms == NULL || *p < '0' || *p > '9')
-        return SQLLOCK_EINVAL;
-    while (*p >= '0' && *p <= '9') {
-        int d = *p - '0';
-        if (value > (INT64_MAX - d) / 10)
-            return SQLLOCK_EINVAL;
-        value = value * 10 + d;
-        p++;
-    }
-    if (*p == '\0' || strcmp(p, "s") == 0)
-        scale = 1000;
-    else if (strcmp(p, "ms") == 0)
-        scale = 1;
-    else if (strcmp(p, "m") == 0)
-        scale = 60 * 1000;
-    else if (strcmp(p, "h") == 0)
-        scale = 3600 * 1000;
-    else if (strcmp(p, "d") == 0)
-        scale = 86400 * 1000;
-    else
-        return SQLLOCK_EINVAL;
-    if (value > INT64_MAX / scale)
-        return SQLLOCK_EINVAL;
-    *ms = value * scale;
-    return SQLLOCK_OK;
+    return sqllock__parse_duration(text, ms, NULL);
 }

@@ -67,10 +67,11 @@ struct sqllock__renewer {
     int stop;
 };
 
+/* The CLOCK_MONOTONIC time of the condition variable's wait at which the
+ * renewer's deadline clock reads `us`. */
 static void abs_time(int64_t us, struct timespec *ts)
 {
-    ts->tv_sec = (time_t)(us / 1000000);
-    ts->tv_nsec = (long)(us % 1000000) * 1000;
+    sqllock__mono_after(us, ts);
 }
 
 static void unlink_entry(struct sqllock__renewer *r, watch_entry *e)

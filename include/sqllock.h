@@ -178,9 +178,12 @@ typedef struct sqllock_options {
      *     the server: the handle does not hold it, and the row stays
      *     until its ttl passes (or the reaper removes it); the same name
      *     is busy until then.
-     *   - A release whose answer never came may not have happened: the
-     *     handle keeps its hold (release again), and the lease lasts at
-     *     most until its ttl.
+     *   - A release or a renewal whose answer never came is sent once
+     *     more on a fresh connection (DESIGN C3; see
+     *     sqllock_lease_release()), so such a call can take this timeout
+     *     twice plus a connect. A release that fails again may not have
+     *     happened: the handle keeps its hold (release again), and the
+     *     lease lasts at most until its ttl.
      *   - A renewal's failure makes a watched lease UNCERTAIN, then LOST
      *     at its local deadline (DESIGN L6, L7). A watched lease's LOST
      *     callback can come up to the longer of this timeout and
@@ -249,6 +252,16 @@ typedef struct sqllock_options {
  * starting from the first host. An empty entry, a bad port, a bare IPv6
  * address, more than 16 hosts, or `socket=` with several hosts is
  * SQLLOCK_EURL.
+ *
+ * TLS and credentials (README "Credentials and TLS"). A PostgreSQL URL
+ * takes libpq's parameters (sslmode, sslrootcert, sslcert, sslkey,
+ * passfile, service, ...). A MySQL/MariaDB URL takes ssl_mode (DISABLED,
+ * PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY), ssl_ca, ssl_capath,
+ * ssl_cert, ssl_key, ssl_cipher, ssl_crl, ssl_crlpath, and option_file
+ * and option_group for the user, password and TLS settings of a MySQL
+ * option file (~/.my.cnf, group [client], when the URL names neither user
+ * nor password); the URL's own values win. No part of a password is ever
+ * part of a message (DESIGN C4).
  *
  * Connection poolers (PostgreSQL; docs/poolers.md). The URL says what is
  * between the client and the server: `pooler=none` (the default: the
@@ -428,7 +441,18 @@ SQLLOCK_API int sqllock_lease_acquire(sqllock_lease *lease, int64_t wait_ms);
  * one took it over in between (no other owner held it meanwhile).
  * SQLLOCK_LOST when another owner took it over or it was removed; the handle
  * then no longer holds it. SQLLOCK_ENOTHELD when the handle does not hold.
- * On a connection error the local deadline is left as it was.
+ * A renewal that finds its connection lost (SQLLOCK_ECONNECT: the
+ * answer may have been lost with it) is sent once more on a fresh
+ * connection (DESIGN C3): it names owner and token, so running it twice
+ * does nothing the first did not. Not after a connect that failed
+ * (nothing was sent). Such a call can take the statement timeout, plus
+ * a connect and a second statement timeout. When that fails too, the
+ * local deadline is left as it was and the message gives both reasons.
+ * A renewal the database rolls back (a deadlock, a serialization
+ * failure, a Galera certification failure, a row-lock timeout: nothing
+ * was done) is run again up to 3 times after a short random pause, as an
+ * acquire is; after that its status (sqllock_retryable()) is returned.
+ * The same holds for sqllock_lease_release().
  */
 SQLLOCK_API int sqllock_lease_renew(sqllock_lease *lease);
 
@@ -438,10 +462,15 @@ SQLLOCK_API int sqllock_lease_renew(sqllock_lease *lease);
  * lock at any moment since the acquire. SQLLOCK_LOST: another owner took
  * it over, or the row was removed after it expired; the handle is released
  * all the same. SQLLOCK_ENOTHELD when the handle does not hold.
- * On a connection error the handle keeps the hold, so release can be retried.
- * The failed release may have committed before its answer was lost; the
- * retry then finds the row gone and returns SQLLOCK_LOST, which there
- * means "already released" as much as "taken over".
+ * A release that finds its connection lost is sent once more on a fresh
+ * connection (DESIGN C3; as sqllock_lease_renew()). The lost one may have
+ * committed: when the second finds the row gone and the first was sent
+ * before the lease's local deadline (L6), no one else could have taken
+ * or reaped the lease before it ran, so it is SQLLOCK_OK (released, not
+ * lost); sent later, it is SQLLOCK_LOST. When the second fails too, the
+ * handle keeps the hold, so release can be called again; a call then
+ * that finds the row gone returns SQLLOCK_LOST, which there means
+ * "already released" as much as "taken over".
  */
 SQLLOCK_API int sqllock_lease_release(sqllock_lease *lease);
 
@@ -1022,11 +1051,30 @@ SQLLOCK_API void sqllock_free(void *p);
 /* ------------------------------------------------------------------------ */
 
 /*
- * Parses a duration: a whole number followed by an optional unit, "ms",
- * "s", "m", "h" or "d" (a bare number is seconds), e.g. "500ms", "30s",
- * "5m", "2h". Returns SQLLOCK_OK and sets *ms, or SQLLOCK_EINVAL for NULL,
- * empty, signs, spaces, fractions, unknown units, trailing garbage, or a
- * value that does not fit in int64 milliseconds.
+ * Parses a duration into milliseconds. The text is either a bare whole
+ * number, which is seconds ("90"), or one or more components, each a
+ * number and its unit, with nothing between them:
+ *
+ *     duration  = digits | component { component }
+ *     component = digits [ "." digits ] unit
+ *     unit      = "d" | "h" | "m" | "s" | "ms"    (86400 s, 3600 s, 60 s,
+ *                                                 1 s, 1/1000 s)
+ *
+ * e.g. "500ms", "30s", "5m", "1m30s", "1h30m", "2d12h", "1.5s", "0.25s",
+ * "1.5m", "1s500ms". The units of one text come largest first, each at
+ * most once; only the last component may have a fraction; the value is
+ * the sum of the components and must be a whole number of milliseconds
+ * (no rounding: "1.5ms" and "0.0001s" are refused) that fits in int64
+ * (at most "106751991167d7h12m55.807s"). Leading zeros and zeros that end
+ * a fraction are allowed ("007s", "1.50s").
+ *
+ * Returns SQLLOCK_OK and sets *ms, or SQLLOCK_EINVAL and leaves *ms alone
+ * for NULL, empty text, signs, spaces, upper case, other units, exponents,
+ * units out of order or repeated ("30m1h", "1m1m"), a fraction before
+ * the last component ("1.5h30m"), a number without a unit after a
+ * component ("1m30"), a fraction without a unit ("1.5"), a fraction
+ * without digits on both sides (".5s", "1.s"), trailing garbage, and a
+ * value that is not a whole number of milliseconds or does not fit.
  */
 SQLLOCK_API int sqllock_parse_duration(const char *text, int64_t *ms);
 

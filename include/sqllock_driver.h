@@ -123,7 +123,8 @@ typedef struct sqllock_stmt sqllock_stmt;
  * returns, in the three modes; SQLite's are empty (SQLLOCK_CAP_DB_LOCK).
  *
  * Added in driver version 2, in the dialect's `sql_v2` (indexed by id -
- * SQLLOCK_SQL_COUNT_V1_):
+ * SQLLOCK_SQL_COUNT_V1_; it holds exactly these four, and its size never
+ * changes):
  * LEASE_REAP     1 grace_ms, 2 batch. Deletes at most `batch` lease rows
  *                whose expiry lies more than grace_ms before the server's
  *                now, with that expiry test inside the DELETE itself, so
@@ -162,12 +163,21 @@ typedef enum sqllock_sql_id {
     SQLLOCK_SQL_ROW_ENSURE,
     SQLLOCK_SQL_TXN_LOCK_TIMEOUT,
     SQLLOCK_SQL_COUNT_V1_,
-    /* driver version 2 */
+    /* driver version 2, in sqllock_dialect.sql_v2 */
     SQLLOCK_SQL_LEASE_REAP = SQLLOCK_SQL_COUNT_V1_,
     SQLLOCK_SQL_TOKEN_TRIM,
     SQLLOCK_SQL_LEASE_ACQUIRE_FAST,
     SQLLOCK_SQL_LEASE_RENEW_FAST,
-    SQLLOCK_SQL_COUNT_
+    SQLLOCK_SQL_COUNT_V2_,
+    /* Statements above are valid for the versions their comments give.
+     * A statement added later is never put in an array that exists
+     * already: a driver built before it has that array at the old size,
+     * and the core would read past its end. It goes in a new array of its
+     * version's own at the end of sqllock_dialect, which the core reads
+     * only from drivers of that version on (as SQLite's
+     * sqlite3_io_methods grows: "methods above are valid for version
+     * N"), and its ids follow here. */
+    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V2_
 } sqllock_sql_id;
 
 /* One statement of a dialect. `args` lists, in placeholder order, which of
@@ -200,8 +210,10 @@ typedef struct sqllock_dialect {
      * " FOR UPDATE", " FOR UPDATE NOWAIT", " FOR UPDATE SKIP LOCKED". */
     const char *for_update[3];
 
-    /* Driver version 2: the statements from SQLLOCK_SQL_COUNT_V1_ on. */
-    sqllock_sql sql_v2[SQLLOCK_SQL_COUNT_ - SQLLOCK_SQL_COUNT_V1_];
+    /* Driver version 2: the statements from SQLLOCK_SQL_COUNT_V1_ to
+     * SQLLOCK_SQL_COUNT_V2_, four, whatever is added later. Fields added
+     * after this one are read only from drivers of their version on. */
+    sqllock_sql sql_v2[4];
 } sqllock_dialect;
 
 /* A bound value. Text is passed with its length and need not be
@@ -376,6 +388,14 @@ typedef struct sqllock_driver {
  * scheme replaces the earlier one for later opens. Returns SQLLOCK_EINVAL
  * for a NULL driver, one without a name, schemes or a required method, or
  * one whose version is older than 1.
+ *
+ * The driver's `version` says which fields of sqllock_driver and of its
+ * sqllock_dialect exist: the core never reads a field (a method, a
+ * statement array) added in a later version than the driver's, so a
+ * driver built against an older sqllock_driver.h keeps working, with the
+ * features it lacks reported as SQLLOCK_EUNSUPPORTED or answered from its
+ * capability bits. A driver of a newer version than this library's
+ * SQLLOCK_DRIVER_VERSION is used as one of this version.
  */
 SQLLOCK_API int sqllock_driver_register(const sqllock_driver *drv);
 

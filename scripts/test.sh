@@ -60,11 +60,17 @@
 #                           free ports picked at random); a taken port fails
 #   SQLLOCK_TEST_SERVERS_DIR, SQLLOCK_TEST_SERVERS_SCRIPT
 #                           set by this script (any value you had is
-#                           dropped) for test_restart, which crashes and
-#                           restarts a PostgreSQL and a MariaDB that this
-#                           script started for it alone (so that the other
-#                           tests run meanwhile); with your own servers
-#                           test_restart skips (and fails under CI=true)
+#                           dropped): the servers it started, whose
+#                           superuser test_secrets uses; with your own
+#                           servers test_restart skips (and fails under
+#                           CI=true)
+#   SQLLOCK_TEST_OWN_SERVERS_DIR
+#                           set by this script: a second PostgreSQL and
+#                           MariaDB (scripts/servers.sh) on which the
+#                           tests that crash their server (test_restart,
+#                           test_runfault's C3) run, through
+#                           tests/own_servers.sh, so that the others run
+#                           meanwhile
 #   SQLLOCK_TEST_PGREPL_DIR, SQLLOCK_TEST_PGREPL_SCRIPT,
 #   SQLLOCK_TEST_GALERA_DIR, SQLLOCK_TEST_GALERA_SCRIPT
 #                           the same for test_failover and test_galera
@@ -89,7 +95,7 @@ stages_init "$stages_tmp"
 stage "install packages"
 ensure_packages "${BUILD_PACKAGES[@]}" libcmocka-dev valgrind faketime \
   postgresql mariadb-server galera-4 rsync iproute2 libpq-dev \
-  default-libmysqlclient-dev pgbouncer pgpool2
+  default-libmysqlclient-dev pgbouncer pgpool2 man-db
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
   ensure_packages clang libclang-rt-dev
@@ -100,11 +106,12 @@ start=$(date +%s)
 work=$(mktemp -d "${TMPDIR:-/tmp}/sqllock-test.XXXXXX")
 chmod 755 "$work"
 srv=""
-srv_restart=""
+srv_own=""
 galera=""
 pgrepl=""
 poolers=""
 tls=""
+creds_dir=""
 
 # Background jobs (fixtures that start while the trees build): bg NAME
 # CMD... runs CMD with its output in $work/NAME.log and its time in the
@@ -153,13 +160,14 @@ cleanup() {
   if [ -n "$tls" ]; then     # issue 14's TLS servers (see "TLS servers")
     scripts/tls.sh stop "$tls" || true
   fi
-  if [ -n "$srv_restart" ]; then
-    scripts/servers.sh stop "$srv_restart" || true
+  if [ -n "$srv_own" ]; then
+    scripts/servers.sh stop "$srv_own" || true
   fi
   if [ -n "$srv" ]; then
     scripts/servers.sh stop "$srv" || true
     echo "servers stopped"
   fi
+  [ -z "$creds_dir" ] || rm -rf "$creds_dir"
   stage_end
   stages_table
   rm -rf "$work" "$stages_tmp"
@@ -186,6 +194,7 @@ fi
 # test_failover and test_galera the replicated ones: only ever the ones
 # started below, never servers that someone else may be using.
 unset SQLLOCK_TEST_SERVERS_DIR SQLLOCK_TEST_SERVERS_SCRIPT \
+      SQLLOCK_TEST_OWN_SERVERS_DIR \
       SQLLOCK_TEST_POOLERS_DIR SQLLOCK_TEST_POOLERS_SCRIPT \
       SQLLOCK_TEST_POOLER_URLS \
       SQLLOCK_TEST_PGREPL_DIR SQLLOCK_TEST_PGREPL_SCRIPT \
@@ -208,12 +217,12 @@ else
   SQLLOCK_PG_PORT=$pg_port SQLLOCK_MY_PORT=$my_port scripts/servers.sh start "$srv"
   # shellcheck disable=SC1091
   . "$srv/env"
-  unset SQLLOCK_TEST_SERVERS_DIR    # test_restart's are below
   export SQLLOCK_TEST_PG_URL SQLLOCK_TEST_MYSQL_URL SQLLOCK_TEST_PG_ADMIN \
-         SQLLOCK_TEST_MYSQL_ADMIN
+         SQLLOCK_TEST_MYSQL_ADMIN SQLLOCK_TEST_SERVERS_DIR
   # The least-privilege user's URLs, for the stage after the plain build.
   rw_pg_url=$SQLLOCK_TEST_PG_RW_URL
   rw_my_url=$SQLLOCK_TEST_MYSQL_RW_URL
+  export SQLLOCK_TEST_SERVERS_SCRIPT="$root/scripts/servers.sh"
   SQLLOCK_TEST_URLS="sqlite://$work/locks.db $SQLLOCK_TEST_PG_URL"
   # Issue 14: PgBouncer (transaction and session mode) and pgpool-II (raw
   # and streaming-replication mode) in front of that PostgreSQL, for
@@ -240,18 +249,18 @@ else
     export SQLLOCK_TEST_GALERA_DIR="$galera"
     export SQLLOCK_TEST_GALERA_SCRIPT="$root/scripts/galera.sh"
   fi
-  # test_restart crashes and restarts a PostgreSQL and a MariaDB of its
-  # own (tests/restart.sh reads their URLs from $srv_restart/env), so
-  # that every other test can run while it does.
-  echo "== starting test_restart's PostgreSQL and MariaDB in $work/srv-restart (in the background)"
-  srv_restart="$work/srv-restart"
-  rs_pg_port=$(pick_port SQLLOCK_RESTART_PG_PORT_UNSET)
-  rs_my_port=$(pick_port SQLLOCK_RESTART_MY_PORT_UNSET)
-  while [ "$rs_my_port" = "$rs_pg_port" ]; do rs_my_port=$(pick_port SQLLOCK_RESTART_MY_PORT_UNSET); done
-  bg "start test_restart's servers" env SQLLOCK_PG_PORT="$rs_pg_port" \
-    SQLLOCK_MY_PORT="$rs_my_port" scripts/servers.sh start "$srv_restart"
-  export SQLLOCK_TEST_SERVERS_DIR="$srv_restart"
-  export SQLLOCK_TEST_SERVERS_SCRIPT="$root/scripts/servers.sh"
+  # The tests that crash and restart their server (test_restart,
+  # test_runfault's C3) do it to a PostgreSQL and a MariaDB of their own
+  # (tests/own_servers.sh reads their URLs from $srv_own/env), so that
+  # every other test can run meanwhile.
+  echo "== starting a PostgreSQL and a MariaDB for the restart tests in $work/srv-own (in the background)"
+  srv_own="$work/srv-own"
+  own_pg_port=$(pick_port SQLLOCK_OWN_PG_PORT_UNSET)
+  own_my_port=$(pick_port SQLLOCK_OWN_MY_PORT_UNSET)
+  while [ "$own_my_port" = "$own_pg_port" ]; do own_my_port=$(pick_port SQLLOCK_OWN_MY_PORT_UNSET); done
+  bg "start the restart tests' servers" env SQLLOCK_PG_PORT="$own_pg_port" \
+    SQLLOCK_MY_PORT="$own_my_port" scripts/servers.sh start "$srv_own"
+  export SQLLOCK_TEST_OWN_SERVERS_DIR="$srv_own"
   pgrepl="$work/pgrepl"
   SQLLOCK_PGREPL_PORT1=$(pick_port SQLLOCK_PGREPL_PORT1)
   if [ -n "${SQLLOCK_PGREPL_PORT2:-}" ]; then
@@ -556,6 +565,75 @@ if [ -n "$srv" ]; then
     echo "FAIL: a password is in the servers' logs" >&2; exit 1
   fi
   echo "passwords: $leak_n cases, no password in the tool's output or the server logs"
+
+  # ---- Issue 14 (credentials kept secret, DESIGN C4) -------------------
+  # The URL from --db-file and $SQLLOCK_DB(_FILE), hostile URLs, and what
+  # `run` shows: its command prints its own environment and sqllock's
+  # arguments (/proc/$PPID/cmdline), which must not hold the password.
+  # Each tool starts with `env -i`, so that the test URLs this script
+  # exports are not mistaken for a leak. tests/test_secrets.c does the
+  # same from C, with a password that has '@', ':' and '/' in it.
+  echo "== credentials: --db-file, \$SQLLOCK_DB, run's arguments and its command's environment"
+  creds_n=0
+  creds_check() {   # creds_check LABEL EXIT PASSWORD CMD...
+    local label=$1 want=$2 pw=$3 rc=0 out="$work/creds.out"
+    shift 3
+    "$@" >"$out" 2>&1 </dev/null || rc=$?
+    if grep -qF -- "$pw" "$out"; then
+      cat "$out"; echo "FAIL: password shown: $label" >&2; exit 1
+    fi
+    if [ "$rc" != "$want" ]; then
+      cat "$out"; echo "FAIL: $label: exit $rc, want $want" >&2; exit 1
+    fi
+    creds_n=$((creds_n + 1))
+  }
+  clean=(env -i "PATH=$PATH")
+  show='env; tr "\0" " " < /proc/$PPID/cmdline'
+  # Not under $work: its name (sqllock-test.XXXXXX) holds the owner's
+  # password, sqllock-test, and the path shows in the command line.
+  creds_dir=$(mktemp -d "${TMPDIR:-/tmp}/c4.XXXXXX")
+  creds_file="$creds_dir/creds.url"
+  leak_file="$creds_dir/creds-leak.url"
+  for db in pg my; do
+    if [ "$db" = pg ]; then
+      scheme=postgres port=$pg_port
+    else
+      [ "$have_mysql" = 1 ] || continue
+      scheme=mysql port=$my_port
+    fi
+    url="$scheme://sqllock:$owner_pw@127.0.0.1:$port/sqllock_test"
+    (umask 077; printf '\n  %s\n' "$url" > "$creds_file")
+    (umask 077; printf '%s\n' "$scheme://sqllock:$leak_pw@127.0.0.1:$port/sqllock_test" > "$leak_file")
+    creds_check "$scheme run --db: argv, environment" 0 "$owner_pw" \
+      "${clean[@]}" "$cli" --db "$url" run "creds-$$" --ttl 10s -- sh -c "$show"
+    creds_check "$scheme run --db= after run" 0 "$owner_pw" \
+      "${clean[@]}" "$cli" run "creds-$$" "--db=$url" --ttl 10s -- sh -c "$show"
+    creds_check "$scheme run \$SQLLOCK_DB" 0 "$owner_pw" \
+      "${clean[@]}" "SQLLOCK_DB=$url" "$cli" run "creds-$$" --ttl 10s -- sh -c "$show"
+    creds_check "$scheme run --db-file" 0 "$owner_pw" \
+      "${clean[@]}" "$cli" --db-file "$creds_file" run "creds-$$" --ttl 10s -- sh -c "$show"
+    creds_check "$scheme run \$SQLLOCK_DB_FILE" 0 "$owner_pw" \
+      "${clean[@]}" "SQLLOCK_DB_FILE=$creds_file" "$cli" run "creds-$$" --ttl 10s -- sh -c "$show"
+    creds_check "$scheme --db-file, wrong password" 69 "$leak_pw" \
+      "${clean[@]}" "$cli" --db-file "$leak_file" list
+    creds_check "$scheme \$SQLLOCK_DB, wrong password" 69 "$leak_pw" \
+      "${clean[@]}" "SQLLOCK_DB=$scheme://sqllock:$leak_pw@127.0.0.1:$port/sqllock_test" "$cli" list
+    creds_check "$scheme unescaped '@' in the password" 69 "LeakCheck" \
+      "${clean[@]}" "$cli" --db "$scheme://sqllock:Zx9@LeakCheck-Q4w@127.0.0.1:$port/sqllock_test" list
+    creds_check "$scheme ?pwd= (unknown parameter)" 69 "$leak_pw" \
+      "${clean[@]}" "$cli" --db "$scheme://sqllock@127.0.0.1:$port/sqllock_test?pwd=$leak_pw" list
+    creds_check "$scheme ?secret= (unknown parameter)" 69 "$leak_pw" \
+      "${clean[@]}" "$cli" --db "$scheme://sqllock@127.0.0.1:$port/sqllock_test?secret=$leak_pw" list
+    # --export-db hands the URL over: the check that fails the other way.
+    if ! "${clean[@]}" "$cli" --db "$url" run "creds-$$" --ttl 10s --export-db \
+         -- sh -c 'printf "%s\n" "$SQLLOCK_DB"' 2>&1 | grep -qxF -- "$url"; then
+      echo "FAIL: $scheme run --export-db: the command did not get SQLLOCK_DB" >&2; exit 1
+    fi
+    creds_n=$((creds_n + 1))
+  done
+  rm -rf "$creds_dir"
+  creds_dir=""
+  echo "credentials: $creds_n cases, no password in run's arguments, its command's environment or the tool's output"
 fi
 
 # ------------------------------------------------------------------

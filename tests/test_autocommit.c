@@ -7,7 +7,10 @@
  * it). What turns autocommit off later, or opens a transaction behind the
  * driver's back, stands for a proxy here: a statement through the native
  * handle (sqllock_db_native()), which is what a proxy's injected
- * statement looks like to the server. Then every statement the core runs
+ * statement looks like to the server. (A transaction the application
+ * opens on the native handle is another case: every call is refused
+ * before it is sent, SQLLOCK_EMISUSE, leaving the application's work as
+ * it was.) Then every statement the core runs
  * outside its own transaction -- a lease's renewal and release, a
  * record's create, compare-and-set and delete, the reaper's DELETE, a row
  * lock's row creation -- must fail with SQLLOCK_EPROXY and leave nothing
@@ -305,16 +308,30 @@ static void test_autocommit_off_every_write_fails_eproxy(void **state)
     sqllock_close(db);
 }
 
-/*
- * A transaction opened behind the driver's back with autocommit on (what
- * a proxy that opened one does): the renewal, the release and the
- * compare-and-set in it fail with SQLLOCK_EPROXY and are rolled back. An
- * acquire is not refused: its START TRANSACTION ends the other
- * transaction, as MySQL does, and its own commit commits the grant.
- */
-static void test_autocommit_open_transaction_fails_eproxy(void **state)
+static void expect_emisuse(sqllock_db *db, int rc, const char *what)
 {
-    char held[128], fresh[128], rec[128];
+    if (rc != SQLLOCK_EMISUSE)
+        fail_msg("%s: got %s, want SQLLOCK_EMISUSE (%s)", what,
+                 sqllock_errname(rc), sqllock_errmsg(db));
+    if (!tu_contains_ci(sqllock_errmsg(db), "did not begin") ||
+        !tu_contains_ci(sqllock_errmsg(db), "not sent"))
+        fail_msg("%s: the message does not say that the transaction is "
+                 "not sqllock's and that nothing was sent: %s", what,
+                 sqllock_errmsg(db));
+}
+
+/*
+ * A transaction the application opened on the native handle (autocommit
+ * on): a statement in it would not commit on its own, and a rollback or
+ * START TRANSACTION of the driver's would end the application's own work
+ * too (START TRANSACTION commits it). So every lease and record call is
+ * refused before anything is sent, SQLLOCK_EMISUSE, as on PostgreSQL
+ * (test_pooler g); the application's transaction is left as it was, and
+ * once it ends the calls work.
+ */
+static void test_autocommit_open_transaction_refused(void **state)
+{
+    char held[128], fresh[128], rec[128], app[128], sql[300];
     sqllock_db *db, *obs;
     sqllock_lease *h, *n;
     tu_row before, after;
@@ -325,6 +342,7 @@ static void test_autocommit_open_transaction_fails_eproxy(void **state)
     unique(held, sizeof held, "txn-held");
     unique(fresh, sizeof fresh, "txn-fresh");
     unique(rec, sizeof rec, "txn-rec");
+    unique(app, sizeof app, "txn-app");
     h = new_lease(db, held, 60000);
     n = new_lease(db, fresh, 60000);
     expect_ok(db, sqllock_lease_try_acquire(h), "acquire");
@@ -332,35 +350,43 @@ static void test_autocommit_open_transaction_fails_eproxy(void **state)
     tu_sleep_ms(20);
     assert_int_equal(tu_find(obs, held, &before), SQLLOCK_OK);
 
+    /* The application's transaction, with a write of its own in it. */
     native_query(db, "START TRANSACTION");
-    expect_eproxy(db, sqllock_lease_renew(h), "renew", "a transaction was "
-                  "opened");
-    assert_int_equal(tu_find(obs, held, &after), SQLLOCK_OK);
-    assert_int_equal(after.expires_at_ms, before.expires_at_ms);
-
-    native_query(db, "START TRANSACTION");
-    expect_eproxy(db, sqllock_lease_release(h), "release", "a transaction "
-                  "was opened");
+    snprintf(sql, sizeof sql, "INSERT INTO sqllock_record (`key`, `value`, "
+             "version) VALUES ('%s', 'a', 1)", app);
+    native_query(db, sql);
+    expect_emisuse(db, sqllock_lease_renew(h), "renew");
+    expect_emisuse(db, sqllock_lease_release(h), "release");
+    expect_emisuse(db, sqllock_record_cas(db, rec, 1, "v2", 2, NULL),
+                   "record cas");
+    expect_emisuse(db, sqllock_lease_try_acquire(n), "acquire");
     assert_int_equal(tu_find(obs, held, &after), SQLLOCK_OK);
     assert_int_equal(after.found, 1);
-
-    native_query(db, "START TRANSACTION");
-    expect_eproxy(db, sqllock_record_cas(db, rec, 1, "v2", 2, NULL),
-                  "record cas", "a transaction was opened");
+    assert_int_equal(after.expires_at_ms, before.expires_at_ms);
+    assert_int_equal(tu_find(obs, fresh, &after), SQLLOCK_OK);
+    assert_int_equal(after.found, 0);
     assert_int_equal(record_version(obs, rec, NULL, 0), 1);
+    /* Nothing committed the application's write, and nothing rolled it
+     * back: its transaction is still open and still holds it. */
+    assert_int_equal(record_version(obs, app, NULL, 0), 0);
+    assert_int_equal(sqllock_record_get(db, app, NULL, NULL, NULL),
+                     SQLLOCK_EMISUSE);
+    native_query(db, "ROLLBACK");
+    assert_int_equal(record_version(obs, app, NULL, 0), 0);
 
-    native_query(db, "START TRANSACTION");
-    expect_ok(db, sqllock_lease_try_acquire(n), "acquire in a transaction "
-              "opened behind the driver's back");
+    /* Its transaction over, everything works and commits. */
+    expect_ok(db, sqllock_lease_renew(h), "renew");
+    expect_ok(db, sqllock_lease_try_acquire(n), "acquire");
     assert_int_equal(tu_find(obs, fresh, &after), SQLLOCK_OK);
     assert_int_equal(after.found, 1);
-
-    /* Nothing is left open: the next writes commit. */
+    expect_ok(db, sqllock_record_cas(db, rec, 1, "v2", 2, NULL),
+              "record cas");
+    assert_int_equal(record_version(obs, rec, NULL, 0), 2);
     expect_ok(db, sqllock_lease_release(n), "release");
     expect_ok(db, sqllock_lease_release(h), "release");
     assert_int_equal(tu_find(obs, held, &after), SQLLOCK_OK);
     assert_int_equal(after.found, 0);
-    expect_ok(db, sqllock_record_delete(db, rec, 1), "record delete");
+    expect_ok(db, sqllock_record_delete(db, rec, 2), "record delete");
     assert_int_equal(record_version(obs, rec, NULL, 0), 0);
     sqllock_lease_free(h);
     sqllock_lease_free(n);
@@ -410,7 +436,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_autocommit_connect_forces_autocommit_on),
         cmocka_unit_test(test_autocommit_off_every_write_fails_eproxy),
-        cmocka_unit_test(test_autocommit_open_transaction_fails_eproxy),
+        cmocka_unit_test(test_autocommit_open_transaction_refused),
     };
     const char *ci = getenv("CI");
     const char *req = getenv("SQLLOCK_TEST_REQUIRE");

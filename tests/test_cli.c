@@ -3,8 +3,9 @@
  * with --db on every database URL in SQLLOCK_TEST_URLS (or a temporary
  * SQLite file when that is unset): exit codes, the printed owner and
  * token, `run` holding the lock around a command, `reap` (DESIGN L1, L3,
- * L4, L5, P4, E2). Lock names carry the pid, so runs on a shared server
- * do not meet.
+ * L4, L5, P4, E2), durations, and, without --db, the refusal of a
+ * command that names no database, --local, -V and -h. Lock names carry
+ * the pid, so runs on a shared server do not meet.
  *
  * SQLLOCK_CLI_PATH is the built tool, passed in by tests/CMakeLists.txt.
  */
@@ -69,6 +70,36 @@ static int cli(fixture *f, const char *const *args)
     return code;
 }
 
+/* Runs the tool with the NULL-terminated `args` alone: no --db of the
+ * fixture's. The same contract as cli(). */
+static int cli_bare(fixture *f, const char *const *args)
+{
+    const char *argv[MAX_ARGS + 2];
+    char out_path[4300], err_path[4300];
+    int n = 0, code;
+
+    argv[n++] = SQLLOCK_CLI_PATH;
+    for (; *args != NULL && n < MAX_ARGS; args++)
+        argv[n++] = *args;
+    argv[n] = NULL;
+    snprintf(out_path, sizeof out_path, "%s/stdout.txt", f->dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr.txt", f->dir);
+    code = tu_wait(tu_spawn(argv, out_path, err_path, 0));
+    tu_read_file(out_path, f->out, sizeof f->out);
+    tu_read_file(err_path, f->err, sizeof f->err);
+    return code;
+}
+
+#define EXPECT_BARE(f, want, ...)                                              \
+    do {                                                                       \
+        const char *const args_[] = { __VA_ARGS__, NULL };                     \
+        int got_ = cli_bare((f), args_);                                       \
+        if (got_ != (want))                                                    \
+            fail_msg("sqllock %s ... (no --db): exit %d, want %d\nstdout: "    \
+                     "%s\nstderr: %s", args_[0], got_, (want), (f)->out,       \
+                     (f)->err);                                                \
+    } while (0)
+
 #define EXPECT_EXIT(f, want, ...)                                              \
     do {                                                                       \
         const char *const args_[] = { __VA_ARGS__, NULL };                     \
@@ -77,6 +108,19 @@ static int cli(fixture *f, const char *const *args)
             fail_msg("sqllock %s ...: exit %d, want %d\nstdout: %s\n"          \
                      "stderr: %s", args_[0], got_, (want), (f)->out,           \
                      (f)->err);                                                \
+    } while (0)
+
+/* The last run's stdout (or stderr) contains `text`. */
+#define EXPECT_CONTAINS(f, text)                                               \
+    do {                                                                       \
+        if (strstr((f)->out, (text)) == NULL)                                  \
+            fail_msg("no \"%s\" in stdout:\n%s\nstderr: %s", (text),          \
+                     (f)->out, (f)->err);                                      \
+    } while (0)
+#define EXPECT_CONTAINS_ERR(f, text)                                           \
+    do {                                                                       \
+        if (strstr((f)->err, (text)) == NULL)                                  \
+            fail_msg("no \"%s\" in stderr:\n%s", (text), (f)->err);           \
     } while (0)
 
 /* `acquire NAME --ttl TTL`, which must succeed; returns the owner and
@@ -288,6 +332,183 @@ static void test_cli_usage_errors(void **state)
     EXPECT_EXIT(f, 0, "run", U(f, "bad"), "--ttl", "5s", "--", "true");
 }
 
+/* Durations in every option that takes one: compound and fractional
+ * forms are read as sqllock.h says (acquire prints the ttl it used), and
+ * a refused one names the option, the text and what is wrong. */
+static void test_cli_durations(void **state)
+{
+    static const struct {
+        const char *text;
+        const char *ms;
+    } good[] = {
+        { "1m30s", "90000" }, { "1.5s", "1500" }, { "0.25s", "250" },
+        { "1.5m", "90000" }, { "2d12h", "216000000" }, { "1h30m", "5400000" },
+        { "500ms", "500" }, { "30", "30000" }, { "1s500ms", "1500" },
+    };
+    static const struct {
+        const char *text;
+        const char *why;
+    } bad[] = {
+        { "30m1h", "largest first" }, { "1m1m", "largest first" },
+        { "1.5h30m", "last number" }, { "1.5ms", "milliseconds" },
+        { "1m30", "stand alone" }, { "1.5", "unit" },
+        { "106751991167d7h12m55.808s", "longer" }, { "1w", "unknown unit" },
+    };
+    fixture *f = *state;
+    char owner[SQLLOCK_OWNER_LEN + 1], tok[32], ms[32];
+    int64_t token;
+    size_t i;
+
+    for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+        acquire(f, U(f, "dur"), good[i].text, owner, &token);
+        if (!tu_get_var(f->out, "SQLLOCK_TTL_MS", ms, sizeof ms) ||
+            strcmp(ms, good[i].ms) != 0)
+            fail_msg("acquire --ttl %s printed SQLLOCK_TTL_MS=%s, want %s",
+                     good[i].text, ms, good[i].ms);
+        snprintf(tok, sizeof tok, "%lld", (long long)token);
+        EXPECT_EXIT(f, 0, "release", U(f, "dur"), "--owner", owner,
+                    "--token", tok);
+    }
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        EXPECT_EXIT(f, 64, "acquire", U(f, "dur"), "--ttl", bad[i].text);
+        if (strstr(f->err, "--ttl") == NULL ||
+            strstr(f->err, bad[i].text) == NULL ||
+            strstr(f->err, bad[i].why) == NULL)
+            fail_msg("acquire --ttl %s: stderr \"%s\" should name --ttl, "
+                     "the text and \"%s\"", bad[i].text, f->err, bad[i].why);
+        EXPECT_EXIT(f, 64, "run", U(f, "dur"), "--ttl", "10s",
+                    "--kill-after", bad[i].text, "--", "true");
+        assert_non_null(strstr(f->err, "--kill-after"));
+    }
+    /* The other options that take a duration. */
+    EXPECT_EXIT(f, 0, "acquire", U(f, "dur-wait"), "--ttl", "1m30s",
+                "--wait", "0.25s");
+    assert_true(tu_get_var(f->out, "SQLLOCK_OWNER", owner, sizeof owner));
+    assert_true(tu_get_var(f->out, "SQLLOCK_TOKEN", tok, sizeof tok));
+    EXPECT_EXIT(f, 75, "acquire", U(f, "dur-wait"), "--ttl", "1m30s",
+                "--wait", "0.3s");
+    EXPECT_EXIT(f, 0, "release", U(f, "dur-wait"), "--owner", owner,
+                "--token", tok);
+    EXPECT_EXIT(f, 0, "run", U(f, "dur-run"), "--ttl", "1m30s",
+                "--kill-after", "1.5s", "--renew-every", "0.5m", "--",
+                "true");
+    EXPECT_EXIT(f, 0, "reap", "--older-than", "1h30m");
+    EXPECT_EXIT(f, 64, "reap", "--older-than", "1h30");
+    assert_non_null(strstr(f->err, "--older-than"));
+}
+
+/* The refusal stderr shows when no database is named: it says how to
+ * name one, and how to ask for a lock of this host only. */
+static void expect_no_db_message(const fixture *f, const char *what)
+{
+    static const char *const words[] = {
+        "--db", "--db-file", "SQLLOCK_DB", "SQLLOCK_DB_FILE", "--local",
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strstr(f->err, words[i]) == NULL)
+            fail_msg("%s without a database: stderr does not name %s:\n%s",
+                     what, words[i], f->err);
+}
+
+/* Issue 15: a command that names no database (no --db, --db-file,
+ * $SQLLOCK_DB or $SQLLOCK_DB_FILE, as under cron) is refused with a usage
+ * error instead of locking in a file of this host, which would let every
+ * host of a fleet run the job; --local asks for that file by name. The
+ * demo still makes its temporary SQLite file. (Until this change, these
+ * commands used /var/tmp/sqllock.db: the contract changed.) */
+static void test_cli_no_database_refused(void **state)
+{
+    fixture *f = *state;
+    char file[4300], owner[SQLLOCK_OWNER_LEN + 1], tok[32];
+
+    snprintf(file, sizeof file, "%s/ran", f->dir);
+    unsetenv("SQLLOCK_DB");
+    unsetenv("SQLLOCK_DB_FILE");
+    EXPECT_BARE(f, 64, "run", U(f, "nodb"), "--ttl", "5s", "--", "touch",
+                file);
+    expect_no_db_message(f, "run");
+    assert_false(file_exists(file));
+    assert_string_equal(f->out, "");
+    EXPECT_BARE(f, 64, "acquire", U(f, "nodb"), "--ttl", "5s");
+    expect_no_db_message(f, "acquire");
+    assert_string_equal(f->out, "");
+    EXPECT_BARE(f, 64, "release", U(f, "nodb"), "--owner",
+                "0123456789abcdef0123456789abcdef", "--token", "1");
+    expect_no_db_message(f, "release");
+    EXPECT_BARE(f, 64, "list");
+    expect_no_db_message(f, "list");
+    EXPECT_BARE(f, 64, "reap");
+    expect_no_db_message(f, "reap");
+    EXPECT_BARE(f, 64, "init");
+    expect_no_db_message(f, "init");
+    /* A variable set but empty counts as unset. */
+    setenv("SQLLOCK_DB", "", 1);
+    setenv("SQLLOCK_DB_FILE", "", 1);
+    EXPECT_BARE(f, 64, "run", U(f, "nodb"), "--ttl", "5s", "--", "touch",
+                file);
+    expect_no_db_message(f, "run with empty variables");
+    assert_false(file_exists(file));
+    unsetenv("SQLLOCK_DB_FILE");
+
+    /* --local goes with neither --db nor --db-file, wherever each is. */
+    EXPECT_BARE(f, 64, "--local", "--db", f->url, "list");
+    assert_non_null(strstr(f->err, "--local"));
+    EXPECT_BARE(f, 64, "--local", "list", "--db", f->url);
+    EXPECT_BARE(f, 64, "list", "--db-file", file, "--local");
+    EXPECT_BARE(f, 64, "list", "--local=yes");
+
+    /* --local: this host's file, before or after the command, also when
+     * $SQLLOCK_DB names another database (the command line goes first). */
+    setenv("SQLLOCK_DB", f->url, 1);
+    EXPECT_BARE(f, 0, "--local", "run", U(f, "local"), "--ttl", "5s", "--",
+                "touch", file);
+    assert_true(file_exists(file));
+    EXPECT_BARE(f, 0, "acquire", U(f, "local"), "--ttl", "1m", "--local");
+    assert_true(tu_get_var(f->out, "SQLLOCK_OWNER", owner, sizeof owner));
+    assert_true(tu_get_var(f->out, "SQLLOCK_TOKEN", tok, sizeof tok));
+    EXPECT_BARE(f, 0, "list", "--local");
+    assert_non_null(strstr(f->out, U(f, "local")));
+    /* Not in the database $SQLLOCK_DB names. */
+    EXPECT_BARE(f, 0, "list");
+    assert_null(strstr(f->out, U(f, "local")));
+    EXPECT_BARE(f, 75, "--local", "acquire", U(f, "local"), "--ttl", "1m");
+    EXPECT_BARE(f, 0, "--local", "release", U(f, "local"), "--owner", owner,
+                "--token", tok);
+    unsetenv("SQLLOCK_DB");
+
+    /* The demo, on its temporary file (SQLite must be built). */
+    if (tu_url_driver(f->url) != NULL &&
+        strcmp(tu_url_driver(f->url), "sqlite") == 0) {
+        EXPECT_BARE(f, 0, "demo", "--workers", "2", "--stock", "3");
+        assert_non_null(strstr(f->out, "temporary"));
+    }
+    EXPECT_BARE(f, 64, "demo", "--local");
+}
+
+/* -V is --version, and -h --help; -V is no option of a command. */
+static void test_cli_version_and_help(void **state)
+{
+    fixture *f = *state;
+    char want[64];
+
+    snprintf(want, sizeof want, "sqllock %s\n", sqllock_version_string());
+    EXPECT_BARE(f, 0, "-V");
+    assert_string_equal(f->out, want);
+    EXPECT_BARE(f, 0, "--version");
+    assert_string_equal(f->out, want);
+    EXPECT_BARE(f, 0, "-h");
+    assert_non_null(strstr(f->out, "-V, --version"));
+    assert_non_null(strstr(f->out, "--local"));
+    EXPECT_BARE(f, 0, "--help");
+    EXPECT_BARE(f, 64, "-V=1");
+    EXPECT_BARE(f, 64, "-v");
+    EXPECT_EXIT(f, 64, "list", "-V");
+    assert_non_null(strstr(f->err, "'-V'"));
+    EXPECT_EXIT(f, 64, "run", U(f, "v"), "--ttl", "5s", "-V", "--", "true");
+}
+
 /* list --json shows a held lease with its owner and token. */
 static void test_cli_list_json(void **state)
 {
@@ -366,6 +587,222 @@ static void test_cli_reap(void **state)
     EXPECT_EXIT(f, 64, "reap", "--no-such-opt");
 }
 
+/* Counts the lines of f->out that start with `prefix`. */
+static int count_lines(const fixture *f, const char *prefix)
+{
+    const char *p = f->out;
+    int n = 0;
+
+    while (p != NULL && *p != '\0') {
+        if (strncmp(p, prefix, strlen(prefix)) == 0)
+            n++;
+        p = strchr(p, '\n');
+        if (p != NULL)
+            p++;
+    }
+    return n;
+}
+
+/* Issue 15 item 7: `show NAME` prints the lease of one name by the
+ * database's clock, or that it is free; --json for programs. */
+static void test_cli_show(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "show");
+    char owner[SQLLOCK_OWNER_LEN + 1], want[128];
+    int64_t token;
+
+    EXPECT_EXIT(f, 0, "show", name);
+    EXPECT_CONTAINS(f, "free (no lease row)");
+    EXPECT_EXIT(f, 0, "show", name, "--json");
+    EXPECT_CONTAINS(f, "\"held\": false");
+    acquire(f, name, "60s", owner, &token);
+    EXPECT_EXIT(f, 0, "show", name);
+    EXPECT_CONTAINS(f, "state:    held");
+    EXPECT_CONTAINS(f, owner);
+    snprintf(want, sizeof want, "token:    %lld", (long long)token);
+    EXPECT_CONTAINS(f, want);
+    EXPECT_CONTAINS(f, "by the database's clock");
+    EXPECT_EXIT(f, 0, "show", name, "--json");
+    snprintf(want, sizeof want, "\"token\": %lld", (long long)token);
+    EXPECT_CONTAINS(f, want);
+    EXPECT_CONTAINS(f, "\"held\": true");
+    EXPECT_EXIT(f, 64, "show");
+    EXPECT_EXIT(f, 0, "release", name, "--owner", owner, "--token",
+                strchr(want, ' ') + 1);
+}
+
+/* Issue 15 item 7, L4/L5: `release NAME --force` frees a stuck lease
+ * whoever holds it: a live one only with --force twice (75 with one,
+ * naming holder and token, nothing freed); it is recorded in NAME's
+ * history (who, which token); the holder then hears LOST; an expired one
+ * needs --force once. */
+static void test_cli_release_force(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "force");
+    char owner[SQLLOCK_OWNER_LEN + 1], owner2[SQLLOCK_OWNER_LEN + 1];
+    char tok[32], want[128];
+    int64_t token, token2;
+
+    EXPECT_EXIT(f, 0, "history", name, "--clear");
+    acquire(f, name, "60s", owner, &token);
+    snprintf(tok, sizeof tok, "%lld", (long long)token);
+    EXPECT_EXIT(f, 75, "release", name, "--force");
+    EXPECT_CONTAINS_ERR(f, "--force twice");
+    EXPECT_CONTAINS_ERR(f, tok);
+    EXPECT_EXIT(f, 0, "show", name);
+    EXPECT_CONTAINS(f, "state:    held");
+    EXPECT_EXIT(f, 0, "release", name, "--force", "--force");
+    EXPECT_CONTAINS(f, "by force");
+    EXPECT_EXIT(f, 0, "show", name);
+    EXPECT_CONTAINS(f, "free");
+    /* The holder's own release now says the lease was lost (L4). */
+    EXPECT_EXIT(f, 76, "release", name, "--owner", owner, "--token", tok);
+    /* Recorded: kind, token, who. */
+    EXPECT_EXIT(f, 0, "history", name, "--json");
+    snprintf(want, sizeof want, "\"token\": %s", tok);
+    EXPECT_CONTAINS(f, want);
+    EXPECT_CONTAINS(f, "\"kind\": \"force\"");
+    EXPECT_CONTAINS(f, "\"status\": \"live\"");
+    EXPECT_CONTAINS(f, "@");
+    /* An expired lease: once is enough. */
+    acquire(f, name, "1s", owner2, &token2);
+    tu_sleep_ms(1300);
+    EXPECT_EXIT(f, 0, "release", name, "--force");
+    EXPECT_CONTAINS(f, "by force");
+    EXPECT_EXIT(f, 0, "history", name);
+    assert_int_equal(count_lines(f, "force "), 2);
+    /* Nothing there: nothing to do. */
+    EXPECT_EXIT(f, 0, "release", name, "--force");
+    EXPECT_CONTAINS(f, "nothing to release");
+    /* --force takes neither --owner nor --token. */
+    EXPECT_EXIT(f, 64, "release", name, "--force", "--token", tok);
+    EXPECT_EXIT(f, 0, "history", name, "--clear");
+    EXPECT_CONTAINS(f, "cleared");
+    EXPECT_EXIT(f, 0, "history", name);
+    assert_int_equal(count_lines(f, "force "), 0);
+}
+
+/* Issue 15 item 7: a name's history keeps the newest CLI_HISTORY_MAX
+ * (20) entries, newest first; a name too long to fit the record key with
+ * its prefix gets a key of its own (a hash of the whole name), never
+ * another name's. */
+static void test_cli_history_bounded(void **state)
+{
+    fixture *f = *state;
+    char longa[256], longb[256], owner[SQLLOCK_OWNER_LEN + 1];
+    int64_t token, first = 0;
+    const char *name = U(f, "bounded");
+    int i;
+
+    EXPECT_EXIT(f, 0, "history", name, "--clear");
+    for (i = 0; i < 23; i++) {
+        acquire(f, name, "60s", owner, &token);
+        if (i == 0)
+            first = token;
+        EXPECT_EXIT(f, 0, "release", name, "--force", "--force");
+    }
+    EXPECT_EXIT(f, 0, "history", name);
+    assert_int_equal(count_lines(f, "force "), 20);
+    EXPECT_EXIT(f, 0, "history", name, "--json");
+    {
+        char old[64];
+        snprintf(old, sizeof old, "\"token\": %lld,", (long long)first);
+        if (strstr(f->out, old) != NULL)
+            fail_msg("the oldest entry (token %lld) was kept: %s",
+                     (long long)first, f->out);
+    }
+    EXPECT_EXIT(f, 0, "history", name, "--clear");
+    /* Two 255-byte names that differ only in their last byte. */
+    memset(longa, 'x', 254);
+    memcpy(longa, "cli-long-", 9);
+    longa[254] = 'a';
+    longa[255] = '\0';
+    memcpy(longb, longa, sizeof longb);
+    longb[254] = 'b';
+    EXPECT_EXIT(f, 0, "history", longa, "--clear");
+    EXPECT_EXIT(f, 0, "history", longb, "--clear");
+    acquire(f, longa, "60s", owner, &token);
+    EXPECT_EXIT(f, 0, "release", longa, "--force", "--force");
+    EXPECT_EXIT(f, 0, "history", longa);
+    assert_int_equal(count_lines(f, "force "), 1);
+    EXPECT_EXIT(f, 0, "history", longb);
+    assert_int_equal(count_lines(f, "force "), 0);
+    EXPECT_EXIT(f, 0, "history", longa, "--clear");
+}
+
+/* Issue 15 item 7: `run` notes each run in the name's history -- its
+ * start, end, exit code and outcome -- newest first, the "running" entry
+ * of a run replaced by its outcome; --no-history leaves it out. Six runs
+ * at once, each waiting for the lock, all end up there: the history is
+ * written by compare-and-set, and no writer's entry is lost. */
+static void test_cli_history_of_runs(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "runs");
+    char out_path[4300], err_path[4300];
+    const char *argv[16];
+    pid_t pids[6];
+    int i;
+
+    EXPECT_EXIT(f, 0, "history", name, "--clear");
+    EXPECT_EXIT(f, 0, "run", name, "--ttl", "10s", "--", "true");
+    EXPECT_EXIT(f, 3, "run", name, "--ttl", "10s", "--", "sh", "-c",
+                "exit 3");
+    EXPECT_EXIT(f, 0, "run", name, "--ttl", "10s", "--no-history", "--",
+                "true");
+    EXPECT_EXIT(f, 0, "history", name);
+    assert_int_equal(count_lines(f, "run "), 2);
+    if (strstr(f->out, "failed") == NULL || strstr(f->out, " ok ") == NULL ||
+        strstr(f->out, "failed") > strstr(f->out, " ok "))
+        fail_msg("want the failed run first (newest), then the ok one:\n%s",
+                 f->out);
+    if (strstr(f->out, "running") != NULL)
+        fail_msg("a finished run is still 'running':\n%s", f->out);
+    EXPECT_EXIT(f, 0, "history", name, "--json");
+    EXPECT_CONTAINS(f, "\"exit\": 3");
+    EXPECT_EXIT(f, 0, "history", name, "--clear");
+
+    for (i = 0; i < 6; i++) {
+        int n = 0;
+
+        argv[n++] = SQLLOCK_CLI_PATH;
+        argv[n++] = "--db";
+        argv[n++] = f->url;
+        argv[n++] = "run";
+        argv[n++] = name;
+        argv[n++] = "--ttl";
+        argv[n++] = "20s";
+        argv[n++] = "--wait";
+        argv[n++] = "60s";
+        argv[n++] = "--";
+        argv[n++] = "sleep";
+        argv[n++] = "0.05";
+        argv[n] = NULL;
+        snprintf(out_path, sizeof out_path, "%s/h%d.out", f->dir, i);
+        snprintf(err_path, sizeof err_path, "%s/h%d.err", f->dir, i);
+        pids[i] = tu_spawn(argv, out_path, err_path, 1);
+    }
+    for (i = 0; i < 6; i++) {
+        char err[2000];
+        int code = tu_wait_for(pids[i], 90000);
+
+        if (code != 0) {
+            snprintf(err_path, sizeof err_path, "%s/h%d.err", f->dir, i);
+            tu_read_file(err_path, err, sizeof err);
+            if (code < 0)
+                tu_kill_wait(pids[i]);
+            fail_msg("run %d at once: exit %d: %s", i, code, err);
+        }
+    }
+    EXPECT_EXIT(f, 0, "history", name);
+    assert_int_equal(count_lines(f, "run "), 6);
+    if (strstr(f->out, "running") != NULL || strstr(f->out, "failed"))
+        fail_msg("six runs at once: every entry must be ok:\n%s", f->out);
+    EXPECT_EXIT(f, 0, "history", name, "--clear");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -375,8 +812,15 @@ int main(void)
         cmocka_unit_test(test_cli_run_exit_codes),
         cmocka_unit_test(test_cli_run_passes_token),
         cmocka_unit_test(test_cli_usage_errors),
+        cmocka_unit_test(test_cli_durations),
+        cmocka_unit_test(test_cli_no_database_refused),
+        cmocka_unit_test(test_cli_version_and_help),
         cmocka_unit_test(test_cli_list_json),
         cmocka_unit_test(test_cli_reap),
+        cmocka_unit_test(test_cli_show),
+        cmocka_unit_test(test_cli_release_force),
+        cmocka_unit_test(test_cli_history_bounded),
+        cmocka_unit_test(test_cli_history_of_runs),
     };
     return TU_RUN_PER_URL("cli", &g_url, tests, setup, teardown);
 }

@@ -569,13 +569,15 @@ static void test_multihost_E1_auth_error_stops_the_list(void **state)
 }
 
 /*
- * E1/L3: the host in use dies mid-run (a proxy in front of it is
- * killed: its connections close and its port refuses). The next call
- * reports SQLLOCK_ECONNECT and keeps the hold; the call after it
- * connects again, passing over the dead first host, to the second; the
- * hold and its token are intact. Cutting the second host's proxy then
- * shows that the handle was on it. On PostgreSQL through libpq's host
- * list with target_session_attrs=read-write.
+ * E1/L3/C3: the host in use dies mid-run (a proxy in front of it is
+ * killed: its connections close and its port refuses). The next renewal
+ * finds its connection gone and is sent once more on a fresh connection
+ * (DESIGN C3), which passes over the dead first host to the second: it
+ * succeeds, the hold and its token intact, on another backend. Cutting
+ * the second host's proxy then shows that the handle was on it: the
+ * release's retry connects again (the first host still dead) and
+ * releases. On PostgreSQL through libpq's host list with
+ * target_session_attrs=read-write.
  */
 static void test_multihost_E1_host_dies_then_next_host(void **state)
 {
@@ -608,27 +610,23 @@ static void test_multihost_E1_host_dies_then_next_host(void **state)
     token = sqllock_lease_token(l);
     id1 = backend_id(f, db);
 
-    /* The first host dies. */
+    /* The first host dies: the renewal goes on on the second. */
     tu_proxy_stop(&p1);
-    ASSERT_RC(sqllock_lease_renew(l), SQLLOCK_ECONNECT, db);
+    ASSERT_RC(sqllock_lease_renew(l), SQLLOCK_OK, db);
+    assert_true(sqllock_lease_held(l));
     assert_int_equal(sqllock_lease_count(l), 1);
     assert_int_equal(sqllock_lease_token(l), token);
     ASSERT_RC(sqllock_lease_try_acquire(lo), SQLLOCK_BUSY, other);
-    /* The next call connects again, to the second host. */
-    ASSERT_RC(sqllock_lease_renew(l), SQLLOCK_OK, db);
-    assert_true(sqllock_lease_held(l));
-    assert_int_equal(sqllock_lease_token(l), token);
     id2 = backend_id(f, db);
     assert_true(id2 != id1);
 
-    /* It is on the second host: cutting that one's connections is seen. */
+    /* It is on the second host: cutting that one's connections is seen
+     * by the release, whose retry connects again (the first host still
+     * dead) and releases. */
     assert_int_equal(tu_proxy_cut(&p2), 0);
-    ASSERT_RC(sqllock_lease_release(l), SQLLOCK_ECONNECT, db);
-    assert_int_equal(sqllock_lease_count(l), 1);
-    /* The retry connects again (the first host still dead) and
-     * releases. */
     ASSERT_RC(sqllock_lease_release(l), SQLLOCK_OK, db);
     assert_int_equal(sqllock_lease_count(l), 0);
+    assert_true(backend_id(f, db) != id2);
     ASSERT_RC(sqllock_lease_try_acquire(lo), SQLLOCK_OK, other);
     assert_true(sqllock_lease_token(lo) > token);
     ASSERT_RC(sqllock_lease_release(lo), SQLLOCK_OK, other);

@@ -17,6 +17,7 @@
 
 #include "test_util.h"
 #include "test_run.h"
+#include "tu_proxy.h"
 
 static const char *g_url;
 
@@ -323,12 +324,14 @@ static const char *killed_words(fixture *f)
                : "gone away|Lost connection|killed|interrupted";
 }
 
-/* E1/L3: a connection killed while a lease is held: the next call (a
- * renew) reports SQLLOCK_ECONNECT with the server's message and leaves
- * the hold as it was; the lease is still held in the database (another
- * handle gets BUSY); the call after that reconnects and works, and the
- * release through the new connection frees the lock. */
-static void test_netbad_E1_killed_connection_then_reconnect(void **state)
+/* E1/L3/C3: a connection killed while a lease is held. A renewal and a
+ * release name owner and token, so the call that finds the connection
+ * gone runs them once more on a fresh connection (DESIGN C3): the renew
+ * succeeds on a new backend and the lease is still held in the database
+ * (another handle gets BUSY); the release frees the lock at once. An
+ * acquire is never run again (its effect is unknown): ECONNECT, nothing
+ * held, and the next call reconnects. */
+static void test_netbad_E1_C3_killed_connection_then_reconnect(void **state)
 {
     fixture *f = *state;
     sqllock_db *a = NULL, *b = NULL;
@@ -346,33 +349,25 @@ static void test_netbad_E1_killed_connection_then_reconnect(void **state)
     id1 = backend_id(f, a);
 
     kill_backend(f, b, id1);
-    ASSERT_RC(sqllock_lease_renew(la), SQLLOCK_ECONNECT, a);
-    assert_int_equal(sqllock_errcode(a), SQLLOCK_ECONNECT);
-    msg_has(a, "renew on a killed connection", killed_words(f));
-    /* The failed renew left the hold as it was. */
+    ASSERT_RC(sqllock_lease_renew(la), SQLLOCK_OK, a);
     assert_int_equal(sqllock_lease_count(la), 1);
     assert_int_equal(sqllock_lease_token(la), token);
-    /* The lease is still held in the database. */
+    assert_true(sqllock_lease_held(la));
+    id2 = backend_id(f, a);
+    assert_true(id2 != id1);
+    /* The lease is still held in the database, by the same owner. */
     ASSERT_RC(sqllock_lease_try_acquire(lb), SQLLOCK_BUSY, b);
     ASSERT_RC(tu_find(b, name, &r), SQLLOCK_OK, b);
     assert_int_equal(r.found, 1);
     assert_string_equal(r.owner, sqllock_lease_owner(la));
     assert_int_equal(r.token, token);
-    /* The next call reconnects and works. */
-    ASSERT_RC(sqllock_lease_renew(la), SQLLOCK_OK, a);
-    assert_true(sqllock_lease_held(la));
-    id2 = backend_id(f, a);
-    assert_true(id2 != id1);
 
-    /* Killed again: now the release is the call that fails, keeps the
-     * hold (so it can be retried), and the retry frees the lock. */
+    /* Killed again: the release runs again on a fresh connection and
+     * frees the lock at once. */
     kill_backend(f, b, id2);
-    ASSERT_RC(sqllock_lease_release(la), SQLLOCK_ECONNECT, a);
-    msg_has(a, "release on a killed connection", killed_words(f));
-    assert_int_equal(sqllock_lease_count(la), 1);
-    ASSERT_RC(sqllock_lease_try_acquire(lb), SQLLOCK_BUSY, b);
     ASSERT_RC(sqllock_lease_release(la), SQLLOCK_OK, a);
     assert_int_equal(sqllock_lease_count(la), 0);
+    assert_true(backend_id(f, a) != id2);
     ASSERT_RC(sqllock_lease_try_acquire(lb), SQLLOCK_OK, b);
     assert_true(sqllock_lease_token(lb) > token);
 
@@ -380,6 +375,7 @@ static void test_netbad_E1_killed_connection_then_reconnect(void **state)
      * the handle, then it works once the holder lets go. */
     kill_backend(f, b, backend_id(f, a));
     ASSERT_RC(sqllock_lease_try_acquire(la), SQLLOCK_ECONNECT, a);
+    msg_has(a, "acquire on a killed connection", killed_words(f));
     assert_int_equal(sqllock_lease_count(la), 0);
     ASSERT_RC(sqllock_lease_try_acquire(la), SQLLOCK_BUSY, a);
     ASSERT_RC(sqllock_lease_release(lb), SQLLOCK_OK, b);
@@ -392,6 +388,93 @@ static void test_netbad_E1_killed_connection_then_reconnect(void **state)
     sqllock_close(b);
 }
 
+/* Opens `url` through a new proxy `p` with short bounds: connects of
+ * 1 s, round trips of 1 s. */
+static sqllock_db *open_via_proxy(tu_proxy *p, char *purl, size_t size)
+{
+    sqllock_options o = SQLLOCK_OPTIONS_INIT;
+    sqllock_db *db = NULL;
+
+    assert_int_equal(tu_proxy_for_url(p, g_url, purl, size), 0);
+    o.connect_timeout_ms = 1000;
+    o.statement_timeout_ms = 1000;
+    ASSERT_RC(sqllock_open(purl, &o, &db), SQLLOCK_OK, db);
+    return db;
+}
+
+/* C3: a release whose answer is lost (the proxy drops what the server
+ * sends: the DELETE ran and committed) ends in SQLLOCK_ECONNECT after the
+ * statement timeout; it is sent again on a fresh connection, finds the
+ * row gone, and since the first one was sent before the lease's local
+ * deadline nobody else could have taken the lease before it ran: the
+ * release succeeded (not LOST), and the lock is free at once. */
+static void test_netbad_C3_release_answer_lost_is_released(void **state)
+{
+    fixture *f = *state;
+    const char *name = lock_name(f, "answer-lost");
+    char purl[2048];
+    tu_proxy p;
+    sqllock_db *a, *b = NULL;
+    sqllock_lease *la, *lb;
+    int64_t t0;
+
+    a = open_via_proxy(&p, purl, sizeof purl);
+    ASSERT_RC(sqllock_open(g_url, NULL, &b), SQLLOCK_OK, b);
+    la = new_lease(a, name, 60000);
+    lb = new_lease(b, name, 60000);
+    ASSERT_RC(sqllock_lease_try_acquire(la), SQLLOCK_OK, a);
+    assert_int_equal(tu_proxy_deafen(&p), 0);
+    t0 = tu_now_ms();
+    ASSERT_RC(sqllock_lease_release(la), SQLLOCK_OK, a);
+    printf("    C3 [%s] release whose answer was lost: OK after %lld ms "
+           "(statement timeout 1000 ms, then the retry)\n", f->drv,
+           (long long)(tu_now_ms() - t0));
+    assert_int_equal(sqllock_lease_count(la), 0);
+    ASSERT_RC(sqllock_lease_try_acquire(lb), SQLLOCK_OK, b);
+    ASSERT_RC(sqllock_lease_release(lb), SQLLOCK_OK, b);
+    sqllock_lease_free(la);
+    sqllock_lease_free(lb);
+    sqllock_close(a);
+    sqllock_close(b);
+    tu_proxy_stop(&p);
+}
+
+/* C3: when the retry cannot connect either (the connection is cut and no
+ * new one gets through), the release reports SQLLOCK_ECONNECT and the
+ * handle keeps its hold, so that it can release again; the lease is
+ * still there (BUSY for another handle). Once the network is back, the
+ * release works. */
+static void test_netbad_C3_release_retry_fails_keeps_hold(void **state)
+{
+    fixture *f = *state;
+    const char *name = lock_name(f, "retry-fails");
+    char purl[2048];
+    tu_proxy p;
+    sqllock_db *a, *b = NULL;
+    sqllock_lease *la, *lb;
+
+    a = open_via_proxy(&p, purl, sizeof purl);
+    ASSERT_RC(sqllock_open(g_url, NULL, &b), SQLLOCK_OK, b);
+    la = new_lease(a, name, 60000);
+    lb = new_lease(b, name, 60000);
+    ASSERT_RC(sqllock_lease_try_acquire(la), SQLLOCK_OK, a);
+    assert_int_equal(tu_proxy_freeze(&p), 0);
+    assert_int_equal(tu_proxy_cut(&p), 0);
+    ASSERT_RC(sqllock_lease_release(la), SQLLOCK_ECONNECT, a);
+    assert_int_equal(sqllock_lease_count(la), 1);
+    ASSERT_RC(sqllock_lease_try_acquire(lb), SQLLOCK_BUSY, b);
+    assert_int_equal(tu_proxy_thaw(&p), 0);
+    ASSERT_RC(sqllock_lease_release(la), SQLLOCK_OK, a);
+    assert_int_equal(sqllock_lease_count(la), 0);
+    ASSERT_RC(sqllock_lease_try_acquire(lb), SQLLOCK_OK, b);
+    ASSERT_RC(sqllock_lease_release(lb), SQLLOCK_OK, b);
+    sqllock_lease_free(la);
+    sqllock_lease_free(lb);
+    sqllock_close(a);
+    sqllock_close(b);
+    tu_proxy_stop(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -399,7 +482,9 @@ int main(void)
         cmocka_unit_test(test_netbad_E1_unreachable_port_is_econnect),
         cmocka_unit_test(test_netbad_E1_missing_database),
         cmocka_unit_test(test_netbad_S1_missing_table_is_enoschema),
-        cmocka_unit_test(test_netbad_E1_killed_connection_then_reconnect),
+        cmocka_unit_test(test_netbad_E1_C3_killed_connection_then_reconnect),
+        cmocka_unit_test(test_netbad_C3_release_answer_lost_is_released),
+        cmocka_unit_test(test_netbad_C3_release_retry_fails_keeps_hold),
     };
     return TU_RUN_PER_URL_NO_SQLITE("netbad", &g_url, tests, setup, teardown,
                                     "SQLite has no network: nothing to test");

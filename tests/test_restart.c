@@ -127,6 +127,7 @@ static void expect_row(sqllock_db *db, const char *name,
  * and the next one reconnects and renews. */
 static void test_restart_L10_granted_lease_survives_crash(void **state)
 {
+    int64_t ta;
     char name[200];
     sqllock_db *a, *b;
     sqllock_lease *la, *lb;
@@ -144,14 +145,18 @@ static void test_restart_L10_granted_lease_survives_crash(void **state)
     lb = new_lease(b, name);
     ASSERT_RC(sqllock_lease_try_acquire(lb), SQLLOCK_BUSY, b);
     expect_row(b, name, la);
-    ASSERT_RC(sqllock_lease_renew(la), SQLLOCK_ECONNECT, a);
-    assert_int_equal(sqllock_lease_count(la), 1);
+    /* The crash cut A's connection; the renewal finds it dead and runs
+     * again on a fresh one (DESIGN C3). */
     ASSERT_RC(sqllock_lease_renew(la), SQLLOCK_OK, a);
+    assert_int_equal(sqllock_lease_count(la), 1);
     ASSERT_RC(sqllock_lease_try_acquire(lb), SQLLOCK_BUSY, b);
+    /* L5 across the crash: B's token is above A's (read before the
+     * release, after which the handle reports none). */
+    ta = sqllock_lease_token(la);
+    assert_true(ta > 0);
     ASSERT_RC(sqllock_lease_release(la), SQLLOCK_OK, a);
     ASSERT_RC(sqllock_lease_try_acquire(lb), SQLLOCK_OK, b);
-    assert_true(sqllock_lease_token(lb) > sqllock_lease_token(la) ||
-                sqllock_lease_token(la) == 0);
+    assert_true(sqllock_lease_token(lb) > ta);
     saw_token(lb);
     ASSERT_RC(sqllock_lease_release(lb), SQLLOCK_OK, b);
     sqllock_lease_free(la);
@@ -191,8 +196,7 @@ static void test_restart_L10_async_release_never_two_holders(void **state)
     /* A, which released, cannot get it back either. */
     ASSERT_RC(sqllock_lease_try_acquire(la), SQLLOCK_ECONNECT, a);
     ASSERT_RC(sqllock_lease_try_acquire(la), SQLLOCK_BUSY, a);
-    /* B reconnects and still holds it. */
-    ASSERT_RC(sqllock_lease_renew(lb), SQLLOCK_ECONNECT, b);
+    /* B's renewal reconnects (C3) and B still holds it. */
     ASSERT_RC(sqllock_lease_renew(lb), SQLLOCK_OK, b);
     ASSERT_RC(sqllock_lease_release(lb), SQLLOCK_OK, b);
     ASSERT_RC(sqllock_lease_try_acquire(lc), SQLLOCK_OK, c);
@@ -460,6 +464,12 @@ typedef struct cl_client {
     char in_call[40];
     char first_econnect[200];
     char bad[400];
+    int retried;                       /* its calls are renewals, which the
+                                          library runs again on a fresh
+                                          connection after a lost one
+                                          (DESIGN C3): a restart that is
+                                          over by its next call passes
+                                          unheard */
 } cl_client;
 
 typedef struct cl_shared {
@@ -620,8 +630,9 @@ static void cl_end(cl_call *k, int rc, unsigned ok, int64_t wait_ms,
                    "not reconnect on its next call): %s", k->what, g,
                    sqllock_errmsg(db));
     } else if (ok & CL_MASK(rc)) {
-        if (g > 0 && cl_gen(epoch) == g && k->econnect_before > 0 &&
-            !c->resumed[g]) {
+        if (g > 0 && cl_gen(epoch) == g && !c->resumed[g] &&
+            (k->econnect_before > 0 ||
+             (c->retried && k->epoch >= 2 * g - 1))) {
             c->resumed[g] = 1;
             c->resume_at[g] = end;
         }
@@ -685,6 +696,7 @@ static int cl_holder(void)
     cl_call k;
     int rc;
 
+    c->retried = 1;
     if (db == NULL)
         return 1;
     o.ttl_ms = 15000 * g_slow;
@@ -1300,14 +1312,14 @@ static void cl_run(const char *mode, int restarts, int64_t up_ms,
                 continue;    /* it may wait through a restart in one call */
             /* The restart cut every client's connection: the first call
              * on it, or any call while the server was down, said so. */
-            if (sh->c[j].econnect[g] == 0)
+            if (sh->c[j].econnect[g] == 0 && !sh->c[j].retried)
                 fail_msg("E1: client %d (%s) never heard ECONNECT from "
                          "restart %d, which cut its connection", j,
                          sh->c[j].role, g);
             if (!sh->c[j].resumed[g])
                 fail_msg("E1: client %d (%s) did not reach the server again "
-                         "after its ECONNECT from restart %d, before the "
-                         "next one", j, sh->c[j].role, g);
+                         "after restart %d, before the next one", j,
+                         sh->c[j].role, g);
             if (sh->c[j].resume_at[g] - sh->up_ms[g] > worst) {
                 worst = sh->c[j].resume_at[g] - sh->up_ms[g];
                 worst_c = j;

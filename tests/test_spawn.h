@@ -34,14 +34,16 @@ static inline size_t tu_read_file(const char *path, char *buf, size_t size)
     return n;
 }
 
-/* Starts argv[0] (a path) with the NULL-terminated argv, stdin from
- * /dev/null and stdout and stderr into the files `out_path` and
- * `err_path` (truncated). With `own_group`, the program gets a process
- * group of its own, as a job that cron or a non-interactive script starts
- * is never the foreground of a terminal, whatever terminal the tests run
- * under. Returns its pid; fails the test when it cannot start. */
-static inline pid_t tu_spawn(const char *const *argv, const char *out_path,
-                             const char *err_path, int own_group)
+/* Starts argv[0] (a path) with the NULL-terminated argv, the environment
+ * `envp`, stdin from /dev/null and stdout and stderr into the files
+ * `out_path` and `err_path` (truncated). With `own_group`, the program
+ * gets a process group of its own, as a job that cron or a
+ * non-interactive script starts is never the foreground of a terminal,
+ * whatever terminal the tests run under. Returns its pid; fails the test
+ * when it cannot start. */
+static inline pid_t tu_spawn_env(const char *const *argv,
+                                 char *const *envp, const char *out_path,
+                                 const char *err_path, int own_group)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
@@ -74,12 +76,19 @@ static inline pid_t tu_spawn(const char *const *argv, const char *out_path,
         posix_spawnattr_setpgroup(&attr, 0);
     }
     posix_spawnattr_setflags(&attr, flags);
-    rc = posix_spawn(&pid, argv[0], &fa, &attr, (char **)argv, environ);
+    rc = posix_spawn(&pid, argv[0], &fa, &attr, (char **)argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     if (rc != 0)
         fail_msg("posix_spawn(%s): %s", argv[0], strerror(rc));
     return pid;
+}
+
+/* tu_spawn_env() with this process's environment. */
+static inline pid_t tu_spawn(const char *const *argv, const char *out_path,
+                             const char *err_path, int own_group)
+{
+    return tu_spawn_env(argv, environ, out_path, err_path, own_group);
 }
 
 /* The status waitpid() reported, as one number: the exit code, or 1000 +

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "internal.h"
 #include "sqllock.h"
 
 typedef struct status_entry {
@@ -112,9 +113,12 @@ typedef struct duration_case {
     int64_t ms;
 } duration_case;
 
+/* The grammar of sqllock.h: a bare whole number of seconds, or
+ * components largest unit first, a fraction only in the last. */
 static void test_status_parse_duration_valid(void **state)
 {
     static const duration_case cases[] = {
+        /* One component, whole. */
         { "500ms", SQLLOCK_OK, 500 },
         { "30s", SQLLOCK_OK, 30000 },
         { "5m", SQLLOCK_OK, 300000 },
@@ -125,10 +129,50 @@ static void test_status_parse_duration_valid(void **state)
         { "0ms", SQLLOCK_OK, 0 },
         { "1ms", SQLLOCK_OK, 1 },
         { "007s", SQLLOCK_OK, 7000 },
+        { "000", SQLLOCK_OK, 0 },
+        /* Compound: largest unit first, each once, any subset. */
+        { "1m30s", SQLLOCK_OK, 90000 },
+        { "1h30m", SQLLOCK_OK, 5400000 },
+        { "2d12h", SQLLOCK_OK, 216000000 },
+        { "1s500ms", SQLLOCK_OK, 1500 },
+        { "1d1h1m1s1ms", SQLLOCK_OK, 90061001 },
+        { "1d1ms", SQLLOCK_OK, 86400001 },
+        { "1h1s", SQLLOCK_OK, 3601000 },
+        { "0h0m0s0ms", SQLLOCK_OK, 0 },
+        { "0m90s", SQLLOCK_OK, 90000 },        /* no carry rule: a sum */
+        { "1m120s", SQLLOCK_OK, 180000 },
+        { "25h", SQLLOCK_OK, 90000000 },
+        { "1s1000ms", SQLLOCK_OK, 2000 },
+        { "01m05s", SQLLOCK_OK, 65000 },
+        /* Fractions, in the last component only. */
+        { "1.5s", SQLLOCK_OK, 1500 },
+        { "0.25s", SQLLOCK_OK, 250 },
+        { "1.5m", SQLLOCK_OK, 90000 },
+        { "0.5h", SQLLOCK_OK, 1800000 },
+        { "1.5d", SQLLOCK_OK, 129600000 },
+        { "0.001s", SQLLOCK_OK, 1 },
+        { "0.1s", SQLLOCK_OK, 100 },
+        { "1.50s", SQLLOCK_OK, 1500 },         /* zeros that end it */
+        { "2.000000000000000000000000s", SQLLOCK_OK, 2000 },
+        { "1.0ms", SQLLOCK_OK, 1 },
+        { "0.0ms", SQLLOCK_OK, 0 },
+        { "1h0.5m", SQLLOCK_OK, 3630000 },
+        { "1m30.25s", SQLLOCK_OK, 90250 },
+        { "1d1h1m1.001s", SQLLOCK_OK, 90061001 },
+        { "0.0001m", SQLLOCK_OK, 6 },
+        { "0.00001h", SQLLOCK_OK, 36 },
+        /* The finest fraction that is whole: 2^-10 days. */
+        { "0.0009765625d", SQLLOCK_OK, 84375 },
         /* The edges of int64 milliseconds. */
         { "9223372036854775807ms", SQLLOCK_OK, INT64_MAX },
         { "9223372036854775s", SQLLOCK_OK, INT64_C(9223372036854775000) },
+        { "9223372036854775", SQLLOCK_OK, INT64_C(9223372036854775000) },
+        { "9223372036854775.807s", SQLLOCK_OK, INT64_MAX },
         { "106751991167d", SQLLOCK_OK, INT64_C(106751991167) * 86400000 },
+        { "106751991167d7h12m55s807ms", SQLLOCK_OK, INT64_MAX },
+        { "106751991167d7h12m55.807s", SQLLOCK_OK, INT64_MAX },
+        { "9223372036854775806ms", SQLLOCK_OK, INT64_MAX - 1 },
+        { "9223372036854775s807ms", SQLLOCK_OK, INT64_MAX },
     };
     size_t i;
     (void)state;
@@ -144,30 +188,193 @@ static void test_status_parse_duration_valid(void **state)
     }
 }
 
+typedef struct bad_duration {
+    const char *text;
+    const char *why;           /* a word the reason must hold */
+} bad_duration;
+
 static void test_status_parse_duration_invalid(void **state)
 {
-    static const char *const bad[] = {
-        "", "-1", "+1", "1.5s", "1 s", "1x", "s", "ms", " 1", "1 ",
-        "9999999999999d", "99999999999999999999",
-        "9223372036854775808ms", "9223372036854776s", "106751991168d",
-        "1h30m", "1ms2", "0x10", "1sec", "1e3", "-0", "1\n",
+    static const bad_duration bad[] = {
+        /* Not a duration at all. */
+        { "", "empty" }, { "-1", "numbers" }, { "+1", "numbers" },
+        { "-0", "numbers" }, { "1 s", "numbers" }, { "1x", "unknown unit" },
+        { "s", "numbers" }, { "ms", "numbers" }, { " 1", "numbers" },
+        { "1 ", "numbers" }, { "1\n", "numbers" }, { "0x10", "unknown unit" },
+        { "1sec", "unknown unit" }, { "1e3", "unknown unit" },
+        { "1S", "unknown unit" }, { "1M", "unknown unit" },
+        { "1H", "unknown unit" }, { "1us", "unknown unit" },
+        { "1w", "unknown unit" }, { "1y", "unknown unit" },
+        { "1mss", "unknown unit" }, { "1hm", "unknown unit" },
+        { "1h,30m", "numbers" }, { "1h 30m", "numbers" },
+        { "1h_30m", "numbers" }, { "5s%00", "numbers" },
+        { "1,5s", "numbers" }, { "inf", "numbers" }, { "nan", "numbers" },
+        { "1h-30m", "numbers" }, { "1h+30m", "numbers" },
+        /* Units out of order, or repeated. */
+        { "30s1m", "largest first" }, { "30m1h", "largest first" },
+        { "1m1m", "largest first" }, { "1h1h", "largest first" },
+        { "1s1m", "largest first" }, { "500ms1s", "largest first" },
+        { "1ms1ms", "largest first" }, { "1h1d", "largest first" },
+        { "1d2h1d", "largest first" },
+        /* A number without a unit after a component. */
+        { "1m30", "stand alone" }, { "1ms2", "stand alone" },
+        { "1h0", "stand alone" },
+        /* Fractions: only the last, with digits on both sides, a unit. */
+        { "1.5h30m", "last number" }, { "0.5m1s", "last number" },
+        { "1.5", "unit" }, { "0.5", "unit" }, { ".5s", "both sides" },
+        { "1.s", "both sides" }, { "1.", "both sides" }, { ".", "both sides" },
+        { "1..5s", "both sides" }, { "1.5.5s", "one '.'" },
+        { "1.5s ", "numbers" },
+        /* Finer than a millisecond: no rounding. */
+        { "1.5ms", "whole number of milliseconds" },
+        { "0.0001s", "whole number of milliseconds" },
+        { "0.0005s", "whole number of milliseconds" },
+        { "1.0001s", "whole number of milliseconds" },
+        { "0.1ms", "whole number of milliseconds" },
+        { "0.00001m", "whole number of milliseconds" },
+        { "0.000000000001d", "whole number of milliseconds" },
+        { "0.00048828125d", "whole number of milliseconds" },  /* 2^-11 */
+        { "1m0.0001s", "whole number of milliseconds" },
+        /* Too long for int64 milliseconds, in every way it can add up. */
+        { "9999999999999d", "longer" }, { "99999999999999999999", "longer" },
+        { "9223372036854775808ms", "longer" },
+        { "9223372036854776s", "longer" }, { "106751991168d", "longer" },
+        { "9223372036854776", "longer" },
+        { "106751991167d7h12m55s808ms", "longer" },
+        { "106751991167d7h12m55.808s", "longer" },
+        { "106751991167d7h12m56s", "longer" },
+        { "106751991167d8h", "longer" },
+        { "9223372036854775s808ms", "longer" },
+        { "9223372036854775.808s", "longer" },
+        { "106751991167.5d", "longer" },
+        { "99999999999999999999999999999999ms", "longer" },
+        { "153722867280912931m", "longer" },
     };
     size_t i;
     (void)state;
 
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int64_t ms = -12345;
-        int rc = sqllock_parse_duration(bad[i], &ms);
-        if (rc != SQLLOCK_EINVAL)
-            fail_msg("parse_duration(\"%s\") = %s, %lld; want SQLLOCK_EINVAL",
-                     bad[i], sqllock_errname(rc), (long long)ms);
+        const char *why = NULL;
+        int rc = sqllock_parse_duration(bad[i].text, &ms);
+        if (rc != SQLLOCK_EINVAL || ms != -12345)
+            fail_msg("parse_duration(\"%s\") = %s, %lld; want SQLLOCK_EINVAL "
+                     "and *ms untouched", bad[i].text, sqllock_errname(rc),
+                     (long long)ms);
+        /* The tool's message says why (core/internal.h). */
+        rc = sqllock__parse_duration(bad[i].text, &ms, &why);
+        assert_int_equal(rc, SQLLOCK_EINVAL);
+        if (why == NULL || strstr(why, bad[i].why) == NULL)
+            fail_msg("parse_duration(\"%s\"): the reason \"%s\" does not "
+                     "say \"%s\"", bad[i].text, why ? why : "(none)",
+                     bad[i].why);
     }
     assert_int_equal(sqllock_parse_duration(NULL, NULL), SQLLOCK_EINVAL);
     {
         int64_t ms = 0;
+        const char *why = "unset";
         assert_int_equal(sqllock_parse_duration(NULL, &ms), SQLLOCK_EINVAL);
         /* E2: a NULL result pointer is bad input, not a crash. */
         assert_int_equal(sqllock_parse_duration("1s", NULL), SQLLOCK_EINVAL);
+        /* A good text has no reason; a NULL `why` is allowed. */
+        assert_int_equal(sqllock__parse_duration("1m30s", &ms, &why),
+                         SQLLOCK_OK);
+        assert_null(why);
+        assert_int_equal(ms, 90000);
+        assert_int_equal(sqllock__parse_duration("1x", &ms, NULL),
+                         SQLLOCK_EINVAL);
+    }
+}
+
+/* Every whole number of milliseconds, written in each way the grammar
+ * allows, reads back as itself: "<n>ms", the compound form with every
+ * unit, the compound form with the milliseconds as a fraction of the
+ * seconds, and each unit alone with a decimal fraction where the value
+ * has one that ends. */
+static void format_compound(int64_t ms, int frac_seconds, char *buf,
+                            size_t size)
+{
+    static const int64_t unit_ms[] = { 86400000, 3600000, 60000, 1000 };
+    static const char *const unit_name[] = { "d", "h", "m", "s" };
+    size_t o = 0;
+    int i;
+
+    buf[0] = '\0';
+    for (i = 0; i < 4; i++) {
+        int64_t n = ms / unit_ms[i];
+
+        ms %= unit_ms[i];
+        if (n == 0 && !(i == 3 && o == 0))
+            continue;
+        if (i == 3 && frac_seconds && ms != 0) {
+            o += (size_t)snprintf(buf + o, size - o, "%lld.%03llds",
+                                  (long long)n, (long long)ms);
+            return;
+        }
+        o += (size_t)snprintf(buf + o, size - o, "%lld%s", (long long)n,
+                              unit_name[i]);
+    }
+    if (ms != 0)
+        snprintf(buf + o, size - o, "%lldms", (long long)ms);
+}
+
+static void expect_reads_back(const char *text, int64_t ms)
+{
+    int64_t back = -1;
+    int rc = sqllock_parse_duration(text, &back);
+
+    if (rc != SQLLOCK_OK || back != ms)
+        fail_msg("parse_duration(\"%s\") = %s, %lld; want %lld", text,
+                 sqllock_errname(rc), (long long)back, (long long)ms);
+}
+
+static void test_status_parse_duration_reads_back(void **state)
+{
+    static const int64_t values[] = {
+        0, 1, 7, 250, 999, 1000, 1001, 1500, 59999, 60000, 90000, 90250,
+        3599999, 3600000, 5400000, 86399999, 86400000, 90061001,
+        216000000, INT64_C(31536000000), INT64_C(1234567890123),
+        INT64_MAX / 86400000 * 86400000, INT64_MAX - 1, INT64_MAX,
+    };
+    static const int64_t unit_ms[] = { 86400000, 3600000, 60000, 1000 };
+    static const char *const unit_name[] = { "d", "h", "m", "s" };
+    char buf[96];
+    size_t i;
+    int u;
+    (void)state;
+
+    for (i = 0; i < sizeof values / sizeof values[0]; i++) {
+        int64_t v = values[i];
+
+        snprintf(buf, sizeof buf, "%lldms", (long long)v);
+        expect_reads_back(buf, v);
+        format_compound(v, 0, buf, sizeof buf);
+        expect_reads_back(buf, v);
+        format_compound(v, 1, buf, sizeof buf);
+        expect_reads_back(buf, v);
+        /* One unit with a fraction: at most 10 decimals, where exact. */
+        for (u = 0; u < 4; u++) {
+            int64_t whole = v / unit_ms[u], rest = v % unit_ms[u];
+            char digits[16];
+            int k;
+
+            for (k = 0; k < 10 && rest != 0; k++) {
+                /* rest / unit as a decimal: one digit at a time. */
+                rest *= 10;
+                digits[k] = (char)('0' + rest / unit_ms[u]);
+                rest %= unit_ms[u];
+            }
+            if (rest != 0)
+                continue;      /* no decimal that ends within 10 digits */
+            digits[k] = '\0';
+            if (k == 0)
+                snprintf(buf, sizeof buf, "%lld%s", (long long)whole,
+                         unit_name[u]);
+            else
+                snprintf(buf, sizeof buf, "%lld.%s%s", (long long)whole,
+                         digits, unit_name[u]);
+            expect_reads_back(buf, v);
+        }
     }
 }
 
@@ -180,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_status_version_string),
         cmocka_unit_test(test_status_parse_duration_valid),
         cmocka_unit_test(test_status_parse_duration_invalid),
+        cmocka_unit_test(test_status_parse_duration_reads_back),
     };
     return cmocka_run_group_tests_name("status", tests, NULL, NULL);
 }

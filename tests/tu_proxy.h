@@ -11,7 +11,10 @@
  *           so to the client the server simply never answers (neither
  *           keepalives nor a TCP user timeout notice anything);
  *   thaw    forward again (new connections that waited are accepted);
- *   cut     close every current connection (the client sees EOF).
+ *   cut     close every current connection (the client sees EOF);
+ *   deafen  on every current connection, pass the client's bytes on but
+ *           drop the server's answers: the statement runs, and its answer
+ *           is lost (new connections are not affected).
  *
  * It runs in a forked child process, so that it works the same under
  * valgrind and the sanitizers and never shares memory or locks with the
@@ -56,6 +59,7 @@ static tu_proxy *tu_proxy_running[TU_PROXY_MAX_RUNNING];
 /* One forwarded connection: the client's socket and the target's. */
 typedef struct tu_proxy_pair {
     int fd[2];
+    int deaf;                  /* drop what the target sends */
 } tu_proxy_pair;
 
 /* Writes all of buf; 0, or -1 when the peer is gone. */
@@ -103,6 +107,7 @@ static inline void tu_proxy_accept(int lfd, const struct sockaddr *to,
     setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     pairs[i].fd[0] = c;
     pairs[i].fd[1] = s;
+    pairs[i].deaf = 0;
 }
 
 /* Runs a command from the parent; 0 to go on, -1 to end. */
@@ -124,6 +129,9 @@ static inline int tu_proxy_command(int ctl, int ack, int *frozen,
     else if (cmd == 'c')
         for (i = 0; i < TU_PROXY_MAX_PAIRS; i++)
             tu_proxy_close_pair(&pairs[i]);
+    else if (cmd == 'd')
+        for (i = 0; i < TU_PROXY_MAX_PAIRS; i++)
+            pairs[i].deaf = pairs[i].fd[0] >= 0;
     return write(ack, &cmd, 1) == 1 ? 0 : -1;
 }
 
@@ -182,6 +190,8 @@ static inline void tu_proxy_main(int lfd, int ctl, int ack,
             got = recv(p->fd[side], buf, sizeof buf, 0);
             if (got < 0 && errno == EINTR)
                 continue;
+            if (got > 0 && side == 1 && p->deaf)
+                continue;                /* the answer is lost */
             if (got <= 0 || tu_proxy_write_all(p->fd[1 - side], buf, got))
                 tu_proxy_close_pair(p);  /* one side ended: end both */
         }
@@ -224,6 +234,7 @@ static inline int tu_proxy_send(tu_proxy *p, char cmd)
 static inline int tu_proxy_freeze(tu_proxy *p) { return tu_proxy_send(p, 'f'); }
 static inline int tu_proxy_thaw(tu_proxy *p) { return tu_proxy_send(p, 't'); }
 static inline int tu_proxy_cut(tu_proxy *p) { return tu_proxy_send(p, 'c'); }
+static inline int tu_proxy_deafen(tu_proxy *p) { return tu_proxy_send(p, 'd'); }
 
 /* Kills and reaps the child and closes the pipes. Harmless twice. */
 static inline void tu_proxy_stop(tu_proxy *p)

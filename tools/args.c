@@ -1,9 +1,11 @@
 /*
  * args.c -- the tool's argument parsing: the option parser that every
  * command shares, the parsers of option values (durations, integers,
- * signal names) and the checks of the lease and `run` options. Nothing
- * here opens a database, starts a process or exits, so the fuzz target
- * tests/fuzz/fuzz_cli.c links this file on its own.
+ * signal names) and the checks of the lease and `run` options, and the
+ * hiding of --db's password in the process's own arguments. Nothing here
+ * opens a database, starts a process or exits, so the fuzz target
+ * tests/fuzz/fuzz_cli.c links this file on its own (with the core's URL
+ * redaction).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,6 +17,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "internal.h"
 
 #ifndef NSIG
 #define NSIG 65
@@ -35,6 +38,66 @@ void cli_error(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+}
+
+/* The copies of secret option values, newest first. */
+typedef struct cli_kept {
+    struct cli_kept *next;
+    size_t len;
+    char text[];
+} cli_kept;
+
+static cli_kept *cli_kept_list;
+
+/*
+ * The arguments of a process are the bytes /proc/PID/cmdline shows to
+ * every local user (and ps, top, a crash report), for as long as it
+ * runs. Writing over them in place changes what those show; the kernel
+ * reads them from the process's memory each time. So --db's value is
+ * copied here, and the argument is overwritten with its redacted form:
+ * ps then shows "--db postgres://u:***@host/db" (NUL bytes pad a shorter
+ * form, and a longer one -- a password of fewer than 3 bytes -- is cut).
+ * Until this runs, just after the tool starts, the password is there to
+ * see: --db-file and $SQLLOCK_DB have no such window.
+ */
+const char *cli_hide_arg(char *arg)
+{
+    size_t len = strlen(arg);
+    cli_kept *k = malloc(sizeof *k + len + 1);
+    char *shown;
+
+    if (k == NULL)
+        return NULL;
+    k->len = len;
+    memcpy(k->text, arg, len + 1);
+    shown = sqllock__url_redact(arg);
+    if (shown == NULL) {
+        free(k);
+        return NULL;
+    }
+    if (strcmp(shown, arg) != 0) {
+        size_t n = strlen(shown);
+
+        if (n > len)
+            n = len;
+        memcpy(arg, shown, n);
+        memset(arg + n, '\0', len - n);
+    }
+    free(shown);
+    k->next = cli_kept_list;
+    cli_kept_list = k;
+    return k->text;
+}
+
+void cli_free_secrets(void)
+{
+    while (cli_kept_list != NULL) {
+        cli_kept *k = cli_kept_list;
+
+        cli_kept_list = k->next;
+        sqllock__wipe(k->text, k->len);
+        free(k);
+    }
 }
 
 /* Finds the option called name[0..len) in `opts`, or NULL. */
@@ -92,9 +155,10 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
             cli_error("%s%sunexpected argument '%s'", cmd, sep, arg);
             return cli_usage();
         }
-        if (strcmp(arg, "-h") == 0) {
-            name = "help";
-            len = 4;
+        /* The two short forms: -h (every command) and -V (main). */
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "-V") == 0) {
+            name = arg[1] == 'h' ? "help" : "version";
+            len = strlen(name);
             eq = NULL;
         } else if (arg[1] == '-') {
             name = arg + 2;
@@ -106,8 +170,11 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
         }
         opt = find_opt(opts, name, len);
         if (opt == NULL) {
-            cli_error("%s%sunknown option '--%.*s'", cmd, sep, (int)len,
-                      name);
+            if (arg[1] != '-')
+                cli_error("%s%sunknown option '%s'", cmd, sep, arg);
+            else
+                cli_error("%s%sunknown option '--%.*s'", cmd, sep, (int)len,
+                          name);
             return cli_usage();
         }
         if (opt->flag != NULL) {
@@ -116,15 +183,23 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
                           opt->name);
                 return cli_usage();
             }
-            *opt->flag = 1;
-        } else if (eq != NULL) {
-            *opt->value = eq + 1;
-        } else if (i + 1 < argc) {
-            *opt->value = argv[++i];
-        } else {
+            /* A flag given twice counts twice (release --force
+             * --force); everywhere else only non-zero matters. */
+            if (*opt->flag < 9)
+                (*opt->flag)++;
+        } else if (eq == NULL && i + 1 >= argc) {
             cli_error("%s%soption '--%s' needs a value", cmd, sep,
                       opt->name);
             return cli_usage();
+        } else {
+            /* "--db=URL" is overwritten after its '='. */
+            char *v = eq != NULL ? argv[i] + (eq + 1 - arg) : argv[++i];
+
+            *opt->value = opt->secret ? cli_hide_arg(v) : v;
+            if (*opt->value == NULL) {
+                cli_error("%s%s%s", cmd, sep, strerror(ENOMEM));
+                return CLI_EXIT_DB;
+            }
         }
     }
     return CLI_EXIT_OK;
@@ -133,11 +208,13 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
 int cli_parse_duration(const char *cmd, const char *opt, const char *text,
                        int64_t *ms)
 {
+    const char *why;
+
     if (text == NULL)
         return CLI_EXIT_OK;
-    if (sqllock_parse_duration(text, ms) != SQLLOCK_OK) {
-        cli_error("%s: bad duration for --%s: '%s' (use e.g. 500ms, 30s, "
-                  "5m, 2h)", cmd, opt, text);
+    if (sqllock__parse_duration(text, ms, &why) != SQLLOCK_OK) {
+        cli_error("%s: bad duration for --%s: '%s': %s", cmd, opt, text,
+                  why);
         return cli_usage();
     }
     return CLI_EXIT_OK;
@@ -248,8 +325,13 @@ int cli_run_args_check(cli_run_args *ra, const cli_lease_args *la)
     ra->kill_after_ms = CLI_RUN_KILL_AFTER_MS;
     ra->renew_every_ms = 0;
     ra->busy_exit_code = CLI_EXIT_BUSY;
+    ra->hold_ms = 0;
     if (ra->skip && la->wait != NULL) {
         cli_error("run: --skip and --wait cannot be used together");
+        return cli_usage();
+    }
+    if (ra->quiet && ra->verbose) {
+        cli_error("run: --quiet and --verbose cannot be used together");
         return cli_usage();
     }
     if (ra->signal != NULL) {
@@ -262,6 +344,9 @@ int cli_run_args_check(cli_run_args *ra, const cli_lease_args *la)
     if (rc == CLI_EXIT_OK)
         rc = cli_parse_duration("run", "renew-every", ra->renew_every,
                                 &ra->renew_every_ms);
+    if (rc == CLI_EXIT_OK)
+        rc = cli_parse_duration("run", "hold-at-least", ra->hold_at_least,
+                                &ra->hold_ms);
     if (rc == CLI_EXIT_OK && ra->busy_exit != NULL)
         rc = cli_parse_int("run", "busy-exit", ra->busy_exit, 0, 255,
                            &ra->busy_exit_code);

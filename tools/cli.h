@@ -25,27 +25,48 @@
 #define CLI_EXIT_NOEXEC 126    /* run: the command could not be executed */
 #define CLI_EXIT_NOTFOUND 127  /* run: the command was not found */
 
-/* The database the tool uses when neither --db nor $SQLLOCK_DB names one.
+/* The database of --local: a file of this host, for locks that need to
+ * keep out only the other processes of this host (see cli_db_url()).
  * Only for this one does the tool create the schema by itself. */
 #define CLI_DEFAULT_DB_FILE "/var/tmp/sqllock.db"
 #define CLI_DEFAULT_DB_URL "sqlite://" CLI_DEFAULT_DB_FILE
 #define CLI_DB_ENV "SQLLOCK_DB"
+#define CLI_DB_FILE_ENV "SQLLOCK_DB_FILE"
+/* The largest file --db-file reads: a URL with 16 hosts and every
+ * parameter fits many times over. */
+#define CLI_DB_FILE_MAX 16384
 
-/* What every subcommand gets from main(): the value of a --db option seen
- * before the subcommand (a later one overrides it), NULL when none. */
+/* What every subcommand gets from main(): the values of the --db and
+ * --db-file options seen before the subcommand (a later one of the same
+ * option overrides it), NULL when none, and whether --local was. */
 typedef struct cli_ctx {
     const char *db_opt;
+    const char *db_file_opt;
+    int local;
 } cli_ctx;
 
 /* One option a command accepts, by its long name without the dashes
  * ("ttl" for --ttl). An option with `value` takes an argument, given as
  * "--ttl 5s" or "--ttl=5s", stored there (a repeat overrides); one with
- * `flag` takes none and sets *flag to 1. "-h" is read as "--help". */
+ * `flag` takes none and sets *flag to 1. "-h" is read as "--help" and
+ * "-V" as "--version" (an error where there is no such option). An
+ * option with `secret` set (--db: a URL may hold a password) stores a
+ * copy of its value, and the argument itself is overwritten in place with
+ * the value redacted (cli_hide_arg()), so that /proc/PID/cmdline and ps
+ * no longer show the password. */
 typedef struct cli_opt {
     const char *name;
     const char **value;
     int *flag;
+    int secret;
 } cli_opt;
+
+/* The entries of the options that name the database, for the option
+ * table of every command that opens one. */
+#define CLI_OPTS_DB(ctx)                                                   \
+    { "db", &(ctx).db_opt, NULL, 1 },                                      \
+    { "db-file", &(ctx).db_file_opt, NULL, 0 },                            \
+    { "local", NULL, &(ctx).local, 0 }
 
 /*
  * Parses the arguments of command `cmd` against `opts` (terminated by an
@@ -55,7 +76,7 @@ typedef struct cli_opt {
  * "--", or a positional argument beyond `maxpos`, ends the parse and
  * *rest is set to the index of the first argument after the options
  * (argc when there is none). Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after
- * printing what was wrong to stderr.
+ * printing what was wrong to stderr (CLI_EXIT_DB when out of memory).
  */
 int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
               const char **pos, int maxpos, int *npos, int *rest);
@@ -67,9 +88,19 @@ int cli_usage(void);
 /* Prints the full help to stdout; returns the exit code. */
 int cli_help(void);
 
+/* Copies the value `arg` of a secret option (kept until
+ * cli_free_secrets()) and overwrites `arg` in place with the value as
+ * sqllock__url_redact() shows it, cut to its length and NUL-padded when
+ * longer; an argument with nothing to hide is left alone. Returns the
+ * copy, or NULL when out of memory. */
+const char *cli_hide_arg(char *arg);
+
+/* Wipes and frees the copies cli_hide_arg() made. */
+void cli_free_secrets(void);
+
 /* Parses a duration option with sqllock_parse_duration(). A NULL text
  * leaves *ms alone. Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after naming
- * the option and the bad text on stderr. */
+ * the option, the bad text and what is wrong with it on stderr. */
 int cli_parse_duration(const char *cmd, const char *opt, const char *text,
                        int64_t *ms);
 
@@ -121,11 +152,16 @@ typedef struct cli_run_args {
     const char *kill_after;
     const char *renew_every;
     const char *busy_exit;
+    const char *hold_at_least;
     int skip;
+    int quiet;
+    int verbose;
+    int no_history;
     int lost_signal;
     int64_t kill_after_ms;
     int64_t renew_every_ms;
     int64_t busy_exit_code;
+    int64_t hold_ms;
 } cli_run_args;
 
 /* Checks the run-only options against the lease's ttl (`la` as
@@ -140,18 +176,72 @@ int cli_parse_signal(const char *text, int *sig);
  * tool's table; written into buf[size], which is returned. */
 const char *cli_signame(int sig, char *buf, size_t size);
 
-/* The database URL a command uses: --db, else $SQLLOCK_DB (when not
- * empty), else CLI_DEFAULT_DB_URL, which sets *is_default. */
-const char *cli_db_url(const cli_ctx *ctx, int *is_default);
+/* Where the URL of the database came from. */
+enum cli_db_source {
+    CLI_DB_DEFAULT,            /* --local: CLI_DEFAULT_DB_URL */
+    CLI_DB_OPTION,             /* --db */
+    CLI_DB_FILE_OPTION,        /* --db-file */
+    CLI_DB_VAR,                /* $SQLLOCK_DB */
+    CLI_DB_FILE_VAR            /* $SQLLOCK_DB_FILE */
+};
+
+/* The database URL a command uses, and where it came from. */
+typedef struct cli_db {
+    char *url;                 /* allocated; wiped by cli_db_free() */
+    int source;                /* enum cli_db_source */
+    const char *file;          /* the file read, for the two FILE sources */
+} cli_db;
 
 /*
- * Opens the database for a command: the URL of --db, else $SQLLOCK_DB,
- * else CLI_DEFAULT_DB_URL. For the default alone, and only when
- * `lock_command` is set, the schema is created first. `opts` may be NULL.
- * Returns CLI_EXIT_OK with *out set, or an exit code after printing why.
+ * Finds the database URL of a command, the first of: --db, --db-file,
+ * --local (CLI_DEFAULT_DB_URL), $SQLLOCK_DB, $SQLLOCK_DB_FILE (a variable
+ * set but empty counts as unset). Any two of --db, --db-file and --local
+ * together are a usage error, and so is none of the five: a command that
+ * names no database is refused, saying how to name one, rather than
+ * given a file of this host that would keep out nobody on another. A
+ * file gives its first line that is not blank, without the white space
+ * around it; a file that cannot be read, is larger than CLI_DB_FILE_MAX,
+ * holds a NUL byte or no such line is an error (what the file holds is
+ * never printed). Returns CLI_EXIT_OK with *db filled (free
+ * with cli_db_free()), or an exit code after printing why.
+ */
+int cli_db_url(const cli_ctx *ctx, cli_db *db);
+void cli_db_free(cli_db *db);
+
+/*
+ * Opens the database for a command (cli_db_url()). For --local alone,
+ * and only when `lock_command` is set, the schema is created first. `opts` may be NULL. `where`, when not NULL, gets the URL and its
+ * source (free with cli_db_free(), also after a failure). Returns
+ * CLI_EXIT_OK with *out set, or an exit code after printing why.
  */
 int cli_open_db(const cli_ctx *ctx, const sqllock_options *opts,
-                int lock_command, sqllock_db **out);
+                int lock_command, sqllock_db **out, cli_db *where);
+
+/* Output helpers (list.c). cli_print_cell() prints `text` padded to
+ * `width` columns, control characters and bytes that are not valid UTF-8
+ * as '?'; cli_print_json_string() prints it as a JSON string (invalid
+ * bytes as U+FFFD); cli_format_left() writes a remaining time, "29.8s",
+ * "4m05s", "2h10m", or "expired 3.2s ago" when negative. */
+void cli_print_cell(const char *text, size_t width);
+void cli_print_json_string(const char *text);
+void cli_format_left(char *buf, size_t size, int64_t remaining_ms);
+
+/* The run history and the operator's commands (ops.c). */
+#define CLI_HISTORY_MAX 20
+/* Adds (or, when an entry with this token is there, completes) the entry
+ * of one run of `name` in its history, a record of the library's
+ * versioned records (sqllock_record_update()): `status` "running" at the
+ * start, then "ok", "failed", "lost", "busy" or "error" with the end time
+ * and the exit code. Times are this host's clock, in ms since the epoch.
+ * Keeps the CLI_HISTORY_MAX newest entries. Returns a library status;
+ * the caller only warns: a history that cannot be written never changes
+ * a job's outcome. */
+int cli_history_note(sqllock_db *db, const char *name, int64_t token,
+                     const char *holder, int64_t start_ms, int64_t end_ms,
+                     int exit_code, const char *status);
+/* `sqllock release NAME --force`: frees a lease whatever its owner
+ * (ops.c); cmd_release() hands over when --force was given. */
+int cli_force_release(const cli_ctx *ctx, const char *name, int force);
 
 /* The subcommands that live in files of their own. Each takes the
  * arguments after its name and returns the tool's exit code. */
@@ -159,5 +249,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_list(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_demo(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_reap(const cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_show(const cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv);
 
 #endif /* SQLLOCK_CLI_H */

@@ -740,9 +740,9 @@ int cli_cmd_demo(const cli_ctx *ctx, int argc, char **argv)
     const char *workers_text = NULL, *stock_text = NULL;
     int help = 0, npos, rc;
     const cli_opt opts[] = {
-        { "db", &c.db_opt, NULL }, { "workers", &workers_text, NULL },
-        { "stock", &stock_text, NULL }, { "help", NULL, &help },
-        { NULL, NULL, NULL }
+        CLI_OPTS_DB(c), { "workers", &workers_text, NULL, 0 },
+        { "stock", &stock_text, NULL, 0 }, { "help", NULL, &help, 0 },
+        { NULL, NULL, NULL, 0 }
     };
     int64_t workers = DEMO_DEFAULT_WORKERS, stock = DEMO_DEFAULT_STOCK;
     demo d;
@@ -762,22 +762,28 @@ int cli_cmd_demo(const cli_ctx *ctx, int argc, char **argv)
     if (rc != CLI_EXIT_OK)
         return rc;
 
+    if (c.local) {
+        cli_error("demo: --local is not for the demo, which makes a "
+                  "temporary SQLite file unless --db or --db-file names a "
+                  "database");
+        return cli_usage();
+    }
     memset(&d, 0, sizeof d);
     d.workers = (int)workers;
     d.stock = (int)stock;
-    /* Only an explicit --db is used: the demo never touches the database
-     * of $SQLLOCK_DB or the tool's default file. */
-    if (c.db_opt != NULL) {
-        d.url = malloc(strlen(c.db_opt) + 1);
-        if (d.url == NULL) {
-            cli_error("demo: %s", strerror(ENOMEM));
-            return CLI_EXIT_DB;
-        }
-        strcpy(d.url, c.db_opt);
+    /* Only an explicit --db or --db-file is used: the demo never touches
+     * the database of $SQLLOCK_DB, $SQLLOCK_DB_FILE or the tool's default
+     * file. */
+    if (c.db_opt != NULL || c.db_file_opt != NULL) {
+        cli_db src;
+
+        rc = cli_db_url(&c, &src);
+        if (rc != CLI_EXIT_OK)
+            return rc;
+        d.url = src.url;       /* freed with d */
         shown = sqllock__url_redact(d.url);
         printf("database: %s\n", shown != NULL ? shown : "(given by --db)");
         free(shown);
-        rc = CLI_EXIT_OK;
     } else {
         rc = make_temp_db(&d);
         if (rc == CLI_EXIT_OK)

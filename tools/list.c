@@ -137,7 +137,7 @@ static size_t utf8_len(const unsigned char *s)
  * Control characters and bytes that are not valid UTF-8 are shown as '?',
  * so that a stray byte in the table can neither move the terminal's
  * cursor nor garble the columns. */
-static void print_cell(const char *text, size_t width)
+void cli_print_cell(const char *text, size_t width)
 {
     const unsigned char *s = (const unsigned char *)text;
     size_t w = text_width(text);
@@ -172,7 +172,7 @@ static void format_span(char *buf, size_t size, int64_t ms)
                  ms % 3600000 / 60000);
 }
 
-static void format_left(char *buf, size_t size, int64_t remaining_ms)
+void cli_format_left(char *buf, size_t size, int64_t remaining_ms)
 {
     char span[32];
 
@@ -208,7 +208,7 @@ static void print_table(const list_rows *lr)
             width[3] = w;
     }
     for (c = 0; c < 4; c++) {
-        print_cell(heads[c], width[c]);
+        cli_print_cell(heads[c], width[c]);
         fputs("  ", stdout);
     }
     puts("LEFT");
@@ -216,13 +216,13 @@ static void print_table(const list_rows *lr)
         const list_row *r = &lr->rows[i];
         char left[64];
 
-        print_cell(r->name, width[0]);
+        cli_print_cell(r->name, width[0]);
         fputs("  ", stdout);
-        print_cell(r->owner, width[1]);
+        cli_print_cell(r->owner, width[1]);
         fputs("  ", stdout);
         printf("%*" PRId64 "  ", (int)width[2], r->token);
-        print_cell(r->holder, width[3]);
-        format_left(left, sizeof left, r->remaining_ms);
+        cli_print_cell(r->holder, width[3]);
+        cli_format_left(left, sizeof left, r->remaining_ms);
         printf("  %s\n", left);
     }
 }
@@ -230,7 +230,7 @@ static void print_table(const list_rows *lr)
 /* Prints `s` as a JSON string: quotes, backslashes and control characters
  * escaped; any byte that is not valid UTF-8 becomes U+FFFD, so the output
  * is always valid JSON. */
-static void print_json_string(const char *text)
+void cli_print_json_string(const char *text)
 {
     const unsigned char *s = (const unsigned char *)text;
 
@@ -277,11 +277,11 @@ static void print_json(const list_rows *lr)
         const list_row *r = &lr->rows[i];
 
         fputs("  {\"name\": ", stdout);
-        print_json_string(r->name);
+        cli_print_json_string(r->name);
         fputs(", \"owner\": ", stdout);
-        print_json_string(r->owner);
+        cli_print_json_string(r->owner);
         printf(", \"token\": %" PRId64 ", \"holder\": ", r->token);
-        print_json_string(r->holder);
+        cli_print_json_string(r->holder);
         printf(", \"acquired_at_ms\": %" PRId64 ", \"expires_at_ms\": %"
                PRId64 ", \"remaining_ms\": %" PRId64 "}%s\n",
                r->acquired_at_ms, r->expires_at_ms, r->remaining_ms,
@@ -295,8 +295,8 @@ int cli_cmd_list(const cli_ctx *ctx, int argc, char **argv)
     cli_ctx c = *ctx;
     int help = 0, json = 0, npos, rc;
     const cli_opt opts[] = {
-        { "db", &c.db_opt, NULL }, { "json", NULL, &json },
-        { "help", NULL, &help }, { NULL, NULL, NULL }
+        CLI_OPTS_DB(c), { "json", NULL, &json, 0 },
+        { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
     };
     list_rows lr = { NULL, 0, 0 };
     sqllock_db *db;
@@ -306,7 +306,7 @@ int cli_cmd_list(const cli_ctx *ctx, int argc, char **argv)
         return rc;
     if (help)
         return cli_help();
-    rc = cli_open_db(&c, NULL, 1, &db);
+    rc = cli_open_db(&c, NULL, 1, &db, NULL);
     if (rc != CLI_EXIT_OK)
         return rc;
     rc = sqllock_list(db, collect_row, &lr);

@@ -22,9 +22,9 @@ int cli_cmd_reap(const cli_ctx *ctx, int argc, char **argv)
     const char *older = NULL, *batch_text = NULL;
     int help = 0, npos, rc;
     const cli_opt opts[] = {
-        { "db", &c.db_opt, NULL }, { "older-than", &older, NULL },
-        { "batch", &batch_text, NULL }, { "help", NULL, &help },
-        { NULL, NULL, NULL }
+        CLI_OPTS_DB(c), { "older-than", &older, NULL, 0 },
+        { "batch", &batch_text, NULL, 0 }, { "help", NULL, &help, 0 },
+        { NULL, NULL, NULL, 0 }
     };
     int64_t grace_ms = 0, batch = 1000, deleted = 0;
     sqllock_db *db;
@@ -43,7 +43,7 @@ int cli_cmd_reap(const cli_ctx *ctx, int argc, char **argv)
         if (rc != CLI_EXIT_OK)
             return rc;
     }
-    rc = cli_open_db(&c, NULL, 1, &db);
+    rc = cli_open_db(&c, NULL, 1, &db, NULL);
     if (rc != CLI_EXIT_OK)
         return rc;
     rc = sqllock_reap(db, grace_ms, (int)batch, &deleted);

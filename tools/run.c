@@ -2,46 +2,85 @@
  * run.c -- `sqllock run NAME --ttl DUR ... -- CMD ARGS...`: runs a command
  * while holding a lease, and keeps the lease alive while it runs.
  *
+ * Three processes take part. The runner (this file) holds the lease; the
+ * guard (guard.c), a small single-threaded process forked before
+ * anything else happens, starts the command and sees to it that nothing
+ * of it runs on once the runner is gone (DESIGN X1): the runner's end of
+ * file on their pipe makes the guard kill the command's group and every
+ * descendant, and it stops the command by itself when the lease's local
+ * deadline passes while the runner is stopped and cannot tell it of a
+ * renewal. guard.c explains how, and what it does not cover.
+ *
  * The lease is renewed by the library's watchdog (sqllock_lease_watch(),
- * DESIGN L7): a renewer thread with its own connection. The main thread is
- * a supervisor that never talks to the database while the command runs, so
- * a renewal that hangs cannot keep it from acting: it waits, with
- * pselect(), on one pipe and a timeout. The pipe is written by the signal
- * handlers (one byte: the signal number) and by the watch callback (a zero
- * byte). The timeout is the lease's local deadline (DESIGN L6), so the
- * supervisor sees the lease lost when that deadline passes even if the
- * renewer is stuck and never calls back.
+ * DESIGN L7): a renewer thread with its own connection. The main thread
+ * is a supervisor that never talks to the database while the command
+ * runs, so a renewal that hangs cannot keep it from acting: it waits,
+ * with pselect(), on the wake-up pipe, the pipe from the guard, and a
+ * timeout. The wake-up pipe is written by the signal handlers (one byte:
+ * the signal number) and by the watch callback (a zero byte). The
+ * timeout is the lease's local deadline (DESIGN L6), so the supervisor
+ * sees the lease lost when that deadline passes even if the renewer is
+ * stuck and never calls back, and at most a quarter of the renewal
+ * interval, so that it passes each new deadline on to the guard soon
+ * after the renewal that set it.
+ *
+ * DESIGN X3: each time the supervisor wakes, it looks at the lease's
+ * state before anything else -- before it reads what the guard reported
+ * meanwhile -- so a runner that wakes from a pause past its deadline
+ * treats the lease as lost even when the command has ended meanwhile.
+ * DESIGN X2: the exit code is 76 whenever the lease was not held without
+ * a break from the grant until the command and what it left running had
+ * ended: a renewal found another owner, the deadline passed (also when
+ * the guard reports that the command ended after it), or the release
+ * found the lease taken over. Each such message says when the loss was
+ * noticed.
  *
  * SIGCHLD, SIGINT, SIGTERM and SIGHUP are blocked except inside pselect(),
  * so their handlers run only there, on the main thread. They are blocked
  * before the watch starts the renewer thread, which inherits that mask.
- * INT, TERM and HUP are passed on to the command; a signal that was
- * ignored when sqllock started (nohup) stays ignored, as a shell does it.
+ * INT, TERM and HUP are passed on to the command, through the guard; a
+ * signal that was ignored when sqllock started (nohup) stays ignored, as
+ * a shell does it.
  *
- * The command gets a process group of its own, and every signal sqllock
- * sends goes to that whole group, so that a shell script's children stop
+ * The command gets a process group of its own, and every signal sent to
+ * it goes to that whole group, so that a shell script's children stop
  * with it when the lease is lost. The exception: when sqllock runs in the
- * foreground of its terminal, the command stays in sqllock's group so that
+ * foreground of its terminal, the command joins sqllock's group so that
  * it can use the terminal; the signals then go to the command alone, and
  * those the terminal sends reach the command directly (they are not
  * passed on twice).
  *
- * If the lease is lost (a renewal finds another owner, or its local
- * deadline passes before a renewal succeeds), the command gets --signal
- * (SIGTERM), then SIGKILL after --kill-after (10 s) if it is still
- * running, and the tool exits 76. When the command is gone, whatever is
- * left in its group gets SIGKILL too: nothing of the job may go on
- * working once the lock is someone else's.
+ * If the lease is lost, the command gets --signal (SIGTERM), then SIGKILL
+ * after --kill-after (10 s) if it is still running, and the tool exits
+ * 76. When the command has ended, whatever it left running gets --signal,
+ * then SIGKILL after --kill-after -- at once when the lease was lost --
+ * and the lease is given up only when nothing of the job is left.
  *
- * Whether exec() worked is learned from a pipe whose write end is closed
- * on exec: EOF means the command runs; an errno written into it means the
- * exec failed (127 for "not found", 126 otherwise, as a shell reports).
+ * DESIGN X4, --hold-at-least DUR: when the command ends sooner than DUR
+ * after the grant, the lease is not released but set to expire DUR after
+ * the grant (one renewal with the time left as its ttl), and sqllock
+ * exits. The runner then has nothing left to be killed in: the name stays
+ * held until then whatever happens to it.
+ *
+ * The command's environment is sqllock's own with the lease's
+ * SQLLOCK_NAME, SQLLOCK_OWNER and SQLLOCK_TOKEN, and without SQLLOCK_DB
+ * and SQLLOCK_DB_FILE (DESIGN C4: the URL may hold a password), unless
+ * --export-db asks for the database: the runner sends those variables to
+ * the guard, which builds the environment. sqllock's own environment is
+ * never changed: the renewer thread runs meanwhile, and libpq reads its
+ * PG* variables on each connect.
+ *
+ * --quiet leaves out the message about a busy lock (errors are still
+ * printed); that message names the holder and the time it has left, as
+ * `list` shows them (never the owner id, which can release the lock).
+ * --verbose prints a line for each event, each message with the time.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,42 +90,67 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "cli.h"
-
-#ifndef NSIG
-#define NSIG 65
+#ifdef __linux__
+#include <sys/prctl.h>
 #endif
 
-/* The longest the supervisor sleeps between looks at the child. */
+#include "cli.h"
+#include "guard.h"
+#include "internal.h"
+
+/* The longest the supervisor sleeps between looks at the lease. */
 #define RUN_MAX_NAP_MS 1000
 /* Bytes on the wake-up pipe: a signal number, with RUN_FROM_TTY when the
  * kernel sent it (a terminal's Ctrl-C or hangup); zero from the watch
  * callback. The signals handled are all below 0x80. */
 #define RUN_WAKE_WATCH 0
 #define RUN_FROM_TTY 0x80
+/* A loss noticed longer than this after the lease's local deadline was
+ * noticed late: sqllock was stopped, paused or starved meanwhile. */
+#define RUN_LATE_US 100000
 
 /* The signals the supervisor handles; the first three are passed on. */
 static const int run_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD };
 #define RUN_NSIGS 4
 #define RUN_NFORWARD 3
 
-/* The supervisor's state while the command runs. */
+/* The supervisor's state. */
 typedef struct run_state {
     sqllock_db *db;
     sqllock_lease *lease;
     const char *name;
-    pid_t pid;
-    pid_t target;          /* what kill() gets: -pid for the command's own
-                              group, or pid */
-    int own_group;         /* the command has a process group of its own */
-    int lost_signal;       /* --signal */
-    int64_t interval_ms;   /* --renew-every, 0 for the default */
-    int64_t kill_after_ms; /* --kill-after */
-    int wake[2];           /* the wake-up pipe */
-    int lost;              /* the lease is lost; the child is being ended */
-    int64_t kill_at_ms;    /* when SIGKILL follows the first signal */
-    int killed;            /* SIGKILL was sent */
+    const char *cmd0;          /* the command's name, for messages */
+    const cli_db *where;       /* the database's URL, and its source */
+    const sqllock_options *dbo; /* the options it was opened with */
+    int export_db;             /* --export-db */
+    int lost_signal;           /* --signal */
+    int64_t ttl_ms;            /* --ttl */
+    int64_t interval_ms;       /* --renew-every, 0 for the default */
+    int64_t every_ms;          /* the renewal interval in effect */
+    int64_t hold_ms;           /* --hold-at-least, 0 for none */
+    int verbose;               /* --verbose */
+    int quiet;                 /* --quiet */
+    int history;               /* note the run in the name's history */
+    int64_t history_token;     /* the token it is noted under */
+    int64_t history_start_ms;  /* its start, by this host's wall clock */
+    char history_who[300];     /* the holder text */
+    int own_group;             /* the command has a process group of its
+                                  own */
+    int wake[2];               /* the wake-up pipe */
+    sigset_t waitmask;         /* the signal mask inside pselect() */
+    pid_t guard;               /* the guard, until it is reaped */
+    int ctl;                   /* the pipe to the guard, -1 when closed */
+    int sts;                   /* the pipe from the guard */
+    pid_t cmd;                 /* the command, once it runs */
+    int64_t granted_us;        /* when the acquire returned */
+    int64_t deadline_sent;     /* the last deadline the guard was told */
+    int lost;                  /* the lease is lost */
+    int64_t lost_us;           /* when that was noticed */
+    int ended;                 /* the command has ended ... */
+    int wstatus;               /* ... with this status */
+    int leftover;              /* it left processes running */
+    int guard_done;            /* the guard said CLI_GUARD_DONE */
+    int guard_eof;             /* the pipe from the guard is at its end */
     /* What the watch callback last reported, for the main thread. */
     pthread_mutex_t mu;
     int note_pending;
@@ -100,13 +164,93 @@ typedef struct run_state {
  * installed. */
 static int run_wake_fd = -1;
 
-static int64_t now_ms(void)
+/* The wall-clock time at the cli_guard_now_us() time `mono_us`, as
+ * "2025-11-25T15:45:18.123+0100". */
+static void wall_time(char *buf, size_t size, int64_t mono_us)
 {
     struct timespec ts;
+    struct tm tm;
+    char base[32], zone[8];
+    int64_t wall_us;
+    time_t sec;
 
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-        return 0;
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    wall_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000
+              - (cli_guard_now_us() - mono_us);
+    sec = (time_t)(wall_us / 1000000);
+    if (localtime_r(&sec, &tm) == NULL) {
+        snprintf(buf, size, "%" PRId64 ".%03d", (int64_t)sec,
+                 (int)(wall_us % 1000000 / 1000));
+        return;
+    }
+    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    strftime(zone, sizeof zone, "%z", &tm);
+    snprintf(buf, size, "%s.%03d%s", base, (int)(wall_us % 1000000 / 1000),
+             zone);
+}
+
+/* A span of time: "0.4s", "29.8s", "4m05s", "2h10m"; tenths are cut, not
+ * rounded (as `list` shows them). */
+static const char *span(char *buf, size_t size, int64_t ms)
+{
+    if (ms < 0)
+        ms = 0;
+    if (ms < 60000)
+        snprintf(buf, size, "%" PRId64 ".%" PRId64 "s", ms / 1000,
+                 ms % 1000 / 100);
+    else if (ms < 3600000)
+        snprintf(buf, size, "%" PRId64 "m%02" PRId64 "s", ms / 60000,
+                 ms % 60000 / 1000);
+    else
+        snprintf(buf, size, "%" PRId64 "h%02" PRId64 "m", ms / 3600000,
+                 ms % 3600000 / 60000);
+    return buf;
+}
+
+static void vsay(int verbose, const char *fmt, va_list ap)
+{
+    char when[64], msg[1200];
+
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (verbose) {
+        wall_time(when, sizeof when, cli_guard_now_us());
+        fprintf(stderr, "sqllock: %s run: %s\n", when, msg);
+    } else {
+        fprintf(stderr, "sqllock: run: %s\n", msg);
+    }
+}
+
+/* Prints "sqllock: run: <message>" to stderr; under --verbose with the
+ * time after "sqllock: ". */
+static void say(const run_state *st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void say(const run_state *st, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsay(st->verbose, fmt, ap);
+    va_end(ap);
+}
+
+/* The same, only under --verbose: one line per event. */
+static void event(const run_state *st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void event(const run_state *st, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!st->verbose)
+        return;
+    va_start(ap, fmt);
+    vsay(1, fmt, ap);
+    va_end(ap);
 }
 
 /* The exit code that reports how the child ended, as a shell does. */
@@ -117,6 +261,20 @@ static int child_exit_code(int wstatus)
     if (WIFSIGNALED(wstatus))
         return 128 + WTERMSIG(wstatus);
     return CLI_EXIT_DB;
+}
+
+/* "exited with status 3", "was killed by SIGTERM". */
+static const char *how_ended(char *buf, size_t size, int wstatus)
+{
+    char sig[32];
+
+    if (WIFSIGNALED(wstatus))
+        snprintf(buf, size, "was killed by %s",
+                 cli_signame(WTERMSIG(wstatus), sig, sizeof sig));
+    else
+        snprintf(buf, size, "exited with status %d",
+                 child_exit_code(wstatus));
+    return buf;
 }
 
 /* Writes one byte to the wake-up pipe; a full pipe already wakes. */
@@ -164,38 +322,46 @@ static void on_watch(void *ctx, sqllock_lease *lease, int state, int status,
     wake_write(st->wake[1], RUN_WAKE_WATCH);
 }
 
-/* Sends `sig` to the command (its group, or itself). */
-static void send_sig(run_state *st, int sig)
+/* Sends a message to the guard. The pipe does not block: a guard that
+ * has stopped reading (it is stopped itself) costs a message, never the
+ * supervisor. */
+static void to_guard(run_state *st, int op, int arg, int64_t value)
 {
-    char buf[32];
+    cli_guard_msg m;
+    ssize_t n;
 
-    if (kill(st->target, sig) != 0 && errno != ESRCH)
-        cli_error("run: cannot send %s to the command: %s",
-                  cli_signame(sig, buf, sizeof buf), strerror(errno));
+    if (st->ctl < 0)
+        return;
+    m.op = op;
+    m.arg = arg;
+    m.value = value;
+    do
+        n = write(st->ctl, &m, sizeof m);
+    while (n < 0 && errno == EINTR);
 }
 
-/* Marks the lease lost and starts ending the command. */
+/* Marks the lease lost, says when and why, and has the guard stop the
+ * command. */
 static void lose(run_state *st, const char *why)
 {
-    char buf[32];
+    char when[64], since[32], sig[32];
 
     st->lost = 1;
-    cli_error("run: lock '%s' lost: %s; stopping the command (%s)",
-              st->name, why, cli_signame(st->lost_signal, buf, sizeof buf));
-    send_sig(st, st->lost_signal);
-    if (st->lost_signal == SIGKILL) {
-        st->killed = 1;
-    } else if (st->kill_after_ms == 0) {
-        send_sig(st, SIGKILL);
-        st->killed = 1;
-    } else {
-        int64_t now = now_ms();
-
-        /* --kill-after may be as long as 106751991167d: saturate rather
-         * than overflow. */
-        st->kill_at_ms = st->kill_after_ms > INT64_MAX - now
-                             ? INT64_MAX : now + st->kill_after_ms;
-    }
+    st->lost_us = cli_guard_now_us();
+    wall_time(when, sizeof when, st->lost_us);
+    span(since, sizeof since, (st->lost_us - st->granted_us) / 1000);
+    if (st->ended && !st->leftover)
+        say(st, "lock '%s' lost (noticed at %s, %s after the grant): %s; "
+            "the command had already ended", st->name, when, since, why);
+    else if (st->ended)
+        say(st, "lock '%s' lost (noticed at %s, %s after the grant): %s; "
+            "killing what the command left running", st->name, when, since,
+            why);
+    else
+        say(st, "lock '%s' lost (noticed at %s, %s after the grant): %s; "
+            "stopping the command (%s)", st->name, when, since, why,
+            cli_signame(st->lost_signal, sig, sizeof sig));
+    to_guard(st, CLI_GUARD_LOST, 0, 0);
 }
 
 /* Acts on what the watch callback reported. */
@@ -216,10 +382,42 @@ static void take_note(run_state *st)
     if (state == SQLLOCK_STATE_LOST)
         lose(st, msg);
     else if (state == SQLLOCK_STATE_UNCERTAIN)
-        cli_error("run: renewing lock '%s' failed (%s; will retry while its "
-                  "time lasts): %s", st->name, sqllock_errname(status), msg);
+        say(st, "renewing lock '%s' failed (%s; will retry while its time "
+            "lasts): %s", st->name, sqllock_errname(status), msg);
     else if (state == SQLLOCK_STATE_HELD)
-        cli_error("run: renewing lock '%s' works again", st->name);
+        say(st, "lock '%s' renewed late: renewing it works again",
+            st->name);
+}
+
+/* DESIGN X3: the lease's own state, before anything else, each time the
+ * supervisor wakes. A renewal that hangs never calls back, but its
+ * deadline passes all the same; and a runner that was stopped past its
+ * deadline finds out here, whatever happened meanwhile. */
+static void check_lease(run_state *st)
+{
+    char why[300], late[32];
+    int64_t now, deadline;
+
+    if (st->lost || sqllock_lease_state(st->lease) != SQLLOCK_STATE_LOST)
+        return;
+    now = cli_guard_now_us();
+    deadline = sqllock__lease_deadline(st->lease);
+    if (deadline == 0 || now < deadline) {
+        /* The renewer found the lease taken; its note says more. */
+        take_note(st);
+        if (st->lost)
+            return;
+        snprintf(why, sizeof why, "a renewal found it taken over by "
+                 "another owner, or removed");
+    } else if (now - deadline > RUN_LATE_US) {
+        snprintf(why, sizeof why, "its local deadline passed %s before "
+                 "sqllock could act (it was stopped, paused or starved)",
+                 span(late, sizeof late, (now - deadline) / 1000));
+    } else {
+        snprintf(why, sizeof why, "its local deadline passed before a "
+                 "renewal succeeded");
+    }
+    lose(st, why);
 }
 
 /* Reads everything on the wake-up pipe and acts on it: passes signals on
@@ -245,56 +443,124 @@ static void drain(run_state *st)
              * on would deliver it twice. */
             if ((buf[i] & RUN_FROM_TTY) && !st->own_group)
                 continue;
-            send_sig(st, sig);
+            to_guard(st, CLI_GUARD_SIGNAL, sig, 0);
         }
     }
 }
 
-/*
- * Supervises the running child until it ends; *wstatus gets its status.
- * `waitmask` is the signal mask while waiting (the four signals unblocked).
- * Returns 0, or -1 when waiting for the child fails (which leaves nothing
- * sensible to do but report it).
- */
-static int supervise(run_state *st, const sigset_t *waitmask, int *wstatus)
+/* Acts on one message from the guard. */
+static void guard_said(run_state *st, const cli_guard_msg *m)
 {
+    char when[64], how[64], sig[32];
+    int64_t deadline;
+
+    switch (m->op) {
+    case CLI_GUARD_EXITED:
+        st->ended = 1;
+        st->wstatus = m->arg;
+        event(st, "the command %s", how_ended(how, sizeof how, m->arg));
+        /* The guard saw it end after the deadline, which this supervisor
+         * has not noticed yet (it was stopped just before it read this). */
+        deadline = sqllock__lease_deadline(st->lease);
+        if (!st->lost && deadline != 0 && m->value >= deadline)
+            lose(st, "its local deadline passed before the command ended");
+        break;
+    case CLI_GUARD_LEFTOVER:
+        st->leftover = 1;
+        say(st, "the command left %d process%s running; stopping %s (%s, "
+            "SIGKILL after --kill-after) before the lock is given up",
+            (int)m->arg, m->arg == 1 ? "" : "es", m->arg == 1 ? "it" : "them",
+            cli_signame(st->lost_signal, sig, sizeof sig));
+        break;
+    case CLI_GUARD_EXPIRED:
+        /* Said only when this supervisor noticed the loss late: the
+         * guard acted at the deadline while it could not. */
+        if (st->lost && st->lost_us - m->value > RUN_LATE_US) {
+            wall_time(when, sizeof when, m->value);
+            say(st, "the guard had stopped the command at %s, when the "
+                "lease's local deadline passed", when);
+        }
+        break;
+    case CLI_GUARD_KILLED:
+        if (st->ended)
+            say(st, "what the command left running did not stop; sending "
+                "SIGKILL");
+        else
+            say(st, "the command did not stop; sending SIGKILL");
+        break;
+    case CLI_GUARD_DONE:
+        st->guard_done = 1;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Reads what the guard has reported. */
+static void read_guard(run_state *st)
+{
+    cli_guard_msg m;
+    ssize_t n;
+
+    while (!st->guard_eof) {
+        n = read(st->sts, &m, sizeof m);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return;
+        if (n != (ssize_t)sizeof m) {
+            /* End of file: the guard has exited (or died). Writes of
+             * one message are never split. */
+            st->guard_eof = 1;
+            return;
+        }
+        guard_said(st, &m);
+    }
+}
+
+/* Tells the guard the lease's local deadline when a renewal moved it. */
+static void push_deadline(run_state *st)
+{
+    int64_t d;
+
+    if (st->lost)
+        return;
+    d = sqllock__lease_deadline(st->lease);
+    if (d != 0 && d != st->deadline_sent) {
+        to_guard(st, CLI_GUARD_DEADLINE, 0, d);
+        st->deadline_sent = d;
+    }
+}
+
+/*
+ * Supervises the job until the guard reports that nothing of it runs any
+ * more, or is gone. Returns 0, or -1 when waiting fails (which leaves
+ * nothing sensible to do but report it).
+ */
+static int supervise(run_state *st)
+{
+    check_lease(st);
     for (;;) {
         struct timespec ts;
         fd_set rd;
-        int64_t now, nap;
-        pid_t r;
+        int64_t nap;
+        int maxfd;
 
-        r = waitpid(st->pid, wstatus, WNOHANG);
-        if (r == st->pid)
+        if (st->guard_done || st->guard_eof)
             return 0;
-        if (r < 0 && errno != EINTR) {
-            cli_error("run: cannot wait for the command: %s",
-                      strerror(errno));
-            return -1;
-        }
-        /* The lease's own state, as well as the callback: a renewal that
-         * hangs never calls back, but its deadline passes all the same. */
-        if (!st->lost
-            && sqllock_lease_state(st->lease) == SQLLOCK_STATE_LOST)
-            lose(st, "its local deadline passed before a renewal "
-                 "succeeded");
-        now = now_ms();
-        if (st->lost && !st->killed && now >= st->kill_at_ms) {
-            cli_error("run: the command did not stop; sending SIGKILL");
-            send_sig(st, SIGKILL);
-            st->killed = 1;
-        }
-
+        push_deadline(st);
         nap = RUN_MAX_NAP_MS;
         if (!st->lost) {
             /* Wake just after the local deadline, should no renewal move
-             * it meanwhile. */
+             * it meanwhile, and soon after each renewal, to pass its
+             * deadline on to the guard well before the old one. */
             int64_t left = sqllock_lease_remaining_ms(st->lease) + 1;
+            int64_t quarter = st->every_ms / 4;
 
             if (left < nap)
                 nap = left;
-        } else if (!st->killed && st->kill_at_ms - now < nap) {
-            nap = st->kill_at_ms - now;
+            if (quarter < nap)
+                nap = quarter;
         }
         if (nap < 1)
             nap = 1;
@@ -302,64 +568,104 @@ static int supervise(run_state *st, const sigset_t *waitmask, int *wstatus)
         ts.tv_nsec = (long)(nap % 1000) * 1000000L;
         FD_ZERO(&rd);
         FD_SET(st->wake[0], &rd);
-        if (pselect(st->wake[0] + 1, &rd, NULL, NULL, &ts, waitmask) < 0
+        FD_SET(st->sts, &rd);
+        maxfd = st->wake[0] > st->sts ? st->wake[0] : st->sts;
+        if (pselect(maxfd + 1, &rd, NULL, NULL, &ts, &st->waitmask) < 0
             && errno != EINTR) {
-            cli_error("run: pselect: %s", strerror(errno));
+            say(st, "pselect: %s", strerror(errno));
             return -1;
         }
+        check_lease(st);
         drain(st);
+        read_guard(st);
     }
 }
 
-/* In the child: restores the signal dispositions and mask sqllock started
- * with, takes its own process group when asked, and executes the command.
- * On failure, writes errno to `errfd` and exits 127 or 126. Only
- * async-signal-safe calls are made here. The parent's database handle is
- * never touched: the exec (or _exit) ends this copy of it. */
-static void child_exec(char **cmd, int own_group, const struct sigaction *old,
-                       const sigset_t *oldmask, int errfd)
+/* Writes all of buf; 0, or -1 with errno. */
+static int write_full(int fd, const void *buf, size_t len)
 {
-    int i, err;
+    const char *p = buf;
 
-    for (i = 0; i < RUN_NSIGS; i++)
-        sigaction(run_sigs[i], &old[i], NULL);
-    if (own_group)
-        setpgid(0, 0);
-    if (sigprocmask(SIG_SETMASK, oldmask, NULL) == 0)
-        execvp(cmd[0], cmd);
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Appends "name=value\0" to buf[*len..cap); -1 when it does not fit. */
+static int var_add(char *buf, size_t cap, size_t *len, const char *name,
+                   const char *value)
+{
+    size_t nl = strlen(name), vl = strlen(value);
+
+    if (*len + nl + vl + 2 > cap)
+        return -1;
+    memcpy(buf + *len, name, nl);
+    buf[*len + nl] = '=';
+    memcpy(buf + *len + nl + 1, value, vl + 1);
+    *len += nl + vl + 2;
+    return 0;
+}
+
+/*
+ * Tells the guard to start the command (CLI_GUARD_START), with the
+ * variables its environment gets: SQLLOCK_NAME, SQLLOCK_OWNER and
+ * SQLLOCK_TOKEN of the lease, and with --export-db the database sqllock
+ * used, in the form sqllock got it: SQLLOCK_DB=URL for --db or
+ * $SQLLOCK_DB, SQLLOCK_DB_FILE=PATH for --db-file or $SQLLOCK_DB_FILE,
+ * neither for the built-in default, so that a `sqllock` the command runs
+ * finds the same database. Returns 0, or -1 with errno.
+ */
+static int send_start(run_state *st)
+{
+    const cli_db *db = st->where;
+    char token[32], *buf;
+    size_t cap, len = 0;
+    cli_guard_msg m;
+    int rc = 0, err;
+
+    cap = 200 + strlen(st->name)
+          + (db->url != NULL ? strlen(db->url) : 0)
+          + (db->file != NULL ? strlen(db->file) : 0);
+    buf = malloc(cap);
+    if (buf == NULL)
+        return -1;
+    snprintf(token, sizeof token, "%" PRId64,
+             sqllock_lease_token(st->lease));
+    rc |= var_add(buf, cap, &len, "SQLLOCK_NAME",
+                  sqllock_lease_name(st->lease));
+    rc |= var_add(buf, cap, &len, "SQLLOCK_OWNER",
+                  sqllock_lease_owner(st->lease));
+    rc |= var_add(buf, cap, &len, "SQLLOCK_TOKEN", token);
+    if (st->export_db && rc == 0) {
+        if (db->source == CLI_DB_OPTION || db->source == CLI_DB_VAR)
+            rc |= var_add(buf, cap, &len, CLI_DB_ENV, db->url);
+        else if (db->source == CLI_DB_FILE_OPTION ||
+                 db->source == CLI_DB_FILE_VAR)
+            rc |= var_add(buf, cap, &len, CLI_DB_FILE_ENV, db->file);
+    }
+    m.op = CLI_GUARD_START;
+    m.arg = st->own_group ? 0 : (int32_t)getpgrp();
+    m.value = (int64_t)len;
+    if (rc != 0) {
+        errno = ENOMEM;
+    } else if (write_full(st->ctl, &m, sizeof m) != 0
+               || write_full(st->ctl, buf, len) != 0) {
+        rc = -1;
+    }
     err = errno;
-    while (write(errfd, &err, sizeof err) < 0 && errno == EINTR)
-        ;
-    _exit(err == ENOENT || err == ENOTDIR ? CLI_EXIT_NOTFOUND
-                                          : CLI_EXIT_NOEXEC);
-}
-
-/* Reads the exec result from the pipe: 0 when the command runs, else the
- * errno of the failed exec. */
-static int exec_result(int fd)
-{
-    int err = 0;
-    ssize_t n;
-
-    do
-        n = read(fd, &err, sizeof err);
-    while (n < 0 && errno == EINTR);
-    return n == (ssize_t)sizeof err ? err : 0;
-}
-
-/* Puts the lease into the environment the child will inherit. */
-static int export_lease(const sqllock_lease *lease)
-{
-    char token[32];
-
-    snprintf(token, sizeof token, "%" PRId64, sqllock_lease_token(lease));
-    if (setenv("SQLLOCK_NAME", sqllock_lease_name(lease), 1) != 0
-        || setenv("SQLLOCK_OWNER", sqllock_lease_owner(lease), 1) != 0
-        || setenv("SQLLOCK_TOKEN", token, 1) != 0) {
-        cli_error("run: cannot set the environment: %s", strerror(errno));
-        return CLI_EXIT_DB;
-    }
-    return CLI_EXIT_OK;
+    /* The URL (--export-db) may hold a password. */
+    sqllock__wipe(buf, cap);
+    free(buf);
+    errno = err;
+    return rc != 0 ? -1 : 0;
 }
 
 /* Releases the lease after a failure that kept the command from running
@@ -400,6 +706,7 @@ static int wake_pipe(int fds[2])
             || fcntl(fds[i], F_SETFL, O_NONBLOCK) != 0) {
             close(fds[0]);
             close(fds[1]);
+            fds[0] = fds[1] = -1;
             return -1;
         }
     }
@@ -407,31 +714,28 @@ static int wake_pipe(int fds[2])
 }
 
 /* Blocks the four signals and installs their handler (for INT, TERM and
- * HUP only when they were not ignored at start); old[] and *oldmask get
- * what was there before. */
-static int take_signals(struct sigaction old[RUN_NSIGS], sigset_t *oldmask,
-                        sigset_t *waitmask)
+ * HUP only when they were not ignored at start); *waitmask gets the mask
+ * to wait with. */
+static int take_signals(sigset_t *waitmask)
 {
-    struct sigaction sa;
+    struct sigaction sa, old;
     sigset_t set;
     int i;
 
     sigemptyset(&set);
     for (i = 0; i < RUN_NSIGS; i++)
         sigaddset(&set, run_sigs[i]);
-    if (sigprocmask(SIG_BLOCK, &set, oldmask) != 0)
+    if (sigprocmask(SIG_BLOCK, &set, waitmask) != 0)
         return -1;
-    *waitmask = *oldmask;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NOCLDSTOP;
     sigfillset(&sa.sa_mask);
     for (i = 0; i < RUN_NSIGS; i++) {
-        if (sigaction(run_sigs[i], NULL, &old[i]) != 0)
+        if (sigaction(run_sigs[i], NULL, &old) != 0)
             return -1;
-        /* A handler also replaces an inherited SIG_IGN for SIGCHLD,
-         * which would make the kernel reap the child itself. */
-        if (i < RUN_NFORWARD && old[i].sa_handler == SIG_IGN)
+        /* A handler also replaces an inherited SIG_IGN for SIGCHLD. */
+        if (i < RUN_NFORWARD && old.sa_handler == SIG_IGN)
             continue;
         if (sigaction(run_sigs[i], &sa, NULL) != 0)
             return -1;
@@ -458,22 +762,61 @@ static int prepare_renewer(sqllock_db *db)
     return rc;
 }
 
-/* Starts the command and supervises it. Returns the command's exit code,
- * or the tool's own code when it could not run or be supervised. */
-static int start_and_supervise(run_state *st, char **cmd)
+/* Closes the pipe to the guard -- which, should the guard still run,
+ * tells it to kill what is left of the job -- and reaps it. Returns its
+ * wait status. */
+static int end_guard(run_state *st)
 {
-    struct sigaction old[RUN_NSIGS];
-    sigset_t oldmask, waitmask;
+    int ws = 0;
+
+    if (st->ctl >= 0) {
+        close(st->ctl);
+        st->ctl = -1;
+    }
+    if (st->guard > 0) {
+        while (waitpid(st->guard, &ws, 0) < 0 && errno == EINTR)
+            ;
+        st->guard = 0;
+    }
+    return ws;
+}
+
+/* After the guard died without saying that the job is over: the command
+ * got SIGKILL with it (PR_SET_PDEATHSIG), and what the command started
+ * came to this process, a child subreaper too. Kills and reaps it all. */
+static void kill_orphans(void)
+{
+    struct timespec ts = { 0, 5000000 };
+
+    for (;;) {
+        int live = cli_guard_signal_tree(getpid(), SIGKILL);
+        pid_t r;
+
+        while ((r = waitpid(-1, NULL, WNOHANG)) > 0)
+            ;
+        if (live == 0 && r < 0)
+            return;
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Starts the command through the guard and supervises it. Returns the
+ * command's exit code, or the tool's own code when it could not run or
+ * be supervised. */
+static int start_and_supervise(run_state *st)
+{
     sqllock_watch_options wo = SQLLOCK_WATCH_OPTIONS_INIT;
-    int fds[2], err, wstatus = 0, rc;
+    cli_guard_msg m;
+    char how[64];
+    int rc, ws;
 
     if (wake_pipe(st->wake) != 0) {
-        cli_error("run: pipe: %s", strerror(errno));
+        say(st, "pipe: %s", strerror(errno));
         return give_back(st, CLI_EXIT_DB);
     }
     run_wake_fd = st->wake[1];
-    if (take_signals(old, &oldmask, &waitmask) != 0) {
-        cli_error("run: cannot set up signals: %s", strerror(errno));
+    if (take_signals(&st->waitmask) != 0) {
+        say(st, "cannot set up signals: %s", strerror(errno));
         return give_back(st, CLI_EXIT_DB);
     }
     /* The renewer thread already runs (prepare_renewer()). */
@@ -486,90 +829,307 @@ static int start_and_supervise(run_state *st, char **cmd)
                           st->name);
         return give_back(st, rc == CLI_EXIT_USAGE ? CLI_EXIT_DB : rc);
     }
-    if (pipe(fds) != 0) {
-        cli_error("run: pipe: %s", strerror(errno));
-        return give_back(st, CLI_EXIT_DB);
-    }
-    if (fcntl(fds[1], F_SETFD, FD_CLOEXEC) != 0) {
-        cli_error("run: fcntl: %s", strerror(errno));
-        close(fds[0]);
-        close(fds[1]);
-        return give_back(st, CLI_EXIT_DB);
-    }
     st->own_group = !terminal_foreground();
-    fflush(NULL);
-    st->pid = fork();
-    if (st->pid < 0) {
-        cli_error("run: fork: %s", strerror(errno));
-        close(fds[0]);
-        close(fds[1]);
+    /* The guard knows the deadline before the command starts: should
+     * this process be stopped right after, the guard still acts. */
+    push_deadline(st);
+    if (send_start(st) != 0) {
+        say(st, "cannot start the command: %s", strerror(errno));
         return give_back(st, CLI_EXIT_DB);
     }
-    if (st->pid == 0) {
-        close(fds[0]);
-        child_exec(cmd, st->own_group, old, &oldmask, fds[1]);
-    }
-    /* Also here, so that the group exists before the first kill(); an
-     * error only means the child did it first and has executed. */
-    if (st->own_group)
-        setpgid(st->pid, st->pid);
-    st->target = st->own_group ? -st->pid : st->pid;
-    close(fds[1]);
-    err = exec_result(fds[0]);
-    close(fds[0]);
-    if (err != 0) {
-        while (waitpid(st->pid, &wstatus, 0) < 0 && errno == EINTR)
-            ;
-        cli_error("run: cannot execute '%s': %s", cmd[0], strerror(err));
-        return err == ENOENT || err == ENOTDIR ? CLI_EXIT_NOTFOUND
-                                               : CLI_EXIT_NOEXEC;
-    }
-    if (supervise(st, &waitmask, &wstatus) != 0)
+    /* The first answer: the command runs, or could not be executed. */
+    while ((rc = (int)read(st->sts, &m, sizeof m)) < 0 && errno == EINTR)
+        ;
+    if (rc != (int)sizeof m
+        || (m.op != CLI_GUARD_STARTED && m.op != CLI_GUARD_EXECFAIL)) {
+        ws = end_guard(st);
+        say(st, "the guard process ended before the command started (%s)",
+            how_ended(how, sizeof how, ws));
         return give_back(st, CLI_EXIT_DB);
-    if (st->lost && st->own_group)
-        send_sig(st, SIGKILL);
-    return child_exit_code(wstatus);
+    }
+    if (m.op == CLI_GUARD_EXECFAIL) {
+        end_guard(st);
+        say(st, "cannot execute '%s': %s", st->cmd0, strerror(m.arg));
+        return give_back(st, m.arg == ENOENT || m.arg == ENOTDIR
+                                 ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC);
+    }
+    st->cmd = (pid_t)m.arg;
+    event(st, "started the command '%s' (pid %ld)", st->cmd0,
+          (long)st->cmd);
+    fcntl(st->ctl, F_SETFL, O_NONBLOCK);
+    fcntl(st->sts, F_SETFL, O_NONBLOCK);
+    if (supervise(st) != 0) {
+        end_guard(st);
+        return CLI_EXIT_DB;
+    }
+    if (!st->guard_done) {
+        ws = end_guard(st);
+        kill_orphans();
+        say(st, "the guard process ended unexpectedly (it %s); the command "
+            "was killed with it", how_ended(how, sizeof how, ws));
+        return CLI_EXIT_DB;
+    }
+    end_guard(st);
+    return st->ended ? child_exit_code(st->wstatus) : CLI_EXIT_DB;
 }
 
-/* Runs the command while the lease is held, and releases the lease after
- * it. Returns the tool's exit code. */
-static int run_held(run_state *st, char **cmd)
-{
-    int code, rc;
+/* What the busy message says of the holder (find_holder()). */
+typedef struct run_holder {
+    const char *name;
+    char holder[SQLLOCK_HOLDER_MAX + 1];
+    int64_t token;
+    int64_t remaining_ms;
+} run_holder;
 
-    rc = export_lease(st->lease);
-    if (rc != CLI_EXIT_OK)
-        return give_back(st, rc);
-    if (pthread_mutex_init(&st->mu, NULL) != 0) {
-        cli_error("run: cannot make a mutex");
-        return give_back(st, CLI_EXIT_DB);
+/* The sqllock_list() callback: copies the row of the lock, then stops.
+ * The holder text is shown as it is only when it is valid UTF-8 without
+ * control characters (what sqllock writes); otherwise every byte that
+ * is not printable ASCII shows as '?', so that a row written by someone
+ * else cannot move the terminal's cursor. */
+static int find_holder(void *ctx, const sqllock_lease_info *info)
+{
+    run_holder *h = ctx;
+    const char *s = info->holder != NULL ? info->holder : "";
+    size_t i, len = strlen(s);
+    int ok;
+
+    if (strcmp(info->name, h->name) != 0)
+        return 0;
+    if (len > SQLLOCK_HOLDER_MAX)
+        len = SQLLOCK_HOLDER_MAX;
+    ok = sqllock__name_ok(s, len);
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        h->holder[i] = ok || (c >= 0x20 && c < 0x7F) ? (char)c : '?';
     }
-    st->wake[0] = st->wake[1] = -1;
-    code = start_and_supervise(st, cmd);
-    if (st->pid <= 0 || sqllock_lease_count(st->lease) == 0) {
-        /* It never ran, and the lease was given back already. */
-    } else if (st->lost) {
+    h->holder[len] = '\0';
+    h->token = info->token;
+    h->remaining_ms = info->remaining_ms;
+    return 1;
+}
+
+/* Waits until `end_us` for --hold-at-least. Returns 1 then, or 0 early
+ * when INT, TERM or HUP comes: the lease is then left to expire. */
+static int hold_wait(run_state *st, int64_t end_us)
+{
+    for (;;) {
+        unsigned char buf[64];
+        struct timespec ts;
+        fd_set rd;
+        int64_t left = end_us - cli_guard_now_us();
+        ssize_t n, i;
+
+        if (left <= 0)
+            return 1;
+        ts.tv_sec = (time_t)(left / 1000000);
+        ts.tv_nsec = (long)(left % 1000000) * 1000;
+        FD_ZERO(&rd);
+        FD_SET(st->wake[0], &rd);
+        if (pselect(st->wake[0] + 1, &rd, NULL, NULL, &ts, &st->waitmask) < 0
+            && errno != EINTR)
+            return 1;
+        while ((n = read(st->wake[0], buf, sizeof buf)) > 0
+               || (n < 0 && errno == EINTR))
+            for (i = 0; i < n; i++)
+                if (buf[i] != RUN_WAKE_WATCH
+                    && (buf[i] & ~RUN_FROM_TTY) != SIGCHLD)
+                    return 0;
+    }
+}
+
+/*
+ * --hold-at-least: the command has ended before `end_us`, and the lease
+ * was held all along. Sets the lease to expire at `end_us` and leaves it,
+ * so that the name stays held until then whatever becomes of this
+ * process. Returns `code`, or CLI_EXIT_LOST when the lease turns out to
+ * be lost.
+ */
+static int hold_until(run_state *st, int code, int64_t end_us)
+{
+    char owner[SQLLOCK_OWNER_LEN + 1], when[64], dur[32];
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    int64_t token = sqllock_lease_token(st->lease), left_ms;
+    sqllock_lease *held = NULL;
+    sqllock_db *db = NULL;
+    const char *what = "keeping";
+    run_holder h;
+    int rc;
+
+    snprintf(owner, sizeof owner, "%s", sqllock_lease_owner(st->lease));
+    /* The renewer must have stopped, not only have been told to stop: a
+     * renewal already sent (unwatch does not wait for it) would set the
+     * expiry back to now + ttl after the one below. Closing the handle
+     * joins the renewer's thread. Neither call releases the lease. */
+    sqllock_lease_free(st->lease);
+    st->lease = NULL;
+    sqllock_close(st->db);
+    st->db = NULL;
+    rc = sqllock_open(st->where->url, st->dbo, &db);
+    left_ms = (end_us - cli_guard_now_us() + 999) / 1000;
+    lo.ttl_ms = left_ms > 0 ? left_ms : 1;
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_lease_attach(db, st->name, owner, token, &lo, &held);
+    /* One renewal with the time left as its ttl: the row expires then,
+     * by the server's clock. */
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_lease_renew(held);
+    wall_time(when, sizeof when, end_us);
+    memset(&h, 0, sizeof h);
+    h.name = st->name;
+    if (rc == SQLLOCK_OK && sqllock_list(db, find_holder, &h) == 1
+        && h.remaining_ms > (end_us - cli_guard_now_us()) / 1000 + 250) {
+        /* MySQL's renewal never moves an expiry back, and the lease's
+         * own ttl reached past the window: wait for its end here, and
+         * release then. Should this process die meanwhile, the lease
+         * expires at its ttl, which is later. */
+        event(st, "holding lock '%s' until %s (%s after the grant, "
+              "--hold-at-least), then releasing it", st->name, when,
+              span(dur, sizeof dur, st->hold_ms));
+        what = "releasing";
+        if (hold_wait(st, end_us))
+            rc = sqllock_lease_release(held);
+        else
+            event(st, "interrupted: lock '%s' is left to expire", st->name);
+    } else if (rc == SQLLOCK_OK) {
+        event(st, "lock '%s' stays held until %s (%s after the grant, "
+              "--hold-at-least), then expires", st->name, when,
+              span(dur, sizeof dur, st->hold_ms));
+    }
+    if (rc == SQLLOCK_LOST) {
+        cli_db_error(db, rc, "run: %s lock '%s' found it lost", what,
+                     st->name);
+        say(st, "exit 76, not the command's %d: lock '%s' was not held for "
+            "all of the command's run", code, st->name);
+        code = CLI_EXIT_LOST;
+    } else if (rc != SQLLOCK_OK) {
+        cli_db_error(db, rc, "run: warning: cannot keep lock '%s' until %s "
+                     "(--hold-at-least); it expires at its ttl instead",
+                     st->name, when);
+    }
+    sqllock_lease_free(held);
+    sqllock_close(db);
+    return code;
+}
+
+/* After the job: gives the lease up, or keeps it (--hold-at-least), and
+ * returns the tool's exit code: `code`, the command's, unless the lease
+ * was lost (DESIGN X2). */
+static int give_up(run_state *st, int code)
+{
+    char when[64], held[32];
+    int rc;
+
+    if (st->lost) {
         /* After a deadline that passed (not a LOST answer) the row may
          * still be ours: give it back. Release says LOST otherwise. The
          * run has failed either way. */
         rc = sqllock_lease_release(st->lease);
         if (rc != SQLLOCK_OK && rc != SQLLOCK_LOST)
             cli_db_error(st->db, rc, "run: releasing lock '%s'", st->name);
-        cli_error("run: the command was stopped because lock '%s' was lost",
-                  st->name);
+        if (st->ended && WIFEXITED(st->wstatus) && !st->leftover)
+            say(st, "exit 76, not the command's %d: lock '%s' was not "
+                "held for all of the command's run", code, st->name);
+        else
+            say(st, "the command was stopped because lock '%s' was lost",
+                st->name);
+        return CLI_EXIT_LOST;
+    }
+    if (st->hold_ms > 0 && st->cmd > 0) {
+        int64_t end = st->granted_us + st->hold_ms * 1000;
+
+        if (end > cli_guard_now_us())
+            return hold_until(st, code, end);
+    }
+    rc = sqllock_lease_release(st->lease);
+    wall_time(when, sizeof when, cli_guard_now_us());
+    if (rc == SQLLOCK_OK) {
+        event(st, "released lock '%s' (held %s)", st->name,
+              span(held, sizeof held,
+                   (cli_guard_now_us() - st->granted_us) / 1000));
+    } else if (rc == SQLLOCK_LOST) {
+        /* When it was lost is unknown: perhaps while the command ran. */
+        cli_db_error(st->db, rc, "run: releasing lock '%s' at %s found it "
+                     "lost", st->name, when);
+        say(st, "exit 76, not the command's %d: lock '%s' was not held for "
+            "all of the command's run", code, st->name);
         code = CLI_EXIT_LOST;
     } else {
-        rc = sqllock_lease_release(st->lease);
-        if (rc == SQLLOCK_LOST)
-            cli_db_error(st->db, rc, "run: warning: the command finished, "
-                         "but releasing lock '%s' found it lost", st->name);
-        else if (rc != SQLLOCK_OK)
-            cli_db_error(st->db, rc, "run: warning: cannot release lock "
-                         "'%s' (it stays held until it expires)", st->name);
+        cli_db_error(st->db, rc, "run: warning: cannot release lock '%s' "
+                     "(it stays held until it expires)", st->name);
     }
-    /* The renewer is stopped by now (release and free unwatch), so the
-     * callback can no longer write to the pipe. */
-    sqllock_lease_unwatch(st->lease);
+    return code;
+}
+
+/* Runs the command while the lease is held, and gives the lease up
+ * after it. Returns the tool's exit code. */
+/* The wall clock, ms since the epoch, for the history. */
+static int64_t history_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Notes the run in the name's history (ops.c): "running" at the start,
+ * the outcome and the exit code at the end. On the run's own handle, or,
+ * once --hold-at-least has closed that, on one opened for it. A history
+ * that cannot be written is a warning, never the job's outcome. */
+static void note_history(run_state *st, int64_t end_ms, int code,
+                         const char *status)
+{
+    sqllock_db *db = st->db, *own = NULL;
+    int rc;
+
+    if (!st->history)
+        return;
+    if (db == NULL) {
+        rc = sqllock_open(st->where->url, st->dbo, &own);
+        if (rc != SQLLOCK_OK) {
+            if (!st->quiet)
+                cli_db_error(own, rc, "run: warning: the run of lock '%s' "
+                             "is not in its history", st->name);
+            sqllock_close(own);
+            return;
+        }
+        db = own;
+    }
+    rc = cli_history_note(db, st->name, st->history_token, st->history_who,
+                          st->history_start_ms, end_ms, code, status);
+    if (rc != SQLLOCK_OK && !st->quiet)
+        cli_db_error(db, rc, "run: warning: the run of lock '%s' is not in "
+                     "its history", st->name);
+    sqllock_close(own);
+}
+
+static int run_held(run_state *st)
+{
+    char ttl[32], every[32];
+    int code;
+
+    event(st, "acquired lock '%s': token %" PRId64 ", ttl %s, renewed "
+          "every %s", st->name, sqllock_lease_token(st->lease),
+          span(ttl, sizeof ttl, st->ttl_ms),
+          span(every, sizeof every, st->every_ms));
+    if (pthread_mutex_init(&st->mu, NULL) != 0) {
+        say(st, "cannot make a mutex");
+        return give_back(st, CLI_EXIT_DB);
+    }
+    st->history_token = sqllock_lease_token(st->lease);
+    st->history_start_ms = history_now_ms();
+    note_history(st, 0, 0, "running");
+    code = start_and_supervise(st);
+    if (st->cmd > 0 && sqllock_lease_count(st->lease) > 0)
+        code = give_up(st, code);
+    note_history(st, history_now_ms(), code,
+                 code == CLI_EXIT_OK ? "ok"
+                 : code == CLI_EXIT_LOST ? "lost" : "failed");
+    /* The renewer is stopped by now (release and free unwatch, and
+     * hold_until() closes the handle), so the callback can no longer
+     * write to the pipe. */
+    if (st->lease != NULL)
+        sqllock_lease_unwatch(st->lease);
     if (st->wake[0] >= 0) {
         close(st->wake[0]);
         close(st->wake[1]);
@@ -578,29 +1138,61 @@ static int run_held(run_state *st, char **cmd)
     return code;
 }
 
+/* The message for a busy lock (unless --quiet): the library's, with the
+ * holder and the time it has left, read the way `list` reads them. */
+static void busy_message(run_state *st)
+{
+    char msg[SQLLOCK__ERRMSG_MAX], left[32];
+    run_holder h;
+
+    snprintf(msg, sizeof msg, "%s", sqllock_errmsg(st->db));
+    memset(&h, 0, sizeof h);
+    h.name = st->name;
+    if (sqllock_list(st->db, find_holder, &h) != 1) {
+        say(st, "not running '%s': %s", st->cmd0, msg);
+        return;
+    }
+    if (h.remaining_ms >= 0)
+        say(st, "not running '%s': %s: holder '%s', token %" PRId64 ", %s "
+            "left", st->cmd0, msg, h.holder, h.token,
+            span(left, sizeof left, h.remaining_ms));
+    else
+        say(st, "not running '%s': %s: holder '%s', token %" PRId64 ", "
+            "expired %s ago", st->cmd0, msg, h.holder, h.token,
+            span(left, sizeof left, -h.remaining_ms));
+}
+
 int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
 {
     cli_ctx c = *ctx;
     cli_lease_args la = { NULL, NULL, NULL, 0, 0 };
     cli_run_args ra;
+    cli_guard_cfg gcfg;
     const char *name = NULL;
-    int help = 0, npos, rest, rc;
+    int help = 0, export_db = 0, npos, rest, rc;
     sqllock_options dbo = SQLLOCK_OPTIONS_INIT;
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     run_state st;
-    int64_t every;
+    cli_db where;
+    char wait[32];
 
     memset(&ra, 0, sizeof ra);
+    memset(&where, 0, sizeof where);
     {
         const cli_opt opts[] = {
-            { "db", &c.db_opt, NULL }, { "ttl", &la.ttl, NULL },
-            { "wait", &la.wait, NULL }, { "skip", NULL, &ra.skip },
-            { "holder", &la.holder, NULL },
-            { "busy-exit", &ra.busy_exit, NULL },
-            { "signal", &ra.signal, NULL },
-            { "kill-after", &ra.kill_after, NULL },
-            { "renew-every", &ra.renew_every, NULL },
-            { "help", NULL, &help }, { NULL, NULL, NULL }
+            CLI_OPTS_DB(c), { "ttl", &la.ttl, NULL, 0 },
+            { "wait", &la.wait, NULL, 0 }, { "skip", NULL, &ra.skip, 0 },
+            { "holder", &la.holder, NULL, 0 },
+            { "busy-exit", &ra.busy_exit, NULL, 0 },
+            { "signal", &ra.signal, NULL, 0 },
+            { "kill-after", &ra.kill_after, NULL, 0 },
+            { "renew-every", &ra.renew_every, NULL, 0 },
+            { "hold-at-least", &ra.hold_at_least, NULL, 0 },
+            { "quiet", NULL, &ra.quiet, 0 },
+            { "verbose", NULL, &ra.verbose, 0 },
+            { "no-history", NULL, &ra.no_history, 0 },
+            { "export-db", NULL, &export_db, 0 },
+            { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
         };
 
         rc = cli_parse("run", argc, argv, opts, &name, 1, &npos, &rest);
@@ -621,33 +1213,90 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
 
     memset(&st, 0, sizeof st);
     st.name = name;
+    st.cmd0 = argv[rest];
+    st.where = &where;
+    st.dbo = &dbo;
+    st.export_db = export_db;
     st.lost_signal = ra.lost_signal;
-    st.kill_after_ms = ra.kill_after_ms;
+    st.ttl_ms = la.ttl_ms;
     st.interval_ms = ra.renew_every_ms;
-    every = ra.renew_every_ms ? ra.renew_every_ms : la.ttl_ms / 3;
+    st.every_ms = ra.renew_every_ms ? ra.renew_every_ms : la.ttl_ms / 3;
+    st.hold_ms = ra.hold_ms;
+    st.verbose = ra.verbose;
+    st.quiet = ra.quiet;
+    st.history = !ra.no_history;
+    if (la.holder != NULL) {
+        snprintf(st.history_who, sizeof st.history_who, "%s", la.holder);
+    } else {
+        char host[256];
+
+        if (gethostname(host, sizeof host) != 0)
+            snprintf(host, sizeof host, "?");
+        host[sizeof host - 1] = '\0';
+        snprintf(st.history_who, sizeof st.history_who, "%s:%ld", host,
+                 (long)getpid());
+    }
+    st.wake[0] = st.wake[1] = -1;
+    st.ctl = st.sts = -1;
+    tzset();
+    /* The guard first: before the database is opened and before any
+     * thread starts (guard.c). */
+    gcfg.cmd = argv + rest;
+    gcfg.lost_signal = ra.lost_signal;
+    gcfg.kill_after_ms = ra.kill_after_ms;
+    st.guard = cli_guard_start(&gcfg, &st.ctl, &st.sts);
+    if (st.guard < 0) {
+        cli_error("run: cannot start the guard process: %s",
+                  strerror(errno));
+        return CLI_EXIT_DB;
+    }
+#ifdef __linux__
+    /* Should the guard die, what the command started comes here. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+#endif
+    /* A guard that is gone must not kill this process through a write
+     * to its pipe. The command gets back the disposition sqllock started
+     * with (the guard was forked before this). */
+    signal(SIGPIPE, SIG_IGN);
     /* A renewal must not sit in the database's busy wait for longer than
      * a renewal interval, or the lease could run out meanwhile. The
      * renewer's connection takes this from the handle. */
-    dbo.busy_timeout_ms = every < 5000 ? (every > 0 ? every : 1) : 5000;
-    rc = cli_open_db(&c, &dbo, 1, &st.db);
-    if (rc != CLI_EXIT_OK)
+    dbo.busy_timeout_ms = st.every_ms < 5000
+                              ? (st.every_ms > 0 ? st.every_ms : 1) : 5000;
+    rc = cli_open_db(&c, &dbo, 1, &st.db, &where);
+    if (rc != CLI_EXIT_OK) {
+        end_guard(&st);
+        close(st.sts);
+        cli_db_free(&where);
         return rc;
+    }
     lo.ttl_ms = la.ttl_ms;
     lo.holder = la.holder;
     rc = sqllock_lease_new(st.db, name, &lo, &st.lease);
     if (rc == SQLLOCK_OK)
         rc = prepare_renewer(st.db);
+    if (rc == SQLLOCK_OK && !ra.skip && la.wait_ms > 0)
+        event(&st, "acquiring lock '%s', waiting up to %s while it is busy",
+              name, span(wait, sizeof wait, la.wait_ms));
     if (rc == SQLLOCK_OK)
         rc = sqllock_lease_acquire(st.lease, ra.skip ? 0 : la.wait_ms);
+    st.granted_us = cli_guard_now_us();
     if (rc == SQLLOCK_BUSY || rc == SQLLOCK_TIMEOUT) {
-        cli_db_error(st.db, rc, "run: not running '%s'", argv[rest]);
+        if (!ra.quiet)
+            busy_message(&st);
         rc = (int)ra.busy_exit_code;
     } else if (rc != SQLLOCK_OK) {
         rc = cli_db_error(st.db, rc, "run");
     } else {
-        rc = run_held(&st, argv + rest);
+        rc = run_held(&st);
     }
+    /* The guard has exited after the job, or exits now: it never got
+     * CLI_GUARD_START. */
+    end_guard(&st);
+    if (st.sts >= 0)
+        close(st.sts);
     sqllock_lease_free(st.lease);
     sqllock_close(st.db);
+    cli_db_free(&where);
     return rc;
 }

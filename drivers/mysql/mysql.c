@@ -1324,6 +1324,28 @@ static int check_committed(sqllock_conn *c, sqllock_dberr *err)
                              "rolled back, nothing was committed", why);
 }
 
+/*
+ * Before a statement outside the core's own transaction: if the server's
+ * last answer left the session inside a transaction (the application
+ * ran START TRANSACTION, or a statement with autocommit off, on the
+ * native handle), the statement would not commit on its own, and a
+ * rollback or commit of ours would end the application's own work too.
+ * It is refused, unsent, as on PostgreSQL. (A proxy's transaction is
+ * opened in the same exchange as our statement, so check_committed()
+ * meets it afterwards.)
+ */
+static int check_no_foreign_txn(sqllock_conn *c, sqllock_dberr *err)
+{
+    if (c->in_txn || !(c->my->server_status & SERVER_STATUS_IN_TRANS))
+        return SQLLOCK_OK;
+    return sqllock_dberr_set(err, SQLLOCK_EMISUSE, "25001", "the connection "
+                             "is inside a transaction that sqllock did not "
+                             "begin (START TRANSACTION, or a statement with "
+                             "autocommit off, on the native handle?): the "
+                             "statement would not commit on its own, so it "
+                             "was not sent");
+}
+
 /* ------------------------------------------------------------------------ */
 /* Statements                                                               */
 /* ------------------------------------------------------------------------ */
@@ -1466,6 +1488,7 @@ static int mydrv_execute(sqllock_stmt *s, const sqllock_value *args,
 {
     int64_t t0;
     unsigned i;
+    int rc;
 
     end_result(s);
     s->affected = 0;
@@ -1506,6 +1529,9 @@ static int mydrv_execute(sqllock_stmt *s, const sqllock_value *args,
     }
     if (s->nparams > 0 && mysql_stmt_bind_param(s->st, s->params) != 0)
         return fail_stmt(s->st, err, "binding the parameters");
+    rc = check_no_foreign_txn(s->conn, err);
+    if (rc != SQLLOCK_OK)
+        return rc;
     t0 = mono_ms();
     if (mysql_stmt_execute(s->st) != 0)
         return fail_timed(s->conn, t0, fail_stmt(s->st, err, NULL), err);
@@ -1513,9 +1539,7 @@ static int mydrv_execute(sqllock_stmt *s, const sqllock_value *args,
         s->affected = (int64_t)mysql_stmt_affected_rows(s->st);
         s->insert_id = (int64_t)mysql_stmt_insert_id(s->st);
         /* A statement without rows writes: it must have committed unless
-         * it ran in the core's transaction (C2). A read has nothing to
-         * commit, and an open transaction it leaves is caught by the next
-         * write or begin(). */
+         * it ran in the core's transaction (C2). */
         return check_committed(s->conn, err);
     }
     /* The whole result comes to the client at once, so the connection is
@@ -1523,9 +1547,18 @@ static int mydrv_execute(sqllock_stmt *s, const sqllock_value *args,
     if (mysql_stmt_store_result(s->st) != 0)
         return fail_timed(s->conn, t0, fail_stmt(s->st, err, "reading the "
                                                  "result"), err);
+    /* A read has nothing to commit, but one that left the session inside
+     * a transaction (autocommit off, a proxy's) would leave it there for
+     * the next statement: rolled back and reported now, as on
+     * PostgreSQL. */
+    rc = check_committed(s->conn, err);
+    if (rc != SQLLOCK_OK) {
+        mysql_stmt_free_result(s->st);
+        return rc;
+    }
     s->has_result = 1;
     if (mysql_stmt_bind_result(s->st, s->binds) != 0) {
-        int rc = fail_stmt(s->st, err, "binding the result");
+        rc = fail_stmt(s->st, err, "binding the result");
         end_result(s);
         return rc;
     }
@@ -1722,14 +1755,17 @@ static void *mydrv_native(sqllock_conn *c)
  * lease's renewal and release, records) would not commit (C2): refused
  * here already, from the status of the server's last answer (no round
  * trip), so that a lease is not granted that could be neither renewed nor
- * released. A transaction opened by someone else with autocommit on is
- * not refused: START TRANSACTION commits it, as MySQL does, and the
- * core's own transaction then commits what it must.
+ * released. A transaction someone else opened is refused too: our START
+ * TRANSACTION would commit its work (check_no_foreign_txn()).
  */
 static int mydrv_begin(sqllock_conn *c, sqllock_dberr *err)
 {
     static const char begin[] = "START TRANSACTION";
     int64_t t0;
+    int rc = check_no_foreign_txn(c, err);
+
+    if (rc != SQLLOCK_OK)
+        return rc;
 
     if (!(c->my->server_status & SERVER_STATUS_AUTOCOMMIT))
         return sqllock_dberr_set(err, SQLLOCK_EPROXY, "", "not begun: %s, so "
@@ -1744,14 +1780,41 @@ static int mydrv_begin(sqllock_conn *c, sqllock_dberr *err)
     return SQLLOCK_OK;
 }
 
+/*
+ * The client's status flags come with every OK from the server, but an
+ * error carries none: after a COMMIT or a ROLLBACK that failed they still
+ * say "in a transaction" from the last OK, and check_no_foreign_txn()
+ * would take that for someone else's transaction. On a Galera node a
+ * transaction that a conflicting write set aborted (brute force) fails
+ * the next command with 1213, the ROLLBACK included, and only the one
+ * after it succeeds. So a ROLLBACK that fails on a live connection is
+ * sent once more: its OK ends what is left of the transaction and brings
+ * the flags up to date. 0 when one of them succeeded.
+ */
+static int rollback_resync(sqllock_conn *c)
+{
+    if (mysql_rollback(c->my) == 0)
+        return 0;
+    if (classify(mysql_errno(c->my)) == SQLLOCK_ECONNECT)
+        return -1;
+    return mysql_rollback(c->my) == 0 ? 0 : -1;
+}
+
+/* A COMMIT that fails (a Galera certification failure, 1213) has ended
+ * the transaction on the server; a ROLLBACK brings the status flags up
+ * to date (rollback_resync()) and does not change the status reported. */
 static int mydrv_commit(sqllock_conn *c, sqllock_dberr *err)
 {
     int64_t t0 = mono_ms();
+    int rc;
 
     c->in_txn = 0;
-    if (mysql_commit(c->my) != 0)
-        return fail_timed(c, t0, fail_conn(c->my, err, "COMMIT"), err);
-    return SQLLOCK_OK;
+    if (mysql_commit(c->my) == 0)
+        return SQLLOCK_OK;
+    rc = fail_timed(c, t0, fail_conn(c->my, err, "COMMIT"), err);
+    if (rc != SQLLOCK_ECONNECT)
+        (void)rollback_resync(c);
+    return rc;
 }
 
 /* On a lost connection this reports SQLLOCK_ECONNECT (the server rolls
@@ -1761,7 +1824,7 @@ static int mydrv_rollback(sqllock_conn *c, sqllock_dberr *err)
     int64_t t0 = mono_ms();
 
     c->in_txn = 0;
-    if (mysql_rollback(c->my) != 0)
+    if (rollback_resync(c) != 0)
         return fail_timed(c, t0, fail_conn(c->my, err, "ROLLBACK"), err);
     return SQLLOCK_OK;
 }

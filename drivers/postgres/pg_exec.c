@@ -204,12 +204,32 @@ static int left_in_txn(sqllock_conn *c, int rc, sqllock_dberr *err)
     PGTransactionStatusType ts = PQtransactionStatus(c->pg);
     PGresult *res = NULL;
 
+    sqllock_dberr rb_err;
+    int rolled_back = 0;
+
     if (ts != PQTRANS_INTRANS && ts != PQTRANS_INERROR)
         return rc;
     if (PQsetnonblocking(c->pg, 1) == 0 &&
-        round_trip(c, PQsendQuery(c->pg, "ROLLBACK"), &res, err) ==
-        SQLLOCK_OK)
+        round_trip(c, PQsendQuery(c->pg, "ROLLBACK"), &res, &rb_err) ==
+        SQLLOCK_OK) {
+        rolled_back = res != NULL &&
+                      PQresultStatus(res) == PGRES_COMMAND_OK &&
+                      PQtransactionStatus(c->pg) == PQTRANS_IDLE;
         PQclear(res);
+    }
+    if (!rolled_back) {
+        /* The connection's state is unknown: nothing more is sent on it
+         * (the next call reports SQLLOCK_ECONNECT and the core connects
+         * again). */
+        c->broken = 1;
+        if (rc != SQLLOCK_OK)
+            return rc;
+        return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "the statement "
+                                 "was not committed: the server left the "
+                                 "connection inside a transaction that "
+                                 "sqllock did not begin, and the ROLLBACK "
+                                 "failed too; the connection is dropped");
+    }
     if (rc != SQLLOCK_OK)
         return rc;
     return sqllock_dberr_set(err, SQLLOCK_EPROXY, "", "the statement was "

@@ -8,7 +8,8 @@
  * acquire, release, list, run, reap, demo); the rest, split at NUL bytes,
  * is the argument list (up to 64 arguments, each in its own allocation so
  * that AddressSanitizer sees a read past any of them). The option tables
- * below are copies of the tools' own: keep them in step.
+ * below are copies of the tools' own: keep them in step (--local, which
+ * CLI_OPTS_DB gives every command, is added to each in code).
  *
  * Besides "no crash, no leak, no undefined behaviour" it checks:
  *   - every result is 0 or 64, and 64 exactly when something was printed
@@ -20,7 +21,11 @@
  *   - values that passed their checks are in range: ttl > 0, wait >= 0,
  *     the renewal interval shorter than ttl - ttl/10, a signal from 1 to
  *     NSIG - 1 that reads back through its name, an exit code 0..255, a
- *     token >= 1, and each duration reads back as the same number.
+ *     token >= 1, and each duration reads back as the same number;
+ *   - --db's value (a secret option, DESIGN C4) is a copy of the argument
+ *     as given, and the argument itself has been overwritten with its
+ *     redacted form (cut to its length, NUL-padded); no other argument
+ *     changed, and an argument with nothing to hide is left alone.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -29,6 +34,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "internal.h"
 
 #ifndef NSIG
 #define NSIG 65
@@ -37,7 +43,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_ARGS 64
-#define MAX_OPTS 12
+#define MAX_OPTS 16
 /* A usage error the command itself reports (missing NAME) after the
  * parse; the harness prints nothing for it. */
 #define HARNESS_USAGE (-64)
@@ -68,18 +74,48 @@ enum { C_MAIN, C_INIT, C_ACQUIRE, C_RELEASE, C_LIST, C_RUN, C_REAP, C_DEMO,
        C_COUNT };
 
 static const cmd_spec specs[C_COUNT] = {
-    { "", 0, 1, { "db", "help", "version" }, { 1, 0, 0 } },
-    { "init", 0, 0, { "db", "help" }, { 1, 0 } },
-    { "acquire", 1, 0, { "db", "ttl", "wait", "holder", "help" },
+    { "", 0, 1, { "db", "db-file", "help", "version" }, { 1, 1, 0, 0 } },
+    { "init", 0, 0, { "db", "db-file", "help" }, { 1, 1, 0 } },
+    { "acquire", 1, 0, { "db", "db-file", "ttl", "wait", "holder", "help" },
+      { 1, 1, 1, 1, 1, 0 } },
+    { "release", 1, 0, { "db", "db-file", "owner", "token", "force",
+                         "help" },
+      { 1, 1, 1, 1, 0, 0 } },
+    { "list", 0, 0, { "db", "db-file", "json", "help" }, { 1, 1, 0, 0 } },
+    { "run", 1, 1, { "db", "db-file", "ttl", "wait", "skip", "holder",
+                     "busy-exit", "signal", "kill-after", "renew-every",
+                     "export-db", "help" },
+      { 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0 } },
+    { "reap", 0, 0, { "db", "db-file", "older-than", "batch", "help" },
       { 1, 1, 1, 1, 0 } },
-    { "release", 1, 0, { "db", "owner", "token", "help" }, { 1, 1, 1, 0 } },
-    { "list", 0, 0, { "db", "json", "help" }, { 1, 0, 0 } },
-    { "run", 1, 1, { "db", "ttl", "wait", "skip", "holder", "busy-exit",
-                     "signal", "kill-after", "renew-every", "help" },
-      { 1, 1, 1, 0, 1, 1, 1, 1, 1, 0 } },
-    { "reap", 0, 0, { "db", "older-than", "batch", "help" }, { 1, 1, 1, 0 } },
-    { "demo", 0, 0, { "db", "workers", "stock", "help" }, { 1, 1, 1, 0 } },
+    { "demo", 0, 0, { "db", "db-file", "workers", "stock", "help" },
+      { 1, 1, 1, 1, 0 } },
 };
+
+/* Only --db holds a secret. */
+static int is_secret(const char *name)
+{
+    return strcmp(name, "db") == 0;
+}
+
+/* What cli_hide_arg() leaves of the argument text `orig` (len bytes) in
+ * out[len + 1]: the redacted form cut to the length and NUL-padded, or
+ * the text itself when there is nothing to hide. */
+static void hidden_form(const char *orig, char *out)
+{
+    size_t len = strlen(orig), n;
+    char *r = sqllock__url_redact(orig);
+
+    CHECK(r != NULL);
+    memset(out, 0, len + 1);
+    if (strcmp(r, orig) == 0) {
+        memcpy(out, orig, len);
+    } else {
+        n = strlen(r) < len ? strlen(r) : len;
+        memcpy(out, r, n);
+    }
+    free(r);
+}
 
 /* The value of option `name` after a parse, or NULL. */
 static const char *value_of(const cmd_spec *s, const char *const *vals,
@@ -100,6 +136,25 @@ static int flag_of(const cmd_spec *s, const int *flags, const char *name)
     for (i = 0; i < MAX_OPTS && s->names[i] != NULL; i++)
         if (strcmp(s->names[i], name) == 0)
             return flags[i];
+    return 0;
+}
+
+/* A value is the text of a whole argument, or of the part after the '='
+ * of a "--name=value" argument whose name is `name`. */
+static int value_in_args_text(const char *v, const char *name, int argc,
+                              char **argv)
+{
+    int j;
+
+    for (j = 0; j < argc; j++) {
+        size_t n = strlen(name);
+        if (strcmp(v, argv[j]) == 0)
+            return 1;
+        if (strncmp(argv[j], "--", 2) == 0 &&
+            strncmp(argv[j] + 2, name, n) == 0 && argv[j][2 + n] == '=' &&
+            strcmp(v, argv[j] + 3 + n) == 0)
+            return 1;
+    }
     return 0;
 }
 
@@ -253,9 +308,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *vals[MAX_OPTS] = { NULL };
     const char *pos[2] = { NULL, NULL };
     int flags[MAX_OPTS] = { 0 };
-    cli_opt opts[MAX_OPTS + 1];
-    char *argv[MAX_ARGS + 1];
+    cli_opt opts[MAX_OPTS + 2];
+    char *argv[MAX_ARGS + 1], *orig[MAX_ARGS + 1];
     int argc = 0, npos = -1, rest = -1, rc, c, i, j, nopts, silent;
+    int local = 0;
     size_t start, k;
     char *out = NULL;
     size_t outlen = 0;
@@ -274,6 +330,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     abort();
                 memcpy(argv[argc], data + start, k - start);
                 argv[argc][k - start] = '\0';
+                orig[argc] = malloc(k - start + 1);
+                if (orig[argc] == NULL)
+                    abort();
+                memcpy(orig[argc], argv[argc], k - start + 1);
                 argc++;
                 start = k + 1;
             }
@@ -285,10 +345,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         opts[nopts].name = s->names[nopts];
         opts[nopts].value = s->takes_value[nopts] ? &vals[nopts] : NULL;
         opts[nopts].flag = s->takes_value[nopts] ? NULL : &flags[nopts];
+        opts[nopts].secret = is_secret(s->names[nopts]);
     }
-    opts[nopts].name = NULL;
+    /* CLI_OPTS_DB's third entry. */
+    opts[nopts].name = "local";
     opts[nopts].value = NULL;
-    opts[nopts].flag = NULL;
+    opts[nopts].flag = &local;
+    opts[nopts].secret = 0;
+    opts[nopts + 1].name = NULL;
+    opts[nopts + 1].value = NULL;
+    opts[nopts + 1].flag = NULL;
+    opts[nopts + 1].secret = 0;
 
     report = stderr;
     mem = open_memstream(&out, &outlen);
@@ -308,10 +375,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(j < argc);   /* in the list, in order */
             j++;
         }
+        CHECK(local == 0 || local == 1);
         for (i = 0; i < nopts; i++) {
             CHECK(flags[i] == 0 || flags[i] == 1);
-            if (vals[i] != NULL)
+            if (vals[i] != NULL && !is_secret(s->names[i]))
                 CHECK(value_in_args(vals[i], s->names[i], argc, argv));
+            if (vals[i] != NULL && is_secret(s->names[i]))
+                CHECK(!value_in_args(vals[i], s->names[i], argc, argv) &&
+                      value_in_args_text(vals[i], s->names[i], argc,
+                                         orig));
         }
         if (s->use_rest) {
             CHECK(rest >= 0 && rest <= argc);
@@ -331,6 +403,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_output(rc, out, outlen, silent);
     fclose(mem);
     free(out);
+
+    /* Each argument is as given, or (a --db value, whole or after
+     * "--db=") in its hidden form. */
+    for (j = 0; j < argc; j++) {
+        size_t len = strlen(orig[j]);
+        char *h = malloc(len + 1);
+
+        if (h == NULL)
+            abort();
+        if (memcmp(argv[j], orig[j], len + 1) != 0) {
+            /* "--db=x" may also be the value of a "--db" before it. */
+            int same = 0;
+
+            hidden_form(orig[j], h);
+            same = memcmp(argv[j], h, len + 1) == 0;
+            if (!same && strncmp(orig[j], "--db=", 5) == 0) {
+                memcpy(h, orig[j], 5);
+                hidden_form(orig[j] + 5, h + 5);
+                same = memcmp(argv[j], h, len + 1) == 0;
+            }
+            CHECK(same);
+        }
+        free(h);
+    }
+    cli_free_secrets();
 
     /* The value parsers alone, on each argument. */
     for (i = 0; i < argc && i < 8; i++) {
@@ -362,7 +459,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(out);
     }
 
-    for (i = 0; i < argc; i++)
+    for (i = 0; i < argc; i++) {
         free(argv[i]);
+        free(orig[i]);
+    }
     return 0;
 }

@@ -12,12 +12,22 @@
  *   - parsing is a fixed point: the parts, each percent-encoded again and
  *     put back together, parse to exactly the same parts;
  *   - redaction never leaves a password in its output: neither the user
- *     info's password nor the value of a password=, pass=, passwd= or
- *     sslpassword= query parameter (whose name may be percent-encoded,
- *     as libpq decodes it). A password is checked when its text is in the
+ *     info's password nor the value of a password=, pass=, passwd=, pwd=
+ *     or sslpassword= query parameter (whose name may be percent-encoded,
+ *     as libpq decodes it), nor the value of any query parameter whose
+ *     name is not a public one (sqllock__url_param_public()), nor such a
+ *     name without a value. A password is checked when its text is in the
  *     URL only once and has no '*' (otherwise the same bytes may
  *     rightly remain elsewhere, or "***" itself may spell them), and so
- *     is each piece of 3 to 8 bytes of it that is in the URL only once.
+ *     is each piece of 3 to 8 bytes of it that is in the URL only once;
+ *   - message scrubbing (sqllock__url_secrets(), sqllock__scrub()): a
+ *     message that is the URL's decoded password, 4 bytes or more, comes
+ *     out as "***" (unless the password is one of the words of the
+ *     drivers' messages, which stay); a message that is the text after
+ *     an '@' of the user info's password, 2 bytes or more, followed by
+ *     "@host" (what libpq shows of "u:p@ss@host"), starts with "***";
+ *     and scrubbing any message (the URL itself) leaves a string that
+ *     fits its buffer.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -113,7 +123,8 @@ static void pct_decode(const char *s, size_t n, char *out)
 static int secret_key(const char *k)
 {
     return strcasecmp(k, "password") == 0 || strcasecmp(k, "pass") == 0 ||
-           strcasecmp(k, "passwd") == 0 || strcasecmp(k, "sslpassword") == 0;
+           strcasecmp(k, "passwd") == 0 || strcasecmp(k, "pwd") == 0 ||
+           strcasecmp(k, "sslpassword") == 0;
 }
 
 /* The user info's password as the parser sees it: the raw text between
@@ -155,8 +166,19 @@ static void check_query(const char *url, const char *red)
             if (key == NULL)
                 abort();
             pct_decode(q, (size_t)(eq - q), key);
-            if (secret_key(key))
+            /* A name that does not fit the redactor's buffer (23 bytes
+             * decoded) is neither secret nor public to it: hidden. */
+            if (secret_key(key) || strlen(key) > 23 ||
+                !sqllock__url_param_public(key))
                 check_absent(url, red, eq + 1, (size_t)(q + len - eq - 1));
+            free(key);
+        } else if (len > 0) {
+            char *key = malloc(len + 1);
+            if (key == NULL)
+                abort();
+            pct_decode(q, len, key);
+            if (strlen(key) > 23 || !sqllock__url_param_public(key))
+                check_absent(url, red, q, len);
             free(key);
         }
         q += len;
@@ -259,6 +281,53 @@ static void check_fixed_point(const char *text, const sqllock_url *u)
     free(buf);
 }
 
+/* The scrubbing of messages, with the secrets of `text` (parsed as u). */
+static void check_scrub(const char *text, const sqllock_url *u)
+{
+    char *secrets = sqllock__url_secrets(text);
+    char msg[SQLLOCK__ERRMSG_MAX];
+    const char *a, *at = NULL, *colon, *p, *end;
+
+    CHECK(secrets != NULL);
+    /* The decoded password alone. */
+    if (u != NULL && u->password != NULL &&
+        strlen(u->password) >= SQLLOCK__SCRUB_MIN &&
+        strlen(u->password) < sizeof msg) {
+        snprintf(msg, sizeof msg, "%s", u->password);
+        sqllock__scrub(msg, sizeof msg, secrets);
+        if (strcmp(msg, u->password) == 0)
+            CHECK(sqllock__message_word(u->password));
+        else
+            CHECK(strcmp(msg, "***") == 0);
+    }
+    /* Each tail of the raw password after one of its '@'s, as libpq
+     * shows it: "<tail>@host". */
+    a = strstr(text, "://");
+    if (u != NULL && a != NULL) {
+        a += 3;
+        end = a + strcspn(a, "/?");
+        for (p = a; p < end; p++)
+            if (*p == '@')
+                at = p;
+        colon = at != NULL ? memchr(a, ':', (size_t)(at - a)) : NULL;
+        for (p = colon != NULL ? colon + 1 : at; colon != NULL && p < at;
+             p++) {
+            size_t n = (size_t)(at - p - 1);
+
+            if (*p != '@' || n < 2 || n + 6 > sizeof msg)
+                continue;
+            snprintf(msg, sizeof msg, "%.*s@host", (int)n, p + 1);
+            sqllock__scrub(msg, sizeof msg, secrets);
+            CHECK(strncmp(msg, "***", 3) == 0);
+        }
+    }
+    /* Any message: here the URL itself, cut to fit. */
+    snprintf(msg, sizeof msg, "%s", text);
+    sqllock__scrub(msg, sizeof msg, secrets);
+    CHECK(strlen(msg) < sizeof msg);
+    sqllock__secrets_free(secrets);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text, *red, why[256];
@@ -280,6 +349,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(rc == SQLLOCK_EURL || rc == SQLLOCK_ENOMEM);
         CHECK(u == NULL);
         CHECK(why[0] != '\0' || rc == SQLLOCK_ENOMEM);
+        check_scrub(text, NULL);
     } else {
         size_t slen = strcspn(text, ":");
 
@@ -298,6 +368,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(u->has_authority || (u->user == NULL && u->host == NULL &&
                                    u->password == NULL && u->port == 0));
         check_fixed_point(text, u);
+        check_scrub(text, u);
         sqllock__url_free(u);
     }
 

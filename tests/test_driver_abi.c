@@ -1,0 +1,209 @@
+/*
+ * test_driver_abi.c -- a driver built against an older sqllock_driver.h
+ * (issue 16 item 1; DESIGN D1, D2).
+ *
+ * A driver's `version` says which fields of its sqllock_driver and of its
+ * sqllock_dialect exist. Here the SQLite driver is registered again under
+ * schemes of its own, as a version 1 driver and as a version 2 driver:
+ * copies of its driver and dialect structs cut to exactly the size those
+ * versions had, each in a heap block of that size, so that the
+ * sanitizers' and valgrind's redzones sit right behind them and any read
+ * of a later field fails the run. On a real SQLite file, every lock call
+ * that the older layout supports works, and what it lacks is reported
+ * (SQLLOCK_EUNSUPPORTED for the reaper and fast mode, the row-lock scope
+ * from the capability bits, wake-ups by polling) instead of being read
+ * from beyond the struct.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+#include "test_run.h"
+
+extern const sqllock_driver sqllock__sqlite_driver;
+
+/* The sizes the structs had: a version 1 driver ended before `listen`
+ * and its dialect before `sql_v2`; a version 2 driver ended before
+ * `row_lock_scope`, its dialect after `sql_v2`. */
+#define DRIVER_V1_SIZE offsetof(sqllock_driver, listen)
+#define DRIVER_V2_SIZE offsetof(sqllock_driver, row_lock_scope)
+#define DIALECT_V1_SIZE offsetof(sqllock_dialect, sql_v2)
+#define DIALECT_V2_SIZE sizeof(sqllock_dialect)
+
+typedef struct old_driver {
+    sqllock_driver *drv;          /* DRIVER_Vn_SIZE bytes */
+    sqllock_dialect *dialect;     /* DIALECT_Vn_SIZE bytes */
+    const char *schemes[2];
+} old_driver;
+
+static old_driver g_v1, g_v2;
+static char *g_dir;
+
+/* A copy of the SQLite driver cut to the layout of `version`. */
+static void make_old(old_driver *o, int version, const char *scheme)
+{
+    size_t dsize = version == 1 ? DRIVER_V1_SIZE : DRIVER_V2_SIZE;
+    size_t lsize = version == 1 ? DIALECT_V1_SIZE : DIALECT_V2_SIZE;
+
+    o->drv = malloc(dsize);
+    o->dialect = malloc(lsize);
+    assert_non_null(o->drv);
+    assert_non_null(o->dialect);
+    memcpy(o->drv, &sqllock__sqlite_driver, dsize);
+    memcpy(o->dialect, sqllock__sqlite_driver.dialect, lsize);
+    o->schemes[0] = scheme;
+    o->schemes[1] = NULL;
+    o->drv->version = version;
+    o->drv->name = scheme;
+    o->drv->schemes = o->schemes;
+    o->drv->dialect = o->dialect;
+}
+
+static sqllock_db *open_old(const char *scheme, const char *file)
+{
+    char url[4200];
+    sqllock_db *db = NULL;
+    int rc;
+
+    snprintf(url, sizeof url, "%s://%s/%s", scheme, g_dir, file);
+    rc = sqllock_open(url, NULL, &db);
+    if (rc != SQLLOCK_OK)
+        fail_msg("open %s: %s: %s", url, sqllock_errname(rc),
+                 sqllock_errmsg(db));
+    EXPECT_RC(db, sqllock_init(db), SQLLOCK_OK, "init");
+    return db;
+}
+
+static sqllock_lease *new_lease(sqllock_db *db, const char *name,
+                                unsigned flags)
+{
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL;
+
+    o.ttl_ms = 30000;
+    o.flags = flags;
+    o.backoff_min_ms = 5;
+    o.backoff_max_ms = 20;
+    EXPECT_RC(db, sqllock_lease_new(db, name, &o, &l), SQLLOCK_OK,
+              "lease_new");
+    return l;
+}
+
+/* D1/D2: a version 1 driver: leases, tokens, records and row locks work;
+ * the reaper (a version 2 statement) is SQLLOCK_EUNSUPPORTED; fast mode
+ * is refused; the row-lock scope comes from its capability bits (version
+ * 3 has the method); a wait polls (no LISTEN method before version 2). */
+static void test_driver_abi_D1_version_1_layout(void **state)
+{
+    sqllock_db *a = open_old("sqlitev1", "v1.db");
+    sqllock_db *b = open_old("sqlitev1", "v1.db");
+    sqllock_lease *la = new_lease(a, "abi", 0), *lb = new_lease(b, "abi", 0);
+    sqllock_lease_options fo = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *fast = NULL;
+    int64_t deleted = -1, t1, v;
+    int scope = -1;
+    (void)state;
+
+    EXPECT_RC(a, sqllock_lease_try_acquire(la), SQLLOCK_OK, "acquire");
+    t1 = sqllock_lease_token(la);
+    assert_true(t1 > 0);
+    EXPECT_RC(b, sqllock_lease_try_acquire(lb), SQLLOCK_BUSY, "busy");
+    EXPECT_RC(a, sqllock_lease_renew(la), SQLLOCK_OK, "renew");
+    EXPECT_RC(a, sqllock_lease_release(la), SQLLOCK_OK, "release");
+    EXPECT_RC(b, sqllock_lease_acquire(lb, 1000), SQLLOCK_OK, "acquire");
+    assert_true(sqllock_lease_token(lb) > t1);
+    EXPECT_RC(b, sqllock_lease_release(lb), SQLLOCK_OK, "release");
+
+    EXPECT_RC(a, sqllock_reap(a, 0, 10, &deleted), SQLLOCK_EUNSUPPORTED,
+              "reap on a version 1 driver");
+    fo.ttl_ms = 30000;
+    fo.flags = SQLLOCK_LEASE_FAST;
+    assert_int_not_equal(sqllock_lease_new(a, "abi-fast", &fo, &fast),
+                         SQLLOCK_OK);
+    sqllock_lease_free(fast);
+    EXPECT_RC(a, sqllock_row_lock_scope(a, &scope), SQLLOCK_OK, "scope");
+    assert_int_equal(scope, SQLLOCK_ROW_LOCKS_DATABASE);
+
+    EXPECT_RC(a, sqllock_record_create(a, "abi-rec", "1", 1), SQLLOCK_OK,
+              "record create");
+    EXPECT_RC(a, sqllock_record_cas(a, "abi-rec", 1, "2", 1, &v), SQLLOCK_OK,
+              "record cas");
+    assert_int_equal(v, 2);
+
+    sqllock_lease_free(la);
+    sqllock_lease_free(lb);
+    sqllock_close(a);
+    sqllock_close(b);
+}
+
+/* D1/D2: a version 2 driver: the reaper works (its statement is in the
+ * version 2 array), and the row-lock scope still comes from the
+ * capability bits, not from a version 3 method read past the struct. */
+static void test_driver_abi_D1_version_2_layout(void **state)
+{
+    sqllock_db *a = open_old("sqlitev2", "v2.db");
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL;
+    int64_t deleted = -1;
+    int scope = -1;
+    (void)state;
+
+    o.ttl_ms = 1;
+    o.safety_margin_ms = 0;
+    EXPECT_RC(a, sqllock_lease_new(a, "abi-expired", &o, &l), SQLLOCK_OK,
+              "lease_new");
+    EXPECT_RC(a, sqllock_lease_try_acquire(l), SQLLOCK_OK, "acquire");
+    tu_sleep_ms(20);
+    EXPECT_RC(a, sqllock_reap(a, 0, 10, &deleted), SQLLOCK_OK, "reap");
+    assert_int_equal(deleted, 1);
+    EXPECT_RC(a, sqllock_row_lock_scope(a, &scope), SQLLOCK_OK, "scope");
+    assert_int_equal(scope, SQLLOCK_ROW_LOCKS_DATABASE);
+    sqllock_lease_free(l);
+    sqllock_close(a);
+}
+
+/* D2: the registry takes what it can use and refuses the rest. */
+static void test_driver_abi_D2_registration(void **state)
+{
+    sqllock_driver *bad = malloc(DRIVER_V1_SIZE);
+    (void)state;
+
+    assert_non_null(bad);
+    memcpy(bad, g_v1.drv, DRIVER_V1_SIZE);
+    bad->version = 0;
+    assert_int_equal(sqllock_driver_register(bad), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_driver_register(NULL), SQLLOCK_EINVAL);
+    free(bad);
+    /* Registered again: harmless. */
+    assert_int_equal(sqllock_driver_register(g_v1.drv), SQLLOCK_OK);
+    assert_ptr_equal(sqllock_driver_find("SQLITEV1"), g_v1.drv);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_driver_abi_D1_version_1_layout),
+        cmocka_unit_test(test_driver_abi_D1_version_2_layout),
+        cmocka_unit_test(test_driver_abi_D2_registration),
+    };
+    int failed;
+
+    g_dir = tu_mkdtemp();
+    if (g_dir == NULL)
+        return 1;
+    make_old(&g_v1, 1, "sqlitev1");
+    make_old(&g_v2, 2, "sqlitev2");
+    if (sqllock_driver_register(g_v1.drv) != SQLLOCK_OK ||
+        sqllock_driver_register(g_v2.drv) != SQLLOCK_OK) {
+        fprintf(stderr, "driver_abi: cannot register the old layouts\n");
+        return 1;
+    }
+    failed = cmocka_run_group_tests_name("driver_abi", tests, NULL, NULL);
+    tu_rmdir(g_dir);
+    free(g_dir);
+    /* The registry keeps the drivers to the end of the process. */
+    return failed;
+}

@@ -1,0 +1,525 @@
+/*
+ * ops.c -- the operator's view (issue 15 item 7): `sqllock show NAME`,
+ * `sqllock history NAME`, `sqllock release NAME --force`, and the run
+ * history that `run` keeps.
+ *
+ * The history of a lock name is one of the library's versioned records
+ * (DESIGN O1), keyed "sqllock:history:NAME", whose value is up to
+ * CLI_HISTORY_MAX lines, newest first, one per run of `sqllock run` and
+ * one per forced release:
+ *
+ *     kind TAB token TAB start_ms TAB end_ms TAB exit TAB status TAB who
+ *
+ * with kind "run" or "force", times in ms since the epoch by the clock of
+ * the host that wrote the line (not the database's: these are notes for
+ * people, not lock decisions, DESIGN L2), end 0 while the run goes on,
+ * and `who` the holder text (host:pid) of the run, or user@host of the
+ * operator who forced the release. It is written with the library's
+ * compare-and-set retry helper, so concurrent writers lose no line. A
+ * record rather than a table of its own: no schema change, no migration,
+ * and the run-time grants of DESIGN S2 already cover it; each name's
+ * history is bounded, so nothing grows without end but the number of
+ * names, and `sqllock history NAME --clear` removes one.
+ *
+ * A forced release frees a lease by its owner and token, read from the
+ * lease table just before (sqllock_lease_attach() and
+ * sqllock_lease_release()): if the holder renewed meanwhile it is still
+ * freed, if someone else took the name over meanwhile nothing is touched.
+ * Its holder hears LOST at its next renewal (L4), and a write it fences
+ * with its token is refused by storage that checks tokens (L5).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define HISTORY_PREFIX "sqllock:history:"
+#define HISTORY_LINE_MAX 600
+
+/* ------------------------------------------------------------------ */
+/* The lease of one name                                               */
+/* ------------------------------------------------------------------ */
+
+typedef struct one_lease {
+    const char *want;
+    int found;
+    char owner[SQLLOCK_OWNER_LEN + 1];
+    char holder[SQLLOCK_HOLDER_MAX + 1];
+    int64_t token, acquired_at_ms, expires_at_ms, remaining_ms;
+} one_lease;
+
+static int find_cb(void *ctx, const sqllock_lease_info *info)
+{
+    one_lease *o = ctx;
+
+    if (strcmp(info->name, o->want) != 0)
+        return 0;
+    o->found = 1;
+    snprintf(o->owner, sizeof o->owner, "%s", info->owner);
+    snprintf(o->holder, sizeof o->holder, "%s", info->holder);
+    o->token = info->token;
+    o->acquired_at_ms = info->acquired_at_ms;
+    o->expires_at_ms = info->expires_at_ms;
+    o->remaining_ms = info->remaining_ms;
+    return 1;                   /* stop the walk */
+}
+
+/* Reads the lease row of `name` (by walking the table, as `list` does). */
+static int find_lease(sqllock_db *db, const char *name, one_lease *o)
+{
+    int rc;
+
+    memset(o, 0, sizeof *o);
+    o->want = name;
+    rc = sqllock_list(db, find_cb, o);
+    return rc == 1 ? SQLLOCK_OK : rc;
+}
+
+/* An ISO 8601 UTC time with milliseconds. */
+static void format_time(char *buf, size_t size, int64_t ms)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+
+    if (ms <= 0 || gmtime_r(&t, &tm) == NULL) {
+        snprintf(buf, size, "-");
+        return;
+    }
+    snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+             tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+/* ------------------------------------------------------------------ */
+/* The history record                                                  */
+/* ------------------------------------------------------------------ */
+
+/* A 64-bit FNV-1a hash, to tell apart long names cut to fit a key. */
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+
+    for (; *s != '\0'; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3u;
+    }
+    return h;
+}
+
+/* The record key of `name`'s history: the prefix and the name, or, when
+ * that is longer than a key may be, the prefix, the name cut at a
+ * character boundary, '#' and a hash of the whole name. */
+static void history_key(const char *name, char *key, size_t size)
+{
+    size_t plen = strlen(HISTORY_PREFIX), n = strlen(name), keep;
+
+    if (plen + n <= SQLLOCK_NAME_MAX) {
+        snprintf(key, size, "%s%s", HISTORY_PREFIX, name);
+        return;
+    }
+    keep = SQLLOCK_NAME_MAX - plen - 17;
+    while (keep > 0 && ((unsigned char)name[keep] & 0xC0) == 0x80)
+        keep--;
+    snprintf(key, size, "%s%.*s#%016" PRIx64, HISTORY_PREFIX, (int)keep,
+             name, fnv1a(name));
+}
+
+/* Copies `s` into a field of a line: tabs and line breaks become spaces,
+ * so that a holder text cannot break the format. */
+static void field(char *out, size_t size, const char *s)
+{
+    size_t i;
+
+    snprintf(out, size, "%s", s != NULL ? s : "");
+    for (i = 0; out[i] != '\0'; i++)
+        if (out[i] == '\t' || out[i] == '\n' || out[i] == '\r')
+            out[i] = ' ';
+}
+
+typedef struct note_ctx {
+    const char *kind;
+    int64_t token, start_ms, end_ms;
+    int exit_code;
+    const char *status;
+    const char *who;
+    char *buf;                  /* the new value, kept for the CAS */
+} note_ctx;
+
+/* The update function: the new line first, then the old lines but the
+ * one of the same run (kind "run" and the same token), at most
+ * CLI_HISTORY_MAX in all. */
+static int note_update(void *ctx, const void *old, size_t old_len,
+                       const void **out, size_t *out_len)
+{
+    note_ctx *n = ctx;
+    char who[SQLLOCK_HOLDER_MAX + 1], status[32], line[HISTORY_LINE_MAX];
+    const char *p = old, *end = p != NULL ? p + old_len : NULL;
+    size_t cap = HISTORY_LINE_MAX * (CLI_HISTORY_MAX + 1), len;
+    int lines = 1;
+
+    free(n->buf);
+    n->buf = malloc(cap);
+    if (n->buf == NULL)
+        return SQLLOCK_ENOMEM;
+    field(who, sizeof who, n->who);
+    field(status, sizeof status, n->status);
+    snprintf(line, sizeof line, "%s\t%" PRId64 "\t%" PRId64 "\t%" PRId64
+             "\t%d\t%s\t%s\n", n->kind, n->token, n->start_ms, n->end_ms,
+             n->exit_code, status, who);
+    len = strlen(line);
+    memcpy(n->buf, line, len);
+    while (p != NULL && p < end && lines < CLI_HISTORY_MAX) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t l = nl != NULL ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+        char head[64];
+
+        /* The same run's earlier line ("run\tTOKEN\t") gives way. */
+        snprintf(head, sizeof head, "run\t%" PRId64 "\t", n->token);
+        if (!(strcmp(n->kind, "run") == 0 && l > strlen(head) &&
+              strncmp(p, head, strlen(head)) == 0) &&
+            l < HISTORY_LINE_MAX && len + l + 1 < cap) {
+            memcpy(n->buf + len, p, l);
+            len += l;
+            if (n->buf[len - 1] != '\n')
+                n->buf[len++] = '\n';
+            lines++;
+        }
+        p += l;
+    }
+    *out = n->buf;
+    *out_len = len;
+    return SQLLOCK_OK;
+}
+
+static int history_write(sqllock_db *db, const char *name, note_ctx *n)
+{
+    char key[SQLLOCK_NAME_MAX + 1];
+    sqllock_retry_options ro = SQLLOCK_RETRY_OPTIONS_INIT;
+    int rc;
+
+    history_key(name, key, sizeof key);
+    ro.max_attempts = 32;
+    n->buf = NULL;
+    rc = sqllock_record_update(db, key, note_update, n, &ro, NULL);
+    free(n->buf);
+    return rc;
+}
+
+int cli_history_note(sqllock_db *db, const char *name, int64_t token,
+                     const char *holder, int64_t start_ms, int64_t end_ms,
+                     int exit_code, const char *status)
+{
+    note_ctx n;
+
+    memset(&n, 0, sizeof n);
+    n.kind = "run";
+    n.token = token;
+    n.start_ms = start_ms;
+    n.end_ms = end_ms;
+    n.exit_code = exit_code;
+    n.status = status;
+    n.who = holder;
+    return history_write(db, name, &n);
+}
+
+/* The wall clock, ms since the epoch. */
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------------ */
+/* sqllock show NAME                                                   */
+/* ------------------------------------------------------------------ */
+
+int cli_cmd_show(const cli_ctx *ctx, int argc, char **argv)
+{
+    cli_ctx c = *ctx;
+    int help = 0, json = 0, npos, rc;
+    const char *name = NULL;
+    const cli_opt opts[] = {
+        CLI_OPTS_DB(c), { "json", NULL, &json, 0 },
+        { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
+    };
+    char acquired[40], expires[40], left[64];
+    sqllock_db *db;
+    one_lease o;
+
+    rc = cli_parse("show", argc, argv, opts, &name, 1, &npos, NULL);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (help)
+        return cli_help();
+    if (npos != 1) {
+        cli_error("show: needs NAME");
+        return cli_usage();
+    }
+    rc = cli_open_db(&c, NULL, 0, &db, NULL);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    rc = find_lease(db, name, &o);
+    if (rc != SQLLOCK_OK) {
+        rc = cli_db_error(db, rc, "show");
+        sqllock_close(db);
+        return rc;
+    }
+    sqllock_close(db);
+    format_time(acquired, sizeof acquired, o.acquired_at_ms);
+    format_time(expires, sizeof expires, o.expires_at_ms);
+    cli_format_left(left, sizeof left, o.remaining_ms);
+    if (json) {
+        fputs("{\"name\": ", stdout);
+        cli_print_json_string(name);
+        if (!o.found) {
+            puts(", \"held\": false}");
+        } else {
+            printf(", \"held\": %s, \"owner\": ",
+                   o.remaining_ms > 0 ? "true" : "false");
+            cli_print_json_string(o.owner);
+            printf(", \"token\": %" PRId64 ", \"holder\": ", o.token);
+            cli_print_json_string(o.holder);
+            printf(", \"acquired_at_ms\": %" PRId64 ", \"expires_at_ms\": %"
+                   PRId64 ", \"remaining_ms\": %" PRId64 "}\n",
+                   o.acquired_at_ms, o.expires_at_ms, o.remaining_ms);
+        }
+    } else if (!o.found) {
+        fputs("name:     ", stdout);
+        cli_print_cell(name, 0);
+        puts("\nstate:    free (no lease row)");
+    } else {
+        fputs("name:     ", stdout);
+        cli_print_cell(name, 0);
+        printf("\nstate:    %s\nholder:   ", o.remaining_ms > 0 ? "held"
+               : "free (the lease expired; the next acquire takes it "
+                 "over, or the reaper removes it)");
+        cli_print_cell(o.holder, 0);
+        printf("\nowner:    %s\ntoken:    %" PRId64 "\nacquired: %s\n"
+               "expires:  %s\nleft:     %s (by the database's clock)\n",
+               o.owner, o.token, acquired, expires, left);
+    }
+    return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
+}
+
+/* ------------------------------------------------------------------ */
+/* sqllock history NAME                                                */
+/* ------------------------------------------------------------------ */
+
+/* Splits a history line in place into its 7 fields; 0, or -1. */
+static int split_line(char *line, char **f)
+{
+    int i;
+
+    for (i = 0; i < 7; i++) {
+        f[i] = line;
+        line = strchr(line, i < 6 ? '\t' : '\0');
+        if (line == NULL)
+            return i == 6 ? 0 : -1;
+        if (i < 6)
+            *line++ = '\0';
+    }
+    return 0;
+}
+
+int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv)
+{
+    cli_ctx c = *ctx;
+    int help = 0, json = 0, clear = 0, npos, rc, first = 1;
+    const char *name = NULL;
+    const cli_opt opts[] = {
+        CLI_OPTS_DB(c), { "json", NULL, &json, 0 },
+        { "clear", NULL, &clear, 0 }, { "help", NULL, &help, 0 },
+        { NULL, NULL, NULL, 0 }
+    };
+    char key[SQLLOCK_NAME_MAX + 1];
+    void *value = NULL;
+    size_t len = 0;
+    int64_t version = 0;
+    sqllock_db *db;
+    char *p, *nl;
+
+    rc = cli_parse("history", argc, argv, opts, &name, 1, &npos, NULL);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    if (help)
+        return cli_help();
+    if (npos != 1) {
+        cli_error("history: needs NAME");
+        return cli_usage();
+    }
+    rc = cli_open_db(&c, NULL, 0, &db, NULL);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    history_key(name, key, sizeof key);
+    rc = sqllock_record_get(db, key, &value, &len, &version);
+    if (rc == SQLLOCK_OK && clear)
+        rc = sqllock_record_delete(db, key, version);
+    if (rc != SQLLOCK_OK && rc != SQLLOCK_NOTFOUND) {
+        rc = cli_db_error(db, rc, "history");
+        sqllock_free(value);
+        sqllock_close(db);
+        return rc;
+    }
+    sqllock_close(db);
+    if (clear) {
+        printf("history of ");
+        cli_print_cell(name, 0);
+        puts(rc == SQLLOCK_NOTFOUND ? ": none" : ": cleared");
+        sqllock_free(value);
+        return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
+    }
+    if (json)
+        puts("[");
+    else
+        printf("%-5s  %-24s  %-24s  %9s  %4s  %-8s  %s\n", "KIND",
+               "START (host clock)", "END", "DURATION", "EXIT", "STATUS",
+               "WHO");
+    for (p = value; p != NULL && p < (char *)value + len; p = nl + 1) {
+        char *f[7], start[40], end[40], dur[32];
+        int64_t s, e;
+
+        nl = memchr(p, '\n', (size_t)((char *)value + len - p));
+        if (nl == NULL)
+            break;
+        *nl = '\0';
+        if (split_line(p, f) != 0)
+            continue;
+        s = strtoll(f[2], NULL, 10);
+        e = strtoll(f[3], NULL, 10);
+        format_time(start, sizeof start, s);
+        format_time(end, sizeof end, e);
+        if (e > 0 && e >= s)
+            snprintf(dur, sizeof dur, "%.1fs", (double)(e - s) / 1000.0);
+        else
+            snprintf(dur, sizeof dur, "-");
+        if (json) {
+            printf("%s  {\"kind\": ", first ? "" : ",\n");
+            cli_print_json_string(f[0]);
+            printf(", \"token\": %s, \"start_ms\": %" PRId64 ", \"end_ms\": %"
+                   PRId64 ", \"exit\": %d, \"status\": ", f[1], s, e,
+                   atoi(f[4]));
+            cli_print_json_string(f[5]);
+            fputs(", \"who\": ", stdout);
+            cli_print_json_string(f[6]);
+            putchar('}');
+        } else {
+            printf("%-5s  %-24s  %-24s  %9s  %4s  %-8s  ", f[0], start,
+                   e > 0 ? end : "-", dur,
+                   strcmp(f[5], "running") == 0 ? "-" : f[4], f[5]);
+            cli_print_cell(f[6], 0);
+            putchar('\n');
+        }
+        first = 0;
+    }
+    if (json)
+        puts(first ? "]" : "\n]");
+    sqllock_free(value);
+    return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
+}
+
+/* ------------------------------------------------------------------ */
+/* sqllock release NAME --force                                        */
+/* ------------------------------------------------------------------ */
+
+/* "user@host" of whoever runs the tool. */
+static void who_am_i(char *buf, size_t size)
+{
+    char host[256];
+    struct passwd *pw = getpwuid(getuid());
+
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "?");
+    host[sizeof host - 1] = '\0';
+    snprintf(buf, size, "%s@%s", pw != NULL ? pw->pw_name : "?", host);
+}
+
+int cli_force_release(const cli_ctx *ctx, const char *name, int force)
+{
+    cli_ctx c = *ctx;
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *lease = NULL;
+    char who[300], left[64];
+    sqllock_db *db;
+    note_ctx n;
+    one_lease o;
+    int rc, wrc;
+
+    rc = cli_open_db(&c, NULL, 0, &db, NULL);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    rc = find_lease(db, name, &o);
+    if (rc != SQLLOCK_OK) {
+        rc = cli_db_error(db, rc, "release --force");
+        sqllock_close(db);
+        return rc;
+    }
+    if (!o.found) {
+        fputs("no lease on ", stdout);
+        cli_print_cell(name, 0);
+        puts(": nothing to release");
+        sqllock_close(db);
+        return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
+    }
+    cli_format_left(left, sizeof left, o.remaining_ms);
+    /* A live lease: its holder may be alive and working, and nothing
+     * here can tell (its renewals and its process are elsewhere). Once
+     * more, to be sure. */
+    if (o.remaining_ms > 0 && force < 2) {
+        fputs("sqllock: release --force: lock '", stderr);
+        fputs(name, stderr);
+        fprintf(stderr, "' is held by '%s' (token %" PRId64 ", %s left by "
+                "the database's clock), which may be alive and working: "
+                "give --force twice to free it anyway (the holder hears "
+                "LOST at its next renewal, and a write it fences with "
+                "token %" PRId64 " is refused)\n", o.holder, o.token, left,
+                o.token);
+        sqllock_close(db);
+        return CLI_EXIT_BUSY;
+    }
+    lo.ttl_ms = 60000;
+    rc = sqllock_lease_attach(db, name, o.owner, o.token, &lo, &lease);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_lease_release(lease);
+    sqllock_lease_free(lease);
+    if (rc != SQLLOCK_OK && rc != SQLLOCK_LOST) {
+        rc = cli_db_error(db, rc, "release --force");
+        sqllock_close(db);
+        return rc;
+    }
+    if (rc == SQLLOCK_LOST) {
+        /* Taken over, released or reaped since it was read. */
+        fprintf(stderr, "sqllock: release --force: the lease of token %"
+                PRId64 " was gone when it was to be freed (released, taken "
+                "over or reaped meanwhile); nothing was changed\n", o.token);
+        sqllock_close(db);
+        return CLI_EXIT_LOST;
+    }
+    who_am_i(who, sizeof who);
+    memset(&n, 0, sizeof n);
+    n.kind = "force";
+    n.token = o.token;
+    n.start_ms = wall_ms();
+    n.end_ms = n.start_ms;
+    n.status = o.remaining_ms > 0 ? "live" : "expired";
+    n.who = who;
+    wrc = history_write(db, name, &n);
+    if (wrc != SQLLOCK_OK)
+        cli_db_error(db, wrc, "release --force: freed, but not recorded in "
+                     "the history");
+    sqllock_close(db);
+    fputs("released ", stdout);
+    cli_print_cell(name, 0);
+    printf(" by force (token %" PRId64 ", holder '", o.token);
+    cli_print_cell(o.holder, 0);
+    printf("', %s); recorded in its history as %s\n", left, who);
+    return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
+}
