@@ -33,6 +33,21 @@ static inline void tu_required_drivers_present(void **state)
                  "that is not tested fails the run", tu_missing_driver);
 }
 
+/* SQLLOCK_TEST_CASES and SQLLOCK_TEST_SKIP_CASES: a cmocka pattern ('*'
+ * and '?') of the test functions to run, and of those to skip, in the
+ * groups that follow (ctest runs a unit's timing-critical cases as an
+ * entry of their own, alone: tests/CMakeLists.txt). */
+static inline void tu_case_filters(void)
+{
+    const char *only = getenv("SQLLOCK_TEST_CASES");
+    const char *skip = getenv("SQLLOCK_TEST_SKIP_CASES");
+
+    if (only != NULL && *only != '\0')
+        cmocka_set_test_filter(only);
+    if (skip != NULL && *skip != '\0')
+        cmocka_set_skip_filter(skip);
+}
+
 static inline int tu_run_per_url(const char *unit, const char **url,
                           const struct CMUnitTest *tests, size_t ntests,
                           CMFixtureFunction setup, CMFixtureFunction teardown,
@@ -61,6 +76,7 @@ static inline int tu_run_per_url(const char *unit, const char **url,
         tu_urls_free(&urls);
         return TU_SKIPPED;
     }
+    tu_case_filters();
     for (i = 0; i < urls.n; i++) {
         const char *drv = tu_url_driver(urls.url[i]);
         char *shown;
@@ -195,6 +211,7 @@ static inline int tu_run_on_driver(const char *unit, const char *driver,
 
     if (tu_urls_load(&urls) != 0)
         return 1;
+    tu_case_filters();
     for (i = 0; i < urls.n; i++) {
         const char *drv = tu_url_driver(urls.url[i]);
         if (drv != NULL && strcmp(drv, driver) == 0) {
