@@ -127,7 +127,7 @@ bg() {
 bg_wait() {
   local name=$1 rc=0
   wait "${bg_pids[$name]}" || rc=$?
-  unset "bg_pids[$name]"
+  unset -v 'bg_pids[$name]'
   cat "$work/$name.log"
   if [ "$rc" != 0 ]; then
     echo "FAIL: $name (exit $rc)" >&2
