@@ -83,8 +83,8 @@
 #   SQLLOCK_PGREPL_PORT1, SQLLOCK_PGREPL_PORT2, SQLLOCK_GALERA_PORT
 #                           ports of the replicated fixtures (default: free
 #                           ports for PostgreSQL; 33101-33103 and
-#                           25101-25123 for Galera, whose replication
-#                           ports follow SQLLOCK_GALERA_PORT - 8000)
+#                           6101-6123 for Galera, whose replication
+#                           ports follow SQLLOCK_GALERA_PORT - 27000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
