@@ -17,10 +17,21 @@
 #                                       size, ready, state
 #
 # Node I (1..3; i = I - 1) listens on
-#   SQL                    127.0.0.1:${SQLLOCK_GALERA_PORT:-33101}+i and DIR/nI/sock
-#   group communication    127.0.0.1:45671+i
-#   IST                    127.0.0.1:45681+i
-#   SST (rsync)            127.0.0.1:45691+i
+#   SQL                    127.0.0.1:P+i and DIR/nI/sock
+#   group communication    127.0.0.1:P-27000+i
+#   IST                    127.0.0.1:P-27000+10+i
+#   SST (rsync)            127.0.0.1:P-27000+20+i
+# where P is ${SQLLOCK_GALERA_PORT:-33101} (so by default 33101-33103,
+# 6101-6103, 6111-6113, 6121-6123). Every port follows
+# SQLLOCK_GALERA_PORT, so two clusters with different values never share
+# a port; P is 28024-36977, so that the replication ports stay below
+# 10000: out of Linux's range of ports for outgoing connections
+# (32768-60999), where on a machine busy with other tests' connections
+# one of those can hold the port at the moment a joining node's rsync
+# daemon binds it (seen once: the SST daemon died at once, most likely
+# on a taken port, and a node never joined), and out of the range
+# scripts/lib.sh's pick_port draws the other fixtures' ports from
+# (10000-32767), which may start while the nodes join.
 # with its data in DIR/nI/data, its log in DIR/nI/server.log and its whole
 # configuration in DIR/nI/my.cnf, read with --defaults-file (so neither
 # /etc/mysql nor ~/.my.cnf reach the nodes). The ports must be free: start
@@ -40,9 +51,16 @@
 set -euo pipefail
 
 BASE_PORT=${SQLLOCK_GALERA_PORT:-33101}
-GCOMM_BASE=45671
-IST_BASE=45681
-SST_BASE=45691
+case "$BASE_PORT" in
+  ''|*[!0-9]*) echo "galera.sh: SQLLOCK_GALERA_PORT must be a port number, not '$BASE_PORT'" >&2; exit 64 ;;
+esac
+if [ "$BASE_PORT" -lt 28024 ] || [ "$BASE_PORT" -gt 36977 ]; then
+  echo "galera.sh: SQLLOCK_GALERA_PORT must be in 28024-36977 (its replication ports are 27000-26978 below it)" >&2
+  exit 64
+fi
+GCOMM_BASE=$((BASE_PORT - 27000))
+IST_BASE=$((BASE_PORT - 27000 + 10))
+SST_BASE=$((BASE_PORT - 27000 + 20))
 PROVIDER=/usr/lib/galera/libgalera_smm.so
 PASSWORD=sqllock-test
 CLUSTER_ADDRESS="gcomm://127.0.0.1:$GCOMM_BASE,127.0.0.1:$((GCOMM_BASE + 1)),127.0.0.1:$((GCOMM_BASE + 2))"
@@ -66,7 +84,7 @@ check_ports() {  # check_ports I...: fails naming the first taken port
   local n p
   for n in "$@"; do
     for p in $(node_ports "$n"); do
-      port_free "$p" || die "port $p on 127.0.0.1 (node $n) is taken (a node left behind? run '$0 stop DIR'); set SQLLOCK_GALERA_PORT for other SQL ports"
+      port_free "$p" || die "port $p on 127.0.0.1 (node $n) is taken (a node left behind? run '$0 stop DIR'); set SQLLOCK_GALERA_PORT to move all of them"
     done
   done
 }
@@ -185,8 +203,8 @@ start_cluster() {
   mkdir -p "$dir"; chmod 755 "$dir"
   for n in 1 2 3; do
     rm -rf "$dir/n$n"
-    mkdir -p "$dir/n$n/data"
-    write_cnf "$dir" "$n"
+    mkdir -p "$dir/n$n/data" || return 1
+    write_cnf "$dir" "$n" || return 1
     if [ "$(id -u)" -eq 0 ]; then chown -R mysql: "$dir/n$n"; fi
   done
   [ "$(id -u)" -eq 0 ] && user_opt=(--user=mysql)
@@ -194,8 +212,11 @@ start_cluster() {
   mariadb-install-db --no-defaults "${user_opt[@]}" --datadir="$dir/n1/data" \
     --auth-root-authentication-method=socket --skip-test-db \
     >"$dir/n1/install.log" 2>&1 || { cat "$dir/n1/install.log" >&2; return 1; }
-  run_node "$dir" 1 --wsrep-new-cluster
-  wait_synced "$dir" 1 60 1
+  # Each step says `|| return 1`: start_cluster runs on the left of ||,
+  # where set -e does not stop it (a node that never joined was reported
+  # as a started cluster).
+  run_node "$dir" 1 --wsrep-new-cluster || return 1
+  wait_synced "$dir" 1 60 1 || return 1
   sql "$dir" 1 "
     CREATE DATABASE sqllock_test;
     CREATE USER 'sqllock'@'127.0.0.1' IDENTIFIED BY '$PASSWORD';
@@ -206,11 +227,11 @@ start_cluster() {
   t1=$(ms_now)
   echo "galera: node 1 bootstrapped in $((t1 - t0)) ms"
   # One joiner at a time: node 1 is the only donor until node 2 is synced.
-  run_node "$dir" 2
-  wait_synced "$dir" 2 120 2
-  run_node "$dir" 3
-  wait_synced "$dir" 3 120 3
-  for n in 1 2 3; do wait_synced "$dir" "$n" 30 3; done
+  run_node "$dir" 2 || return 1
+  wait_synced "$dir" 2 120 2 || return 1
+  run_node "$dir" 3 || return 1
+  wait_synced "$dir" 3 120 3 || return 1
+  for n in 1 2 3; do wait_synced "$dir" "$n" 30 3 || return 1; done
   local u="sqllock:$PASSWORD@127.0.0.1"
   cat > "$dir/env" <<ENV
 SQLLOCK_TEST_GALERA_URL1='mysql://$u:$BASE_PORT/sqllock_test'

@@ -5,11 +5,16 @@
 #   scripts/poolers.sh start DIR SERVERS_DIR
 #       start, each with its own config file under DIR:
 #       - PgBouncer in transaction mode (pool_size 4),
+#       - a second one, alike, for the pooled_* runs of the contract suites
+#         (SQLLOCK_TEST_POOLER_URLS), so that test_pooler's restart of the
+#         first never cuts them off and both can run at once,
 #       - PgBouncer in session mode (pool_size 24; and a database
 #         `sqllock_tight` with a pool of 1, for the connection budget),
 #       - pgpool-II in raw mode and in streaming-replication mode (one
 #         backend: the primary),
-#       all for the database sqllock_test as user sqllock, and write
+#       all for the database sqllock_test as user sqllock (PgBouncer
+#       also for any other database, by the same name on the server:
+#       the pooled_* tests' own), and write
 #       DIR/env (shell assignments of the SQLLOCK_TEST_POOLER_* variables)
 #   scripts/poolers.sh restart-pgbouncer DIR
 #       stop the transaction-mode PgBouncer (SIGINT: it closes every
@@ -40,6 +45,9 @@ pgbouncer_conf() {
 [databases]
 sqllock_test = host=127.0.0.1 port=$pgport dbname=sqllock_test
 $extra
+; Any other database of the same name on the server: each pooled_* test
+; entry works in a database of its own (SQLLOCK_TEST_DB_PER_UNIT).
+* = host=127.0.0.1 port=$pgport
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = $port
@@ -135,7 +143,7 @@ other_port() {   # other_port "TAKEN...": a free port not among them
 }
 
 start_all() {
-  local dir=$1 srv=$2 pgport tx se raw sr pcp1 pcp2 base
+  local dir=$1 srv=$2 pgport tx se raw sr pcp1 pcp2 txp base
   [ -f "$srv/pg/port" ] || { echo "poolers.sh: no PostgreSQL in $srv (scripts/servers.sh start first)" >&2; return 1; }
   pgport=$(cat "$srv/pg/port")
   mkdir -p "$dir"; chmod 755 "$dir"
@@ -145,11 +153,13 @@ start_all() {
   sr=$(other_port "$tx $raw $se")
   pcp1=$(other_port "$tx $raw $se $sr")
   pcp2=$(other_port "$tx $raw $se $sr $pcp1")
+  txp=$(other_port "$tx $raw $se $sr $pcp1 $pcp2")
   # The password in plain text: PgBouncer and pgpool-II then answer the
   # client's SCRAM themselves and log in to the server with it.
   printf '"sqllock" "%s"\n' "$PASSWORD" > "$dir/users.txt"
   printf 'sqllock:TEXT%s\n' "$PASSWORD" > "$dir/pool_passwd"
   pgbouncer_conf "$dir" pgbouncer-tx "$tx" transaction "$pgport" ""
+  pgbouncer_conf "$dir" pgbouncer-pooled "$txp" transaction "$pgport" ""
   pgbouncer_conf "$dir" pgbouncer-session "$se" session "$pgport" \
     "sqllock_tight = host=127.0.0.1 port=$pgport dbname=sqllock_test pool_size=1"
   sed -i 's/^default_pool_size = 4$/default_pool_size = 24/' "$dir/pgbouncer-session.ini"
@@ -158,6 +168,7 @@ start_all() {
   chmod 600 "$dir/users.txt" "$dir/pool_passwd"
   [ "$(id -u)" -eq 0 ] && chown -R postgres: "$dir"
   run_pgbouncer "$dir" pgbouncer-tx
+  run_pgbouncer "$dir" pgbouncer-pooled
   run_pgbouncer "$dir" pgbouncer-session
   run_pgpool "$dir" pgpool-raw
   run_pgpool "$dir" pgpool-sr
@@ -173,14 +184,15 @@ SQLLOCK_TEST_PGPOOL_RAW_URL='$base:$raw/sqllock_test'
 SQLLOCK_TEST_PGPOOL_SR_URL='$base:$sr/sqllock_test?pooler=pgpool&listen_host=127.0.0.1&listen_port=$pgport'
 SQLLOCK_TEST_PGPOOL_SR_POLL_URL='$base:$sr/sqllock_test?pooler=pgpool'
 SQLLOCK_TEST_PGPOOL_SR_UNDECLARED_URL='$base:$sr/sqllock_test'
-SQLLOCK_TEST_POOLER_URLS='$base:$tx/sqllock_test?pooler=transaction&listen_host=127.0.0.1&listen_port=$pgport $base:$se/sqllock_test?pooler=session'
+SQLLOCK_TEST_POOLER_URLS='$base:$txp/sqllock_test?pooler=transaction&listen_host=127.0.0.1&listen_port=$pgport $base:$se/sqllock_test?pooler=session'
 ENV
-  echo "poolers: PgBouncer transaction on $tx, session on $se; pgpool-II raw on $raw, streaming on $sr (in $dir)"
+  echo "poolers: PgBouncer transaction on $tx (and $txp for the pooled_* runs), session on $se; pgpool-II raw on $raw, streaming on $sr (in $dir)"
 }
 
 stop_all() {
   local dir=$1
   stop_pid_file "$dir/pgbouncer-tx.pid" INT
+  stop_pid_file "$dir/pgbouncer-pooled.pid" INT
   stop_pid_file "$dir/pgbouncer-session.pid" INT
   stop_pid_file "$dir/pgpool-raw/pgpool.pid" INT
   stop_pid_file "$dir/pgpool-sr/pgpool.pid" INT

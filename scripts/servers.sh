@@ -31,6 +31,13 @@
 # on PostgreSQL the schema `sqllock_empty` in `sqllock_test` (owned by
 # `sqllock`; reach it with `?options=-csearch_path%3Dsqllock_empty`), on
 # MariaDB the database `sqllock_empty`, on which `sqllock` has all rights.
+# For parallel test runs (SQLLOCK_TEST_DB_PER_UNIT, tests/test_util.h),
+# where each test unit makes its own databases <tag>_<unit>_sqllock_test
+# (and, on MariaDB, <tag>_<unit>_sqllock_empty), `sqllock` may create
+# databases: CREATEDB on PostgreSQL; on MariaDB all rights on the
+# databases whose names END with _sqllock_test or _sqllock_empty -- never
+# on a name with more after it, so that a URL whose database name has SQL
+# appended is refused (test_hostile).
 # Each also has a least-privilege user `sqllock_rw` (password
 # `sqllock-rw-Kq7v`, in DIR/env as SQLLOCK_TEST_*_RW_URL) with no rights
 # on anything until `grant-rw` gives it SELECT, INSERT, UPDATE and DELETE
@@ -69,7 +76,7 @@ start_pg() {
   run_pg "$1"
   as_user postgres "$PG_BIN/psql" -X -q -h "$dir" -p "$PG_PORT" -U postgres -d postgres \
     -v ON_ERROR_STOP=1 \
-    -c "CREATE ROLE sqllock LOGIN PASSWORD '$PASSWORD'" \
+    -c "CREATE ROLE sqllock LOGIN CREATEDB PASSWORD '$PASSWORD'" \
     -c "CREATE ROLE sqllock_rw LOGIN PASSWORD '$RW_PASSWORD'" \
     -c "CREATE DATABASE sqllock_test OWNER sqllock" >/dev/null
   as_user postgres "$PG_BIN/psql" -X -q -h "$dir" -p "$PG_PORT" -U postgres -d sqllock_test \
@@ -81,7 +88,7 @@ start_pg() {
 run_pg() {
   local dir=$1/pg port; port=$(cat "$1/pg/port")
   as_user postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=64MB" \
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=400 -c shared_buffers=64MB" \
     start >/dev/null || { cat "$dir/server.log"; return 1; }
 }
 
@@ -113,7 +120,11 @@ start_my() {
     GRANT ALL ON sqllock_test.* TO 'sqllock'@'127.0.0.1';
     GRANT ALL ON sqllock_test.* TO 'sqllock'@'localhost';
     GRANT ALL ON sqllock_empty.* TO 'sqllock'@'127.0.0.1';
-    GRANT ALL ON sqllock_empty.* TO 'sqllock'@'localhost';" \
+    GRANT ALL ON sqllock_empty.* TO 'sqllock'@'localhost';
+    GRANT ALL ON \`%\_sqllock\_test\`.* TO 'sqllock'@'127.0.0.1';
+    GRANT ALL ON \`%\_sqllock\_test\`.* TO 'sqllock'@'localhost';
+    GRANT ALL ON \`%\_sqllock\_empty\`.* TO 'sqllock'@'127.0.0.1';
+    GRANT ALL ON \`%\_sqllock\_empty\`.* TO 'sqllock'@'localhost';" \
     || { cat "$dir/server.log"; return 1; }
 }
 
@@ -126,7 +137,7 @@ run_my() {
   mariadbd --no-defaults "${user_opt[@]}" --datadir="$dir/data" \
     --socket="$dir/sock" --port="$port" --bind-address=127.0.0.1 \
     --pid-file="$dir/mariadbd.pid" --log-error="$dir/server.log" \
-    --innodb-buffer-pool-size=64M --max-connections=200 \
+    --innodb-buffer-pool-size=64M --max-connections=400 \
     --skip-name-resolve >/dev/null 2>&1 </dev/null &
   for i in $(seq 1 600); do
     if mariadb-admin --no-defaults -S "$dir/sock" -u "$(id -un)" ping >/dev/null 2>&1; then

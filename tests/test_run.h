@@ -7,7 +7,10 @@
  * once per URL in SQLLOCK_TEST_URLS, setting the test file's URL variable
  * before each (TU_RUN_PER_URL_NO_SQLITE leaves SQLite out, saying why),
  * and reports every driver whose group passed (test.sh reads
- * those reports to print `drivers tested: ...`).
+ * those reports to print `drivers tested: ...`). SQLLOCK_TEST_DRIVER and
+ * SQLLOCK_TEST_DB_PER_UNIT (test_util.h) choose one driver's URLs and the
+ * unit's own databases; with no URL left for that driver it returns
+ * TU_SKIPPED (or fails, when the driver is required).
  */
 #ifndef SQLLOCK_TEST_RUN_H
 #define SQLLOCK_TEST_RUN_H
@@ -16,6 +19,11 @@
 
 static char tu_missing_driver[64];
 
+/* The exit status of a run that tested nothing because SQLLOCK_TEST_DRIVER
+ * names a driver that has no URL and is not required (ctest's
+ * SKIP_RETURN_CODE, tests/CMakeLists.txt). */
+#define TU_SKIPPED 77
+
 static inline void tu_required_drivers_present(void **state)
 {
     (void)state;
@@ -23,6 +31,21 @@ static inline void tu_required_drivers_present(void **state)
         fail_msg("SQLLOCK_TEST_REQUIRE names driver \"%s\" but "
                  "SQLLOCK_TEST_URLS has no URL for it: a required driver "
                  "that is not tested fails the run", tu_missing_driver);
+}
+
+/* SQLLOCK_TEST_CASES and SQLLOCK_TEST_SKIP_CASES: a cmocka pattern ('*'
+ * and '?') of the test functions to run, and of those to skip, in the
+ * groups that follow (ctest runs a unit's timing-critical cases as an
+ * entry of their own, alone: tests/CMakeLists.txt). */
+static inline void tu_case_filters(void)
+{
+    const char *only = getenv("SQLLOCK_TEST_CASES");
+    const char *skip = getenv("SQLLOCK_TEST_SKIP_CASES");
+
+    if (only != NULL && *only != '\0')
+        cmocka_set_test_filter(only);
+    if (skip != NULL && *skip != '\0')
+        cmocka_set_skip_filter(skip);
 }
 
 static inline int tu_run_per_url(const char *unit, const char **url,
@@ -38,12 +61,22 @@ static inline int tu_run_per_url(const char *unit, const char **url,
     int i, failed = 0;
 
     if (tu_urls_load(&urls) != 0) {
-        fprintf(stderr, "%s: cannot make a temporary database\n", unit);
+        fprintf(stderr, "%s: cannot make a temporary database or a unit's "
+                "own database\n", unit);
         return 1;
     }
     tu_check_required(&urls, tu_missing_driver, sizeof tu_missing_driver);
     snprintf(group, sizeof group, "%s: required drivers", unit);
     failed += _cmocka_run_group_tests(group, require, 1, NULL, NULL);
+    if (failed == 0 && urls.n == 0) {
+        /* SQLLOCK_TEST_DRIVER names a driver with no URL here, and it is
+         * not required: ctest shows the entry as skipped. */
+        printf("%s: SKIPPED: no %s URL in SQLLOCK_TEST_URLS\n", unit,
+               getenv("SQLLOCK_TEST_DRIVER"));
+        tu_urls_free(&urls);
+        return TU_SKIPPED;
+    }
+    tu_case_filters();
     for (i = 0; i < urls.n; i++) {
         const char *drv = tu_url_driver(urls.url[i]);
         char *shown;
@@ -178,6 +211,7 @@ static inline int tu_run_on_driver(const char *unit, const char *driver,
 
     if (tu_urls_load(&urls) != 0)
         return 1;
+    tu_case_filters();
     for (i = 0; i < urls.n; i++) {
         const char *drv = tu_url_driver(urls.url[i]);
         if (drv != NULL && strcmp(drv, driver) == 0) {

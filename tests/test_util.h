@@ -80,6 +80,7 @@ typedef struct tu_urls {
     int n;
     char *url[TU_MAX_URLS];
     char *tmpdir;              /* made when SQLLOCK_TEST_URLS is unset */
+    int filtered;              /* URLs SQLLOCK_TEST_DRIVER left out */
 } tu_urls;
 
 static inline char *tu_strdup(const char *s)
@@ -90,15 +91,223 @@ static inline char *tu_strdup(const char *s)
     return r;
 }
 
+static inline const char *tu_url_driver(const char *url);
+static inline void tu_urls_free(tu_urls *u);
+
+/*
+ * Isolation for parallel runs (ctest -j; scripts/test.sh). Three
+ * variables, all optional:
+ *
+ *   SQLLOCK_TEST_DRIVER=D      only the URLs of driver D (sqlite, postgres,
+ *                              mysql) are tested: ctest has one entry per
+ *                              unit and driver, test_<unit>_<driver>
+ *                              (tests/CMakeLists.txt sets it)
+ *   SQLLOCK_TEST_DB_PER_UNIT=TAG
+ *                              every unit gets its own database on each
+ *                              server: a URL's database DB becomes
+ *                              TAG_UNIT_DB (u_UNIT_DB when TAG is 1),
+ *                              created when missing -- the user needs
+ *                              CREATEDB on PostgreSQL, and on MySQL all
+ *                              rights on `%\_DB` (scripts/servers.sh grants
+ *                              both; the name ends with DB so that no name
+ *                              with more after it is granted, which
+ *                              test_hostile relies on) -- and a SQLite
+ *                              file F.db becomes F-TAG-UNIT.db.
+ *                              Unset, empty or 0: the URLs as given.
+ *                              Units (and builds, by their TAG) that share
+ *                              no database can run at the same time;
+ *                              what is server-wide stays serial in ctest.
+ *   SQLLOCK_TEST_UNIT=U        the unit's name in those database names
+ *                              (ctest sets it; default: the program's name
+ *                              without "test_")
+ */
+
+/* The unit's name: lower-case letters, digits and '_', at most 31. */
+static inline const char *tu_unit_name(void)
+{
+    extern char *program_invocation_short_name;   /* glibc */
+    static char unit[32];
+    const char *u = getenv("SQLLOCK_TEST_UNIT");
+    size_t i, n = 0;
+
+    if (u == NULL || *u == '\0') {
+        u = program_invocation_short_name;
+        if (u != NULL && strncmp(u, "test_", 5) == 0)
+            u += 5;
+    }
+    for (i = 0; u != NULL && u[i] != '\0' && n < sizeof unit - 1; i++) {
+        char c = (char)tolower((unsigned char)u[i]);
+        unit[n++] = (isalnum((unsigned char)c) || c == '_') ? c : '_';
+    }
+    if (n == 0)
+        unit[n++] = 'x';
+    unit[n] = '\0';
+    return unit;
+}
+
+/* SQLLOCK_TEST_DB_PER_UNIT: NULL when off, "" for 1, else the tag
+ * (letters and digits only; anything else turns it off with a
+ * message). */
+static inline const char *tu_db_tag(void)
+{
+    const char *t = getenv("SQLLOCK_TEST_DB_PER_UNIT");
+    size_t i;
+
+    if (t == NULL || *t == '\0' || strcmp(t, "0") == 0)
+        return NULL;
+    if (strcmp(t, "1") == 0)
+        return "";
+    for (i = 0; t[i] != '\0'; i++)
+        if (!isalnum((unsigned char)t[i]) || i >= 16) {
+            fprintf(stderr, "SQLLOCK_TEST_DB_PER_UNIT=%s: a tag is 1 to 16 "
+                    "letters or digits; using the URLs as given\n", t);
+            return NULL;
+        }
+    return t;
+}
+
+/* Rewrites `url` into out[] for its unit's own database (see above).
+ * Returns 0, or -1 with the reason in why[]. */
+static inline int tu_url_per_unit(const char *url, const char *tag,
+                                  const char *unit, char *out, size_t size,
+                                  char *why, size_t why_size)
+{
+    const char *drv = tu_url_driver(url);
+    size_t end = strcspn(url, "?"), n;
+    char suffix[64];
+
+    if (drv != NULL && strcmp(drv, "sqlite") == 0) {
+        /* F.db -> F-TAG-UNIT.db: before the last '.' of the file name. */
+        const char *dot = NULL, *p;
+        snprintf(suffix, sizeof suffix, "%s%s-%s", *tag ? "-" : "", tag,
+                 unit);
+        for (p = url; p < url + end; p++) {
+            if (*p == '/' || *p == ':')
+                dot = NULL;
+            else if (*p == '.')
+                dot = p;
+        }
+        if (dot == NULL)
+            dot = url + end;
+        n = (size_t)snprintf(out, size, "%.*s%s%s", (int)(dot - url), url,
+                             suffix, dot);
+    } else if (drv != NULL) {
+        /* scheme://[user[:pw]@]hosts/DB[?query] -> TAG_UNIT_DB */
+        const char *a = strstr(url, "://");
+        const char *db = a != NULL ? strchr(a + 3, '/') : NULL;
+        size_t dblen;
+        if (db == NULL || db >= url + end || db + 1 == url + end) {
+            snprintf(why, why_size, "the URL names no database to give each "
+                     "unit its own (SQLLOCK_TEST_DB_PER_UNIT)");
+            return -1;
+        }
+        db++;
+        dblen = (size_t)(url + end - db);
+        snprintf(suffix, sizeof suffix, "%s_%s_", *tag ? tag : "u", unit);
+        if (dblen + strlen(suffix) > 63) {
+            snprintf(why, why_size, "database name %s%.*s is longer than 63 "
+                     "bytes", suffix, (int)dblen, db);
+            return -1;
+        }
+        n = (size_t)snprintf(out, size, "%.*s%s%s", (int)(db - url), url,
+                             suffix, db);
+    } else {
+        snprintf(why, why_size, "unknown scheme");
+        return -1;
+    }
+    if (n >= size) {
+        snprintf(why, why_size, "the URL is too long");
+        return -1;
+    }
+    return 0;
+}
+
+/* The database name of a server URL (PostgreSQL, MySQL) into out[]. */
+static inline void tu_url_dbname(const char *url, char *out, size_t size)
+{
+    const char *a = strstr(url, "://");
+    const char *db = a != NULL ? strchr(a + 3, '/') : NULL;
+    size_t n = db != NULL ? strcspn(db + 1, "?") : 0;
+
+    snprintf(out, size, "%.*s", (int)n, db != NULL ? db + 1 : "");
+}
+
+/* Creates the database of `unit_url` when missing, connecting with
+ * `base_url` (the URL as given, whose database exists). 0, or -1 with
+ * the reason in why[]. */
+static inline int tu_unit_db_create(const char *base_url, const char *unit_url,
+                                    char *why, size_t why_size)
+{
+    const char *drv = tu_url_driver(base_url);
+    sqllock_db *db = NULL;
+    char name[80], sql[200];
+    int rc, has = 0, attempt;
+    int64_t n = 0;
+
+    tu_url_dbname(unit_url, name, sizeof name);
+    rc = sqllock_open(base_url, NULL, &db);
+    for (attempt = 0; rc == SQLLOCK_OK && attempt < 2; attempt++) {
+        if (strcmp(drv, "mysql") == 0) {
+            snprintf(sql, sizeof sql, "CREATE DATABASE IF NOT EXISTS `%s`",
+                     name);
+            rc = sqllock__exec_sql(db, sql, NULL, 0, NULL, NULL, NULL);
+            break;
+        }
+        /* PostgreSQL has no CREATE DATABASE IF NOT EXISTS: look, create,
+         * and after a failure look again (another process of the same
+         * unit may have made it meanwhile). */
+        {
+            sqllock_value arg = sqllock__text(name);
+            rc = sqllock__exec_sql(db, "SELECT count(*) FROM "
+                                   "pg_catalog.pg_database WHERE datname = $1",
+                                   &arg, 1, &has, &n, NULL);
+        }
+        if (rc != SQLLOCK_OK || n > 0 || attempt > 0)
+            break;
+        snprintf(sql, sizeof sql, "CREATE DATABASE \"%s\"", name);
+        rc = sqllock__exec_sql(db, sql, NULL, 0, NULL, NULL, NULL);
+        if (rc == SQLLOCK_OK)
+            break;
+        n = 0;
+        rc = SQLLOCK_OK;        /* look again */
+    }
+    if (rc == SQLLOCK_OK && strcmp(drv, "postgres") == 0 && n == 0 &&
+        attempt > 0) {
+        rc = SQLLOCK_EDB;
+        snprintf(why, why_size, "cannot create database %s", name);
+    } else if (rc != SQLLOCK_OK) {
+        snprintf(why, why_size, "cannot create database %s: %s: %s", name,
+                 sqllock_errname(rc), sqllock_errmsg(db));
+    }
+    sqllock_close(db);
+    return rc == SQLLOCK_OK ? 0 : -1;
+}
+
 /* Fills `u` from SQLLOCK_TEST_URLS (space-separated), or, when that is
- * unset or blank, with one fresh temporary SQLite file. Returns 0, or -1
- * when a temporary directory cannot be made. */
+ * unset or blank, with one fresh temporary SQLite file; then applies
+ * SQLLOCK_TEST_DRIVER and SQLLOCK_TEST_DB_PER_UNIT (above). Returns 0, or
+ * -1 (saying why on stderr, with `u` emptied) when a temporary directory
+ * or a unit's database cannot be made. */
+static inline int tu_urls_load_(tu_urls *u);
 static inline int tu_urls_load(tu_urls *u)
 {
+    if (tu_urls_load_(u) == 0)
+        return 0;
+    tu_urls_free(u);
+    return -1;
+}
+
+static inline int tu_urls_load_(tu_urls *u)
+{
     const char *env = getenv("SQLLOCK_TEST_URLS");
-    char buf[4200];
+    const char *only = getenv("SQLLOCK_TEST_DRIVER");
+    const char *tag = tu_db_tag();
+    char buf[4200], why[600];
+    int i, kept;
 
     memset(u, 0, sizeof *u);
+    if (only != NULL && *only == '\0')
+        only = NULL;
     if (env != NULL) {
         const char *p = env;
         while (*p != '\0' && u->n < TU_MAX_URLS) {
@@ -117,7 +326,7 @@ static inline int tu_urls_load(tu_urls *u)
             p += len;
         }
     }
-    if (u->n == 0) {
+    if (u->n == 0 && (only == NULL || strcmp(only, "sqlite") == 0)) {
         u->tmpdir = tu_mkdtemp();
         if (u->tmpdir == NULL)
             return -1;
@@ -126,6 +335,38 @@ static inline int tu_urls_load(tu_urls *u)
         if (u->url[0] == NULL)
             return -1;
         u->n = 1;
+        tag = NULL;            /* a fresh file of its own already */
+    }
+    for (i = 0, kept = 0; i < u->n; i++) {
+        char *url = u->url[i];
+        const char *d = tu_url_driver(url);
+        u->url[i] = NULL;
+        if (only != NULL && (d == NULL || strcmp(d, only) != 0)) {
+            free(url);
+            u->filtered++;
+        } else {
+            u->url[kept++] = url;
+        }
+    }
+    u->n = kept;
+    for (i = 0; tag != NULL && i < u->n; i++) {
+        const char *d = tu_url_driver(u->url[i]);
+        char *unit_url;
+        if (tu_url_per_unit(u->url[i], tag, tu_unit_name(), buf, sizeof buf,
+                            why, sizeof why) != 0) {
+            fprintf(stderr, "SQLLOCK_TEST_DB_PER_UNIT: %s\n", why);
+            return -1;
+        }
+        if (d != NULL && strcmp(d, "sqlite") != 0 &&
+            tu_unit_db_create(u->url[i], buf, why, sizeof why) != 0) {
+            fprintf(stderr, "SQLLOCK_TEST_DB_PER_UNIT: %s\n", why);
+            return -1;
+        }
+        unit_url = tu_strdup(buf);
+        if (unit_url == NULL)
+            return -1;
+        free(u->url[i]);
+        u->url[i] = unit_url;
     }
     return 0;
 }
@@ -175,18 +416,36 @@ static inline const char *tu_url_driver(const char *url)
     return NULL;
 }
 
+/* 1 when the driver name `p` (len bytes; "postgresql" and "mariadb" are
+ * aliases) is `driver`. */
+static inline int tu_driver_is(const char *p, size_t len, const char *driver)
+{
+    if (strlen(driver) == len && strncmp(p, driver, len) == 0)
+        return 1;
+    if (len == 10 && strncmp(p, "postgresql", 10) == 0)
+        return strcmp(driver, "postgres") == 0;
+    if (len == 7 && strncmp(p, "mariadb", 7) == 0)
+        return strcmp(driver, "mysql") == 0;
+    return 0;
+}
+
 /* Checks SQLLOCK_TEST_REQUIRE (comma-separated driver names) against the
  * URL list. Returns 0 when every required driver has a URL; otherwise
  * writes the first missing driver into missing[] and returns -1. A
- * driver that is required but not tested is a failed run, never a skip. */
+ * driver that is required but not tested is a failed run, never a skip.
+ * With SQLLOCK_TEST_DRIVER only that driver is checked (the entries of
+ * the other drivers check theirs). */
 static inline int tu_check_required(const tu_urls *u, char *missing,
                                     size_t missing_size)
 {
     const char *req = getenv("SQLLOCK_TEST_REQUIRE");
+    const char *only = getenv("SQLLOCK_TEST_DRIVER");
     const char *p = req;
 
     if (req == NULL)
         return 0;
+    if (only != NULL && *only == '\0')
+        only = NULL;
     while (*p != '\0') {
         size_t len;
         int i, found = 0;
@@ -195,6 +454,10 @@ static inline int tu_check_required(const tu_urls *u, char *missing,
         len = strcspn(p, ", ");
         if (len == 0)
             break;
+        if (only != NULL && !tu_driver_is(p, len, only)) {
+            p += len;
+            continue;
+        }
         for (i = 0; i < u->n; i++) {
             const char *d = tu_url_driver(u->url[i]);
             if (d != NULL && strlen(d) == len && strncmp(d, p, len) == 0)
@@ -424,9 +687,17 @@ static inline void tu_report_driver(const char *unit, const char *driver)
 
 /* The empty targets: on PostgreSQL the schema sqllock_empty in the test
  * database (reached with search_path), on MySQL/MariaDB the database
- * sqllock_empty; scripts/servers.sh makes both, and the sqllock user may
- * drop and re-create them. On SQLite, a fresh file in `dir`. */
+ * sqllock_empty (with SQLLOCK_TEST_DB_PER_UNIT, the unit's database name
+ * followed by _empty); scripts/servers.sh makes both or lets the sqllock
+ * user create them, and that user may drop and re-create them. On SQLite,
+ * a fresh file in `dir`. */
 #define TU_EMPTY_NAME "sqllock_empty"
+
+/* The MySQL database that tu_empty_target() last chose: sqllock_empty, or
+ * with SQLLOCK_TEST_DB_PER_UNIT the unit's own, TAG_UNIT_sqllock_empty
+ * (a database is server-wide on MySQL, so units running at once each
+ * need their own). */
+static char tu_empty_mysql[72] = TU_EMPTY_NAME;
 
 /* Empties the empty target again (drops it and creates it afresh) through
  * `db`, a handle on the test database itself (not on the empty target).
@@ -445,11 +716,13 @@ static inline int tu_empty_target_reset(sqllock_db *db)
         return rc;
     }
     if (strcmp(drv, "mysql") == 0) {
-        rc = sqllock__exec_sql(db, "DROP DATABASE IF EXISTS " TU_EMPTY_NAME,
-                               NULL, 0, NULL, NULL, NULL);
+        char sql[120];
+        snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS `%s`",
+                 tu_empty_mysql);
+        rc = sqllock__exec_sql(db, sql, NULL, 0, NULL, NULL, NULL);
+        snprintf(sql, sizeof sql, "CREATE DATABASE `%s`", tu_empty_mysql);
         if (rc == SQLLOCK_OK)
-            rc = sqllock__exec_sql(db, "CREATE DATABASE " TU_EMPTY_NAME,
-                                   NULL, 0, NULL, NULL, NULL);
+            rc = sqllock__exec_sql(db, sql, NULL, 0, NULL, NULL, NULL);
         return rc;
     }
     return SQLLOCK_OK;
@@ -489,8 +762,19 @@ static inline int tu_empty_target(sqllock_db *db, const char *url,
             return 0;
         }
         query = strchr(slash, '?');
-        snprintf(out, size, "%.*s/" TU_EMPTY_NAME "%s", (int)(slash - url),
-                 url, query != NULL ? query : "");
+        snprintf(tu_empty_mysql, sizeof tu_empty_mysql, "%s", TU_EMPTY_NAME);
+        if (tu_db_tag() != NULL) {
+            const char *tag = tu_db_tag();
+            if (snprintf(tu_empty_mysql, sizeof tu_empty_mysql, "%s_%s_%s",
+                         *tag ? tag : "u", tu_unit_name(), TU_EMPTY_NAME)
+                > 64) {
+                snprintf(why, why_size, "%s is longer than 64 bytes",
+                         tu_empty_mysql);
+                return 0;
+            }
+        }
+        snprintf(out, size, "%.*s/%s%s", (int)(slash - url), url,
+                 tu_empty_mysql, query != NULL ? query : "");
     } else {
         snprintf(why, why_size, "no empty target for driver %s", drv);
         return 0;
@@ -499,7 +783,8 @@ static inline int tu_empty_target(sqllock_db *db, const char *url,
     if (rc != SQLLOCK_OK) {
         snprintf(why, why_size, "the empty target %s is not available on "
                  "this server (%s: %s); scripts/servers.sh makes it",
-                 TU_EMPTY_NAME, sqllock_errname(rc), sqllock_errmsg(db));
+                 strcmp(drv, "mysql") == 0 ? tu_empty_mysql : TU_EMPTY_NAME,
+                 sqllock_errname(rc), sqllock_errmsg(db));
         return 0;
     }
     return 1;

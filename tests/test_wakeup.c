@@ -322,13 +322,15 @@ static void test_wakeup_L9_pg_listener_killed(void **state)
     l = new_lease(db, w.name, 5, 0);
     EXPECT_RC(db, sqllock_lease_acquire(l, 10000), SQLLOCK_OK, "acquire");
     assert_int_equal(pthread_create(&th, NULL, lone_waiter, &w), 0);
-    /* Find the waiter's connection by its application name, and kill it
-     * while it waits. */
+    /* Find the waiter's connection by its application name in this
+     * database (tests of other units may run on the server meanwhile),
+     * and kill it while it waits. */
     end = tu_now_ms() + 10000;
     while (killed == 0 && tu_now_ms() < end) {
         EXPECT_RC(admin, sqllock__exec_sql(admin,
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
             "WHERE application_name = 'sqllock-test-waiter' AND state = 'idle' "
+            "AND datname = current_database() "
             "AND state_change < now() - interval '200 ms'", NULL, 0, &got_row,
             &killed, NULL), SQLLOCK_OK, "kill the listener");
         if (killed == 0)
@@ -343,6 +345,7 @@ static void test_wakeup_L9_pg_listener_killed(void **state)
         EXPECT_RC(admin, sqllock__exec_sql(admin,
             "SELECT count(*) FROM pg_stat_activity WHERE "
             "application_name = 'sqllock-test-waiter' AND state = 'idle' "
+            "AND datname = current_database() "
             "AND state_change < now() - interval '300 ms'", NULL, 0,
             &got_row, &has, NULL), SQLLOCK_OK, "waiting again?");
     } while (has == 0 && tu_now_ms() < end);
