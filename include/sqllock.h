@@ -750,6 +750,10 @@ typedef enum sqllock_lock_mode {
     SQLLOCK_LOCK_SKIP_LOCKED   /* take the free rows, skip the others */
 } sqllock_lock_mode;
 
+/* Options for sqllock_txn_begin(). Zero means default, and a zeroed
+ * struct is valid; `struct_version` lets later versions append fields
+ * (read only from a caller whose struct_version has them): set it with
+ * SQLLOCK_TXN_OPTIONS_INIT. */
 typedef struct sqllock_txn_options {
     int struct_version;
     /* How long SQLLOCK_LOCK_WAIT waits for one row before SQLLOCK_ELOCKED.
@@ -759,7 +763,8 @@ typedef struct sqllock_txn_options {
     int64_t lock_timeout_ms;
 } sqllock_txn_options;
 
-#define SQLLOCK_TXN_OPTIONS_INIT { 1, 0 }
+#define SQLLOCK_TXN_OPTIONS_VERSION 1
+#define SQLLOCK_TXN_OPTIONS_INIT { SQLLOCK_TXN_OPTIONS_VERSION, 0 }
 
 /*
  * What a row lock taken through `db` excludes: *scope gets one of
@@ -903,7 +908,10 @@ SQLLOCK_API int sqllock_record_delete(sqllock_db *db, const char *key,
 typedef int (*sqllock_update_fn)(void *ctx, const void *old, size_t old_len,
                                  const void **out, size_t *out_len);
 
-/* Retry policy for sqllock_record_update(). Zero means default. */
+/* Retry policy for sqllock_record_update(). Zero means default, and a
+ * zeroed struct is valid; `struct_version` lets later versions append
+ * fields (read only from a caller whose struct_version has them): set it
+ * with SQLLOCK_RETRY_OPTIONS_INIT. */
 typedef struct sqllock_retry_options {
     int struct_version;
     int max_attempts;          /* default 16 */
@@ -911,7 +919,8 @@ typedef struct sqllock_retry_options {
     int64_t backoff_max_ms;    /* default 100 */
 } sqllock_retry_options;
 
-#define SQLLOCK_RETRY_OPTIONS_INIT { 1, 0, 0, 0 }
+#define SQLLOCK_RETRY_OPTIONS_VERSION 1
+#define SQLLOCK_RETRY_OPTIONS_INIT { SQLLOCK_RETRY_OPTIONS_VERSION, 0, 0, 0 }
 
 /*
  * The retry helper (DESIGN O2): reads the record, calls `fn`, writes the
