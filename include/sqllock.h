@@ -276,7 +276,7 @@ typedef struct sqllock_options {
  * address, more than 16 hosts, or `socket=` with several hosts is
  * SQLLOCK_EURL.
  *
- * TLS and credentials (README "Credentials and TLS"). A PostgreSQL URL
+ * TLS and credentials (docs/credentials.md). A PostgreSQL URL
  * takes libpq's parameters (sslmode, sslrootcert, sslcert, sslkey,
  * passfile, service, ...). A MySQL/MariaDB URL takes ssl_mode (DISABLED,
  * PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY), ssl_ca, ssl_capath,
