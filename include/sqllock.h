@@ -221,10 +221,10 @@ typedef struct sqllock_options {
      * first, so that the new bound applies), and the LISTEN wait of a
      * PostgreSQL acquire is timed by its own deadline. MySQL/MariaDB apply
      * it, with the lock wait, as the client's read and write timeouts in
-     * whole seconds rounded up; with Oracle's libmysqlclient, which may
-     * retry a read, a call can take up to three times as long (which
-     * client library waits how long: docs/contract.md, "Bounded calls").
-     * SQLite has no network:
+     * whole seconds rounded up; Oracle's libmysqlclient documents up to
+     * three reads, so there a call can take up to three times as long
+     * (what each client library was seen to do: docs/contract.md,
+     * "Bounded calls"). SQLite has no network:
      * busy_timeout_ms bounds its waits, and this is not used.
      */
     int64_t statement_timeout_ms;
