@@ -231,6 +231,14 @@ static void retry_sleep(const sqllock_retry_options *o, int attempt)
     sqllock__sleep_ms(sqllock__rand_upto(cap));
 }
 
+/* Every field of sqllock_retry_options is in its struct_version 1, so
+ * none is gated here. A field appended in version N must be read only
+ * when o->struct_version >= N (an older caller's struct ends before it),
+ * as read_options() in db.c reads statement_timeout_ms; this stops the
+ * build when the version moves without that check being written. */
+typedef char sqllock__retry_options_is_v1[
+    SQLLOCK_RETRY_OPTIONS_VERSION == 1 ? 1 : -1];
+
 static int retry_options(sqllock_db *db, const sqllock_retry_options *o,
                          int *max_attempts)
 {
