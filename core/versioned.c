@@ -75,11 +75,6 @@ static int write_rows(sqllock_db *db, sqllock_sql_id id,
     return SQLLOCK_OK;
 }
 
-void sqllock_free(void *p)
-{
-    free(p);
-}
-
 int sqllock_record_get(sqllock_db *db, const char *key, void **value,
                        size_t *len, int64_t *version)
 {

@@ -1192,6 +1192,76 @@ SQLLOCK_API void sqllock_free(void *p);
  */
 SQLLOCK_API int sqllock_parse_duration(const char *text, int64_t *ms);
 
+/* ------------------------------------------------------------------------ */
+/* Helpers for tools and examples (added in 0.2.0)                          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * sqllock_parse_duration(), which also says why it refused a text: *why
+ * (when `why` is not NULL) is set to a sentence such as "the units must
+ * come largest first" on SQLLOCK_EINVAL, and to NULL on SQLLOCK_OK. The
+ * sentence is static (never freed); it may quote nothing of the text.
+ * Added in 0.2.0.
+ */
+SQLLOCK_API int sqllock_parse_duration_why(const char *text, int64_t *ms,
+                                           const char **why);
+
+/*
+ * The database URL `url` as it may be shown to a person: the password of
+ * the user info, the values of password-like parameters and of every
+ * query parameter whose value is not known to be harmless are replaced
+ * by "***" (names are kept), e.g. "postgres://app:***@db1/shop". The
+ * messages of sqllock_errmsg() show URLs this way. The URL need not be
+ * well-formed. Sets *out to a new string, freed with sqllock_free().
+ * SQLLOCK_OK; SQLLOCK_EINVAL when `url` or `out` is NULL; SQLLOCK_ENOMEM.
+ * *out is NULL after a failure (when `out` is not NULL). Added in 0.2.0.
+ */
+SQLLOCK_API int sqllock_url_redact(const char *url, char **out);
+
+/*
+ * The clock of every local deadline, in microseconds: CLOCK_BOOTTIME
+ * where the system has it (it counts the time a suspended host slept),
+ * else CLOCK_MONOTONIC. Only differences between two readings mean
+ * anything. Thread-safe. Added in 0.2.0.
+ */
+SQLLOCK_API int64_t sqllock_now_us(void);
+
+/*
+ * The lease's local deadline (DESIGN L6) on the sqllock_now_us() clock:
+ * the time after which the holder no longer counts on the lease unless a
+ * renewal moved it. 0 when the handle has none: never granted, released,
+ * or attached (sqllock_lease_attach()) and not yet renewed; a lost lease
+ * keeps the deadline it had. 0 for NULL. Like sqllock_lease_state(), it
+ * may be read from any thread. Added in 0.2.0.
+ */
+SQLLOCK_API int64_t sqllock_lease_deadline_us(const sqllock_lease *lease);
+
+/*
+ * Runs one statement of the application's own on the handle's connection:
+ * prepared, executed and finalized at once, inside the transaction of a
+ * sqllock_txn open on the handle (so after a row lock), else on its own.
+ * `sql` uses the database's own placeholders ($1, $2 on PostgreSQL; ? on
+ * SQLite and MySQL), bound in order to args[0..nargs): each cell's `text`,
+ * or its `number` when `text` is NULL (`column` and `op` are ignored;
+ * SQLLOCK_NUMBER() and SQLLOCK_TEXT() make them). When the statement
+ * returns rows, *has_row (when not NULL) is set to 1 and *first (when not
+ * NULL) to the first column of the first row as an integer (0 without a
+ * row); *affected (when not NULL) gets the rows an INSERT, UPDATE or
+ * DELETE changed. The rest of the result is discarded.
+ *
+ * For the few statements a tool or an example needs (a table of its own,
+ * a count); an application that reads rows uses sqllock_db_native().
+ * Returns SQLLOCK_OK or the status of the failure, with the database's
+ * message in sqllock_errmsg() (e.g. SQLLOCK_EDB, SQLLOCK_EDBBUSY,
+ * SQLLOCK_ELOCKED, SQLLOCK_EDEADLOCK: sqllock_retryable() says when a
+ * retry is safe); SQLLOCK_EINVAL for a NULL handle or statement, or a
+ * negative `nargs` or NULL `args` with nargs > 0. Added in 0.2.0.
+ */
+SQLLOCK_API int sqllock_db_exec(sqllock_db *db, const char *sql,
+                                const sqllock_cell *args, int nargs,
+                                int *has_row, int64_t *first,
+                                int64_t *affected);
+
 #ifdef __cplusplus
 }
 #endif
