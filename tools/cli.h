@@ -90,7 +90,7 @@ int cli_help(void);
 
 /* Copies the value `arg` of a secret option (kept until
  * cli_free_secrets()) and overwrites `arg` in place with the value as
- * sqllock__url_redact() shows it, cut to its length and NUL-padded when
+ * sqllock_url_redact() shows it, cut to its length and NUL-padded when
  * longer; an argument with nothing to hide is left alone. Returns the
  * copy, or NULL when out of memory. */
 const char *cli_hide_arg(char *arg);
@@ -98,7 +98,11 @@ const char *cli_hide_arg(char *arg);
 /* Wipes and frees the copies cli_hide_arg() made. */
 void cli_free_secrets(void);
 
-/* Parses a duration option with sqllock_parse_duration(). A NULL text
+/* Zeroes n bytes at p (a secret) in a way the compiler keeps before a
+ * free() (args.c). */
+void cli_wipe(void *p, size_t n);
+
+/* Parses a duration option with sqllock_parse_duration_why(). A NULL text
  * leaves *ms alone. Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after naming
  * the option, the bad text and what is wrong with it on stderr. */
 int cli_parse_duration(const char *cmd, const char *opt, const char *text,
@@ -120,6 +124,11 @@ int cli_db_error(const sqllock_db *db, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* After a failed sqllock_open() of `url` with SQLLOCK_ENOTBUILT (cli.c):
+ * prints to stderr which package to install for the URL's driver and how
+ * to build sqllock again, so that it has the driver. */
+void cli_notbuilt_hint(const char *url);
 
 /* Prints "sqllock: <what>" to stderr; returns nothing. */
 void cli_error(const char *fmt, ...)
@@ -223,6 +232,9 @@ int cli_open_db(const cli_ctx *ctx, const sqllock_options *opts,
  * bytes as U+FFFD); cli_format_left() writes a remaining time, "29.8s",
  * "4m05s", "2h10m", or "expired 3.2s ago" when negative. */
 void cli_print_cell(const char *text, size_t width);
+/* 1 if text[0..len) is valid UTF-8 without control characters (C0, DEL,
+ * C1), as the library writes a lease's holder. */
+int cli_text_ok(const char *text, size_t len);
 void cli_print_json_string(const char *text);
 void cli_format_left(char *buf, size_t size, int64_t remaining_ms);
 
@@ -245,6 +257,9 @@ int cli_force_release(const cli_ctx *ctx, const char *name, int force);
 
 /* The subcommands that live in files of their own. Each takes the
  * arguments after its name and returns the tool's exit code. */
+int cli_cmd_init(const cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_acquire(const cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_release(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_list(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_demo(const cli_ctx *ctx, int argc, char **argv);
