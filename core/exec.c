@@ -35,7 +35,8 @@ int sqllock_db_exec(sqllock_db *db, const char *sql, const sqllock_cell *args,
     for (i = 0; i < nargs; i++)
         vals[i] = args[i].text != NULL ? sqllock__text(args[i].text)
                                        : sqllock__int(args[i].number);
-    rc = sqllock__exec_sql(db, sql, vals, nargs, has_row, first, affected);
+    rc = sqllock__exec_sql(db, sql, nargs > 0 ? vals : NULL, nargs, has_row,
+                           first, affected);
     if (vals != stack)
         free(vals);
     return rc;

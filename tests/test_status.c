@@ -497,6 +497,22 @@ static void test_status_db_exec_and_deadline(void **state)
                                      NULL, 0, NULL, &first, NULL),
                      SQLLOCK_OK);
     assert_true(first == 1);
+    /* More arguments than fit on the stack of sqllock_db_exec(). */
+    {
+        sqllock_cell many[20];
+        char sql[128] = "SELECT ?";
+        int i;
+
+        for (i = 0; i < 20; i++) {
+            many[i] = args[0];
+            many[i].number = i + 1;
+            if (i > 0)
+                strcat(sql, " + ?");
+        }
+        assert_int_equal(sqllock_db_exec(db, sql, many, 20, &has_row, &first,
+                                         NULL), SQLLOCK_OK);
+        assert_true(has_row == 1 && first == 210);
+    }
     /* Errors: the database's, and bad arguments. */
     assert_int_equal(sqllock_db_exec(db, "SELECT nosuch FROM t_exec", NULL,
                                      0, NULL, NULL, NULL), SQLLOCK_EDB);

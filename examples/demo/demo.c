@@ -344,7 +344,7 @@ static int sell_row_lock(sqllock_db *db, const demo *d, int worker,
     long bound = DEMO_BACKOFF_MIN_US;
     int64_t qty = 0;
     int rc, has_row = 0, paid = 0, tries = 0;
-    char why[512];
+    char why[sizeof demo_msg];
 
     for (;;) {
         rc = sqllock_txn_begin(db, NULL, &txn);
