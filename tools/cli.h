@@ -1,9 +1,12 @@
 /*
  * cli.h -- declarations shared by the files of the `sqllock` command-line
  * tool: its exit codes, its option parser and value parsers (args.c),
- * its database helpers and the entry points of the subcommands that live
- * in their own files. Not installed; nothing here is part of the
- * library's API.
+ * the help (help.c), error printing and exit codes (cli.c), its database
+ * helpers (dburl.c) and the entry points of the subcommands, each in a
+ * file of its own (lock.c, list.c, run.c, reap.c, ops.c, demo_cmd.c);
+ * sqllock.c has main() alone and nothing calls into it. The tool uses
+ * only the library's public header. Not installed; nothing here is part
+ * of the library's API.
  */
 #ifndef SQLLOCK_CLI_H
 #define SQLLOCK_CLI_H
@@ -17,7 +20,8 @@
  * the BSD sysexits.h values for the same meanings; 126 and 127 are what a
  * POSIX shell returns when a command cannot be executed or is not found. */
 #define CLI_EXIT_OK 0
-#define CLI_EXIT_FAIL 1        /* the demo saw a lock failure */
+#define CLI_EXIT_FAIL 1        /* the demo saw a lock failure (its own
+                                  DEMO_EXIT_FAIL, examples/demo/demo.h) */
 #define CLI_EXIT_USAGE 64      /* bad option, argument, duration or name */
 #define CLI_EXIT_DB 69         /* the database (or the system) failed */
 #define CLI_EXIT_BUSY 75       /* the lock is held elsewhere */
@@ -85,7 +89,7 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
  * CLI_EXIT_USAGE. */
 int cli_usage(void);
 
-/* Prints the full help to stdout; returns the exit code. */
+/* Prints the full help to stdout (help.c); returns the exit code. */
 int cli_help(void);
 
 /* Copies the value `arg` of a secret option (kept until
@@ -112,8 +116,8 @@ int cli_parse_duration(const char *cmd, const char *opt, const char *text,
 int cli_parse_int(const char *cmd, const char *opt, const char *text,
                   int64_t min, int64_t max, int64_t *out);
 
-/* The exit code for a library status: 0, 64 (EINVAL), 75 (BUSY, TIMEOUT),
- * 76 (LOST), else 69. */
+/* The exit code for a library status (cli.c): 0, 64 (EINVAL), 75 (BUSY,
+ * TIMEOUT), 76 (LOST), else 69. */
 int cli_exit_code(int status);
 
 /* Prints "sqllock: <what>: <message>" to stderr, where <what> is formatted
@@ -252,7 +256,7 @@ int cli_history_note(sqllock_db *db, const char *name, int64_t token,
                      const char *holder, int64_t start_ms, int64_t end_ms,
                      int exit_code, const char *status);
 /* `sqllock release NAME --force`: frees a lease whatever its owner
- * (ops.c); cmd_release() hands over when --force was given. */
+ * (ops.c); cli_cmd_release() hands over when --force was given. */
 int cli_force_release(const cli_ctx *ctx, const char *name, int force);
 
 /* The subcommands that live in files of their own. Each takes the

@@ -9,6 +9,12 @@
 #include "cli.h"
 #include "demo.h"
 
+/* demo_run() returns the tool's exit codes as they are. */
+#if DEMO_EXIT_OK != CLI_EXIT_OK || DEMO_EXIT_FAIL != CLI_EXIT_FAIL \
+    || DEMO_EXIT_DB != CLI_EXIT_DB
+#error "the demo's exit codes differ from the tool's"
+#endif
+
 int cli_cmd_demo(const cli_ctx *ctx, int argc, char **argv)
 {
     cli_ctx c = *ctx;
