@@ -1200,7 +1200,8 @@ SQLLOCK_API int sqllock_parse_duration(const char *text, int64_t *ms);
  * sqllock_parse_duration(), which also says why it refused a text: *why
  * (when `why` is not NULL) is set to a sentence such as "the units must
  * come largest first" on SQLLOCK_EINVAL, and to NULL on SQLLOCK_OK. The
- * sentence is static (never freed); it may quote nothing of the text.
+ * sentence is static (never freed) and quotes nothing of the text.
+ *
  * Added in 0.2.0.
  */
 SQLLOCK_API int sqllock_parse_duration_why(const char *text, int64_t *ms,
@@ -1214,7 +1215,9 @@ SQLLOCK_API int sqllock_parse_duration_why(const char *text, int64_t *ms,
  * messages of sqllock_errmsg() show URLs this way. The URL need not be
  * well-formed. Sets *out to a new string, freed with sqllock_free().
  * SQLLOCK_OK; SQLLOCK_EINVAL when `url` or `out` is NULL; SQLLOCK_ENOMEM.
- * *out is NULL after a failure (when `out` is not NULL). Added in 0.2.0.
+ * *out is NULL after a failure (when `out` is not NULL).
+ *
+ * Added in 0.2.0.
  */
 SQLLOCK_API int sqllock_url_redact(const char *url, char **out);
 
@@ -1222,17 +1225,21 @@ SQLLOCK_API int sqllock_url_redact(const char *url, char **out);
  * The clock of every local deadline, in microseconds: CLOCK_BOOTTIME
  * where the system has it (it counts the time a suspended host slept),
  * else CLOCK_MONOTONIC. Only differences between two readings mean
- * anything. Thread-safe. Added in 0.2.0.
+ * anything. Thread-safe.
+ *
+ * Added in 0.2.0.
  */
 SQLLOCK_API int64_t sqllock_now_us(void);
 
 /*
- * The lease's local deadline (DESIGN L6) on the sqllock_now_us() clock:
+ * The lease's local deadline (contract L6) on the sqllock_now_us() clock:
  * the time after which the holder no longer counts on the lease unless a
  * renewal moved it. 0 when the handle has none: never granted, released,
  * or attached (sqllock_lease_attach()) and not yet renewed; a lost lease
  * keeps the deadline it had. 0 for NULL. Like sqllock_lease_state(), it
- * may be read from any thread. Added in 0.2.0.
+ * may be read from any thread.
+ *
+ * Added in 0.2.0.
  */
 SQLLOCK_API int64_t sqllock_lease_deadline_us(const sqllock_lease *lease);
 
@@ -1255,7 +1262,9 @@ SQLLOCK_API int64_t sqllock_lease_deadline_us(const sqllock_lease *lease);
  * message in sqllock_errmsg() (e.g. SQLLOCK_EDB, SQLLOCK_EDBBUSY,
  * SQLLOCK_ELOCKED, SQLLOCK_EDEADLOCK: sqllock_retryable() says when a
  * retry is safe); SQLLOCK_EINVAL for a NULL handle or statement, or a
- * negative `nargs` or NULL `args` with nargs > 0. Added in 0.2.0.
+ * negative `nargs` or NULL `args` with nargs > 0.
+ *
+ * Added in 0.2.0.
  */
 SQLLOCK_API int sqllock_db_exec(sqllock_db *db, const char *sql,
                                 const sqllock_cell *args, int nargs,
