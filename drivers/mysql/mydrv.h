@@ -1,10 +1,26 @@
 /*
- * mydrv.h -- what the files of the MySQL/MariaDB driver share: the TLS
- * modes and settings, and the option-file reader (optfile.c) that
- * mysql.c uses when it connects. Internal to the driver.
+ * mydrv.h -- what the files of the MySQL/MariaDB driver share: the
+ * connection and statement structs, the TLS modes and settings, what a
+ * URL asks for, and the functions one file calls in another. Not
+ * installed; nothing outside drivers/mysql includes it.
+ *
+ *   mysql.c      the driver table
+ *   my_sql.c     the dialect: the SQL text of every statement
+ *   my_url.c     the URL: hosts, socket, database, TLS settings, the
+ *                option file's login
+ *   optfile.c    reading an option file (~/.my.cnf)
+ *   my_tls.c     the TLS mode in force, the client's TLS options
+ *   my_conn.c    connecting (one host or a host list), the session set-up
+ *   my_exec.c    statements, results, columns
+ *   my_txn.c     committed on its own (DESIGN C2), scripts, transactions
+ *   my_error.c   the error map and messages
  */
 #ifndef SQLLOCK_MYDRV_H
 #define SQLLOCK_MYDRV_H
+
+#include <stdint.h>
+
+#include <mysql.h>
 
 #include "sqllock_driver.h"
 
@@ -69,5 +85,180 @@ int sqllock__my_optfile_read(const char *path, const char *group,
                              sqllock_dberr *err);
 
 void sqllock__my_optfile_free(mydrv_optfile *f);
+
+/* ------------------------------------------------------------------------ */
+/* The connection and its statements                                        */
+/* ------------------------------------------------------------------------ */
+
+/* The first size of a column's buffer; a longer value grows it. */
+#define MYDRV_COL_MIN 64ul
+#define MYDRV_COL_FIRST_MAX 1024ul
+
+/* MariaDB Connector/C and libmysqlclient before 8.0 spell the flag type
+ * my_bool; MySQL 8.0's client uses bool. */
+#if defined(MARIADB_PACKAGE_VERSION) || !defined(LIBMYSQL_VERSION_ID) || \
+    LIBMYSQL_VERSION_ID < 80000
+typedef my_bool mydrv_flag;
+#else
+#include <stdbool.h>
+typedef bool mydrv_flag;
+#endif
+
+struct sqllock_conn {
+    MYSQL *my;
+    int galera;                 /* a Galera cluster node (wsrep_on ON) */
+    int in_txn;                 /* between begin() and commit()/rollback() */
+    unsigned int io_timeout_s;  /* io_timeout_s() at the connect */
+    int64_t statement_ms;       /* its parts, for messages */
+    int64_t lock_wait_ms;
+};
+
+/* One result column: a growable text buffer, bound as MYSQL_TYPE_STRING
+ * (the client converts integers and decimals to text). */
+typedef struct mydrv_col {
+    char *buf;
+    unsigned long cap;          /* bytes in buf, the NUL included */
+    unsigned long len;          /* the value's full length */
+    mydrv_flag is_null;
+    mydrv_flag error;              /* truncated */
+} mydrv_col;
+
+struct sqllock_stmt {
+    sqllock_conn *conn;
+    MYSQL_STMT *st;
+    unsigned nparams;
+    unsigned ncols;
+    MYSQL_BIND *params;
+    long long *ints;            /* storage of the bound integers */
+    unsigned long *lens;        /* lengths of the bound texts */
+    MYSQL_BIND *binds;          /* result binds, one per column */
+    mydrv_col *cols;
+    int has_result;             /* a result set is stored and open */
+    int64_t affected;
+    int64_t insert_id;
+};
+
+/* ------------------------------------------------------------------------ */
+/* What a URL asks for (my_url.c)                                           */
+/* ------------------------------------------------------------------------ */
+
+/* The most hosts a URL may list (a Galera cluster has a handful of
+ * nodes; a longer list is more likely a mistake). */
+#define MYDRV_MAX_HOSTS 16
+
+typedef struct mydrv_host {
+    const char *name;          /* "localhost", "10.0.0.1", "::1" */
+    unsigned int port;         /* 0: the default, 3306 */
+} mydrv_host;
+
+typedef struct mydrv_target {
+    mydrv_host hosts[MYDRV_MAX_HOSTS];
+    int nhosts;
+    char *hostbuf;             /* a host list's entries, split; or NULL */
+    const char *socket;
+    const char *database;
+    /* The login and TLS settings: the URL's, else the option file's
+     * (see sqllock__my_load_option_file()). */
+    const char *user;
+    const char *password;
+    mydrv_ssl_mode ssl;        /* the mode in force (see
+                                  sqllock__my_tls_mode()) */
+    const char *tls[MYDRV_TLS_N];
+    /* The URL's option_file= (has_option_file: given, maybe empty) and
+     * option_group=, and what the file said. */
+    int has_option_file;
+    const char *option_file;
+    const char *option_group;
+    mydrv_optfile file;
+} mydrv_target;
+
+/* my_sql.c */
+extern const sqllock_dialect sqllock__my_dialect;
+/* The session set-up (see after_connect() in my_conn.c). */
+extern const char sqllock__my_sql_session_tz[];
+extern const char sqllock__my_sql_session_isolation[];
+extern const char sqllock__my_sql_wsrep_on[];
+extern const char sqllock__my_sql_wsrep_ready[];
+
+/* my_url.c. Checks the URL and reads its parameters into `t`;
+ * sqllock__my_target_free() frees what it allocated, also after a
+ * failure. */
+int sqllock__my_parse_url(const sqllock_url *url, mydrv_target *t,
+                          sqllock_dberr *err);
+/* Fills the login and TLS settings the URL leaves out from the option
+ * file it asks for. */
+int sqllock__my_load_option_file(const sqllock_url *url, mydrv_target *t,
+                                 sqllock_dberr *err);
+void sqllock__my_target_free(mydrv_target *t);
+
+/* my_tls.c */
+/* Settles the TLS mode in force. */
+int sqllock__my_tls_mode(mydrv_target *t, sqllock_dberr *err);
+/* Hands the client library the TLS mode and files. */
+int sqllock__my_set_tls(MYSQL *my, const mydrv_target *t, sqllock_dberr *err);
+/* After a failed TLS handshake, says what the mode in force checked. */
+void sqllock__my_tls_hint(const mydrv_target *t, const mydrv_host *h,
+                          sqllock_dberr *err);
+
+/* my_conn.c */
+int sqllock__my_connect(const sqllock_url *url,
+                        const sqllock_connect_params *p, sqllock_conn **out,
+                        sqllock_dberr *err);
+void sqllock__my_disconnect(sqllock_conn *c);
+void *sqllock__my_native(sqllock_conn *c);
+int sqllock__my_row_lock_scope(sqllock_conn *c, int *scope,
+                               sqllock_dberr *err);
+/* Sets one option of the client library; an option it refuses is an
+ * error. */
+int sqllock__my_set_option(MYSQL *my, enum mysql_option opt,
+                           const void *value, const char *what,
+                           sqllock_dberr *err);
+/* The monotonic clock, in ms. */
+int64_t sqllock__my_mono_ms(void);
+
+/* my_exec.c */
+int sqllock__my_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
+                        sqllock_dberr *err);
+void sqllock__my_finalize(sqllock_stmt *s);
+int sqllock__my_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
+                        sqllock_dberr *err);
+int sqllock__my_fetch(sqllock_stmt *s, int *has_row, sqllock_dberr *err);
+int64_t sqllock__my_column_int64(sqllock_stmt *s, int col);
+const char *sqllock__my_column_text(sqllock_stmt *s, int col);
+const void *sqllock__my_column_blob(sqllock_stmt *s, int col, size_t *len);
+int64_t sqllock__my_affected_rows(sqllock_stmt *s);
+void sqllock__my_reset(sqllock_stmt *s);
+int64_t sqllock__my_insert_id(sqllock_stmt *s);
+
+/* my_txn.c */
+/* After a statement outside the core's transaction: it must have
+ * committed (DESIGN C2). */
+int sqllock__my_check_committed(sqllock_conn *c, sqllock_dberr *err);
+/* Before one: the session must not be inside someone else's
+ * transaction. */
+int sqllock__my_check_no_foreign_txn(sqllock_conn *c, sqllock_dberr *err);
+int sqllock__my_exec_script(sqllock_conn *c, const char *sql,
+                            sqllock_dberr *err);
+int sqllock__my_begin(sqllock_conn *c, sqllock_dberr *err);
+int sqllock__my_commit(sqllock_conn *c, sqllock_dberr *err);
+int sqllock__my_rollback(sqllock_conn *c, sqllock_dberr *err);
+
+/* my_error.c */
+/* The sqllock status of a MySQL or MariaDB error number. */
+int sqllock__my_classify(unsigned int code);
+/* Fill `err` from the connection's or the statement's last error;
+ * `context`, when not NULL, goes before the message. Return the status. */
+int sqllock__my_fail_conn(MYSQL *my, sqllock_dberr *err, const char *context);
+int sqllock__my_fail_stmt(MYSQL_STMT *st, sqllock_dberr *err,
+                          const char *context);
+/* A lost connection after the whole read or write timeout: says so. */
+int sqllock__my_fail_timed(const sqllock_conn *c, int64_t t0, int rc,
+                           sqllock_dberr *err);
+/* Appends to buf[size], cutting what does not fit. */
+void sqllock__my_append(char *buf, size_t size, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
 #endif /* SQLLOCK_MYDRV_H */
