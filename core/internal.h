@@ -226,7 +226,8 @@ int sqllock__sql_select_key(sqllock_db *db, const sqllock_table *t,
                             const char *suffix, char *out, size_t size);
 
 /* Utilities (core/util.c). */
-int64_t sqllock__now_ms(void);          /* CLOCK_MONOTONIC, ms */
+/* sqllock__now_us() in ms: the clock of the drivers' deadlines too. */
+int64_t sqllock__now_ms(void);
 /* The clock of local deadlines: CLOCK_BOOTTIME where there is one (it
  * counts a suspended system's sleep), else CLOCK_MONOTONIC; us. */
 int64_t sqllock__now_us(void);

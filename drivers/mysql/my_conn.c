@@ -8,9 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
-#include "mydrv.h"
+#include "my.h"
 
 /* The client library's global set-up runs once per process, before the
  * first mysql_init(), so that threads connecting at once do not race it.
@@ -50,14 +49,6 @@ static unsigned int io_timeout_s(const sqllock_connect_params *p)
     return s > INT_MAX ? (unsigned int)INT_MAX : (unsigned int)s;
 }
 
-int64_t sqllock__my_mono_ms(void)
-{
-    struct timespec now;
-
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-}
-
 /* Sets one option; the client library refuses only options it does not
  * know, which is reported as an error. */
 int sqllock__my_set_option(MYSQL *my, enum mysql_option opt, const void *value,
@@ -71,7 +62,7 @@ int sqllock__my_set_option(MYSQL *my, enum mysql_option opt, const void *value,
 
 /* Sets the options every connection gets (see the file comment). */
 static int set_options(MYSQL *my, const sqllock_connect_params *p,
-                       const mydrv_target *t, sqllock_dberr *err)
+                       const my_target *t, sqllock_dberr *err)
 {
     int64_t connect_s = (p->connect_timeout_ms + 999) / 1000;
     unsigned int connect_timeout, io_timeout = io_timeout_s(p);
@@ -99,7 +90,7 @@ static int set_options(MYSQL *my, const sqllock_connect_params *p,
      * could run a statement again. (MySQL 8.0.34 deprecates the option
      * and prints a warning when it is set, so it is left alone there.) */
     if (rc == SQLLOCK_OK) {
-        mydrv_flag off = 0;
+        my_flag off = 0;
         rc = sqllock__my_set_option(my, MYSQL_OPT_RECONNECT, &off,
                                     "RECONNECT", err);
     }
@@ -174,15 +165,15 @@ static const char *isolation_var(MYSQL *my)
  * driver's back (a proxy, the application through the native handle), is
  * caught by sqllock__my_check_committed() and sqllock__my_begin().
  */
-static int after_connect(sqllock_conn *c, const mydrv_target *t,
+static int after_connect(sqllock_conn *c, const my_target *t,
                          sqllock_dberr *err)
 {
     MYSQL *my = c->my;
     char sql[128], val[32];
     int found = 0, rc;
 
-    if ((t->ssl == MYDRV_SSL_REQUIRED || t->ssl == MYDRV_SSL_VERIFY_CA ||
-         t->ssl == MYDRV_SSL_VERIFY_IDENTITY) &&
+    if ((t->ssl == MY_SSL_REQUIRED || t->ssl == MY_SSL_VERIFY_CA ||
+         t->ssl == MY_SSL_VERIFY_IDENTITY) &&
         mysql_get_ssl_cipher(my) == NULL)
         return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "ssl_mode=%s "
                                  "asks for TLS, but the connection does not "
@@ -229,7 +220,7 @@ static int after_connect(sqllock_conn *c, const mydrv_target *t,
 }
 
 /* "host:port", "[::1]:port", for messages. */
-static void host_label(const mydrv_host *h, char *out, size_t size)
+static void host_label(const my_host *h, char *out, size_t size)
 {
     unsigned int port = h->port != 0 ? h->port : 3306;
 
@@ -244,7 +235,7 @@ static void host_label(const mydrv_host *h, char *out, size_t size)
  * closed and NULL, and `err` says why, without naming the host.
  */
 static int connect_host(sqllock_conn *c, const sqllock_connect_params *p,
-                        const mydrv_target *t, const mydrv_host *h,
+                        const my_target *t, const my_host *h,
                         sqllock_dberr *err)
 {
     int rc;
@@ -271,13 +262,13 @@ static int connect_host(sqllock_conn *c, const sqllock_connect_params *p,
         /* An account created REQUIRE SSL (or X509) that logs in without
          * TLS is refused like a wrong password, 1045, with nothing that
          * says TLS; the server never tells which. */
-        if (code == 1045 && (t->ssl == MYDRV_SSL_DEFAULT ||
-                             t->ssl == MYDRV_SSL_DISABLED))
+        if (code == 1045 && (t->ssl == MY_SSL_DEFAULT ||
+                             t->ssl == MY_SSL_DISABLED))
             sqllock__my_append(err->msg, sizeof err->msg, "; the account "
                                "may require "
                    "TLS: add ssl_mode=REQUIRED (or VERIFY_IDENTITY with "
                    "ssl_ca=...)");
-        else if (code == 1045 && t->tls[MYDRV_TLS_CERT] == NULL)
+        else if (code == 1045 && t->tls[MY_TLS_CERT] == NULL)
             sqllock__my_append(err->msg, sizeof err->msg, "; if the "
                                "account requires a "
                    "client certificate (REQUIRE X509), give ssl_cert= and "
@@ -310,7 +301,7 @@ int sqllock__my_connect(const sqllock_url *url,
                          sqllock_dberr *err)
 {
     sqllock_conn *c;
-    mydrv_target t;
+    my_target t;
     sqllock_dberr herr;
     char tried[sizeof err->msg], label[300];
     int rc, i;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mydrv.h"
+#include "my.h"
 
 /* ------------------------------------------------------------------------ */
 /* Statements                                                               */
@@ -75,10 +75,10 @@ static int setup_columns(sqllock_stmt *s, sqllock_dberr *err)
         /* The declared width is a good first guess; a longer value grows
          * the buffer when it is fetched. */
         unsigned long cap = fields[i].length;
-        if (cap < MYDRV_COL_MIN)
-            cap = MYDRV_COL_MIN;
-        if (cap > MYDRV_COL_FIRST_MAX)
-            cap = MYDRV_COL_FIRST_MAX;
+        if (cap < MY_COL_MIN)
+            cap = MY_COL_MIN;
+        if (cap > MY_COL_FIRST_MAX)
+            cap = MY_COL_FIRST_MAX;
         if (col_alloc(s, i, cap + 1) != SQLLOCK_OK) {
             mysql_free_result(meta);
             return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
@@ -106,7 +106,7 @@ int sqllock__my_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
         return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory "
                                  "(mysql_stmt_init)");
     }
-    t0 = sqllock__my_mono_ms();
+    t0 = sqllock__now_ms();
     if (mysql_stmt_prepare(s->st, sql, (unsigned long)strlen(sql)) != 0) {
         rc = sqllock__my_fail_timed(c, t0,
                                     sqllock__my_fail_stmt(s->st, err, NULL),
@@ -198,7 +198,7 @@ int sqllock__my_execute(sqllock_stmt *s, const sqllock_value *args,
     rc = sqllock__my_check_no_foreign_txn(s->conn, err);
     if (rc != SQLLOCK_OK)
         return rc;
-    t0 = sqllock__my_mono_ms();
+    t0 = sqllock__now_ms();
     if (mysql_stmt_execute(s->st) != 0)
         return sqllock__my_fail_timed(s->conn, t0,
                                       sqllock__my_fail_stmt(s->st, err, NULL),
@@ -243,7 +243,7 @@ static int fetch_truncated(sqllock_stmt *s, sqllock_dberr *err)
     int rebind = 0;
 
     for (i = 0; i < s->ncols; i++) {
-        mydrv_col *col = &s->cols[i];
+        my_col *col = &s->cols[i];
 
         if (col->is_null || col->len < col->cap)
             continue;
@@ -280,7 +280,7 @@ int sqllock__my_fetch(sqllock_stmt *s, int *has_row, sqllock_dberr *err)
     }
     /* Every value is text now; end each with a NUL for column_text(). */
     for (i = 0; i < s->ncols; i++) {
-        mydrv_col *col = &s->cols[i];
+        my_col *col = &s->cols[i];
         unsigned long n = col->is_null ? 0 : col->len;
         col->buf[n < col->cap ? n : col->cap - 1] = '\0';
     }

@@ -2,7 +2,7 @@
  * my_sql.c -- the MySQL/MariaDB dialect: the SQL text of every statement
  * the core runs, and of the session set-up the connect runs (my_conn.c).
  */
-#include "mydrv.h"
+#include "my.h"
 
 /*
  * The statements. Placeholders are `?`; the `args` string of each entry

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mydrv.h"
+#include "my.h"
 
 /*
  * Settles the TLS mode. Without ssl_mode (in the URL or the option file),
@@ -16,18 +16,18 @@
  * VERIFY_CA needs a CA: MariaDB Connector/C checks the certificate chain
  * only against a CA it is given, so without one it would check nothing.
  */
-int sqllock__my_tls_mode(mydrv_target *t, sqllock_dberr *err)
+int sqllock__my_tls_mode(my_target *t, sqllock_dberr *err)
 {
-    int k, ca = t->tls[MYDRV_TLS_CA] != NULL ||
-                t->tls[MYDRV_TLS_CAPATH] != NULL, other = 0;
+    int k, ca = t->tls[MY_TLS_CA] != NULL ||
+                t->tls[MY_TLS_CAPATH] != NULL, other = 0;
 
-    for (k = 0; k < MYDRV_TLS_N; k++)
+    for (k = 0; k < MY_TLS_N; k++)
         if (t->tls[k] != NULL)
             other = 1;
-    if (t->ssl == MYDRV_SSL_DEFAULT)
-        t->ssl = ca ? MYDRV_SSL_VERIFY_CA
-                    : other ? MYDRV_SSL_REQUIRED : MYDRV_SSL_DEFAULT;
-    if (t->ssl == MYDRV_SSL_VERIFY_CA && !ca)
+    if (t->ssl == MY_SSL_DEFAULT)
+        t->ssl = ca ? MY_SSL_VERIFY_CA
+                    : other ? MY_SSL_REQUIRED : MY_SSL_DEFAULT;
+    if (t->ssl == MY_SSL_VERIFY_CA && !ca)
         return sqllock_dberr_set(err, SQLLOCK_EURL, "", "ssl_mode=VERIFY_CA "
                                  "needs the CA that signed the server's "
                                  "certificate: give ssl_ca=/path/to/ca.pem "
@@ -60,26 +60,26 @@ int sqllock__my_tls_mode(mydrv_target *t, sqllock_dberr *err)
  *   refused then too.
  * Oracle's libmysqlclient takes the mode itself (MYSQL_OPT_SSL_MODE).
  */
-int sqllock__my_set_tls(MYSQL *my, const mydrv_target *t, sqllock_dberr *err)
+int sqllock__my_set_tls(MYSQL *my, const my_target *t, sqllock_dberr *err)
 {
-    static const enum mysql_option files[MYDRV_TLS_N] = {
+    static const enum mysql_option files[MY_TLS_N] = {
         MYSQL_OPT_SSL_CA, MYSQL_OPT_SSL_CAPATH, MYSQL_OPT_SSL_CERT,
         MYSQL_OPT_SSL_KEY, MYSQL_OPT_SSL_CIPHER, MYSQL_OPT_SSL_CRL,
         MYSQL_OPT_SSL_CRLPATH
     };
-    static const char *const names[MYDRV_TLS_N] = {
+    static const char *const names[MY_TLS_N] = {
         "SSL_CA", "SSL_CAPATH", "SSL_CERT", "SSL_KEY", "SSL_CIPHER",
         "SSL_CRL", "SSL_CRLPATH"
     };
     int k, rc = SQLLOCK_OK;
 #if defined(MARIADB_PACKAGE_VERSION)
-    mydrv_flag on = 1, off = 0;
+    my_flag on = 1, off = 0;
 #else
     unsigned int m;
 #endif
 
-    if (t->ssl != MYDRV_SSL_DISABLED)
-        for (k = 0; k < MYDRV_TLS_N && rc == SQLLOCK_OK; k++)
+    if (t->ssl != MY_SSL_DISABLED)
+        for (k = 0; k < MY_TLS_N && rc == SQLLOCK_OK; k++)
             if (t->tls[k] != NULL)
                 rc = sqllock__my_set_option(my, files[k], t->tls[k],
                                             names[k], err);
@@ -87,19 +87,19 @@ int sqllock__my_set_tls(MYSQL *my, const mydrv_target *t, sqllock_dberr *err)
         return rc;
 #if defined(MARIADB_PACKAGE_VERSION)
     switch (t->ssl) {
-    case MYDRV_SSL_DEFAULT:
+    case MY_SSL_DEFAULT:
         break;
-    case MYDRV_SSL_DISABLED:
+    case MY_SSL_DISABLED:
         rc = sqllock__my_set_option(my, MYSQL_OPT_SSL_ENFORCE, &off,
                                     "SSL_ENFORCE", err);
         break;
-    case MYDRV_SSL_PREFERRED:
-    case MYDRV_SSL_REQUIRED:
-    case MYDRV_SSL_VERIFY_CA:
+    case MY_SSL_PREFERRED:
+    case MY_SSL_REQUIRED:
+    case MY_SSL_VERIFY_CA:
         rc = sqllock__my_set_option(my, MYSQL_OPT_SSL_ENFORCE, &on,
                                     "SSL_ENFORCE", err);
         break;
-    case MYDRV_SSL_VERIFY_IDENTITY:
+    case MY_SSL_VERIFY_IDENTITY:
         rc = sqllock__my_set_option(my, MYSQL_OPT_SSL_ENFORCE, &on,
                                     "SSL_ENFORCE", err);
         if (rc == SQLLOCK_OK)
@@ -112,18 +112,18 @@ int sqllock__my_set_tls(MYSQL *my, const mydrv_target *t, sqllock_dberr *err)
 #else
     /* Oracle's libmysqlclient 5.7.11 and later take the mode itself. */
     switch (t->ssl) {
-    case MYDRV_SSL_DEFAULT:
+    case MY_SSL_DEFAULT:
         return SQLLOCK_OK;
-    case MYDRV_SSL_DISABLED:
+    case MY_SSL_DISABLED:
         m = SSL_MODE_DISABLED;
         break;
-    case MYDRV_SSL_PREFERRED:
+    case MY_SSL_PREFERRED:
         m = SSL_MODE_PREFERRED;
         break;
-    case MYDRV_SSL_REQUIRED:
+    case MY_SSL_REQUIRED:
         m = SSL_MODE_REQUIRED;
         break;
-    case MYDRV_SSL_VERIFY_CA:
+    case MY_SSL_VERIFY_CA:
         m = SSL_MODE_VERIFY_CA;
         break;
     default:
@@ -137,11 +137,11 @@ int sqllock__my_set_tls(MYSQL *my, const mydrv_target *t, sqllock_dberr *err)
 /* After a failed TLS handshake (2026), says what the mode in force checked,
  * since the client library's words are OpenSSL's ("self-signed
  * certificate in certificate chain"). */
-void sqllock__my_tls_hint(const mydrv_target *t, const mydrv_host *h,
+void sqllock__my_tls_hint(const my_target *t, const my_host *h,
                      sqllock_dberr *err)
 {
-    const char *ca = t->tls[MYDRV_TLS_CA] != NULL ? t->tls[MYDRV_TLS_CA]
-                     : t->tls[MYDRV_TLS_CAPATH];
+    const char *ca = t->tls[MY_TLS_CA] != NULL ? t->tls[MY_TLS_CA]
+                     : t->tls[MY_TLS_CAPATH];
 
     if (strstr(err->msg, "does not support it") != NULL)
         return;                 /* "SSL is required, but the server ..." */
@@ -155,8 +155,8 @@ void sqllock__my_tls_hint(const mydrv_target *t, const mydrv_host *h,
         sqllock__my_append(err->msg, sizeof err->msg, "; the server's "
                            "certificate was "
                "not accepted: it must be signed by the CA in %s (ssl_%s)",
-               ca, t->tls[MYDRV_TLS_CA] != NULL ? "ca" : "capath");
-    else if (t->ssl == MYDRV_SSL_VERIFY_IDENTITY)
+               ca, t->tls[MY_TLS_CA] != NULL ? "ca" : "capath");
+    else if (t->ssl == MY_SSL_VERIFY_IDENTITY)
         sqllock__my_append(err->msg, sizeof err->msg, "; without ssl_ca "
                            "the server's "
                "certificate is checked against the system's CA store: give "

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mydrv.h"
+#include "my.h"
 
 /* ------------------------------------------------------------------------ */
 /* Committed on its own (DESIGN C2)                                         */
@@ -185,7 +185,7 @@ int sqllock__my_begin(sqllock_conn *c, sqllock_dberr *err)
                                  "the statements that must commit on their "
                                  "own would not; nothing was committed",
                                  why_in_transaction(c->my));
-    t0 = sqllock__my_mono_ms();
+    t0 = sqllock__now_ms();
     if (mysql_real_query(c->my, begin, sizeof begin - 1) != 0)
         return sqllock__my_fail_timed(c, t0,
                                       sqllock__my_fail_conn(c->my, err,
@@ -222,7 +222,7 @@ static int rollback_resync(sqllock_conn *c)
  * to date (rollback_resync()) and does not change the status reported. */
 int sqllock__my_commit(sqllock_conn *c, sqllock_dberr *err)
 {
-    int64_t t0 = sqllock__my_mono_ms();
+    int64_t t0 = sqllock__now_ms();
     int rc;
 
     c->in_txn = 0;
@@ -240,7 +240,7 @@ int sqllock__my_commit(sqllock_conn *c, sqllock_dberr *err)
  * the transaction back when the connection ends). */
 int sqllock__my_rollback(sqllock_conn *c, sqllock_dberr *err)
 {
-    int64_t t0 = sqllock__my_mono_ms();
+    int64_t t0 = sqllock__now_ms();
 
     c->in_txn = 0;
     if (rollback_resync(c) != 0)

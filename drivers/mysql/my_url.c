@@ -1,7 +1,7 @@
 /*
  * my_url.c -- what a mysql: URL asks of the driver: the host or hosts,
  * the socket, the database, the TLS settings, and the option file whose
- * login and TLS settings fill what the URL leaves out (optfile.c reads
+ * login and TLS settings fill what the URL leaves out (my_optfile.c reads
  * it).
  */
 #include <stdio.h>
@@ -9,10 +9,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "mydrv.h"
+#include "my.h"
 
 /* The URL's ssl_mode. */
-static int parse_ssl_mode(const char *v, mydrv_ssl_mode *mode,
+static int parse_ssl_mode(const char *v, my_ssl_mode *mode,
                           sqllock_dberr *err)
 {
     if (sqllock__my_ssl_mode_parse(v, mode))
@@ -45,7 +45,7 @@ static int parse_list_port(const char *s, unsigned int *port)
  * Splits a host list, "h1:p1,h2,[::1]:p3" (the URL parser keeps it whole
  * and already decoded), into t->hosts, in a copy that t->hostbuf owns.
  */
-static int parse_hosts(const char *list, mydrv_target *t, sqllock_dberr *err)
+static int parse_hosts(const char *list, my_target *t, sqllock_dberr *err)
 {
     char *p, *entry;
     int n = 0;
@@ -63,10 +63,10 @@ static int parse_hosts(const char *list, mydrv_target *t, sqllock_dberr *err)
             *comma = '\0';
         entry = p;
         n++;
-        if (n > MYDRV_MAX_HOSTS)
+        if (n > MY_MAX_HOSTS)
             return sqllock_dberr_set(err, SQLLOCK_EURL, "", "the host list "
                                      "names more than %d hosts",
-                                     MYDRV_MAX_HOSTS);
+                                     MY_MAX_HOSTS);
         if (*entry == '\0')
             return sqllock_dberr_set(err, SQLLOCK_EURL, "", "host %d of the "
                                      "host list is empty (write "
@@ -115,7 +115,7 @@ static int parse_hosts(const char *list, mydrv_target *t, sqllock_dberr *err)
     return SQLLOCK_OK;
 }
 
-void sqllock__my_target_free(mydrv_target *t)
+void sqllock__my_target_free(my_target *t)
 {
     free(t->hostbuf);
     t->hostbuf = NULL;
@@ -124,7 +124,7 @@ void sqllock__my_target_free(mydrv_target *t)
 
 /* The URL parameters the driver knows, for the message about one it does
  * not. */
-#define MYDRV_KNOWN_PARAMS "socket, ssl_mode, ssl_ca, ssl_capath, " \
+#define MY_KNOWN_PARAMS "socket, ssl_mode, ssl_ca, ssl_capath, " \
     "ssl_cert, ssl_key, ssl_cipher, ssl_crl, ssl_crlpath, option_file, " \
     "option_group"
 
@@ -143,7 +143,7 @@ static int password_like(const char *key)
 }
 
 /* Reads one URL parameter into `t`: 1 if it is the driver's, 0 if not. */
-static int url_param(const sqllock_url *url, int i, mydrv_target *t,
+static int url_param(const sqllock_url *url, int i, my_target *t,
                      int *rc, sqllock_dberr *err)
 {
     const char *key = url->keys[i], *value = url->values[i];
@@ -176,15 +176,15 @@ static int url_param(const sqllock_url *url, int i, mydrv_target *t,
         return 1;
     }
     if (strncmp(key, "ssl_", 4) == 0) {
-        for (k = 0; k < MYDRV_TLS_N; k++) {
+        for (k = 0; k < MY_TLS_N; k++) {
             if (strcmp(key + 4, sqllock__my_tls_names[k]) != 0)
                 continue;
             if (value[0] == '\0')
                 *rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "%s is empty: "
                                         "give a %s", key,
-                                        k == MYDRV_TLS_CIPHER ? "cipher list"
-                                        : k == MYDRV_TLS_CAPATH ||
-                                          k == MYDRV_TLS_CRLPATH
+                                        k == MY_TLS_CIPHER ? "cipher list"
+                                        : k == MY_TLS_CAPATH ||
+                                          k == MY_TLS_CRLPATH
                                         ? "directory" : "file");
             t->tls[k] = value;
             return 1;
@@ -196,7 +196,7 @@ static int url_param(const sqllock_url *url, int i, mydrv_target *t,
 /* Checks the URL and reads its parameters into `t`;
  * sqllock__my_target_free() frees
  * what it allocated, also after a failure. */
-int sqllock__my_parse_url(const sqllock_url *url, mydrv_target *t,
+int sqllock__my_parse_url(const sqllock_url *url, my_target *t,
                      sqllock_dberr *err)
 {
     const char *host;
@@ -213,7 +213,7 @@ int sqllock__my_parse_url(const sqllock_url *url, mydrv_target *t,
         if (!url_param(url, i, t, &rc, err))
             return sqllock_dberr_set(err, SQLLOCK_EURL, "", "unknown %s URL "
                                      "parameter '%s'%s (known: "
-                                     MYDRV_KNOWN_PARAMS ")", url->scheme,
+                                     MY_KNOWN_PARAMS ")", url->scheme,
                                      url->keys[i], password_like(url->keys[i])
                                      ? ": a password goes in the URL's user "
                                        "info (mysql://user:password@host/db) "
@@ -282,7 +282,7 @@ int sqllock__my_parse_url(const sqllock_url *url, mydrv_target *t,
  * The groups are [client] (with MariaDB's [client-server] and
  * [client-mariadb]) and option_group's, in file order.
  */
-int sqllock__my_load_option_file(const sqllock_url *url, mydrv_target *t,
+int sqllock__my_load_option_file(const sqllock_url *url, my_target *t,
                             sqllock_dberr *err)
 {
     const char *home = getenv("HOME"), *path = NULL;
@@ -310,9 +310,9 @@ int sqllock__my_load_option_file(const sqllock_url *url, mydrv_target *t,
     t->user = url->user != NULL && url->user[0] != '\0' ? url->user
                                                          : t->file.user;
     t->password = url->password != NULL ? url->password : t->file.password;
-    if (t->ssl == MYDRV_SSL_DEFAULT)
+    if (t->ssl == MY_SSL_DEFAULT)
         t->ssl = t->file.mode;
-    for (k = 0; k < MYDRV_TLS_N; k++)
+    for (k = 0; k < MY_TLS_N; k++)
         if (t->tls[k] == NULL)
             t->tls[k] = t->file.tls[k];
     return SQLLOCK_OK;

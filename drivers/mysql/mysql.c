@@ -24,17 +24,17 @@
  *
  * The URL takes MySQL's TLS settings (ssl_mode, ssl_ca, ssl_capath,
  * ssl_cert, ssl_key, ssl_cipher, ssl_crl, ssl_crlpath) and an option file
- * (option_file, option_group; optfile.c reads it) for the login and the
+ * (option_file, option_group; my_optfile.c reads it) for the login and the
  * TLS settings; the URL's own values win over the file's.
  */
-#include "mydrv.h"
+#include "my.h"
 
-static const char *const mysql_schemes[] = { "mysql", "mariadb", NULL };
+static const char *const my_schemes[] = { "mysql", "mariadb", NULL };
 
 const sqllock_driver sqllock__mysql_driver = {
     .version = SQLLOCK_DRIVER_VERSION,
     .name = "mysql",
-    .schemes = mysql_schemes,
+    .schemes = my_schemes,
     .caps = SQLLOCK_CAP_SKIP_LOCKED | SQLLOCK_CAP_NOWAIT,
     .dialect = &sqllock__my_dialect,
     .connect = sqllock__my_connect,

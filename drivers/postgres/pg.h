@@ -17,6 +17,7 @@
 
 #include <libpq-fe.h>
 
+#include "internal.h"     /* sqllock__now_ms() and the core's other helpers */
 #include "sqllock_driver.h"
 
 /* The most values one statement binds. The core's largest statement (a
@@ -119,8 +120,6 @@ void sqllock__pg_disconnect(sqllock_conn *c);
  * listener's connection). */
 int sqllock__pg_connect_url(const char *libpq_url, int64_t connect_ms,
                             sqllock_conn **out, sqllock_dberr *err);
-/* The monotonic clock, in ms. */
-int64_t sqllock__pg_mono_ms(void);
 /* Waits until `fd` is ready for `events` or the deadline passes: 1 ready,
  * 0 out of time, -1 poll() failed (errno). */
 int sqllock__pg_wait_fd(int fd, short events, int64_t deadline_ms);

@@ -83,15 +83,6 @@ static void on_notice(void *arg, const PGresult *res)
     snprintf(c->sync_msg, sizeof c->sync_msg, "%s", msg != NULL ? msg : "");
 }
 
-/* The monotonic clock, in ms. */
-int64_t sqllock__pg_mono_ms(void)
-{
-    struct timespec now;
-
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-}
-
 /* Waits until `fd` is ready for `events` or the deadline passes: 1 ready,
  * 0 out of time, -1 poll() failed (errno). */
 int sqllock__pg_wait_fd(int fd, short events, int64_t deadline_ms)
@@ -101,7 +92,7 @@ int sqllock__pg_wait_fd(int fd, short events, int64_t deadline_ms)
     int r;
 
     for (;;) {
-        left = deadline_ms - sqllock__pg_mono_ms();
+        left = deadline_ms - sqllock__now_ms();
         if (left <= 0)
             return 0;
         pfd.fd = fd;
@@ -141,7 +132,7 @@ static int classify_connect(const char *msg)
 static int connect_poll(PGconn *pg, int64_t timeout_ms, sqllock_dberr *err)
 {
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-    int64_t deadline = sqllock__pg_mono_ms() + timeout_ms;
+    int64_t deadline = sqllock__now_ms() + timeout_ms;
     int r;
 
     for (;;) {
@@ -450,7 +441,7 @@ static int session_ready(sqllock_conn *c, int64_t left_ms, int64_t bound_ms,
 int sqllock__pg_connect(const sqllock_url *url, const sqllock_connect_params *p,
                         sqllock_conn **out, sqllock_dberr *err)
 {
-    int64_t start = sqllock__pg_mono_ms();
+    int64_t start = sqllock__now_ms();
     sqllock_conn *c;
     pg_target t;
     int status;
@@ -473,7 +464,7 @@ int sqllock__pg_connect(const sqllock_url *url, const sqllock_connect_params *p,
     sqllock__pg_target_free(&t);
     if (c->pooler == PG_POOLER_SESSION) {
         status = session_ready(c, p->connect_timeout_ms -
-                               (sqllock__pg_mono_ms() - start),
+                               (sqllock__now_ms() - start),
                                p->connect_timeout_ms, err);
         if (status != SQLLOCK_OK) {
             sqllock__pg_disconnect(c);

@@ -138,7 +138,7 @@ static int round_trip(sqllock_conn *c, int sent, PGresult **out,
                       sqllock_dberr *err)
 {
     int64_t bound = c->statement_ms + c->lock_wait_ms;
-    int64_t deadline = sqllock__pg_mono_ms() + bound;
+    int64_t deadline = sqllock__now_ms() + bound;
     PGresult *res, *last = NULL;
     int r, rc;
 

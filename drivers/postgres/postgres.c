@@ -19,13 +19,13 @@
  */
 #include "pg.h"
 
-static const char *const postgres_schemes[] = { "postgres", "postgresql",
+static const char *const pg_schemes[] = { "postgres", "postgresql",
                                                 NULL };
 
 const sqllock_driver sqllock__postgres_driver = {
     .version = SQLLOCK_DRIVER_VERSION,
     .name = "postgres",
-    .schemes = postgres_schemes,
+    .schemes = pg_schemes,
     .caps = SQLLOCK_CAP_RETURNING | SQLLOCK_CAP_SKIP_LOCKED |
             SQLLOCK_CAP_NOWAIT | SQLLOCK_CAP_NOTIFY,
     .dialect = &sqllock__pg_dialect,

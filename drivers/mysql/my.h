@@ -1,71 +1,79 @@
 /*
- * mydrv.h -- what the files of the MySQL/MariaDB driver share: the
+ * my.h -- what the files of the MySQL/MariaDB driver share: the
  * connection and statement structs, the TLS modes and settings, what a
  * URL asks for, and the functions one file calls in another. Not
- * installed; nothing outside drivers/mysql includes it.
+ * installed; outside drivers/mysql only tests/test_tls.c includes it (for
+ * the option-file reader).
  *
- *   mysql.c      the driver table
- *   my_sql.c     the dialect: the SQL text of every statement
- *   my_url.c     the URL: hosts, socket, database, TLS settings, the
- *                option file's login
- *   optfile.c    reading an option file (~/.my.cnf)
- *   my_tls.c     the TLS mode in force, the client's TLS options
- *   my_conn.c    connecting (one host or a host list), the session set-up
- *   my_exec.c    statements, results, columns
- *   my_txn.c     committed on its own (DESIGN C2), scripts, transactions
- *   my_error.c   the error map and messages
+ *   mysql.c       the driver table
+ *   my_sql.c      the dialect: the SQL text of every statement
+ *   my_url.c      the URL: hosts, socket, database, TLS settings, the
+ *                 option file's login
+ *   my_optfile.c  reading an option file (~/.my.cnf)
+ *   my_tls.c      the TLS mode in force, the client's TLS options
+ *   my_conn.c     connecting (one host or a host list), the session set-up
+ *   my_exec.c     statements, results, columns
+ *   my_txn.c      committed on its own (DESIGN C2), scripts, transactions
+ *   my_error.c    the error map and messages
+ *
+ * Names: driver-private types and macros are my_ and MY_ (pg_ and PG_ in
+ * the PostgreSQL driver, sq_ in the SQLite one); functions and data one
+ * file of the driver calls in another are sqllock__my_ (sqllock__pg_),
+ * plain static inside a file; helpers every driver could use live in the
+ * core (core/util.c: sqllock__now_ms()).
  */
-#ifndef SQLLOCK_MYDRV_H
-#define SQLLOCK_MYDRV_H
+#ifndef SQLLOCK_MY_H
+#define SQLLOCK_MY_H
 
 #include <stdint.h>
 
 #include <mysql.h>
 
+#include "internal.h"     /* sqllock__now_ms() and the core's other helpers */
 #include "sqllock_driver.h"
 
 /* The TLS modes of the ssl_mode URL parameter (and of an option file's
- * ssl-mode), named as MySQL names them. MYDRV_SSL_DEFAULT: none given. */
-typedef enum mydrv_ssl_mode {
-    MYDRV_SSL_DEFAULT = 0,
-    MYDRV_SSL_DISABLED,
-    MYDRV_SSL_PREFERRED,
-    MYDRV_SSL_REQUIRED,
-    MYDRV_SSL_VERIFY_CA,
-    MYDRV_SSL_VERIFY_IDENTITY
-} mydrv_ssl_mode;
+ * ssl-mode), named as MySQL names them. MY_SSL_DEFAULT: none given. */
+typedef enum my_ssl_mode {
+    MY_SSL_DEFAULT = 0,
+    MY_SSL_DISABLED,
+    MY_SSL_PREFERRED,
+    MY_SSL_REQUIRED,
+    MY_SSL_VERIFY_CA,
+    MY_SSL_VERIFY_IDENTITY
+} my_ssl_mode;
 
 /* The TLS files and settings, in the order of sqllock__my_tls_names:
  * the URL spells them ssl_ca, ssl_capath, ..., an option file ssl-ca,
  * ssl-capath, ... (MySQL's option names). */
 enum {
-    MYDRV_TLS_CA = 0,
-    MYDRV_TLS_CAPATH,
-    MYDRV_TLS_CERT,
-    MYDRV_TLS_KEY,
-    MYDRV_TLS_CIPHER,
-    MYDRV_TLS_CRL,
-    MYDRV_TLS_CRLPATH,
-    MYDRV_TLS_N
+    MY_TLS_CA = 0,
+    MY_TLS_CAPATH,
+    MY_TLS_CERT,
+    MY_TLS_KEY,
+    MY_TLS_CIPHER,
+    MY_TLS_CRL,
+    MY_TLS_CRLPATH,
+    MY_TLS_N
 };
 
 /* "ca", "capath", "cert", "key", "cipher", "crl", "crlpath". */
-extern const char *const sqllock__my_tls_names[MYDRV_TLS_N];
+extern const char *const sqllock__my_tls_names[MY_TLS_N];
 
 /* The mode that `name` spells (ASCII case ignored): 1, or 0 for none. */
-int sqllock__my_ssl_mode_parse(const char *name, mydrv_ssl_mode *mode);
+int sqllock__my_ssl_mode_parse(const char *name, my_ssl_mode *mode);
 
 /* MySQL's name of a mode ("VERIFY_IDENTITY"). */
-const char *sqllock__my_ssl_mode_name(mydrv_ssl_mode mode);
+const char *sqllock__my_ssl_mode_name(my_ssl_mode mode);
 
 /* What an option file gave: copies, owned; NULL where it said nothing. */
-typedef struct mydrv_optfile {
+typedef struct my_optfile {
     char *user;
     char *password;            /* overwritten with zeros before it is freed */
-    mydrv_ssl_mode mode;       /* ssl-mode, or ssl-verify-server-cert */
-    char *tls[MYDRV_TLS_N];
+    my_ssl_mode mode;       /* ssl-mode, or ssl-verify-server-cert */
+    char *tls[MY_TLS_N];
     int files;                 /* option files read (includes counted) */
-} mydrv_optfile;
+} my_optfile;
 
 /*
  * Reads the option file `path` as MySQL's clients read one: the options
@@ -81,27 +89,27 @@ typedef struct mydrv_optfile {
  * failure.
  */
 int sqllock__my_optfile_read(const char *path, const char *group,
-                             int missing_ok, mydrv_optfile *out,
+                             int missing_ok, my_optfile *out,
                              sqllock_dberr *err);
 
-void sqllock__my_optfile_free(mydrv_optfile *f);
+void sqllock__my_optfile_free(my_optfile *f);
 
 /* ------------------------------------------------------------------------ */
 /* The connection and its statements                                        */
 /* ------------------------------------------------------------------------ */
 
 /* The first size of a column's buffer; a longer value grows it. */
-#define MYDRV_COL_MIN 64ul
-#define MYDRV_COL_FIRST_MAX 1024ul
+#define MY_COL_MIN 64ul
+#define MY_COL_FIRST_MAX 1024ul
 
 /* MariaDB Connector/C and libmysqlclient before 8.0 spell the flag type
  * my_bool; MySQL 8.0's client uses bool. */
 #if defined(MARIADB_PACKAGE_VERSION) || !defined(LIBMYSQL_VERSION_ID) || \
     LIBMYSQL_VERSION_ID < 80000
-typedef my_bool mydrv_flag;
+typedef my_bool my_flag;
 #else
 #include <stdbool.h>
-typedef bool mydrv_flag;
+typedef bool my_flag;
 #endif
 
 struct sqllock_conn {
@@ -115,13 +123,13 @@ struct sqllock_conn {
 
 /* One result column: a growable text buffer, bound as MYSQL_TYPE_STRING
  * (the client converts integers and decimals to text). */
-typedef struct mydrv_col {
+typedef struct my_col {
     char *buf;
     unsigned long cap;          /* bytes in buf, the NUL included */
     unsigned long len;          /* the value's full length */
-    mydrv_flag is_null;
-    mydrv_flag error;              /* truncated */
-} mydrv_col;
+    my_flag is_null;
+    my_flag error;              /* truncated */
+} my_col;
 
 struct sqllock_stmt {
     sqllock_conn *conn;
@@ -132,7 +140,7 @@ struct sqllock_stmt {
     long long *ints;            /* storage of the bound integers */
     unsigned long *lens;        /* lengths of the bound texts */
     MYSQL_BIND *binds;          /* result binds, one per column */
-    mydrv_col *cols;
+    my_col *cols;
     int has_result;             /* a result set is stored and open */
     int64_t affected;
     int64_t insert_id;
@@ -144,15 +152,15 @@ struct sqllock_stmt {
 
 /* The most hosts a URL may list (a Galera cluster has a handful of
  * nodes; a longer list is more likely a mistake). */
-#define MYDRV_MAX_HOSTS 16
+#define MY_MAX_HOSTS 16
 
-typedef struct mydrv_host {
+typedef struct my_host {
     const char *name;          /* "localhost", "10.0.0.1", "::1" */
     unsigned int port;         /* 0: the default, 3306 */
-} mydrv_host;
+} my_host;
 
-typedef struct mydrv_target {
-    mydrv_host hosts[MYDRV_MAX_HOSTS];
+typedef struct my_target {
+    my_host hosts[MY_MAX_HOSTS];
     int nhosts;
     char *hostbuf;             /* a host list's entries, split; or NULL */
     const char *socket;
@@ -161,16 +169,16 @@ typedef struct mydrv_target {
      * (see sqllock__my_load_option_file()). */
     const char *user;
     const char *password;
-    mydrv_ssl_mode ssl;        /* the mode in force (see
+    my_ssl_mode ssl;        /* the mode in force (see
                                   sqllock__my_tls_mode()) */
-    const char *tls[MYDRV_TLS_N];
+    const char *tls[MY_TLS_N];
     /* The URL's option_file= (has_option_file: given, maybe empty) and
      * option_group=, and what the file said. */
     int has_option_file;
     const char *option_file;
     const char *option_group;
-    mydrv_optfile file;
-} mydrv_target;
+    my_optfile file;
+} my_target;
 
 /* my_sql.c */
 extern const sqllock_dialect sqllock__my_dialect;
@@ -183,21 +191,21 @@ extern const char sqllock__my_sql_wsrep_ready[];
 /* my_url.c. Checks the URL and reads its parameters into `t`;
  * sqllock__my_target_free() frees what it allocated, also after a
  * failure. */
-int sqllock__my_parse_url(const sqllock_url *url, mydrv_target *t,
+int sqllock__my_parse_url(const sqllock_url *url, my_target *t,
                           sqllock_dberr *err);
 /* Fills the login and TLS settings the URL leaves out from the option
  * file it asks for. */
-int sqllock__my_load_option_file(const sqllock_url *url, mydrv_target *t,
+int sqllock__my_load_option_file(const sqllock_url *url, my_target *t,
                                  sqllock_dberr *err);
-void sqllock__my_target_free(mydrv_target *t);
+void sqllock__my_target_free(my_target *t);
 
 /* my_tls.c */
 /* Settles the TLS mode in force. */
-int sqllock__my_tls_mode(mydrv_target *t, sqllock_dberr *err);
+int sqllock__my_tls_mode(my_target *t, sqllock_dberr *err);
 /* Hands the client library the TLS mode and files. */
-int sqllock__my_set_tls(MYSQL *my, const mydrv_target *t, sqllock_dberr *err);
+int sqllock__my_set_tls(MYSQL *my, const my_target *t, sqllock_dberr *err);
 /* After a failed TLS handshake, says what the mode in force checked. */
-void sqllock__my_tls_hint(const mydrv_target *t, const mydrv_host *h,
+void sqllock__my_tls_hint(const my_target *t, const my_host *h,
                           sqllock_dberr *err);
 
 /* my_conn.c */
@@ -213,8 +221,6 @@ int sqllock__my_row_lock_scope(sqllock_conn *c, int *scope,
 int sqllock__my_set_option(MYSQL *my, enum mysql_option opt,
                            const void *value, const char *what,
                            sqllock_dberr *err);
-/* The monotonic clock, in ms. */
-int64_t sqllock__my_mono_ms(void);
 
 /* my_exec.c */
 int sqllock__my_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
@@ -261,4 +267,4 @@ void sqllock__my_append(char *buf, size_t size, const char *fmt, ...)
 #endif
     ;
 
-#endif /* SQLLOCK_MYDRV_H */
+#endif /* SQLLOCK_MY_H */
