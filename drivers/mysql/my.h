@@ -7,11 +7,11 @@
  *
  *   mysql.c       the driver table
  *   my_sql.c      the dialect: the SQL text of every statement
- *   my_url.c      the URL: hosts, socket, database, TLS settings, the
+ *   my_url.c      the URL: host, socket, database, TLS settings, the
  *                 option file's login
  *   my_optfile.c  reading an option file (~/.my.cnf)
  *   my_tls.c      the TLS mode in force, the client's TLS options
- *   my_conn.c     connecting (one host or a host list), the session set-up
+ *   my_conn.c     connecting to one host, the session set-up
  *   my_exec.c     statements, results, columns
  *   my_txn.c      committed on its own (DESIGN C2), scripts, transactions
  *   my_error.c    the error map and messages
@@ -150,26 +150,18 @@ struct sqllock_stmt {
 /* What a URL asks for (my_url.c)                                           */
 /* ------------------------------------------------------------------------ */
 
-/* The most hosts a URL may list (a Galera cluster has a handful of
- * nodes; a longer list is more likely a mistake). */
-#define MY_MAX_HOSTS 16
-
-typedef struct my_host {
-    const char *name;          /* "localhost", "10.0.0.1", "::1" */
-    unsigned int port;         /* 0: the default, 3306 */
-} my_host;
-
 typedef struct my_target {
-    my_host hosts[MY_MAX_HOSTS];
-    int nhosts;
-    char *hostbuf;             /* a host list's entries, split; or NULL */
+    /* The one host to connect to (core/db.c picks it from a host list):
+     * "localhost", "10.0.0.1", "::1"; "localhost" with socket=. */
+    const char *host;
+    unsigned int port;         /* 0: the default, 3306 */
     const char *socket;
     const char *database;
     /* The login and TLS settings: the URL's, else the option file's
      * (see sqllock__my_load_option_file()). */
     const char *user;
     const char *password;
-    my_ssl_mode ssl;        /* the mode in force (see
+    my_ssl_mode ssl;           /* the mode in force (see
                                   sqllock__my_tls_mode()) */
     const char *tls[MY_TLS_N];
     /* The URL's option_file= (has_option_file: given, maybe empty) and
@@ -205,8 +197,7 @@ int sqllock__my_tls_mode(my_target *t, sqllock_dberr *err);
 /* Hands the client library the TLS mode and files. */
 int sqllock__my_set_tls(MYSQL *my, const my_target *t, sqllock_dberr *err);
 /* After a failed TLS handshake, says what the mode in force checked. */
-void sqllock__my_tls_hint(const my_target *t, const my_host *h,
-                          sqllock_dberr *err);
+void sqllock__my_tls_hint(const my_target *t, sqllock_dberr *err);
 
 /* my_conn.c */
 int sqllock__my_connect(const sqllock_url *url,

@@ -1,6 +1,7 @@
 /*
  * my_conn.c -- connecting: the client library's options, the connect to
- * each host of the URL in turn, and the session set-up after it.
+ * the one host the core hands over (core/db.c tries a host list's hosts
+ * in turn), and the session set-up after it.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -219,24 +220,13 @@ static int after_connect(sqllock_conn *c, const my_target *t,
     return SQLLOCK_OK;
 }
 
-/* "host:port", "[::1]:port", for messages. */
-static void host_label(const my_host *h, char *out, size_t size)
-{
-    unsigned int port = h->port != 0 ? h->port : 3306;
-
-    if (strchr(h->name, ':') != NULL)
-        snprintf(out, size, "[%s]:%u", h->name, port);
-    else
-        snprintf(out, size, "%s:%u", h->name, port);
-}
-
 /*
- * Connects `c` to one host and sets the session up. On failure c->my is
- * closed and NULL, and `err` says why, without naming the host.
+ * Connects `c` to the target's one host and sets the session up. On
+ * failure c->my is closed and NULL, and `err` says why, without naming
+ * the host.
  */
 static int connect_host(sqllock_conn *c, const sqllock_connect_params *p,
-                        const my_target *t, const my_host *h,
-                        sqllock_dberr *err)
+                        const my_target *t, sqllock_dberr *err)
 {
     int rc;
 
@@ -249,8 +239,8 @@ static int connect_host(sqllock_conn *c, const sqllock_connect_params *p,
     /* The password (the URL's or the option file's) goes to the client
      * library only, never into a message. */
     if (rc == SQLLOCK_OK &&
-        mysql_real_connect(c->my, h->name, t->user, t->password,
-                           t->database, h->port, t->socket, 0) == NULL) {
+        mysql_real_connect(c->my, t->host, t->user, t->password,
+                           t->database, t->port, t->socket, 0) == NULL) {
         unsigned int code = mysql_errno(c->my);
 
         rc = sqllock__my_fail_conn(c->my, err, NULL);
@@ -265,16 +255,14 @@ static int connect_host(sqllock_conn *c, const sqllock_connect_params *p,
         if (code == 1045 && (t->ssl == MY_SSL_DEFAULT ||
                              t->ssl == MY_SSL_DISABLED))
             sqllock__my_append(err->msg, sizeof err->msg, "; the account "
-                               "may require "
-                   "TLS: add ssl_mode=REQUIRED (or VERIFY_IDENTITY with "
-                   "ssl_ca=...)");
+                               "may require TLS: add ssl_mode=REQUIRED (or "
+                               "VERIFY_IDENTITY with ssl_ca=...)");
         else if (code == 1045 && t->tls[MY_TLS_CERT] == NULL)
-            sqllock__my_append(err->msg, sizeof err->msg, "; if the "
-                               "account requires a "
-                   "client certificate (REQUIRE X509), give ssl_cert= and "
-                   "ssl_key=");
+            sqllock__my_append(err->msg, sizeof err->msg, "; if the account "
+                               "requires a client certificate (REQUIRE "
+                               "X509), give ssl_cert= and ssl_key=");
         else if (code == 2026)     /* CR_SSL_CONNECTION_ERROR */
-            sqllock__my_tls_hint(t, h, err);
+            sqllock__my_tls_hint(t, err);
     } else if (rc == SQLLOCK_OK) {
         rc = after_connect(c, t, err);
     }
@@ -286,25 +274,21 @@ static int connect_host(sqllock_conn *c, const sqllock_connect_params *p,
 }
 
 /*
- * Connects to the URL's hosts in order (see sqllock_open() in sqllock.h):
- * the first host that connects and sets the session up wins. A failed
- * connect (SQLLOCK_ECONNECT: unreachable, refused, lost during the set-up,
- * a Galera node that is not ready) moves on to the next host; any other
- * failure ends the connect, since the next host would fail the same way:
- * refused credentials above all (SQLLOCK_EPERM; every host gets the same
- * ones, and more attempts would only count against the account or the
- * client's address, max_connect_errors), and memory. The message of a
- * failed connect names every host tried and why.
+ * Connects to the one host the core hands over (a host list is the
+ * core's: it calls this for each host in turn and decides, from the
+ * status, whether to try the next; core/db.c). A refused login is
+ * SQLLOCK_EPERM, memory SQLLOCK_ENOMEM, every other failure of the
+ * connect or the session set-up SQLLOCK_ECONNECT. The message is the
+ * client's, with hints; the core adds the host. Through a unix socket
+ * (socket=, no host in the URL) the message names the socket itself.
  */
 int sqllock__my_connect(const sqllock_url *url,
-                         const sqllock_connect_params *p, sqllock_conn **out,
-                         sqllock_dberr *err)
+                        const sqllock_connect_params *p, sqllock_conn **out,
+                        sqllock_dberr *err)
 {
     sqllock_conn *c;
     my_target t;
-    sqllock_dberr herr;
-    char tried[sizeof err->msg], label[300];
-    int rc, i;
+    int rc;
 
     *out = NULL;
     rc = sqllock__my_parse_url(url, &t, err);
@@ -329,43 +313,23 @@ int sqllock__my_connect(const sqllock_url *url,
     c->io_timeout_s = io_timeout_s(p);
     c->statement_ms = p->statement_timeout_ms;
     c->lock_wait_ms = p->lock_wait_ms;
-    tried[0] = '\0';
-    for (i = 0; i < t.nhosts; i++) {
-        memset(&herr, 0, sizeof herr);
-        rc = connect_host(c, p, &t, &t.hosts[i], &herr);
-        if (rc == SQLLOCK_OK) {
-            sqllock__my_target_free(&t);
-            *out = c;
-            return SQLLOCK_OK;
-        }
-        if (t.socket != NULL)
-            snprintf(label, sizeof label, "the socket %s", t.socket);
+    rc = connect_host(c, p, &t, err);
+    if (rc == SQLLOCK_OK) {
+        sqllock__my_target_free(&t);
+        *out = c;
+        return SQLLOCK_OK;
+    }
+    if (t.socket != NULL) {
+        char msg[sizeof err->msg];
+
+        memcpy(msg, err->msg, sizeof msg);
+        if (url->nhosts == 0)
+            sqllock_dberr_set(err, rc, err->code, "cannot connect to %s "
+                              "through the socket %s (database '%s'): %s",
+                              url->scheme, t.socket, t.database, msg);
         else
-            host_label(&t.hosts[i], label, sizeof label);
-        if (t.nhosts == 1 || (rc != SQLLOCK_ECONNECT && i == 0)) {
-            /* One host: the message of old. */
-            sqllock_dberr_set(err, rc, herr.code, "cannot connect to %s %s "
-                              "%s (database '%s'): %s", url->scheme,
-                              t.socket != NULL ? "through" : "at", label,
-                              t.database, herr.msg);
-            break;
-        }
-        if (rc != SQLLOCK_ECONNECT) {
-            sqllock_dberr_set(err, rc, herr.code, "cannot connect to %s at "
-                              "%s (database '%s'): %s; hosts tried before: "
-                              "%s", url->scheme, label, t.database,
-                              herr.msg, tried);
-            break;
-        }
-        sqllock__my_append(tried, sizeof tried, "%s%s: %s%s%s%s",
-                           tried[0] ? "; " : "",
-               label, herr.msg, herr.code[0] ? " (" : "", herr.code,
-               herr.code[0] ? ")" : "");
-        if (i == t.nhosts - 1)
-            sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "cannot "
-                              "connect to %s at any of its %d hosts "
-                              "(database '%s'): %s", url->scheme, t.nhosts,
-                              t.database, tried);
+            sqllock_dberr_set(err, rc, err->code, "through the socket %s: "
+                              "%s", t.socket, msg);
     }
     sqllock__my_target_free(&t);
     free(c);

@@ -137,8 +137,7 @@ int sqllock__my_set_tls(MYSQL *my, const my_target *t, sqllock_dberr *err)
 /* After a failed TLS handshake (2026), says what the mode in force checked,
  * since the client library's words are OpenSSL's ("self-signed
  * certificate in certificate chain"). */
-void sqllock__my_tls_hint(const my_target *t, const my_host *h,
-                     sqllock_dberr *err)
+void sqllock__my_tls_hint(const my_target *t, sqllock_dberr *err)
 {
     const char *ca = t->tls[MY_TLS_CA] != NULL ? t->tls[MY_TLS_CA]
                      : t->tls[MY_TLS_CAPATH];
@@ -147,18 +146,18 @@ void sqllock__my_tls_hint(const my_target *t, const my_host *h,
         return;                 /* "SSL is required, but the server ..." */
     if (strstr(err->msg, "Validation of SSL server certificate") != NULL)
         sqllock__my_append(err->msg, sizeof err->msg, "; the server's "
-                           "certificate does "
-               "not name the host '%s' (ssl_mode=VERIFY_IDENTITY checks the "
-               "host name as the URL writes it; VERIFY_CA does not)",
-               h->name);
+                           "certificate does not name the host '%s' "
+                           "(ssl_mode=VERIFY_IDENTITY checks the host name "
+                           "as the URL writes it; VERIFY_CA does not)",
+                           t->host);
     else if (ca != NULL)
         sqllock__my_append(err->msg, sizeof err->msg, "; the server's "
-                           "certificate was "
-               "not accepted: it must be signed by the CA in %s (ssl_%s)",
-               ca, t->tls[MY_TLS_CA] != NULL ? "ca" : "capath");
+                           "certificate was not accepted: it must be signed "
+                           "by the CA in %s (ssl_%s)", ca,
+                           t->tls[MY_TLS_CA] != NULL ? "ca" : "capath");
     else if (t->ssl == MY_SSL_VERIFY_IDENTITY)
-        sqllock__my_append(err->msg, sizeof err->msg, "; without ssl_ca "
-                           "the server's "
-               "certificate is checked against the system's CA store: give "
-               "ssl_ca= with the CA that signed it");
+        sqllock__my_append(err->msg, sizeof err->msg, "; without ssl_ca the "
+                           "server's certificate is checked against the "
+                           "system's CA store: give ssl_ca= with the CA that "
+                           "signed it");
 }

@@ -1,6 +1,7 @@
 /*
- * my_url.c -- what a mysql: URL asks of the driver: the host or hosts,
- * the socket, the database, the TLS settings, and the option file whose
+ * my_url.c -- what a mysql: URL asks of the driver: the host (one: the
+ * core splits a host list and hands the driver one host at a time), the
+ * socket, the database, the TLS settings, and the option file whose
  * login and TLS settings fill what the URL leaves out (my_optfile.c reads
  * it).
  */
@@ -22,103 +23,8 @@ static int parse_ssl_mode(const char *v, my_ssl_mode *mode,
                              "VERIFY_IDENTITY, not '%s'", v);
 }
 
-/* A port of a host list: 1..65535. */
-static int parse_list_port(const char *s, unsigned int *port)
-{
-    unsigned long v = 0;
-    size_t i, n = strlen(s);
-
-    if (n == 0 || n > 5)
-        return 0;
-    for (i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return 0;
-        v = v * 10 + (unsigned long)(s[i] - '0');
-    }
-    if (v < 1 || v > 65535)
-        return 0;
-    *port = (unsigned int)v;
-    return 1;
-}
-
-/*
- * Splits a host list, "h1:p1,h2,[::1]:p3" (the URL parser keeps it whole
- * and already decoded), into t->hosts, in a copy that t->hostbuf owns.
- */
-static int parse_hosts(const char *list, my_target *t, sqllock_dberr *err)
-{
-    char *p, *entry;
-    int n = 0;
-
-    t->hostbuf = malloc(strlen(list) + 1);
-    if (t->hostbuf == NULL)
-        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
-    strcpy(t->hostbuf, list);
-    p = t->hostbuf;
-    for (;;) {
-        char *comma = strchr(p, ','), *name, *colon = NULL;
-        unsigned int port = 0;
-
-        if (comma != NULL)
-            *comma = '\0';
-        entry = p;
-        n++;
-        if (n > MY_MAX_HOSTS)
-            return sqllock_dberr_set(err, SQLLOCK_EURL, "", "the host list "
-                                     "names more than %d hosts",
-                                     MY_MAX_HOSTS);
-        if (*entry == '\0')
-            return sqllock_dberr_set(err, SQLLOCK_EURL, "", "host %d of the "
-                                     "host list is empty (write "
-                                     "host1:port1,host2:port2)", n);
-        if (*entry == '[') {
-            char *close = strchr(entry, ']');
-            if (close == NULL)
-                return sqllock_dberr_set(err, SQLLOCK_EURL, "", "host %d of "
-                                         "the host list has an unclosed '[' "
-                                         "('%s')", n, entry);
-            *close = '\0';
-            name = entry + 1;
-            if (close[1] == ':')
-                colon = close + 1;
-            else if (close[1] != '\0')
-                return sqllock_dberr_set(err, SQLLOCK_EURL, "", "host %d of "
-                                         "the host list has junk after ']' "
-                                         "('%s')", n, close + 1);
-        } else {
-            name = entry;
-            colon = strchr(entry, ':');
-            if (colon != NULL && strchr(colon + 1, ':') != NULL)
-                return sqllock_dberr_set(err, SQLLOCK_EURL, "", "host %d of "
-                                         "the host list, '%s', has several "
-                                         "':': write an IPv6 address in "
-                                         "brackets, [::1]:3306", n, entry);
-        }
-        if (colon != NULL) {
-            *colon = '\0';
-            if (!parse_list_port(colon + 1, &port))
-                return sqllock_dberr_set(err, SQLLOCK_EURL, "", "host %d of "
-                                         "the host list ('%s') has the port "
-                                         "'%s': a port is a number from 1 "
-                                         "to 65535", n, name, colon + 1);
-        }
-        if (*name == '\0')
-            return sqllock_dberr_set(err, SQLLOCK_EURL, "", "host %d of the "
-                                     "host list has no host name", n);
-        t->hosts[n - 1].name = name;
-        t->hosts[n - 1].port = port;
-        if (comma == NULL)
-            break;
-        p = comma + 1;
-    }
-    t->nhosts = n;
-    return SQLLOCK_OK;
-}
-
 void sqllock__my_target_free(my_target *t)
 {
-    free(t->hostbuf);
-    t->hostbuf = NULL;
     sqllock__my_optfile_free(&t->file);
 }
 
@@ -197,7 +103,7 @@ static int url_param(const sqllock_url *url, int i, my_target *t,
  * sqllock__my_target_free() frees
  * what it allocated, also after a failure. */
 int sqllock__my_parse_url(const sqllock_url *url, my_target *t,
-                     sqllock_dberr *err)
+                          sqllock_dberr *err)
 {
     const char *host;
     int i, rc;
@@ -222,20 +128,15 @@ int sqllock__my_parse_url(const sqllock_url *url, my_target *t,
         if (rc != SQLLOCK_OK)
             return rc;
     }
+    /* The core hands the driver one host of a host list at a time
+     * (core/db.c); url->nhosts says how many the URL lists. */
     host = url->host != NULL && url->host[0] != '\0' ? url->host : NULL;
-    if (host != NULL && strchr(host, ',') != NULL) {
-        if (t->socket != NULL)
+    if (t->socket != NULL) {
+        if (url->nhosts > 1)
             return sqllock_dberr_set(err, SQLLOCK_EURL, "", "a URL with "
                                      "socket= connects through one unix "
                                      "socket: it cannot list several hosts "
-                                     "('%s')", host);
-        if (url->port != 0)
-            return sqllock_dberr_set(err, SQLLOCK_EURL, "", "a host name "
-                                     "cannot contain ',' ('%s')", host);
-        rc = parse_hosts(host, t, err);
-        if (rc != SQLLOCK_OK)
-            return rc;
-    } else if (t->socket != NULL) {
+                                     "(it lists %d)", url->nhosts);
         if (host != NULL && strcmp(host, "localhost") != 0)
             return sqllock_dberr_set(err, SQLLOCK_EURL, "", "a URL with "
                                      "socket= connects through the unix "
@@ -244,17 +145,15 @@ int sqllock__my_parse_url(const sqllock_url *url, my_target *t,
         if (url->port != 0)
             return sqllock_dberr_set(err, SQLLOCK_EURL, "", "a URL with "
                                      "socket= takes no port");
-        t->hosts[0].name = "localhost";
-        t->nhosts = 1;
+        t->host = "localhost";
     } else if (host == NULL) {
         return sqllock_dberr_set(err, SQLLOCK_EURL, "", "the %s URL has no "
                                  "host: write %s://user:password@host:port/"
                                  "database, or give ?socket=/path/to/socket",
                                  url->scheme, url->scheme);
     } else {
-        t->hosts[0].name = host;
-        t->hosts[0].port = (unsigned int)url->port;
-        t->nhosts = 1;
+        t->host = host;
+        t->port = (unsigned int)url->port;
     }
     t->database = url->path[0] == '/' ? url->path + 1 : url->path;
     if (t->database[0] == '\0')

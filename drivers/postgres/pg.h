@@ -6,7 +6,7 @@
  *   postgres.c   the driver table
  *   pg_sql.c     the dialect: the SQL text of every statement
  *   pg_url.c     the URL: sqllock's own parameters, the URL for libpq
- *   pg_conn.c    connecting (one host or a host list), the notice receiver
+ *   pg_conn.c    connecting to one host, the notice receiver
  *   pg_exec.c    round trips, statements, results, transactions, errors
  *   pg_notify.c  LISTEN and waiting for notifications
  */
@@ -113,8 +113,9 @@ int sqllock__pg_url_read(const sqllock_url *url, pg_target *t,
 void sqllock__pg_target_free(pg_target *t);
 
 /* pg_conn.c */
-int sqllock__pg_connect(const sqllock_url *url, const sqllock_connect_params *p,
-                        sqllock_conn **out, sqllock_dberr *err);
+int sqllock__pg_connect(const sqllock_url *url,
+                        const sqllock_connect_params *p, sqllock_conn **out,
+                        sqllock_dberr *err);
 void sqllock__pg_disconnect(sqllock_conn *c);
 /* Connects to a libpq URL without sqllock's parameters, pooler none (the
  * listener's connection). */
