@@ -40,8 +40,9 @@ static int has_text(const char *hay, const char *needle)
  * and then reports the statement as successful. A grant or renewal
  * taken as done then may be missing on the standby, and a failover right
  * after it would admit a second owner while the first still believes it
- * holds the lease. So the warning marks the round trip, and expect_result() turns its success
- * into SQLLOCK_ECANCELED, outcome unknown like a lost answer: the core
+ * holds the lease. So the warning marks the round trip, and
+ * sqllock__pg_expect_result() (pg_exec.c) turns its success into
+ * SQLLOCK_ECANCELED, outcome unknown like a lost answer: the core
  * does not count the grant or renewal (tests/test_failover.c). The
  * server's statement_timeout does not cancel this wait (it is disabled
  * before the commit; checked on PostgreSQL 15); the client's own bound
@@ -106,24 +107,6 @@ int sqllock__pg_wait_fd(int fd, short events, int64_t deadline_ms)
     }
 }
 
-/* Classifies a failed connect from libpq's message: it gives no SQLSTATE
- * there. */
-static int classify_connect(const char *msg)
-{
-    if (strstr(msg, "invalid URI") || strstr(msg, "invalid connection "
-        "option") || strstr(msg, "invalid integer value") ||
-        strstr(msg, "invalid port") || strstr(msg, "invalid sslmode") ||
-        strstr(msg, "invalid percent-encoded"))
-        return SQLLOCK_EURL;
-    if (strstr(msg, "password authentication failed") ||
-        strstr(msg, "no pg_hba.conf entry") ||
-        strstr(msg, "authentication failed") ||
-        (strstr(msg, "role \"") && strstr(msg, "does not exist")) ||
-        strstr(msg, "no password supplied"))
-        return SQLLOCK_EPERM;
-    return SQLLOCK_ECONNECT;
-}
-
 /* Drives PQconnectPoll() until the connection is made, fails, or the
  * deadline passes. libpq's own connect_timeout counts whole seconds, at
  * least 2, per host, and only in the blocking connect; this bounds the
@@ -140,8 +123,8 @@ static int connect_poll(PGconn *pg, int64_t timeout_ms, sqllock_dberr *err)
             return SQLLOCK_OK;
         if (st == PGRES_POLLING_FAILED || PQsocket(pg) < 0) {
             const char *msg = PQerrorMessage(pg);
-            return sqllock_dberr_set(err, classify_connect(msg), "", "%s",
-                                     msg);
+            return sqllock_dberr_set(err, sqllock__pg_classify_connect(msg),
+                                     "", "%s", msg);
         }
         r = sqllock__pg_wait_fd(PQsocket(pg),
                                 st == PGRES_POLLING_READING ? POLLIN
