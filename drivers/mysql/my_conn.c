@@ -53,7 +53,7 @@ static unsigned int io_timeout_s(const sqllock_connect_params *p)
 /* Sets one option; the client library refuses only options it does not
  * know, which is reported as an error. */
 int sqllock__my_set_option(MYSQL *my, enum mysql_option opt, const void *value,
-                      const char *what, sqllock_dberr *err)
+                           const char *what, sqllock_dberr *err)
 {
     if (mysql_options(my, opt, value) != 0)
         return sqllock_dberr_set(err, SQLLOCK_EDB, "", "the MySQL client "
@@ -75,17 +75,16 @@ static int set_options(MYSQL *my, const sqllock_connect_params *p,
         connect_s = INT_MAX;
     connect_timeout = (unsigned int)connect_s;
     rc = sqllock__my_set_option(my, MYSQL_OPT_CONNECT_TIMEOUT,
-                                &connect_timeout,
-                    "CONNECT_TIMEOUT", err);
+                                &connect_timeout, "CONNECT_TIMEOUT", err);
     if (rc == SQLLOCK_OK)
         rc = sqllock__my_set_option(my, MYSQL_OPT_READ_TIMEOUT, &io_timeout,
-                        "READ_TIMEOUT", err);
+                                    "READ_TIMEOUT", err);
     if (rc == SQLLOCK_OK)
         rc = sqllock__my_set_option(my, MYSQL_OPT_WRITE_TIMEOUT, &io_timeout,
-                        "WRITE_TIMEOUT", err);
+                                    "WRITE_TIMEOUT", err);
     if (rc == SQLLOCK_OK)
         rc = sqllock__my_set_option(my, MYSQL_SET_CHARSET_NAME, "utf8mb4",
-                        "SET_CHARSET_NAME", err);
+                                    "SET_CHARSET_NAME", err);
 #if defined(MARIADB_PACKAGE_VERSION)
     /* Off is the default; say so, since a reconnect behind the core's back
      * could run a statement again. (MySQL 8.0.34 deprecates the option
@@ -170,6 +169,7 @@ static int after_connect(sqllock_conn *c, const my_target *t,
                          sqllock_dberr *err)
 {
     MYSQL *my = c->my;
+    const char *q;
     char sql[128], val[32];
     int found = 0, rc;
 
@@ -185,31 +185,28 @@ static int after_connect(sqllock_conn *c, const my_target *t,
     if (mysql_real_query(my, sql, (unsigned long)strlen(sql)) != 0) {
         if (mysql_errno(my) != 1193)       /* ER_UNKNOWN_SYSTEM_VARIABLE */
             return sqllock__my_fail_conn(my, err, "setting the session time "
-                                         "zone to UTC, "
-                             "READ COMMITTED isolation and autocommit");
-        if (mysql_real_query(my, sqllock__my_sql_session_tz,
-                             (unsigned long)strlen(
-                                 sqllock__my_sql_session_tz)) != 0)
+                                         "zone to UTC, READ COMMITTED "
+                                         "isolation and autocommit");
+        q = sqllock__my_sql_session_tz;
+        if (mysql_real_query(my, q, (unsigned long)strlen(q)) != 0)
             return sqllock__my_fail_conn(my, err, "setting the session time "
-                                         "zone to UTC "
-                             "and autocommit");
-        if (mysql_real_query(my, sqllock__my_sql_session_isolation,
-                             (unsigned long)strlen(
-                                 sqllock__my_sql_session_isolation)) != 0)
+                                         "zone to UTC and autocommit");
+        q = sqllock__my_sql_session_isolation;
+        if (mysql_real_query(my, q, (unsigned long)strlen(q)) != 0)
             return sqllock__my_fail_conn(my, err, "setting READ COMMITTED "
                                          "isolation");
     }
     rc = show_value(my, sqllock__my_sql_wsrep_on, "wsrep_on", val,
-                    sizeof val, &found,
-                    err, "asking whether the server is a Galera node");
+                    sizeof val, &found, err, "asking whether the server is "
+                    "a Galera node");
     if (rc != SQLLOCK_OK)
         return rc;
     c->galera = found && strcasecmp(val, "ON") == 0;
     if (!c->galera)
         return SQLLOCK_OK;
     rc = show_value(my, sqllock__my_sql_wsrep_ready, "wsrep_ready", val,
-                    sizeof val,
-                    &found, err, "asking whether the Galera node is ready");
+                    sizeof val, &found, err, "asking whether the Galera "
+                    "node is ready");
     if (rc != SQLLOCK_OK)
         return rc;
     if (!found || strcasecmp(val, "ON") != 0)
@@ -353,7 +350,7 @@ void *sqllock__my_native(sqllock_conn *c)
  * conflicting commit through another node fails certification (1213,
  * SQLLOCK_EDEADLOCK) instead of waiting. */
 int sqllock__my_row_lock_scope(sqllock_conn *c, int *scope,
-                                sqllock_dberr *err)
+                               sqllock_dberr *err)
 {
     (void)err;
     *scope = c->galera ? SQLLOCK_ROW_LOCKS_NODE : SQLLOCK_ROW_LOCKS_EXCLUSIVE;

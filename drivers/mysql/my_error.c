@@ -104,7 +104,7 @@ int sqllock__my_fail_stmt(MYSQL_STMT *st, sqllock_dberr *err,
  * started at t0 had run for the whole read or write timeout: the server
  * did not answer in time. Says so, keeping the client's own message. */
 int sqllock__my_fail_timed(const sqllock_conn *c, int64_t t0, int rc,
-                      sqllock_dberr *err)
+                           sqllock_dberr *err)
 {
     char msg[sizeof err->msg];
     int64_t took = sqllock__now_ms() - t0;

@@ -89,7 +89,7 @@ static int setup_columns(sqllock_stmt *s, sqllock_dberr *err)
 }
 
 int sqllock__my_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
-                         sqllock_dberr *err)
+                        sqllock_dberr *err)
 {
     sqllock_stmt *s;
     int64_t t0;
@@ -150,7 +150,7 @@ static void end_result(sqllock_stmt *s)
 }
 
 int sqllock__my_execute(sqllock_stmt *s, const sqllock_value *args,
-                         int nargs, sqllock_dberr *err)
+                        int nargs, sqllock_dberr *err)
 {
     int64_t t0;
     unsigned i;
@@ -216,7 +216,7 @@ int sqllock__my_execute(sqllock_stmt *s, const sqllock_value *args,
         return sqllock__my_fail_timed(s->conn, t0,
                                       sqllock__my_fail_stmt(s->st, err,
                                                             "reading the "
-                                                 "result"), err);
+                                                            "result"), err);
     /* A read has nothing to commit, but one that left the session inside
      * a transaction (autocommit off, a proxy's) would leave it there for
      * the next statement: rolled back and reported now, as on

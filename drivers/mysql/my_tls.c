@@ -105,7 +105,7 @@ int sqllock__my_set_tls(MYSQL *my, const my_target *t, sqllock_dberr *err)
         if (rc == SQLLOCK_OK)
             rc = sqllock__my_set_option(my,
                                         MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &on,
-                            "SSL_VERIFY_SERVER_CERT", err);
+                                        "SSL_VERIFY_SERVER_CERT", err);
         break;
     }
     return rc;

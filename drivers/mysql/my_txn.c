@@ -116,7 +116,7 @@ static int only_comments(const char *sql, size_t len)
  * processes may run it at once.
  */
 int sqllock__my_exec_script(sqllock_conn *c, const char *sql,
-                             sqllock_dberr *err)
+                            sqllock_dberr *err)
 {
     const char *p = sql;
 
@@ -191,7 +191,7 @@ int sqllock__my_begin(sqllock_conn *c, sqllock_dberr *err)
                                       sqllock__my_fail_conn(c->my, err,
                                                             "START "
                                                             "TRANSACTION"),
-                          err);
+                                      err);
     c->in_txn = 1;
     return SQLLOCK_OK;
 }

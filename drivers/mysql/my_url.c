@@ -182,7 +182,7 @@ int sqllock__my_parse_url(const sqllock_url *url, my_target *t,
  * [client-mariadb]) and option_group's, in file order.
  */
 int sqllock__my_load_option_file(const sqllock_url *url, my_target *t,
-                            sqllock_dberr *err)
+                                 sqllock_dberr *err)
 {
     const char *home = getenv("HOME"), *path = NULL;
     char *buf = NULL;

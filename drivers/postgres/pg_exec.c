@@ -352,13 +352,13 @@ void sqllock__pg_finalize(sqllock_stmt *s)
 }
 
 int sqllock__pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
-                      sqllock_dberr *err)
+                        sqllock_dberr *err)
 {
     const char *vals[PG_MAX_PARAMS];
     int lens[PG_MAX_PARAMS], formats[PG_MAX_PARAMS];
     char ints[PG_MAX_PARAMS][24];
     char *texts[PG_MAX_PARAMS];
-    int i, binary = 0, rc = SQLLOCK_OK;
+    int i, binary = 0, rc = SQLLOCK_OK, sent;
 
     sqllock__pg_reset(s);
     if (nargs > PG_MAX_PARAMS)
@@ -419,18 +419,22 @@ int sqllock__pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
     if (rc == SQLLOCK_OK)
         rc = sqllock__pg_check_usable(s->conn, err);
     s->conn->durable = s->kind == PG_STMT_DURABLE;
-    if (rc == SQLLOCK_OK && s->sql != NULL)
-        rc = sqllock__pg_expect_result(s->conn,
-                 PQsendQueryParams(s->conn->pg, s->sql, nargs, NULL, vals,
+    if (rc == SQLLOCK_OK && s->sql != NULL) {
+        sent = PQsendQueryParams(s->conn->pg, s->sql, nargs, NULL, vals,
+                                 binary ? lens : NULL,
+                                 binary ? formats : NULL, 0);
+        rc = sqllock__pg_expect_result(s->conn, sent, PGRES_TUPLES_OK,
+                                       PGRES_COMMAND_OK, &s->res, err);
+    } else if (rc == SQLLOCK_OK) {
+        sent = PQsendQueryPrepared(s->conn->pg, s->name, nargs, vals,
                                    binary ? lens : NULL,
-                                   binary ? formats : NULL, 0),
-                 PGRES_TUPLES_OK, PGRES_COMMAND_OK, &s->res, err);
-    else if (rc == SQLLOCK_OK)
-        rc = undeclared_pooler(sqllock__pg_expect_result(s->conn,
-                 PQsendQueryPrepared(s->conn->pg, s->name, nargs, vals,
-                                     binary ? lens : NULL,
-                                     binary ? formats : NULL, 0),
-                 PGRES_TUPLES_OK, PGRES_COMMAND_OK, &s->res, err), err);
+                                   binary ? formats : NULL, 0);
+        rc = undeclared_pooler(sqllock__pg_expect_result(s->conn, sent,
+                                                         PGRES_TUPLES_OK,
+                                                         PGRES_COMMAND_OK,
+                                                         &s->res, err),
+                               err);
+    }
     s->conn->durable = 0;
     /* Transaction pooling: begin() sets this timeout again in every
      * transaction from now on. */
