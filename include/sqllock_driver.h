@@ -23,6 +23,9 @@
  * New methods are only ever appended. The core calls a method added in
  * version N only when `drv->version >= N` and the pointer is not NULL.
  *
+ * Rule ids such as "contract L1" are those of the lock contract, each
+ * stated under its own anchor in docs/contract.md (docs/contract.md#l1).
+ *
  * THREADS. The core calls a connection's methods from one thread at a time.
  * Different connections of one driver may be used from different threads at
  * once, so a driver keeps no unguarded global state.
@@ -61,7 +64,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *
  * LEASE_ACQUIRE  1 name, 2 owner, 3 holder, 4 ttl_ms.
  *                Insert the lease row, or take over the row when it has
- *                expired by the server clock, in ONE statement (DESIGN L1).
+ *                expired by the server clock, in ONE statement (contract L1).
  *                With SQLLOCK_CAP_RETURNING the statement also takes the
  *                fencing token from a counter that outlives the row, AFTER
  *                it has locked the name (so that the grant order and the
@@ -84,7 +87,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                Affected rows: 1 renewed, 0 lost.
  * LEASE_RELEASE  1 name, 2 owner, 3 token, 4 wake-up channel. Deletes the
  *                row where all three match. Affected rows: 1 released, 0
- *                lost. Its commit need not be durable (DESIGN L10): a
+ *                lost. Its commit need not be durable (contract L10): a
  *                dialect may make it asynchronous when that costs no extra
  *                round trip. A dialect with SQLLOCK_CAP_NOTIFY sends a
  *                notification on the channel (argument 4, at most 63
@@ -98,7 +101,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                remainder computed by the server's clock.
  * SCHEMA_VERSION no arguments. Returns (version) from the schema table.
  *
- * Versioned records (DESIGN O1), table sqllock_record(key, value, version):
+ * Versioned records (contract O1), table sqllock_record(key, value, version):
  * RECORD_GET     1 key. Returns (value, version) or no row; value is
  *                binary (read with column_blob()).
  * RECORD_CREATE  1 key, 2 value (BLOB). Inserts with version 1 unless the
@@ -108,7 +111,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                Affected rows: 1 written, 0 conflict.
  * RECORD_DELETE  1 key, 2 expected version. Affected rows: 1 or 0.
  *
- * Row locks (DESIGN R1-R5), table sqllock_row(name):
+ * Row locks (contract R1-R5), table sqllock_row(name):
  * ROW_ENSURE     1 name. Creates the lock row if it does not exist, inside
  *                the caller's transaction, WITHOUT waiting for a lock on an
  *                existing row (PostgreSQL ON CONFLICT DO NOTHING does not;
@@ -129,7 +132,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                whose expiry lies more than grace_ms before the server's
  *                now, with that expiry test inside the DELETE itself, so
  *                a lease renewed a moment earlier is never deleted
- *                (DESIGN P1). Many reapers may run it at once (P2): a
+ *                (contract P1). Many reapers may run it at once (P2): a
  *                dialect skips rows another reaper has locked where it
  *                can. Affected rows: the rows deleted.
  * TOKEN_TRIM     1 batch. Deletes at most `batch` rows of a per-name token
@@ -303,7 +306,8 @@ typedef struct sqllock_dberr {
 } sqllock_dberr;
 
 /* Fills `err` and returns `status`; for drivers. The message is formatted
- * like printf and cut to fit. */
+ * like printf and cut to fit.
+ * Added in 0.1.0. */
 SQLLOCK_API int sqllock_dberr_set(sqllock_dberr *err, int status,
                                   const char *code, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -425,10 +429,13 @@ typedef struct sqllock_driver {
  * features it lacks reported as SQLLOCK_EUNSUPPORTED or answered from its
  * capability bits. A driver of a newer version than this library's
  * SQLLOCK_DRIVER_VERSION is used as one of this version.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_driver_register(const sqllock_driver *drv);
 
-/* The driver registered for `scheme` (case-insensitive), or NULL. */
+/* The driver registered for `scheme` (case-insensitive), or NULL.
+ * Added in 0.1.0. */
 SQLLOCK_API const sqllock_driver *sqllock_driver_find(const char *scheme);
 
 #ifdef __cplusplus
