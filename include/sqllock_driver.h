@@ -274,7 +274,7 @@ typedef struct sqllock_url {
     int nparams;
     const char *const *keys;   /* query parameters, decoded */
     const char *const *values;
-    /* Added with host lists parsed by the core (sqllock 0.1). */
+    /* Added in 0.2.0: the host list, parsed by the core. */
     int nhosts;
     const sqllock_url_host *hosts;
 } sqllock_url;
