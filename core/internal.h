@@ -123,6 +123,12 @@ int sqllock__message_word(const char *w);
 /* Zeroes n bytes at p in a way the compiler keeps before a free(). */
 void sqllock__wipe(void *p, size_t n);
 
+/* Failover (core/failover.c). Connects db->drv to the URL's hosts in
+ * turn, by the one policy of every driver, into db->conn; on failure
+ * fills `err` (the status in err->status too) and returns it. */
+int sqllock__connect_hosts(sqllock_db *db, const sqllock_url *url,
+                           sqllock_dberr *err);
+
 /* Registry (core/registry.c). 1 if `scheme` names a driver sqllock ships,
  * built in or not. */
 int sqllock__scheme_known(const char *scheme);

@@ -4,9 +4,9 @@
  * The parser is shared by every driver, so URLs fail the same way whatever
  * the database. Parts are percent-decoded; a decoded NUL byte is refused,
  * since a C string could not carry it. Drivers that hand the URL to their
- * client library whole (libpq) still get `raw`. A host list is split here,
- * once, for every driver (parse_host_list()); core/db.c connects to its
- * hosts in turn.
+ * client library whole (libpq) still get `raw`. A host list is split
+ * here, once, for every driver (parse_host_list()); core/failover.c
+ * connects to its hosts in turn.
  */
 #include <ctype.h>
 #include <stdio.h>

@@ -327,10 +327,11 @@ typedef struct sqllock_driver {
      * bounded by p->connect_timeout_ms. On failure returns a status,
      * fills `err`, and sets *out to NULL; the message need not name the
      * host, which the core's message does. A malformed URL for this
-     * driver is SQLLOCK_EURL. The status decides the failover (core/db.c):
-     * SQLLOCK_ECONNECT (unreachable, refused, timed out, not ready) lets
-     * the core try the list's next host; any other status -- refused
-     * credentials (SQLLOCK_EPERM) above all -- ends the connect. */
+     * driver is SQLLOCK_EURL. The status decides the failover
+     * (core/failover.c): SQLLOCK_ECONNECT (unreachable, refused, timed
+     * out, not ready) lets the core try the list's next host; any other
+     * status -- refused credentials (SQLLOCK_EPERM) above all -- ends the
+     * connect. */
     int (*connect)(const sqllock_url *url, const sqllock_connect_params *p,
                    sqllock_conn **out, sqllock_dberr *err);
     /* Closes and frees; accepts NULL. */

@@ -4,7 +4,7 @@
  *
  * `mysql://u:p@h1:p1,h2:p2,[::1]:p3/db`, and the same on PostgreSQL (with
  * target_session_attrs=read-write), is tried host by host, in order, by
- * the core's one failover policy (core/db.c, docs/drivers.md): a host
+ * the core's one failover policy (core/failover.c, docs/drivers.md): a host
  * that cannot be reached is passed over, refused credentials end the
  * connect, a malformed list is SQLLOCK_EURL (DESIGN E2), a failed connect
  * names every host tried and never the password (E1). A connection lost

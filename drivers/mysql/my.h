@@ -151,8 +151,8 @@ struct sqllock_stmt {
 /* ------------------------------------------------------------------------ */
 
 typedef struct my_target {
-    /* The one host to connect to (core/db.c picks it from a host list):
-     * "localhost", "10.0.0.1", "::1"; "localhost" with socket=. */
+    /* The one host to connect to (core/failover.c picks it from a host
+     * list): "localhost", "10.0.0.1", "::1"; "localhost" with socket=. */
     const char *host;
     unsigned int port;         /* 0: the default, 3306 */
     const char *socket;

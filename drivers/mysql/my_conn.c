@@ -1,6 +1,6 @@
 /*
  * my_conn.c -- connecting: the client library's options, the connect to
- * the one host the core hands over (core/db.c tries a host list's hosts
+ * the one host the core hands over (core/failover.c tries a list's hosts
  * in turn), and the session set-up after it.
  */
 #include <limits.h>
@@ -273,7 +273,7 @@ static int connect_host(sqllock_conn *c, const sqllock_connect_params *p,
 /*
  * Connects to the one host the core hands over (a host list is the
  * core's: it calls this for each host in turn and decides, from the
- * status, whether to try the next; core/db.c). A refused login is
+ * status, whether to try the next; core/failover.c). A refused login is
  * SQLLOCK_EPERM, memory SQLLOCK_ENOMEM, every other failure of the
  * connect or the session set-up SQLLOCK_ECONNECT. The message is the
  * client's, with hints; the core adds the host. Through a unix socket

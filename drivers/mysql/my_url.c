@@ -129,7 +129,7 @@ int sqllock__my_parse_url(const sqllock_url *url, my_target *t,
             return rc;
     }
     /* The core hands the driver one host of a host list at a time
-     * (core/db.c); url->nhosts says how many the URL lists. */
+     * (core/failover.c); url->nhosts says how many the URL lists. */
     host = url->host != NULL && url->host[0] != '\0' ? url->host : NULL;
     if (t->socket != NULL) {
         if (url->nhosts > 1)

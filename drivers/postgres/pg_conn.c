@@ -1,6 +1,6 @@
 /*
  * pg_conn.c -- connecting to PostgreSQL: the URL of the one host the core
- * hands over (core/db.c tries a host list's hosts in turn) goes to libpq,
+ * hands over (core/failover.c tries a list's hosts in turn) goes to libpq,
  * and every connect is bounded to the millisecond; the notice receiver
  * that catches a canceled wait for a synchronous standby.
  */

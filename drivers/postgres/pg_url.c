@@ -115,7 +115,7 @@ static char *rebuild(const sqllock_url *url, const char *host, int port)
     }
     if (h != NULL) {
         /* One host: the core hands the driver one host of a list at a
-         * time (core/db.c). */
+         * time (core/failover.c). */
         if (strchr(h, ':') != NULL) {
             sb_str(&b, "[");                 /* an IPv6 address */
             sb_enc(&b, h, ":");

@@ -5,7 +5,7 @@
  * unix-socket hosts, target_session_attrs and the PG* environment
  * variables all work as libpq users expect. A host list is the core's:
  * it hands the driver one host at a time, with the URL's other
- * parameters (core/db.c). Every statement is prepared once per
+ * parameters (core/failover.c). Every statement is prepared once per
  * connection and executed as a prepared statement: an acquire, a renew
  * and a release are one round trip each (DESIGN D1b).
  *
