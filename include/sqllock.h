@@ -249,32 +249,30 @@ typedef struct sqllock_options {
  * `sqlite::memory:` is refused with SQLLOCK_EURL: an in-memory database
  * lives in one connection, so it cannot lock anything between processes.
  *
- * Several hosts. A PostgreSQL URL's multi-host form works as libpq
- * documents it,
- * `postgres://u:p@h1:5432,h2:5432/db?target_session_attrs=read-write`,
- * except that the driver connects to the hosts one at a time, in order,
- * each with the connect timeout and the URL's other parameters (libpq
- * bounds each host only in a blocking connect); at most 16 hosts.
- * A MySQL/MariaDB URL may list up to 16 hosts, each with an optional
- * port (default 3306), IPv6 addresses in brackets:
+ * Several hosts. A PostgreSQL or MySQL/MariaDB URL may list up to 16
+ * hosts, each with an optional port, IPv6 addresses in brackets:
  *
+ *   postgres://u:p@h1:5432,h2:5432/db?target_session_attrs=read-write
  *   mysql://user:pass@h1:3306,h2:3307,[::1]:3308/db
  *
- * (a MariaDB Galera cluster's nodes, say). The hosts are tried in the
- * order given, each with the connect timeout; a host that cannot be
- * reached, refuses the connection for another reason than the
- * credentials (too many connections, an unknown database, TLS), drops
- * it during the session set-up, or is a Galera node that is not ready
- * (wsrep_ready OFF: not part of the cluster's primary component) is
- * passed over for the next. Refused credentials (SQLLOCK_EPERM) end the
- * connect at once, since every host gets the same ones. When no host
- * will do, the status is SQLLOCK_ECONNECT and the message names each
+ * (a primary and its standbys, a MariaDB Galera cluster's nodes). Every
+ * database follows one policy (docs/drivers.md, "Host lists"): the hosts
+ * are tried in the order given, one connect each with the connect timeout
+ * and the URL's other parameters; a host that cannot be reached, refuses
+ * the connection for another reason than the credentials (too many
+ * connections, an unknown database, TLS), drops it during the session
+ * set-up, is a standby that target_session_attrs=read-write turns down,
+ * or is a Galera node that is not ready (wsrep_ready OFF: not part of the
+ * cluster's primary component) is passed over for the next. Refused
+ * credentials (SQLLOCK_EPERM) end the connect at once, since every host
+ * gets the same ones (libpq's documented rule for its own lists). When no
+ * host will do, the status is SQLLOCK_ECONNECT and the message names each
  * host tried and why (never the password). The handle keeps the
  * connection it got; when the connection is lost later, the call that
  * sees it reports SQLLOCK_ECONNECT and the next call connects again,
  * starting from the first host. An empty entry, a bad port, a bare IPv6
- * address, more than 16 hosts, or `socket=` with several hosts is
- * SQLLOCK_EURL.
+ * address, more than 16 hosts, `socket=` with several hosts, or a
+ * PostgreSQL list in the query (host=h1,h2) is SQLLOCK_EURL.
  *
  * TLS and credentials (docs/credentials.md). A PostgreSQL URL
  * takes libpq's parameters (sslmode, sslrootcert, sslcert, sslkey,

@@ -235,14 +235,33 @@ typedef struct sqllock_value {
     size_t len;
 } sqllock_value;
 
-/* A parsed URL, decoded, handed to connect(). Absent parts are NULL (port:
+/* One host of a URL: its name, decoded, without the brackets of an IPv6
+ * address, and its port (0 when the URL gives none: the driver's
+ * default). */
+typedef struct sqllock_url_host {
+    const char *name;
+    int port;
+} sqllock_url_host;
+
+/* The most hosts a URL may list (a Galera cluster or a primary with its
+ * standbys has a handful; a longer list is more likely a mistake). */
+#define SQLLOCK_URL_MAX_HOSTS 16
+
+/*
+ * A parsed URL, decoded, handed to connect(). Absent parts are NULL (port:
  * 0). `raw` is the URL as the application gave it. For
  * "scheme:path" (no "//") authority parts are NULL and `path` is the rest.
- * A URL that lists several hosts ("h1:5432,h2,[::1]:5433") has the whole
- * list in `host`, decoded, brackets and ports included, and port 0: a
- * driver that takes host lists splits it (the MySQL driver), one that
- * hands `raw` to its client library leaves that to it (libpq), and a
- * driver that takes no host refuses it with SQLLOCK_EURL (SQLite). */
+ *
+ * Hosts. The core parses a host list ("h1:5432,h2,[::1]:5433") once, into
+ * `hosts` (a malformed list is SQLLOCK_EURL before any driver sees it),
+ * and runs one failover policy for every driver (see `connect` below).
+ * connect() is handed ONE host, in `host` and `port`, and connects to
+ * exactly that one; `hosts` and `nhosts` describe the URL's whole list
+ * (nhosts is 0 when the URL names no host, 1 for a single host), for a
+ * driver that must know whether it is one of several. `raw` still holds
+ * the list as written. (The parsed URL itself, before the core picks a
+ * host, keeps a list whole in `host`, decoded, with port 0.)
+ */
 typedef struct sqllock_url {
     const char *raw;
     const char *scheme;        /* lower-cased */
@@ -255,6 +274,9 @@ typedef struct sqllock_url {
     int nparams;
     const char *const *keys;   /* query parameters, decoded */
     const char *const *values;
+    /* Added in 0.2.0: the host list, parsed by the core. */
+    int nhosts;
+    const sqllock_url_host *hosts;
 } sqllock_url;
 
 /* What the core asks of a connection, from sqllock_options. The values
@@ -300,8 +322,16 @@ typedef struct sqllock_driver {
     unsigned caps;                /* SQLLOCK_CAP_* */
     const sqllock_dialect *dialect;
 
-    /* Connects. On failure returns a status, fills `err`, and sets *out to
-     * NULL. A malformed URL for this driver is SQLLOCK_EURL. */
+    /* Connects to the one host in url->host and url->port (or, when the
+     * URL names none, to the driver's default: a unix socket, a file),
+     * bounded by p->connect_timeout_ms. On failure returns a status,
+     * fills `err`, and sets *out to NULL; the message need not name the
+     * host, which the core's message does. A malformed URL for this
+     * driver is SQLLOCK_EURL. The status decides the failover
+     * (core/failover.c): SQLLOCK_ECONNECT (unreachable, refused, timed
+     * out, not ready) lets the core try the list's next host; any other
+     * status -- refused credentials (SQLLOCK_EPERM) above all -- ends the
+     * connect. */
     int (*connect)(const sqllock_url *url, const sqllock_connect_params *p,
                    sqllock_conn **out, sqllock_dberr *err);
     /* Closes and frees; accepts NULL. */
