@@ -207,18 +207,20 @@ static void problem(problems *p, const char *fmt, ...)
     }
 }
 
-/* A call inside the poisoned transaction: it must fail with `want` (the
- * status of the failure that ended it), and its message must say that
- * the transaction was rolled back. */
-static void expect_poisoned(problems *p, sqllock_db *db, int rc, int want,
+/* A call inside the failed transaction: it must be refused with
+ * SQLLOCK_EMISUSE, and its message must say that the transaction was
+ * rolled back after `cause` (the status of the failure that ended it). */
+static void expect_poisoned(problems *p, sqllock_db *db, int rc, int cause,
                             const char *what)
 {
-    if (rc != want)
-        problem(p, "%s: got %s, want %s (%s)", what, sqllock_errname(rc),
-                sqllock_errname(want), sqllock_errmsg(db));
-    else if (!tu_contains_ci(sqllock_errmsg(db), "rolled back"))
+    if (rc != SQLLOCK_EMISUSE)
+        problem(p, "%s: got %s, want SQLLOCK_EMISUSE (%s)", what,
+                sqllock_errname(rc), sqllock_errmsg(db));
+    else if (!tu_contains_ci(sqllock_errmsg(db), "rolled back") ||
+             !tu_contains_ci(sqllock_errmsg(db), sqllock_errname(cause)))
         problem(p, "%s: %s, but the message does not say the transaction "
-                "was rolled back: \"%s\"", what, sqllock_errname(rc),
+                "was rolled back after %s: \"%s\"", what,
+                sqllock_errname(rc), sqllock_errname(cause),
                 sqllock_errmsg(db));
 }
 
@@ -232,10 +234,11 @@ static void expect_version(problems *p, sqllock_db *db2, const char *key,
                 (long long)v, (long long)want, why);
 }
 
-/* Every call of the poisoned transaction fails with `want` and sends
- * nothing: a compare-and-set on record `untouched` (at version 1), a
- * read, a create, a table call, a lock call, sqllock_txn_native(); the
- * commit fails with `want` too; the record stays at version 1. */
+/* Every call of the failed transaction is refused (SQLLOCK_EMISUSE,
+ * naming `want`, the failure's status) and sends nothing: a
+ * compare-and-set on record `untouched` (at version 1), a read, a
+ * create, a table call, a lock call, sqllock_txn_native(); so is the
+ * commit, twice; the record stays at version 1. */
 static void expect_all_refused(problems *p, sqllock_db *db, sqllock_db *db2,
                                sqllock_txn *t, const char *untouched,
                                const char *fresh_key, const char *lock_name,
@@ -243,6 +246,7 @@ static void expect_all_refused(problems *p, sqllock_db *db, sqllock_db *db2,
 {
     sqllock_table tbl = { "sqllock_record", "key", "version" };
     sqllock_cell key = SQLLOCK_TEXT(untouched);
+    sqllock_txn *t2 = NULL;
     int64_t v = 0;
 
     expect_poisoned(p, db, sqllock_record_cas(db, untouched, 1, "2", 1,
@@ -264,6 +268,13 @@ static void expect_all_refused(problems *p, sqllock_db *db, sqllock_db *db2,
                 "transaction");
     expect_poisoned(p, db, sqllock_txn_commit(t), want,
                     "sqllock_txn_commit() after the failure");
+    expect_poisoned(p, db, sqllock_txn_commit(t), want,
+                    "a second sqllock_txn_commit() after the failure");
+    expect_poisoned(p, db, sqllock_txn_begin(db, NULL, &t2), want,
+                    "sqllock_txn_begin() before the failed one is rolled "
+                    "back");
+    if (t2 != NULL)
+        problem(p, "sqllock_txn_begin() refused but set its output");
     expect_version(p, db2, untouched, 1, "a write after the failure must "
                    "not commit on its own");
     expect_version(p, db2, fresh_key, 0, "a create after the failure must "
@@ -598,10 +609,9 @@ static void test_txnfail_R7_update_does_not_retry_deadlock(void **state)
     if (rc == SQLLOCK_OK)
         problem(&p, "sqllock_txn_commit() after the deadlock reported "
                 "success: the write of a was rolled back");
-    else if (rc != SQLLOCK_EDEADLOCK)
-        problem(&p, "sqllock_txn_commit() after the deadlock: got %s, want "
-                "SQLLOCK_EDEADLOCK (%s)", sqllock_errname(rc),
-                sqllock_errmsg(db));
+    else
+        expect_poisoned(&p, db, rc, SQLLOCK_EDEADLOCK,
+                        "sqllock_txn_commit() after the deadlock");
     sqllock_txn_rollback(t);
     sqllock_txn_free(t);
     /* b was written by B only (version 2), never by a retry of A's. */
