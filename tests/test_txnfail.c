@@ -124,6 +124,36 @@ static const char *name_of(const fixture *f, const char *test,
     return buf;
 }
 
+/* The handles and transactions a test opened, so that a test that fails
+ * half-way does not leave a transaction holding row locks (which would
+ * block the next test and the teardown): test_teardown() frees what is
+ * left. */
+#define OPEN_MAX 8
+static sqllock_db *g_dbs[OPEN_MAX];
+static sqllock_txn *g_txns[OPEN_MAX];
+
+static void track(void **slots, void *p)
+{
+    int i;
+
+    for (i = 0; i < OPEN_MAX; i++) {
+        if (slots[i] == NULL) {
+            slots[i] = p;
+            return;
+        }
+    }
+    fail_msg("more than %d handles open in one test", OPEN_MAX);
+}
+
+static void untrack(void **slots, void *p)
+{
+    int i;
+
+    for (i = 0; i < OPEN_MAX; i++)
+        if (slots[i] == p)
+            slots[i] = NULL;
+}
+
 static sqllock_db *open_handle(void)
 {
     sqllock_db *db = NULL;
@@ -135,7 +165,14 @@ static sqllock_db *open_handle(void)
         sqllock_close(db);
         fail_msg("opening a handle: %s: %s", sqllock_errname(rc), msg);
     }
+    track((void **)g_dbs, db);
     return db;
+}
+
+static void close_handle(sqllock_db *db)
+{
+    untrack((void **)g_dbs, db);
+    sqllock_close(db);
 }
 
 static sqllock_txn *begin(sqllock_db *db)
@@ -145,7 +182,30 @@ static sqllock_txn *begin(sqllock_db *db)
 
     o.lock_timeout_ms = LOCK_TIMEOUT_MS;
     EXPECT_RC(db, sqllock_txn_begin(db, &o, &t), SQLLOCK_OK, "begin");
+    track((void **)g_txns, t);
     return t;
+}
+
+static void free_txn(sqllock_txn *t)
+{
+    untrack((void **)g_txns, t);
+    sqllock_txn_free(t);
+}
+
+static int test_teardown(void **state)
+{
+    int i;
+
+    (void)state;
+    for (i = 0; i < OPEN_MAX; i++) {
+        sqllock_txn_free(g_txns[i]);
+        g_txns[i] = NULL;
+    }
+    for (i = 0; i < OPEN_MAX; i++) {
+        sqllock_close(g_dbs[i]);
+        g_dbs[i] = NULL;
+    }
+    return 0;
 }
 
 /* Locks `name` in `t` (which starts the transaction). */
@@ -268,6 +328,8 @@ static void expect_all_refused(problems *p, sqllock_db *db, sqllock_db *db2,
                 "transaction");
     expect_poisoned(p, db, sqllock_txn_commit(t), want,
                     "sqllock_txn_commit() after the failure");
+    printf("    [%s] commit after %s: %s\n", sqllock_db_driver(db),
+           sqllock_errname(want), sqllock_errmsg(db));
     expect_poisoned(p, db, sqllock_txn_commit(t), want,
                     "a second sqllock_txn_commit() after the failure");
     expect_poisoned(p, db, sqllock_txn_begin(db, NULL, &t2), want,
@@ -323,6 +385,8 @@ static void report(const problems *p, const char *driver)
 typedef struct dl_keys {
     char gate_a[96], gate_b[96];
     char a[96], b[96], b2[96], b3[96], c[96], fresh[96];
+    int pg;                         /* on PostgreSQL */
+    int64_t a_conn;                 /* PostgreSQL: A's backend pid */
 } dl_keys;
 
 static void dl_keys_make(const fixture *f, const char *test, dl_keys *k)
@@ -337,11 +401,28 @@ static void dl_keys_make(const fixture *f, const char *test, dl_keys *k)
     name_of(f, test, "fresh", k->fresh, sizeof k->fresh);
 }
 
+/* PostgreSQL: waits (up to 10 s) until backend `pid` waits for a lock,
+ * as another connection (`poll`, outside any transaction) sees it. */
+static void pg_wait_for_lock_wait(sqllock_db *poll, int64_t pid)
+{
+    sqllock_value v = sqllock__int(pid);
+    int64_t deadline = tu_now_ms() + 10000, n = 0;
+
+    while (tu_now_ms() < deadline) {
+        if (sqllock__exec_sql(poll, "SELECT COUNT(*) FROM pg_stat_activity "
+                              "WHERE pid = $1 AND wait_event_type = 'Lock'",
+                              &v, 1, NULL, &n, NULL) != SQLLOCK_OK || n > 0)
+            return;
+        tu_sleep_ms(10);
+    }
+}
+
 /* The child: 0 when its transaction committed; 10 + the status of the
  * first call that failed otherwise. `ready` is written once b is
  * written; `go` is read before a. */
 static int dl_child(const dl_keys *k, int ready, int go)
 {
+    sqllock_db *poll = NULL;
     sqllock_db *db = NULL;
     sqllock_txn_options o = SQLLOCK_TXN_OPTIONS_INIT;
     sqllock_txn *t = NULL;
@@ -351,6 +432,8 @@ static int dl_child(const dl_keys *k, int ready, int go)
 
     o.lock_timeout_ms = LOCK_TIMEOUT_MS;
     rc = sqllock_open(g_url, NULL, &db);
+    if (rc == SQLLOCK_OK && k->pg)
+        rc = sqllock_open(g_url, NULL, &poll);
     if (rc == SQLLOCK_OK)
         rc = sqllock_txn_begin(db, &o, &t);
     if (rc == SQLLOCK_OK)
@@ -365,8 +448,15 @@ static int dl_child(const dl_keys *k, int ready, int go)
         rc = SQLLOCK_ESYS;
     if (rc == SQLLOCK_OK && read(go, &c, 1) != 1)
         rc = SQLLOCK_ESYS;
-    /* A is about to write b: let it start waiting first. */
-    tu_sleep_ms(300);
+    /* A is about to write b: let it start waiting first. PostgreSQL
+     * aborts the transaction whose deadlock check (deadlock_timeout, 1 s
+     * into its wait) finds the cycle: A's, when B's wait begins within
+     * A's first second. InnoDB rolls back the lighter transaction, A,
+     * whenever the cycle closes. */
+    if (rc == SQLLOCK_OK && k->pg)
+        pg_wait_for_lock_wait(poll, k->a_conn);
+    else
+        tu_sleep_ms(300);
     if (rc == SQLLOCK_OK)
         rc = sqllock_record_cas(db, k->a, 1, "B", 1, NULL);
     if (rc == SQLLOCK_OK)
@@ -376,6 +466,7 @@ static int dl_child(const dl_keys *k, int ready, int go)
                 sqllock_errmsg(db));
     sqllock_txn_free(t);
     sqllock_close(db);
+    sqllock_close(poll);
     return rc == SQLLOCK_OK ? 0 : 10 + rc;
 }
 
@@ -462,6 +553,36 @@ static sqllock_txn *dl_start(sqllock_db *db, const dl_keys *k)
     return t;
 }
 
+static int64_t conn_id(const fixture *f, sqllock_db *db);
+
+/* The deadlock, with A as its victim: *t is A's transaction (keys *k),
+ * and the status of A's `second` call is returned. When the database
+ * picks B instead (a scheduling accident), A's transaction is rolled
+ * back and the deadlock played again with new keys, up to 3 times. */
+static int dl_attempt(const fixture *f, const char *test, sqllock_db *db,
+                      dl_second_fn second, void *ctx, dl_keys *k,
+                      sqllock_txn **t, int *child)
+{
+    char tag[64];
+    int round, rc = -1;
+
+    for (round = 1; round <= 3; round++) {
+        snprintf(tag, sizeof tag, "%s%d", test, round);
+        dl_keys_make(f, tag, k);
+        *t = dl_start(db, k);
+        k->pg = is_driver(f, "postgres");
+        k->a_conn = k->pg ? conn_id(f, db) : 0;
+        rc = dl_run(db, k, second, ctx, child);
+        if (rc != SQLLOCK_OK || *child != 10 + SQLLOCK_EDEADLOCK)
+            return rc;
+        printf("    [%s] the database rolled back the other transaction "
+               "of the deadlock, not this one: again\n", f->driver);
+        free_txn(*t);
+        *t = NULL;
+    }
+    return rc;
+}
+
 /* SQLite: the same transaction without a failure (no deadlock can
  * happen: a transaction holds the database's write lock, R5) commits
  * both of its writes. */
@@ -481,11 +602,11 @@ static void sqlite_no_failure(const fixture *f, const char *test)
     EXPECT_RC(db, sqllock_record_cas(db, k.b, 1, "A", 1, NULL), SQLLOCK_OK,
               "A writes b");
     EXPECT_RC(db, sqllock_txn_commit(t), SQLLOCK_OK, "commit");
-    sqllock_txn_free(t);
+    free_txn(t);
     expect_version(&p, db2, k.a, 2, "committed with the transaction");
     expect_version(&p, db2, k.b, 2, "committed with the transaction");
-    sqllock_close(db);
-    sqllock_close(db2);
+    close_handle(db);
+    close_handle(db2);
     report(&p, f->driver);
 }
 
@@ -505,11 +626,9 @@ static void test_txnfail_R7_deadlock_poisons_txn(void **state)
         sqlite_no_failure(f, "dl");
         return;
     }
-    dl_keys_make(f, "dl", &k);
     db = open_handle();
     db2 = open_handle();
-    t = dl_start(db, &k);
-    rc = dl_run(db, &k, dl_second_cas, NULL, &child);
+    rc = dl_attempt(f, "dl", db, dl_second_cas, NULL, &k, &t, &child);
     if (rc != SQLLOCK_EDEADLOCK)
         fail_msg("[%s] A's write of b: got %s, want SQLLOCK_EDEADLOCK (the "
                  "child exited %d): %s", f->driver, sqllock_errname(rc),
@@ -521,14 +640,14 @@ static void test_txnfail_R7_deadlock_poisons_txn(void **state)
                        SQLLOCK_EDEADLOCK);
     EXPECT_RC(db, sqllock_txn_rollback(t), SQLLOCK_OK,
               "rollback after the deadlock");
-    sqllock_txn_free(t);
+    free_txn(t);
     /* A's first half was rolled back; B's writes committed. */
     expect_version(&p, db2, k.a, child == 0 ? 2 : 1, "A's write rolled "
                    "back, B's committed");
     expect_version(&p, db2, k.b, child == 0 ? 2 : 1, "B's write");
     expect_handle_works(&p, db, db2, k.gate_a, k.c);
-    sqllock_close(db);
-    sqllock_close(db2);
+    close_handle(db);
+    close_handle(db2);
     report(&p, f->driver);
 }
 
@@ -582,19 +701,17 @@ static void test_txnfail_R7_update_does_not_retry_deadlock(void **state)
         EXPECT_RC(d, dl_second_update(d, &k, &u), SQLLOCK_OK, "update b");
         assert_int_equal(u.attempts, 1);
         EXPECT_RC(d, sqllock_txn_commit(t), SQLLOCK_OK, "commit");
-        sqllock_txn_free(t);
+        free_txn(t);
         expect_version(&p, d2, k.a, 2, "committed with the transaction");
         expect_version(&p, d2, k.b, 2, "committed with the transaction");
-        sqllock_close(d);
-        sqllock_close(d2);
+        close_handle(d);
+        close_handle(d2);
         report(&p, f->driver);
         return;
     }
-    dl_keys_make(f, "up", &k);
     db = open_handle();
     db2 = open_handle();
-    t = dl_start(db, &k);
-    rc = dl_run(db, &k, dl_second_update, &u, &child);
+    rc = dl_attempt(f, "up", db, dl_second_update, &u, &k, &t, &child);
     if (rc != SQLLOCK_EDEADLOCK)
         problem(&p, "sqllock_record_update() in the transaction: got %s "
                 "after %d attempt(s), want SQLLOCK_EDEADLOCK after 1 "
@@ -613,15 +730,15 @@ static void test_txnfail_R7_update_does_not_retry_deadlock(void **state)
         expect_poisoned(&p, db, rc, SQLLOCK_EDEADLOCK,
                         "sqllock_txn_commit() after the deadlock");
     sqllock_txn_rollback(t);
-    sqllock_txn_free(t);
+    free_txn(t);
     /* b was written by B only (version 2), never by a retry of A's. */
     expect_version(&p, db2, k.a, child == 0 ? 2 : 1, "A's write rolled "
                    "back, B's committed");
     expect_version(&p, db2, k.b, child == 0 ? 2 : 1, "only B wrote b: A's "
                    "update must not be retried outside its transaction");
     expect_handle_works(&p, db, db2, k.gate_a, k.c);
-    sqllock_close(db);
-    sqllock_close(db2);
+    close_handle(db);
+    close_handle(db2);
     report(&p, f->driver);
 }
 
@@ -713,12 +830,12 @@ static void test_txnfail_R7_lost_connection_poisons_txn(void **state)
                        SQLLOCK_ECONNECT);
     EXPECT_RC(db, sqllock_txn_rollback(t), SQLLOCK_OK,
               "rollback after the lost connection");
-    sqllock_txn_free(t);
+    free_txn(t);
     expect_version(&p, db2, k.a, 1, "the server rolled A's write back");
     expect_version(&p, db2, k.b, 1, "the write that lost the connection");
     expect_handle_works(&p, db, db2, k.gate_a, k.c);
-    sqllock_close(db);
-    sqllock_close(db2);
+    close_handle(db);
+    close_handle(db2);
     report(&p, f->driver);
 }
 
@@ -755,11 +872,11 @@ static void test_txnfail_R7_lost_connection_in_lock_call(void **state)
                        SQLLOCK_ECONNECT);
     EXPECT_RC(db, sqllock_txn_rollback(t), SQLLOCK_OK,
               "rollback after the lost connection");
-    sqllock_txn_free(t);
+    free_txn(t);
     expect_version(&p, db2, k.a, 1, "the server rolled A's write back");
     expect_handle_works(&p, db, db2, k.gate_a, k.c);
-    sqllock_close(db);
-    sqllock_close(db2);
+    close_handle(db);
+    close_handle(db2);
     report(&p, f->driver);
 }
 
@@ -797,7 +914,7 @@ static void test_txnfail_R7_failed_lock_call_poisons_txn(void **state)
         rc = sqllock_txn_lock(t, &hp, 1, SQLLOCK_LOCK_NOWAIT, NULL);
         EXPECT_RC(db2, sqllock_txn_commit(t2), SQLLOCK_OK,
                   "the other handle lets go");
-        sqllock_txn_free(t2);
+        free_txn(t2);
     } else {
         t2 = begin(db2);
         lock1(db2, t2, hp);
@@ -811,29 +928,34 @@ static void test_txnfail_R7_failed_lock_call_poisons_txn(void **state)
     if (!is_driver(f, "sqlite")) {
         EXPECT_RC(db2, sqllock_txn_commit(t2), SQLLOCK_OK,
                   "the other handle lets go");
-        sqllock_txn_free(t2);
+        free_txn(t2);
     }
     expect_all_refused(&p, db, db2, t, k.c, k.fresh, k.gate_a,
                        SQLLOCK_ELOCKED);
     EXPECT_RC(db, sqllock_txn_rollback(t), SQLLOCK_OK,
               "rollback after the failed lock call");
-    sqllock_txn_free(t);
+    free_txn(t);
     expect_version(&p, db2, k.a, 1, "the transaction's write was rolled "
                    "back");
     expect_handle_works(&p, db, db2, k.gate_a, k.c);
-    sqllock_close(db);
-    sqllock_close(db2);
+    close_handle(db);
+    close_handle(db2);
     report(&p, f->driver);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_txnfail_R7_deadlock_poisons_txn),
-        cmocka_unit_test(test_txnfail_R7_update_does_not_retry_deadlock),
-        cmocka_unit_test(test_txnfail_R7_lost_connection_poisons_txn),
-        cmocka_unit_test(test_txnfail_R7_lost_connection_in_lock_call),
-        cmocka_unit_test(test_txnfail_R7_failed_lock_call_poisons_txn),
+        cmocka_unit_test_teardown(test_txnfail_R7_deadlock_poisons_txn,
+                                  test_teardown),
+        cmocka_unit_test_teardown(test_txnfail_R7_update_does_not_retry_deadlock,
+                                  test_teardown),
+        cmocka_unit_test_teardown(test_txnfail_R7_lost_connection_poisons_txn,
+                                  test_teardown),
+        cmocka_unit_test_teardown(test_txnfail_R7_lost_connection_in_lock_call,
+                                  test_teardown),
+        cmocka_unit_test_teardown(test_txnfail_R7_failed_lock_call_poisons_txn,
+                                  test_teardown),
     };
     return TU_RUN_PER_URL("txnfail", &g_url, tests, group_setup,
                           group_teardown);
