@@ -1,5 +1,5 @@
 /*
- * txn.c -- row locks (DESIGN R1-R5).
+ * txn.c -- row locks (DESIGN R1-R7).
  *
  * A row lock is a SELECT ... FOR UPDATE inside a transaction on the
  * handle's connection; it ends at commit or rollback, and the database ends
