@@ -2,13 +2,16 @@
  * test_txnfail.c -- a row-lock transaction after one of its statements
  * failed in a way that ended the database's transaction (DESIGN R7): a
  * deadlock the database broke, a lost connection, a row-lock call that
- * failed. The transaction is then poisoned: every later call in it, and
- * its commit, fails with the status of the failure and says that the
- * transaction was rolled back; nothing more reaches the database, so
- * nothing commits on its own outside the transaction; only a rollback
- * (or sqllock_txn_free()) ends it, and the handle works again after.
- * sqllock_record_update() does not retry a deadlock inside a
- * transaction.
+ * failed. That call returns the failure's status, and the transaction
+ * is failed ("poisoned"): every later call in it -- record and table
+ * calls on the handle, lock calls, sqllock_txn_native(), the commit, a
+ * new begin -- is refused with SQLLOCK_EMISUSE, with a message that
+ * names the failure's status and says the transaction was rolled back;
+ * nothing more reaches the database, so nothing commits on its own
+ * outside the transaction; only a rollback (or sqllock_txn_free()) ends
+ * it, and the handle works again after. sqllock_record_update() does
+ * not retry a deadlock inside a transaction. A conflict (a stale
+ * compare-and-set) does not fail the transaction.
  *
  * The failures are real: a deadlock between this process and a forked
  * child, each with a handle of its own (on PostgreSQL and MySQL); a
