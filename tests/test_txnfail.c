@@ -6,7 +6,8 @@
  * is failed ("poisoned"): every later call in it -- record and table
  * calls on the handle, lock calls, sqllock_txn_native(), the commit, a
  * new begin -- is refused with SQLLOCK_EMISUSE, with a message that
- * names the failure's status and says the transaction was rolled back;
+ * names the failure's status and says the transaction was rolled back
+ * (sqllock_db_exec(), the application's own statement, as well);
  * nothing more reaches the database, so nothing commits on its own
  * outside the transaction; only a rollback (or sqllock_txn_free()) ends
  * it, and the handle works again after. sqllock_record_update() does
@@ -300,8 +301,9 @@ static void expect_version(problems *p, sqllock_db *db2, const char *key,
 /* Every call of the failed transaction is refused (SQLLOCK_EMISUSE,
  * naming `want`, the failure's status) and sends nothing: a
  * compare-and-set on record `untouched` (at version 1), a read, a
- * create, a table call, a lock call, sqllock_txn_native(); so is the
- * commit, twice; the record stays at version 1. */
+ * create, a table call, an UPDATE through sqllock_db_exec(), a lock
+ * call, sqllock_txn_native(); so is the commit, twice, and a new begin;
+ * the record stays at version 1. */
 static void expect_all_refused(problems *p, sqllock_db *db, sqllock_db *db2,
                                sqllock_txn *t, const char *untouched,
                                const char *fresh_key, const char *lock_name,
@@ -322,6 +324,20 @@ static void expect_all_refused(problems *p, sqllock_db *db, sqllock_db *db2,
     expect_poisoned(p, db, sqllock_table_get(db, &tbl, &key, NULL, 0, NULL,
                                              &v), want,
                     "sqllock_table_get() after the failure");
+    /* The application's own statement through the handle: it would
+     * commit on its own too. */
+    expect_poisoned(p, db, sqllock_db_exec(db, strcmp(sqllock_db_driver(db),
+                                                      "postgres") == 0 ?
+                                           "UPDATE sqllock_record SET version "
+                                           "= version + 1 WHERE key = $1" :
+                                           strcmp(sqllock_db_driver(db),
+                                                  "mysql") == 0 ?
+                                           "UPDATE sqllock_record SET version "
+                                           "= version + 1 WHERE `key` = ?" :
+                                           "UPDATE sqllock_record SET version "
+                                           "= version + 1 WHERE \"key\" = ?",
+                                           &key, 1, NULL, NULL, NULL), want,
+                    "sqllock_db_exec() after the failure");
     expect_poisoned(p, db, sqllock_txn_lock(t, &lock_name, 1,
                                             SQLLOCK_LOCK_WAIT, NULL), want,
                     "sqllock_txn_lock() after the failure");
