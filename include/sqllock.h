@@ -795,8 +795,9 @@ SQLLOCK_API int sqllock_list(sqllock_db *db,
  * ended the transaction, or may have: that call returns the status, and
  * the transaction is rolled back and failed. From then on every call in
  * it -- lock calls, sqllock_txn_native(), the record and table calls on
- * the handle, sqllock_txn_commit(), and sqllock_txn_begin() on the
- * handle -- returns SQLLOCK_EMISUSE without sending anything, with a
+ * the handle, sqllock_db_exec(), sqllock_txn_commit(), and
+ * sqllock_txn_begin() on the handle -- returns SQLLOCK_EMISUSE without
+ * sending anything, with a
  * message that names the failure and says the transaction was rolled
  * back; nothing commits outside it, and a lost connection is not
  * reconnected under it. Roll it back (sqllock_txn_rollback() or
@@ -1289,6 +1290,10 @@ SQLLOCK_API int64_t sqllock_lease_deadline_us(const sqllock_lease *lease);
  *
  * For the few statements a tool or an example needs (a table of its own,
  * a count); an application that reads rows uses sqllock_db_native().
+ * Inside a sqllock_txn it is one of the transaction's statements (R7): a
+ * failure that ended the database's transaction (SQLLOCK_EDEADLOCK,
+ * SQLLOCK_ECONNECT, ...) fails the transaction, and in a failed one it
+ * returns SQLLOCK_EMISUSE without sending the statement.
  * Returns SQLLOCK_OK or the status of the failure, with the database's
  * message in sqllock_errmsg() (e.g. SQLLOCK_EDB, SQLLOCK_EDBBUSY,
  * SQLLOCK_ELOCKED, SQLLOCK_EDEADLOCK: sqllock_retryable() says when a
