@@ -4,7 +4,9 @@
  *
  * The work is sqllock__exec_sql()'s (core/db.c); this file turns the cells
  * into the driver's values. Up to EXEC_ARGS_ON_STACK arguments need no
- * allocation.
+ * allocation. Inside a sqllock_txn the statement is one of the
+ * transaction's: refused once the transaction has failed, and a failure
+ * that ended the database's transaction fails it (R7, core/txn.c).
  */
 #include <stdlib.h>
 
@@ -27,6 +29,8 @@ int sqllock_db_exec(sqllock_db *db, const char *sql, const sqllock_cell *args,
         return sqllock__fail(db, SQLLOCK_EINVAL, "sqllock_db_exec: %d "
                              "arguments at %s", nargs,
                              args == NULL ? "NULL" : "a pointer");
+    if ((rc = sqllock__txn_check(db, "sqllock_db_exec")) != SQLLOCK_OK)
+        return rc;
     if (nargs > EXEC_ARGS_ON_STACK) {
         vals = calloc((size_t)nargs, sizeof *vals);
         if (vals == NULL)
@@ -37,6 +41,8 @@ int sqllock_db_exec(sqllock_db *db, const char *sql, const sqllock_cell *args,
                                        : sqllock__int(args[i].number);
     rc = sqllock__exec_sql(db, sql, nargs > 0 ? vals : NULL, nargs, has_row,
                            first, affected);
+    if (rc != SQLLOCK_OK)
+        rc = sqllock__txn_failed(db, rc);
     if (vals != stack)
         free(vals);
     return rc;

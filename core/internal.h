@@ -32,6 +32,7 @@ struct sqllock_db {
     sqllock__dyn dyn[SQLLOCK__DYN_CACHE];
     uint64_t dyn_clock;
     int in_txn;                /* a sqllock_txn is open on the handle */
+    struct sqllock_txn *txn;   /* that transaction (txn.c), or NULL */
     int txn_fresh;             /* a transaction was begun on the connection
                                   and nothing has run in it yet */
     int64_t lock_timeout_ms;   /* last TXN_LOCK_TIMEOUT sent on this
@@ -151,6 +152,19 @@ void sqllock__end(sqllock_db *db, sqllock_sql_id id);
 int sqllock__begin(sqllock_db *db, const char *what);
 int sqllock__commit(sqllock_db *db, const char *what);
 void sqllock__rollback(sqllock_db *db);
+
+/* Row-lock transactions (core/txn.c), for the calls that run statements
+ * on a handle that may have a sqllock_txn open (R7). Before a statement:
+ * SQLLOCK_OK, or SQLLOCK_EMISUSE when the handle's transaction has
+ * failed (its database transaction ended, or may have: nothing may run
+ * in it any more) or lost its connection, with a message that says so.
+ * After a statement failed with `status`: when that may have ended the
+ * database's transaction, the transaction is rolled back and marked
+ * failed, and its later calls are refused; returns `status`. */
+int sqllock__txn_check(sqllock_db *db, const char *what);
+int sqllock__txn_failed(sqllock_db *db, int status);
+/* 1 when the handle's transaction has failed (R7). */
+int sqllock__txn_is_failed(const sqllock_db *db);
 
 /* Runs SQL text built at run time, prepared once per connection and kept
  * in the handle's cache; *out is the statement, whose result is read with

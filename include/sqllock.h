@@ -767,7 +767,7 @@ SQLLOCK_API int sqllock_list(sqllock_db *db,
                              void *ctx);
 
 /* ------------------------------------------------------------------------ */
-/* Row locks (contract R1-R5)                                                */
+/* Row locks (contract R1-R7)                                                */
 /* ------------------------------------------------------------------------ */
 
 /*
@@ -783,12 +783,26 @@ SQLLOCK_API int sqllock_list(sqllock_db *db,
  * delete(), sqllock_table_*()) on the same handle work inside it too:
  * once the transaction has started (at its first lock call, or
  * sqllock_txn_native()), they run in it and commit or roll back with it;
- * before that, each commits on its own. After one of them returns
- * SQLLOCK_EDEADLOCK, SQLLOCK_ESERIALIZATION or SQLLOCK_ECONNECT, the
- * database has ended the transaction: roll back and begin again. Keep
- * sqllock_record_update(), which retries a deadlock by itself, outside a
- * transaction (docs/contract.md, "Records and table calls inside a
- * row-lock transaction").
+ * before that, each commits on its own.
+ *
+ * A failed transaction stays failed until rolled back (R7). When a
+ * statement of the transaction -- a lock call's, or a record or table
+ * call's on the handle -- fails with SQLLOCK_EDEADLOCK,
+ * SQLLOCK_ESERIALIZATION, SQLLOCK_ELOCKED, SQLLOCK_ECONNECT (or
+ * SQLLOCK_ECANCELED, SQLLOCK_EDBBUSY, SQLLOCK_EFULL), the database has
+ * ended the transaction, or may have: that call returns the status, and
+ * the transaction is rolled back and failed. From then on every call in
+ * it -- lock calls, sqllock_txn_native(), the record and table calls on
+ * the handle, sqllock_db_exec(), sqllock_txn_commit(), and
+ * sqllock_txn_begin() on the handle -- returns SQLLOCK_EMISUSE without
+ * sending anything, with a
+ * message that names the failure and says the transaction was rolled
+ * back; nothing commits outside it, and a lost connection is not
+ * reconnected under it. Roll it back (sqllock_txn_rollback() or
+ * sqllock_txn_free()), then begin again if sqllock_retryable() said so
+ * of the failure. Failures of the application's own statements on the
+ * native connection are not seen (docs/contract.md, "Records and table
+ * calls inside a row-lock transaction").
  *
  * SQLite has no row locks: there the transaction takes the database's
  * write lock (BEGIN IMMEDIATE) at its first lock call — coarser, the same
@@ -864,7 +878,7 @@ SQLLOCK_API const char *sqllock_row_lock_scope_name(int scope);
  * sqllock_txn_native(), whichever comes first (on SQLite that is when the
  * write lock is taken). Free the handle with sqllock_txn_free() (which
  * rolls back a transaction still open). SQLLOCK_EMISUSE while another
- * transaction is open on the handle.
+ * transaction is open on the handle, a failed one included (R7).
  * Added in 0.1.0. */
 SQLLOCK_API int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opts,
                                   sqllock_txn **out);
@@ -883,8 +897,10 @@ SQLLOCK_API int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opt
  * returns SQLLOCK_OK with `got` saying which names it took.
  *
  * After ELOCKED, EDEADLOCK, ESERIALIZATION or a lost connection the
- * transaction is rolled back and over (sqllock_retryable() says whether
- * to begin again); later calls on it return SQLLOCK_EMISUSE.
+ * transaction is rolled back and failed (R7; sqllock_retryable() says
+ * whether to begin again): later calls in it, the record calls on the
+ * handle and the commit included, return SQLLOCK_EMISUSE and send
+ * nothing, until sqllock_txn_rollback() or sqllock_txn_free().
  *
  * On a MariaDB Galera cluster a row lock excludes only the clients of
  * the same node (SQLLOCK_ROW_LOCKS_NODE, see sqllock_row_lock_scope()):
@@ -913,24 +929,27 @@ SQLLOCK_API int sqllock_txn_lock_rows(sqllock_txn *txn, const sqllock_table *t,
 
 /* The connection, for the application's own statements inside the
  * transaction (sqlite3 *, PGconn *, MYSQL *); starts the transaction if no
- * lock call did yet. Borrowed. NULL if the transaction could not start
- * (sqllock_errmsg() on the handle says why).
+ * lock call did yet. Borrowed. NULL if the transaction could not start,
+ * or has failed (R7) (sqllock_errmsg() on the handle says why).
  * Added in 0.1.0. */
 SQLLOCK_API void *sqllock_txn_native(sqllock_txn *txn);
 
-/* Commits (the locks end). SQLLOCK_EMISUSE if the transaction is over;
- * an error (never SQLLOCK_OK) when the database had already aborted the
- * transaction after a failed statement of the application's and rolls it
- * back instead. On a Galera cluster, SQLLOCK_EDEADLOCK when a
+/* Commits (the locks end). SQLLOCK_EMISUSE if the transaction is over,
+ * or has failed (R7: a statement of it failed with a status that ended
+ * the database's transaction; nothing is sent, and the transaction stays
+ * until rolled back); an error (never SQLLOCK_OK) when the database had
+ * already aborted the transaction after a failed statement of the
+ * application's and rolls it back instead. On a Galera cluster, SQLLOCK_EDEADLOCK when a
  * conflicting transaction committed first through another node
  * (certification failure): nothing was committed, and a retry is safe.
  * Read the rows you locked after locking them: a MySQL session runs READ
  * COMMITTED, so a read after the lock sees the latest committed row.
  * Added in 0.1.0. */
 SQLLOCK_API int sqllock_txn_commit(sqllock_txn *txn);
-/* Rolls back (the locks end). OK on a transaction that is already over.
- * Leaves the handle's last error message as it was (the reason for
- * rolling back, usually).
+/* Rolls back (the locks end). OK on a transaction that is already over,
+ * and the one way out of a failed one (R7; the database's transaction
+ * was rolled back when it failed). Leaves the handle's last error
+ * message as it was (the reason for rolling back, usually).
  * Added in 0.1.0. */
 SQLLOCK_API int sqllock_txn_rollback(sqllock_txn *txn);
 /* Rolls back if still open, and frees. Free a transaction before closing
@@ -951,6 +970,13 @@ SQLLOCK_API void sqllock_txn_free(sqllock_txn *txn);
  * The library's own table, sqllock_record, holds byte values by key (keys
  * follow the rules of lock names: 1..SQLLOCK_NAME_MAX bytes of valid UTF-8
  * without control characters; values up to SQLLOCK_VALUE_MAX bytes).
+ *
+ * Inside a started row-lock transaction on the same handle these calls,
+ * and the table calls below, run in the transaction (R4). One that fails
+ * with a status that ended the database's transaction fails the
+ * sqllock_txn, and in a failed transaction each of them returns
+ * SQLLOCK_EMISUSE without sending anything, until it is rolled back
+ * (R7, in the row-lock section above).
  */
 #define SQLLOCK_VALUE_MAX (1024 * 1024)
 
@@ -1018,7 +1044,13 @@ typedef struct sqllock_retry_options {
  * exist), and on a conflict sleeps with jittered exponential backoff and
  * starts again, up to max_attempts. A write the database rolled back as a
  * deadlock or serialization failure (a lost certification on Galera, say)
- * counts as a conflict: nothing was written, and it is tried again.
+ * counts as a conflict: nothing was written, and it is tried again --
+ * except inside a started row-lock transaction on the handle, where the
+ * database rolled back the whole transaction, which a retry cannot redo:
+ * there the deadlock or serialization failure is returned after that
+ * attempt, and the transaction has failed (R7). A conflict is retried
+ * inside a transaction too. In a failed transaction the call returns
+ * SQLLOCK_EMISUSE at once.
  * *attempts (when not NULL) gets the number of attempts made. Returns
  * SQLLOCK_OK, SQLLOCK_CONFLICT when every attempt conflicted, the
  * function's own status, or an error.
@@ -1256,6 +1288,10 @@ SQLLOCK_API int64_t sqllock_lease_deadline_us(const sqllock_lease *lease);
  *
  * For the few statements a tool or an example needs (a table of its own,
  * a count); an application that reads rows uses sqllock_db_native().
+ * Inside a sqllock_txn it is one of the transaction's statements (R7): a
+ * failure that ended the database's transaction (SQLLOCK_EDEADLOCK,
+ * SQLLOCK_ECONNECT, ...) fails the transaction, and in a failed one it
+ * returns SQLLOCK_EMISUSE without sending the statement.
  * Returns SQLLOCK_OK or the status of the failure, with the database's
  * message in sqllock_errmsg() (e.g. SQLLOCK_EDB, SQLLOCK_EDBBUSY,
  * SQLLOCK_ELOCKED, SQLLOCK_EDEADLOCK: sqllock_retryable() says when a
