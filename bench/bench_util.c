@@ -417,7 +417,7 @@ void bu_csv_num(FILE *f, double v, int decimals)
 {
     char buf[64], *p;
 
-    if (!isfinite(v) || v < 0)
+    if (!isfinite(v))
         return;
     snprintf(buf, sizeof buf, "%.*f", decimals, v);
     for (p = buf; *p != '\0'; p++)

@@ -136,8 +136,8 @@ void bu_point_median(const bu_point *reps, int n, bu_point *out);
 /* The common results CSV (bench/README.md)                                 */
 /* ------------------------------------------------------------------------ */
 
-/* One row. Numbers that are NAN, infinite or negative are written as
- * empty fields, and so are NULL texts; rows < 0 is empty. */
+/* One row. Numbers that are NAN or infinite are written as empty fields,
+ * and so are NULL texts; rows < 0 is empty. */
 typedef struct bu_result {
     const char *suite, *driver, *scenario;
     int clients;
@@ -156,7 +156,7 @@ void bu_results_put(FILE *f, const bu_result *r);
  * a quote or a line break (quotes doubled); nothing for NULL. */
 void bu_csv_text(FILE *f, const char *s);
 /* A figure with '.' as the decimal point whatever the locale; nothing
- * when it is not finite or is negative. */
+ * when it is not finite. */
 void bu_csv_num(FILE *f, double v, int decimals);
 
 /* ------------------------------------------------------------------------ */
