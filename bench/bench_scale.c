@@ -613,7 +613,7 @@ typedef struct row {
 static void run_point(worker *ws, int n, double secs,
                       void (*during)(void *ctx), void *ctx, row *r, int rep)
 {
-    bu_client *cs[MAX_CLIENTS];
+    bu_client *cs[MAX_CLIENTS] = { NULL };
     bu_run run = { lib_pair, secs, WARMUP_PAIRS, after_warmup, during, ctx };
     int i;
 
