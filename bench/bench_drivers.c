@@ -1225,27 +1225,20 @@ static void finish_row(row *r)
     double v[MAX_REPS];
     int i;
 
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].rate;
-    r->med.rate = bu_median(v, r->nreps);
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].p50;
-    r->med.p50 = bu_median(v, r->nreps);
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].p99;
-    r->med.p99 = bu_median(v, r->nreps);
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].max;
-    r->med.max = bu_median(v, r->nreps);
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].cpu_us;
-    r->med.cpu_us = bu_median(v, r->nreps);
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].conflicts;
-    r->med.conflicts = bu_median(v, r->nreps);
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->wal[i];
-    r->wal_per_pair = bu_median(v, r->nreps);
+#define MED_(expr, out)                                                      \
+    do {                                                                     \
+        for (i = 0; i < r->nreps; i++)                                       \
+            v[i] = (expr);                                                   \
+        (out) = bu_median(v, r->nreps);                                      \
+    } while (0)
+    MED_(r->reps[i].rate, r->med.rate);
+    MED_(r->reps[i].p50, r->med.p50);
+    MED_(r->reps[i].p99, r->med.p99);
+    MED_(r->reps[i].max, r->med.max);
+    MED_(r->reps[i].cpu_us, r->med.cpu_us);
+    MED_(r->reps[i].conflicts, r->med.conflicts);
+    MED_(r->wal[i], r->wal_per_pair);
+#undef MED_
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2172,32 +2165,23 @@ static void smoke_url(config *cfg, const char *url)
 int main(int argc, char **argv)
 {
     config cfg;
-    int i, nurls = 0, smoke = 0;
-    char *urls[16];
+    bu_args args = { 5, 3, MAX_REPS, NULL, 0, { NULL }, 0 };
+    int i, took;
 
     memset(&cfg, 0, sizeof cfg);
-    cfg.secs = 5;
-    cfg.reps = 3;
     bu_init("bench_drivers", "run aborted (lease rows left behind expire "
             "after 30 s)");
     bu_on_die(inv_note);
     parse_clients(&cfg, "1,8");
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--seconds") == 0 && i + 1 < argc) {
-            cfg.secs = bu_parse_secs(argv[++i], 3600, "--seconds");
-        } else if (strcmp(a, "--quick") == 0) {
-            cfg.secs = 2;
-        } else if (strcmp(a, "--smoke") == 0) {
-            smoke = 1;
-        } else if (strcmp(a, "--reps") == 0 && i + 1 < argc) {
-            cfg.reps = (int)bu_parse_long(argv[++i], 1, MAX_REPS, "--reps");
+        if ((took = bu_args_take(&args, argc, argv, &i)) != 0) {
+            if (took < 0)
+                usage();
         } else if (strcmp(a, "--clients") == 0 && i + 1 < argc) {
             parse_clients(&cfg, argv[++i]);
         } else if (strcmp(a, "--csv") == 0 && i + 1 < argc) {
             cfg.csv_path = argv[++i];
-        } else if (strcmp(a, "--results") == 0 && i + 1 < argc) {
-            cfg.results_path = argv[++i];
         } else if (strcmp(a, "--only") == 0 && i + 1 < argc) {
             /* For diagnosis: one scenario only; the ratios are then
              * meaningless. */
@@ -2216,24 +2200,23 @@ int main(int argc, char **argv)
             g_lease_flags |= SQLLOCK_LEASE_FAST;
         } else if (strcmp(a, "--optimistic") == 0) {
             cfg.optimistic = 1;
-        } else if (a[0] == '-') {
-            usage();
-        } else if (nurls < 16) {
-            urls[nurls++] = (char *)a;
         } else {
             usage();
         }
     }
-    if (smoke) {
-        cfg.secs = BU_SMOKE_SECS;
-        cfg.reps = 1;
+    if (args.smoke) {
+        args.secs = BU_SMOKE_SECS;
+        args.reps = 1;
         parse_clients(&cfg, "1,2");
         if (cfg.optimistic || cfg.release_compare || cfg.only)
             usage();
-        if (nurls == 0)
-            nurls = bu_smoke_urls(urls, 16);
+        if (args.nurls == 0)
+            args.nurls = bu_smoke_urls(args.urls, BU_MAX_URLS);
     }
-    if (nurls == 0 || (cfg.optimistic && (cfg.release_compare || cfg.only)))
+    cfg.secs = args.secs;
+    cfg.reps = args.reps;
+    cfg.results_path = args.results;
+    if (args.nurls == 0 || (cfg.optimistic && (cfg.release_compare || cfg.only)))
         usage();
 #if defined(SQLLOCK_HAVE_MYSQL)
     if (mysql_library_init(0, NULL, NULL) != 0)
@@ -2263,15 +2246,15 @@ int main(int argc, char **argv)
         printf("%s%d", i ? "," : " ", cfg.clients[i]);
     printf("\n");
     fflush(stdout);
-    for (i = 0; i < nurls; i++) {
-        if (smoke)
-            smoke_url(&cfg, urls[i]);
+    for (i = 0; i < args.nurls; i++) {
+        if (args.smoke)
+            smoke_url(&cfg, args.urls[i]);
         else if (cfg.release_compare)
-            release_compare(&cfg, urls[i]);
+            release_compare(&cfg, args.urls[i]);
         else if (cfg.optimistic)
-            bench_optimistic(&cfg, urls[i]);
+            bench_optimistic(&cfg, args.urls[i]);
         else
-            bench_url(&cfg, urls[i]);
+            bench_url(&cfg, args.urls[i]);
     }
     if (cfg.csv != NULL && (ferror(cfg.csv) | fclose(cfg.csv)) != 0)
         bu_die("writing %s failed", cfg.csv_path);

@@ -780,14 +780,11 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     config cfg;
-    int i, nurls = 0;
-    char *urls[16];
-    floor_pt floors[16];
-    int smoke = 0;
+    bu_args args = { 10, 3, MAX_REPS, NULL, 0, { NULL }, 0 };
+    floor_pt floors[BU_MAX_URLS];
+    int i, took;
 
     memset(&cfg, 0, sizeof cfg);
-    cfg.secs = 10;
-    cfg.reps = 3;
     cfg.waiters = 8;
     cfg.hold_ms = 2;
     cfg.ttl_ms = 10000;
@@ -796,14 +793,9 @@ int main(int argc, char **argv)
     bu_init("bench_handoff", NULL);
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--seconds") == 0 && i + 1 < argc) {
-            cfg.secs = bu_parse_secs(argv[++i], 3600, "--seconds");
-        } else if (strcmp(a, "--smoke") == 0) {
-            smoke = 1;
-        } else if (strcmp(a, "--quick") == 0) {
-            cfg.secs = 2;
-        } else if (strcmp(a, "--reps") == 0 && i + 1 < argc) {
-            cfg.reps = (int)bu_parse_long(argv[++i], 1, MAX_REPS, "--reps");
+        if ((took = bu_args_take(&args, argc, argv, &i)) != 0) {
+            if (took < 0)
+                usage();
         } else if (strcmp(a, "--waiters") == 0 && i + 1 < argc) {
             cfg.waiters = (int)bu_parse_long(argv[++i], 2, MAX_WAITERS, "--waiters");
         } else if (strcmp(a, "--hold-ms") == 0 && i + 1 < argc) {
@@ -814,25 +806,24 @@ int main(int argc, char **argv)
             cfg.barge = 1;
         } else if (strcmp(a, "--csv") == 0 && i + 1 < argc) {
             cfg.csv_path = argv[++i];
-        } else if (strcmp(a, "--results") == 0 && i + 1 < argc) {
-            cfg.results_path = argv[++i];
-        } else if (a[0] == '-' || nurls == 16) {
-            usage();
         } else {
-            urls[nurls++] = (char *)a;
+            usage();
         }
     }
-    if (smoke) {
-        cfg.secs = BU_SMOKE_SECS;
-        cfg.reps = 1;
+    if (args.smoke) {
+        args.secs = BU_SMOKE_SECS;
+        args.reps = 1;
         cfg.waiters = 3;
         cfg.warmup_ns = INT64_C(100000000);
         cfg.floor_ns = INT64_C(200000000);
-        if (nurls == 0)
-            nurls = bu_smoke_urls(urls, 16);
+        if (args.nurls == 0)
+            args.nurls = bu_smoke_urls(args.urls, BU_MAX_URLS);
     }
-    if (nurls == 0)
+    if (args.nurls == 0)
         usage();
+    cfg.secs = args.secs;
+    cfg.reps = args.reps;
+    cfg.results_path = args.results;
     if (cfg.hold_ms * 20 >= cfg.ttl_ms)
         bu_die("--ttl-ms must be well above --hold-ms (20x), or leases expire "
             "while held");
@@ -860,9 +851,9 @@ int main(int argc, char **argv)
     printf("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|%s--:|--:|--:|--:|--:|\n",
            cfg.barge ? "--:|" : "");
     fflush(stdout);
-    for (i = 0; i < nurls; i++)
-        bench_url(&cfg, urls[i], &floors[i]);
-    print_floors(floors, nurls);
+    for (i = 0; i < args.nurls; i++)
+        bench_url(&cfg, args.urls[i], &floors[i]);
+    print_floors(floors, args.nurls);
     if (cfg.csv != NULL && (ferror(cfg.csv) | fclose(cfg.csv)) != 0)
         bu_die("writing %s failed", cfg.csv_path);
     if (cfg.results != NULL &&

@@ -79,7 +79,6 @@
 #define PROG "bench_memory"
 #define NAME_PREFIX "sqllock-bench-mem:"
 #define MAX_REPS 15
-#define MAX_URLS 16
 #define WARM_TTL_MS 900          /* the watched warm-up lease: renewed
                                     every 300 ms */
 #define RENEWED_SLACK_MS 1000    /* a deadline this much past the
@@ -634,13 +633,10 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     config cfg;
-    char *urls[MAX_URLS];
-    const char *results = NULL;
-    int i, nurls = 0, smoke = 0;
+    bu_args args = { 10, 3, MAX_REPS, NULL, 0, { NULL }, 0 };
+    int i, took;
 
     memset(&cfg, 0, sizeof cfg);
-    cfg.secs = 10;
-    cfg.reps = 3;
     cfg.leases = 10000;
     cfg.ttl_ms = 60000;
     cfg.hold_ms = 1000;
@@ -648,58 +644,41 @@ int main(int argc, char **argv)
             "ttl; the next run deletes them)");
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
-        char *end;
-        if (strcmp(a, "--seconds") == 0 && i + 1 < argc) {
-            cfg.secs = strtod(argv[++i], &end);
-            if (*end != '\0' || !(cfg.secs > 0))
+        if ((took = bu_args_take(&args, argc, argv, &i)) != 0) {
+            if (took < 0)
                 usage();
-        } else if (strcmp(a, "--quick") == 0) {
-            cfg.secs = 2;
-        } else if (strcmp(a, "--smoke") == 0) {
-            smoke = 1;
-        } else if (strcmp(a, "--reps") == 0 && i + 1 < argc) {
-            cfg.reps = atoi(argv[++i]);
-            if (cfg.reps < 1 || cfg.reps > MAX_REPS)
-                usage();
-        } else if (strcmp(a, "--results") == 0 && i + 1 < argc) {
-            results = argv[++i];
         } else if (strcmp(a, "--leases") == 0 && i + 1 < argc) {
-            cfg.leases = strtol(argv[++i], &end, 10);
-            if (*end != '\0' || cfg.leases < 1 || cfg.leases > 10000000)
-                usage();
+            cfg.leases = bu_parse_long(argv[++i], 1, 10000000, "--leases");
         } else if (strcmp(a, "--ttl-ms") == 0 && i + 1 < argc) {
-            cfg.ttl_ms = strtoll(argv[++i], &end, 10);
-            if (*end != '\0' || cfg.ttl_ms < 3000)
-                usage();
-        } else if (a[0] == '-') {
-            usage();
-        } else if (nurls < MAX_URLS) {
-            urls[nurls++] = (char *)a;
+            cfg.ttl_ms = bu_parse_long(argv[++i], 3000, 86400000L,
+                                       "--ttl-ms");
         } else {
             usage();
         }
     }
-    if (smoke) {
-        cfg.secs = BU_SMOKE_SECS;
-        cfg.reps = 1;
+    if (args.smoke) {
+        args.secs = BU_SMOKE_SECS;
+        args.reps = 1;
         cfg.leases = 50;
         cfg.ttl_ms = 3000;
         cfg.hold_ms = 200;
-        if (nurls == 0)
-            nurls = bu_smoke_urls(urls, MAX_URLS);
+        if (args.nurls == 0)
+            args.nurls = bu_smoke_urls(args.urls, BU_MAX_URLS);
     }
-    if (nurls == 0)
+    if (args.nurls == 0)
         usage();
-    if (results != NULL) {
-        g_results_path = results;
-        g_results = bu_results_open(results);
+    cfg.secs = args.secs;
+    cfg.reps = args.reps;
+    if (args.results != NULL) {
+        g_results_path = args.results;
+        g_results = bu_results_open(args.results);
     }
     printf(PROG ": sqllock %s, %ld leases, ttl %lld ms, settle %g s, %d "
            "runs\n", sqllock_version_string(), cfg.leases,
            (long long)cfg.ttl_ms, cfg.secs, cfg.reps);
     fflush(stdout);
-    for (i = 0; i < nurls; i++)
-        bench_url(&cfg, urls[i]);
+    for (i = 0; i < args.nurls; i++)
+        bench_url(&cfg, args.urls[i]);
     if (g_results != NULL && (ferror(g_results) | fclose(g_results)) != 0)
         bu_die("writing %s failed", g_results_path);
     bu_smoke_done();

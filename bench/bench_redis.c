@@ -991,11 +991,10 @@ int main(int argc, char **argv)
     redisContext *c;
     char desc[512];
     const char *url = NULL;
-    int i;
+    bu_args args = { 10, 3, MAX_REPS, NULL, 0, { NULL }, 0 };
+    int i, took;
 
     memset(&cfg, 0, sizeof cfg);
-    cfg.secs = 10;
-    cfg.reps = 3;
     cfg.contenders = 8;
     cfg.hold_ms = 1;
     cfg.ttl_ms = TTL_MS;
@@ -1005,19 +1004,9 @@ int main(int argc, char **argv)
     parse_clients(&cfg, "1,8");
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--seconds") == 0 && i + 1 < argc) {
-            cfg.secs = bu_parse_secs(argv[++i], 3600, "--seconds");
-        } else if (strcmp(a, "--smoke") == 0) {
-            cfg.secs = BU_SMOKE_SECS;
-            cfg.reps = 1;
-            cfg.contenders = 3;
-            cfg.warmup_ns = INT64_C(100000000);
-            cfg.floor_secs = BU_SMOKE_SECS;
-            parse_clients(&cfg, "1,2");
-        } else if (strcmp(a, "--quick") == 0) {
-            cfg.secs = 2;
-        } else if (strcmp(a, "--reps") == 0 && i + 1 < argc) {
-            cfg.reps = (int)bu_parse_long(argv[++i], 1, MAX_REPS, "--reps");
+        if ((took = bu_args_take(&args, argc, argv, &i)) != 0) {
+            if (took < 0 || args.nurls > 1)
+                usage();
         } else if (strcmp(a, "--clients") == 0 && i + 1 < argc) {
             parse_clients(&cfg, argv[++i]);
         } else if (strcmp(a, "--contenders") == 0 && i + 1 < argc) {
@@ -1034,14 +1023,22 @@ int main(int argc, char **argv)
                        : strcmp(v, "contended") == 0 ? 2 : -1;
             if (cfg.only < 0)
                 usage();
-        } else if (strcmp(a, "--results") == 0 && i + 1 < argc) {
-            cfg.results_path = argv[++i];
-        } else if (a[0] == '-' || url != NULL) {
-            usage();
         } else {
-            url = a;
+            usage();
         }
     }
+    if (args.smoke) {
+        args.secs = BU_SMOKE_SECS;
+        args.reps = 1;
+        cfg.contenders = 3;
+        cfg.warmup_ns = INT64_C(100000000);
+        cfg.floor_secs = BU_SMOKE_SECS;
+        parse_clients(&cfg, "1,2");
+    }
+    cfg.secs = args.secs;
+    cfg.reps = args.reps;
+    cfg.results_path = args.results;
+    url = args.nurls > 0 ? args.urls[0] : NULL;
     if (url == NULL)
         url = getenv("SQLLOCK_BENCH_REDIS_URL");
     if (url == NULL || *url == '\0') {

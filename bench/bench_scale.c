@@ -120,7 +120,6 @@
 #define MAX_CLIENTS 64
 #define MAX_LEVELS 8
 #define MAX_REPS 15
-#define MAX_URLS 16
 
 /* ------------------------------------------------------------------------ */
 /* Errors, clocks, the results file                                         */
@@ -1142,14 +1141,11 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     config cfg;
-    char *urls[MAX_URLS];
-    const char *results = NULL;
+    bu_args args = { 10, 3, MAX_REPS, NULL, 0, { NULL }, 0 };
     long tmp[8];
-    int i, j, nurls = 0, reap_reps = 0, smoke = 0;
+    int i, j, took, reap_reps = 0;
 
     memset(&cfg, 0, sizeof cfg);
-    cfg.secs = 10;
-    cfg.reps = 3;
     cfg.nclients = 2;
     cfg.clients[0] = 1;
     cfg.clients[1] = 8;
@@ -1164,19 +1160,12 @@ int main(int argc, char **argv)
             "behind: the next run removes them at its start");
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--seconds") == 0 && i + 1 < argc) {
-            cfg.secs = bu_parse_secs(argv[++i], 86400, "--seconds");
-        } else if (strcmp(a, "--quick") == 0) {
-            cfg.secs = 2;
-        } else if (strcmp(a, "--smoke") == 0) {
-            smoke = 1;
-        } else if (strcmp(a, "--reps") == 0 && i + 1 < argc) {
-            cfg.reps = (int)bu_parse_long(argv[++i], 1, MAX_REPS, "--reps");
+        if ((took = bu_args_take(&args, argc, argv, &i)) != 0) {
+            if (took < 0)
+                usage();
         } else if (strcmp(a, "--reap-reps") == 0 && i + 1 < argc) {
             reap_reps = (int)bu_parse_long(argv[++i], 1, MAX_REPS,
                                            "--reap-reps");
-        } else if (strcmp(a, "--results") == 0 && i + 1 < argc) {
-            results = argv[++i];
         } else if (strcmp(a, "--clients") == 0 && i + 1 < argc) {
             cfg.nclients = bu_parse_list(argv[++i], tmp, 8, 1, MAX_CLIENTS,
                                          "--clients");
@@ -1199,18 +1188,14 @@ int main(int argc, char **argv)
             cfg.reaper = strcmp(v, "reaper") == 0;
             if (!cfg.scale && !cfg.reaper)
                 usage();
-        } else if (a[0] == '-') {
-            usage();
-        } else if (nurls < MAX_URLS) {
-            urls[nurls++] = (char *)a;
         } else {
             usage();
         }
     }
-    if (smoke) {
+    if (args.smoke) {
         /* Both suites, every scenario once, on a few thousand rows. */
-        cfg.secs = BU_SMOKE_SECS;
-        cfg.reps = 1;
+        args.secs = BU_SMOKE_SECS;
+        args.reps = 1;
         reap_reps = 1;
         cfg.nclients = 2;
         cfg.clients[0] = 1;
@@ -1220,25 +1205,27 @@ int main(int argc, char **argv)
         cfg.levels[1] = 2000;
         cfg.reap_rows = 2000;
         cfg.batch = 500;
-        if (nurls == 0)
-            nurls = bu_smoke_urls(urls, MAX_URLS);
+        if (args.nurls == 0)
+            args.nurls = bu_smoke_urls(args.urls, BU_MAX_URLS);
     }
-    if (nurls == 0)
+    if (args.nurls == 0)
         usage();
+    cfg.secs = args.secs;
+    cfg.reps = args.reps;
     cfg.reap_reps = reap_reps > 0 ? reap_reps : cfg.reps;
 #if defined(SQLLOCK_HAVE_MYSQL)
     if (mysql_library_init(0, NULL, NULL) != 0)
         bu_die("mysql_library_init failed");
 #endif
-    if (results != NULL) {
-        g_results_path = results;
-        g_results = bu_results_open(results);
+    if (args.results != NULL) {
+        g_results_path = args.results;
+        g_results = bu_results_open(args.results);
     }
     printf(PROG ": sqllock %s, %g s per run, %d runs (reaper suite %d)\n",
            sqllock_version_string(), cfg.secs, cfg.reps, cfg.reap_reps);
     fflush(stdout);
-    for (i = 0; i < nurls; i++)
-        bench_url(&cfg, urls[i]);
+    for (i = 0; i < args.nurls; i++)
+        bench_url(&cfg, args.urls[i]);
     if (g_results != NULL && (ferror(g_results) | fclose(g_results)) != 0)
         bu_die("writing %s failed", g_results_path);
 #if defined(SQLLOCK_HAVE_MYSQL)

@@ -507,6 +507,37 @@ int bu_parse_list(const char *list, long *out, int max, long lo, long hi,
     return n;
 }
 
+int bu_args_take(bu_args *a, int argc, char **argv, int *i)
+{
+    const char *w = argv[*i];
+    int has_value = *i + 1 < argc;
+
+    if (strcmp(w, "--quick") == 0) {
+        a->secs = 2;
+    } else if (strcmp(w, "--smoke") == 0) {
+        a->smoke = 1;
+    } else if (strcmp(w, "--seconds") == 0) {
+        if (!has_value)
+            return -1;
+        a->secs = bu_parse_secs(argv[++*i], 86400, "--seconds");
+    } else if (strcmp(w, "--reps") == 0) {
+        if (!has_value)
+            return -1;
+        a->reps = (int)bu_parse_long(argv[++*i], 1, a->max_reps, "--reps");
+    } else if (strcmp(w, "--results") == 0) {
+        if (!has_value)
+            return -1;
+        a->results = argv[++*i];
+    } else if (w[0] != '-') {
+        if (a->nurls == BU_MAX_URLS)
+            return -1;
+        a->urls[a->nurls++] = argv[*i];
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Databases                                                                */
 /* ------------------------------------------------------------------------ */

@@ -172,6 +172,29 @@ double bu_parse_secs(const char *s, double hi, const char *what);
 int bu_parse_list(const char *list, long *out, int max, long lo, long hi,
                   const char *what);
 
+/*
+ * The arguments every program takes, parsed by bu_args_take():
+ *   --seconds N   secs (a number above 0)     --quick   secs = 2
+ *   --reps N      reps, 1..max_reps           --results FILE
+ *   --smoke       smoke = 1 (the program sets its smoke sizes, and takes
+ *                 the URLs from bu_smoke_urls() when none is given)
+ *   anything that does not start with '-': a URL, at most BU_MAX_URLS.
+ * The program sets the defaults before it parses.
+ */
+#define BU_MAX_URLS 16
+typedef struct bu_args {
+    double secs;
+    int reps, max_reps;
+    const char *results;
+    int smoke;
+    char *urls[BU_MAX_URLS];
+    int nurls;
+} bu_args;
+/* 1 when argv[*i] is one of the above (*i then at its last word), 0 when
+ * it is not (the program's own, or unknown), -1 when it lacks its value
+ * or there are too many URLs. */
+int bu_args_take(bu_args *a, int argc, char **argv, int *i);
+
 /* ------------------------------------------------------------------------ */
 /* Databases                                                                */
 /* ------------------------------------------------------------------------ */
