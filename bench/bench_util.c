@@ -577,6 +577,9 @@ const char *bu_sql(const char *driver, sqllock_sql_id id, const char *args)
 /* ------------------------------------------------------------------------ */
 
 static char g_smoke_dir[256];
+/* What bu_smoke_urls() handed out, for bu_smoke_done() to free. */
+static char *g_smoke_urls[BU_MAX_URLS];
+static int g_smoke_n;
 
 /* The driver of a URL's scheme, or NULL. */
 static const char *url_driver(const char *url)
@@ -761,6 +764,8 @@ int bu_smoke_urls(char **urls, int max)
                bu_prog(), d);
         exit(77);
     }
+    if (n > BU_MAX_URLS)
+        n = BU_MAX_URLS;
     for (i = 0; tag != NULL && i < n; i++) {
         char *own = url_own(urls[i], tag);
         const char *d = url_driver(urls[i]);
@@ -771,13 +776,20 @@ int bu_smoke_urls(char **urls, int max)
         free(urls[i]);
         urls[i] = own;
     }
+    for (i = 0; i < n; i++)
+        g_smoke_urls[i] = urls[i];
+    g_smoke_n = n;
     return n;
 }
 
 void bu_smoke_done(void)
 {
     char cmd[300];
+    int i;
 
+    for (i = 0; i < g_smoke_n; i++)
+        free(g_smoke_urls[i]);
+    g_smoke_n = 0;
     if (g_smoke_dir[0] == '\0')
         return;
     /* The directory holds the SQLite file and its -wal and -shm. */

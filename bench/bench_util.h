@@ -241,7 +241,8 @@ const char *bu_sql(const char *driver, sqllock_sql_id id, const char *args);
  */
 #define BU_SMOKE_SECS 0.2
 int bu_smoke_urls(char **urls, int max);
-/* Removes what bu_smoke_urls() made (a temporary directory). */
+/* Frees the URLs bu_smoke_urls() gave and removes what it made (a
+ * temporary directory). */
 void bu_smoke_done(void);
 
 #endif
