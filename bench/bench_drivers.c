@@ -231,6 +231,7 @@ struct worker {
      * grow_lock_wait()): the statements prepared by hand went with the
      * old session. */
     int (*setup)(worker *w);
+    void (*teardown)(worker *w);
     /* The pair function of the point that runs. */
     pair_fn pair;
 #if defined(SQLLOCK_HAVE_MYSQL)
@@ -1312,6 +1313,7 @@ static void open_workers(const bench_driver *bd, const char *url, worker *ws,
         if (rc != SQLLOCK_OK)
             bu_die("sqllock_lease_new: %s", sqllock_errmsg(w->db));
         w->setup = bd->setup;
+        w->teardown = bd->teardown;
         if (new_owner(w) != 0 || bd->setup(w) != 0)
             bu_die("%s: setting up client %d: %s", url, i, w->bc.err);
     }
@@ -1765,6 +1767,10 @@ static int forupdate_tx(worker *w)
                              sqllock_errmsg(w->db));
             }
             if (conn != w->native) {
+                /* The old statements go first (on MySQL they are
+                 * detached from the closed connection; closing frees
+                 * them). */
+                w->teardown(w);
                 w->native = conn;
                 w->fu_ready = 0;
                 if (w->setup(w) != 0) {

@@ -334,6 +334,8 @@ void bu_point_run(bu_client *const *cs, int n, const bu_run *run,
     if (all == NULL)
         bu_die("out of memory");
     for (i = 0, k = 0; i < n; i++) {
+        if (cs[i]->lat.n == 0)
+            continue;            /* its array may not exist yet */
         memcpy(all + k, cs[i]->lat.v, cs[i]->lat.n * sizeof *all);
         k += cs[i]->lat.n;
     }
