@@ -353,8 +353,11 @@ void bu_point_run(bu_client *const *cs, int n, const bu_run *run,
 
 void bu_point_median(const bu_point *reps, int n, bu_point *out)
 {
-    double v[BU_MAX_MEDIAN];
+    double v[BU_MAX_MEDIAN] = { 0 };
     int i;
+
+    if (n < 1 || n > BU_MAX_MEDIAN)
+        bu_die("bu_point_median: %d points, 1 to %d", n, BU_MAX_MEDIAN);
 
 #define MED_(field)                                                          \
     do {                                                                     \
