@@ -2133,16 +2133,7 @@ static void usage(void)
 
 static void parse_clients(config *cfg, const char *list)
 {
-    long v[8];
-    int i;
-
-    cfg->nclients = bu_parse_list(list, v, 8, 1, MAX_CLIENTS, "--clients");
-    cfg->max_clients = 0;
-    for (i = 0; i < cfg->nclients; i++) {
-        cfg->clients[i] = (int)v[i];
-        if (v[i] > cfg->max_clients)
-            cfg->max_clients = (int)v[i];
-    }
+    cfg->nclients = bu_parse_clients(list, cfg->clients, &cfg->max_clients);
 }
 
 /* bu_die()'s last word while --optimistic's table exists. */
@@ -2211,14 +2202,11 @@ int main(int argc, char **argv)
         }
     }
     if (args.smoke) {
-        args.secs = BU_SMOKE_SECS;
-        args.reps = 1;
         parse_clients(&cfg, "1,2");
         if (cfg.optimistic || cfg.release_compare || cfg.only)
             usage();
-        if (args.nurls == 0)
-            args.nurls = bu_smoke_urls(args.urls, BU_MAX_URLS);
     }
+    bu_args_finish(&args, 1);
     cfg.secs = args.secs;
     cfg.reps = args.reps;
     cfg.results_path = args.results;

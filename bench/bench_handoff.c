@@ -811,14 +811,11 @@ int main(int argc, char **argv)
         }
     }
     if (args.smoke) {
-        args.secs = BU_SMOKE_SECS;
-        args.reps = 1;
         cfg.waiters = 3;
         cfg.warmup_ns = INT64_C(100000000);
         cfg.floor_ns = INT64_C(200000000);
-        if (args.nurls == 0)
-            args.nurls = bu_smoke_urls(args.urls, BU_MAX_URLS);
     }
+    bu_args_finish(&args, 1);
     if (args.nurls == 0)
         usage();
     cfg.secs = args.secs;

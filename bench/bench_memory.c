@@ -657,14 +657,11 @@ int main(int argc, char **argv)
         }
     }
     if (args.smoke) {
-        args.secs = BU_SMOKE_SECS;
-        args.reps = 1;
         cfg.leases = 50;
         cfg.ttl_ms = 3000;
         cfg.hold_ms = 200;
-        if (args.nurls == 0)
-            args.nurls = bu_smoke_urls(args.urls, BU_MAX_URLS);
     }
+    bu_args_finish(&args, 1);
     if (args.nurls == 0)
         usage();
     cfg.secs = args.secs;

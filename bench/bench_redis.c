@@ -973,16 +973,7 @@ static void usage(void)
 
 static void parse_clients(config *cfg, const char *list)
 {
-    long v[8];
-    int i;
-
-    cfg->nclients = bu_parse_list(list, v, 8, 1, MAX_CLIENTS, "--clients");
-    cfg->max_clients = 0;
-    for (i = 0; i < cfg->nclients; i++) {
-        cfg->clients[i] = (int)v[i];
-        if (v[i] > cfg->max_clients)
-            cfg->max_clients = (int)v[i];
-    }
+    cfg->nclients = bu_parse_clients(list, cfg->clients, &cfg->max_clients);
 }
 
 int main(int argc, char **argv)
@@ -1027,9 +1018,8 @@ int main(int argc, char **argv)
             usage();
         }
     }
+    bu_args_finish(&args, 0);
     if (args.smoke) {
-        args.secs = BU_SMOKE_SECS;
-        args.reps = 1;
         cfg.contenders = 3;
         cfg.warmup_ns = INT64_C(100000000);
         cfg.floor_secs = BU_SMOKE_SECS;

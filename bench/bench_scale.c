@@ -1142,7 +1142,6 @@ int main(int argc, char **argv)
 {
     config cfg;
     bu_args args = { 10, 3, MAX_REPS, NULL, 0, { NULL }, 0 };
-    long tmp[8];
     int i, j, took, reap_reps = 0;
 
     memset(&cfg, 0, sizeof cfg);
@@ -1167,10 +1166,7 @@ int main(int argc, char **argv)
             reap_reps = (int)bu_parse_long(argv[++i], 1, MAX_REPS,
                                            "--reap-reps");
         } else if (strcmp(a, "--clients") == 0 && i + 1 < argc) {
-            cfg.nclients = bu_parse_list(argv[++i], tmp, 8, 1, MAX_CLIENTS,
-                                         "--clients");
-            for (j = 0; j < cfg.nclients; j++)
-                cfg.clients[j] = (int)tmp[j];
+            cfg.nclients = bu_parse_clients(argv[++i], cfg.clients, &j);
         } else if (strcmp(a, "--rows") == 0 && i + 1 < argc) {
             cfg.nlevels = bu_parse_list(argv[++i], cfg.levels, MAX_LEVELS,
                                         0, 100000000L, "--rows");
@@ -1194,8 +1190,6 @@ int main(int argc, char **argv)
     }
     if (args.smoke) {
         /* Both suites, every scenario once, on a few thousand rows. */
-        args.secs = BU_SMOKE_SECS;
-        args.reps = 1;
         reap_reps = 1;
         cfg.nclients = 2;
         cfg.clients[0] = 1;
@@ -1205,9 +1199,8 @@ int main(int argc, char **argv)
         cfg.levels[1] = 2000;
         cfg.reap_rows = 2000;
         cfg.batch = 500;
-        if (args.nurls == 0)
-            args.nurls = bu_smoke_urls(args.urls, BU_MAX_URLS);
     }
+    bu_args_finish(&args, 1);
     if (args.nurls == 0)
         usage();
     cfg.secs = args.secs;

@@ -543,6 +543,30 @@ int bu_args_take(bu_args *a, int argc, char **argv, int *i)
     return 1;
 }
 
+void bu_args_finish(bu_args *a, int db_urls)
+{
+    if (!a->smoke)
+        return;
+    a->secs = BU_SMOKE_SECS;
+    a->reps = 1;
+    if (db_urls && a->nurls == 0)
+        a->nurls = bu_smoke_urls(a->urls, BU_MAX_URLS);
+}
+
+int bu_parse_clients(const char *list, int clients[8], int *max)
+{
+    long v[8];
+    int i, n = bu_parse_list(list, v, 8, 1, BU_MAX_CLIENTS, "--clients");
+
+    *max = 0;
+    for (i = 0; i < n; i++) {
+        clients[i] = (int)v[i];
+        if (clients[i] > *max)
+            *max = clients[i];
+    }
+    return n;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Databases                                                                */
 /* ------------------------------------------------------------------------ */

@@ -194,6 +194,12 @@ typedef struct bu_args {
  * it is not (the program's own, or unknown), -1 when it lacks its value
  * or there are too many URLs. */
 int bu_args_take(bu_args *a, int argc, char **argv, int *i);
+/* After the parse: with --smoke, BU_SMOKE_SECS a point and one run, and,
+ * when `db_urls` and no URL was given, the tests' URLs (bu_smoke_urls()). */
+void bu_args_finish(bu_args *a, int db_urls);
+/* --clients LIST: up to 8 client counts of 1..BU_MAX_CLIENTS into
+ * clients[8]; the largest into *max. Returns how many. */
+int bu_parse_clients(const char *list, int clients[8], int *max);
 
 /* ------------------------------------------------------------------------ */
 /* Databases                                                                */
