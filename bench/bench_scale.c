@@ -642,6 +642,7 @@ typedef struct config {
     int nlevels;
     long reap_rows;
     int batch;                       /* the larger reaper batch */
+    int reap_clients;                /* beside the reaper: 8 (smoke 2) */
     int scale, reaper;               /* which suites run */
 } config;
 
@@ -912,7 +913,7 @@ static void bench_reaper(const config *cfg, const char *url,
                          const char *desc)
 {
     void *native = sqllock_db_native(db);
-    const int nclients = 8;
+    const int nclients = cfg->reap_clients;
     row rows[RS_COUNT];
     double fills[3 * MAX_REPS], lease_rate[RS_COUNT][MAX_REPS];
     double pass_rate[RS_COUNT][MAX_REPS];
@@ -925,10 +926,12 @@ static void bench_reaper(const config *cfg, const char *url,
     memset(rows, 0, sizeof rows);
     for (s = 0; s < RS_COUNT; s++)
         rows[s].nreps = cfg->reap_reps;
-    snprintf(label[RS_BASE], sizeof label[0], "8 clients, no reaper");
-    snprintf(label[RS_WITH], sizeof label[0], "8 clients, reaper running");
+    snprintf(label[RS_BASE], sizeof label[0], "%d clients, no reaper",
+             nclients);
+    snprintf(label[RS_WITH], sizeof label[0], "%d clients, reaper running",
+             nclients);
     snprintf(label[RS_THREAD], sizeof label[0],
-             "reaper thread, batch %d, 8 clients", DEFAULT_BATCH);
+             "reaper thread, batch %d, %d clients", DEFAULT_BATCH, nclients);
     snprintf(label[RS_REAP1], sizeof label[0], "sqllock_reap, batch %d",
              DEFAULT_BATCH);
     snprintf(label[RS_REAP2], sizeof label[0], "sqllock_reap, batch %d",
@@ -1154,6 +1157,7 @@ int main(int argc, char **argv)
     cfg.levels[2] = 1000000;
     cfg.reap_rows = 1000000;
     cfg.batch = 10000;
+    cfg.reap_clients = 8;
     cfg.scale = cfg.reaper = 1;
     bu_init(PROG, "run aborted; filler rows (" FILL_PREFIX "*) may be left "
             "behind: the next run removes them at its start");
@@ -1199,6 +1203,7 @@ int main(int argc, char **argv)
         cfg.levels[1] = 2000;
         cfg.reap_rows = 2000;
         cfg.batch = 500;
+        cfg.reap_clients = 2;
     }
     bu_args_finish(&args, 1);
     if (args.nurls == 0)
