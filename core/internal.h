@@ -123,6 +123,12 @@ int sqllock__message_word(const char *w);
 /* Zeroes n bytes at p in a way the compiler keeps before a free(). */
 void sqllock__wipe(void *p, size_t n);
 
+/* Failover (core/failover.c). Connects db->drv to the URL's hosts in
+ * turn, by the one policy of every driver, into db->conn; on failure
+ * fills `err` (the status in err->status too) and returns it. */
+int sqllock__connect_hosts(sqllock_db *db, const sqllock_url *url,
+                           sqllock_dberr *err);
+
 /* Registry (core/registry.c). 1 if `scheme` names a driver sqllock ships,
  * built in or not. */
 int sqllock__scheme_known(const char *scheme);
@@ -226,7 +232,8 @@ int sqllock__sql_select_key(sqllock_db *db, const sqllock_table *t,
                             const char *suffix, char *out, size_t size);
 
 /* Utilities (core/util.c). */
-int64_t sqllock__now_ms(void);          /* CLOCK_MONOTONIC, ms */
+/* sqllock__now_us() in ms: the clock of the drivers' deadlines too. */
+int64_t sqllock__now_ms(void);
 /* The clock of local deadlines: CLOCK_BOOTTIME where there is one (it
  * counts a suspended system's sleep), else CLOCK_MONOTONIC; us. */
 int64_t sqllock__now_us(void);

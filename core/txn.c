@@ -82,6 +82,14 @@ static int ends_txn(int status)
            status == SQLLOCK_ECANCELED;
 }
 
+/* Every field of sqllock_txn_options is in its struct_version 1, so none
+ * is gated below. A field appended in version N must be read only when
+ * opts->struct_version >= N (an older caller's struct ends before it), as
+ * read_options() in db.c reads statement_timeout_ms; this stops the build
+ * when the version moves without that check being written. */
+typedef char sqllock__txn_options_is_v1[
+    SQLLOCK_TXN_OPTIONS_VERSION == 1 ? 1 : -1];
+
 int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opts,
                       sqllock_txn **out)
 {

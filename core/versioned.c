@@ -75,11 +75,6 @@ static int write_rows(sqllock_db *db, sqllock_sql_id id,
     return SQLLOCK_OK;
 }
 
-void sqllock_free(void *p)
-{
-    free(p);
-}
-
 int sqllock_record_get(sqllock_db *db, const char *key, void **value,
                        size_t *len, int64_t *version)
 {
@@ -230,6 +225,14 @@ static void retry_sleep(const sqllock_retry_options *o, int attempt)
         cap = max;
     sqllock__sleep_ms(sqllock__rand_upto(cap));
 }
+
+/* Every field of sqllock_retry_options is in its struct_version 1, so
+ * none is gated here. A field appended in version N must be read only
+ * when o->struct_version >= N (an older caller's struct ends before it),
+ * as read_options() in db.c reads statement_timeout_ms; this stops the
+ * build when the version moves without that check being written. */
+typedef char sqllock__retry_options_is_v1[
+    SQLLOCK_RETRY_OPTIONS_VERSION == 1 ? 1 : -1];
 
 static int retry_options(sqllock_db *db, const sqllock_retry_options *o,
                          int *max_attempts)
