@@ -6,7 +6,7 @@
  *   bench_drivers [--seconds N] [--quick] [--reps N] [--clients 1,8]
  *                 [--csv FILE] [--results FILE] [--no-wakeup] [--fast]
  *                 [--release-compare | --optimistic]
- *                 [--only SCENARIO] URL...
+ *                 [--only SCENARIO] [--smoke] URL...
  *
  *   e.g. bench_drivers --results results.csv sqlite:///tmp/bench.db \
  *            postgres://user:pw@127.0.0.1:5432/db mysql://user:pw@host/db
@@ -20,10 +20,11 @@
  *             on SQLite, where a SELECT commits nothing, two bare durable
  *             write transactions (an UPDATE of one row, twice, with the
  *             pragmas sqllock sets: WAL, synchronous=FULL);
- *   by hand   the exact statements the library runs, copied below from the
- *             drivers, prepared once with the database's own client API and
- *             run with the same parameters (a fresh random owner per
- *             acquire, then the release);
+ *   by hand   the exact statements the library runs, read at run time
+ *             from the registered driver's dialect (bench_util.c bu_sql(),
+ *             never a copy), prepared once with the database's own client
+ *             API and run with the same parameters (a fresh random owner
+ *             per acquire, then the release);
  *   sqllock   sqllock_lease_try_acquire() + sqllock_lease_release();
  *   native lock  the database's own session lock, sent by hand on the same
  *             connection, prepared once: PostgreSQL `SELECT
@@ -110,6 +111,8 @@
 #include <sqllock.h>
 #include <sqllock_driver.h>
 
+#include "bench_util.h"
+
 #if defined(SQLLOCK_HAVE_SQLITE)
 #include <sqlite3.h>
 #endif
@@ -131,114 +134,50 @@ typedef bool bench_flag;
 #endif
 
 /* ------------------------------------------------------------------------ */
-/* The library's SQL, copied                                                */
+/* The SQL sent by hand                                                     */
 /* ------------------------------------------------------------------------ */
 
 /*
- * The statements the library runs, copied from the drivers. Each names the
- * constant it copies. check_sql() compares every copy with the text the
- * registered driver declares and refuses to run when one has drifted, so
- * "by hand" always means the library's own SQL.
+ * The library's statements are not copied here: bench_url() reads them
+ * from the dialect the registered driver declares (bu_sql()), so "by
+ * hand" is always the library's own SQL, and a driver whose placeholders
+ * no longer bind in the order this program binds them stops the run (and
+ * the smoke entries of ctest). The acquire of each driver is
+ * SQLLOCK_SQL_LEASE_ACQUIRE, the release SQLLOCK_SQL_LEASE_RELEASE; MySQL
+ * has no RETURNING, so core/lease.c acquire_in_transaction() runs BEGIN,
+ * LEASE_ACQUIRE, TOKEN_NEXT, LEASE_SET_TOKEN, COMMIT there.
  */
+static const char *g_sql_acquire;     /* 1 name, 2 owner, 3 holder, 4 ttl */
+static const char *g_sql_release;     /* 1 name, 2 owner, 3 token [, 4] */
+static const char *g_sql_token_next;  /* MySQL: 1 name */
+static const char *g_sql_set_token;   /* MySQL: 3 token, 1 name, 2 owner */
+
+/* The statements below are this program's own, stated once here. */
 #if defined(SQLLOCK_HAVE_POSTGRES)
-/* drivers/postgres/pg_sql.c LOCK_CLASS */
-#define PG_LOCK_CLASS "1936814924"
-/* drivers/postgres/pg_sql.c SQL_LEASE_ACQUIRE ($1 name, $2 owner,
- * $3 holder, $4 ttl_ms; returns the token), with its DURABLE_COMMIT pin
- * of synchronous_commit */
-static const char PG_ACQUIRE[] =
-    "INSERT INTO sqllock_lease AS l "
-    "(name, owner, holder, token, acquired_at, expires_at) "
-    "SELECT $1, $2, $3, nextval('sqllock_token_seq'), now(), "
-    "now() + $4::float8 * interval '1 millisecond' "
-    "FROM (SELECT pg_advisory_xact_lock(" PG_LOCK_CLASS ", hashtext($1)), "
-    "pg_catalog.set_config('synchronous_commit', "
-    "CASE WHEN pg_catalog.current_setting('synchronous_commit') "
-    "IN ('off', 'local') THEN 'on' "
-    "ELSE pg_catalog.current_setting('synchronous_commit') END, true)"
-    ") AS turn "
-    "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, "
-    "holder = EXCLUDED.holder, token = EXCLUDED.token, "
-    "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at "
-    "WHERE l.expires_at <= EXCLUDED.acquired_at "
-    "RETURNING token";
-/* drivers/postgres/pg_sql.c SQL_LEASE_RELEASE ($1 name, $2 owner,
- * $3 token, $4 wake-up channel), whose commit is asynchronous and which
- * notifies waiters */
-static const char PG_RELEASE[] =
-    "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)) "
-    "DELETE FROM sqllock_lease "
-    "WHERE name = $1 AND owner = $2 AND token = $3 "
-    "AND EXISTS (SELECT 1 FROM async) "
-    "RETURNING CASE WHEN $4::text IS NOT NULL THEN pg_notify($4, '') END";
-/* Not the library's: SQL_LEASE_RELEASE without the asynchronous commit,
- * for --release-compare. */
+/* SQL_LEASE_RELEASE without the asynchronous commit and the notify, for
+ * --release-compare. */
 static const char PG_RELEASE_PLAIN[] =
     "DELETE FROM sqllock_lease "
     "WHERE name = $1 AND owner = $2 AND token = $3";
-/* Not the library's: PostgreSQL's own session lock, for the native lock
- * scenario ($1 a bigint key). */
+/* PostgreSQL's own session lock, for the native lock scenario ($1 a
+ * bigint key). */
 static const char PG_NATIVE_LOCK[] = "SELECT pg_advisory_lock($1)";
 static const char PG_NATIVE_UNLOCK[] = "SELECT pg_advisory_unlock($1)";
 #endif
 
 #if defined(SQLLOCK_HAVE_MYSQL)
-/* drivers/mysql/mysql.c SQL_LEASE_ACQUIRE (name, owner, holder, ttl_ms;
- * dialect args "1234") */
-static const char MY_ACQUIRE[] =
-    "INSERT INTO sqllock_lease "
-    "(name, owner, holder, token, acquired_at, expires_at) "
-    "VALUES (?, ?, ?, 0, NOW(6), NOW(6) + INTERVAL (? * 1000) MICROSECOND) "
-    "ON DUPLICATE KEY UPDATE "
-    "owner = IF(expires_at <= NOW(6), VALUES(owner), owner), "
-    "holder = IF(expires_at <= NOW(6), VALUES(holder), holder), "
-    "token = IF(expires_at <= NOW(6), 0, token), "
-    "acquired_at = IF(expires_at <= NOW(6), VALUES(acquired_at), acquired_at), "
-    "expires_at = IF(expires_at <= NOW(6), VALUES(expires_at), expires_at)";
-/* drivers/mysql/mysql.c SQL_TOKEN_NEXT (name; args "1"; the token is the
- * insert id) */
-static const char MY_TOKEN_NEXT[] =
-    "REPLACE INTO sqllock_token (name) VALUES (?)";
-/* drivers/mysql/mysql.c SQL_LEASE_SET_TOKEN (token, name, owner; args
- * "312") */
-static const char MY_SET_TOKEN[] =
-    "UPDATE sqllock_lease SET token = ? WHERE name = ? AND owner = ?";
-/* drivers/mysql/mysql.c SQL_LEASE_RELEASE (name, owner, token; args
- * "123") */
-static const char MY_RELEASE[] =
-    "DELETE FROM sqllock_lease WHERE name = ? AND owner = ? AND token = ?";
-/* drivers/mysql/mysql.c mysql_begin_(); mysql_commit_() is
- * mysql_commit(). core/lease.c acquire_in_transaction() runs BEGIN,
- * ACQUIRE, TOKEN_NEXT, LEASE_SET_TOKEN, COMMIT. */
+/* drivers/mysql/mysql.c mysql_begin_() (not a dialect statement);
+ * mysql_commit_() is mysql_commit(). */
 static const char MY_BEGIN[] = "START TRANSACTION";
-/* Not the library's: MySQL's own named session lock, for the native lock
- * scenario (the name; a 10 s wait that never happens, the name being the
- * client's own). */
+/* MySQL's own named session lock, for the native lock scenario (the
+ * name; a 10 s wait that never happens, the name being the client's
+ * own). */
 static const char MY_NATIVE_LOCK[] = "SELECT GET_LOCK(?, 10)";
 static const char MY_NATIVE_UNLOCK[] = "SELECT RELEASE_LOCK(?)";
 #endif
 
 #if defined(SQLLOCK_HAVE_SQLITE)
-/* drivers/sqlite/sqlite.c NOW_MS */
-#define SQ_NOW_MS \
-    "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
-/* drivers/sqlite/sqlite.c SQL_LEASE_ACQUIRE (?1 name, ?2 owner,
- * ?3 holder, ?4 ttl_ms; returns the token) */
-static const char SQ_ACQUIRE[] =
-    "INSERT INTO sqllock_lease "
-    "(name, owner, holder, token, acquired_at, expires_at) "
-    "VALUES (?1, ?2, ?3, (SELECT token + 1 FROM sqllock_fence WHERE id = 1), "
-    SQ_NOW_MS ", " SQ_NOW_MS " + ?4) "
-    "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, "
-    "holder = excluded.holder, token = excluded.token, "
-    "acquired_at = excluded.acquired_at, expires_at = excluded.expires_at "
-    "WHERE sqllock_lease.expires_at <= excluded.acquired_at "
-    "RETURNING token";
-/* drivers/sqlite/sqlite.c SQL_LEASE_RELEASE (?1 name, ?2 owner,
- * ?3 token) */
-static const char SQ_RELEASE[] =
-    "DELETE FROM sqllock_lease WHERE name = ?1 AND owner = ?2 AND token = ?3";
-/* Not the library's: the SQLite floor, one row per client. */
+/* The SQLite floor, one row per client. */
 static const char SQ_FLOOR_TABLE[] =
     "CREATE TABLE IF NOT EXISTS sqllock_bench_floor "
     "(id INTEGER PRIMARY KEY, v INTEGER NOT NULL)";
@@ -261,7 +200,7 @@ typedef struct worker worker;
 typedef int (*pair_fn)(worker *w);
 
 struct worker {
-    int index;
+    bu_client bc;                    /* first: bu_point_run()'s part */
     sqllock_db *db;
     sqllock_lease *lease;
     void *native;                    /* the handle's own connection */
@@ -286,16 +225,15 @@ struct worker {
     int (*fu_rmw)(worker *w);
     long long fu_id, fu_qty;
     int fu_ready;
-    /* One run. */
+    /* The driver part's set-up, run again when the library has opened
+     * the handle's connection anew (a row-lock transaction whose lock
+     * wait is longer than the connection was opened for, core/db.c
+     * grow_lock_wait()): the statements prepared by hand went with the
+     * old session. */
+    int (*setup)(worker *w);
+    void (*teardown)(worker *w);
+    /* The pair function of the point that runs. */
     pair_fn pair;
-    const double *start;             /* shared; written before the barrier */
-    double secs;
-    pthread_barrier_t *barrier;
-    double *lat;                     /* pair latencies, microseconds */
-    size_t nlat, cap;
-    double end;
-    int failed;
-    char err[600];
 #if defined(SQLLOCK_HAVE_MYSQL)
     MYSQL_STMT *my_floor, *my_acq, *my_tok, *my_set, *my_rel;
     MYSQL_STMT *my_fu_read, *my_fu_write;
@@ -326,68 +264,26 @@ static void fu_sql(char *read, char *write, size_t n, int dollar)
              dollar ? "$2" : "?");
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    fputs("bench_drivers: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    fputs("bench_drivers: run aborted (lease rows left behind expire after "
-          "30 s)\n", stderr);
-    if (g_inv_table[0] != '\0')
-        fprintf(stderr, "bench_drivers: table %s may be left behind: drop "
-                "it by hand\n", g_inv_table);
-    exit(1);
-}
-
+/* The reason of a failed pair, into the client's bu_client; -1. */
 static int wfail(worker *w, const char *fmt, ...)
 {
     va_list ap;
     size_t n;
 
     va_start(ap, fmt);
-    vsnprintf(w->err, sizeof w->err, fmt, ap);
+    vsnprintf(w->bc.err, sizeof w->bc.err, fmt, ap);
     va_end(ap);
-    n = strlen(w->err);
-    while (n > 0 && (w->err[n - 1] == '\n' || w->err[n - 1] == '\r'))
-        w->err[--n] = '\0';
+    n = strlen(w->bc.err);
+    while (n > 0 && (w->bc.err[n - 1] == '\n' || w->bc.err[n - 1] == '\r'))
+        w->bc.err[--n] = '\0';
     return -1;
 }
 
-/* A fresh owner id, made as the library makes it (core/lease.c
- * new_owner(): 16 bytes from getrandom(), in lower-case hex). */
+/* A fresh owner id for the by-hand acquire, as the library makes it. */
 static int new_owner(worker *w)
 {
-    static const char hex[] = "0123456789abcdef";
-    unsigned char raw[SQLLOCK_OWNER_LEN / 2];
-    size_t got = 0;
-    int i;
-
-    while (got < sizeof raw) {
-        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return wfail(w, "getrandom: %s", strerror(errno));
-        }
-        got += (size_t)n;
-    }
-    for (i = 0; i < (int)sizeof raw; i++) {
-        w->owner[2 * i] = hex[raw[i] >> 4];
-        w->owner[2 * i + 1] = hex[raw[i] & 15];
-    }
-    w->owner[SQLLOCK_OWNER_LEN] = '\0';
+    if (bu_new_owner(w->owner) != 0)
+        return wfail(w, "getrandom: %s", strerror(errno));
     return 0;
 }
 
@@ -417,13 +313,18 @@ static int lib_pair(worker *w)
  * lock cannot work through a transaction pooler and is left out. */
 static int g_pg_unnamed;
 
-static const struct { const char *name, *sql; } pg_stmts[] = {
-    { "bench_floor", "SELECT 1" },
-    { "bench_acquire", PG_ACQUIRE },
-    { "bench_release", PG_RELEASE },
-    { "bench_release_plain", PG_RELEASE_PLAIN },
-    { "bench_native_lock", PG_NATIVE_LOCK },
-    { "bench_native_unlock", PG_NATIVE_UNLOCK },
+static const char PG_FLOOR[] = "SELECT 1";
+static const char *const PG_FLOOR_P = PG_FLOOR;
+static const char *const PG_RELEASE_PLAIN_P = PG_RELEASE_PLAIN;
+static const char *const PG_NATIVE_LOCK_P = PG_NATIVE_LOCK;
+static const char *const PG_NATIVE_UNLOCK_P = PG_NATIVE_UNLOCK;
+static const struct { const char *name; const char *const *sql; } pg_stmts[] = {
+    { "bench_floor", &PG_FLOOR_P },
+    { "bench_acquire", &g_sql_acquire },
+    { "bench_release", &g_sql_release },
+    { "bench_release_plain", &PG_RELEASE_PLAIN_P },
+    { "bench_native_lock", &PG_NATIVE_LOCK_P },
+    { "bench_native_unlock", &PG_NATIVE_UNLOCK_P },
 };
 
 static PGresult *pg_run(worker *w, const char *stmt, int n,
@@ -436,7 +337,7 @@ static PGresult *pg_run(worker *w, const char *stmt, int n,
     if (g_pg_unnamed) {
         for (i = 0; i < sizeof pg_stmts / sizeof pg_stmts[0]; i++)
             if (strcmp(pg_stmts[i].name, stmt) == 0)
-                r = PQexecParams(pg, pg_stmts[i].sql, n, NULL, vals, NULL,
+                r = PQexecParams(pg, *pg_stmts[i].sql, n, NULL, vals, NULL,
                                  NULL, 0);
     } else {
         r = PQexecPrepared(pg, stmt, n, vals, NULL, NULL, 0);
@@ -468,8 +369,8 @@ static int pg_setup(worker *w)
     if (g_pg_unnamed)
         return 0;
     if (pg_prepare(w, "bench_floor", "SELECT 1") != 0 ||
-        pg_prepare(w, "bench_acquire", PG_ACQUIRE) != 0 ||
-        pg_prepare(w, "bench_release", PG_RELEASE) != 0 ||
+        pg_prepare(w, "bench_acquire", g_sql_acquire) != 0 ||
+        pg_prepare(w, "bench_release", g_sql_release) != 0 ||
         pg_prepare(w, "bench_release_plain", PG_RELEASE_PLAIN) != 0 ||
         pg_prepare(w, "bench_native_lock", PG_NATIVE_LOCK) != 0 ||
         pg_prepare(w, "bench_native_unlock", PG_NATIVE_UNLOCK) != 0)
@@ -640,7 +541,7 @@ static long pg_cleanup(worker *w, const char *pattern)
     long n;
 
     if (r == NULL || PQresultStatus(r) != PGRES_COMMAND_OK)
-        die("cleanup: %s", r != NULL ? PQresultErrorMessage(r)
+        bu_die("cleanup: %s", r != NULL ? PQresultErrorMessage(r)
                                      : PQerrorMessage(w->native));
     n = strtol(PQcmdTuples(r), NULL, 10);
     PQclear(r);
@@ -653,7 +554,7 @@ static void pg_exec_sql(void *native, const char *sql)
     PGresult *r = PQexec(native, sql);
 
     if (r == NULL || PQresultStatus(r) != PGRES_COMMAND_OK)
-        die("%.60s...: %s", sql, r != NULL ? PQresultErrorMessage(r)
+        bu_die("%.60s...: %s", sql, r != NULL ? PQresultErrorMessage(r)
                                            : PQerrorMessage(native));
     PQclear(r);
 }
@@ -669,14 +570,14 @@ static long long pg_wal_syncs(worker *ws, int n)
     for (i = 0; i < n; i++) {
         r = PQexec(ws[i].native, "SELECT pg_stat_force_next_flush()");
         if (r == NULL || PQresultStatus(r) != PGRES_TUPLES_OK)
-            die("pg_stat_force_next_flush: %s",
+            bu_die("pg_stat_force_next_flush: %s",
                 r != NULL ? PQresultErrorMessage(r)
                           : PQerrorMessage(ws[i].native));
         PQclear(r);
     }
     r = PQexec(ws[0].native, "SELECT wal_sync FROM pg_stat_wal");
     if (r == NULL || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
-        die("reading pg_stat_wal: %s", r != NULL ? PQresultErrorMessage(r)
+        bu_die("reading pg_stat_wal: %s", r != NULL ? PQresultErrorMessage(r)
                                                  : PQerrorMessage(ws[0].native));
     syncs = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     PQclear(r);
@@ -723,10 +624,10 @@ static int my_setup(worker *w)
     w->owner_len = SQLLOCK_OWNER_LEN;
     w->holder_len = (unsigned long)strlen(w->holder);
     if (my_stmt(w, &w->my_floor, "SELECT 1") != 0 ||
-        my_stmt(w, &w->my_acq, MY_ACQUIRE) != 0 ||
-        my_stmt(w, &w->my_tok, MY_TOKEN_NEXT) != 0 ||
-        my_stmt(w, &w->my_set, MY_SET_TOKEN) != 0 ||
-        my_stmt(w, &w->my_rel, MY_RELEASE) != 0 ||
+        my_stmt(w, &w->my_acq, g_sql_acquire) != 0 ||
+        my_stmt(w, &w->my_tok, g_sql_token_next) != 0 ||
+        my_stmt(w, &w->my_set, g_sql_set_token) != 0 ||
+        my_stmt(w, &w->my_rel, g_sql_release) != 0 ||
         my_stmt(w, &w->my_nlock, MY_NATIVE_LOCK) != 0 ||
         my_stmt(w, &w->my_nunlock, MY_NATIVE_UNLOCK) != 0)
         return -1;
@@ -939,13 +840,13 @@ static long my_cleanup(worker *w, const char *pattern)
         MYSQL_STMT *st = NULL;
         long long n;
         if (my_stmt(w, &st, sqls[i]) != 0)
-            die("cleanup: %s", w->err);
+            bu_die("cleanup: %s", w->bc.err);
         my_text(&b, buf, &len);
         if (mysql_stmt_bind_param(st, &b) != 0)
-            die("cleanup: %s", mysql_stmt_error(st));
+            bu_die("cleanup: %s", mysql_stmt_error(st));
         n = my_exec(w, st, "cleanup");
         if (n < 0)
-            die("cleanup: %s", w->err);
+            bu_die("cleanup: %s", w->bc.err);
         if (i == 0)
             total = (long)n;   /* token rows are expected: one per name */
         mysql_stmt_close(st);
@@ -956,7 +857,7 @@ static long my_cleanup(worker *w, const char *pattern)
 static void my_exec_sql(void *native, const char *sql)
 {
     if (mysql_real_query(native, sql, (unsigned long)strlen(sql)) != 0)
-        die("%.60s...: %s", sql, mysql_error(native));
+        bu_die("%.60s...: %s", sql, mysql_error(native));
 }
 #endif
 
@@ -978,8 +879,8 @@ static int sq_prepare(worker *w, sqlite3_stmt **st, const char *sql)
 static int sq_setup(worker *w)
 {
     if (sq_prepare(w, &w->sq_floor, SQ_FLOOR) != 0 ||
-        sq_prepare(w, &w->sq_acq, SQ_ACQUIRE) != 0 ||
-        sq_prepare(w, &w->sq_rel, SQ_RELEASE) != 0)
+        sq_prepare(w, &w->sq_acq, g_sql_acquire) != 0 ||
+        sq_prepare(w, &w->sq_rel, g_sql_release) != 0)
         return -1;
     return 0;
 }
@@ -990,7 +891,7 @@ static int sq_floor_pair(worker *w)
 
     for (i = 0; i < 2; i++) {
         sqlite3_reset(w->sq_floor);
-        if (sqlite3_bind_int(w->sq_floor, 1, w->index) != SQLITE_OK)
+        if (sqlite3_bind_int(w->sq_floor, 1, w->bc.index) != SQLITE_OK)
             return wfail(w, "bind: %s", sqlite3_errmsg(w->native));
         rc = sqlite3_step(w->sq_floor);
         if (rc != SQLITE_DONE)
@@ -1113,7 +1014,7 @@ static void sq_exec(sqlite3 *db, const char *sql)
     char *msg = NULL;
 
     if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-        die("%s: %s", sql, msg != NULL ? msg : sqlite3_errmsg(db));
+        bu_die("%s: %s", sql, msg != NULL ? msg : sqlite3_errmsg(db));
 }
 
 static long sq_cleanup(worker *w, const char *pattern)
@@ -1125,7 +1026,7 @@ static long sq_cleanup(worker *w, const char *pattern)
                            "LIKE ?1", -1, &st, NULL) != SQLITE_OK ||
         sqlite3_bind_text(st, 1, pattern, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
         sqlite3_step(st) != SQLITE_DONE)
-        die("cleanup: %s", sqlite3_errmsg(w->native));
+        bu_die("cleanup: %s", sqlite3_errmsg(w->native));
     n = sqlite3_changes(w->native);
     sqlite3_finalize(st);
     sq_exec(w->native, "DROP TABLE IF EXISTS sqllock_bench_floor");
@@ -1142,12 +1043,14 @@ static void sq_exec_sql(void *native, const char *sql)
 /* Drivers                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* One copied statement and the dialect entry it copies. */
-typedef struct sql_copy {
+/* One statement of the library sent by hand: its dialect entry, the
+ * placeholder order this program binds it in (sqllock_sql.args), and
+ * where bench_url() puts its text. */
+typedef struct sql_use {
     sqllock_sql_id id;
-    const char *name;
-    const char *text;
-} sql_copy;
+    const char *args;
+    const char **text;
+} sql_use;
 
 typedef struct bench_driver {
     const char *name;                /* as sqllock_db_driver() says */
@@ -1159,7 +1062,7 @@ typedef struct bench_driver {
     void (*teardown)(worker *w);
     void (*describe)(worker *w, char *buf, size_t n);
     long (*cleanup)(worker *w, const char *pattern);
-    sql_copy copies[4];
+    sql_use uses[4];
     void (*exec)(void *native, const char *sql);
     int (*fu_rmw)(worker *w);
     /* The database's own session lock, or NULL (then native_note says
@@ -1175,9 +1078,9 @@ static const bench_driver drivers[] = {
       .setup = pg_setup, .floor_pair = pg_floor_pair,
       .hand_pair = pg_hand_pair, .teardown = pg_teardown,
       .describe = pg_describe, .cleanup = pg_cleanup,
-      .copies = {
-          { SQLLOCK_SQL_LEASE_ACQUIRE, "SQL_LEASE_ACQUIRE", PG_ACQUIRE },
-          { SQLLOCK_SQL_LEASE_RELEASE, "SQL_LEASE_RELEASE", PG_RELEASE },
+      .uses = {
+          { SQLLOCK_SQL_LEASE_ACQUIRE, "1234", &g_sql_acquire },
+          { SQLLOCK_SQL_LEASE_RELEASE, "1234", &g_sql_release },
           { 0, NULL, NULL } },
       .exec = pg_exec_sql, .fu_rmw = pg_fu_rmw,
       .native_pair = pg_native_pair,
@@ -1191,12 +1094,11 @@ static const bench_driver drivers[] = {
       .setup = my_setup, .floor_pair = my_floor_pair,
       .hand_pair = my_hand_pair, .teardown = my_teardown,
       .describe = my_describe, .cleanup = my_cleanup,
-      .copies = {
-          { SQLLOCK_SQL_LEASE_ACQUIRE, "SQL_LEASE_ACQUIRE", MY_ACQUIRE },
-          { SQLLOCK_SQL_TOKEN_NEXT, "SQL_TOKEN_NEXT", MY_TOKEN_NEXT },
-          { SQLLOCK_SQL_LEASE_SET_TOKEN, "SQL_LEASE_SET_TOKEN",
-            MY_SET_TOKEN },
-          { SQLLOCK_SQL_LEASE_RELEASE, "SQL_LEASE_RELEASE", MY_RELEASE } },
+      .uses = {
+          { SQLLOCK_SQL_LEASE_ACQUIRE, "1234", &g_sql_acquire },
+          { SQLLOCK_SQL_TOKEN_NEXT, "1", &g_sql_token_next },
+          { SQLLOCK_SQL_LEASE_SET_TOKEN, "312", &g_sql_set_token },
+          { SQLLOCK_SQL_LEASE_RELEASE, "123", &g_sql_release } },
       .exec = my_exec_sql, .fu_rmw = my_fu_rmw,
       .native_pair = my_native_pair,
       .native_label = "native lock: GET_LOCK",
@@ -1212,9 +1114,9 @@ static const bench_driver drivers[] = {
       .setup = sq_setup, .floor_pair = sq_floor_pair,
       .hand_pair = sq_hand_pair, .teardown = sq_teardown,
       .describe = sq_describe, .cleanup = sq_cleanup,
-      .copies = {
-          { SQLLOCK_SQL_LEASE_ACQUIRE, "SQL_LEASE_ACQUIRE", SQ_ACQUIRE },
-          { SQLLOCK_SQL_LEASE_RELEASE, "SQL_LEASE_RELEASE", SQ_RELEASE },
+      .uses = {
+          { SQLLOCK_SQL_LEASE_ACQUIRE, "1234", &g_sql_acquire },
+          { SQLLOCK_SQL_LEASE_RELEASE, "123", &g_sql_release },
           { 0, NULL, NULL } },
       .exec = sq_exec_sql, .fu_rmw = sq_fu_rmw,
       .native_note = "native lock: none on SQLite, which has no named "
@@ -1234,21 +1136,18 @@ static const bench_driver *find_driver(const char *name)
     return NULL;
 }
 
-/* Refuses to run when a copy differs from the driver's own text. */
-static void check_sql(const bench_driver *bd, const char *scheme)
+/* Reads the statements the by-hand scenario sends from the driver's
+ * dialect (bu_sql() stops the run when their placeholders no longer bind
+ * in the order this program binds them). */
+static void load_sql(const bench_driver *bd)
 {
-    const sqllock_driver *drv = sqllock_driver_find(scheme);
     int i;
 
-    if (drv == NULL || drv->dialect == NULL)
-        die("no registered driver for '%s'", scheme);
-    for (i = 0; i < 4 && bd->copies[i].name != NULL; i++) {
-        const char *lib = drv->dialect->sql[bd->copies[i].id].text;
-        if (lib == NULL || strcmp(lib, bd->copies[i].text) != 0)
-            die("the bench's copy of %s differs from the %s driver's; copy "
-                "it again into bench/bench_drivers.c", bd->copies[i].name,
-                bd->name);
-    }
+    g_sql_acquire = g_sql_release = g_sql_token_next = g_sql_set_token =
+        NULL;
+    for (i = 0; i < 4 && bd->uses[i].text != NULL; i++)
+        *bd->uses[i].text = bu_sql(bd->name, bd->uses[i].id,
+                                   bd->uses[i].args);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1263,160 +1162,50 @@ typedef struct result {
     long pairs;
 } result;
 
-static void lat_push(worker *w, double us)
+/* bu_point_run()'s pair: the point's own pair function. */
+static int run_pair(bu_client *c)
 {
-    if (w->nlat == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 65536;
-        double *p = realloc(w->lat, cap * sizeof *p);
-        if (p == NULL) {
-            w->failed = 1;
-            wfail(w, "out of memory");
-            return;
-        }
-        w->lat = p;
-        w->cap = cap;
-    }
-    w->lat[w->nlat++] = us;
+    worker *w = (worker *)c;
+
+    return w->pair(w);
 }
 
-static void *client_main(void *arg)
+/* The warm-up's conflicts and busy timeouts do not count. */
+static void after_warmup(bu_client *c)
 {
-    worker *w = arg;
-    double t0, t1, end;
-    int i, rc;
+    worker *w = (worker *)c;
 
-#if defined(SQLLOCK_HAVE_MYSQL)
-    mysql_thread_init();
-#endif
-    for (i = 0; i < WARMUP_PAIRS && !w->failed; i++)
-        if (w->pair(w) != 0)
-            w->failed = 1;
-    rc = pthread_barrier_wait(w->barrier);
-    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD) {
-        w->failed = 1;
-        wfail(w, "pthread_barrier_wait: %s", strerror(rc));
-    }
-    w->conflicts = 0;                /* the warm-up's do not count */
+    w->conflicts = 0;
     w->busy = 0;
-    end = *w->start + w->secs;
-    while (!w->failed && (t0 = now_s()) < end) {
-        if (w->pair(w) != 0) {
-            w->failed = 1;
-            break;
-        }
-        t1 = now_s();
-        lat_push(w, (t1 - t0) * 1e6);
-    }
-    w->end = now_s();
-#if defined(SQLLOCK_HAVE_MYSQL)
-    mysql_thread_end();
-#endif
-    return NULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-/* The nearest-rank percentile of sorted values. */
-static double percentile(const double *v, size_t n, double p)
-{
-    size_t k = (size_t)(p * (double)n + 0.999999);
-
-    if (n == 0)
-        return 0;
-    if (k < 1)
-        k = 1;
-    if (k > n)
-        k = n;
-    return v[k - 1];
-}
-
-/* User + system CPU time of the whole process so far, in microseconds. */
-static double cpu_us(void)
-{
-    struct rusage ru;
-
-    if (getrusage(RUSAGE_SELF, &ru) != 0)
-        die("getrusage: %s", strerror(errno));
-    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
-           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 static void run_point(worker *ws, int n, pair_fn fn, double secs, result *out)
 {
-    pthread_t tids[MAX_CLIENTS];
-    pthread_barrier_t barrier;
-    double start, last = 0, *all, cpu0 = cpu_us();
-    size_t total = 0, k;
+    bu_client *cs[MAX_CLIENTS] = { NULL };
+    bu_run run = { run_pair, secs, WARMUP_PAIRS, after_warmup, NULL, NULL };
+    bu_point pt;
     long conflicts = 0;
-    int i, rc;
+    int i;
 
-    rc = pthread_barrier_init(&barrier, NULL, (unsigned)n + 1);
-    if (rc != 0)
-        die("pthread_barrier_init: %s", strerror(rc));
     for (i = 0; i < n; i++) {
         ws[i].pair = fn;
-        ws[i].start = &start;
-        ws[i].secs = secs;
-        ws[i].barrier = &barrier;
-        ws[i].nlat = 0;
-        ws[i].failed = 0;
-        ws[i].err[0] = '\0';
-        rc = pthread_create(&tids[i], NULL, client_main, &ws[i]);
-        if (rc != 0)
-            die("pthread_create: %s", strerror(rc));
+        cs[i] = &ws[i].bc;
     }
-    /* Every client has warmed up and waits; the clock starts now. */
-    start = now_s();
-    rc = pthread_barrier_wait(&barrier);
-    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD)
-        die("pthread_barrier_wait: %s", strerror(rc));
-    for (i = 0; i < n; i++) {
-        rc = pthread_join(tids[i], NULL);
-        if (rc != 0)
-            die("pthread_join: %s", strerror(rc));
-    }
-    pthread_barrier_destroy(&barrier);
-    out->cpu_us = cpu_us() - cpu0;
+    bu_point_run(cs, n, &run, &pt);
     out->busy = 0;
     for (i = 0; i < n; i++) {
-        if (ws[i].failed)
-            die("client %d: %s", i, ws[i].err);
-        total += ws[i].nlat;
         conflicts += ws[i].conflicts;
         out->busy += ws[i].busy;
-        if (ws[i].end > last)
-            last = ws[i].end;
     }
-    all = malloc((total ? total : 1) * sizeof *all);
-    if (all == NULL)
-        die("out of memory");
-    for (i = 0, k = 0; i < n; i++) {
-        memcpy(all + k, ws[i].lat, ws[i].nlat * sizeof *all);
-        k += ws[i].nlat;
-    }
-    qsort(all, total, sizeof *all, cmp_double);
-    out->pairs = (long)total;
-    /* The warm-up pairs ran inside the measured CPU time too. */
-    out->cpu_us /= (double)(total + (size_t)n * WARMUP_PAIRS);
-    out->rate = (double)total / (last - start);
-    out->p50 = percentile(all, total, 0.50);
-    out->p99 = percentile(all, total, 0.99);
-    out->max = total > 0 ? all[total - 1] : 0;
+    out->pairs = pt.pairs;
+    out->cpu_us = pt.cpu_us;
+    out->rate = pt.rate;
+    out->p50 = pt.p50;
+    out->p99 = pt.p99;
+    out->max = pt.max;
     /* A run in which no CAS completed at all shows "inf", not 0. */
-    out->conflicts = total > 0 ? (double)conflicts / (double)total
+    out->conflicts = pt.pairs > 0 ? (double)conflicts / (double)pt.pairs
                      : conflicts > 0 ? INFINITY : 0;
-    free(all);
-}
-
-static double median3(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 #define MAX_REPS 15
@@ -1437,27 +1226,20 @@ static void finish_row(row *r)
     double v[MAX_REPS];
     int i;
 
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].rate;
-    r->med.rate = median3(v, r->nreps);
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].p50;
-    r->med.p50 = median3(v, r->nreps);
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].p99;
-    r->med.p99 = median3(v, r->nreps);
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].max;
-    r->med.max = median3(v, r->nreps);
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].cpu_us;
-    r->med.cpu_us = median3(v, r->nreps);
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].conflicts;
-    r->med.conflicts = median3(v, r->nreps);
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->wal[i];
-    r->wal_per_pair = median3(v, r->nreps);
+#define MED_(expr, out)                                                      \
+    do {                                                                     \
+        for (i = 0; i < r->nreps; i++)                                       \
+            v[i] = (expr);                                                   \
+        (out) = bu_median(v, r->nreps);                                      \
+    } while (0)
+    MED_(r->reps[i].rate, r->med.rate);
+    MED_(r->reps[i].p50, r->med.p50);
+    MED_(r->reps[i].p99, r->med.p99);
+    MED_(r->reps[i].max, r->med.max);
+    MED_(r->reps[i].cpu_us, r->med.cpu_us);
+    MED_(r->reps[i].conflicts, r->med.conflicts);
+    MED_(r->wal[i], r->wal_per_pair);
+#undef MED_
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1478,17 +1260,6 @@ typedef struct config {
     const char *results_path;        /* --results: the common CSV */
     FILE *results;
 } config;
-
-static sqllock_db *open_db(const char *url)
-{
-    sqllock_db *db = NULL;
-    int rc = sqllock_open(url, NULL, &db);
-
-    if (rc != SQLLOCK_OK)
-        die("cannot open %s: %s: %s", url, sqllock_errname(rc),
-            sqllock_errmsg(db));
-    return db;
-}
 
 /* Lease flags for the library's scenario (--no-wakeup, --fast). */
 static unsigned g_lease_flags;
@@ -1518,7 +1289,7 @@ static void open_workers(const bench_driver *bd, const char *url, worker *ws,
 
     for (i = 0; i < n; i++) {
         worker *w = &ws[i];
-        w->index = i;
+        w->bc.index = i;
         w->ttl = TTL_MS;
         snprintf(w->name, sizeof w->name, "sqllock-bench:%ld:%d",
                  (long)getpid(), i);
@@ -1532,17 +1303,19 @@ static void open_workers(const bench_driver *bd, const char *url, worker *ws,
                  (long long)(((unsigned long long)0x53514C4Bu << 32) |
                              ((unsigned long long)getpid() << 8) |
                              (unsigned long long)i));
-        w->db = open_db(url);
+        w->db = bu_open(url);
         w->native = sqllock_db_native(w->db);
         if (w->native == NULL)
-            die("%s: the handle has no native connection", url);
+            bu_die("%s: the handle has no native connection", url);
         o.ttl_ms = TTL_MS;
         o.holder = w->holder;
         rc = sqllock_lease_new(w->db, w->name, &o, &w->lease);
         if (rc != SQLLOCK_OK)
-            die("sqllock_lease_new: %s", sqllock_errmsg(w->db));
+            bu_die("sqllock_lease_new: %s", sqllock_errmsg(w->db));
+        w->setup = bd->setup;
+        w->teardown = bd->teardown;
         if (new_owner(w) != 0 || bd->setup(w) != 0)
-            die("%s: setting up client %d: %s", url, i, w->err);
+            bu_die("%s: setting up client %d: %s", url, i, w->bc.err);
     }
 }
 
@@ -1554,7 +1327,7 @@ static void close_workers(const bench_driver *bd, worker *ws, int n)
         bd->teardown(&ws[i]);
         sqllock_lease_free(ws[i].lease);
         sqllock_close(ws[i].db);
-        free(ws[i].lat);
+        bu_lat_free(&ws[i].bc.lat);
         memset(&ws[i], 0, sizeof ws[i]);
     }
 }
@@ -1563,105 +1336,6 @@ static void close_workers(const bench_driver *bd, worker *ws, int n)
 /* Output                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* The common results CSV of bench/README.md: one row, NAN leaving a
- * figure empty, NULL a text and 0 `rows`. */
-typedef struct res_row {
-    const char *suite;
-    const char *driver;
-    const char *scenario;
-    int clients;
-    int rows;
-    double ops_per_s, p50_us, p99_us, ratio;
-    const char *vs;
-    double value;
-    const char *unit;
-} res_row;
-
-static const char RES_HEADER[] =
-    "suite,driver,scenario,clients,rows,ops_per_s,p50_us,p99_us,ratio,vs,"
-    "value,unit\n";
-
-/* Opens FILE to append, writing the header when it is empty or new. */
-static FILE *res_open(const char *path)
-{
-    FILE *f = fopen(path, "a");
-    struct stat st;
-
-    if (f == NULL)
-        die("cannot append to %s: %s", path, strerror(errno));
-    if (fstat(fileno(f), &st) != 0)
-        die("%s: %s", path, strerror(errno));
-    if (st.st_size == 0)
-        fputs(RES_HEADER, f);
-    return f;
-}
-
-/* A text field, quoted as RFC 4180 says when it holds a comma, a space, a
- * quote or a line break (quotes doubled). */
-static void res_text(FILE *f, const char *s)
-{
-    if (s == NULL)
-        return;
-    if (strpbrk(s, ", \"\r\n") == NULL) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s != '\0'; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-/* A figure with '.' as the decimal point whatever the locale (this
- * program never calls setlocale(), but a library might); empty when it
- * is not a finite number. */
-static void res_num(FILE *f, double v, int decimals)
-{
-    char buf[64], *p;
-
-    if (!isfinite(v))
-        return;
-    snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    for (p = buf; *p != '\0'; p++)
-        if (*p == ',')
-            *p = '.';
-    fputs(buf, f);
-}
-
-static void res_write(const config *cfg, const res_row *r)
-{
-    FILE *f = cfg->results;
-
-    if (f == NULL)
-        return;
-    res_text(f, r->suite);
-    fputc(',', f);
-    res_text(f, r->driver);
-    fputc(',', f);
-    res_text(f, r->scenario);
-    fprintf(f, ",%d,", r->clients);
-    if (r->rows > 0)
-        fprintf(f, "%d", r->rows);
-    fputc(',', f);
-    res_num(f, r->ops_per_s, 1);
-    fputc(',', f);
-    res_num(f, r->p50_us, 1);
-    fputc(',', f);
-    res_num(f, r->p99_us, 1);
-    fputc(',', f);
-    res_num(f, r->ratio, 3);
-    fputc(',', f);
-    res_text(f, r->vs);
-    fputc(',', f);
-    res_num(f, r->value, 3);
-    fputc(',', f);
-    res_text(f, r->unit);
-    fputc('\n', f);
-}
-
 /* One measured row of a table in the common format: its rate, p50, p99,
  * the ratio to `vs` (none when vs_rate is 0) and one extra value. */
 static void res_put(const config *cfg, const char *suite, const char *driver,
@@ -1669,13 +1343,13 @@ static void res_put(const config *cfg, const char *suite, const char *driver,
                     const char *vs, double vs_rate, double value,
                     const char *unit)
 {
-    res_row o;
+    bu_result o;
 
     o.suite = suite;
     o.driver = driver;
     o.scenario = scenario;
     o.clients = r->clients;
-    o.rows = rows;
+    o.rows = rows > 0 ? rows : -1;   /* 0: not varied, an empty field */
     o.ops_per_s = r->med.rate;
     o.p50_us = r->med.p50;
     o.p99_us = r->med.p99;
@@ -1683,7 +1357,7 @@ static void res_put(const config *cfg, const char *suite, const char *driver,
     o.vs = vs != NULL && vs_rate > 0 ? vs : NULL;
     o.value = value;
     o.unit = unit;
-    res_write(cfg, &o);
+    bu_results_put(cfg->results, &o);
 }
 
 static void print_header(const char *driver, const char *desc,
@@ -1776,22 +1450,19 @@ static void bench_url(const config *cfg, const char *url)
     const bench_driver *bd;
     worker *ws;
     sqllock_db *db;
-    const char *scheme_end = strchr(url, ':');
-    char scheme[32], desc[200], pattern[64];
+    char desc[200], pattern[64];
     row rows[8][SC_COUNT];
     int c, s, rep, rc, nsc;
     long left = 0;
 
-    db = open_db(url);
+    db = bu_open(url);
     rc = sqllock_init(db);
     if (rc != SQLLOCK_OK)
-        die("sqllock_init on %s: %s", url, sqllock_errmsg(db));
+        bu_die("sqllock_init on %s: %s", url, sqllock_errmsg(db));
     bd = find_driver(sqllock_db_driver(db));
     if (bd == NULL)
-        die("%s: the bench has no '%s' part", url, sqllock_db_driver(db));
-    snprintf(scheme, sizeof scheme, "%.*s",
-             scheme_end ? (int)(scheme_end - url) : 0, url);
-    check_sql(bd, scheme);
+        bu_die("%s: the bench has no '%s' part", url, sqllock_db_driver(db));
+    load_sql(bd);
     floor_setup(cfg, bd, db);
 #if defined(SQLLOCK_HAVE_POSTGRES)
     g_pg_unnamed = strcmp(bd->name, "postgres") == 0 &&
@@ -1807,7 +1478,7 @@ static void bench_url(const config *cfg, const char *url)
                 "run with --only native\n", bd->name);
     ws = calloc((size_t)cfg->max_clients, sizeof *ws);
     if (ws == NULL)
-        die("out of memory");
+        bu_die("out of memory");
     for (c = 0; c < cfg->nclients; c++) {
         pair_fn fns[SC_COUNT];
         int n = cfg->clients[c];
@@ -1913,10 +1584,10 @@ static void release_compare(const config *cfg, const char *url)
     pair_fn fns[3] = { pg_hand_pair_plain, pg_hand_pair, lib_pair };
     int c, s, rep, rc;
 
-    db = open_db(url);
+    db = bu_open(url);
     rc = sqllock_init(db);
     if (rc != SQLLOCK_OK)
-        die("sqllock_init on %s: %s", url, sqllock_errmsg(db));
+        bu_die("sqllock_init on %s: %s", url, sqllock_errmsg(db));
     if (strcmp(sqllock_db_driver(db), "postgres") != 0) {
         fprintf(stderr, "bench_drivers: --release-compare is for PostgreSQL "
                 "only; skipping %s\n", sqllock_db_driver(db));
@@ -1924,10 +1595,10 @@ static void release_compare(const config *cfg, const char *url)
         return;
     }
     bd = find_driver("postgres");
-    check_sql(bd, "postgres");
+    load_sql(bd);
     ws = calloc((size_t)cfg->max_clients, sizeof *ws);
     if (ws == NULL)
-        die("out of memory");
+        bu_die("out of memory");
     for (c = 0; c < cfg->nclients; c++) {
         int n = cfg->clients[c];
 
@@ -1992,7 +1663,7 @@ static void release_compare(const config *cfg, const char *url)
     fflush(stdout);
 #else
     (void)cfg;
-    die("--release-compare needs the postgres driver, which was not built "
+    bu_die("--release-compare needs the postgres driver, which was not built "
         "(url %s)", url);
 #endif
 }
@@ -2087,6 +1758,26 @@ static int forupdate_tx(worker *w)
                                        SQLLOCK_LOCK_WAIT, NULL);
         }
         if (rc == SQLLOCK_OK) {
+            /* The transaction's connection, as sqllock.h says to use it:
+             * it need not be the one sqllock_db_native() gave before. */
+            void *conn = sqllock_txn_native(txn);
+            if (conn == NULL) {
+                sqllock_txn_free(txn);
+                return wfail(w, "sqllock_txn_native: %s",
+                             sqllock_errmsg(w->db));
+            }
+            if (conn != w->native) {
+                /* The old statements go first (on MySQL they are
+                 * detached from the closed connection; closing frees
+                 * them). */
+                w->teardown(w);
+                w->native = conn;
+                w->fu_ready = 0;
+                if (w->setup(w) != 0) {
+                    sqllock_txn_free(txn);
+                    return -1;
+                }
+            }
             w->fu_id = key.number;
             if (w->fu_rmw(w) != 0) {
                 sqllock_txn_free(txn);
@@ -2142,7 +1833,7 @@ static void inv_create(const bench_driver *bd, sqllock_db *db)
     int i;
 
     if (sql == NULL)
-        die("out of memory");
+        bu_die("out of memory");
     snprintf(g_inv_table, sizeof g_inv_table, "bench_inv_%ld",
              (long)getpid());
     snprintf(sql, cap, "DROP TABLE IF EXISTS %s", g_inv_table);
@@ -2174,9 +1865,9 @@ static long long inv_check_drop(const bench_driver *bd, sqllock_db *db)
         int64_t qty, version;
         rc = sqllock_table_get(db, &t, &key, inv_columns, 1, &qty, &version);
         if (rc != SQLLOCK_OK)
-            die("reading back row %d: %s", i, sqllock_errmsg(db));
+            bu_die("reading back row %d: %s", i, sqllock_errmsg(db));
         if (qty + version != INV_QTY + 1)
-            die("row %d: qty %lld, version %lld: a decrement was lost or "
+            bu_die("row %d: qty %lld, version %lld: a decrement was lost or "
                 "doubled", i, (long long)qty, (long long)version);
         total += (long long)(version - 1);
     }
@@ -2245,18 +1936,18 @@ static void bench_optimistic(const config *cfg, const char *url)
     long long counted;
     long busy = 0;
 
-    db = open_db(url);
+    db = bu_open(url);
     rc = sqllock_init(db);
     if (rc != SQLLOCK_OK)
-        die("sqllock_init on %s: %s", url, sqllock_errmsg(db));
+        bu_die("sqllock_init on %s: %s", url, sqllock_errmsg(db));
     bd = find_driver(sqllock_db_driver(db));
     if (bd == NULL)
-        die("%s: the bench has no '%s' part", url, sqllock_db_driver(db));
+        bu_die("%s: the bench has no '%s' part", url, sqllock_db_driver(db));
     floor_setup(cfg, bd, db);
     inv_create(bd, db);
     ws = calloc((size_t)cfg->max_clients, sizeof *ws);
     if (ws == NULL)
-        die("out of memory");
+        bu_die("out of memory");
     for (c = 0; c < cfg->nclients; c++) {
         pair_fn fns[4];
         int n = cfg->clients[c];
@@ -2390,8 +2081,18 @@ static void usage(void)
         "                     [--csv FILE] [--results FILE] [--no-wakeup] "
         "[--fast]\n"
         "                     [--release-compare | --optimistic] "
-        "[--only SCENARIO] URL...\n"
+        "[--only SCENARIO]\n"
+        "                     [--smoke] URL...\n"
         "  --seconds N        length of each run (default 5)\n"
+        "  --smoke            the default scenarios, --optimistic and (on "
+        "PostgreSQL)\n"
+        "                     --release-compare, each point once for 0.2 s "
+        "with 1 and 2\n"
+        "                     clients: a check that the program runs and that "
+        "its SQL is\n"
+        "                     the driver's (ctest's bench_smoke_drivers_*); "
+        "the URLs default\n"
+        "                     to the tests' (bench_util.h)\n"
         "  --quick            runs of 2 s\n"
         "  --reps N           repetitions of each run; the median is shown "
         "(default 3)\n"
@@ -2432,57 +2133,52 @@ static void usage(void)
 
 static void parse_clients(config *cfg, const char *list)
 {
-    const char *p = list;
+    cfg->nclients = bu_parse_clients(list, cfg->clients, &cfg->max_clients);
+}
 
-    cfg->nclients = 0;
-    cfg->max_clients = 0;
-    while (*p != '\0') {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || v > MAX_CLIENTS || cfg->nclients == 8 ||
-            (*end != ',' && *end != '\0')) {
-            fprintf(stderr, "bench_drivers: --clients takes up to 8 counts "
-                    "of 1..%d, comma-separated\n", MAX_CLIENTS);
-            exit(2);
-        }
-        cfg->clients[cfg->nclients++] = (int)v;
-        if (v > cfg->max_clients)
-            cfg->max_clients = (int)v;
-        p = *end == ',' ? end + 1 : end;
+/* bu_die()'s last word while --optimistic's table exists. */
+static void inv_note(void)
+{
+    if (g_inv_table[0] != '\0')
+        fprintf(stderr, "bench_drivers: table %s may be left behind: drop "
+                "it by hand\n", g_inv_table);
+}
+
+/* --smoke: the default scenarios, then --optimistic, and on PostgreSQL
+ * --release-compare, each point once for BU_SMOKE_SECS. */
+static void smoke_url(config *cfg, const char *url)
+{
+    bench_url(cfg, url);
+    cfg->optimistic = 1;
+    bench_optimistic(cfg, url);
+    cfg->optimistic = 0;
+    if (strncmp(url, "postgres", 8) == 0) {
+        cfg->release_compare = 1;
+        release_compare(cfg, url);
+        cfg->release_compare = 0;
     }
-    if (cfg->nclients == 0)
-        usage();
 }
 
 int main(int argc, char **argv)
 {
     config cfg;
-    int i, nurls = 0;
-    const char *urls[16];
+    bu_args args = { 5, 3, MAX_REPS, NULL, 0, { NULL }, 0 };
+    int i, took;
 
     memset(&cfg, 0, sizeof cfg);
-    cfg.secs = 5;
-    cfg.reps = 3;
+    bu_init("bench_drivers", "run aborted (lease rows left behind expire "
+            "after 30 s)");
+    bu_on_die(inv_note);
     parse_clients(&cfg, "1,8");
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--seconds") == 0 && i + 1 < argc) {
-            char *end;
-            cfg.secs = strtod(argv[++i], &end);
-            if (*end != '\0' || !(cfg.secs > 0))
-                usage();
-        } else if (strcmp(a, "--quick") == 0) {
-            cfg.secs = 2;
-        } else if (strcmp(a, "--reps") == 0 && i + 1 < argc) {
-            cfg.reps = atoi(argv[++i]);
-            if (cfg.reps < 1 || cfg.reps > MAX_REPS)
+        if ((took = bu_args_take(&args, argc, argv, &i)) != 0) {
+            if (took < 0)
                 usage();
         } else if (strcmp(a, "--clients") == 0 && i + 1 < argc) {
             parse_clients(&cfg, argv[++i]);
         } else if (strcmp(a, "--csv") == 0 && i + 1 < argc) {
             cfg.csv_path = argv[++i];
-        } else if (strcmp(a, "--results") == 0 && i + 1 < argc) {
-            cfg.results_path = argv[++i];
         } else if (strcmp(a, "--only") == 0 && i + 1 < argc) {
             /* For diagnosis: one scenario only; the ratios are then
              * meaningless. */
@@ -2501,27 +2197,32 @@ int main(int argc, char **argv)
             g_lease_flags |= SQLLOCK_LEASE_FAST;
         } else if (strcmp(a, "--optimistic") == 0) {
             cfg.optimistic = 1;
-        } else if (a[0] == '-') {
-            usage();
-        } else if (nurls < 16) {
-            urls[nurls++] = a;
         } else {
             usage();
         }
     }
-    if (nurls == 0 || (cfg.optimistic && (cfg.release_compare || cfg.only)))
+    if (args.smoke) {
+        parse_clients(&cfg, "1,2");
+        if (cfg.optimistic || cfg.release_compare || cfg.only)
+            usage();
+    }
+    bu_args_finish(&args, 1);
+    cfg.secs = args.secs;
+    cfg.reps = args.reps;
+    cfg.results_path = args.results;
+    if (args.nurls == 0 || (cfg.optimistic && (cfg.release_compare || cfg.only)))
         usage();
 #if defined(SQLLOCK_HAVE_MYSQL)
     if (mysql_library_init(0, NULL, NULL) != 0)
-        die("mysql_library_init failed");
+        bu_die("mysql_library_init failed");
 #endif
     if (cfg.csv_path != NULL) {
         cfg.csv = fopen(cfg.csv_path, "w");
         if (cfg.csv == NULL)
-            die("cannot write %s: %s", cfg.csv_path, strerror(errno));
+            bu_die("cannot write %s: %s", cfg.csv_path, strerror(errno));
     }
     if (cfg.results_path != NULL)
-        cfg.results = res_open(cfg.results_path);
+        cfg.results = bu_results_open(cfg.results_path);
     if (cfg.csv != NULL && cfg.optimistic)
         fprintf(cfg.csv, "driver,server,scenario,rows,clients,seconds,reps,"
                 "tx_per_s,p50_us,p99_us,max_us,client_cpu_us_per_tx,vs_floor,"
@@ -2539,21 +2240,24 @@ int main(int argc, char **argv)
         printf("%s%d", i ? "," : " ", cfg.clients[i]);
     printf("\n");
     fflush(stdout);
-    for (i = 0; i < nurls; i++) {
-        if (cfg.release_compare)
-            release_compare(&cfg, urls[i]);
+    for (i = 0; i < args.nurls; i++) {
+        if (args.smoke)
+            smoke_url(&cfg, args.urls[i]);
+        else if (cfg.release_compare)
+            release_compare(&cfg, args.urls[i]);
         else if (cfg.optimistic)
-            bench_optimistic(&cfg, urls[i]);
+            bench_optimistic(&cfg, args.urls[i]);
         else
-            bench_url(&cfg, urls[i]);
+            bench_url(&cfg, args.urls[i]);
     }
     if (cfg.csv != NULL && (ferror(cfg.csv) | fclose(cfg.csv)) != 0)
-        die("writing %s failed", cfg.csv_path);
+        bu_die("writing %s failed", cfg.csv_path);
     if (cfg.results != NULL &&
         (ferror(cfg.results) | fclose(cfg.results)) != 0)
-        die("writing %s failed", cfg.results_path);
+        bu_die("writing %s failed", cfg.results_path);
 #if defined(SQLLOCK_HAVE_MYSQL)
     mysql_library_end();
 #endif
+    bu_smoke_done();
     return 0;
 }

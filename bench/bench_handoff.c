@@ -89,6 +89,8 @@
 
 #include <sqllock.h>
 
+#include "bench_util.h"
+
 #if defined(SQLLOCK_HAVE_MYSQL)
 #include <mysql.h>
 #endif
@@ -97,8 +99,8 @@
 #define MAX_REPS 15
 #define MAX_GRANTS (1 << 18)
 #define WAIT_MS 60000           /* a wait longer than this is a failure */
-#define WARMUP_NS INT64_C(1000000000)
-#define FLOOR_NS INT64_C(1000000000)
+#define WARMUP_NS INT64_C(1000000000)  /* --smoke: 0.1 s */
+#define FLOOR_NS INT64_C(1000000000)   /* --smoke: 0.2 s */
 #define FLOOR_WARMUP 20
 
 /* One grant of the lock, written only by its holder. */
@@ -136,6 +138,7 @@ typedef struct config {
     int64_t hold_ms;
     int64_t ttl_ms;
     int barge;
+    int64_t warmup_ns, floor_ns;     /* WARMUP_NS, FLOOR_NS; less for --smoke */
     const char *csv_path;
     FILE *csv;
     const char *results_path;    /* --results: the common CSV */
@@ -187,57 +190,6 @@ typedef struct floor_pt {
     double rate, p50_ms, p99_ms;
 } floor_pt;
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    fputs("bench_handoff: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(1);
-}
-
-static void sleep_ns(int64_t ns)
-{
-    struct timespec ts;
-
-    ts.tv_sec = (time_t)(ns / 1000000000);
-    ts.tv_nsec = (long)(ns % 1000000000);
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-/* The nearest-rank percentile of sorted values (as bench_drivers.c). */
-static double percentile(const double *v, size_t n, double p)
-{
-    size_t k = (size_t)(p * (double)n + 0.999999);
-
-    if (n == 0)
-        return 0;
-    if (k < 1)
-        k = 1;
-    if (k > n)
-        k = n;
-    return v[k - 1];
-}
-
 /* ------------------------------------------------------------------------ */
 /* Shared memory                                                            */
 /* ------------------------------------------------------------------------ */
@@ -250,14 +202,14 @@ static shared *shared_new(void)
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
     if (sh == MAP_FAILED)
-        die("mmap: %s", strerror(errno));
+        bu_die("mmap: %s", strerror(errno));
     if (pthread_mutexattr_init(&ma) != 0 || pthread_condattr_init(&ca) != 0 ||
         pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED) != 0 ||
         pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED) != 0 ||
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
         pthread_mutex_init(&sh->mu, &ma) != 0 ||
         pthread_cond_init(&sh->cv, &ca) != 0)
-        die("cannot make a process-shared mutex and condition variable");
+        bu_die("cannot make a process-shared mutex and condition variable");
     pthread_mutexattr_destroy(&ma);
     pthread_condattr_destroy(&ca);
     return sh;
@@ -268,7 +220,7 @@ static void shared_free(shared *sh)
     pthread_cond_destroy(&sh->cv);
     pthread_mutex_destroy(&sh->mu);
     if (munmap(sh, sizeof *sh) != 0)
-        die("munmap: %s", strerror(errno));
+        bu_die("munmap: %s", strerror(errno));
 }
 
 /* Waits on the shared condition until `until` (ns, monotonic). */
@@ -327,7 +279,7 @@ static int lease_open(const run *r, unsigned flags, const char *name,
 static void stand_aside(shared *sh, int64_t k)
 {
     pthread_mutex_lock(&sh->mu);
-    while (sh->seq <= k + 1 && !sh->failed && now_ns() < sh->end_ns)
+    while (sh->seq <= k + 1 && !sh->failed && bu_now_ns() < sh->end_ns)
         shared_wait(sh, sh->end_ns);
     pthread_mutex_unlock(&sh->mu);
 }
@@ -337,11 +289,11 @@ static int one_grant(const run *r, sqllock_db *db, sqllock_lease *lease,
                      int64_t *k_out)
 {
     shared *sh = r->sh;
-    int64_t k, t_call = now_ns(), t_acq, t_rs, t_re;
+    int64_t k, t_call = bu_now_ns(), t_acq, t_rs, t_re;
     long v;
     int rc = sqllock_lease_acquire(lease, WAIT_MS);
 
-    t_acq = now_ns();
+    t_acq = bu_now_ns();
     if (rc != SQLLOCK_OK)
         return fail(sh, "worker %d: sqllock_lease_acquire: %s: %s", r->index,
                     sqllock_errname(rc), sqllock_errmsg(db));
@@ -355,11 +307,11 @@ static int one_grant(const run *r, sqllock_db *db, sqllock_lease *lease,
     pthread_cond_broadcast(&sh->cv);        /* for the one standing aside */
     pthread_mutex_unlock(&sh->mu);
     v = sh->counter;
-    sleep_ns(r->cfg->hold_ms * 1000000);
+    bu_sleep_ns(r->cfg->hold_ms * 1000000);
     sh->counter = v + 1;
-    t_rs = now_ns();
+    t_rs = bu_now_ns();
     rc = sqllock_lease_release(lease);
-    t_re = now_ns();
+    t_re = bu_now_ns();
     if (rc != SQLLOCK_OK)
         return fail(sh, "worker %d: sqllock_lease_release: %s: %s", r->index,
                     sqllock_errname(rc), sqllock_errmsg(db));
@@ -388,11 +340,11 @@ static int worker_main(const run *r)
     pthread_mutex_unlock(&sh->mu);
     while (rc == 0 && !sh->failed) {
         rc = one_grant(r, db, lease, &k);
-        if (rc != 0 || now_ns() >= sh->end_ns || k + 1 >= MAX_GRANTS)
+        if (rc != 0 || bu_now_ns() >= sh->end_ns || k + 1 >= MAX_GRANTS)
             break;
         if (!r->cfg->barge)
             stand_aside(sh, k);
-        if (now_ns() >= sh->end_ns)
+        if (bu_now_ns() >= sh->end_ns)
             break;
     }
     if (sqllock_lease_count(lease) > 0)     /* after a failure */
@@ -426,8 +378,8 @@ static void start_run(const config *cfg, shared *sh)
     pthread_mutex_lock(&sh->mu);
     while (sh->ready < cfg->waiters && !sh->failed)
         pthread_cond_wait(&sh->cv, &sh->mu);
-    t = now_ns();
-    sh->window_ns = t + WARMUP_NS;
+    t = bu_now_ns();
+    sh->window_ns = t + cfg->warmup_ns;
     sh->end_ns = sh->window_ns + (int64_t)(cfg->secs * 1e9);
     sh->go = 1;
     pthread_cond_broadcast(&sh->cv);
@@ -460,7 +412,7 @@ static void run_processes(const config *cfg, run *r)
         start_run(cfg, r->sh);
     while (i-- > 0) {
         if (waitpid(pids[i], &status, 0) < 0)
-            die("waitpid: %s", strerror(errno));
+            bu_die("waitpid: %s", strerror(errno));
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
             bad = 1;
     }
@@ -499,7 +451,7 @@ static void summarize(const config *cfg, const shared *sh, row *out)
     long m = 0, self = 0, grants = 0, done = 0;
 
     if (h == NULL || e == NULL || w == NULL)
-        die("out of memory");
+        bu_die("out of memory");
     for (k = 0; k < n; k++) {
         const grant *g = &sh->g[k], *p;
         /* A handover: a critical section that ended in the window. */
@@ -516,21 +468,21 @@ static void summarize(const config *cfg, const shared *sh, row *out)
         self += g->worker == p->worker;
         m++;
     }
-    qsort(h, (size_t)m, sizeof *h, cmp_double);
-    qsort(e, (size_t)m, sizeof *e, cmp_double);
-    qsort(w, (size_t)grants, sizeof *w, cmp_double);
+    qsort(h, (size_t)m, sizeof *h, bu_cmp_double);
+    qsort(e, (size_t)m, sizeof *e, bu_cmp_double);
+    qsort(w, (size_t)grants, sizeof *w, bu_cmp_double);
     out->n = m;
     out->rate = (double)grants / cfg->secs;
     out->cs_rate = (double)done / cfg->secs;
-    out->p50 = percentile(h, (size_t)m, 0.50);
-    out->p90 = percentile(h, (size_t)m, 0.90);
-    out->p99 = percentile(h, (size_t)m, 0.99);
+    out->p50 = bu_percentile(h, (size_t)m, 0.50);
+    out->p90 = bu_percentile(h, (size_t)m, 0.90);
+    out->p99 = bu_percentile(h, (size_t)m, 0.99);
     out->max = m > 0 ? h[m - 1] : 0;
-    out->end_p50 = percentile(e, (size_t)m, 0.50);
-    out->end_p99 = percentile(e, (size_t)m, 0.99);
+    out->end_p50 = bu_percentile(e, (size_t)m, 0.50);
+    out->end_p99 = bu_percentile(e, (size_t)m, 0.99);
     out->self = m > 0 ? (double)self / (double)m : 0;
-    out->wait_p50 = percentile(w, (size_t)grants, 0.50);
-    out->wait_p99 = percentile(w, (size_t)grants, 0.99);
+    out->wait_p50 = bu_percentile(w, (size_t)grants, 0.50);
+    out->wait_p99 = bu_percentile(w, (size_t)grants, 0.99);
     out->wait_max = grants > 0 ? w[grants - 1] : 0;
     free(h);
     free(e);
@@ -554,9 +506,9 @@ static void run_mode(const config *cfg, const char *url, int mi, row *out)
     else
         run_threads(cfg, &r);
     if (sh->failed)
-        die("%s: %s", modes[mi].label, sh->err);
+        bu_die("%s: %s", modes[mi].label, sh->err);
     if (sh->counter != (long)sh->seq)
-        die("%s: MUTUAL EXCLUSION VIOLATED: the counter is %ld after %lld "
+        bu_die("%s: MUTUAL EXCLUSION VIOLATED: the counter is %ld after %lld "
             "grants", modes[mi].label, sh->counter, (long long)sh->seq);
     out->mi = mi;
     snprintf(out->scenario, sizeof out->scenario,
@@ -590,36 +542,36 @@ static void measure_floor(const config *cfg, const char *url, shared *sh,
     snprintf(r.name, sizeof r.name, "sqllock-handoff:%ld:floor",
              (long)getpid());
     if (lease_open(&r, 0, r.name, &db, &lease) != 0)
-        die("%s", sh->err);
+        bu_die("%s", sh->err);
     rc = sqllock_init(db);
     if (rc != SQLLOCK_OK)
-        die("sqllock_init: %s: %s", sqllock_errname(rc), sqllock_errmsg(db));
+        bu_die("sqllock_init: %s: %s", sqllock_errname(rc), sqllock_errmsg(db));
     snprintf(out->driver, sizeof out->driver, "%s", sqllock_db_driver(db));
-    for (i = 0; end == 0 || now_ns() < end; i++) {
+    for (i = 0; end == 0 || bu_now_ns() < end; i++) {
         if (i == FLOOR_WARMUP) {
-            start = now_ns();
-            end = start + FLOOR_NS;
+            start = bu_now_ns();
+            end = start + cfg->floor_ns;
         }
-        t0 = now_ns();
+        t0 = bu_now_ns();
         rc = sqllock_lease_acquire(lease, 0);
         if (rc == SQLLOCK_OK)
             rc = sqllock_lease_release(lease);
         if (rc != SQLLOCK_OK)
-            die("floor: %s: %s", sqllock_errname(rc), sqllock_errmsg(db));
+            bu_die("floor: %s: %s", sqllock_errname(rc), sqllock_errmsg(db));
         if (end == 0)
             continue;
         if (n == cap) {
             double *p = realloc(lat, (cap = cap ? cap * 2 : 4096) * sizeof *p);
             if (p == NULL)
-                die("out of memory");
+                bu_die("out of memory");
             lat = p;
         }
-        lat[n++] = (double)(now_ns() - t0) / 1e6;
+        lat[n++] = (double)(bu_now_ns() - t0) / 1e6;
     }
-    out->rate = (double)n / ((double)(now_ns() - start) / 1e9);
-    qsort(lat, n, sizeof *lat, cmp_double);
-    out->p50_ms = percentile(lat, n, 0.50);
-    out->p99_ms = percentile(lat, n, 0.99);
+    out->rate = (double)n / ((double)(bu_now_ns() - start) / 1e9);
+    qsort(lat, n, sizeof *lat, bu_cmp_double);
+    out->p50_ms = bu_percentile(lat, n, 0.50);
+    out->p99_ms = bu_percentile(lat, n, 0.99);
     free(lat);
     sqllock_lease_free(lease);
     sqllock_close(db);
@@ -650,62 +602,6 @@ static void cleanup(const char *url)
 /* Output                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static const char RES_HEADER[] =
-    "suite,driver,scenario,clients,rows,ops_per_s,p50_us,p99_us,ratio,vs,"
-    "value,unit\n";
-
-/* Opens FILE to append, writing the header of the common results CSV
- * (bench/README.md) when it is empty or new. */
-static FILE *res_open(const char *path)
-{
-    FILE *f = fopen(path, "a");
-    struct stat st;
-
-    if (f == NULL)
-        die("cannot append to %s: %s", path, strerror(errno));
-    if (fstat(fileno(f), &st) != 0)
-        die("%s: %s", path, strerror(errno));
-    if (st.st_size == 0)
-        fputs(RES_HEADER, f);
-    return f;
-}
-
-/* A text field, quoted as RFC 4180 says when it holds a comma, a space, a
- * quote or a line break (quotes doubled). */
-static void res_text(FILE *f, const char *s)
-{
-    if (s == NULL)
-        return;
-    if (strpbrk(s, ", \"\r\n") == NULL) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s != '\0'; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-/* A figure, then a comma, with '.' as the decimal point whatever the
- * locale (this program never calls setlocale(), but a library might);
- * empty when it is not a finite number. */
-static void res_num(FILE *f, double v, int decimals)
-{
-    char buf[64], *p;
-
-    if (isfinite(v)) {
-        snprintf(buf, sizeof buf, "%.*f", decimals, v);
-        for (p = buf; *p != '\0'; p++)
-            if (*p == ',')
-                *p = '.';
-        fputs(buf, f);
-    }
-    fputc(',', f);
-}
-
 /* One row of suite `contended`: rates per second, latencies in ms (written
  * in us); ratio NAN and vs NULL when there is none. */
 static void res_write(FILE *f, const char *driver, const char *scenario,
@@ -713,22 +609,10 @@ static void res_write(FILE *f, const char *driver, const char *scenario,
                       double ratio, const char *vs, double value,
                       const char *unit)
 {
-    if (f == NULL)
-        return;
-    fputs("contended,", f);
-    res_text(f, driver);
-    fputc(',', f);
-    res_text(f, scenario);
-    fprintf(f, ",%d,,", clients);         /* no `rows` in this suite */
-    res_num(f, rate, 1);
-    res_num(f, p50_ms * 1000, 1);
-    res_num(f, p99_ms * 1000, 1);
-    res_num(f, ratio, 3);
-    res_text(f, vs);
-    fputc(',', f);
-    res_num(f, value, 3);
-    res_text(f, unit);
-    fputc('\n', f);
+    bu_result r = { "contended", driver, scenario, clients, -1, rate,
+                    p50_ms * 1000, p99_ms * 1000, ratio, vs, value, unit };
+
+    bu_results_put(f, &r);         /* no `rows` in this suite */
 }
 
 static void print_row(const config *cfg, const row *r)
@@ -753,7 +637,7 @@ static void print_row(const config *cfg, const row *r)
                 r->wait_p99, r->wait_max);
 }
 
-/* The median, field by field, of the reps runs of one mode, as the other
+/* The bu_median, field by field, of the reps runs of one mode, as the other
  * programs of bench/ do: each percentile is the median of the runs'. */
 static void median_row(row *runs, int reps, row *out)
 {
@@ -773,7 +657,7 @@ static void median_row(row *runs, int reps, row *out)
     for (f = 0; f < sizeof fields / sizeof fields[0]; f++) {
         for (k = 0; k < reps; k++)
             v[k] = *(const double *)((const char *)&runs[k] + fields[f]);
-        qsort(v, (size_t)reps, sizeof v[0], cmp_double);
+        qsort(v, (size_t)reps, sizeof v[0], bu_cmp_double);
         *(double *)((char *)out + fields[f]) = reps % 2 ? v[reps / 2]
             : (v[reps / 2 - 1] + v[reps / 2]) / 2;
     }
@@ -859,7 +743,7 @@ static void usage(void)
         "[--waiters N]\n"
         "                     [--hold-ms N] [--ttl-ms N] [--barge] "
         "[--csv FILE]\n"
-        "                     [--results FILE] URL...\n"
+        "                     [--results FILE] [--smoke] URL...\n"
         "  --seconds N     measured time per run, after 1 s of warm-up "
         "(default 10)\n"
         "  --quick         runs of 2 s\n"
@@ -880,6 +764,11 @@ static void usage(void)
         "format of\n"
         "                  bench/README.md (suite contended: handovers/s, "
         "handoff p50/p99)\n"
+        "  --smoke         every mode once, 0.2 s each after 0.1 s of warm-up, "
+        "3 waiters:\n"
+        "                  a check that the program runs (ctest's "
+        "bench_smoke_handoff_*);\n"
+        "                  the URLs default to the tests' (bench_util.h)\n"
         "Modes: processes and threads, each with wake-ups on (the default "
         "lease options)\n"
         "and off (SQLLOCK_LEASE_NO_WAKEUP: polling with backoff only).\n"
@@ -888,76 +777,64 @@ static void usage(void)
     exit(2);
 }
 
-static int64_t int_arg(const char *s, int64_t lo, int64_t hi)
-{
-    char *end;
-    long long v;
-
-    errno = 0;
-    v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-        usage();
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     config cfg;
-    int i, nurls = 0;
-    const char *urls[16];
-    floor_pt floors[16];
+    bu_args args = { 10, 3, MAX_REPS, NULL, 0, { NULL }, 0 };
+    floor_pt floors[BU_MAX_URLS];
+    int i, took;
 
     memset(&cfg, 0, sizeof cfg);
-    cfg.secs = 10;
-    cfg.reps = 3;
     cfg.waiters = 8;
     cfg.hold_ms = 2;
     cfg.ttl_ms = 10000;
+    cfg.warmup_ns = WARMUP_NS;
+    cfg.floor_ns = FLOOR_NS;
+    bu_init("bench_handoff", NULL);
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--seconds") == 0 && i + 1 < argc) {
-            char *end;
-            cfg.secs = strtod(argv[++i], &end);
-            if (*end != '\0' || !(cfg.secs > 0) || cfg.secs > 3600)
+        if ((took = bu_args_take(&args, argc, argv, &i)) != 0) {
+            if (took < 0)
                 usage();
-        } else if (strcmp(a, "--quick") == 0) {
-            cfg.secs = 2;
-        } else if (strcmp(a, "--reps") == 0 && i + 1 < argc) {
-            cfg.reps = (int)int_arg(argv[++i], 1, MAX_REPS);
         } else if (strcmp(a, "--waiters") == 0 && i + 1 < argc) {
-            cfg.waiters = (int)int_arg(argv[++i], 2, MAX_WAITERS);
+            cfg.waiters = (int)bu_parse_long(argv[++i], 2, MAX_WAITERS, "--waiters");
         } else if (strcmp(a, "--hold-ms") == 0 && i + 1 < argc) {
-            cfg.hold_ms = int_arg(argv[++i], 0, 10000);
+            cfg.hold_ms = bu_parse_long(argv[++i], 0, 10000, "--hold-ms");
         } else if (strcmp(a, "--ttl-ms") == 0 && i + 1 < argc) {
-            cfg.ttl_ms = int_arg(argv[++i], 1000, INT64_C(86400000));
+            cfg.ttl_ms = bu_parse_long(argv[++i], 1000, 86400000L, "--ttl-ms");
         } else if (strcmp(a, "--barge") == 0) {
             cfg.barge = 1;
         } else if (strcmp(a, "--csv") == 0 && i + 1 < argc) {
             cfg.csv_path = argv[++i];
-        } else if (strcmp(a, "--results") == 0 && i + 1 < argc) {
-            cfg.results_path = argv[++i];
-        } else if (a[0] == '-' || nurls == 16) {
-            usage();
         } else {
-            urls[nurls++] = a;
+            usage();
         }
     }
-    if (nurls == 0)
+    if (args.smoke) {
+        cfg.waiters = 3;
+        cfg.warmup_ns = INT64_C(100000000);
+        cfg.floor_ns = INT64_C(200000000);
+    }
+    bu_args_finish(&args, 1);
+    if (args.nurls == 0)
         usage();
+    cfg.secs = args.secs;
+    cfg.reps = args.reps;
+    cfg.results_path = args.results;
     if (cfg.hold_ms * 20 >= cfg.ttl_ms)
-        die("--ttl-ms must be well above --hold-ms (20x), or leases expire "
+        bu_die("--ttl-ms must be well above --hold-ms (20x), or leases expire "
             "while held");
     if (cfg.csv_path != NULL) {
         cfg.csv = fopen(cfg.csv_path, "w");
         if (cfg.csv == NULL)
-            die("cannot write %s: %s", cfg.csv_path, strerror(errno));
+            bu_die("cannot write %s: %s", cfg.csv_path, strerror(errno));
         fprintf(cfg.csv, "driver,mode,waiters,hold_ms,seconds,barge,"
                 "grants_per_s,handoffs,p50_ms,p90_ms,p99_ms,max_ms,"
                 "end_p50_ms,end_p99_ms,self_share,floor_p50_ms,"
                 "p50_vs_floor,wait_p50_ms,wait_p99_ms,wait_max_ms\n");
     }
     if (cfg.results_path != NULL)
-        cfg.results = res_open(cfg.results_path);
+        cfg.results = bu_results_open(cfg.results_path);
     printf("bench_handoff: sqllock %s, %d waiters on one name, critical "
            "section (hold) %lld ms, %g s per run after 1 s of warm-up, %d runs "
            "of each mode, medians%s\n\n",
@@ -971,13 +848,14 @@ int main(int argc, char **argv)
     printf("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|%s--:|--:|--:|--:|--:|\n",
            cfg.barge ? "--:|" : "");
     fflush(stdout);
-    for (i = 0; i < nurls; i++)
-        bench_url(&cfg, urls[i], &floors[i]);
-    print_floors(floors, nurls);
+    for (i = 0; i < args.nurls; i++)
+        bench_url(&cfg, args.urls[i], &floors[i]);
+    print_floors(floors, args.nurls);
     if (cfg.csv != NULL && (ferror(cfg.csv) | fclose(cfg.csv)) != 0)
-        die("writing %s failed", cfg.csv_path);
+        bu_die("writing %s failed", cfg.csv_path);
     if (cfg.results != NULL &&
         (ferror(cfg.results) | fclose(cfg.results)) != 0)
-        die("writing %s failed", cfg.results_path);
+        bu_die("writing %s failed", cfg.results_path);
+    bu_smoke_done();
     return 0;
 }

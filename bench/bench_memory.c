@@ -53,18 +53,18 @@
 #include <errno.h>
 #if defined(__linux__)
 #include <malloc.h>
+#include <math.h>
 #endif
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sqllock.h>
+
+#include "bench_util.h"
 
 #if defined(SQLLOCK_HAVE_SQLITE)
 #include <sqlite3.h>
@@ -79,49 +79,10 @@
 #define PROG "bench_memory"
 #define NAME_PREFIX "sqllock-bench-mem:"
 #define MAX_REPS 15
-#define MAX_URLS 16
 #define WARM_TTL_MS 900          /* the watched warm-up lease: renewed
                                     every 300 ms */
 #define RENEWED_SLACK_MS 1000    /* a deadline this much past the
                                     acquire's counts as renewed */
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    fputs(PROG ": ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    fputs(PROG ": run aborted (lease rows left behind expire after their "
-          "ttl; the next run deletes them)\n", stderr);
-    exit(1);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
 
 /* Resident memory of this process, in bytes (/proc/self/statm). */
 static double rss_bytes(void)
@@ -130,40 +91,11 @@ static double rss_bytes(void)
     unsigned long size, resident;
 
     if (f == NULL)
-        die("/proc/self/statm: %s", strerror(errno));
+        bu_die("/proc/self/statm: %s", strerror(errno));
     if (fscanf(f, "%lu %lu", &size, &resident) != 2)
-        die("/proc/self/statm: unexpected contents");
+        bu_die("/proc/self/statm: unexpected contents");
     fclose(f);
     return (double)resident * (double)sysconf(_SC_PAGESIZE);
-}
-
-/* User + system CPU time of this process so far, in seconds. */
-static double cpu_s(void)
-{
-    struct rusage ru;
-
-    if (getrusage(RUSAGE_SELF, &ru) != 0)
-        die("getrusage: %s", strerror(errno));
-    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-static double median(const double *in, int n)
-{
-    double v[MAX_REPS];
-    int i;
-
-    for (i = 0; i < n; i++)
-        v[i] = in[i];
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -173,53 +105,16 @@ static double median(const double *in, int n)
 static FILE *g_results;
 static const char *g_results_path;
 
-static void results_open(const char *path)
-{
-    g_results_path = path;
-    g_results = fopen(path, "a");
-    if (g_results == NULL)
-        die("cannot append to %s: %s", path, strerror(errno));
-    if (fseek(g_results, 0, SEEK_END) != 0)
-        die("%s: %s", path, strerror(errno));
-    if (ftell(g_results) == 0)
-        fputs("suite,driver,scenario,clients,rows,ops_per_s,p50_us,p99_us,"
-              "ratio,vs,value,unit\n", g_results);
-}
-
-/* A text field, quoted when it holds a comma, a space or a quote. */
-static void csv_text(const char *s)
-{
-    const char *p;
-
-    if (strpbrk(s, ", \"") == NULL) {
-        fputs(s, g_results);
-        return;
-    }
-    fputc('"', g_results);
-    for (p = s; *p != '\0'; p++) {
-        if (*p == '"')
-            fputc('"', g_results);
-        fputc(*p, g_results);
-    }
-    fputc('"', g_results);
-}
-
 /* One row of the memory suite: no rate, no latency, no ratio; `rows` is
  * the live leases in the lock table (ours), `value` and `unit` the
  * figure. */
 static void csv_row(const char *driver, const char *scenario, long rows,
                     double value, const char *unit)
 {
-    if (g_results == NULL)
-        return;
-    fputs("memory,", g_results);
-    csv_text(driver);
-    fputc(',', g_results);
-    csv_text(scenario);
-    fprintf(g_results, ",1,%ld,,,,,,%.1f,", rows, value);
-    csv_text(unit);
-    fputc('\n', g_results);
-    fflush(g_results);
+    bu_result r = { "memory", driver, scenario, 1, rows, NAN, NAN, NAN, NAN,
+                    NULL, value, unit };
+
+    bu_results_put(g_results, &r);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -235,7 +130,7 @@ static long long delete_range(sqllock_db *db, const char *table,
     char sql[256];
 
     if (native == NULL)
-        die("the handle has no native connection");
+        bu_die("the handle has no native connection");
     snprintf(sql, sizeof sql, "DELETE FROM %s WHERE name >= '%s' AND "
              "name < '%s'", table, lo, hi);
 #if defined(SQLLOCK_HAVE_POSTGRES)
@@ -243,7 +138,7 @@ static long long delete_range(sqllock_db *db, const char *table,
         PGresult *r = PQexec(native, sql);
         long long n;
         if (r == NULL || PQresultStatus(r) != PGRES_COMMAND_OK)
-            die("%s: %s", sql, r != NULL ? PQresultErrorMessage(r)
+            bu_die("%s: %s", sql, r != NULL ? PQresultErrorMessage(r)
                                          : PQerrorMessage(native));
         n = strtoll(PQcmdTuples(r), NULL, 10);
         PQclear(r);
@@ -253,7 +148,7 @@ static long long delete_range(sqllock_db *db, const char *table,
 #if defined(SQLLOCK_HAVE_MYSQL)
     if (strcmp(driver, "mysql") == 0) {
         if (mysql_real_query(native, sql, (unsigned long)strlen(sql)) != 0)
-            die("%s: %s", sql, mysql_error(native));
+            bu_die("%s: %s", sql, mysql_error(native));
         return (long long)mysql_affected_rows(native);
     }
 #endif
@@ -261,11 +156,11 @@ static long long delete_range(sqllock_db *db, const char *table,
     if (strcmp(driver, "sqlite") == 0) {
         char *msg = NULL;
         if (sqlite3_exec(native, sql, NULL, NULL, &msg) != SQLITE_OK)
-            die("%s: %s", sql, msg != NULL ? msg : sqlite3_errmsg(native));
+            bu_die("%s: %s", sql, msg != NULL ? msg : sqlite3_errmsg(native));
         return sqlite3_changes(native);
     }
 #endif
-    die("no clean-up for driver '%s'", driver);
+    bu_die("no clean-up for driver '%s'", driver);
     return 0;
 }
 
@@ -294,6 +189,7 @@ typedef struct config {
     int reps;
     long leases;
     int64_t ttl_ms;
+    long hold_ms;            /* not watched: held this long (1 s) */
 } config;
 
 /* What a child reports through its pipe. */
@@ -311,17 +207,6 @@ typedef struct mem_result {
     long lost;               /* releases that said SQLLOCK_LOST */
 } mem_result;
 
-static sqllock_db *open_db(const char *url)
-{
-    sqllock_db *db = NULL;
-    int rc = sqllock_open(url, NULL, &db);
-
-    if (rc != SQLLOCK_OK)
-        die("cannot open %s: %s: %s", url, sqllock_errname(rc),
-            sqllock_errmsg(db));
-    return db;
-}
-
 static sqllock_lease *new_lease(sqllock_db *db, const char *name,
                                 int64_t ttl_ms)
 {
@@ -332,7 +217,7 @@ static sqllock_lease *new_lease(sqllock_db *db, const char *name,
     o.ttl_ms = ttl_ms;
     rc = sqllock_lease_new(db, name, &o, &l);
     if (rc != SQLLOCK_OK)
-        die("sqllock_lease_new(%s): %s: %s", name, sqllock_errname(rc),
+        bu_die("sqllock_lease_new(%s): %s: %s", name, sqllock_errname(rc),
             sqllock_errmsg(db));
     return l;
 }
@@ -342,7 +227,7 @@ static void acquire(sqllock_db *db, sqllock_lease *l)
     int rc = sqllock_lease_try_acquire(l);
 
     if (rc != SQLLOCK_OK)
-        die("sqllock_lease_try_acquire(%s): %s: %s", sqllock_lease_name(l),
+        bu_die("sqllock_lease_try_acquire(%s): %s: %s", sqllock_lease_name(l),
             sqllock_errname(rc), sqllock_errmsg(db));
 }
 
@@ -351,7 +236,7 @@ static void watch(sqllock_db *db, sqllock_lease *l)
     int rc = sqllock_lease_watch(l, NULL);
 
     if (rc != SQLLOCK_OK)
-        die("sqllock_lease_watch(%s): %s: %s", sqllock_lease_name(l),
+        bu_die("sqllock_lease_watch(%s): %s: %s", sqllock_lease_name(l),
             sqllock_errname(rc), sqllock_errmsg(db));
 }
 
@@ -364,7 +249,7 @@ static void release(sqllock_db *db, sqllock_lease *l, long *lost)
     if (rc == SQLLOCK_LOST)
         (*lost)++;
     else if (rc != SQLLOCK_OK)
-        die("sqllock_lease_release(%s): %s: %s", sqllock_lease_name(l),
+        bu_die("sqllock_lease_release(%s): %s: %s", sqllock_lease_name(l),
             sqllock_errname(rc), sqllock_errmsg(db));
 }
 
@@ -388,26 +273,26 @@ static void warm_up(sqllock_db *db, int watched, mem_result *res)
         r0 = rss_bytes();
         rc = sqllock_watch_prepare(db);
         if (rc != SQLLOCK_OK)
-            die("sqllock_watch_prepare: %s: %s", sqllock_errname(rc),
+            bu_die("sqllock_watch_prepare: %s: %s", sqllock_errname(rc),
                 sqllock_errmsg(db));
         acquire(db, l);
         watch(db, l);
-        t0 = now_ms();
+        t0 = bu_now_ms();
         dl0 = t0 + sqllock_lease_remaining_ms(l);
         /* Its first renewal comes a third of the ttl after the acquire. */
-        while (now_ms() + sqllock_lease_remaining_ms(l) < dl0 + 100) {
-            if (now_ms() - t0 > WARM_TTL_MS * 3)
-                die("the warm-up lease was not renewed in %d ms (state "
+        while (bu_now_ms() + sqllock_lease_remaining_ms(l) < dl0 + 100) {
+            if (bu_now_ms() - t0 > WARM_TTL_MS * 3)
+                bu_die("the warm-up lease was not renewed in %d ms (state "
                     "%s)", WARM_TTL_MS * 3,
                     sqllock_lease_state_name(sqllock_lease_state(l)));
-            sleep_ms(10);
+            bu_sleep_ms(10);
         }
         release(db, l, &lost);
         res->renewer = rss_bytes() - r0;
     }
     sqllock_lease_free(l);
     if (lost > 0)
-        die("the warm-up lease was lost");
+        bu_die("the warm-up lease was lost");
 }
 
 static void run_child(const config *cfg, const char *url, int watched,
@@ -425,7 +310,7 @@ static void run_child(const config *cfg, const char *url, int watched,
     memset(&res, 0, sizeof res);
 #if defined(SQLLOCK_HAVE_MYSQL)
     if (mysql_library_init(0, NULL, NULL) != 0)
-        die("mysql_library_init failed");
+        bu_die("mysql_library_init failed");
 #endif
     /* Everything this program needs is allocated before "before". */
     ls = calloc((size_t)n, sizeof *ls);
@@ -433,43 +318,43 @@ static void run_child(const config *cfg, const char *url, int watched,
     dl0 = calloc((size_t)n, sizeof *dl0);
     names = calloc((size_t)n, sizeof *names);
     if (ls == NULL || acq_ms == NULL || dl0 == NULL || names == NULL)
-        die("out of memory");
+        bu_die("out of memory");
     snprintf(prefix, sizeof prefix, NAME_PREFIX "%ld:", (long)getpid());
     for (i = 0; i < n; i++) {
         char buf[96];
         snprintf(buf, sizeof buf, "%s%ld", prefix, i);
         names[i] = strdup(buf);
         if (names[i] == NULL)
-            die("out of memory");
+            bu_die("out of memory");
     }
-    db = open_db(url);
+    db = bu_open(url);
     warm_up(db, watched, &res);
 
     res.before = rss_bytes();
     for (i = 0; i < n; i++)
         ls[i] = new_lease(db, names[i], cfg->ttl_ms);
     res.handles = rss_bytes();
-    t0 = now_s();
+    t0 = bu_now_s();
     for (i = 0; i < n; i++) {
-        acq_ms[i] = now_ms();
+        acq_ms[i] = bu_now_ms();
         acquire(db, ls[i]);
         if (watched)
             watch(db, ls[i]);
     }
-    res.acquire_s = now_s() - t0;
+    res.acquire_s = bu_now_s() - t0;
     if (watched) {
         /* A lease is renewed once its local deadline is past what its
          * acquire gave it: sent at acq_ms[i] or later, ttl - margin. */
-        int64_t margin = cfg->ttl_ms / 10, limit = now_ms() + cfg->ttl_ms;
+        int64_t margin = cfg->ttl_ms / 10, limit = bu_now_ms() + cfg->ttl_ms;
         double c0, t1;
         long renewals = 0;
         for (;;) {
-            int64_t t = now_ms();
+            int64_t t = bu_now_ms();
             renewed = 0;
             for (i = 0; i < n; i++) {
                 int st = sqllock_lease_state(ls[i]);
                 if (st != SQLLOCK_STATE_HELD)
-                    die("lease %ld is %s before its first renewal", i,
+                    bu_die("lease %ld is %s before its first renewal", i,
                         sqllock_lease_state_name(st));
                 if (t + sqllock_lease_remaining_ms(ls[i]) >
                     acq_ms[i] + cfg->ttl_ms - margin + RENEWED_SLACK_MS)
@@ -477,32 +362,32 @@ static void run_child(const config *cfg, const char *url, int watched,
             }
             if (renewed == n || t > limit)
                 break;
-            sleep_ms(200);
+            bu_sleep_ms(200);
         }
-        res.first_renew_s = now_s() - t0;
+        res.first_renew_s = bu_now_s() - t0;
         res.renewed = renewed;
         /* The settle period: the renewals in it are counted from each
          * lease's deadline at its start and at its end. */
         for (i = 0; i < n; i++)
-            dl0[i] = now_ms() + sqllock_lease_remaining_ms(ls[i]);
-        c0 = cpu_s();
-        t1 = now_s();
-        sleep_ms((long)(cfg->secs * 1000));
-        t1 = now_s() - t1;
-        res.renewer_cpu = (cpu_s() - c0) / t1;
+            dl0[i] = bu_now_ms() + sqllock_lease_remaining_ms(ls[i]);
+        c0 = (bu_cpu_us() / 1e6);
+        t1 = bu_now_s();
+        bu_sleep_ms((long)(cfg->secs * 1000));
+        t1 = bu_now_s() - t1;
+        res.renewer_cpu = ((bu_cpu_us() / 1e6) - c0) / t1;
         for (i = 0; i < n; i++) {
-            int64_t moved = now_ms() + sqllock_lease_remaining_ms(ls[i]) -
+            int64_t moved = bu_now_ms() + sqllock_lease_remaining_ms(ls[i]) -
                             dl0[i];
             int64_t interval = cfg->ttl_ms / 3;
             int st = sqllock_lease_state(ls[i]);
             if (st != SQLLOCK_STATE_HELD)
-                die("lease %ld is %s after the settle period", i,
+                bu_die("lease %ld is %s after the settle period", i,
                     sqllock_lease_state_name(st));
             renewals += (long)((moved + interval / 2) / interval);
         }
         res.renewals_per_s = (double)renewals / t1;
     } else {
-        sleep_ms(1000);
+        bu_sleep_ms(cfg->hold_ms);
     }
     res.held = rss_bytes();
     for (i = 0; i < n; i++)
@@ -518,7 +403,7 @@ static void run_child(const config *cfg, const char *url, int watched,
     res.freed = rss_bytes();
     w = write(fd, &res, sizeof res);
     if (w != (ssize_t)sizeof res)
-        die("writing to the parent: %s", strerror(errno));
+        bu_die("writing to the parent: %s", strerror(errno));
     for (i = 0; i < n; i++)
         free(names[i]);
     free(names);
@@ -542,10 +427,10 @@ static void in_child(const config *cfg, const char *url, int watched,
     fflush(stdout);
     fflush(stderr);
     if (pipe(fds) != 0)
-        die("pipe: %s", strerror(errno));
+        bu_die("pipe: %s", strerror(errno));
     pid = fork();
     if (pid < 0)
-        die("fork: %s", strerror(errno));
+        bu_die("fork: %s", strerror(errno));
     if (pid == 0) {
         close(fds[0]);
         run_child(cfg, url, watched, fds[1]);
@@ -557,12 +442,12 @@ static void in_child(const config *cfg, const char *url, int watched,
     got = read(fds[0], out, sizeof *out);
     close(fds[0]);
     if (waitpid(pid, &status, 0) != pid)
-        die("waitpid: %s", strerror(errno));
+        bu_die("waitpid: %s", strerror(errno));
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        die("the %s scenario's process failed (see above)",
+        bu_die("the %s scenario's process failed (see above)",
             watched ? "watched" : "not watched");
     if (got != (ssize_t)sizeof *out)
-        die("the %s scenario's process sent no result",
+        bu_die("the %s scenario's process sent no result",
             watched ? "watched" : "not watched");
 }
 
@@ -577,17 +462,17 @@ static void prepare_child(const char *url, int fd)
 
 #if defined(SQLLOCK_HAVE_MYSQL)
     if (mysql_library_init(0, NULL, NULL) != 0)
-        die("mysql_library_init failed");
+        bu_die("mysql_library_init failed");
 #endif
-    db = open_db(url);
+    db = bu_open(url);
     rc = sqllock_init(db);
     if (rc != SQLLOCK_OK)
-        die("sqllock_init on %s: %s", url, sqllock_errmsg(db));
+        bu_die("sqllock_init on %s: %s", url, sqllock_errmsg(db));
     left = delete_prefix(db, NAME_PREFIX);
     memset(buf, 0, sizeof buf);
     snprintf(buf, sizeof buf, "%s|%lld", sqllock_db_driver(db), left);
     if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf)
-        die("writing to the parent: %s", strerror(errno));
+        bu_die("writing to the parent: %s", strerror(errno));
     sqllock_close(db);
 #if defined(SQLLOCK_HAVE_MYSQL)
     mysql_library_end();
@@ -603,10 +488,10 @@ static void prepare(const char *url, char *driver, size_t n)
     fflush(stdout);
     fflush(stderr);
     if (pipe(fds) != 0)
-        die("pipe: %s", strerror(errno));
+        bu_die("pipe: %s", strerror(errno));
     pid = fork();
     if (pid < 0)
-        die("fork: %s", strerror(errno));
+        bu_die("fork: %s", strerror(errno));
     if (pid == 0) {
         close(fds[0]);
         prepare_child(url, fds[1]);
@@ -618,11 +503,11 @@ static void prepare(const char *url, char *driver, size_t n)
     close(fds[0]);
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
         WEXITSTATUS(status) != 0 || buf[0] == '\0')
-        die("%s: the set-up failed (see above)", url);
+        bu_die("%s: the set-up failed (see above)", url);
     buf[sizeof buf - 1] = '\0';
     bar = strchr(buf, '|');
     if (bar == NULL)
-        die("%s: the set-up sent no driver name", url);
+        bu_die("%s: the set-up sent no driver name", url);
     *bar = '\0';
     snprintf(driver, n, "%s", buf);
     if (strtoll(bar + 1, NULL, 10) > 0)
@@ -674,7 +559,7 @@ static void bench_url(const config *cfg, const char *url)
             const mem_result *r = &res[k][i];                                \
             v[i] = (expr);                                                   \
         }                                                                    \
-        out = median(v, cfg->reps);                                          \
+        out = bu_median(v, cfg->reps);                                          \
     } while (0)
     for (k = 0; k < 2; k++) {
         MED_((r->held - r->before) / (double)cfg->leases, per[k]);
@@ -727,7 +612,7 @@ static void usage(void)
 {
     fprintf(stderr,
         "usage: " PROG " [--seconds N] [--quick] [--reps N] [--results FILE]"
-        "\n                    [--leases N] [--ttl-ms N] URL...\n"
+        "\n                    [--leases N] [--ttl-ms N] [--smoke] URL...\n"
         "  --seconds N      the settle period after every watched lease was "
         "renewed once\n"
         "                   (default 10)\n"
@@ -736,6 +621,11 @@ static void usage(void)
         "  --results FILE   append the rows to the common results CSV\n"
         "  --leases N       leases held by the one handle (default 10000)\n"
         "  --ttl-ms N       their ttl (default 60000; renewed every ttl/3)\n"
+        "  --smoke          one run of 50 leases of 3 s, settle 0.2 s: a check "
+        "that the\n"
+        "                   program runs (ctest's bench_smoke_memory_*); the "
+        "URLs default\n"
+        "                   to the tests' (bench_util.h)\n"
         "URLs: sqlite:///path.db postgres://... mysql://...\n");
     exit(2);
 }
@@ -743,57 +633,51 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     config cfg;
-    const char *urls[MAX_URLS];
-    const char *results = NULL;
-    int i, nurls = 0;
+    bu_args args = { 10, 3, MAX_REPS, NULL, 0, { NULL }, 0 };
+    int i, took;
 
     memset(&cfg, 0, sizeof cfg);
-    cfg.secs = 10;
-    cfg.reps = 3;
     cfg.leases = 10000;
     cfg.ttl_ms = 60000;
+    cfg.hold_ms = 1000;
+    bu_init(PROG, "run aborted (lease rows left behind expire after their "
+            "ttl; the next run deletes them)");
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
-        char *end;
-        if (strcmp(a, "--seconds") == 0 && i + 1 < argc) {
-            cfg.secs = strtod(argv[++i], &end);
-            if (*end != '\0' || !(cfg.secs > 0))
+        if ((took = bu_args_take(&args, argc, argv, &i)) != 0) {
+            if (took < 0)
                 usage();
-        } else if (strcmp(a, "--quick") == 0) {
-            cfg.secs = 2;
-        } else if (strcmp(a, "--reps") == 0 && i + 1 < argc) {
-            cfg.reps = atoi(argv[++i]);
-            if (cfg.reps < 1 || cfg.reps > MAX_REPS)
-                usage();
-        } else if (strcmp(a, "--results") == 0 && i + 1 < argc) {
-            results = argv[++i];
         } else if (strcmp(a, "--leases") == 0 && i + 1 < argc) {
-            cfg.leases = strtol(argv[++i], &end, 10);
-            if (*end != '\0' || cfg.leases < 1 || cfg.leases > 10000000)
-                usage();
+            cfg.leases = bu_parse_long(argv[++i], 1, 10000000, "--leases");
         } else if (strcmp(a, "--ttl-ms") == 0 && i + 1 < argc) {
-            cfg.ttl_ms = strtoll(argv[++i], &end, 10);
-            if (*end != '\0' || cfg.ttl_ms < 3000)
-                usage();
-        } else if (a[0] == '-') {
-            usage();
-        } else if (nurls < MAX_URLS) {
-            urls[nurls++] = a;
+            cfg.ttl_ms = bu_parse_long(argv[++i], 3000, 86400000L,
+                                       "--ttl-ms");
         } else {
             usage();
         }
     }
-    if (nurls == 0)
+    if (args.smoke) {
+        cfg.leases = 50;
+        cfg.ttl_ms = 3000;
+        cfg.hold_ms = 200;
+    }
+    bu_args_finish(&args, 1);
+    if (args.nurls == 0)
         usage();
-    if (results != NULL)
-        results_open(results);
+    cfg.secs = args.secs;
+    cfg.reps = args.reps;
+    if (args.results != NULL) {
+        g_results_path = args.results;
+        g_results = bu_results_open(args.results);
+    }
     printf(PROG ": sqllock %s, %ld leases, ttl %lld ms, settle %g s, %d "
            "runs\n", sqllock_version_string(), cfg.leases,
            (long long)cfg.ttl_ms, cfg.secs, cfg.reps);
     fflush(stdout);
-    for (i = 0; i < nurls; i++)
-        bench_url(&cfg, urls[i]);
+    for (i = 0; i < args.nurls; i++)
+        bench_url(&cfg, args.urls[i]);
     if (g_results != NULL && (ferror(g_results) | fclose(g_results)) != 0)
-        die("writing %s failed", g_results_path);
+        bu_die("writing %s failed", g_results_path);
+    bu_smoke_done();
     return 0;
 }

@@ -94,10 +94,13 @@
 
 #include <hiredis/hiredis.h>
 
+#include "bench_util.h"
+
 #define TTL_MS 30000
-#define OWNER_LEN 32                 /* hex digits: 128 random bits */
+#define OWNER_LEN SQLLOCK_OWNER_LEN   /* hex digits: 128 random bits */
 #define WARMUP_PAIRS 10
-#define WARMUP_NS INT64_C(1000000000)   /* contended: before each point */
+#define WARMUP_NS INT64_C(1000000000)   /* contended: before each point
+                                          * (--smoke: 0.1 s) */
 #define WAIT_NS INT64_C(60000000000)    /* a longer wait fails the run */
 #define BACKOFF_MIN_MS 5             /* sqllock's defaults (core/lease.c) */
 #define BACKOFF_MAX_MS 500
@@ -129,6 +132,8 @@ typedef struct config {
     int64_t ttl_ms;                  /* contended only; 30 s unless told */
     int barge;
     int only;                        /* 0 both, 1 peer, 2 contended */
+    int64_t warmup_ns;               /* WARMUP_NS; less for --smoke */
+    double floor_secs;               /* CONTENDED_FLOOR_SECS; likewise */
     const char *url;
     char host[256];
     int port;
@@ -139,73 +144,6 @@ typedef struct config {
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                  */
 /* ------------------------------------------------------------------------ */
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    fputs("bench_redis: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    fputs("bench_redis: run aborted (keys left behind expire after 30 s)\n",
-          stderr);
-    exit(1);
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void sleep_ns(int64_t ns)
-{
-    struct timespec ts;
-
-    ts.tv_sec = (time_t)(ns / 1000000000);
-    ts.tv_nsec = (long)(ns % 1000000000);
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-static int random_bytes(void *buf, size_t n)
-{
-    unsigned char *p = buf;
-
-    while (n > 0) {
-        ssize_t got = getrandom(p, n, 0);
-        if (got < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += got;
-        n -= (size_t)got;
-    }
-    return 0;
-}
-
-/* A fresh owner id, made as sqllock makes its own (core/lease.c
- * new_owner(): 16 bytes from getrandom(), in lower-case hex). */
-static int new_owner(char owner[OWNER_LEN + 1])
-{
-    static const char hex[] = "0123456789abcdef";
-    unsigned char raw[OWNER_LEN / 2];
-    int i;
-
-    if (random_bytes(raw, sizeof raw) != 0)
-        return -1;
-    for (i = 0; i < (int)sizeof raw; i++) {
-        owner[2 * i] = hex[raw[i] >> 4];
-        owner[2 * i + 1] = hex[raw[i] & 15];
-    }
-    owner[OWNER_LEN] = '\0';
-    return 0;
-}
 
 /* Jitter needs independence between threads, not strength: xorshift64*,
  * one state per thread, seeded from the OS (as core/util.c). */
@@ -222,8 +160,9 @@ static uint64_t rng_next(uint64_t *state)
 
 static void rng_seed(uint64_t *state)
 {
-    if (random_bytes(state, sizeof *state) != 0 || *state == 0)
-        *state = (uint64_t)now_ns() | 1;
+    if (getrandom(state, sizeof *state, 0) != (ssize_t)sizeof *state ||
+        *state == 0)
+        *state = (uint64_t)bu_now_ns() | 1;
 }
 
 /* The sleep before retry `attempt` (from 0), in ms: sqllock's default
@@ -240,33 +179,6 @@ static int64_t backoff_ms(uint64_t *rng, int attempt)
     return (int64_t)(rng_next(rng) % (uint64_t)(cap + 1));
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-/* The nearest-rank percentile of sorted values (as bench_drivers.c). */
-static double percentile(const double *v, size_t n, double p)
-{
-    size_t k = (size_t)(p * (double)n + 0.999999);
-
-    if (n == 0)
-        return 0;
-    if (k < 1)
-        k = 1;
-    if (k > n)
-        k = n;
-    return v[k - 1];
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Redis                                                                    */
 /* ------------------------------------------------------------------------ */
@@ -281,22 +193,22 @@ static void parse_url(config *cfg, const char *url)
     long port = 6379;
 
     if (strncmp(url, "redis://", 8) != 0)
-        die("%s: not a redis://host:port URL", url);
+        bu_die("%s: not a redis://host:port URL", url);
     p = url + 8;
     end = p + strcspn(p, "/?#@");
     if (*end == '@' || *end == '?' || *end == '#' ||
         (*end == '/' && end[1] != '\0'))
-        die("%s: only redis://host[:port] is understood (no user, "
+        bu_die("%s: only redis://host[:port] is understood (no user, "
             "password, database or options)", url);
     colon = memchr(p, ':', (size_t)(end - p));
     hostlen = (size_t)((colon ? colon : end) - p);
     if (hostlen == 0 || hostlen >= sizeof cfg->host)
-        die("%s: no host", url);
+        bu_die("%s: no host", url);
     if (colon != NULL) {
         char *e;
         port = strtol(colon + 1, &e, 10);
         if (e != end || port < 1 || port > 65535)
-            die("%s: bad port", url);
+            bu_die("%s: bad port", url);
     }
     memcpy(cfg->host, p, hostlen);
     cfg->host[hostlen] = '\0';
@@ -314,11 +226,11 @@ static redisContext *redis_open(const config *cfg)
                                               connect_tv);
 
     if (c == NULL)
-        die("cannot connect to %s: out of memory", cfg->url);
+        bu_die("cannot connect to %s: out of memory", cfg->url);
     if (c->err)
-        die("cannot connect to %s: %s", cfg->url, c->errstr);
+        bu_die("cannot connect to %s: %s", cfg->url, c->errstr);
     if (redisSetTimeout(c, cmd_tv) != REDIS_OK)
-        die("%s: cannot set the command timeout: %s", cfg->url, c->errstr);
+        bu_die("%s: cannot set the command timeout: %s", cfg->url, c->errstr);
     return c;
 }
 
@@ -356,11 +268,11 @@ static redisReply *redis_must(redisContext *c, const char *fmt, ...)
     r = redisvCommand(c, fmt, ap);
     va_end(ap);
     if (r == NULL)
-        die("%s: %s", fmt, c->errstr);
+        bu_die("%s: %s", fmt, c->errstr);
     if (r->type == REDIS_REPLY_ERROR) {
         snprintf(err, sizeof err, "%s", r->str);
         freeReplyObject(r);
-        die("%s: %s", fmt, err);
+        bu_die("%s: %s", fmt, err);
     }
     return r;
 }
@@ -371,7 +283,7 @@ static void load_release(redisContext *c, char sha[41])
     redisReply *r = redis_must(c, "SCRIPT LOAD %s", RELEASE_LUA);
 
     if (r->type != REDIS_REPLY_STRING || r->len != 40)
-        die("SCRIPT LOAD answered something else than a SHA1");
+        bu_die("SCRIPT LOAD answered something else than a SHA1");
     memcpy(sha, r->str, 41);
     freeReplyObject(r);
 }
@@ -399,7 +311,7 @@ static void describe(const config *cfg, redisContext *c, char *buf,
         snprintf(save, sizeof save, "%s", r->element[1]->str);
     freeReplyObject(r);
     if (c->err)
-        die("%s: %s", cfg->url, c->errstr);
+        bu_die("%s: %s", cfg->url, c->errstr);
     snprintf(buf, n, "Redis %s, %s:%d, appendonly %s, save '%s'", version,
              cfg->host, cfg->port, aof, save);
 }
@@ -408,288 +320,93 @@ static void describe(const config *cfg, redisContext *c, char *buf,
 /* The results file                                                         */
 /* ------------------------------------------------------------------------ */
 
-/* A field, quoted as RFC 4180 says when it holds a comma, a space or a
- * quote (the common format of bench/README.md). */
-static void csv_field(FILE *f, const char *s)
-{
-    if (strpbrk(s, ", \"\r\n") == NULL) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s != '\0'; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-/* A number, or nothing when it is NAN (not measured, or no ratio). */
-static void csv_num(FILE *f, const char *fmt, double v)
-{
-    fputc(',', f);
-    if (!isnan(v))
-        fprintf(f, fmt, v);
-}
-
-static void results_open(config *cfg)
-{
-    long size;
-
-    if (cfg->results_path == NULL)
-        return;
-    cfg->results = fopen(cfg->results_path, "a");
-    if (cfg->results == NULL)
-        die("cannot append to %s: %s", cfg->results_path, strerror(errno));
-    /* The header goes only into an empty file: the other programs append
-     * their rows to the same one. */
-    size = fseek(cfg->results, 0, SEEK_END) == 0 ? ftell(cfg->results) : -1;
-    if (size < 0)
-        die("%s: %s", cfg->results_path, strerror(errno));
-    if (size == 0)
-        fputs("suite,driver,scenario,clients,rows,ops_per_s,p50_us,p99_us,"
-              "ratio,vs,value,unit\n", cfg->results);
-}
-
 static void results_row(const config *cfg, const char *suite,
                         const char *scenario, int clients, double rate,
                         double p50, double p99, double ratio, const char *vs,
                         double value, const char *unit)
 {
-    FILE *f = cfg->results;
+    bu_result r = { suite, "redis", scenario, clients, -1, rate, p50, p99,
+                    ratio, vs, value, unit };
 
-    if (f == NULL)
-        return;
-    fprintf(f, "%s,redis,", suite);
-    csv_field(f, scenario);
-    fprintf(f, ",%d,", clients);      /* rows: not varied here */
-    csv_num(f, "%.1f", rate);
-    csv_num(f, "%.1f", p50);
-    csv_num(f, "%.1f", p99);
-    csv_num(f, "%.3f", ratio);
-    fputc(',', f);
-    csv_field(f, vs);
-    csv_num(f, "%.2f", value);
-    fputc(',', f);
-    csv_field(f, unit);
-    fputc('\n', f);
-    if (fflush(f) != 0)
-        die("writing %s: %s", cfg->results_path, strerror(errno));
+    bu_results_put(cfg->results, &r);     /* rows: not varied here */
 }
 
 /* ------------------------------------------------------------------------ */
 /* Uncontended: one key per client                                          */
 /* ------------------------------------------------------------------------ */
 
-typedef struct client client;
-typedef int (*pair_fn)(client *c);
-
-struct client {
-    int index;
+/* One client: a thread with its own connection and key (bench_util.h's
+ * bu_client first, for bu_point_run()). */
+typedef struct client {
+    bu_client bc;
     redisContext *rc;
     char key[96];
     char owner[OWNER_LEN + 1];
     const char *sha;                 /* the release script's SHA1 */
-    /* One run. */
-    pair_fn pair;
-    const int64_t *start;            /* shared; written before the barrier */
-    double secs;
-    pthread_barrier_t *barrier;
-    double *lat;                     /* pair latencies, microseconds */
-    size_t nlat, cap;
-    int64_t end;
-    int failed;
-    char err[600];
-};
-
-typedef struct result {
-    double rate, p50, p99, max;
-    long pairs;
-} result;
+} client;
 
 /* One row of a table: every repetition, and the medians. */
 typedef struct row {
     const char *label;
     int clients;
     int nreps;
-    result reps[MAX_REPS];
-    result med;
+    bu_point reps[MAX_REPS];
+    bu_point med;
 } row;
 
-static int floor_pair(client *c)
+static int floor_pair(bu_client *bc)
 {
+    client *c = (client *)bc;
     int i;
 
     for (i = 0; i < 2; i++) {
-        redisReply *r = redis_cmd(c->rc, c->err, sizeof c->err, "PING");
+        redisReply *r = redis_cmd(c->rc, c->bc.err, sizeof c->bc.err, "PING");
         int ok;
         if (r == NULL)
             return -1;
         ok = r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
         freeReplyObject(r);
         if (!ok) {
-            snprintf(c->err, sizeof c->err, "PING did not answer PONG");
+            snprintf(c->bc.err, sizeof c->bc.err, "PING did not answer PONG");
             return -1;
         }
     }
     return 0;
 }
 
-static int lock_pair(client *c)
+static int lock_pair(bu_client *bc)
 {
+    client *c = (client *)bc;
     redisReply *r;
     int ok;
 
-    if (new_owner(c->owner) != 0) {
-        snprintf(c->err, sizeof c->err, "getrandom: %s", strerror(errno));
+    if (bu_new_owner(c->owner) != 0) {
+        snprintf(c->bc.err, sizeof c->bc.err, "getrandom: %s", strerror(errno));
         return -1;
     }
-    r = redis_cmd(c->rc, c->err, sizeof c->err, "SET %s %s NX PX %d",
+    r = redis_cmd(c->rc, c->bc.err, sizeof c->bc.err, "SET %s %s NX PX %d",
                   c->key, c->owner, TTL_MS);
     if (r == NULL)
         return -1;
     ok = r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0;
     freeReplyObject(r);
     if (!ok) {
-        snprintf(c->err, sizeof c->err, "SET NX on %s did not answer OK: "
+        snprintf(c->bc.err, sizeof c->bc.err, "SET NX on %s did not answer OK: "
                  "the key is held by someone else", c->key);
         return -1;
     }
-    r = redis_cmd(c->rc, c->err, sizeof c->err, "EVALSHA %s 1 %s %s", c->sha,
+    r = redis_cmd(c->rc, c->bc.err, sizeof c->bc.err, "EVALSHA %s 1 %s %s", c->sha,
                   c->key, c->owner);
     if (r == NULL)
         return -1;
     ok = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
     freeReplyObject(r);
     if (!ok) {
-        snprintf(c->err, sizeof c->err, "the release of %s deleted nothing: "
+        snprintf(c->bc.err, sizeof c->bc.err, "the release of %s deleted nothing: "
                  "the lock was lost", c->key);
         return -1;
     }
     return 0;
-}
-
-static void lat_push(client *c, double us)
-{
-    if (c->nlat == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 65536;
-        double *p = realloc(c->lat, cap * sizeof *p);
-        if (p == NULL) {
-            c->failed = 1;
-            snprintf(c->err, sizeof c->err, "out of memory");
-            return;
-        }
-        c->lat = p;
-        c->cap = cap;
-    }
-    c->lat[c->nlat++] = us;
-}
-
-static void *client_main(void *arg)
-{
-    client *c = arg;
-    int64_t t0, t1, end;
-    int i, rc;
-
-    for (i = 0; i < WARMUP_PAIRS && !c->failed; i++)
-        if (c->pair(c) != 0)
-            c->failed = 1;
-    rc = pthread_barrier_wait(c->barrier);
-    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD) {
-        c->failed = 1;
-        snprintf(c->err, sizeof c->err, "pthread_barrier_wait: %s",
-                 strerror(rc));
-    }
-    end = *c->start + (int64_t)(c->secs * 1e9);
-    while (!c->failed && (t0 = now_ns()) < end) {
-        if (c->pair(c) != 0) {
-            c->failed = 1;
-            break;
-        }
-        t1 = now_ns();
-        lat_push(c, (double)(t1 - t0) / 1e3);
-    }
-    c->end = now_ns();
-    return NULL;
-}
-
-static void run_point(client *cs, int n, pair_fn fn, double secs,
-                      result *out)
-{
-    pthread_t tids[MAX_CLIENTS];
-    pthread_barrier_t barrier;
-    int64_t start, last = 0;
-    double *all;
-    size_t total = 0, k;
-    int i, rc;
-
-    rc = pthread_barrier_init(&barrier, NULL, (unsigned)n + 1);
-    if (rc != 0)
-        die("pthread_barrier_init: %s", strerror(rc));
-    for (i = 0; i < n; i++) {
-        cs[i].pair = fn;
-        cs[i].start = &start;
-        cs[i].secs = secs;
-        cs[i].barrier = &barrier;
-        cs[i].nlat = 0;
-        cs[i].failed = 0;
-        cs[i].err[0] = '\0';
-        rc = pthread_create(&tids[i], NULL, client_main, &cs[i]);
-        if (rc != 0)
-            die("pthread_create: %s", strerror(rc));
-    }
-    /* Every client has warmed up and waits; the clock starts now. */
-    start = now_ns();
-    rc = pthread_barrier_wait(&barrier);
-    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD)
-        die("pthread_barrier_wait: %s", strerror(rc));
-    for (i = 0; i < n; i++) {
-        rc = pthread_join(tids[i], NULL);
-        if (rc != 0)
-            die("pthread_join: %s", strerror(rc));
-    }
-    pthread_barrier_destroy(&barrier);
-    for (i = 0; i < n; i++) {
-        if (cs[i].failed)
-            die("client %d: %s", i, cs[i].err);
-        total += cs[i].nlat;
-        if (cs[i].end > last)
-            last = cs[i].end;
-    }
-    all = malloc((total ? total : 1) * sizeof *all);
-    if (all == NULL)
-        die("out of memory");
-    for (i = 0, k = 0; i < n; i++) {
-        memcpy(all + k, cs[i].lat, cs[i].nlat * sizeof *all);
-        k += cs[i].nlat;
-    }
-    qsort(all, total, sizeof *all, cmp_double);
-    out->pairs = (long)total;
-    out->rate = (double)total / ((double)(last - start) / 1e9);
-    out->p50 = percentile(all, total, 0.50);
-    out->p99 = percentile(all, total, 0.99);
-    out->max = total > 0 ? all[total - 1] : 0;
-    free(all);
-}
-
-static void finish_row(row *r)
-{
-    double v[MAX_REPS];
-    int i;
-
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].rate;
-    r->med.rate = median(v, r->nreps);
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].p50;
-    r->med.p50 = median(v, r->nreps);
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].p99;
-    r->med.p99 = median(v, r->nreps);
-    for (i = 0; i < r->nreps; i++)
-        v[i] = r->reps[i].max;
-    r->med.max = median(v, r->nreps);
 }
 
 static void print_row(const row *r, double vs_floor)
@@ -705,7 +422,7 @@ static void client_open(const config *cfg, client *c, int index,
                         char sha[41])
 {
     memset(c, 0, sizeof *c);
-    c->index = index;
+    c->bc.index = index;
     c->rc = redis_open(cfg);
     load_release(c->rc, sha);
     c->sha = sha;
@@ -716,7 +433,7 @@ static void client_open(const config *cfg, client *c, int index,
 static void client_close(client *c)
 {
     redisFree(c->rc);
-    free(c->lat);
+    bu_lat_free(&c->bc.lat);
     memset(c, 0, sizeof *c);
 }
 
@@ -724,17 +441,20 @@ static void bench_peer(const config *cfg, const char *desc)
 {
     client *cs = calloc((size_t)cfg->max_clients, sizeof *cs);
     row rows[8][2];
-    pair_fn fns[2] = { floor_pair, lock_pair };
+    bu_pair_fn fns[2] = { floor_pair, lock_pair };
+    bu_client *bcs[BU_MAX_CLIENTS];
     char sha[41];
     int c, s, i, rep;
 
     if (cs == NULL)
-        die("out of memory");
+        bu_die("out of memory");
     for (c = 0; c < cfg->nclients; c++) {
         int n = cfg->clients[c];
 
-        for (i = 0; i < n; i++)
+        for (i = 0; i < n; i++) {
             client_open(cfg, &cs[i], i, sha);
+            bcs[i] = &cs[i].bc;
+        }
         for (s = 0; s < 2; s++) {
             memset(&rows[c][s], 0, sizeof rows[c][s]);
             rows[c][s].label = s == 0 ? LABEL_FLOOR : LABEL_LOCK;
@@ -745,8 +465,10 @@ static void bench_peer(const config *cfg, const char *desc)
             for (s = 0; s < 2; s++) {
                 /* A rotating order, so no scenario always runs first. */
                 int k = (s + rep) % 2;
-                result *res = &rows[c][k].reps[rep];
-                run_point(cs, n, fns[k], cfg->secs, res);
+                bu_point *res = &rows[c][k].reps[rep];
+                bu_run run = { fns[k], cfg->secs, WARMUP_PAIRS, NULL, NULL,
+                               NULL };
+                bu_point_run(bcs, n, &run, res);
                 fprintf(stderr, "  redis %d clients, run %d: %-24s %8.0f "
                         "pairs/s (%ld pairs, slowest %.1f ms)\n", n, rep + 1,
                         rows[c][k].label, res->rate, res->pairs,
@@ -754,7 +476,8 @@ static void bench_peer(const config *cfg, const char *desc)
             }
         }
         for (s = 0; s < 2; s++)
-            finish_row(&rows[c][s]);
+            bu_point_median(rows[c][s].reps, rows[c][s].nreps,
+                            &rows[c][s].med);
         for (i = 0; i < n; i++)
             client_close(&cs[i]);
     }
@@ -868,7 +591,7 @@ static int contend_acquire(contender *w, int64_t *call_ns, int *tries)
     arena *a = w->a;
     int attempt = 0;
 
-    *call_ns = now_ns();
+    *call_ns = bu_now_ns();
     *tries = 0;
     for (;;) {
         char err[512];
@@ -876,7 +599,7 @@ static int contend_acquire(contender *w, int64_t *call_ns, int *tries)
         int got;
         int64_t t;
 
-        if (new_owner(w->owner) != 0) {
+        if (bu_new_owner(w->owner) != 0) {
             afail(a, "getrandom: %s", strerror(errno));
             return -1;
         }
@@ -891,7 +614,7 @@ static int contend_acquire(contender *w, int64_t *call_ns, int *tries)
         (*tries)++;
         if (got)
             return 1;
-        t = now_ns();
+        t = bu_now_ns();
         if (t >= a->end_ns || a_failed(a))
             return 0;
         if (t - *call_ns > WAIT_NS) {
@@ -900,7 +623,7 @@ static int contend_acquire(contender *w, int64_t *call_ns, int *tries)
             return -1;
         }
         if (a->policy == POLICY_BACKOFF) {
-            sleep_ns(backoff_ms(&w->rng, attempt) * 1000000);
+            bu_sleep_ns(backoff_ms(&w->rng, attempt) * 1000000);
             if (attempt < 62)
                 attempt++;
         }
@@ -926,7 +649,7 @@ static void *contender_main(void *arg)
 
         if (got <= 0)
             break;
-        acq_ns = now_ns();
+        acq_ns = bu_now_ns();
         pthread_mutex_lock(&a->mu);
         if (a->ng == a->cap) {
             size_t cap = a->cap ? a->cap * 2 : 4096;
@@ -951,10 +674,10 @@ static void *contender_main(void *arg)
 
         /* The critical section: a read, a deliberate gap, a write. */
         v = a->counter;
-        sleep_ns(a->cfg->hold_ms * 1000000);
+        bu_sleep_ns(a->cfg->hold_ms * 1000000);
         a->counter = v + 1;
 
-        rs_ns = now_ns();
+        rs_ns = bu_now_ns();
         pthread_mutex_lock(&a->mu);
         a->g[k].rel_start_ns = rs_ns;
         pthread_mutex_unlock(&a->mu);
@@ -971,14 +694,14 @@ static void *contender_main(void *arg)
                   "was lost while held", w->index);
             break;
         }
-        re_ns = now_ns();
+        re_ns = bu_now_ns();
         pthread_mutex_lock(&a->mu);
         a->g[k].rel_end_ns = re_ns;
         /* Stand aside until another worker has taken the lock. */
         while (!a->cfg->barge && a->ng <= k + 1 && !a->failed &&
-               now_ns() < a->end_ns)
+               bu_now_ns() < a->end_ns)
             timed_wait(a, a->end_ns);
-        ok = !a->failed && now_ns() < a->end_ns;
+        ok = !a->failed && bu_now_ns() < a->end_ns;
         pthread_mutex_unlock(&a->mu);
         if (!ok)
             break;
@@ -1015,7 +738,7 @@ static void run_contended(const config *cfg, contender *ws, int policy,
         pthread_condattr_init(&ca) != 0 ||
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
         pthread_cond_init(&a.cv, &ca) != 0)
-        die("cannot make a mutex and a condition variable");
+        bu_die("cannot make a mutex and a condition variable");
     pthread_condattr_destroy(&ca);
     a.cfg = cfg;
     a.policy = policy;
@@ -1025,10 +748,10 @@ static void run_contended(const config *cfg, contender *ws, int policy,
         ws[i].a = &a;
         rc = pthread_create(&tids[i], NULL, contender_main, &ws[i]);
         if (rc != 0)
-            die("pthread_create: %s", strerror(rc));
+            bu_die("pthread_create: %s", strerror(rc));
     }
     pthread_mutex_lock(&a.mu);
-    a.window_ns = now_ns() + WARMUP_NS;
+    a.window_ns = bu_now_ns() + cfg->warmup_ns;
     a.end_ns = a.window_ns + (int64_t)(cfg->secs * 1e9);
     a.go = 1;
     pthread_cond_broadcast(&a.cv);
@@ -1036,23 +759,23 @@ static void run_contended(const config *cfg, contender *ws, int policy,
     for (i = 0; i < cfg->contenders; i++) {
         rc = pthread_join(tids[i], NULL);
         if (rc != 0)
-            die("pthread_join: %s", strerror(rc));
+            bu_die("pthread_join: %s", strerror(rc));
     }
     pthread_cond_destroy(&a.cv);
     pthread_mutex_destroy(&a.mu);
     if (a.failed)
-        die("%s", a.err);
+        bu_die("%s", a.err);
     /* Every grant incremented the counter once; if two holders overlapped,
      * one of the increments was lost. */
     if (a.counter != (long)a.ng)
-        die("MUTUAL EXCLUSION BROKEN: the counter is %ld after %zu grants "
+        bu_die("MUTUAL EXCLUSION BROKEN: the counter is %ld after %zu grants "
             "(%s, %s)", a.counter, a.ng, key,
             policy == POLICY_SPIN ? "spin" : "backoff");
 
     hand = malloc((a.ng + 1) * sizeof *hand);
     wait = malloc((a.ng + 1) * sizeof *wait);
     if (hand == NULL || wait == NULL)
-        die("out of memory");
+        bu_die("out of memory");
     for (k = 0; k < a.ng; k++) {
         const grant *g = &a.g[k], *prev = &a.g[k > 0 ? k - 1 : 0];
         /* A handover: a critical section that ended in the window (as
@@ -1067,15 +790,15 @@ static void run_contended(const config *cfg, contender *ws, int policy,
         self += g->worker == prev->worker;
         n++;
     }
-    qsort(hand, n, sizeof *hand, cmp_double);
-    qsort(wait, n, sizeof *wait, cmp_double);
+    qsort(hand, n, sizeof *hand, bu_cmp_double);
+    qsort(wait, n, sizeof *wait, bu_cmp_double);
     out->n = (long)n;
     out->grants = (long)a.ng;
     out->rate = (double)done / cfg->secs;
-    out->p50 = percentile(hand, n, 0.50);
-    out->p99 = percentile(hand, n, 0.99);
+    out->p50 = bu_percentile(hand, n, 0.50);
+    out->p99 = bu_percentile(hand, n, 0.99);
     out->tries = n > 0 ? tries / (double)n : NAN;
-    out->wait_p99 = percentile(wait, n, 0.99);
+    out->wait_p99 = bu_percentile(wait, n, 0.99);
     out->wait_max = n > 0 ? wait[n - 1] : 0;
     out->self = n > 0 ? (double)self / (double)n : 0;
     free(hand);
@@ -1085,7 +808,7 @@ static void run_contended(const config *cfg, contender *ws, int policy,
 
 /* The contended suite's floor, as bench_handoff has one: the uncontended
  * pair, one client, 1 s per repetition. */
-#define CONTENDED_FLOOR_SECS 1.0
+#define CONTENDED_FLOOR_SECS 1.0     /* --smoke: BU_SMOKE_SECS */
 
 static void bench_contended(const config *cfg, const char *desc)
 {
@@ -1098,7 +821,7 @@ static void bench_contended(const config *cfg, const char *desc)
     int i, s, rep, width = 24;
 
     if (ws == NULL)
-        die("out of memory");
+        bu_die("out of memory");
     for (s = 0; s < 2; s++)
         snprintf(labels[s], sizeof labels[s], "SET NX PX + Lua, %s, critical "
                  "section %lld ms%s", POLICY_NAMES[s],
@@ -1111,10 +834,14 @@ static void bench_contended(const config *cfg, const char *desc)
     floor.clients = 1;
     floor.nreps = cfg->reps;
     client_open(cfg, &fc, 0, sha);
-    for (rep = 0; rep < cfg->reps; rep++)
-        run_point(&fc, 1, lock_pair, CONTENDED_FLOOR_SECS, &floor.reps[rep]);
+    for (rep = 0; rep < cfg->reps; rep++) {
+        bu_client *one = &fc.bc;
+        bu_run run = { lock_pair, cfg->floor_secs, WARMUP_PAIRS, NULL, NULL,
+                       NULL };
+        bu_point_run(&one, 1, &run, &floor.reps[rep]);
+    }
     client_close(&fc);
-    finish_row(&floor);
+    bu_point_median(floor.reps, floor.nreps, &floor.med);
     snprintf(key, sizeof key, "sqllock-bench:redis:%ld:contended",
              (long)getpid());
     for (i = 0; i < cfg->contenders; i++) {
@@ -1140,7 +867,7 @@ static void bench_contended(const config *cfg, const char *desc)
         /* Nothing may be left: every grant was released. */
         redisReply *r = redis_must(ws[0].rc, "EXISTS %s", key);
         if (r->type != REDIS_REPLY_INTEGER || r->integer != 0)
-            die("%s still exists after the last release", key);
+            bu_die("%s still exists after the last release", key);
         freeReplyObject(r);
     }
     for (i = 0; i < cfg->contenders; i++)
@@ -1153,7 +880,7 @@ static void bench_contended(const config *cfg, const char *desc)
         do {                                                               \
             for (rep = 0; rep < cfg->reps; rep++)                          \
                 v[rep] = res[s][rep].field;                                \
-            med[s].field = median(v, cfg->reps);                           \
+            med[s].field = bu_median(v, cfg->reps);                           \
         } while (0)
         MEDIAN_OF(rate);
         MEDIAN_OF(p50);
@@ -1192,7 +919,7 @@ static void bench_contended(const config *cfg, const char *desc)
            "%g s per run;\n  handovers/s: critical sections completed per "
            "second; p50/p99: handoff, from a release's\n  start to the next "
            "SET that succeeds (us); vs floor: handovers/s over the floor's "
-           "pairs/s;\n", CONTENDED_FLOOR_SECS);
+           "pairs/s;\n", cfg->floor_secs);
     printf(
            "  SET/hand: SET commands sent per handover; wait: from an "
            "acquire's first SET to its success (ms).\n");
@@ -1213,7 +940,7 @@ static void usage(void)
         "                   [--contenders N] [--hold-ms N] [--ttl-ms N] "
         "[--barge]\n"
         "                   [--only peer|contended] [--results FILE] "
-        "[redis://host:port]\n"
+        "[--smoke]\n                   [redis://host:port]\n"
         "  --seconds N        length of each run (default 10)\n"
         "  --quick            runs of 2 s\n"
         "  --reps N           repetitions of each run; the median is shown "
@@ -1235,6 +962,10 @@ static void usage(void)
         "  --only SUITE       peer (uncontended) or contended only\n"
         "  --results FILE     append the rows to FILE (the common CSV of "
         "bench/README.md)\n"
+        "  --smoke            both suites once, 0.2 s a point, 1 and 2 "
+        "clients, 3 contenders:\n"
+        "                     a check that the program runs (ctest's "
+        "bench_smoke_redis_redis)\n"
         "The URL defaults to $SQLLOCK_BENCH_REDIS_URL (scripts/redis.sh "
         "writes it).\n");
     exit(2);
@@ -1242,36 +973,7 @@ static void usage(void)
 
 static void parse_clients(config *cfg, const char *list)
 {
-    const char *p = list;
-
-    cfg->nclients = 0;
-    cfg->max_clients = 0;
-    while (*p != '\0') {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || v > MAX_CLIENTS || cfg->nclients == 8 ||
-            (*end != ',' && *end != '\0')) {
-            fprintf(stderr, "bench_redis: --clients takes up to 8 counts "
-                    "of 1..%d, comma-separated\n", MAX_CLIENTS);
-            exit(2);
-        }
-        cfg->clients[cfg->nclients++] = (int)v;
-        if (v > cfg->max_clients)
-            cfg->max_clients = (int)v;
-        p = *end == ',' ? end + 1 : end;
-    }
-    if (cfg->nclients == 0)
-        usage();
-}
-
-static long parse_long(const char *s, long lo, long hi)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-
-    if (end == s || *end != '\0' || v < lo || v > hi)
-        usage();
-    return v;
+    cfg->nclients = bu_parse_clients(list, cfg->clients, &cfg->max_clients);
 }
 
 int main(int argc, char **argv)
@@ -1280,34 +982,30 @@ int main(int argc, char **argv)
     redisContext *c;
     char desc[512];
     const char *url = NULL;
-    int i;
+    bu_args args = { 10, 3, MAX_REPS, NULL, 0, { NULL }, 0 };
+    int i, took;
 
     memset(&cfg, 0, sizeof cfg);
-    cfg.secs = 10;
-    cfg.reps = 3;
     cfg.contenders = 8;
     cfg.hold_ms = 1;
     cfg.ttl_ms = TTL_MS;
+    cfg.warmup_ns = WARMUP_NS;
+    cfg.floor_secs = CONTENDED_FLOOR_SECS;
+    bu_init("bench_redis", "run aborted (keys left behind expire after 30 s)");
     parse_clients(&cfg, "1,8");
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--seconds") == 0 && i + 1 < argc) {
-            char *end;
-            cfg.secs = strtod(argv[++i], &end);
-            if (*end != '\0' || !(cfg.secs > 0))
+        if ((took = bu_args_take(&args, argc, argv, &i)) != 0) {
+            if (took < 0 || args.nurls > 1)
                 usage();
-        } else if (strcmp(a, "--quick") == 0) {
-            cfg.secs = 2;
-        } else if (strcmp(a, "--reps") == 0 && i + 1 < argc) {
-            cfg.reps = (int)parse_long(argv[++i], 1, MAX_REPS);
         } else if (strcmp(a, "--clients") == 0 && i + 1 < argc) {
             parse_clients(&cfg, argv[++i]);
         } else if (strcmp(a, "--contenders") == 0 && i + 1 < argc) {
-            cfg.contenders = (int)parse_long(argv[++i], 2, MAX_CLIENTS);
+            cfg.contenders = (int)bu_parse_long(argv[++i], 2, MAX_CLIENTS, "--contenders");
         } else if (strcmp(a, "--hold-ms") == 0 && i + 1 < argc) {
-            cfg.hold_ms = parse_long(argv[++i], 0, 10000);
+            cfg.hold_ms = bu_parse_long(argv[++i], 0, 10000, "--hold-ms");
         } else if (strcmp(a, "--ttl-ms") == 0 && i + 1 < argc) {
-            cfg.ttl_ms = parse_long(argv[++i], 1, 86400000);
+            cfg.ttl_ms = bu_parse_long(argv[++i], 1, 86400000, "--ttl-ms");
         } else if (strcmp(a, "--barge") == 0) {
             cfg.barge = 1;
         } else if (strcmp(a, "--only") == 0 && i + 1 < argc) {
@@ -1316,14 +1014,21 @@ int main(int argc, char **argv)
                        : strcmp(v, "contended") == 0 ? 2 : -1;
             if (cfg.only < 0)
                 usage();
-        } else if (strcmp(a, "--results") == 0 && i + 1 < argc) {
-            cfg.results_path = argv[++i];
-        } else if (a[0] == '-' || url != NULL) {
-            usage();
         } else {
-            url = a;
+            usage();
         }
     }
+    bu_args_finish(&args, 0);
+    if (args.smoke) {
+        cfg.contenders = 3;
+        cfg.warmup_ns = INT64_C(100000000);
+        cfg.floor_secs = BU_SMOKE_SECS;
+        parse_clients(&cfg, "1,2");
+    }
+    cfg.secs = args.secs;
+    cfg.reps = args.reps;
+    cfg.results_path = args.results;
+    url = args.nurls > 0 ? args.urls[0] : NULL;
     if (url == NULL)
         url = getenv("SQLLOCK_BENCH_REDIS_URL");
     if (url == NULL || *url == '\0') {
@@ -1332,7 +1037,8 @@ int main(int argc, char **argv)
         usage();
     }
     parse_url(&cfg, url);
-    results_open(&cfg);
+    if (cfg.results_path != NULL)
+        cfg.results = bu_results_open(cfg.results_path);
 
     c = redis_open(&cfg);
     describe(&cfg, c, desc, sizeof desc);
@@ -1345,6 +1051,6 @@ int main(int argc, char **argv)
     if (cfg.only != 1)
         bench_contended(&cfg, desc);
     if (cfg.results != NULL && (ferror(cfg.results) | fclose(cfg.results)))
-        die("writing %s failed", cfg.results_path);
+        bu_die("writing %s failed", cfg.results_path);
     return 0;
 }

@@ -73,8 +73,8 @@
  * with a message.
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -84,6 +84,8 @@
 #include <unistd.h>
 
 #include <sqllock.h>
+
+#include "bench_util.h"
 
 #if defined(SQLLOCK_HAVE_SQLITE)
 #include <sqlite3.h>
@@ -118,117 +120,15 @@
 #define MAX_CLIENTS 64
 #define MAX_LEVELS 8
 #define MAX_REPS 15
-#define MAX_URLS 16
 
 /* ------------------------------------------------------------------------ */
 /* Errors, clocks, the results file                                         */
 /* ------------------------------------------------------------------------ */
 
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    fputs(PROG ": ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    fputs(PROG ": run aborted; filler rows (" FILL_PREFIX "*) may be left "
-          "behind: the next run removes them at its start\n", stderr);
-    exit(1);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-/* The nearest-rank percentile of sorted values. */
-static double percentile(const double *v, size_t n, double p)
-{
-    size_t k = (size_t)(p * (double)n + 0.999999);
-
-    if (n == 0)
-        return 0;
-    if (k < 1)
-        k = 1;
-    if (k > n)
-        k = n;
-    return v[k - 1];
-}
-
-static double median(const double *in, int n)
-{
-    double v[3 * MAX_REPS];
-    int i;
-
-    for (i = 0; i < n; i++)
-        v[i] = in[i];
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* The common results CSV (bench/README.md): appended to, with the header
  * only when the file is empty. */
 static FILE *g_results;
 static const char *g_results_path;
-
-static void results_open(const char *path)
-{
-    g_results_path = path;
-    g_results = fopen(path, "a");
-    if (g_results == NULL)
-        die("cannot append to %s: %s", path, strerror(errno));
-    if (fseek(g_results, 0, SEEK_END) != 0)
-        die("%s: %s", path, strerror(errno));
-    if (ftell(g_results) == 0)
-        fputs("suite,driver,scenario,clients,rows,ops_per_s,p50_us,p99_us,"
-              "ratio,vs,value,unit\n", g_results);
-}
-
-/* A text field, quoted when it holds a comma, a space or a quote. */
-static void csv_text(const char *s)
-{
-    const char *p;
-
-    if (strpbrk(s, ", \"") == NULL) {
-        fputs(s, g_results);
-        return;
-    }
-    fputc('"', g_results);
-    for (p = s; *p != '\0'; p++) {
-        if (*p == '"')
-            fputc('"', g_results);
-        fputc(*p, g_results);
-    }
-    fputc('"', g_results);
-}
-
-/* A number, or an empty field when `v` is negative. */
-static void csv_num(double v, const char *fmt)
-{
-    fputc(',', g_results);
-    if (v >= 0)
-        fprintf(g_results, fmt, v);
-}
 
 /* One row; negative numbers and NULL texts are written as empty fields. */
 static void csv_row(const char *suite, const char *driver,
@@ -236,29 +136,13 @@ static void csv_row(const char *suite, const char *driver,
                     double ops, double p50, double p99, double ratio,
                     const char *vs, double value, const char *unit)
 {
-    if (g_results == NULL)
-        return;
-    csv_text(suite);
-    fputc(',', g_results);
-    csv_text(driver);
-    fputc(',', g_results);
-    csv_text(scenario);
-    fprintf(g_results, ",%d,", clients);
-    if (rows >= 0)
-        fprintf(g_results, "%ld", rows);
-    csv_num(ops, "%.1f");
-    csv_num(p50, "%.1f");
-    csv_num(p99, "%.1f");
-    csv_num(ratio, "%.3f");
-    fputc(',', g_results);
-    if (vs != NULL)
-        csv_text(vs);
-    csv_num(value, "%.3f");
-    fputc(',', g_results);
-    if (unit != NULL)
-        csv_text(unit);
-    fputc('\n', g_results);
-    fflush(g_results);
+#define OR_NAN_(v) ((v) >= 0 ? (v) : NAN)
+    bu_result r = { suite, driver, scenario, clients, rows, OR_NAN_(ops),
+                    OR_NAN_(p50), OR_NAN_(p99), OR_NAN_(ratio), vs,
+                    OR_NAN_(value), unit };
+#undef OR_NAN_
+
+    bu_results_put(g_results, &r);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -299,7 +183,7 @@ static long long pg_exec(void *native, const char *sql)
 
     if (r == NULL || (PQresultStatus(r) != PGRES_COMMAND_OK &&
                       PQresultStatus(r) != PGRES_TUPLES_OK))
-        die("%.70s...: %s", sql, r != NULL ? PQresultErrorMessage(r)
+        bu_die("%.70s...: %s", sql, r != NULL ? PQresultErrorMessage(r)
                                            : PQerrorMessage(native));
     if (PQresultStatus(r) == PGRES_TUPLES_OK) {
         if (PQntuples(r) > 0 && PQnfields(r) > 0)
@@ -329,7 +213,7 @@ static void pg_fill(void *native, long start, long count, int expired)
                      : "now() + interval '30 days' + g * interval '1 ms'",
              start, start + count - 1);
     if (pg_exec(native, sql) != count)
-        die("PostgreSQL fill inserted fewer rows than %ld", count);
+        bu_die("PostgreSQL fill inserted fewer rows than %ld", count);
 }
 
 /* VACUUM too: a million freshly inserted rows would otherwise bring
@@ -362,12 +246,12 @@ static long long my_exec(void *native, const char *sql)
     long long n;
 
     if (mysql_real_query(native, sql, (unsigned long)strlen(sql)) != 0)
-        die("%.70s...: %s (%u)", sql, mysql_error(native),
+        bu_die("%.70s...: %s (%u)", sql, mysql_error(native),
             mysql_errno(native));
     res = mysql_store_result(native);
     if (res == NULL) {
         if (mysql_field_count(native) != 0)
-            die("%.70s...: %s", sql, mysql_error(native));
+            bu_die("%.70s...: %s", sql, mysql_error(native));
         return (long long)mysql_affected_rows(native);
     }
     n = 0;
@@ -398,7 +282,7 @@ static void my_fill(void *native, long start, long count, int expired)
     long long n;
 
     if (count > 100000)
-        die("MySQL fill: at most 100000 rows per chunk");
+        bu_die("MySQL fill: at most 100000 rows per chunk");
     my_exec(native, "START TRANSACTION");
     snprintf(sql, sizeof sql,
              "INSERT INTO sqllock_token (name) "
@@ -406,7 +290,7 @@ static void my_fill(void *native, long start, long count, int expired)
              " AS s WHERE s.n < %ld", start, count);
     n = my_exec(native, sql);
     if (n != count)
-        die("MySQL fill: %lld token rows inserted, not %ld", n, count);
+        bu_die("MySQL fill: %lld token rows inserted, not %ld", n, count);
     snprintf(sql, sizeof sql,
              "INSERT INTO sqllock_lease "
              "(name, owner, holder, token, acquired_at, expires_at) "
@@ -421,7 +305,7 @@ static void my_fill(void *native, long start, long count, int expired)
              start, start, count);
     n = my_exec(native, sql);
     if (n != count)
-        die("MySQL fill: %lld lease rows inserted, not %ld", n, count);
+        bu_die("MySQL fill: %lld lease rows inserted, not %ld", n, count);
     my_exec(native, "COMMIT");
 }
 
@@ -462,7 +346,7 @@ static long long sq_exec(void *native, const char *sql)
     int rc;
 
     if (sqlite3_prepare_v2(native, sql, -1, &st, NULL) != SQLITE_OK)
-        die("%.70s...: %s", sql, sqlite3_errmsg(native));
+        bu_die("%.70s...: %s", sql, sqlite3_errmsg(native));
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         n = sqlite3_column_int64(st, 0);
@@ -474,7 +358,7 @@ static long long sq_exec(void *native, const char *sql)
     if (rc != SQLITE_DONE) {
         const char *msg = sqlite3_errmsg(native);
         sqlite3_finalize(st);
-        die("%.70s...: %s", sql, msg);
+        bu_die("%.70s...: %s", sql, msg);
     }
     sqlite3_finalize(st);
     return n;
@@ -501,7 +385,7 @@ static void sq_fill(void *native, long start, long count, int expired)
              expired ? SQ_NOW_MS " - 86400000 - n"
                      : SQ_NOW_MS " + 2592000000 + n");
     if (sq_exec(native, sql) != count)
-        die("SQLite fill inserted fewer rows than %ld", count);
+        bu_die("SQLite fill inserted fewer rows than %ld", count);
     sq_exec(native, "COMMIT");
 }
 
@@ -554,14 +438,10 @@ static const bench_driver *find_driver(const char *name)
 
 static sqllock_db *open_db(const char *url)
 {
-    sqllock_db *db = NULL;
-    int rc = sqllock_open(url, NULL, &db);
+    sqllock_db *db = bu_open(url);
 
-    if (rc != SQLLOCK_OK)
-        die("cannot open %s: %s: %s", url, sqllock_errname(rc),
-            sqllock_errmsg(db));
     if (sqllock_db_native(db) == NULL)
-        die("%s: the handle has no native connection", url);
+        bu_die("%s: the handle has no native connection", url);
     return db;
 }
 
@@ -625,52 +505,35 @@ static long long remove_prefix(const bench_driver *bd, void *native,
 static double fill_rows(const bench_driver *bd, void *native, long from,
                         long to, int expired)
 {
-    double t0 = now_s();
+    double t0 = bu_now_s();
     long s;
 
     for (s = from; s < to; s += FILL_CHUNK) {
         long c = to - s < FILL_CHUNK ? to - s : FILL_CHUNK;
         bd->fill(native, s, c, expired);
     }
-    return now_s() - t0;
+    return bu_now_s() - t0;
 }
 
 /* ------------------------------------------------------------------------ */
 /* Clients                                                                  */
 /* ------------------------------------------------------------------------ */
 
+/* One client: a thread with its own handle and lock name (bench_util.h's
+ * bu_client first, for bu_point_run()). */
 typedef struct worker {
-    int index;
+    bu_client bc;
     sqllock_db *db;
     sqllock_lease *lease;
     char name[96];
-    /* One run. */
-    const double *start;             /* shared; written before the barrier */
-    double secs;
-    atomic_int *stop;                /* set when the run ends early */
-    pthread_barrier_t *barrier;
-    double *lat;                     /* pair latencies, microseconds */
-    size_t nlat, cap;
     long busy;                       /* SQLLOCK_EDBBUSY met and retried */
-    double end;
-    int failed;
-    char err[600];
 } worker;
-
-static int wfail(worker *w, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(w->err, sizeof w->err, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* One try-acquire and one release, each retried while the database stays
  * busy past its busy timeout (SQLite's write lock). */
-static int lib_pair(worker *w)
+static int lib_pair(bu_client *c)
 {
+    worker *w = (worker *)c;
     int rc, tries;
 
     for (tries = 0;; tries++) {
@@ -680,8 +543,8 @@ static int lib_pair(worker *w)
         w->busy++;
     }
     if (rc != SQLLOCK_OK)
-        return wfail(w, "sqllock_lease_try_acquire(%s): %s: %s", w->name,
-                     sqllock_errname(rc), sqllock_errmsg(w->db));
+        return bu_fail(c, "sqllock_lease_try_acquire(%s): %s: %s", w->name,
+                       sqllock_errname(rc), sqllock_errmsg(w->db));
     for (tries = 0;; tries++) {
         rc = sqllock_lease_release(w->lease);
         if (rc != SQLLOCK_EDBBUSY || tries == BUSY_RETRIES)
@@ -689,59 +552,15 @@ static int lib_pair(worker *w)
         w->busy++;
     }
     if (rc != SQLLOCK_OK)
-        return wfail(w, "sqllock_lease_release(%s): %s: %s", w->name,
-                     sqllock_errname(rc), sqllock_errmsg(w->db));
+        return bu_fail(c, "sqllock_lease_release(%s): %s: %s", w->name,
+                       sqllock_errname(rc), sqllock_errmsg(w->db));
     return 0;
 }
 
-static void lat_push(worker *w, double us)
+/* The warm-up's busy retries do not count. */
+static void after_warmup(bu_client *c)
 {
-    if (w->nlat == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 65536;
-        double *p = realloc(w->lat, cap * sizeof *p);
-        if (p == NULL) {
-            w->failed = 1;
-            wfail(w, "out of memory");
-            return;
-        }
-        w->lat = p;
-        w->cap = cap;
-    }
-    w->lat[w->nlat++] = us;
-}
-
-static void *client_main(void *arg)
-{
-    worker *w = arg;
-    double t0, t1, end;
-    int i, rc;
-
-#if defined(SQLLOCK_HAVE_MYSQL)
-    mysql_thread_init();
-#endif
-    for (i = 0; i < WARMUP_PAIRS && !w->failed; i++)
-        if (lib_pair(w) != 0)
-            w->failed = 1;
-    rc = pthread_barrier_wait(w->barrier);
-    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD) {
-        w->failed = 1;
-        wfail(w, "pthread_barrier_wait: %s", strerror(rc));
-    }
-    w->busy = 0;                     /* the warm-up's do not count */
-    end = *w->start + w->secs;
-    while (!w->failed && !atomic_load(w->stop) && (t0 = now_s()) < end) {
-        if (lib_pair(w) != 0) {
-            w->failed = 1;
-            break;
-        }
-        t1 = now_s();
-        lat_push(w, (t1 - t0) * 1e6);
-    }
-    w->end = now_s();
-#if defined(SQLLOCK_HAVE_MYSQL)
-    mysql_thread_end();
-#endif
-    return NULL;
+    ((worker *)c)->busy = 0;
 }
 
 static void open_workers(const char *url, worker *ws, int n,
@@ -754,13 +573,13 @@ static void open_workers(const char *url, worker *ws, int n,
     for (i = 0; i < n; i++) {
         worker *w = &ws[i];
         memset(w, 0, sizeof *w);
-        w->index = i;
+        w->bc.index = i;
         snprintf(w->name, sizeof w->name, "%s%ld:%d", prefix,
                  (long)getpid(), i);
         w->db = open_db(url);
         rc = sqllock_lease_new(w->db, w->name, &o, &w->lease);
         if (rc != SQLLOCK_OK)
-            die("sqllock_lease_new: %s", sqllock_errmsg(w->db));
+            bu_die("sqllock_lease_new: %s", sqllock_errmsg(w->db));
     }
 }
 
@@ -771,122 +590,42 @@ static void close_workers(worker *ws, int n)
     for (i = 0; i < n; i++) {
         sqllock_lease_free(ws[i].lease);
         sqllock_close(ws[i].db);
-        free(ws[i].lat);
+        bu_lat_free(&ws[i].bc.lat);
         memset(&ws[i], 0, sizeof ws[i]);
     }
-}
-
-/* The figures of one run. */
-typedef struct result {
-    double rate, p50, p99, max;
-    double secs;                     /* the measured window */
-    long pairs;
-    long busy;
-} result;
-
-/*
- * Runs `n` clients for `secs` after their warm-up. When `during` is not
- * NULL, the main thread calls it once the clients are measuring, and the
- * run ends when it returns (or at `secs`, whichever comes first).
- */
-static void run_point(worker *ws, int n, double secs,
-                      void (*during)(void *ctx), void *ctx, result *out)
-{
-    pthread_t tids[MAX_CLIENTS];
-    pthread_barrier_t barrier;
-    atomic_int stop;
-    double start, last = 0, *all;
-    size_t total = 0, k;
-    int i, rc;
-
-    atomic_init(&stop, 0);
-    rc = pthread_barrier_init(&barrier, NULL, (unsigned)n + 1);
-    if (rc != 0)
-        die("pthread_barrier_init: %s", strerror(rc));
-    for (i = 0; i < n; i++) {
-        ws[i].start = &start;
-        ws[i].secs = secs;
-        ws[i].stop = &stop;
-        ws[i].barrier = &barrier;
-        ws[i].nlat = 0;
-        ws[i].failed = 0;
-        ws[i].busy = 0;
-        ws[i].err[0] = '\0';
-        rc = pthread_create(&tids[i], NULL, client_main, &ws[i]);
-        if (rc != 0)
-            die("pthread_create: %s", strerror(rc));
-    }
-    /* Every client has warmed up and waits; the clock starts now. */
-    start = now_s();
-    rc = pthread_barrier_wait(&barrier);
-    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD)
-        die("pthread_barrier_wait: %s", strerror(rc));
-    if (during != NULL) {
-        during(ctx);
-        atomic_store(&stop, 1);
-    }
-    for (i = 0; i < n; i++) {
-        rc = pthread_join(tids[i], NULL);
-        if (rc != 0)
-            die("pthread_join: %s", strerror(rc));
-    }
-    pthread_barrier_destroy(&barrier);
-    out->busy = 0;
-    for (i = 0; i < n; i++) {
-        if (ws[i].failed)
-            die("client %d: %s", i, ws[i].err);
-        total += ws[i].nlat;
-        out->busy += ws[i].busy;
-        if (ws[i].end > last)
-            last = ws[i].end;
-    }
-    all = malloc((total ? total : 1) * sizeof *all);
-    if (all == NULL)
-        die("out of memory");
-    for (i = 0, k = 0; i < n; i++) {
-        memcpy(all + k, ws[i].lat, ws[i].nlat * sizeof *all);
-        k += ws[i].nlat;
-    }
-    qsort(all, total, sizeof *all, cmp_double);
-    out->pairs = (long)total;
-    out->secs = last - start;
-    out->rate = (double)total / out->secs;
-    out->p50 = percentile(all, total, 0.50);
-    out->p99 = percentile(all, total, 0.99);
-    out->max = total > 0 ? all[total - 1] : 0;
-    free(all);
 }
 
 /* One row of a table: every repetition, and the medians. */
 typedef struct row {
     int nreps;
-    result reps[MAX_REPS];
-    result med;
+    bu_point reps[MAX_REPS];
+    bu_point med;
+    long busy;                       /* SQLLOCK_EDBBUSY retried, all runs */
 } row;
+
+/*
+ * Runs `n` clients for `secs` after their warm-up, as repetition `rep` of
+ * row `r`. When `during` is not NULL, the main thread calls it once the
+ * clients are measuring, and the run ends when it returns (or at `secs`,
+ * whichever comes first).
+ */
+static void run_point(worker *ws, int n, double secs,
+                      void (*during)(void *ctx), void *ctx, row *r, int rep)
+{
+    bu_client *cs[MAX_CLIENTS] = { NULL };
+    bu_run run = { lib_pair, secs, WARMUP_PAIRS, after_warmup, during, ctx };
+    int i;
+
+    for (i = 0; i < n; i++)
+        cs[i] = &ws[i].bc;
+    bu_point_run(cs, n, &run, &r->reps[rep]);
+    for (i = 0; i < n; i++)
+        r->busy += ws[i].busy;
+}
 
 static void finish_row(row *r)
 {
-    double v[MAX_REPS];
-    int i;
-
-#define MED_(field)                                                          \
-    do {                                                                     \
-        for (i = 0; i < r->nreps; i++)                                       \
-            v[i] = r->reps[i].field;                                         \
-        r->med.field = median(v, r->nreps);                                  \
-    } while (0)
-    MED_(rate);
-    MED_(p50);
-    MED_(p99);
-    MED_(max);
-    MED_(secs);
-#undef MED_
-    r->med.busy = 0;
-    r->med.pairs = 0;
-    for (i = 0; i < r->nreps; i++) {
-        r->med.busy += r->reps[i].busy;
-        r->med.pairs += r->reps[i].pairs;
-    }
+    bu_point_median(r->reps, r->nreps, &r->med);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -903,6 +642,7 @@ typedef struct config {
     int nlevels;
     long reap_rows;
     int batch;                       /* the larger reaper batch */
+    int reap_clients;                /* beside the reaper: 8 (smoke 2) */
     int scale, reaper;               /* which suites run */
 } config;
 
@@ -929,13 +669,13 @@ static void bench_scale(const config *cfg, const char *url,
         double t0;
 
         fill_s[l] = fill_rows(bd, native, have, want, 0);
-        t0 = now_s();
+        t0 = bu_now_s();
         bd->analyze(native);
-        analyze_s[l] = now_s() - t0;
+        analyze_s[l] = bu_now_s() - t0;
         counted = count_prefix(bd, native, "sqllock_lease", FILL_PREFIX,
                                "sqllock-bench-fill;");
         if (counted != want)
-            die("%s: %lld filler rows in the lock table, not %ld", bd->name,
+            bu_die("%s: %lld filler rows in the lock table, not %ld", bd->name,
                 counted, want);
         if (want > have)
             fprintf(stderr, "  %s scale: filled rows %ld..%ld (live) in "
@@ -951,7 +691,7 @@ static void bench_scale(const config *cfg, const char *url,
             r->nreps = cfg->reps;
             open_workers(url, ws, n, SCALE_PREFIX);
             for (rep = 0; rep < cfg->reps; rep++) {
-                run_point(ws, n, cfg->secs, NULL, NULL, &r->reps[rep]);
+                run_point(ws, n, cfg->secs, NULL, NULL, r, rep);
                 fprintf(stderr, "  %s scale %7ld rows, %d clients, run %d: "
                         "%8.0f pairs/s p50 %6.0f us p99 %7.0f us (slowest "
                         "%.0f ms)\n", bd->name, want, n, rep + 1,
@@ -963,10 +703,10 @@ static void bench_scale(const config *cfg, const char *url,
         }
     }
     {
-        double t0 = now_s();
+        double t0 = bu_now_s();
         removed = remove_prefix(bd, native, FILL_PREFIX);
         bd->tidy(native);
-        remove_s = now_s() - t0;
+        remove_s = bu_now_s() - t0;
     }
     remove_prefix(bd, native, SCALE_PREFIX);
 
@@ -986,7 +726,7 @@ static void bench_scale(const config *cfg, const char *url,
             printf("%-26s %8ld %7d %9.0f %9.0f %9.0f %9.2f %8.2f %8.2f "
                    "%6ld\n", "sqllock acquire+release", cfg->levels[l],
                    cfg->clients[c], r->med.rate, r->med.p50, r->med.p99,
-                   ratio, p50x, p99x, r->med.busy);
+                   ratio, p50x, p99x, r->busy);
             csv_row("scale", bd->name, "sqllock acquire+release",
                     cfg->clients[c], cfg->levels[l], r->med.rate,
                     r->med.p50, r->med.p99, ratio, vs, p50x,
@@ -1011,7 +751,7 @@ static void bench_scale(const config *cfg, const char *url,
            strcmp(bd->name, "postgres") == 0 ? " (VACUUM included)" : "");
     for (l = 0; l < cfg->nlevels; l++)
         for (c = 0; c < cfg->nclients; c++)
-            busy += rows[l][c].med.busy;
+            busy += rows[l][c].busy;
     if (busy > 0)
         printf("  busy: SQLLOCK_EDBBUSY met and retried (all runs)\n");
     fflush(stdout);
@@ -1059,13 +799,13 @@ static void *reap_main(void *arg)
  * expired lease row was left. */
 static void probe_tick(reap_run *rr, double t0, double *next)
 {
-    double t = now_s();
+    double t = bu_now_s();
 
     if (rr->bd->probe_expired == NULL || rr->lease_secs > 0 || t < *next)
         return;
     *next = t + 0.05;
     if (rr->bd->exec(rr->probe_native, rr->bd->probe_expired) == 0)
-        rr->lease_secs = now_s() - t0;
+        rr->lease_secs = bu_now_s() - t0;
 }
 
 /* Times one reaper pass, on a thread of the library's (the reaper) or of
@@ -1088,15 +828,15 @@ static void reap_timed(void *ctx)
         o.interval_ms = REAPER_INTERVAL_MS;
         o.grace_ms = GRACE_MS;
         o.batch = rr->batch;
-        t0 = now_s();
+        t0 = bu_now_s();
         deadline = t0 + REAP_MAX_S;
         /* The connect is timed too (a few ms of a pass of seconds). */
         rc = sqllock_reaper_start(rr->url, &o, &r, why, sizeof why);
         if (rc != SQLLOCK_OK)
-            die("sqllock_reaper_start: %s: %s", sqllock_errname(rc), why);
+            bu_die("sqllock_reaper_start: %s: %s", sqllock_errname(rc), why);
         for (;;) {
             if (sqllock_reaper_stats_get(r, &st) != SQLLOCK_OK)
-                die("sqllock_reaper_stats_get failed");
+                bu_die("sqllock_reaper_stats_get failed");
             /* A pass that failed is counted and followed by another; its
              * message stays in the counters until the next pass ends. */
             if (st.errors > rr->errors && st.last_error[0] != '\0') {
@@ -1106,12 +846,12 @@ static void reap_timed(void *ctx)
             }
             if (st.passes > st.errors)
                 break;
-            if (now_s() > deadline)
-                die("the reaper did not finish a pass in %.0f s", REAP_MAX_S);
+            if (bu_now_s() > deadline)
+                bu_die("the reaper did not finish a pass in %.0f s", REAP_MAX_S);
             probe_tick(rr, t0, &next);
-            sleep_ms(2);
+            bu_sleep_ms(2);
         }
-        rr->secs = now_s() - t0;
+        rr->secs = bu_now_s() - t0;
         rr->reaped = st.reaped;
         rr->errors = st.errors;
         sqllock_reaper_stop(r);
@@ -1120,21 +860,21 @@ static void reap_timed(void *ctx)
         int rc;
 
         atomic_init(&rr->done, 0);
-        t0 = now_s();
+        t0 = bu_now_s();
         deadline = t0 + REAP_MAX_S;
         rc = pthread_create(&tid, NULL, reap_main, rr);
         if (rc != 0)
-            die("pthread_create: %s", strerror(rc));
+            bu_die("pthread_create: %s", strerror(rc));
         while (!atomic_load(&rr->done)) {
-            if (now_s() > deadline)
-                die("sqllock_reap() did not return in %.0f s", REAP_MAX_S);
+            if (bu_now_s() > deadline)
+                bu_die("sqllock_reap() did not return in %.0f s", REAP_MAX_S);
             probe_tick(rr, t0, &next);
-            sleep_ms(2);
+            bu_sleep_ms(2);
         }
-        rr->secs = now_s() - t0;
+        rr->secs = bu_now_s() - t0;
         pthread_join(tid, NULL);
         if (rr->rc != SQLLOCK_OK)
-            die("sqllock_reap(batch %d): %s: %s", rr->batch,
+            bu_die("sqllock_reap(batch %d): %s: %s", rr->batch,
                 sqllock_errname(rr->rc), rr->last_error);
     }
     if (rr->lease_secs <= 0)
@@ -1150,17 +890,17 @@ static void check_reaped(const bench_driver *bd, void *native,
                                   "sqllock-bench-fill;");
 
     if (left != 0)
-        die("%s: the reaper (batch %d) left %lld of %ld expired filler rows",
+        bu_die("%s: the reaper (batch %d) left %lld of %ld expired filler rows",
             bd->name, rr->batch, left, rr->expect);
     if (rr->reaped < rr->expect)
-        die("%s: the reaper (batch %d) counted %lld rows deleted, fewer than "
+        bu_die("%s: the reaper (batch %d) counted %lld rows deleted, fewer than "
             "the %ld filler rows", bd->name, rr->batch,
             (long long)rr->reaped, rr->expect);
     if (bd->has_token_rows) {
         left = count_prefix(bd, native, "sqllock_token", FILL_PREFIX,
                             "sqllock-bench-fill;");
         if (left > 1)
-            die("%s: the reaper left %lld token rows of filler names",
+            bu_die("%s: the reaper left %lld token rows of filler names",
                 bd->name, left);
     }
 }
@@ -1173,7 +913,7 @@ static void bench_reaper(const config *cfg, const char *url,
                          const char *desc)
 {
     void *native = sqllock_db_native(db);
-    const int nclients = 8;
+    const int nclients = cfg->reap_clients;
     row rows[RS_COUNT];
     double fills[3 * MAX_REPS], lease_rate[RS_COUNT][MAX_REPS];
     double pass_rate[RS_COUNT][MAX_REPS];
@@ -1186,10 +926,12 @@ static void bench_reaper(const config *cfg, const char *url,
     memset(rows, 0, sizeof rows);
     for (s = 0; s < RS_COUNT; s++)
         rows[s].nreps = cfg->reap_reps;
-    snprintf(label[RS_BASE], sizeof label[0], "8 clients, no reaper");
-    snprintf(label[RS_WITH], sizeof label[0], "8 clients, reaper running");
+    snprintf(label[RS_BASE], sizeof label[0], "%d clients, no reaper",
+             nclients);
+    snprintf(label[RS_WITH], sizeof label[0], "%d clients, reaper running",
+             nclients);
     snprintf(label[RS_THREAD], sizeof label[0],
-             "reaper thread, batch %d, 8 clients", DEFAULT_BATCH);
+             "reaper thread, batch %d, %d clients", DEFAULT_BATCH, nclients);
     snprintf(label[RS_REAP1], sizeof label[0], "sqllock_reap, batch %d",
              DEFAULT_BATCH);
     snprintf(label[RS_REAP2], sizeof label[0], "sqllock_reap, batch %d",
@@ -1202,9 +944,9 @@ static void bench_reaper(const config *cfg, const char *url,
             double t0, ana;
 
             fills[nfills] = fill_rows(bd, native, 0, cfg->reap_rows, 1);
-            t0 = now_s();
+            t0 = bu_now_s();
             bd->analyze(native);
-            ana = now_s() - t0;
+            ana = bu_now_s() - t0;
             fprintf(stderr, "  %s reaper: filled %ld expired rows in %.1f s "
                     "(%.0f rows/s), ANALYZE %.2f s\n", bd->name,
                     cfg->reap_rows, fills[nfills],
@@ -1219,9 +961,9 @@ static void bench_reaper(const config *cfg, const char *url,
                 rr.thread = 1;
                 rr.batch = DEFAULT_BATCH;
                 run_point(ws, nclients, cfg->secs, NULL, NULL,
-                          &rows[RS_BASE].reps[rep]);
+                          &rows[RS_BASE], rep);
                 run_point(ws, nclients, REAP_MAX_S, reap_timed, &rr,
-                          &rows[RS_WITH].reps[rep]);
+                          &rows[RS_WITH], rep);
                 s = RS_THREAD;
                 errors += rr.errors;
                 if (rr.errors > 0)
@@ -1276,7 +1018,7 @@ static void bench_reaper(const config *cfg, const char *url,
     printf("%-36s %9s %9s %9s%s\n", "reaper", "rows/s", "pass s", "clients",
            bd->probe_expired != NULL ? "  lease DELETEs rows/s (s)" : "");
     for (s = RS_THREAD; s <= RS_REAP2; s++) {
-        double lr = median(lease_rate[s], cfg->reap_reps);
+        double lr = bu_median(lease_rate[s], cfg->reap_reps);
         printf("%-36s %9.0f %9.1f %9d", label[s], rows[s].med.rate,
                rows[s].med.secs, s == RS_THREAD ? nclients : 0);
         if (bd->probe_expired != NULL)
@@ -1312,7 +1054,7 @@ static void bench_reaper(const config *cfg, const char *url,
            "the reaper thread's pass (column s);\n  p99 x = p99 / p99 with "
            "no reaper\n");
     {
-        double fm = median(fills, nfills);
+        double fm = bu_median(fills, nfills);
         printf("  fill: %ld expired rows in %.1f s (median of %d fills, %.0f "
                "rows/s)%s\n", cfg->reap_rows, fm, nfills,
                (double)cfg->reap_rows / fm, bd->has_token_rows
@@ -1323,10 +1065,10 @@ static void bench_reaper(const config *cfg, const char *url,
                "each followed by another\n  pass %d ms later; the last "
                "error: %s\n", (long long)errors, REAPER_INTERVAL_MS,
                last_error);
-    if (rows[RS_BASE].med.busy + rows[RS_WITH].med.busy > 0)
+    if (rows[RS_BASE].busy + rows[RS_WITH].busy > 0)
         printf("  busy: SQLLOCK_EDBBUSY met and retried: %ld without, %ld "
-               "with the reaper (all runs)\n", rows[RS_BASE].med.busy,
-               rows[RS_WITH].med.busy);
+               "with the reaper (all runs)\n", rows[RS_BASE].busy,
+               rows[RS_WITH].busy);
     fflush(stdout);
 }
 
@@ -1345,10 +1087,10 @@ static void bench_url(const config *cfg, const char *url)
     db = open_db(url);
     rc = sqllock_init(db);
     if (rc != SQLLOCK_OK)
-        die("sqllock_init on %s: %s", url, sqllock_errmsg(db));
+        bu_die("sqllock_init on %s: %s", url, sqllock_errmsg(db));
     bd = find_driver(sqllock_db_driver(db));
     if (bd == NULL)
-        die("%s: the bench has no '%s' part", url, sqllock_db_driver(db));
+        bu_die("%s: the bench has no '%s' part", url, sqllock_db_driver(db));
     bd->describe(sqllock_db_native(db), desc, sizeof desc);
     /* What an aborted earlier run left. */
     left = remove_prefix(bd, sqllock_db_native(db), FILL_PREFIX);
@@ -1373,7 +1115,7 @@ static void usage(void)
         "usage: " PROG " [--seconds N] [--quick] [--reps N] [--results FILE]"
         "\n                   [--clients 1,8] [--rows 0,100000,1000000]\n"
         "                   [--reap-rows N] [--reap-reps N] [--batch N]\n"
-        "                   [--only scale|reaper] URL...\n"
+        "                   [--only scale|reaper] [--smoke] URL...\n"
         "  --seconds N      length of each run (default 10)\n"
         "  --quick          runs of 2 s\n"
         "  --reps N         repetitions of each point; the median is shown "
@@ -1390,42 +1132,22 @@ static void usage(void)
         "                   the expired rows three times\n"
         "  --batch N        the larger sqllock_reap() batch (default 10000)\n"
         "  --only SUITE     scale or reaper\n"
+        "  --smoke          both suites once, 0.2 s a point, 1 and 2 clients, "
+        "2000 rows:\n"
+        "                   a check that the program runs (ctest's "
+        "bench_smoke_scale_*);\n"
+        "                   the URLs default to the tests' (bench_util.h)\n"
         "URLs: sqlite:///path.db postgres://... mysql://...\n");
     exit(2);
-}
-
-/* Parses a comma-separated list of up to `max` numbers in [lo, hi]. */
-static int parse_list(const char *list, long *out, int max, long lo,
-                      long hi)
-{
-    const char *p = list;
-    int n = 0;
-
-    while (*p != '\0') {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < lo || v > hi || n == max ||
-            (*end != ',' && *end != '\0'))
-            usage();
-        out[n++] = v;
-        p = *end == ',' ? end + 1 : end;
-    }
-    if (n == 0)
-        usage();
-    return n;
 }
 
 int main(int argc, char **argv)
 {
     config cfg;
-    const char *urls[MAX_URLS];
-    const char *results = NULL;
-    long tmp[8];
-    int i, j, nurls = 0, reap_reps = 0;
+    bu_args args = { 10, 3, MAX_REPS, NULL, 0, { NULL }, 0 };
+    int i, j, took, reap_reps = 0;
 
     memset(&cfg, 0, sizeof cfg);
-    cfg.secs = 10;
-    cfg.reps = 3;
     cfg.nclients = 2;
     cfg.clients[0] = 1;
     cfg.clients[1] = 8;
@@ -1435,73 +1157,78 @@ int main(int argc, char **argv)
     cfg.levels[2] = 1000000;
     cfg.reap_rows = 1000000;
     cfg.batch = 10000;
+    cfg.reap_clients = 8;
     cfg.scale = cfg.reaper = 1;
+    bu_init(PROG, "run aborted; filler rows (" FILL_PREFIX "*) may be left "
+            "behind: the next run removes them at its start");
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--seconds") == 0 && i + 1 < argc) {
-            char *end;
-            cfg.secs = strtod(argv[++i], &end);
-            if (*end != '\0' || !(cfg.secs > 0))
-                usage();
-        } else if (strcmp(a, "--quick") == 0) {
-            cfg.secs = 2;
-        } else if (strcmp(a, "--reps") == 0 && i + 1 < argc) {
-            cfg.reps = atoi(argv[++i]);
-            if (cfg.reps < 1 || cfg.reps > MAX_REPS)
+        if ((took = bu_args_take(&args, argc, argv, &i)) != 0) {
+            if (took < 0)
                 usage();
         } else if (strcmp(a, "--reap-reps") == 0 && i + 1 < argc) {
-            reap_reps = atoi(argv[++i]);
-            if (reap_reps < 1 || reap_reps > MAX_REPS)
-                usage();
-        } else if (strcmp(a, "--results") == 0 && i + 1 < argc) {
-            results = argv[++i];
+            reap_reps = (int)bu_parse_long(argv[++i], 1, MAX_REPS,
+                                           "--reap-reps");
         } else if (strcmp(a, "--clients") == 0 && i + 1 < argc) {
-            cfg.nclients = parse_list(argv[++i], tmp, 8, 1, MAX_CLIENTS);
-            for (j = 0; j < cfg.nclients; j++)
-                cfg.clients[j] = (int)tmp[j];
+            cfg.nclients = bu_parse_clients(argv[++i], cfg.clients, &j);
         } else if (strcmp(a, "--rows") == 0 && i + 1 < argc) {
-            cfg.nlevels = parse_list(argv[++i], cfg.levels, MAX_LEVELS, 0,
-                                     100000000L);
+            cfg.nlevels = bu_parse_list(argv[++i], cfg.levels, MAX_LEVELS,
+                                        0, 100000000L, "--rows");
             for (j = 1; j < cfg.nlevels; j++)
                 if (cfg.levels[j] <= cfg.levels[j - 1])
                     usage();
         } else if (strcmp(a, "--reap-rows") == 0 && i + 1 < argc) {
-            parse_list(argv[++i], &cfg.reap_rows, 1, 1, 100000000L);
+            cfg.reap_rows = bu_parse_long(argv[++i], 1, 100000000L,
+                                          "--reap-rows");
         } else if (strcmp(a, "--batch") == 0 && i + 1 < argc) {
-            parse_list(argv[++i], tmp, 1, 1, 1000000);
-            cfg.batch = (int)tmp[0];
+            cfg.batch = (int)bu_parse_long(argv[++i], 1, 1000000, "--batch");
         } else if (strcmp(a, "--only") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
             cfg.scale = strcmp(v, "scale") == 0;
             cfg.reaper = strcmp(v, "reaper") == 0;
             if (!cfg.scale && !cfg.reaper)
                 usage();
-        } else if (a[0] == '-') {
-            usage();
-        } else if (nurls < MAX_URLS) {
-            urls[nurls++] = a;
         } else {
             usage();
         }
     }
-    if (nurls == 0)
+    if (args.smoke) {
+        /* Both suites, every scenario once, on a few thousand rows. */
+        reap_reps = 1;
+        cfg.nclients = 2;
+        cfg.clients[0] = 1;
+        cfg.clients[1] = 2;
+        cfg.nlevels = 2;
+        cfg.levels[0] = 0;
+        cfg.levels[1] = 2000;
+        cfg.reap_rows = 2000;
+        cfg.batch = 500;
+        cfg.reap_clients = 2;
+    }
+    bu_args_finish(&args, 1);
+    if (args.nurls == 0)
         usage();
+    cfg.secs = args.secs;
+    cfg.reps = args.reps;
     cfg.reap_reps = reap_reps > 0 ? reap_reps : cfg.reps;
 #if defined(SQLLOCK_HAVE_MYSQL)
     if (mysql_library_init(0, NULL, NULL) != 0)
-        die("mysql_library_init failed");
+        bu_die("mysql_library_init failed");
 #endif
-    if (results != NULL)
-        results_open(results);
+    if (args.results != NULL) {
+        g_results_path = args.results;
+        g_results = bu_results_open(args.results);
+    }
     printf(PROG ": sqllock %s, %g s per run, %d runs (reaper suite %d)\n",
            sqllock_version_string(), cfg.secs, cfg.reps, cfg.reap_reps);
     fflush(stdout);
-    for (i = 0; i < nurls; i++)
-        bench_url(&cfg, urls[i]);
+    for (i = 0; i < args.nurls; i++)
+        bench_url(&cfg, args.urls[i]);
     if (g_results != NULL && (ferror(g_results) | fclose(g_results)) != 0)
-        die("writing %s failed", g_results_path);
+        bu_die("writing %s failed", g_results_path);
 #if defined(SQLLOCK_HAVE_MYSQL)
     mysql_library_end();
 #endif
+    bu_smoke_done();
     return 0;
 }

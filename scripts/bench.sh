@@ -58,6 +58,9 @@ emit("handover", lambda r: r["suite"] == "contended" and
      r["scenario"] != "floor")
 EOF
   local n1 n8 nh
+  # A panel without rows (a run with --only) says so: gnuplot fails on a
+  # plot of nothing ("all points y value undefined").
+  local nodata="set label 1 'not measured in this run' at graph 0.5, graph 0.5 center; plot [0:1] [10:100] 20 notitle lc rgb 'white'; unset label 1"
   n1=$(wc -l < "$dat/pairs1.dat"); n8=$(wc -l < "$dat/pairs8.dat")
   nh=$(wc -l < "$dat/handover.dat")
   {
@@ -75,14 +78,14 @@ EOF
     echo "set ylabel 'acquire+release pairs/s (log)'"
     echo "set title 'Uncontended lock pairs, 1 client (medians; higher is better)'"
     [ "$n1" -gt 0 ] && echo "plot '$dat/pairs1.dat' using 0:2:xtic(1) with boxes lc rgb '#3a6ea5'" \
-      || echo "plot 1/0"
+      || echo "$nodata"
     echo "set title 'Uncontended lock pairs, 8 clients, distinct names'"
     [ "$n8" -gt 0 ] && echo "plot '$dat/pairs8.dat' using 0:2:xtic(1) with boxes lc rgb '#5a9e4b'" \
-      || echo "plot 1/0"
+      || echo "$nodata"
     echo "set ylabel 'handovers/s (log)'"
     echo "set title '8 clients on one name, 1 ms critical section'"
     [ "$nh" -gt 0 ] && echo "plot '$dat/handover.dat' using 0:2:xtic(1) with boxes lc rgb '#c0504d'" \
-      || echo "plot 1/0"
+      || echo "$nodata"
     echo "unset multiplot"
   } > "$dat/chart.gp"
   gnuplot "$dat/chart.gp"
