@@ -449,6 +449,25 @@ static int renew_row(sqllock_lease *l, int64_t *sent_us, int64_t *affected)
     }
 }
 
+/*
+ * A lease's statements need their own transactions, committed before the
+ * call returns (a grant reported OK is durable, DESIGN C2). Inside a
+ * row-lock transaction on the same handle they cannot have that: on
+ * MySQL the grant's START TRANSACTION would commit the row-lock
+ * transaction under its locks, on PostgreSQL the grant would stay
+ * uncommitted inside it and vanish with its rollback. So a call that
+ * would send a lease statement is refused, nothing sent.
+ */
+static int refuse_in_txn(sqllock_lease *l, const char *what)
+{
+    if (!l->db->in_txn)
+        return SQLLOCK_OK;
+    return sqllock__fail(l->db, SQLLOCK_EMISUSE, "%s lock '%s': a row-lock "
+                         "transaction is open on this handle; use a handle "
+                         "of its own for leases, or end the transaction "
+                         "first", what, l->name);
+}
+
 int sqllock_lease_renew(sqllock_lease *l)
 {
     char first[SQLLOCK__ERRMSG_MAX];
@@ -460,6 +479,8 @@ int sqllock_lease_renew(sqllock_lease *l)
     if (l->count == 0)
         return sqllock__fail(l->db, SQLLOCK_ENOTHELD, "this handle does not "
                              "hold lock '%s' (renew)", l->name);
+    if ((rc = refuse_in_txn(l, "renewing")) != SQLLOCK_OK)
+        return rc;
     had_conn = l->db->conn != NULL;
     rc = renew_row(l, &sent_us, &affected);
     if (rc == SQLLOCK_ECONNECT && had_conn) {
@@ -524,6 +545,8 @@ int sqllock_lease_release(sqllock_lease *l)
         l->count--;
         return sqllock__ok(l->db);
     }
+    if ((rc = refuse_in_txn(l, "releasing")) != SQLLOCK_OK)
+        return rc;
     unwatch(l);
     had_conn = l->db->conn != NULL;
     deadline_us = atomic_load(&l->deadline_us);
@@ -575,6 +598,8 @@ int sqllock_lease_try_acquire(sqllock_lease *l)
 
     if (l == NULL)
         return SQLLOCK_EINVAL;
+    if ((rc = refuse_in_txn(l, "acquiring")) != SQLLOCK_OK)
+        return rc;
     if (l->count > 0) {
         /* Reentrant (L8): count up, and extend the lease as a renewal. */
         if (l->count == INT32_MAX)
@@ -645,6 +670,8 @@ int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
     if (wait_ms < 0)
         return sqllock__fail(l->db, SQLLOCK_EINVAL, "the wait time must not "
                              "be negative (got %lld ms)", (long long)wait_ms);
+    if ((rc = refuse_in_txn(l, "acquiring")) != SQLLOCK_OK)
+        return rc;
     wakeups = !(l->flags & SQLLOCK_LEASE_NO_WAKEUP);
     notify = wakeups && l->db->drv != NULL && sqllock__can_notify(l->db);
     now = sqllock__now_ms();

@@ -767,7 +767,7 @@ SQLLOCK_API int sqllock_list(sqllock_db *db,
                              void *ctx);
 
 /* ------------------------------------------------------------------------ */
-/* Row locks (contract R1-R7)                                                */
+/* Row locks (contract R1-R8)                                                */
 /* ------------------------------------------------------------------------ */
 
 /*
@@ -775,7 +775,8 @@ SQLLOCK_API int sqllock_list(sqllock_db *db,
  * connection and ends at commit or rollback; if the connection dies, the
  * database ends it (no expiry is needed). One transaction per handle at a
  * time; while it is open, use the handle only through it (lease calls on
- * the same handle would run inside the transaction), and run your own
+ * the same handle that would send a statement fail with SQLLOCK_EMISUSE,
+ * nothing sent: contract R8), and run your own
  * statements on the connection sqllock_txn_native() returns (which starts
  * the transaction), not one taken earlier from sqllock_db_native().
  *

@@ -962,6 +962,117 @@ static void test_txnfail_R7_failed_lock_call_poisons_txn(void **state)
     report(&p, f->driver);
 }
 
+/* R8: while a row-lock transaction is open on a handle -- begun but not
+ * started, and started by a lock call -- a lease call on that handle that
+ * would send a statement is refused with SQLLOCK_EMISUSE and sends
+ * nothing: no grant, renewal or release that cannot commit on its own
+ * (C2; on MySQL the grant's START TRANSACTION committed the row-lock
+ * transaction, on PostgreSQL the grant stayed inside it). The lease held
+ * from before stays held, the transaction still commits, and after it
+ * the same calls work. */
+static void r8_expect_refused(const fixture *f, sqllock_db *db,
+                              sqllock_lease *held, sqllock_lease *fresh,
+                              const char *when)
+{
+    int64_t deleted = -1;
+    int rc;
+
+    rc = sqllock_lease_try_acquire(fresh);
+    if (rc != SQLLOCK_EMISUSE)
+        fail_msg("[%s] %s: try_acquire got %s, want SQLLOCK_EMISUSE: %s",
+                 f->driver, when, sqllock_errname(rc), sqllock_errmsg(db));
+    assert_non_null(strstr(sqllock_errmsg(db), "transaction"));
+    rc = sqllock_lease_acquire(fresh, 0);
+    if (rc != SQLLOCK_EMISUSE)
+        fail_msg("[%s] %s: acquire got %s, want SQLLOCK_EMISUSE: %s",
+                 f->driver, when, sqllock_errname(rc), sqllock_errmsg(db));
+    rc = sqllock_lease_renew(held);
+    if (rc != SQLLOCK_EMISUSE)
+        fail_msg("[%s] %s: renew got %s, want SQLLOCK_EMISUSE: %s",
+                 f->driver, when, sqllock_errname(rc), sqllock_errmsg(db));
+    rc = sqllock_lease_release(held);
+    if (rc != SQLLOCK_EMISUSE)
+        fail_msg("[%s] %s: release got %s, want SQLLOCK_EMISUSE: %s",
+                 f->driver, when, sqllock_errname(rc), sqllock_errmsg(db));
+    rc = sqllock_reap(db, 0, 10, &deleted);
+    if (rc != SQLLOCK_EMISUSE)
+        fail_msg("[%s] %s: reap got %s, want SQLLOCK_EMISUSE: %s",
+                 f->driver, when, sqllock_errname(rc), sqllock_errmsg(db));
+    assert_int_equal(sqllock_lease_held(held), 1);
+    assert_int_equal(sqllock_lease_held(fresh), 0);
+}
+
+/* Whether another handle can take `name` now (and gives it back). */
+static int r8_free_elsewhere(sqllock_db *db2, const char *name)
+{
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL;
+    int rc;
+
+    lo.ttl_ms = 30000;
+    EXPECT_RC(db2, sqllock_lease_new(db2, name, &lo, &l), SQLLOCK_OK,
+              "lease on the other handle");
+    rc = sqllock_lease_try_acquire(l);
+    if (rc == SQLLOCK_OK)
+        EXPECT_RC(db2, sqllock_lease_release(l), SQLLOCK_OK,
+                  "the other handle's release");
+    else if (rc != SQLLOCK_BUSY)
+        fail_msg("try_acquire of '%s' on the other handle: %s: %s", name,
+                 sqllock_errname(rc), sqllock_errmsg(db2));
+    sqllock_lease_free(l);
+    return rc == SQLLOCK_OK;
+}
+
+static void test_txnfail_R8_no_lease_statement_in_txn(void **state)
+{
+    fixture *f = *state;
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *held = NULL, *fresh = NULL;
+    sqllock_db *db, *db2;
+    sqllock_txn *t;
+    char hn[96], fn[96], rn[96];
+    const char *row;
+
+    name_of(f, "r8", "held", hn, sizeof hn);
+    name_of(f, "r8", "fresh", fn, sizeof fn);
+    row = name_of(f, "r8", "row", rn, sizeof rn);
+    db = open_handle();
+    db2 = open_handle();
+    lo.ttl_ms = 30000;
+    EXPECT_RC(db, sqllock_lease_new(db, hn, &lo, &held), SQLLOCK_OK, "lease");
+    EXPECT_RC(db, sqllock_lease_new(db, fn, &lo, &fresh), SQLLOCK_OK,
+              "lease");
+    EXPECT_RC(db, sqllock_lease_try_acquire(held), SQLLOCK_OK,
+              "the lease held before the transaction");
+
+    t = begin(db);                         /* begun, nothing sent yet */
+    r8_expect_refused(f, db, held, fresh, "transaction begun");
+    lock1(db, t, row);                     /* started */
+    r8_expect_refused(f, db, held, fresh, "transaction started");
+    if (!is_driver(f, "sqlite")) {
+        /* SQLite's transaction holds the database's write lock (R5): the
+         * other handle could not write a lease meanwhile anyway. */
+        assert_int_equal(r8_free_elsewhere(db2, fn), 1);
+        assert_int_equal(r8_free_elsewhere(db2, hn), 0);
+    }
+    EXPECT_RC(db, sqllock_txn_commit(t), SQLLOCK_OK,
+              "the transaction commits after the refused calls");
+    free_txn(t);
+
+    /* Once it has ended, the same calls work. */
+    assert_int_equal(r8_free_elsewhere(db2, hn), 0);
+    EXPECT_RC(db, sqllock_lease_renew(held), SQLLOCK_OK, "renew after");
+    EXPECT_RC(db, sqllock_lease_try_acquire(fresh), SQLLOCK_OK,
+              "acquire after");
+    EXPECT_RC(db, sqllock_lease_release(fresh), SQLLOCK_OK, "release after");
+    EXPECT_RC(db, sqllock_lease_release(held), SQLLOCK_OK, "release after");
+    assert_int_equal(r8_free_elsewhere(db2, hn), 1);
+    sqllock_lease_free(held);
+    sqllock_lease_free(fresh);
+    close_handle(db);
+    close_handle(db2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -974,6 +1085,8 @@ int main(void)
         cmocka_unit_test_teardown(test_txnfail_R7_lost_connection_in_lock_call,
                                   test_teardown),
         cmocka_unit_test_teardown(test_txnfail_R7_failed_lock_call_poisons_txn,
+                                  test_teardown),
+        cmocka_unit_test_teardown(test_txnfail_R8_no_lease_statement_in_txn,
                                   test_teardown),
     };
     return TU_RUN_PER_URL("txnfail", &g_url, tests, group_setup,
