@@ -500,8 +500,24 @@ static void test_cli_demo_on_database(void **state)
     EXPECT_EXIT(f, 0, "demo", "--workers", "2", "--stock", "3");
     EXPECT_CONTAINS(f, "database: ");
     EXPECT_CONTAINS(f, "conditional UPDATE");
-    if (strstr(f->out, "sqllock-test") != NULL)
-        fail_msg("the demo showed the password:\n%s", f->out);
+    /* The URL's password, if it has one (user:password@ after "//"); a
+     * SQLite path may contain any text, such as the temporary directory's
+     * "sqllock-test", so only the password itself is looked for. */
+    {
+        const char *a = strstr(f->url, "//"), *at, *colon;
+        char pw[256];
+
+        at = a != NULL ? strchr(a + 2, '@') : NULL;
+        colon = at != NULL ? memchr(a + 2, ':', (size_t)(at - (a + 2)))
+                           : NULL;
+        if (colon != NULL && at - colon - 1 > 0 &&
+            (size_t)(at - colon - 1) < sizeof pw) {
+            memcpy(pw, colon + 1, (size_t)(at - colon - 1));
+            pw[at - colon - 1] = '\0';
+            if (strstr(f->out, pw) != NULL)
+                fail_msg("the demo showed the password:\n%s", f->out);
+        }
+    }
 }
 
 #ifdef SQLLOCK_CLI_SQLITE_ONLY_PATH
