@@ -58,15 +58,6 @@
 #error "SQLLOCK_CLI_PATH must name the built sqllock tool"
 #endif
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
-
 #define ASSERT_RC(expr, want, db) EXPECT_RC((db), (expr), (want), #expr)
 
 static char g_dir[1024], g_script[1024];
@@ -74,7 +65,7 @@ static char g_tx[1024], g_tx_poll[1024], g_undeclared[1024];
 static char g_session[1024], g_tight[1024];
 static char g_pgpool_raw[1024], g_pgpool_sr[1024], g_pgpool_sr_poll[1024];
 static char g_direct[1024];
-static int g_slow = 1;           /* 4 under valgrind */
+static int g_slow = 1;           /* tu_slowdown() */
 
 /* ------------------------------------------------------------------ */
 
@@ -967,7 +958,7 @@ int main(void)
         printf("pooler: FAILED: this build has no postgres driver\n");
         return 1;
     }
-    g_slow = RUNNING_ON_VALGRIND ? 4 : 1;
+    g_slow = tu_slowdown();
     if (tu_init_schema(g_direct) != 0)
         return 1;
     return cmocka_run_group_tests_name("pooler", tests, NULL, NULL);
