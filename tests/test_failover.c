@@ -1173,30 +1173,23 @@ int main(void)
     };
     const char *dir = getenv("SQLLOCK_TEST_PGREPL_DIR");
     const char *script = getenv("SQLLOCK_TEST_PGREPL_SCRIPT");
-    const char *ci = getenv("CI");
     int failed;
 
     if (dir == NULL || *dir == '\0' || script == NULL || *script == '\0' ||
         strchr(dir, '\'') || strchr(script, '\'') ||
         strlen(dir) >= sizeof g_dir || strlen(script) >= sizeof g_script ||
-        sqllock_driver_find("postgres") == NULL) {
-        printf("failover: SKIPPED: SQLLOCK_TEST_PGREPL_DIR and "
-               "SQLLOCK_TEST_PGREPL_SCRIPT (scripts/pgrepl.sh) must name a "
-               "directory for a throwaway PostgreSQL primary and standby, "
-               "and the postgres driver must be built\n");
-        if (ci != NULL && strcmp(ci, "true") == 0) {
-            printf("failover: CI=true, so a skipped failover test fails\n");
-            return 1;
-        }
-        return 0;
-    }
+        sqllock_driver_find("postgres") == NULL)
+        return tu_unit_cannot_run("failover", "SQLLOCK_TEST_PGREPL_DIR and "
+                                  "SQLLOCK_TEST_PGREPL_SCRIPT "
+                                  "(scripts/pgrepl.sh) must name a directory "
+                                  "for a throwaway PostgreSQL primary and "
+                                  "standby, and the postgres driver must be "
+                                  "built");
     snprintf(g_dir, sizeof g_dir, "%s", dir);
     snprintf(g_script, sizeof g_script, "%s", script);
     g_slow = tu_slowdown();
     failed = cmocka_run_group_tests_name("failover [postgres primary + "
                                          "standby]", tests, NULL,
                                          group_teardown);
-    if (failed == 0)
-        tu_report_driver("failover", "postgres");
-    return failed == 0 ? 0 : 1;
+    return tu_unit_result("failover", "postgres", failed);
 }

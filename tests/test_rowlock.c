@@ -1010,12 +1010,6 @@ static void r3_run(fixture *f, int use_lib)
     sqllock_value v[2];
     const char *how = use_lib ? "sqllock_txn_lock_rows" : "its own SQL";
 
-    if (is_driver(f, "sqlite")) {
-        printf("    R3 [sqlite] skipped: SQLite has no row locks, a "
-               "transaction takes the whole database (R5), so no two "
-               "transactions can cross\n");
-        skip();
-    }
     exec_ok(f->db, "DELETE FROM %s", f->kv, NULL, 0);
     for (i = 1; i <= 2; i++) {
         v[0] = sqllock__int(i);
@@ -1700,11 +1694,6 @@ static void test_rowlock_R3_killed_connection(void **state)
     int64_t id;
     int rc;
 
-    if (is_driver(f, "sqlite")) {
-        printf("    kill [sqlite] skipped: an embedded database has no "
-               "server connection to kill\n");
-        skip();
-    }
     db2 = open_second();
 
     /* Killed, then the next lock. */
@@ -1974,6 +1963,11 @@ int main(void)
         cmocka_unit_test(test_rowlock_R3_killed_connection),
         cmocka_unit_test(test_rowlock_E2_bad_input),
     };
+    tu_not_on("sqlite", "test_rowlock_R3_deadlock_*",
+              "SQLite has no row locks, a transaction takes the whole "
+              "database (R5), so no two transactions can cross");
+    tu_not_on("sqlite", "test_rowlock_R3_killed_connection",
+              "an embedded database has no server connection to kill");
     return TU_RUN_PER_URL("rowlock", &g_url, tests, group_setup,
                           group_teardown);
 }

@@ -33,6 +33,37 @@ void tu_required_drivers_present(void **state);
  * entry of their own, alone: tests/CMakeLists.txt). */
 void tu_case_filters(void);
 
+/* Leaves the cases whose names match `pattern` (cmocka's '*' and '?')
+ * out of the groups that run on driver `on` ("sqlite", "postgres",
+ * "mysql"), or on URLs through a connection pooler ("pooled"), saying
+ * `why`: for a case that does not apply there by design (SQLite has no
+ * hosts, no server connection to kill). Call before TU_RUN_PER_URL. A
+ * case that applies but cannot run in this environment calls
+ * tu_cannot_run() instead (tu_env.h), which fails under CI. */
+void tu_not_on(const char *on, const char *pattern, const char *why);
+
+/* Two exit statuses as one: a failure wins, then TU_SKIPPED, then 0
+ * (never `|`: 77 | 1 is 77). */
+int tu_status_merge(int a, int b);
+
+/* 1 when SQLLOCK_TEST_CASES / SQLLOCK_TEST_SKIP_CASES select case `name`. */
+int tu_case_selected(const char *name);
+
+/* A unit's group has run on `driver` with `failed` failures: returns the
+ * exit status -- 1 after a failure; TU_SKIPPED when a case could not run
+ * here (tu_cannot_run; never under CI, where that fails); else 0, after
+ * reporting the driver as tested (tu_report_driver). It counts the skips
+ * since its last call. For the main()s of units that do not use
+ * TU_RUN_PER_URL. */
+int tu_unit_result(const char *unit, const char *driver, int failed);
+
+/* Runs the group once per URL (see the top of this file). Only the cases
+ * SQLLOCK_TEST_CASES and SQLLOCK_TEST_SKIP_CASES select and tu_not_on()
+ * leaves in run; a URL on which that leaves none fails (a ctest entry
+ * that runs nothing for its driver is never a pass). A driver whose
+ * group passed with no case skipped is reported (tu_report_driver).
+ * Returns the exit status: 1 after a failure; TU_SKIPPED when nothing
+ * ran or a case could not run here (under CI both fail instead); 0. */
 int tu_run_per_url(const char *unit, const char **url,
                           const struct CMUnitTest *tests, size_t ntests,
                           CMFixtureFunction setup, CMFixtureFunction teardown,
@@ -74,9 +105,12 @@ void expect_msg_any(const sqllock_db *db, const char *what,
                    (setup), (teardown), NULL)
 
 /* Runs a group on the URLs of one driver only, for what only that
- * database has (LISTEN, fast mode): "<unit> [<driver>]" per URL. Returns
- * non-zero when a test failed. The driver's presence is checked by
- * TU_RUN_PER_URL, which the test file runs first. */
+ * database has (LISTEN, fast mode): "<unit> [<driver>]" per URL, with
+ * the cases selected as TU_RUN_PER_URL selects them. Returns 1 when a
+ * test failed, TU_SKIPPED when one could not run here, else 0: merge it
+ * with TU_RUN_PER_URL's status through tu_status_merge(). The driver's
+ * presence is checked by TU_RUN_PER_URL, which the test file runs
+ * first. */
 int tu_run_on_driver(const char *unit, const char *driver,
                                    const char **url,
                                    const struct CMUnitTest *tests,

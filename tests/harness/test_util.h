@@ -216,10 +216,14 @@ int tu_is_owner_id(const char *s);
 /* Which drivers ran                                                   */
 /* ------------------------------------------------------------------ */
 
-/* Appends "UNIT DRIVER" to the file named by SQLLOCK_TEST_REPORT, if set.
- * A test calls it once a driver's group has passed, so that
- * scripts/test.sh can say which drivers were really tested (and fail a
- * run that left a required one out). */
+/* Appends "ENTRY DRIVER" to the file named by SQLLOCK_TEST_REPORT, if
+ * set, where ENTRY is tu_unit_name() -- the ctest entry's
+ * SQLLOCK_TEST_UNIT (conformance, reaper_P2, conformance_vg,
+ * pooled_conformance...), else the program's name -- whatever `unit` the
+ * caller passes. A test calls it once a driver's group has passed with
+ * no case skipped, so that scripts/test.sh can check that every ctest
+ * entry really tested each of its drivers (check_report) and fail a run
+ * that left one out. */
 void tu_report_driver(const char *unit, const char *driver);
 
 /* ------------------------------------------------------------------ */

@@ -101,7 +101,7 @@ int tu_slowdown(void)
     if (cores < 1)
         cores = 1;
     if (getloadavg(load, 1) == 1) {
-        double per_core = ceil(load[0] / (double)cores);
+        double per_core = floor(load[0] / (double)cores);
         by_load = per_core < 1 ? 1 : per_core > 4 ? 4 : (int)per_core;
     }
     if (env != NULL && *env != '\0') {

@@ -52,8 +52,8 @@ int tu_unit_cannot_run(const char *unit, const char *fmt, ...)
  *   tool   8 under valgrind (it also simulates libpq's SCRAM: a dozen
  *          reconnects take seconds), 4 under AddressSanitizer or
  *          ThreadSanitizer, else 1;
- *   load   the 1-minute load average per core, rounded up, between 1 and
- *          4 (2 cores running 5 processes make 3);
+ *   load   the 1-minute load average per core, rounded down, between 1
+ *          and 4 (2 cores with a load of 5 make 2);
  *   SQLLOCK_TEST_SLOWDOWN  a factor of your own (default 1), e.g. for a
  *          slow virtual machine.
  *

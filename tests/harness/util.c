@@ -516,11 +516,12 @@ void tu_report_driver(const char *unit, const char *driver)
     const char *path = getenv("SQLLOCK_TEST_REPORT");
     FILE *fp;
 
+    (void)unit;
     if (path == NULL || *path == '\0' || driver == NULL)
         return;
     fp = fopen(path, "a");
     if (fp != NULL) {
-        fprintf(fp, "%s %s\n", unit, driver);
+        fprintf(fp, "%s %s\n", tu_unit_name(), driver);
         fclose(fp);
     }
 }
