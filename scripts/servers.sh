@@ -31,7 +31,7 @@
 # on PostgreSQL the schema `sqllock_empty` in `sqllock_test` (owned by
 # `sqllock`; reach it with `?options=-csearch_path%3Dsqllock_empty`), on
 # MariaDB the database `sqllock_empty`, on which `sqllock` has all rights.
-# For parallel test runs (SQLLOCK_TEST_DB_PER_UNIT, tests/test_util.h),
+# For parallel test runs (SQLLOCK_TEST_DB_PER_UNIT, tests/harness/test_util.h),
 # where each test unit makes its own databases <tag>_<unit>_sqllock_test
 # (and, on MariaDB, <tag>_<unit>_sqllock_empty), `sqllock` may create
 # databases: CREATEDB on PostgreSQL; on MariaDB all rights on the

@@ -55,7 +55,7 @@
 #                           unless SQLLOCK_TEST_DB_PER_UNIT is set
 #   SQLLOCK_TEST_DB_PER_UNIT
 #                           1: each test entry uses a database of its own,
-#                           made on demand (tests/test_util.h); always so
+#                           made on demand (tests/harness/test_util.h); always so
 #                           with the servers started here. With your own
 #                           servers the user then needs CREATEDB
 #                           (PostgreSQL) or CREATE on `<db>\_%` (MySQL).
@@ -67,7 +67,7 @@
 #                           dropped): the servers it started, whose
 #                           superuser test_secrets uses; with your own
 #                           servers test_restart skips (and fails under
-#                           CI=true)
+#                           CI)
 #   SQLLOCK_TEST_OWN_SERVERS_DIR
 #                           set by this script: a second PostgreSQL and
 #                           MariaDB (scripts/servers.sh) on which the
@@ -83,7 +83,7 @@
 #                           (scripts/poolers.sh: PgBouncer and pgpool-II in
 #                           front of the PostgreSQL started here); with
 #                           your own servers they skip (and fail under
-#                           CI=true)
+#                           CI)
 #   SQLLOCK_PGREPL_PORT1, SQLLOCK_PGREPL_PORT2, SQLLOCK_GALERA_PORT
 #                           ports of the replicated fixtures (default: free
 #                           ports for PostgreSQL; 33101-33103 and
@@ -289,7 +289,7 @@ export SQLLOCK_TEST_URLS
 # the MariaDB with autocommit off, for test_autocommit) once for every
 # stage below, in $work/tls, and cleanup() stops them. Only with the
 # servers started here: with your own (SQLLOCK_TEST_*_URL, or
-# SQLLOCK_TEST_URLS) the TLS server tests skip, and fail under CI=true.
+# SQLLOCK_TEST_URLS) the TLS server tests skip, and fail under CI.
 # SQLLOCK_TLS_PG_PORT and SQLLOCK_TLS_MY_PORT choose their ports (default:
 # free ones at random).
 unset SQLLOCK_TEST_TLS_DIR
@@ -383,7 +383,7 @@ build() {   # build DIR [cmake args...]
 }
 
 # Parallel ctest needs every entry in a database of its own
-# (SQLLOCK_TEST_DB_PER_UNIT, tests/test_util.h): always with the servers
+# (SQLLOCK_TEST_DB_PER_UNIT, tests/harness/test_util.h): always with the servers
 # started here, where the test user may create databases; with your own
 # servers only when you ask for it (the user then needs that right too).
 if [ -n "$srv" ]; then

@@ -23,9 +23,9 @@
  * autocommit=0 and init_connect='SET autocommit=0': there a client of
  * its own (not sqllock) sees autocommit 0, sqllock's connection sees 1,
  * and the writes are seen committed by another connection. Without any
- * MySQL server the test is SKIPPED, and fails under CI=true (or when
+ * MySQL server the test is SKIPPED, and fails under CI (or when
  * SQLLOCK_TEST_REQUIRE names mysql); without the scripts/tls.sh server
- * under CI=true it fails too.
+ * under CI it fails too.
  */
 #include <stdarg.h>
 #include <stddef.h>

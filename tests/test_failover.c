@@ -9,7 +9,7 @@
  * multi-host URL with target_session_attrs=read-write, through
  * sqllock_open(), so that after the failover they find the new primary by
  * themselves. Without the two variables the test says SKIPPED and exits
- * 0 (1 when CI=true).
+ * 77 (ctest: skipped; 1 under CI).
  *
  *   a. sync standby, 8 processes on 3 names through a failover: every
  *      lease acknowledged before the kill and not released is on the new

@@ -18,7 +18,7 @@
  * `restart-my DIR graceful` (SIGTERM, mariadbd's normal shutdown). Their
  * URLs are $SQLLOCK_TEST_PG_URL and $SQLLOCK_TEST_MYSQL_URL. scripts/test.sh
  * exports all four when it starts its own servers; without them the test
- * skips, saying so (and fails when CI=true). The servers are left
+ * skips, saying so (and fails under CI). The servers are left
  * running.
  */
 #include <stdarg.h>

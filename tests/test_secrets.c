@@ -30,7 +30,7 @@
  * with %40 and %2F in the URL), made through the superuser access of the
  * servers scripts/servers.sh started ($SQLLOCK_TEST_SERVERS_DIR, which
  * scripts/test.sh exports). Without that access they use the test URL's
- * own password and say so; under CI=true that fails, as does a driver of
+ * own password and say so; under CI that fails, as does a driver of
  * the three without a URL. The tool starts with a minimal environment
  * (start()), and the runs' files are in a directory whose name holds no
  * "sqllock-test", so that nothing the test itself passes is taken for a

@@ -15,7 +15,7 @@
  * names localhost and 127.0.0.1 only, and both servers also listen on
  * 127.0.0.2: a connection there is a connection under a host name the
  * certificate does not name. Without the fixture those groups are
- * SKIPPED, and the test fails under CI=true.
+ * SKIPPED, and the test fails under CI.
  *
  *   PostgreSQL (the URL goes to libpq): sslmode=verify-full with
  *   sslrootcert is TLS (pg_stat_ssl), the wrong CA and the wrong host are
