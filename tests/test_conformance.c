@@ -1115,5 +1115,10 @@ int main(void)
         cmocka_unit_test(test_conformance_L3_attach_renew_release),
         cmocka_unit_test(test_conformance_D3_names_round_trip),
     };
+    /* Through PgBouncer (tests/pooled.sh) the empty target cannot be
+     * reached: by design, not a case that could not run. */
+    tu_not_on("pooled", "test_conformance_S1_enoschema_before_init",
+              "the empty target is reached with the options startup "
+              "parameter, which PgBouncer refuses");
     return TU_RUN_PER_URL("conformance", &g_url, tests, group_setup, group_teardown);
 }

@@ -217,10 +217,10 @@ int tu_is_owner_id(const char *s);
 /* ------------------------------------------------------------------ */
 
 /* Appends "ENTRY DRIVER" to the file named by SQLLOCK_TEST_REPORT, if
- * set, where ENTRY is tu_unit_name() -- the ctest entry's
- * SQLLOCK_TEST_UNIT (conformance, reaper_P2, conformance_vg,
- * pooled_conformance...), else the program's name -- whatever `unit` the
- * caller passes. A test calls it once a driver's group has passed with
+ * set, where ENTRY is the ctest entry's SQLLOCK_TEST_UNIT as given
+ * (conformance, reaper_P2, conformance_vg, pooled_conformance...), else
+ * tu_unit_name() (the program's name without "test_") -- whatever `unit`
+ * the caller passes. A test calls it once a driver's group has passed with
  * no case skipped, so that scripts/test.sh can check that every ctest
  * entry really tested each of its drivers (check_report) and fail a run
  * that left one out. */
