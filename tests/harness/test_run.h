@@ -6,20 +6,24 @@
  * driver that is not tested fails the run), then runs the group of tests
  * once per URL in SQLLOCK_TEST_URLS, setting the test file's URL variable
  * before each (TU_RUN_PER_URL_NO_SQLITE leaves SQLite out, saying why),
- * and reports every driver whose group passed (test.sh reads
- * those reports to print `drivers tested: ...`). SQLLOCK_TEST_DRIVER and
- * SQLLOCK_TEST_DB_PER_UNIT (test_util.h) choose one driver's URLs and the
- * unit's own databases; with no URL left for that driver it returns
- * TU_SKIPPED (or fails, when the driver is required).
+ * and reports every driver whose group passed with no case skipped
+ * (scripts/test.sh's check_report fails a ctest entry that did not report
+ * each of its drivers). SQLLOCK_TEST_DRIVER and SQLLOCK_TEST_DB_PER_UNIT
+ * (test_util.h) choose one driver's URLs and the unit's own databases;
+ * with no URL left for that driver it returns TU_SKIPPED (or fails, when
+ * the driver is required or under CI).
+ *
+ * The code is in run.c of the harness library (sqllock_test_harness).
  */
 #ifndef SQLLOCK_TEST_RUN_H
 #define SQLLOCK_TEST_RUN_H
 
 #include <sys/mman.h>
 
-/* The exit status of a run that tested nothing because SQLLOCK_TEST_DRIVER
- * names a driver that has no URL and is not required (ctest's
- * SKIP_RETURN_CODE, tests/CMakeLists.txt). */
+/* The exit status of a run that did not test everything here -- a
+ * driver with no URL, a case that could not run (tu_cannot_run) -- where
+ * that is allowed: never under CI (ctest's SKIP_RETURN_CODE,
+ * tests/CMakeLists.txt). */
 #define TU_SKIPPED 77
 
 /* The first driver SQLLOCK_TEST_REQUIRE names that has no URL, or "". */
