@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # is_ci: true under CI -- CI is set and is not empty, "0" or "false" (any
 # case). The one CI check of the scripts (tests/pooled.sh, scripts/test.sh
 # and, through scripts/lib.sh, the others); the tests' own is tu_ci() in

@@ -285,7 +285,7 @@ start_node() {
 }
 
 stop_cluster() {
-  local dir=$1 n pid i
+  local dir=$1 n pid
   for n in 3 2 1; do
     [ -f "$dir/n$n/mariadbd.pid" ] || { kill_sst_helpers "$dir" "$n"; continue; }
     pid=$(cat "$dir/n$n/mariadbd.pid" 2>/dev/null || true)

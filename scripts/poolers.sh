@@ -74,7 +74,7 @@ run_pgbouncer() {   # run_pgbouncer DIR NAME
 }
 
 stop_pid_file() {   # stop_pid_file FILE SIGNAL: signal, wait up to 10 s
-  local f=$1 sig=$2 pid i
+  local f=$1 sig=$2 pid
   [ -f "$f" ] || return 0
   pid=$(tr -cd "0-9" < "$f" 2>/dev/null) || return 0
   [ -n "$pid" ] || return 0

@@ -55,8 +55,8 @@
 #                           unless SQLLOCK_TEST_DB_PER_UNIT is set
 #   SQLLOCK_TEST_DB_PER_UNIT
 #                           1: each test entry uses a database of its own,
-#                           made on demand (tests/harness/test_util.h); always so
-#                           with the servers started here. With your own
+#                           made on demand (tests/harness/test_util.h);
+#                           always so with the servers started here. With your own
 #                           servers the user then needs CREATEDB
 #                           (PostgreSQL) or CREATE on `<db>\_%` (MySQL).
 #   SQLLOCK_PG_PORT, SQLLOCK_MY_PORT
@@ -353,10 +353,14 @@ entries_jq='
          | join(",") end)]
 | @tsv'
 check_report() {
-  local file=$1 label=$2 dir=$3 name unit drivers d bad=0 n=0 skipped tested
+  local file=$1 label=$2 dir=$3 name unit drivers d bad=0 n=0 skipped tested entries
   shift 3
   skipped=$(awk '/\*\*\*Skipped/ { for (i = 1; i < NF; i++) if ($i ~ /^#[0-9]+:$/) print $(i + 1) }' \
               "$dir/ctest-$label.log" 2>/dev/null | sort -u)
+  entries=$( (cd "$dir" && ctest --show-only=json-v1 "$@") | jq -r "$entries_jq") || {
+    echo "FAIL ($label): cannot list the ctest entries (ctest --show-only=json-v1 | jq)" >&2
+    exit 1
+  }
   while IFS=$'\t' read -r name unit drivers; do
     for d in ${drivers//,/ }; do
       case ",$SQLLOCK_TEST_REQUIRE," in *",$d,"*) ;; *) continue ;; esac
@@ -369,7 +373,11 @@ check_report() {
         bad=1
       fi
     done
-  done < <( (cd "$dir" && ctest --show-only=json-v1 "$@") | jq -r "$entries_jq")
+  done <<<"$entries"
+  if [ "$n" = 0 ]; then
+    echo "FAIL ($label): no entry of this run has a required driver: nothing was checked" >&2
+    bad=1
+  fi
   [ "$bad" = 0 ] || exit 1
   tested=$(awk '{ print $2 }' "$file" 2>/dev/null | sort -u | paste -sd' ' -)
   echo "drivers tested ($label): ${tested:-none}; $n entry-driver pairs checked"
@@ -383,8 +391,8 @@ build() {   # build DIR [cmake args...]
 }
 
 # Parallel ctest needs every entry in a database of its own
-# (SQLLOCK_TEST_DB_PER_UNIT, tests/harness/test_util.h): always with the servers
-# started here, where the test user may create databases; with your own
+# (SQLLOCK_TEST_DB_PER_UNIT, tests/harness/test_util.h): always with the
+# servers started here, where the test user may create databases; with your own
 # servers only when you ask for it (the user then needs that right too).
 if [ -n "$srv" ]; then
   per_unit=1

@@ -227,7 +227,7 @@ CNF
 
 
 stop_all() {
-  local dir=$1 pid i
+  local dir=$1
   if [ -f "$dir/pg/data/postmaster.pid" ]; then
     as_user postgres "$PG_BIN/pg_ctl" -D "$dir/pg/data" -m fast -w -t 30 stop >/dev/null 2>&1 || true
   fi
