@@ -77,7 +77,7 @@ static int connect_db(sqllock_db *db)
         return sqllock__fail(db, rc, "bad database URL '%s': %s",
                              db->url_redacted, why);
     memset(&err, 0, sizeof err);
-    rc = db->drv->connect(url, &db->params, &db->conn, &err);
+    rc = sqllock__connect_hosts(db, url, &err);
     sqllock__url_free(url);
     if (rc != SQLLOCK_OK) {
         db->conn = NULL;

@@ -32,6 +32,7 @@ struct sqllock_db {
     sqllock__dyn dyn[SQLLOCK__DYN_CACHE];
     uint64_t dyn_clock;
     int in_txn;                /* a sqllock_txn is open on the handle */
+    struct sqllock_txn *txn;   /* that transaction (txn.c), or NULL */
     int txn_fresh;             /* a transaction was begun on the connection
                                   and nothing has run in it yet */
     int64_t lock_timeout_ms;   /* last TXN_LOCK_TIMEOUT sent on this
@@ -123,6 +124,12 @@ int sqllock__message_word(const char *w);
 /* Zeroes n bytes at p in a way the compiler keeps before a free(). */
 void sqllock__wipe(void *p, size_t n);
 
+/* Failover (core/failover.c). Connects db->drv to the URL's hosts in
+ * turn, by the one policy of every driver, into db->conn; on failure
+ * fills `err` (the status in err->status too) and returns it. */
+int sqllock__connect_hosts(sqllock_db *db, const sqllock_url *url,
+                           sqllock_dberr *err);
+
 /* Registry (core/registry.c). 1 if `scheme` names a driver sqllock ships,
  * built in or not. */
 int sqllock__scheme_known(const char *scheme);
@@ -145,6 +152,19 @@ void sqllock__end(sqllock_db *db, sqllock_sql_id id);
 int sqllock__begin(sqllock_db *db, const char *what);
 int sqllock__commit(sqllock_db *db, const char *what);
 void sqllock__rollback(sqllock_db *db);
+
+/* Row-lock transactions (core/txn.c), for the calls that run statements
+ * on a handle that may have a sqllock_txn open (R7). Before a statement:
+ * SQLLOCK_OK, or SQLLOCK_EMISUSE when the handle's transaction has
+ * failed (its database transaction ended, or may have: nothing may run
+ * in it any more) or lost its connection, with a message that says so.
+ * After a statement failed with `status`: when that may have ended the
+ * database's transaction, the transaction is rolled back and marked
+ * failed, and its later calls are refused; returns `status`. */
+int sqllock__txn_check(sqllock_db *db, const char *what);
+int sqllock__txn_failed(sqllock_db *db, int status);
+/* 1 when the handle's transaction has failed (R7). */
+int sqllock__txn_is_failed(const sqllock_db *db);
 
 /* Runs SQL text built at run time, prepared once per connection and kept
  * in the handle's cache; *out is the statement, whose result is read with
@@ -226,7 +246,8 @@ int sqllock__sql_select_key(sqllock_db *db, const sqllock_table *t,
                             const char *suffix, char *out, size_t size);
 
 /* Utilities (core/util.c). */
-int64_t sqllock__now_ms(void);          /* CLOCK_MONOTONIC, ms */
+/* sqllock__now_us() in ms: the clock of the drivers' deadlines too. */
+int64_t sqllock__now_ms(void);
 /* The clock of local deadlines: CLOCK_BOOTTIME where there is one (it
  * counts a suspended system's sleep), else CLOCK_MONOTONIC; us. */
 int64_t sqllock__now_us(void);

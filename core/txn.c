@@ -1,5 +1,5 @@
 /*
- * txn.c -- row locks (DESIGN R1-R5).
+ * txn.c -- row locks (DESIGN R1-R7).
  *
  * A row lock is a SELECT ... FOR UPDATE inside a transaction on the
  * handle's connection; it ends at commit or rollback, and the database ends
@@ -12,6 +12,18 @@
  * SQLite has no row locks (SQLLOCK_CAP_DB_LOCK): the transaction takes
  * the database's write lock with BEGIN IMMEDIATE at its first lock call,
  * waiting according to the mode (R5).
+ *
+ * A statement of the transaction -- a lock call's, or a record or table
+ * call's on the same handle (versioned.c) -- that fails in a way that
+ * ended the database's transaction, or may have (a deadlock, a
+ * serialization failure, a lock wait that timed out, a lost connection),
+ * fails the transaction (R7): it is rolled back at once, and from then
+ * on every call in it is refused before anything is sent, until the
+ * application rolls it back or frees it. Without that, MySQL, which
+ * rolls a deadlocked transaction back whole and leaves the session in
+ * autocommit, would commit each later statement on its own, and the
+ * next call after a lost connection would reconnect outside any
+ * transaction.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +35,10 @@
 #define TXN_DEFAULT_TIMEOUT_MS 5000
 
 enum txn_state {
-    TXN_PENDING,      /* SQLite: BEGIN IMMEDIATE not yet run */
+    TXN_PENDING,      /* nothing sent yet (SQLite: BEGIN IMMEDIATE not run) */
     TXN_OPEN,
+    TXN_FAILED,       /* rolled back after a failure (R7); the handle's
+                         transaction until rolled back or freed */
     TXN_OVER
 };
 
@@ -33,6 +47,7 @@ struct sqllock_txn {
     enum txn_state state;
     int64_t lock_timeout_ms;
     int ended_by;     /* the status that ended it early, or SQLLOCK_OK */
+    char why[SQLLOCK__ERRMSG_MAX];  /* TXN_FAILED: that failure's message */
 };
 
 static int set_lock_timeout(sqllock_db *db, int64_t ms)
@@ -59,28 +74,109 @@ static int set_lock_timeout(sqllock_db *db, int64_t ms)
     return rc;
 }
 
-/* Ends the transaction after a failure that the database answered by
- * rolling back (or that lost the connection); later calls say why. */
+/* Fails the transaction after a failure that the database answered by
+ * rolling back (or that lost the connection, or may have ended the
+ * transaction): it is rolled back now, which sends only a ROLLBACK
+ * (nothing on a lost connection), and stays the handle's transaction,
+ * refusing every call, until the application rolls it back (R7). The
+ * failed call reports `status` with the database's message. */
 static int end_failed(sqllock_txn *t, int status)
 {
-    char why[SQLLOCK__ERRMSG_MAX];
+    sqllock_db *db = t->db;
 
-    memcpy(why, t->db->errmsg, sizeof why);
-    sqllock__rollback(t->db);
-    t->state = TXN_OVER;
+    memcpy(t->why, db->errmsg, sizeof t->why);
+    sqllock__rollback(db);
+    t->state = TXN_FAILED;
     t->ended_by = status;
-    t->db->in_txn = 0;
     /* The rollback must not overwrite the reason. */
-    return sqllock__fail(t->db, status, "%s", why);
+    return sqllock__fail(db, status, "%s; the transaction was rolled "
+                         "back: roll it back (or free it) and begin again",
+                         t->why);
 }
 
+/* The statuses after which the database's transaction is over, or may
+ * be: PostgreSQL aborts it at any failed statement; MySQL rolls a
+ * deadlock back whole (a lock wait timeout by statement, or whole with
+ * innodb_rollback_on_timeout); a lost connection ends it; SQLite may
+ * roll back after a full disk or a busy database. */
 static int ends_txn(int status)
 {
     return status == SQLLOCK_ELOCKED || status == SQLLOCK_EDEADLOCK ||
            status == SQLLOCK_ESERIALIZATION || status == SQLLOCK_ECONNECT ||
            status == SQLLOCK_EMISUSE || status == SQLLOCK_EDBBUSY ||
-           status == SQLLOCK_ECANCELED;
+           status == SQLLOCK_ECANCELED || status == SQLLOCK_EFULL;
 }
+
+/* The refusal of a call in a failed transaction (R7). */
+static int refuse(sqllock_txn *t, const char *what)
+{
+    return sqllock__fail(t->db, SQLLOCK_EMISUSE, "%s: not run: the "
+                         "transaction was rolled back after %s (%s); "
+                         "nothing more runs in it: roll it back "
+                         "(sqllock_txn_rollback() or sqllock_txn_free()) "
+                         "and begin again", what,
+                         sqllock_errname(t->ended_by), t->why);
+}
+
+/* An open transaction whose connection is gone (dropped by a call that
+ * found it broken, wherever): the database ended the transaction, and
+ * the next statement would reconnect outside it. */
+static int lost(sqllock_txn *t)
+{
+    return t->state == TXN_OPEN && t->db->conn == NULL;
+}
+
+static int fail_lost(sqllock_txn *t)
+{
+    sqllock__fail(t->db, SQLLOCK_ECONNECT, "the connection of the "
+                  "transaction was lost");
+    return end_failed(t, SQLLOCK_ECONNECT);
+}
+
+/* Ends the transaction on the handle: it may begin another. */
+static void detach(sqllock_txn *t)
+{
+    t->state = TXN_OVER;
+    t->db->in_txn = 0;
+    if (t->db->txn == t)
+        t->db->txn = NULL;
+}
+
+int sqllock__txn_check(sqllock_db *db, const char *what)
+{
+    sqllock_txn *t = db->txn;
+
+    if (t == NULL)
+        return SQLLOCK_OK;
+    if (lost(t))
+        fail_lost(t);
+    if (t->state == TXN_FAILED)
+        return refuse(t, what);
+    return SQLLOCK_OK;
+}
+
+int sqllock__txn_failed(sqllock_db *db, int status)
+{
+    sqllock_txn *t = db->txn;
+
+    if (t != NULL && t->state == TXN_OPEN &&
+        (ends_txn(status) || db->conn == NULL))
+        return end_failed(t, status);
+    return status;
+}
+
+int sqllock__txn_is_failed(const sqllock_db *db)
+{
+    return db->txn != NULL && db->txn->state == TXN_FAILED;
+}
+
+/* Every field of sqllock_txn_options is in its struct_version 1, so none
+ * is gated below. A field appended in version N must be read only when
+ * opts->struct_version >= N (an older caller's struct ends before it), as
+ * read_options() in db.c reads statement_timeout_ms; this stops the build
+ * when the version moves without that check being written. */
+typedef char sqllock__txn_options_is_v1[
+    SQLLOCK_TXN_OPTIONS_VERSION == 1 ? 1 : -1];
 
 int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opts,
                       sqllock_txn **out)
@@ -105,6 +201,12 @@ int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opts,
         if (opts->lock_timeout_ms > 0)
             timeout = opts->lock_timeout_ms;
     }
+    if (db->txn != NULL && db->txn->state == TXN_FAILED)
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "the handle's transaction "
+                             "was rolled back after %s and is still open: "
+                             "roll it back (sqllock_txn_rollback() or "
+                             "sqllock_txn_free()) first",
+                             sqllock_errname(db->txn->ended_by));
     if (db->in_txn)
         return sqllock__fail(db, SQLLOCK_EMISUSE, "a transaction is already "
                              "open on this handle: commit or roll it back "
@@ -119,12 +221,17 @@ int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opts,
      * exist (see sqllock_txn_lock()). */
     t->state = TXN_PENDING;
     db->in_txn = 1;
+    db->txn = t;
     *out = t;
     return sqllock__ok(db);
 }
 
 static int check_open(sqllock_txn *t, const char *what)
 {
+    if (lost(t))
+        fail_lost(t);
+    if (t->state == TXN_FAILED)
+        return refuse(t, what);
     if (t->state == TXN_OVER)
         return sqllock__fail(t->db, SQLLOCK_EMISUSE, "%s: the transaction "
                              "is over%s%s%s", what,
@@ -398,6 +505,12 @@ void *sqllock_txn_native(sqllock_txn *t)
 
     if (t == NULL)
         return NULL;
+    /* Not after a failure (R7): the application's statements would run
+     * outside the transaction. */
+    if (t->state == TXN_FAILED || lost(t)) {
+        check_open(t, "the transaction's connection");
+        return NULL;
+    }
     /* The application is about to run its own statements: they belong in
      * the transaction, so it starts now if no lock call started it. */
     if (t->state == TXN_PENDING &&
@@ -420,9 +533,8 @@ int sqllock_txn_commit(sqllock_txn *t)
                               : SQLLOCK_OK;
     if (rc != SQLLOCK_OK)
         sqllock__rollback(t->db);
-    t->state = TXN_OVER;
+    detach(t);
     t->ended_by = rc;
-    t->db->in_txn = 0;
     return rc == SQLLOCK_OK ? sqllock__ok(t->db) : rc;
 }
 
@@ -430,12 +542,11 @@ int sqllock_txn_rollback(sqllock_txn *t)
 {
     if (t == NULL)
         return SQLLOCK_EINVAL;
+    /* A failed transaction was rolled back when it failed. */
     if (t->state == TXN_OPEN)
         sqllock__rollback(t->db);
-    if (t->state != TXN_OVER) {
-        t->state = TXN_OVER;
-        t->db->in_txn = 0;
-    }
+    if (t->state != TXN_OVER)
+        detach(t);
     /* The handle's last error stays as it was: it is usually the reason
      * for rolling back. */
     return SQLLOCK_OK;

@@ -4,7 +4,9 @@
  * The parser is shared by every driver, so URLs fail the same way whatever
  * the database. Parts are percent-decoded; a decoded NUL byte is refused,
  * since a C string could not carry it. Drivers that hand the URL to their
- * client library whole (libpq) still get `raw`.
+ * client library whole (libpq) still get `raw`. A host list is split
+ * here, once, for every driver (parse_host_list()); core/failover.c
+ * connects to its hosts in turn.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@ typedef struct url_impl {
     char *buf;                 /* all decoded strings, NUL-separated */
     const char *keys[URL_MAX_PARAMS];
     const char *values[URL_MAX_PARAMS];
+    sqllock_url_host hosts[SQLLOCK_URL_MAX_HOSTS];
 } url_impl;
 
 static int hexval(int c)
@@ -88,6 +91,92 @@ static int parse_port(const char *s, size_t len, int *port)
     return 1;
 }
 
+/*
+ * Splits a host list, "h1:p1,h2,[::1]:p3" as written, into u->hosts: each
+ * entry a host name (an IPv6 address in brackets) and an optional port,
+ * percent-decoded. An empty entry, a bad port, a stray '[' or ':' and a
+ * list of more than SQLLOCK_URL_MAX_HOSTS hosts are SQLLOCK_EURL, each
+ * with its own words, so that every driver refuses a list the same way.
+ */
+static int parse_host_list(url_impl *u, const char *list, size_t len,
+                           char **o, char *why, size_t why_size)
+{
+    const char *p = list, *end = list + len;
+    int n = 0, rc;
+
+    for (;;) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *e = comma != NULL ? comma : end;
+        const char *name = p, *name_end, *colon = NULL;
+        int elen = (int)(e - p);
+        sqllock_url_host *h;
+
+        if (n == SQLLOCK_URL_MAX_HOSTS) {
+            snprintf(why, why_size, "the host list names more than %d "
+                     "hosts", SQLLOCK_URL_MAX_HOSTS);
+            return SQLLOCK_EURL;
+        }
+        h = &u->hosts[n++];
+        if (p == e) {
+            snprintf(why, why_size, "host %d of the host list is empty "
+                     "(write host1:port1,host2:port2)", n);
+            return SQLLOCK_EURL;
+        }
+        if (*p == '[') {
+            const char *close = memchr(p, ']', (size_t)(e - p));
+
+            if (close == NULL) {
+                snprintf(why, why_size, "host %d of the host list has an "
+                         "unclosed '[' ('%.*s')", n, elen, p);
+                return SQLLOCK_EURL;
+            }
+            name = p + 1;
+            name_end = close;
+            if (close + 1 < e && close[1] == ':') {
+                colon = close + 1;
+            } else if (close + 1 < e) {
+                snprintf(why, why_size, "host %d of the host list has junk "
+                         "after ']' ('%.*s')", n, (int)(e - close - 1),
+                         close + 1);
+                return SQLLOCK_EURL;
+            }
+        } else {
+            colon = memchr(p, ':', (size_t)(e - p));
+            if (colon != NULL &&
+                memchr(colon + 1, ':', (size_t)(e - colon - 1)) != NULL) {
+                snprintf(why, why_size, "host %d of the host list, '%.*s', "
+                         "has several ':': write an IPv6 address in "
+                         "brackets, [::1]:5432", n, elen, p);
+                return SQLLOCK_EURL;
+            }
+            name_end = colon != NULL ? colon : e;
+        }
+        if (name == name_end) {
+            snprintf(why, why_size, "host %d of the host list has no host "
+                     "name", n);
+            return SQLLOCK_EURL;
+        }
+        h->port = 0;
+        if (colon != NULL &&
+            !parse_port(colon + 1, (size_t)(e - colon - 1), &h->port)) {
+            snprintf(why, why_size, "host %d of the host list ('%.*s') has "
+                     "the port '%.*s': a port is a number from 1 to 65535",
+                     n, (int)(name_end - name), name, (int)(e - colon - 1),
+                     colon + 1);
+            return SQLLOCK_EURL;
+        }
+        rc = decode(name, (size_t)(name_end - name), o, &h->name, "host list",
+                    why, why_size);
+        if (rc != SQLLOCK_OK)
+            return rc;
+        if (comma == NULL)
+            break;
+        p = comma + 1;
+    }
+    u->pub.nhosts = n;
+    return SQLLOCK_OK;
+}
+
 static int parse_authority(url_impl *u, const char *a, size_t alen, char **o,
                            char *why, size_t why_size)
 {
@@ -116,8 +205,12 @@ static int parse_authority(url_impl *u, const char *a, size_t alen, char **o,
     }
     hplen = (size_t)(a + alen - hp);
     if (memchr(hp, ',', hplen) != NULL) {
-        /* Several hosts ("h1:p1,h2:p2"): kept whole for the driver. */
-        return decode(hp, hplen, o, &u->pub.host, "host list", why, why_size);
+        /* Several hosts ("h1:p1,h2:p2"): kept whole in `host`, and split
+         * into `hosts`. */
+        rc = decode(hp, hplen, o, &u->pub.host, "host list", why, why_size);
+        if (rc != SQLLOCK_OK)
+            return rc;
+        return parse_host_list(u, hp, hplen, o, why, why_size);
     }
     if (hplen > 0 && hp[0] == '[') {
         const char *close = memchr(hp, ']', hplen);
@@ -151,6 +244,11 @@ static int parse_authority(url_impl *u, const char *a, size_t alen, char **o,
     }
     if (u->pub.host[0] == '\0')
         u->pub.host = NULL;
+    if (u->pub.host != NULL) {
+        u->hosts[0].name = u->pub.host;
+        u->hosts[0].port = u->pub.port;
+        u->pub.nhosts = 1;
+    }
     return SQLLOCK_OK;
 }
 
@@ -236,6 +334,7 @@ int sqllock__url_parse(const char *text, sqllock_url **out, char *why,
     u->pub.raw = text;
     u->pub.keys = u->keys;
     u->pub.values = u->values;
+    u->pub.hosts = u->hosts;
     scheme = o;
     for (i = 0; text + i < p; i++)
         *o++ = (char)tolower((unsigned char)text[i]);

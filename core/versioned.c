@@ -6,6 +6,11 @@
  * library's own table has one statement per operation in each dialect; on
  * the application's tables the core builds the statement from identifiers
  * it has validated and quoted, and binds every value.
+ *
+ * Inside a row-lock transaction on the same handle the statements run in
+ * it (R4); every one goes through the wrappers below, which refuse to run
+ * in a transaction that has failed and fail the transaction when a
+ * statement's failure ended it (R7, txn.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +55,48 @@ static int check_version(sqllock_db *db, int64_t expected)
     return SQLLOCK_OK;
 }
 
+/* sqllock__run(), sqllock__fetch(), sqllock__run_dyn() and
+ * sqllock__fetch_dyn() inside the handle's row-lock transaction, if one
+ * is open (R7). */
+static int run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
+               int nargs, const char *what)
+{
+    int rc = sqllock__txn_check(db, what);
+
+    if (rc != SQLLOCK_OK)
+        return rc;
+    rc = sqllock__run(db, id, args, nargs, what);
+    return rc == SQLLOCK_OK ? rc : sqllock__txn_failed(db, rc);
+}
+
+static int fetch(sqllock_db *db, sqllock_sql_id id, int *has_row,
+                 const char *what)
+{
+    int rc = sqllock__fetch(db, id, has_row, what);
+
+    return rc == SQLLOCK_OK ? rc : sqllock__txn_failed(db, rc);
+}
+
+static int run_dyn(sqllock_db *db, const char *sql, const sqllock_value *args,
+                   int nargs, const char *what, sqllock_stmt **out)
+{
+    int rc = sqllock__txn_check(db, what);
+
+    *out = NULL;
+    if (rc != SQLLOCK_OK)
+        return rc;
+    rc = sqllock__run_dyn(db, sql, args, nargs, what, out);
+    return rc == SQLLOCK_OK ? rc : sqllock__txn_failed(db, rc);
+}
+
+static int fetch_dyn(sqllock_db *db, sqllock_stmt *st, int *has_row,
+                     const char *what)
+{
+    int rc = sqllock__fetch_dyn(db, st, has_row, what);
+
+    return rc == SQLLOCK_OK ? rc : sqllock__txn_failed(db, rc);
+}
+
 static sqllock_value blob(const void *p, size_t len)
 {
     sqllock_value v;
@@ -66,18 +113,13 @@ static int write_rows(sqllock_db *db, sqllock_sql_id id,
                       const sqllock_value *args, int nargs, int64_t *affected,
                       const char *what)
 {
-    int rc = sqllock__run(db, id, args, nargs, what);
+    int rc = run(db, id, args, nargs, what);
 
     if (rc != SQLLOCK_OK)
         return rc;
     *affected = db->drv->affected_rows(db->stmts[id]);
     sqllock__end(db, id);
     return SQLLOCK_OK;
-}
-
-void sqllock_free(void *p)
-{
-    free(p);
 }
 
 int sqllock_record_get(sqllock_db *db, const char *key, void **value,
@@ -103,9 +145,9 @@ int sqllock_record_get(sqllock_db *db, const char *key, void **value,
         return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "the %s driver cannot "
                              "read binary values", db->drv->name);
     arg = sqllock__text(key);
-    rc = sqllock__run(db, SQLLOCK_SQL_RECORD_GET, &arg, 1, what);
+    rc = run(db, SQLLOCK_SQL_RECORD_GET, &arg, 1, what);
     if (rc == SQLLOCK_OK)
-        rc = sqllock__fetch(db, SQLLOCK_SQL_RECORD_GET, &has_row, what);
+        rc = fetch(db, SQLLOCK_SQL_RECORD_GET, &has_row, what);
     if (rc != SQLLOCK_OK)
         return rc;
     if (!has_row) {
@@ -231,6 +273,14 @@ static void retry_sleep(const sqllock_retry_options *o, int attempt)
     sqllock__sleep_ms(sqllock__rand_upto(cap));
 }
 
+/* Every field of sqllock_retry_options is in its struct_version 1, so
+ * none is gated here. A field appended in version N must be read only
+ * when o->struct_version >= N (an older caller's struct ends before it),
+ * as read_options() in db.c reads statement_timeout_ms; this stops the
+ * build when the version moves without that check being written. */
+typedef char sqllock__retry_options_is_v1[
+    SQLLOCK_RETRY_OPTIONS_VERSION == 1 ? 1 : -1];
+
 static int retry_options(sqllock_db *db, const sqllock_retry_options *o,
                          int *max_attempts)
 {
@@ -286,9 +336,14 @@ int sqllock_record_update(sqllock_db *db, const char *key,
         /* A deadlock or serialization failure rolled the one write back,
          * so nothing changed: it is another writer in the way, as a
          * conflict is. (Galera reports a write that lost certification
-         * against another node's as a deadlock.) */
+         * against another node's as a deadlock.) Not inside a row-lock
+         * transaction, though: there the database rolled back the whole
+         * transaction, which a retry cannot redo, and the transaction
+         * has failed (R7). */
         if (rc != SQLLOCK_CONFLICT && rc != SQLLOCK_EDEADLOCK &&
             rc != SQLLOCK_ESERIALIZATION)
+            return rc;
+        if (rc != SQLLOCK_CONFLICT && sqllock__txn_is_failed(db))
             return rc;
         if (attempt >= max_attempts)
             return sqllock__fail(db, SQLLOCK_CONFLICT, "record '%s' was "
@@ -593,7 +648,7 @@ static int table_write(sqllock_db *db, const sqllock_table *t,
     if (b.overflow)
         return sqllock__fail(db, SQLLOCK_EINVAL, "the statement would be "
                              "longer than %d bytes", SQL_MAX);
-    rc = sqllock__run_dyn(db, b.text, args, n, "updating the row", &st);
+    rc = run_dyn(db, b.text, args, n, "updating the row", &st);
     if (rc != SQLLOCK_OK)
         return table_error(db, rc, t);
     affected = db->drv->affected_rows(st);
@@ -728,10 +783,10 @@ int sqllock_table_get(sqllock_db *db, const sqllock_table *t,
         return sqllock__fail(db, SQLLOCK_EINVAL, "the statement would be "
                              "longer than %d bytes", SQL_MAX);
     arg = cell_value(key);
-    rc = sqllock__run_dyn(db, b.text, &arg, 1, "reading the row", &st);
+    rc = run_dyn(db, b.text, &arg, 1, "reading the row", &st);
     if (rc != SQLLOCK_OK)
         return table_error(db, rc, t);
-    rc = sqllock__fetch_dyn(db, st, &has_row, "reading the row");
+    rc = fetch_dyn(db, st, &has_row, "reading the row");
     if (rc != SQLLOCK_OK)
         return table_error(db, rc, t);
     if (!has_row) {

@@ -1,20 +1,30 @@
 /*
  * sqllock.h -- distributed locks on the SQL database you already run.
  *
- * This is the one header an application includes. It declares three kinds
- * of object, all opaque:
+ * This is the one header an application includes. It declares four kinds
+ * of object, all opaque handles:
  *
- *   sqllock_db     a connection to one database, opened from a URL;
- *   sqllock_lease  a lease lock on one name, held through a sqllock_db;
+ *   sqllock_db      a connection to one database, opened from a URL; the
+ *                   versioned-record and application-table calls
+ *                   (sqllock_record_*, sqllock_table_*) work on it;
+ *   sqllock_lease   a lease lock on one name, held through a sqllock_db;
+ *   sqllock_txn     a database transaction on a sqllock_db, holding row
+ *                   locks (SELECT ... FOR UPDATE) until it ends;
+ *   sqllock_reaper  a thread with its own connection that deletes expired
+ *                   lease rows;
  *
- * and the free functions that name status codes and parse durations.
+ * the plain structs that go with them (options, sqllock_table,
+ * sqllock_cell, ...), and the free functions that name status codes and
+ * parse durations.
  *
- * THREADS. A sqllock_db, and every sqllock_lease made from it, is not
- * thread-safe: use a handle and its leases from one thread at a time.
- * Different handles may be used from different threads at once. The driver
- * registry is thread-safe. After fork(), the child must not use handles
- * the parent opened (a database connection cannot be shared between
- * processes): it opens its own.
+ * THREADS. A sqllock_db, and every sqllock_lease and sqllock_txn made from
+ * it, is not thread-safe: use a handle, its leases and its transaction
+ * from one thread at a time. Different handles may be used from different
+ * threads at once. The exceptions say so where they are declared
+ * (sqllock_lease_state(), sqllock_reaper_stats_get()); the driver registry
+ * is thread-safe. After fork(), the child must not use handles the parent
+ * opened (a database connection cannot be shared between processes): it
+ * opens its own.
  *
  * MEMORY. Inputs are copied. A returned `const char *` is borrowed from its
  * handle and stays valid until the next call on that handle (or its free).
@@ -26,7 +36,16 @@
  * any call, sqllock_errmsg() on the handle says what happened in words,
  * including the database's own message where there is one.
  *
- * The lock contract these calls keep is written in docs/contract.md.
+ * RULES. The lock contract these calls keep is written in docs/contract.md.
+ * Ids such as L5 or C3 below ("contract L5") name its rules: each is
+ * stated in the section "Rules" of that page, under an anchor of its own
+ * (docs/contract.md#l5, #c3, ...). Source comments that say "DESIGN L5"
+ * name the same rule.
+ *
+ * VERSIONS. Each entry point says in which version of sqllock it first
+ * appeared ("Added in 0.1.0"); a field that an options struct gained later
+ * says which struct_version brought it. SQLLOCK_VERSION_* below and
+ * sqllock_version_string() give the version.
  */
 #ifndef SQLLOCK_H
 #define SQLLOCK_H
@@ -50,7 +69,8 @@ extern "C" {
 #define SQLLOCK_API
 #endif
 
-/* Returns the library's version as "MAJOR.MINOR.PATCH". */
+/* Returns the library's version as "MAJOR.MINOR.PATCH".
+ * Added in 0.1.0. */
 SQLLOCK_API const char *sqllock_version_string(void);
 
 /*
@@ -119,12 +139,15 @@ typedef enum sqllock_status {
 /* 1 if the status reports contention or a transaction the database rolled
  * back, so that the same operation may simply be tried again: BUSY,
  * TIMEOUT, CONFLICT, EDBBUSY, ELOCKED, EDEADLOCK, ESERIALIZATION. 0 for
- * success, LOST (the hold is gone; acquire again instead) and errors. */
+ * success, LOST (the hold is gone; acquire again instead) and errors.
+ * Added in 0.1.0. */
 SQLLOCK_API int sqllock_retryable(int status);
 
-/* A sentence that describes a status code; never NULL. */
+/* A sentence that describes a status code; never NULL.
+ * Added in 0.1.0. */
 SQLLOCK_API const char *sqllock_strerror(int status);
-/* The code's name, e.g. "SQLLOCK_BUSY"; "SQLLOCK_UNKNOWN" for a stray value. */
+/* The code's name, e.g. "SQLLOCK_BUSY"; "SQLLOCK_UNKNOWN" for a stray value.
+ * Added in 0.1.0. */
 SQLLOCK_API const char *sqllock_errname(int status);
 
 /* Limits. A lock name is 1..SQLLOCK_NAME_MAX bytes of valid UTF-8 without
@@ -179,13 +202,13 @@ typedef struct sqllock_options {
      *     until its ttl passes (or the reaper removes it); the same name
      *     is busy until then.
      *   - A release or a renewal whose answer never came is sent once
-     *     more on a fresh connection (DESIGN C3; see
+     *     more on a fresh connection (contract C3; see
      *     sqllock_lease_release()), so such a call can take this timeout
      *     twice plus a connect. A release that fails again may not have
      *     happened: the handle keeps its hold (release again), and the
      *     lease lasts at most until its ttl.
      *   - A renewal's failure makes a watched lease UNCERTAIN, then LOST
-     *     at its local deadline (DESIGN L6, L7). A watched lease's LOST
+     *     at its local deadline (contract L6, L7). A watched lease's LOST
      *     callback can come up to the longer of this timeout and
      *     connect_timeout_ms after the local deadline (the renewer may be
      *     waiting in a statement or a reconnect); sqllock_lease_state() is
@@ -198,10 +221,10 @@ typedef struct sqllock_options {
      * first, so that the new bound applies), and the LISTEN wait of a
      * PostgreSQL acquire is timed by its own deadline. MySQL/MariaDB apply
      * it, with the lock wait, as the client's read and write timeouts in
-     * whole seconds rounded up: MariaDB Connector/C 3.3 gives up after
-     * that time once (measured through a stalled proxy: 1.0 s for 1 s);
-     * Oracle's libmysqlclient documents up to three reads, so there a
-     * call can take up to three times as long. SQLite has no network:
+     * whole seconds rounded up; Oracle's libmysqlclient documents up to
+     * three reads, so there a call can take up to three times as long
+     * (what each client library was seen to do: docs/contract.md,
+     * "Bounded calls"). SQLite has no network:
      * busy_timeout_ms bounds its waits, and this is not used.
      */
     int64_t statement_timeout_ms;
@@ -226,34 +249,32 @@ typedef struct sqllock_options {
  * `sqlite::memory:` is refused with SQLLOCK_EURL: an in-memory database
  * lives in one connection, so it cannot lock anything between processes.
  *
- * Several hosts. A PostgreSQL URL's multi-host form works as libpq
- * documents it,
- * `postgres://u:p@h1:5432,h2:5432/db?target_session_attrs=read-write`,
- * except that the driver connects to the hosts one at a time, in order,
- * each with the connect timeout and the URL's other parameters (libpq
- * bounds each host only in a blocking connect); at most 16 hosts.
- * A MySQL/MariaDB URL may list up to 16 hosts, each with an optional
- * port (default 3306), IPv6 addresses in brackets:
+ * Several hosts. A PostgreSQL or MySQL/MariaDB URL may list up to 16
+ * hosts, each with an optional port, IPv6 addresses in brackets:
  *
+ *   postgres://u:p@h1:5432,h2:5432/db?target_session_attrs=read-write
  *   mysql://user:pass@h1:3306,h2:3307,[::1]:3308/db
  *
- * (a MariaDB Galera cluster's nodes, say). The hosts are tried in the
- * order given, each with the connect timeout; a host that cannot be
- * reached, refuses the connection for another reason than the
- * credentials (too many connections, an unknown database, TLS), drops
- * it during the session set-up, or is a Galera node that is not ready
- * (wsrep_ready OFF: not part of the cluster's primary component) is
- * passed over for the next. Refused credentials (SQLLOCK_EPERM) end the
- * connect at once, since every host gets the same ones. When no host
- * will do, the status is SQLLOCK_ECONNECT and the message names each
+ * (a primary and its standbys, a MariaDB Galera cluster's nodes). Every
+ * database follows one policy (docs/drivers.md, "Host lists"): the hosts
+ * are tried in the order given, one connect each with the connect timeout
+ * and the URL's other parameters; a host that cannot be reached, refuses
+ * the connection for another reason than the credentials (too many
+ * connections, an unknown database, TLS), drops it during the session
+ * set-up, is a standby that target_session_attrs=read-write turns down,
+ * or is a Galera node that is not ready (wsrep_ready OFF: not part of the
+ * cluster's primary component) is passed over for the next. Refused
+ * credentials (SQLLOCK_EPERM) end the connect at once, since every host
+ * gets the same ones (libpq's documented rule for its own lists). When no
+ * host will do, the status is SQLLOCK_ECONNECT and the message names each
  * host tried and why (never the password). The handle keeps the
  * connection it got; when the connection is lost later, the call that
  * sees it reports SQLLOCK_ECONNECT and the next call connects again,
  * starting from the first host. An empty entry, a bad port, a bare IPv6
- * address, more than 16 hosts, or `socket=` with several hosts is
- * SQLLOCK_EURL.
+ * address, more than 16 hosts, `socket=` with several hosts, or a
+ * PostgreSQL list in the query (host=h1,h2) is SQLLOCK_EURL.
  *
- * TLS and credentials (README "Credentials and TLS"). A PostgreSQL URL
+ * TLS and credentials (docs/credentials.md). A PostgreSQL URL
  * takes libpq's parameters (sslmode, sslrootcert, sslcert, sslkey,
  * passfile, service, ...). A MySQL/MariaDB URL takes ssl_mode (DISABLED,
  * PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY), ssl_ca, ssl_capath,
@@ -261,7 +282,7 @@ typedef struct sqllock_options {
  * and option_group for the user, password and TLS settings of a MySQL
  * option file (~/.my.cnf, group [client], when the URL names neither user
  * nor password); the URL's own values win. No part of a password is ever
- * part of a message (DESIGN C4).
+ * part of a message (contract C4).
  *
  * Connection poolers (PostgreSQL; docs/poolers.md). The URL says what is
  * between the client and the server: `pooler=none` (the default: the
@@ -284,27 +305,33 @@ typedef struct sqllock_options {
  * declare (the message says to add pooler=transaction); nothing ran.
  * A statement sent while the application has a transaction of its own
  * open on the native handle is refused with SQLLOCK_EMISUSE, unsent.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_open(const char *url, const sqllock_options *opts,
                              sqllock_db **out);
 
 /* Closes the connection and frees the handle, its leases' database state
  * excepted: leases still held stay held in the database until they expire.
- * Free the leases first (sqllock_lease_free()). Accepts NULL. */
+ * Free the leases first (sqllock_lease_free()). Accepts NULL.
+ * Added in 0.1.0. */
 SQLLOCK_API void sqllock_close(sqllock_db *db);
 
 /* The last status and message on this handle. The message names what was
  * wrong and includes the database's own message and code where there is
  * one; it has no trailing newline. A NULL handle gives "no database handle".
- * sqllock_errcode() returns the last status (SQLLOCK_OK after a success). */
+ * sqllock_errcode() returns the last status (SQLLOCK_OK after a success).
+ * Added in 0.1.0. */
 SQLLOCK_API const char *sqllock_errmsg(const sqllock_db *db);
 SQLLOCK_API int sqllock_errcode(const sqllock_db *db);
 
-/* The name of the handle's driver ("sqlite", "postgres", "mysql"). */
+/* The name of the handle's driver ("sqlite", "postgres", "mysql").
+ * Added in 0.1.0. */
 SQLLOCK_API const char *sqllock_db_driver(const sqllock_db *db);
 
 /* The driver's own connection (sqlite3 *, PGconn *, MYSQL *), borrowed: do
- * not close it. NULL when not connected. */
+ * not close it. NULL when not connected.
+ * Added in 0.1.0. */
 SQLLOCK_API void *sqllock_db_native(sqllock_db *db);
 
 /*
@@ -318,6 +345,8 @@ SQLLOCK_API void *sqllock_db_native(sqllock_db *db);
  * "permission denied"). It does not re-create a table
  * dropped after the version row was written: lock calls then fail with
  * SQLLOCK_ENOSCHEMA (or EDB) naming the table.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_init(sqllock_db *db);
 
@@ -340,7 +369,7 @@ typedef struct sqllock_lease_options {
      * database server's clock. Required, > 0. */
     int64_t ttl_ms;
     /* How much earlier than the server the holder stops believing it holds
-     * the lease (DESIGN L6). Default ttl/10; must be < ttl. */
+     * the lease (contract L6). Default ttl/10; must be < ttl. */
     int64_t safety_margin_ms;
     /* Backoff between attempts while waiting: exponential from min to max,
      * with full jitter. Defaults 5 ms and 500 ms. */
@@ -355,14 +384,14 @@ typedef struct sqllock_lease_options {
 
 /* A waiting acquire only polls (with backoff): it neither listens for
  * PostgreSQL notifications nor waits for releases in this process; and a
- * release sends no wake-up (on PostgreSQL it then skips the NOTIFY, which
- * costs about 0.1 ms per release; see docs/benchmarks.md). For locks
+ * release sends no wake-up (on PostgreSQL it then skips the NOTIFY; what
+ * that saves per release is measured in docs/benchmarks.md). For locks
  * nobody waits for, and for measuring what wake-ups are worth. (Behind a
  * pooler that cannot keep a LISTEN, the URL's pooler= parameter already
  * keeps waiters from LISTENing there: docs/poolers.md.) */
 #define SQLLOCK_LEASE_NO_WAKEUP (1u << 0)
 
-/* Fast mode (DESIGN L10's opt-in), PostgreSQL only: acquires and renewals
+/* Fast mode (contract L10's opt-in), PostgreSQL only: acquires and renewals
  * commit asynchronously too (synchronous_commit off for their own
  * transaction), so a grant costs no WAL flush (figures in
  * docs/benchmarks.md). What it risks: a lease
@@ -391,6 +420,8 @@ typedef struct sqllock_lease_options {
  * or empty name, a name over SQLLOCK_NAME_MAX bytes, not valid UTF-8 or with
  * control characters, or a ttl_ms <= 0 (the message on `db` says which).
  * Free with sqllock_lease_free().
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_lease_new(sqllock_db *db, const char *name,
                                   const sqllock_lease_options *opts,
@@ -402,7 +433,7 @@ SQLLOCK_API int sqllock_lease_new(sqllock_db *db, const char *name,
  * Returns SQLLOCK_OK (held; a fresh owner id and a fencing token larger than
  * any issued before), SQLLOCK_BUSY (held by another owner), or an error.
  *
- * Reentrant (DESIGN L8): on a handle that already holds the lease, this
+ * Reentrant (contract L8): on a handle that already holds the lease, this
  * counts up and renews the lease (SQLLOCK_LOST if the renewal finds it lost;
  * the handle then no longer holds it).
  *
@@ -415,6 +446,8 @@ SQLLOCK_API int sqllock_lease_new(sqllock_db *db, const char *name,
  * writes (row-lock commits, records) report the same cancel as
  * SQLLOCK_ECANCELED: committed on the primary, not known to be
  * replicated.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_lease_try_acquire(sqllock_lease *lease);
 
@@ -425,13 +458,15 @@ SQLLOCK_API int sqllock_lease_try_acquire(sqllock_lease *lease);
  * Returns SQLLOCK_TIMEOUT when the deadline passes with the lock still held
  * elsewhere. An error other than contention ends the wait at once.
  *
- * Wake-ups (DESIGN L9), unless SQLLOCK_LEASE_NO_WAKEUP: a release of the
+ * Wake-ups (contract L9), unless SQLLOCK_LEASE_NO_WAKEUP: a release of the
  * name through any handle of this process on the same URL wakes the waiter
  * at once; on PostgreSQL the waiter also LISTENs on a channel derived from
  * the name (on its handle's connection, for the duration of the wait) and
  * every release NOTIFYs it, so a release in any process wakes it. Polling
  * stays as the fallback, since a notification can be lost with a
  * connection.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_lease_acquire(sqllock_lease *lease, int64_t wait_ms);
 
@@ -443,7 +478,7 @@ SQLLOCK_API int sqllock_lease_acquire(sqllock_lease *lease, int64_t wait_ms);
  * then no longer holds it. SQLLOCK_ENOTHELD when the handle does not hold.
  * A renewal that finds its connection lost (SQLLOCK_ECONNECT: the
  * answer may have been lost with it) is sent once more on a fresh
- * connection (DESIGN C3): it names owner and token, so running it twice
+ * connection (contract C3): it names owner and token, so running it twice
  * does nothing the first did not. Not after a connect that failed
  * (nothing was sent). Such a call can take the statement timeout, plus
  * a connect and a second statement timeout. When that fails too, the
@@ -453,6 +488,8 @@ SQLLOCK_API int sqllock_lease_acquire(sqllock_lease *lease, int64_t wait_ms);
  * was done) is run again up to 3 times after a short random pause, as an
  * acquire is; after that its status (sqllock_retryable()) is returned.
  * The same holds for sqllock_lease_release().
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_lease_renew(sqllock_lease *lease);
 
@@ -463,7 +500,7 @@ SQLLOCK_API int sqllock_lease_renew(sqllock_lease *lease);
  * it over, or the row was removed after it expired; the handle is released
  * all the same. SQLLOCK_ENOTHELD when the handle does not hold.
  * A release that finds its connection lost is sent once more on a fresh
- * connection (DESIGN C3; as sqllock_lease_renew()). The lost one may have
+ * connection (contract C3; as sqllock_lease_renew()). The lost one may have
  * committed: when the second finds the row gone and the first was sent
  * before the lease's local deadline (L6), no one else could have taken
  * or reaped the lease before it ran, so it is SQLLOCK_OK (released, not
@@ -471,41 +508,50 @@ SQLLOCK_API int sqllock_lease_renew(sqllock_lease *lease);
  * handle keeps the hold, so release can be called again; a call then
  * that finds the row gone returns SQLLOCK_LOST, which there means
  * "already released" as much as "taken over".
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_lease_release(sqllock_lease *lease);
 
 /* Frees the handle. A lease still held is NOT released in the database: it
- * stays until it expires (call sqllock_lease_release() first). Accepts NULL. */
+ * stays until it expires (call sqllock_lease_release() first). Accepts NULL.
+ * Added in 0.1.0. */
 SQLLOCK_API void sqllock_lease_free(sqllock_lease *lease);
 
-/* The lock name. */
+/* The lock name.
+ * Added in 0.1.0. */
 SQLLOCK_API const char *sqllock_lease_name(const sqllock_lease *lease);
 /* 1 while the handle holds the lease AND its local deadline has not
  * passed (sqllock_lease_remaining_ms() > 0), 0 otherwise: a lease whose
  * renewals could not reach the server is never reported as held past its
- * local deadline (DESIGN L6). A handle past its deadline still counts its
- * holds (sqllock_lease_count()) and can still be renewed or released. */
+ * local deadline (contract L6). A handle past its deadline still counts its
+ * holds (sqllock_lease_count()) and can still be renewed or released.
+ * Added in 0.1.0. */
 SQLLOCK_API int sqllock_lease_held(const sqllock_lease *lease);
-/* The reentrancy count: 0 when not held. */
+/* The reentrancy count: 0 when not held.
+ * Added in 0.1.0. */
 SQLLOCK_API int sqllock_lease_count(const sqllock_lease *lease);
 /* The fencing token of the current hold (> 0), or 0 when not held or in
  * fast mode (SQLLOCK_LEASE_FAST), which has no fencing token. A name's
- * tokens strictly increase from grant to grant (DESIGN L5). Tokens of
+ * tokens strictly increase from grant to grant (contract L5). Tokens of
  * different names come from one counter per database and are unique,
  * but on a Galera cluster, where each node draws its own AUTO_INCREMENT
  * values, a later grant of another name may get a smaller token: compare
- * tokens of one name only. */
+ * tokens of one name only.
+ * Added in 0.1.0. */
 SQLLOCK_API int64_t sqllock_lease_token(const sqllock_lease *lease);
 /* The owner id of the current hold (SQLLOCK_OWNER_LEN hex digits), or ""
- * when not held. Borrowed from the lease handle. */
+ * when not held. Borrowed from the lease handle.
+ * Added in 0.1.0. */
 SQLLOCK_API const char *sqllock_lease_owner(const sqllock_lease *lease);
 /* How long the holder may still trust the lease, in ms, by the local
  * monotonic clock: (time the last acquire/renew was SENT) + ttl - margin
- * - now, never below 0. 0 when not held. */
+ * - now, never below 0. 0 when not held.
+ * Added in 0.1.0. */
 SQLLOCK_API int64_t sqllock_lease_remaining_ms(const sqllock_lease *lease);
 
 /* ------------------------------------------------------------------------ */
-/* Watchdog renewal (DESIGN L6, L7)                                          */
+/* Watchdog renewal (contract L6, L7)                                        */
 /* ------------------------------------------------------------------------ */
 
 /* What a lease handle knows of its lease (sqllock_lease_state()). */
@@ -525,9 +571,12 @@ SQLLOCK_API int64_t sqllock_lease_remaining_ms(const sqllock_lease *lease);
  * callback. A lease past its local deadline is LOST even before the
  * renewer notices. After LOST the handle still counts its holds: release
  * it (which reports SQLLOCK_LOST if another owner took over) or free it.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_lease_state(const sqllock_lease *lease);
-/* "not-held", "held", "uncertain", "lost"; "?" for other values. */
+/* "not-held", "held", "uncertain", "lost"; "?" for other values.
+ * Added in 0.1.0. */
 SQLLOCK_API const char *sqllock_lease_state_name(int state);
 
 /*
@@ -561,7 +610,7 @@ typedef struct sqllock_watch_options {
 #define SQLLOCK_WATCH_OPTIONS_INIT { SQLLOCK_WATCH_OPTIONS_VERSION, 0, 0, NULL, NULL }
 
 /*
- * Puts the held lease under automatic renewal (DESIGN L7) until it is
+ * Puts the held lease under automatic renewal (contract L7) until it is
  * released, lost, unwatched or freed. The renewer is one thread per
  * database handle, started by the first watch, with its own connection
  * to the handle's URL; it never uses the caller's connection. The first
@@ -575,6 +624,8 @@ typedef struct sqllock_watch_options {
  * Errors: SQLLOCK_ENOTHELD when the handle does not hold the lease,
  * SQLLOCK_EINVAL for bad intervals or a handle already watched,
  * SQLLOCK_ESYS when the thread cannot start, or the connection's error.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_lease_watch(sqllock_lease *lease,
                                     const sqllock_watch_options *opts);
@@ -583,7 +634,8 @@ SQLLOCK_API int sqllock_lease_watch(sqllock_lease *lease,
  * that one's answer is dropped without touching the lease (a late renewal
  * names the owner and token, so it cannot revive a released row).
  * Harmless on a lease that is not watched. Release and free do this
- * first, so a renewer never renews a released lease. */
+ * first, so a renewer never renews a released lease.
+ * Added in 0.1.0. */
 SQLLOCK_API int sqllock_lease_unwatch(sqllock_lease *lease);
 
 /*
@@ -595,6 +647,8 @@ SQLLOCK_API int sqllock_lease_unwatch(sqllock_lease *lease);
  * spend the lease's ttl. Harmless when the renewer already runs.
  * Errors: the connection's error, or SQLLOCK_ESYS when the thread cannot
  * start.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_watch_prepare(sqllock_db *db);
 
@@ -607,6 +661,8 @@ SQLLOCK_API int sqllock_watch_prepare(sqllock_db *db);
  * extends the lease by. `owner` must be SQLLOCK_OWNER_LEN lower-case hex
  * digits and `token` positive (else SQLLOCK_EINVAL, and *out is NULL).
  * Nothing is sent to the database.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_lease_attach(sqllock_db *db, const char *name,
                                      const char *owner, int64_t token,
@@ -614,7 +670,7 @@ SQLLOCK_API int sqllock_lease_attach(sqllock_db *db, const char *name,
                                      sqllock_lease **out);
 
 /* ------------------------------------------------------------------------ */
-/* Reaping expired leases (DESIGN P1-P4)                                     */
+/* Reaping expired leases (contract P1-P4)                                   */
 /* ------------------------------------------------------------------------ */
 
 /*
@@ -632,6 +688,8 @@ SQLLOCK_API int sqllock_lease_attach(sqllock_db *db, const char *name,
  * SQLLOCK_EMISUSE inside a sqllock_txn on the same handle; else the
  * database's. A statement the database rolled back (a deadlock with
  * another reaper) is run again a few times first.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_reap(sqllock_db *db, int64_t grace_ms, int batch,
                              int64_t *deleted);
@@ -666,17 +724,21 @@ typedef struct sqllock_reaper_stats {
  * why and *out is NULL; `why` (may be NULL) gets the message, cut to
  * why_size. Errors from passes are counted, not fatal: the reaper keeps
  * trying, reconnecting as needed.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_reaper_start(const char *url,
                                      const sqllock_reaper_options *opts,
                                      sqllock_reaper **out, char *why,
                                      size_t why_size);
-/* Copies the counters; thread-safe. */
+/* Copies the counters; thread-safe.
+ * Added in 0.1.0. */
 SQLLOCK_API int sqllock_reaper_stats_get(sqllock_reaper *reaper,
                                          sqllock_reaper_stats *out);
 /* Wakes the thread, waits for it to end (within one statement's time:
  * it never sleeps through the request) and frees the reaper. Accepts
- * NULL. */
+ * NULL.
+ * Added in 0.1.0. */
 SQLLOCK_API void sqllock_reaper_stop(sqllock_reaper *reaper);
 
 /* ------------------------------------------------------------------------ */
@@ -698,13 +760,14 @@ typedef struct sqllock_lease_info {
 } sqllock_lease_info;
 
 /* Calls `cb` for each lease row, in name order. A non-zero return from `cb`
- * stops the walk, and sqllock_list() returns that value. */
+ * stops the walk, and sqllock_list() returns that value.
+ * Added in 0.1.0. */
 SQLLOCK_API int sqllock_list(sqllock_db *db,
                              int (*cb)(void *ctx, const sqllock_lease_info *),
                              void *ctx);
 
 /* ------------------------------------------------------------------------ */
-/* Row locks (DESIGN R1-R5)                                                  */
+/* Row locks (contract R1-R7)                                                */
 /* ------------------------------------------------------------------------ */
 
 /*
@@ -715,6 +778,31 @@ SQLLOCK_API int sqllock_list(sqllock_db *db,
  * the same handle would run inside the transaction), and run your own
  * statements on the connection sqllock_txn_native() returns (which starts
  * the transaction), not one taken earlier from sqllock_db_native().
+ *
+ * The versioned-record and table calls (sqllock_record_get/create/cas/
+ * delete(), sqllock_table_*()) on the same handle work inside it too:
+ * once the transaction has started (at its first lock call, or
+ * sqllock_txn_native()), they run in it and commit or roll back with it;
+ * before that, each commits on its own.
+ *
+ * A failed transaction stays failed until rolled back (R7). When a
+ * statement of the transaction -- a lock call's, or a record or table
+ * call's on the handle -- fails with SQLLOCK_EDEADLOCK,
+ * SQLLOCK_ESERIALIZATION, SQLLOCK_ELOCKED, SQLLOCK_ECONNECT (or
+ * SQLLOCK_ECANCELED, SQLLOCK_EDBBUSY, SQLLOCK_EFULL), the database has
+ * ended the transaction, or may have: that call returns the status, and
+ * the transaction is rolled back and failed. From then on every call in
+ * it -- lock calls, sqllock_txn_native(), the record and table calls on
+ * the handle, sqllock_db_exec(), sqllock_txn_commit(), and
+ * sqllock_txn_begin() on the handle -- returns SQLLOCK_EMISUSE without
+ * sending anything, with a
+ * message that names the failure and says the transaction was rolled
+ * back; nothing commits outside it, and a lost connection is not
+ * reconnected under it. Roll it back (sqllock_txn_rollback() or
+ * sqllock_txn_free()), then begin again if sqllock_retryable() said so
+ * of the failure. Failures of the application's own statements on the
+ * native connection are not seen (docs/contract.md, "Records and table
+ * calls inside a row-lock transaction").
  *
  * SQLite has no row locks: there the transaction takes the database's
  * write lock (BEGIN IMMEDIATE) at its first lock call — coarser, the same
@@ -741,7 +829,7 @@ typedef struct sqllock_table sqllock_table;
                                          decides who may commit */
 #define SQLLOCK_ROW_LOCKS_DATABASE  3 /* no row locks: the transaction
                                          takes the whole database's write
-                                         lock (SQLite, DESIGN R5) */
+                                         lock (SQLite, contract R5) */
 typedef struct sqllock_cell sqllock_cell;
 
 typedef enum sqllock_lock_mode {
@@ -750,6 +838,10 @@ typedef enum sqllock_lock_mode {
     SQLLOCK_LOCK_SKIP_LOCKED   /* take the free rows, skip the others */
 } sqllock_lock_mode;
 
+/* Options for sqllock_txn_begin(). Zero means default, and a zeroed
+ * struct is valid; `struct_version` lets later versions append fields
+ * (read only from a caller whose struct_version has them): set it with
+ * SQLLOCK_TXN_OPTIONS_INIT. */
 typedef struct sqllock_txn_options {
     int struct_version;
     /* How long SQLLOCK_LOCK_WAIT waits for one row before SQLLOCK_ELOCKED.
@@ -759,7 +851,8 @@ typedef struct sqllock_txn_options {
     int64_t lock_timeout_ms;
 } sqllock_txn_options;
 
-#define SQLLOCK_TXN_OPTIONS_INIT { 1, 0 }
+#define SQLLOCK_TXN_OPTIONS_VERSION 1
+#define SQLLOCK_TXN_OPTIONS_INIT { SQLLOCK_TXN_OPTIONS_VERSION, 0 }
 
 /*
  * What a row lock taken through `db` excludes: *scope gets one of
@@ -772,9 +865,12 @@ typedef struct sqllock_txn_options {
  * lease locks there, whose grant is one committed write that the
  * cluster certifies. SQLLOCK_EINVAL for a NULL handle or `scope` (*scope
  * is 0 on any failure); else the connection's error.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_row_lock_scope(sqllock_db *db, int *scope);
-/* "exclusive", "node", "database"; "?" for other values. */
+/* "exclusive", "node", "database"; "?" for other values.
+ * Added in 0.1.0. */
 SQLLOCK_API const char *sqllock_row_lock_scope_name(int scope);
 
 /* Begins a transaction on `db`. `opts` may be NULL. Nothing is sent yet:
@@ -782,7 +878,8 @@ SQLLOCK_API const char *sqllock_row_lock_scope_name(int scope);
  * sqllock_txn_native(), whichever comes first (on SQLite that is when the
  * write lock is taken). Free the handle with sqllock_txn_free() (which
  * rolls back a transaction still open). SQLLOCK_EMISUSE while another
- * transaction is open on the handle. */
+ * transaction is open on the handle, a failed one included (R7).
+ * Added in 0.1.0. */
 SQLLOCK_API int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opts,
                                   sqllock_txn **out);
 
@@ -800,14 +897,18 @@ SQLLOCK_API int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opt
  * returns SQLLOCK_OK with `got` saying which names it took.
  *
  * After ELOCKED, EDEADLOCK, ESERIALIZATION or a lost connection the
- * transaction is rolled back and over (sqllock_retryable() says whether
- * to begin again); later calls on it return SQLLOCK_EMISUSE.
+ * transaction is rolled back and failed (R7; sqllock_retryable() says
+ * whether to begin again): later calls in it, the record calls on the
+ * handle and the commit included, return SQLLOCK_EMISUSE and send
+ * nothing, until sqllock_txn_rollback() or sqllock_txn_free().
  *
  * On a MariaDB Galera cluster a row lock excludes only the clients of
  * the same node (SQLLOCK_ROW_LOCKS_NODE, see sqllock_row_lock_scope()):
  * a client of another node locks the same row at once, and of two such
  * transactions the one that commits second fails, at its commit (or at
  * a later statement), with SQLLOCK_EDEADLOCK.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_txn_lock(sqllock_txn *txn, const char *const *names,
                                  int n, sqllock_lock_mode mode, int *got);
@@ -819,6 +920,8 @@ SQLLOCK_API int sqllock_txn_lock(sqllock_txn *txn, const char *const *names,
  * used and may be NULL. WAIT/NOWAIT: SQLLOCK_NOTFOUND if a key has no row
  * (the rows locked so far stay locked). SKIP_LOCKED: a missing row is
  * `got` 0 too.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_txn_lock_rows(sqllock_txn *txn, const sqllock_table *t,
                                       const sqllock_cell *keys, int n,
@@ -826,29 +929,36 @@ SQLLOCK_API int sqllock_txn_lock_rows(sqllock_txn *txn, const sqllock_table *t,
 
 /* The connection, for the application's own statements inside the
  * transaction (sqlite3 *, PGconn *, MYSQL *); starts the transaction if no
- * lock call did yet. Borrowed. NULL if the transaction could not start
- * (sqllock_errmsg() on the handle says why). */
+ * lock call did yet. Borrowed. NULL if the transaction could not start,
+ * or has failed (R7) (sqllock_errmsg() on the handle says why).
+ * Added in 0.1.0. */
 SQLLOCK_API void *sqllock_txn_native(sqllock_txn *txn);
 
-/* Commits (the locks end). SQLLOCK_EMISUSE if the transaction is over;
- * an error (never SQLLOCK_OK) when the database had already aborted the
- * transaction after a failed statement of the application's and rolls it
- * back instead. On a Galera cluster, SQLLOCK_EDEADLOCK when a
+/* Commits (the locks end). SQLLOCK_EMISUSE if the transaction is over,
+ * or has failed (R7: a statement of it failed with a status that ended
+ * the database's transaction; nothing is sent, and the transaction stays
+ * until rolled back); an error (never SQLLOCK_OK) when the database had
+ * already aborted the transaction after a failed statement of the
+ * application's and rolls it back instead. On a Galera cluster, SQLLOCK_EDEADLOCK when a
  * conflicting transaction committed first through another node
  * (certification failure): nothing was committed, and a retry is safe.
  * Read the rows you locked after locking them: a MySQL session runs READ
- * COMMITTED, so a read after the lock sees the latest committed row. */
+ * COMMITTED, so a read after the lock sees the latest committed row.
+ * Added in 0.1.0. */
 SQLLOCK_API int sqllock_txn_commit(sqllock_txn *txn);
-/* Rolls back (the locks end). OK on a transaction that is already over.
- * Leaves the handle's last error message as it was (the reason for
- * rolling back, usually). */
+/* Rolls back (the locks end). OK on a transaction that is already over,
+ * and the one way out of a failed one (R7; the database's transaction
+ * was rolled back when it failed). Leaves the handle's last error
+ * message as it was (the reason for rolling back, usually).
+ * Added in 0.1.0. */
 SQLLOCK_API int sqllock_txn_rollback(sqllock_txn *txn);
 /* Rolls back if still open, and frees. Free a transaction before closing
- * its handle. Accepts NULL. */
+ * its handle. Accepts NULL.
+ * Added in 0.1.0. */
 SQLLOCK_API void sqllock_txn_free(sqllock_txn *txn);
 
 /* ------------------------------------------------------------------------ */
-/* Optimistic versioned updates (DESIGN O1-O3)                               */
+/* Optimistic versioned updates (contract O1-O3)                             */
 /* ------------------------------------------------------------------------ */
 
 /*
@@ -860,19 +970,28 @@ SQLLOCK_API void sqllock_txn_free(sqllock_txn *txn);
  * The library's own table, sqllock_record, holds byte values by key (keys
  * follow the rules of lock names: 1..SQLLOCK_NAME_MAX bytes of valid UTF-8
  * without control characters; values up to SQLLOCK_VALUE_MAX bytes).
+ *
+ * Inside a started row-lock transaction on the same handle these calls,
+ * and the table calls below, run in the transaction (R4). One that fails
+ * with a status that ended the database's transaction fails the
+ * sqllock_txn, and in a failed transaction each of them returns
+ * SQLLOCK_EMISUSE without sending anything, until it is rolled back
+ * (R7, in the row-lock section above).
  */
 #define SQLLOCK_VALUE_MAX (1024 * 1024)
 
 /* Reads record `key`: *value (malloc'd, free with sqllock_free(); NUL-
  * terminated for convenience, not counted in *len), *len and *version.
  * SQLLOCK_NOTFOUND when there is no such record (outputs zeroed). Any
- * output pointer may be NULL. */
+ * output pointer may be NULL.
+ * Added in 0.1.0. */
 SQLLOCK_API int sqllock_record_get(sqllock_db *db, const char *key,
                                    void **value, size_t *len,
                                    int64_t *version);
 
 /* Creates record `key` with version 1 if it does not exist. SQLLOCK_OK, or
- * SQLLOCK_CONFLICT when it already exists (nothing is changed). */
+ * SQLLOCK_CONFLICT when it already exists (nothing is changed).
+ * Added in 0.1.0. */
 SQLLOCK_API int sqllock_record_create(sqllock_db *db, const char *key,
                                       const void *value, size_t len);
 
@@ -881,13 +1000,15 @@ SQLLOCK_API int sqllock_record_create(sqllock_db *db, const char *key,
  * SQLLOCK_CONFLICT when the version moved or the record is gone. On a
  * Galera cluster a write that raced one through another node can also
  * fail certification: SQLLOCK_EDEADLOCK, nothing written, retryable
- * (sqllock_record_update() retries it like a conflict). */
+ * (sqllock_record_update() retries it like a conflict).
+ * Added in 0.1.0. */
 SQLLOCK_API int sqllock_record_cas(sqllock_db *db, const char *key,
                                    int64_t expected, const void *value,
                                    size_t len, int64_t *new_version);
 
 /* Deletes record `key` if its version is still `expected`.
- * SQLLOCK_CONFLICT otherwise. */
+ * SQLLOCK_CONFLICT otherwise.
+ * Added in 0.1.0. */
 SQLLOCK_API int sqllock_record_delete(sqllock_db *db, const char *key,
                                       int64_t expected);
 
@@ -903,7 +1024,10 @@ SQLLOCK_API int sqllock_record_delete(sqllock_db *db, const char *key,
 typedef int (*sqllock_update_fn)(void *ctx, const void *old, size_t old_len,
                                  const void **out, size_t *out_len);
 
-/* Retry policy for sqllock_record_update(). Zero means default. */
+/* Retry policy for sqllock_record_update(). Zero means default, and a
+ * zeroed struct is valid; `struct_version` lets later versions append
+ * fields (read only from a caller whose struct_version has them): set it
+ * with SQLLOCK_RETRY_OPTIONS_INIT. */
 typedef struct sqllock_retry_options {
     int struct_version;
     int max_attempts;          /* default 16 */
@@ -911,18 +1035,27 @@ typedef struct sqllock_retry_options {
     int64_t backoff_max_ms;    /* default 100 */
 } sqllock_retry_options;
 
-#define SQLLOCK_RETRY_OPTIONS_INIT { 1, 0, 0, 0 }
+#define SQLLOCK_RETRY_OPTIONS_VERSION 1
+#define SQLLOCK_RETRY_OPTIONS_INIT { SQLLOCK_RETRY_OPTIONS_VERSION, 0, 0, 0 }
 
 /*
- * The retry helper (DESIGN O2): reads the record, calls `fn`, writes the
+ * The retry helper (contract O2): reads the record, calls `fn`, writes the
  * new value with compare-and-set (creating the record when it did not
  * exist), and on a conflict sleeps with jittered exponential backoff and
  * starts again, up to max_attempts. A write the database rolled back as a
  * deadlock or serialization failure (a lost certification on Galera, say)
- * counts as a conflict: nothing was written, and it is tried again.
+ * counts as a conflict: nothing was written, and it is tried again --
+ * except inside a started row-lock transaction on the handle, where the
+ * database rolled back the whole transaction, which a retry cannot redo:
+ * there the deadlock or serialization failure is returned after that
+ * attempt, and the transaction has failed (R7). A conflict is retried
+ * inside a transaction too. In a failed transaction the call returns
+ * SQLLOCK_EMISUSE at once.
  * *attempts (when not NULL) gets the number of attempts made. Returns
  * SQLLOCK_OK, SQLLOCK_CONFLICT when every attempt conflicted, the
  * function's own status, or an error.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_record_update(sqllock_db *db, const char *key,
                                       sqllock_update_fn fn, void *ctx,
@@ -930,7 +1063,7 @@ SQLLOCK_API int sqllock_record_update(sqllock_db *db, const char *key,
                                       int *attempts);
 
 /*
- * The application's own tables (DESIGN O3). A table is named by the
+ * The application's own tables (contract O3). A table is named by the
  * application, e.g. inventory(id, qty, version): table, key column and
  * version column are identifiers `[A-Za-z_][A-Za-z0-9_]*` (the table may
  * be schema-qualified, "shop.inventory"), at most 63 bytes each; the
@@ -970,6 +1103,8 @@ struct sqllock_cell {
  * Reads the integer columns `columns[0..ncolumns)` (at most 16) and the
  * version of the row whose key is `key`. SQLLOCK_NOTFOUND when there is no
  * such row. A NULL column reads as 0.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_table_get(sqllock_db *db, const sqllock_table *t,
                                   const sqllock_cell *key,
@@ -990,6 +1125,8 @@ SQLLOCK_API int sqllock_table_get(sqllock_db *db, const sqllock_table *t,
  *   sqllock_cell enough = { "qty", SQLLOCK_OP_GE, NULL, 1 };
  *   rc = sqllock_table_cas(db, &inventory, &key, version, &sub, 1,
  *                          &enough, 1, NULL);
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_table_cas(sqllock_db *db, const sqllock_table *t,
                                   const sqllock_cell *key, int64_t expected,
@@ -1002,6 +1139,8 @@ SQLLOCK_API int sqllock_table_cas(sqllock_db *db, const sqllock_table *t,
  *   UPDATE t SET <sets>, version = version + 1 WHERE key = ? AND <conds>
  * (the classic `qty = qty - 1 WHERE qty >= 1`). SQLLOCK_CONFLICT when no
  * row matched.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_table_update(sqllock_db *db, const sqllock_table *t,
                                      const sqllock_cell *key,
@@ -1009,7 +1148,7 @@ SQLLOCK_API int sqllock_table_update(sqllock_db *db, const sqllock_table *t,
                                      const sqllock_cell *conds, int nconds);
 
 /*
- * A fenced write (DESIGN L5): the storage side of a fencing token. The row
+ * A fenced write (contract L5): the storage side of a fencing token. The row
  * keeps, in the integer column `fence_column`, the largest token that has
  * written it; the write applies only when `token` is not stale:
  *   UPDATE t SET <sets>, fence = token [, version = version + 1]
@@ -1032,6 +1171,8 @@ SQLLOCK_API int sqllock_table_update(sqllock_db *db, const sqllock_table *t,
  *   rc = sqllock_table_fenced_update(db, &orders, &key, "fence",
  *                                    sqllock_lease_token(lease), &set, 1,
  *                                    NULL, 0);
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_table_fenced_update(sqllock_db *db,
                                             const sqllock_table *t,
@@ -1043,7 +1184,8 @@ SQLLOCK_API int sqllock_table_fenced_update(sqllock_db *db,
                                             const sqllock_cell *conds,
                                             int nconds);
 
-/* Frees memory the library returned (sqllock_record_get()). Accepts NULL. */
+/* Frees memory the library returned (sqllock_record_get()). Accepts NULL.
+ * Added in 0.1.0. */
 SQLLOCK_API void sqllock_free(void *p);
 
 /* ------------------------------------------------------------------------ */
@@ -1075,8 +1217,93 @@ SQLLOCK_API void sqllock_free(void *p);
  * component ("1m30"), a fraction without a unit ("1.5"), a fraction
  * without digits on both sides (".5s", "1.s"), trailing garbage, and a
  * value that is not a whole number of milliseconds or does not fit.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_parse_duration(const char *text, int64_t *ms);
+
+/* ------------------------------------------------------------------------ */
+/* Helpers for tools and examples (added in 0.2.0)                          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * sqllock_parse_duration(), which also says why it refused a text: *why
+ * (when `why` is not NULL) is set to a sentence such as "the units must
+ * come largest first" on SQLLOCK_EINVAL, and to NULL on SQLLOCK_OK. The
+ * sentence is static (never freed) and quotes nothing of the text.
+ *
+ * Added in 0.2.0.
+ */
+SQLLOCK_API int sqllock_parse_duration_why(const char *text, int64_t *ms,
+                                           const char **why);
+
+/*
+ * The database URL `url` as it may be shown to a person: the password of
+ * the user info, the values of password-like parameters and of every
+ * query parameter whose value is not known to be harmless are replaced
+ * by "***" (names are kept), e.g. "postgres://app:***@db1/shop". The
+ * messages of sqllock_errmsg() show URLs this way. The URL need not be
+ * well-formed. Sets *out to a new string, freed with sqllock_free().
+ * SQLLOCK_OK; SQLLOCK_EINVAL when `url` or `out` is NULL; SQLLOCK_ENOMEM.
+ * *out is NULL after a failure (when `out` is not NULL).
+ *
+ * Added in 0.2.0.
+ */
+SQLLOCK_API int sqllock_url_redact(const char *url, char **out);
+
+/*
+ * The clock of every local deadline, in microseconds: CLOCK_BOOTTIME
+ * where the system has it (it counts the time a suspended host slept),
+ * else CLOCK_MONOTONIC. Only differences between two readings mean
+ * anything. Thread-safe.
+ *
+ * Added in 0.2.0.
+ */
+SQLLOCK_API int64_t sqllock_now_us(void);
+
+/*
+ * The lease's local deadline (contract L6) on the sqllock_now_us() clock:
+ * the time after which the holder no longer counts on the lease unless a
+ * renewal moved it. 0 when the handle has none: never granted, released,
+ * or attached (sqllock_lease_attach()) and not yet renewed; a lost lease
+ * keeps the deadline it had. 0 for NULL. Like sqllock_lease_state(), it
+ * may be read from any thread.
+ *
+ * Added in 0.2.0.
+ */
+SQLLOCK_API int64_t sqllock_lease_deadline_us(const sqllock_lease *lease);
+
+/*
+ * Runs one statement of the application's own on the handle's connection:
+ * prepared, executed and finalized at once, inside the transaction of a
+ * sqllock_txn open on the handle (so after a row lock), else on its own.
+ * `sql` uses the database's own placeholders ($1, $2 on PostgreSQL; ? on
+ * SQLite and MySQL), bound in order to args[0..nargs): each cell's `text`,
+ * or its `number` when `text` is NULL (`column` and `op` are ignored;
+ * SQLLOCK_NUMBER() and SQLLOCK_TEXT() make them). When the statement
+ * returns rows, *has_row (when not NULL) is set to 1 and *first (when not
+ * NULL) to the first column of the first row as an integer (0 without a
+ * row); *affected (when not NULL) gets the rows an INSERT, UPDATE or
+ * DELETE changed. The rest of the result is discarded.
+ *
+ * For the few statements a tool or an example needs (a table of its own,
+ * a count); an application that reads rows uses sqllock_db_native().
+ * Inside a sqllock_txn it is one of the transaction's statements (R7): a
+ * failure that ended the database's transaction (SQLLOCK_EDEADLOCK,
+ * SQLLOCK_ECONNECT, ...) fails the transaction, and in a failed one it
+ * returns SQLLOCK_EMISUSE without sending the statement.
+ * Returns SQLLOCK_OK or the status of the failure, with the database's
+ * message in sqllock_errmsg() (e.g. SQLLOCK_EDB, SQLLOCK_EDBBUSY,
+ * SQLLOCK_ELOCKED, SQLLOCK_EDEADLOCK: sqllock_retryable() says when a
+ * retry is safe); SQLLOCK_EINVAL for a NULL handle or statement, or a
+ * negative `nargs` or NULL `args` with nargs > 0.
+ *
+ * Added in 0.2.0.
+ */
+SQLLOCK_API int sqllock_db_exec(sqllock_db *db, const char *sql,
+                                const sqllock_cell *args, int nargs,
+                                int *has_row, int64_t *first,
+                                int64_t *affected);
 
 #ifdef __cplusplus
 }

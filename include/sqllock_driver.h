@@ -23,6 +23,9 @@
  * New methods are only ever appended. The core calls a method added in
  * version N only when `drv->version >= N` and the pointer is not NULL.
  *
+ * Rule ids such as "contract L1" are those of the lock contract, each
+ * stated under its own anchor in docs/contract.md (docs/contract.md#l1).
+ *
  * THREADS. The core calls a connection's methods from one thread at a time.
  * Different connections of one driver may be used from different threads at
  * once, so a driver keeps no unguarded global state.
@@ -61,7 +64,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *
  * LEASE_ACQUIRE  1 name, 2 owner, 3 holder, 4 ttl_ms.
  *                Insert the lease row, or take over the row when it has
- *                expired by the server clock, in ONE statement (DESIGN L1).
+ *                expired by the server clock, in ONE statement (contract L1).
  *                With SQLLOCK_CAP_RETURNING the statement also takes the
  *                fencing token from a counter that outlives the row, AFTER
  *                it has locked the name (so that the grant order and the
@@ -84,7 +87,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                Affected rows: 1 renewed, 0 lost.
  * LEASE_RELEASE  1 name, 2 owner, 3 token, 4 wake-up channel. Deletes the
  *                row where all three match. Affected rows: 1 released, 0
- *                lost. Its commit need not be durable (DESIGN L10): a
+ *                lost. Its commit need not be durable (contract L10): a
  *                dialect may make it asynchronous when that costs no extra
  *                round trip. A dialect with SQLLOCK_CAP_NOTIFY sends a
  *                notification on the channel (argument 4, at most 63
@@ -98,7 +101,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                remainder computed by the server's clock.
  * SCHEMA_VERSION no arguments. Returns (version) from the schema table.
  *
- * Versioned records (DESIGN O1), table sqllock_record(key, value, version):
+ * Versioned records (contract O1), table sqllock_record(key, value, version):
  * RECORD_GET     1 key. Returns (value, version) or no row; value is
  *                binary (read with column_blob()).
  * RECORD_CREATE  1 key, 2 value (BLOB). Inserts with version 1 unless the
@@ -108,7 +111,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                Affected rows: 1 written, 0 conflict.
  * RECORD_DELETE  1 key, 2 expected version. Affected rows: 1 or 0.
  *
- * Row locks (DESIGN R1-R5), table sqllock_row(name):
+ * Row locks (contract R1-R5), table sqllock_row(name):
  * ROW_ENSURE     1 name. Creates the lock row if it does not exist, inside
  *                the caller's transaction, WITHOUT waiting for a lock on an
  *                existing row (PostgreSQL ON CONFLICT DO NOTHING does not;
@@ -129,7 +132,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                whose expiry lies more than grace_ms before the server's
  *                now, with that expiry test inside the DELETE itself, so
  *                a lease renewed a moment earlier is never deleted
- *                (DESIGN P1). Many reapers may run it at once (P2): a
+ *                (contract P1). Many reapers may run it at once (P2): a
  *                dialect skips rows another reaper has locked where it
  *                can. Affected rows: the rows deleted.
  * TOKEN_TRIM     1 batch. Deletes at most `batch` rows of a per-name token
@@ -232,14 +235,33 @@ typedef struct sqllock_value {
     size_t len;
 } sqllock_value;
 
-/* A parsed URL, decoded, handed to connect(). Absent parts are NULL (port:
+/* One host of a URL: its name, decoded, without the brackets of an IPv6
+ * address, and its port (0 when the URL gives none: the driver's
+ * default). */
+typedef struct sqllock_url_host {
+    const char *name;
+    int port;
+} sqllock_url_host;
+
+/* The most hosts a URL may list (a Galera cluster or a primary with its
+ * standbys has a handful; a longer list is more likely a mistake). */
+#define SQLLOCK_URL_MAX_HOSTS 16
+
+/*
+ * A parsed URL, decoded, handed to connect(). Absent parts are NULL (port:
  * 0). `raw` is the URL as the application gave it. For
  * "scheme:path" (no "//") authority parts are NULL and `path` is the rest.
- * A URL that lists several hosts ("h1:5432,h2,[::1]:5433") has the whole
- * list in `host`, decoded, brackets and ports included, and port 0: a
- * driver that takes host lists splits it (the MySQL driver), one that
- * hands `raw` to its client library leaves that to it (libpq), and a
- * driver that takes no host refuses it with SQLLOCK_EURL (SQLite). */
+ *
+ * Hosts. The core parses a host list ("h1:5432,h2,[::1]:5433") once, into
+ * `hosts` (a malformed list is SQLLOCK_EURL before any driver sees it),
+ * and runs one failover policy for every driver (see `connect` below).
+ * connect() is handed ONE host, in `host` and `port`, and connects to
+ * exactly that one; `hosts` and `nhosts` describe the URL's whole list
+ * (nhosts is 0 when the URL names no host, 1 for a single host), for a
+ * driver that must know whether it is one of several. `raw` still holds
+ * the list as written. (The parsed URL itself, before the core picks a
+ * host, keeps a list whole in `host`, decoded, with port 0.)
+ */
 typedef struct sqllock_url {
     const char *raw;
     const char *scheme;        /* lower-cased */
@@ -252,6 +274,9 @@ typedef struct sqllock_url {
     int nparams;
     const char *const *keys;   /* query parameters, decoded */
     const char *const *values;
+    /* Added in 0.2.0: the host list, parsed by the core. */
+    int nhosts;
+    const sqllock_url_host *hosts;
 } sqllock_url;
 
 /* What the core asks of a connection, from sqllock_options. The values
@@ -281,7 +306,8 @@ typedef struct sqllock_dberr {
 } sqllock_dberr;
 
 /* Fills `err` and returns `status`; for drivers. The message is formatted
- * like printf and cut to fit. */
+ * like printf and cut to fit.
+ * Added in 0.1.0. */
 SQLLOCK_API int sqllock_dberr_set(sqllock_dberr *err, int status,
                                   const char *code, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -296,8 +322,16 @@ typedef struct sqllock_driver {
     unsigned caps;                /* SQLLOCK_CAP_* */
     const sqllock_dialect *dialect;
 
-    /* Connects. On failure returns a status, fills `err`, and sets *out to
-     * NULL. A malformed URL for this driver is SQLLOCK_EURL. */
+    /* Connects to the one host in url->host and url->port (or, when the
+     * URL names none, to the driver's default: a unix socket, a file),
+     * bounded by p->connect_timeout_ms. On failure returns a status,
+     * fills `err`, and sets *out to NULL; the message need not name the
+     * host, which the core's message does. A malformed URL for this
+     * driver is SQLLOCK_EURL. The status decides the failover
+     * (core/failover.c): SQLLOCK_ECONNECT (unreachable, refused, timed
+     * out, not ready) lets the core try the list's next host; any other
+     * status -- refused credentials (SQLLOCK_EPERM) above all -- ends the
+     * connect. */
     int (*connect)(const sqllock_url *url, const sqllock_connect_params *p,
                    sqllock_conn **out, sqllock_dberr *err);
     /* Closes and frees; accepts NULL. */
@@ -396,10 +430,13 @@ typedef struct sqllock_driver {
  * features it lacks reported as SQLLOCK_EUNSUPPORTED or answered from its
  * capability bits. A driver of a newer version than this library's
  * SQLLOCK_DRIVER_VERSION is used as one of this version.
+ *
+ * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_driver_register(const sqllock_driver *drv);
 
-/* The driver registered for `scheme` (case-insensitive), or NULL. */
+/* The driver registered for `scheme` (case-insensitive), or NULL.
+ * Added in 0.1.0. */
 SQLLOCK_API const sqllock_driver *sqllock_driver_find(const char *scheme);
 
 #ifdef __cplusplus

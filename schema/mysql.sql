@@ -1,5 +1,5 @@
 -- sqllock schema for MySQL 8.0 and MariaDB, version 1.
--- Only SQL that MySQL 8.0 also runs (DESIGN D4): no RETURNING, no
+-- Only SQL that MySQL 8.0 also runs (contract D4): no RETURNING, no
 -- sequences, no MariaDB-only syntax. The driver runs this script one
 -- statement at a time (split at a ';' that ends a line), so each statement
 -- ends with ';' at the end of its last line and no ';' ends a line inside
@@ -8,7 +8,7 @@
 --
 -- Names are VARBINARY so that they compare byte for byte (no collation, no
 -- PAD SPACE: 'a' and 'a ' are different locks, as on the other databases).
--- Times are DATETIME(6) by the server's clock, NOW(6) (DESIGN L2); the
+-- Times are DATETIME(6) by the server's clock, NOW(6) (contract L2); the
 -- driver sets the session time zone to UTC, so no daylight-saving jump can
 -- move an expiry.
 
@@ -17,7 +17,7 @@ CREATE TABLE IF NOT EXISTS sqllock_meta (
     `value` VARCHAR(255) NOT NULL
 ) ENGINE = InnoDB;
 
--- Fencing tokens (DESIGN L5). MySQL has no sequences, so the counter is
+-- Fencing tokens (contract L5). MySQL has no sequences, so the counter is
 -- this table's AUTO_INCREMENT. There is one row per lock name: each grant
 -- runs REPLACE INTO sqllock_token (name), which gives the name's row a new
 -- AUTO_INCREMENT value, and that value is the token. The counter belongs
@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS sqllock_lease (
     KEY sqllock_lease_expires (expires_at)
 ) ENGINE = InnoDB;
 
--- Versioned records (DESIGN O1): a byte value per key and a version that
+-- Versioned records (contract O1): a byte value per key and a version that
 -- every successful write increases by one. Keys are VARBINARY, as lock
 -- names are.
 CREATE TABLE IF NOT EXISTS sqllock_record (
@@ -56,7 +56,7 @@ CREATE TABLE IF NOT EXISTS sqllock_record (
     version BIGINT NOT NULL
 ) ENGINE = InnoDB;
 
--- Row locks (DESIGN R1-R5): one row per lock name, created on first use
+-- Row locks (contract R1-R5): one row per lock name, created on first use
 -- and locked with SELECT ... FOR UPDATE inside the caller's transaction.
 CREATE TABLE IF NOT EXISTS sqllock_row (
     name VARBINARY(255) NOT NULL PRIMARY KEY

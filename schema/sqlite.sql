@@ -10,7 +10,7 @@ CREATE TABLE IF NOT EXISTS sqllock_meta (
     value TEXT NOT NULL
 );
 
--- The fencing-token counter (DESIGN L5). One row; it is never deleted, so
+-- The fencing-token counter (contract L5). One row; it is never deleted, so
 -- tokens keep increasing when lease rows are released, taken over or reaped.
 CREATE TABLE IF NOT EXISTS sqllock_fence (
     id    INTEGER PRIMARY KEY CHECK (id = 1),
@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS sqllock_fence (
 );
 INSERT OR IGNORE INTO sqllock_fence (id, token) VALUES (1, 0);
 
--- One row per held lease, keyed by the lock's name (DESIGN L1).
+-- One row per held lease, keyed by the lock's name (contract L1).
 CREATE TABLE IF NOT EXISTS sqllock_lease (
     name        TEXT PRIMARY KEY,
     owner       TEXT NOT NULL,
@@ -48,7 +48,7 @@ BEGIN
      WHERE id = 1 AND token < NEW.token;
 END;
 
--- Versioned records (DESIGN O1): a byte value per key and a version that
+-- Versioned records (contract O1): a byte value per key and a version that
 -- every successful write increases by one.
 CREATE TABLE IF NOT EXISTS sqllock_record (
     key     TEXT NOT NULL PRIMARY KEY,
@@ -56,7 +56,7 @@ CREATE TABLE IF NOT EXISTS sqllock_record (
     version INTEGER NOT NULL
 );
 
--- Row locks (DESIGN R5): one row per lock name, created on first use.
+-- Row locks (contract R5): one row per lock name, created on first use.
 -- SQLite has no row locks; a row-lock transaction takes the database's
 -- write lock (BEGIN IMMEDIATE), so the row only records the name.
 CREATE TABLE IF NOT EXISTS sqllock_row (

@@ -7,7 +7,9 @@
  * command that names no database, --local, -V and -h. Lock names carry
  * the pid, so runs on a shared server do not meet.
  *
- * SQLLOCK_CLI_PATH is the built tool, passed in by tests/CMakeLists.txt.
+ * SQLLOCK_CLI_PATH is the built tool, passed in by tests/CMakeLists.txt,
+ * and SQLLOCK_CLI_SQLITE_ONLY_PATH a copy of it built with the SQLite
+ * driver alone (when SQLite is built).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -487,6 +489,86 @@ static void test_cli_no_database_refused(void **state)
     EXPECT_BARE(f, 64, "demo", "--local");
 }
 
+/* Issue 16: the demo on the group's database, as `sqllock demo --db URL`
+ * in the README: its own statements go through sqllock_db_exec() in
+ * each database's dialect, and every mode but "no lock" sells exactly the
+ * stock (exit 0); the URL is shown without a password. */
+static void test_cli_demo_on_database(void **state)
+{
+    fixture *f = *state;
+
+    EXPECT_EXIT(f, 0, "demo", "--workers", "2", "--stock", "3");
+    EXPECT_CONTAINS(f, "database: ");
+    EXPECT_CONTAINS(f, "conditional UPDATE");
+    if (strstr(f->out, "sqllock-test") != NULL)
+        fail_msg("the demo showed the password:\n%s", f->out);
+}
+
+#ifdef SQLLOCK_CLI_SQLITE_ONLY_PATH
+/* Issue 16 (item 10): a copy of the tool built with the SQLite driver
+ * alone (tools/CMakeLists.txt), as on a machine that has only SQLite's
+ * packages (the quick start's), refuses a PostgreSQL or MySQL URL with
+ * exit 69, the library's "not built" message, the Debian package that
+ * brings the driver's client library and the command that builds sqllock
+ * again; never the password. SQLite still works in that copy. */
+static void test_cli_driver_not_built_says_how(void **state)
+{
+    static const struct {
+        const char *url;
+        const char *package;
+    } cases[] = {
+        { "postgres://u:Zq9secret@127.0.0.1:1/db", "libpq-dev" },
+        { "postgresql://u:Zq9secret@127.0.0.1:1/db", "libpq-dev" },
+        { "mysql://u:Zq9secret@127.0.0.1:1/db",
+          "default-libmysqlclient-dev" },
+        { "mariadb://u:Zq9secret@127.0.0.1:1/db",
+          "default-libmysqlclient-dev" },
+    };
+    static const char *const cmds[] = { "init", "demo" };
+    static const char *const words[] = {
+        "was not built into this copy of sqllock", "apt-get install",
+        "cmake -S ", "cmake --build ",
+    };
+    fixture *f = *state;
+    char out_path[4300], err_path[4300], url[4300];
+    size_t i, j, k;
+
+    snprintf(out_path, sizeof out_path, "%s/stdout.txt", f->dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr.txt", f->dir);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (j = 0; j < sizeof cmds / sizeof cmds[0]; j++) {
+            const char *argv[] = { SQLLOCK_CLI_SQLITE_ONLY_PATH, "--db",
+                                   cases[i].url, cmds[j], NULL };
+            int code = tu_wait(tu_spawn(argv, out_path, err_path, 0));
+
+            tu_read_file(out_path, f->out, sizeof f->out);
+            tu_read_file(err_path, f->err, sizeof f->err);
+            if (code != 69)
+                fail_msg("%s %s: exit %d, want 69\nstderr: %s",
+                         cases[i].url, cmds[j], code, f->err);
+            for (k = 0; k < sizeof words / sizeof words[0]; k++)
+                EXPECT_CONTAINS_ERR(f, words[k]);
+            EXPECT_CONTAINS_ERR(f, cases[i].package);
+            if (strstr(f->err, "Zq9secret") != NULL
+                || strstr(f->out, "Zq9secret") != NULL)
+                fail_msg("%s %s showed the password:\n%s%s", cases[i].url,
+                         cmds[j], f->out, f->err);
+        }
+    }
+    snprintf(url, sizeof url, "sqlite://%s/only.db", f->dir);
+    {
+        const char *argv[] = { SQLLOCK_CLI_SQLITE_ONLY_PATH, "--db", url,
+                               "init", NULL };
+        int code = tu_wait(tu_spawn(argv, out_path, err_path, 0));
+
+        tu_read_file(err_path, f->err, sizeof f->err);
+        if (code != 0)
+            fail_msg("init on SQLite in the SQLite-only copy: exit %d\n%s",
+                     code, f->err);
+    }
+}
+#endif
+
 /* -V is --version, and -h --help; -V is no option of a command. */
 static void test_cli_version_and_help(void **state)
 {
@@ -821,6 +903,10 @@ int main(void)
         cmocka_unit_test(test_cli_release_force),
         cmocka_unit_test(test_cli_history_bounded),
         cmocka_unit_test(test_cli_history_of_runs),
+        cmocka_unit_test(test_cli_demo_on_database),
+#ifdef SQLLOCK_CLI_SQLITE_ONLY_PATH
+        cmocka_unit_test(test_cli_driver_not_built_says_how),
+#endif
     };
     return TU_RUN_PER_URL("cli", &g_url, tests, setup, teardown);
 }

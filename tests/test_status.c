@@ -1,6 +1,8 @@
 /*
  * test_status.c -- status names and sentences (DESIGN E1), the version
- * string, and sqllock_parse_duration().
+ * string, and sqllock_parse_duration(); and the helpers added in 0.2.0
+ * for tools and examples (sqllock_parse_duration_why(), sqllock_now_us(),
+ * sqllock_lease_deadline_us(), sqllock_db_exec()).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +10,10 @@
 #include <stdint.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "internal.h"
@@ -378,6 +383,178 @@ static void test_status_parse_duration_reads_back(void **state)
     }
 }
 
+/* sqllock_parse_duration_why() (added in 0.2.0): the answers of
+ * sqllock_parse_duration(), and a reason exactly when it refuses. */
+static void test_status_parse_duration_why(void **state)
+{
+    static const char *const texts[] = {
+        "30s", "1m30s", "90", "1.5s", "2d12h", "", "1.5", "30m1h", "1m1m",
+        "1.5ms", "-1s", "1x", ".5s", "1.5h30m", "106751991167d7h12m55.807s",
+        "106751991167d7h12m55.808s",
+    };
+    size_t i;
+    int64_t ms = -7;
+    const char *why = "unset";
+    (void)state;
+
+    for (i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        int64_t a = -7, b = -7;
+        int rc = sqllock_parse_duration(texts[i], &a);
+
+        why = "unset";
+        assert_int_equal(sqllock_parse_duration_why(texts[i], &b, &why), rc);
+        assert_true(a == b);
+        if (rc == SQLLOCK_OK && why != NULL)
+            fail_msg("\"%s\": parsed, but why = \"%s\"", texts[i], why);
+        if (rc != SQLLOCK_OK && (why == NULL || why[0] == '\0'))
+            fail_msg("\"%s\": refused without a reason", texts[i]);
+    }
+    why = "unset";
+    assert_int_equal(sqllock_parse_duration_why(NULL, &ms, &why),
+                     SQLLOCK_EINVAL);
+    assert_non_null(why);
+    assert_true(ms == -7);
+    assert_int_equal(sqllock_parse_duration_why("1s", NULL, NULL),
+                     SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_parse_duration_why("1s500ms", &ms, NULL),
+                     SQLLOCK_OK);
+    assert_true(ms == 1500);
+}
+
+/* sqllock_now_us() (added in 0.2.0): the clock of local deadlines never
+ * goes back and counts a sleep; sqllock_lease_deadline_us(NULL) is 0. */
+static void test_status_now_us(void **state)
+{
+    struct timespec ts = { 0, 20 * 1000 * 1000 };
+    int64_t t0, t1, t2;
+    (void)state;
+
+    t0 = sqllock_now_us();
+    t1 = sqllock_now_us();
+    assert_true(t0 > 0 && t1 >= t0);
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    t2 = sqllock_now_us();
+    if (t2 - t1 < 20000)
+        fail_msg("a 20 ms sleep took %lld us by sqllock_now_us()",
+                 (long long)(t2 - t1));
+    assert_true(sqllock_lease_deadline_us(NULL) == 0);
+}
+
+/* sqllock_db_exec() and sqllock_lease_deadline_us() (added in 0.2.0) on
+ * a temporary SQLite file: statements of one's own with number and text
+ * arguments, the first column, the affected rows, inside a row-lock
+ * transaction; a lease's deadline lies within its ttl of the grant and is
+ * 0 once released; bad arguments. (tests/test_cli.c runs the demo, which
+ * uses sqllock_db_exec(), on every database; `sqllock run` keeps its
+ * guard on the lease's deadline.) */
+static void test_status_db_exec_and_deadline(void **state)
+{
+    static const sqllock_table tbl = { "t_exec", "id", "version" };
+    char dir[] = "/tmp/sqllock-status-XXXXXX", url[160], path[128];
+    sqllock_cell args[2] = { SQLLOCK_NUMBER(7), SQLLOCK_TEXT("seven") };
+    sqllock_cell key = SQLLOCK_NUMBER(7);
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *lease = NULL;
+    sqllock_txn *txn = NULL;
+    sqllock_db *db = NULL;
+    int64_t first = -1, affected = -1, before, deadline;
+    int has_row = -1;
+    (void)state;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/exec.db", dir);
+    snprintf(url, sizeof url, "sqlite://%s", path);
+    assert_int_equal(sqllock_open(url, NULL, &db), SQLLOCK_OK);
+    assert_int_equal(sqllock_init(db), SQLLOCK_OK);
+    assert_int_equal(sqllock_db_exec(db, "CREATE TABLE t_exec(id BIGINT "
+                                     "PRIMARY KEY, name TEXT, version "
+                                     "BIGINT NOT NULL DEFAULT 1)", NULL, 0,
+                                     &has_row, &first, NULL), SQLLOCK_OK);
+    assert_int_equal(has_row, 0);
+    assert_true(first == 0);
+    assert_int_equal(sqllock_db_exec(db, "INSERT INTO t_exec(id, name) "
+                                     "VALUES (?, ?)", args, 2, NULL, NULL,
+                                     &affected), SQLLOCK_OK);
+    assert_true(affected == 1);
+    assert_int_equal(sqllock_db_exec(db, "SELECT id FROM t_exec WHERE name "
+                                     "= ?", &args[1], 1, &has_row, &first,
+                                     NULL), SQLLOCK_OK);
+    assert_int_equal(has_row, 1);
+    assert_true(first == 7);
+    /* Inside a row-lock transaction, on the same connection: a rollback
+     * takes the statement back. */
+    assert_int_equal(sqllock_txn_begin(db, NULL, &txn), SQLLOCK_OK);
+    assert_int_equal(sqllock_txn_lock_rows(txn, &tbl, &key, 1,
+                                           SQLLOCK_LOCK_WAIT, NULL),
+                     SQLLOCK_OK);
+    assert_int_equal(sqllock_db_exec(db, "DELETE FROM t_exec", NULL, 0,
+                                     NULL, NULL, &affected), SQLLOCK_OK);
+    assert_true(affected == 1);
+    assert_int_equal(sqllock_txn_rollback(txn), SQLLOCK_OK);
+    sqllock_txn_free(txn);
+    assert_int_equal(sqllock_db_exec(db, "SELECT COUNT(*) FROM t_exec",
+                                     NULL, 0, NULL, &first, NULL),
+                     SQLLOCK_OK);
+    assert_true(first == 1);
+    /* More arguments than fit on the stack of sqllock_db_exec(). */
+    {
+        sqllock_cell many[20];
+        char sql[128] = "SELECT ?";
+        int i;
+
+        for (i = 0; i < 20; i++) {
+            many[i] = args[0];
+            many[i].number = i + 1;
+            if (i > 0)
+                strcat(sql, " + ?");
+        }
+        assert_int_equal(sqllock_db_exec(db, sql, many, 20, &has_row, &first,
+                                         NULL), SQLLOCK_OK);
+        assert_true(has_row == 1 && first == 210);
+    }
+    /* Errors: the database's, and bad arguments. */
+    assert_int_equal(sqllock_db_exec(db, "SELECT nosuch FROM t_exec", NULL,
+                                     0, NULL, NULL, NULL), SQLLOCK_EDB);
+    assert_non_null(strstr(sqllock_errmsg(db), "nosuch"));
+    assert_int_equal(sqllock_db_exec(NULL, "SELECT 1", NULL, 0, NULL, NULL,
+                                     NULL), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_db_exec(db, NULL, NULL, 0, NULL, NULL, NULL),
+                     SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_db_exec(db, "SELECT ?", NULL, 1, NULL, NULL,
+                                     NULL), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_db_exec(db, "SELECT 1", args, -1, NULL, NULL,
+                                     NULL), SQLLOCK_EINVAL);
+
+    /* The lease's local deadline. */
+    lo.ttl_ms = 30000;
+    assert_int_equal(sqllock_lease_new(db, "status-deadline", &lo, &lease),
+                     SQLLOCK_OK);
+    assert_true(sqllock_lease_deadline_us(lease) == 0);
+    before = sqllock_now_us();
+    assert_int_equal(sqllock_lease_try_acquire(lease), SQLLOCK_OK);
+    deadline = sqllock_lease_deadline_us(lease);
+    if (deadline <= before || deadline > sqllock_now_us() + 30000 * 1000)
+        fail_msg("deadline %lld us, the grant at %lld us, ttl 30 s",
+                 (long long)deadline, (long long)before);
+    assert_int_equal(sqllock_lease_release(lease), SQLLOCK_OK);
+    assert_true(sqllock_lease_deadline_us(lease) == 0);
+    sqllock_lease_free(lease);
+    sqllock_close(db);
+    {
+        static const char *const suffixes[] = { "", "-wal", "-shm",
+                                                "-journal" };
+        char f[160];
+        size_t i;
+
+        for (i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+            snprintf(f, sizeof f, "%s%s", path, suffixes[i]);
+            unlink(f);
+        }
+        assert_int_equal(rmdir(dir), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -388,6 +565,9 @@ int main(void)
         cmocka_unit_test(test_status_parse_duration_valid),
         cmocka_unit_test(test_status_parse_duration_invalid),
         cmocka_unit_test(test_status_parse_duration_reads_back),
+        cmocka_unit_test(test_status_parse_duration_why),
+        cmocka_unit_test(test_status_now_us),
+        cmocka_unit_test(test_status_db_exec_and_deadline),
     };
     return cmocka_run_group_tests_name("status", tests, NULL, NULL);
 }

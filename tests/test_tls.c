@@ -4,7 +4,7 @@
  * DESIGN C4: no password in any message).
  *
  * The first group needs no server: the MySQL option-file reader
- * (drivers/mysql/optfile.c) on files made here, and URL checks that fail
+ * (drivers/mysql/my_optfile.c) on files made here, and URL checks that fail
  * before any connect. On each MySQL URL of SQLLOCK_TEST_URLS whose server
  * offers no TLS (the main test server), REQUIRED, VERIFY_CA and
  * VERIFY_IDENTITY must refuse to connect. The other groups run on the
@@ -42,7 +42,7 @@
 #include "test_spawn.h"
 #include "sqllock_driver.h"
 #if defined(SQLLOCK_TEST_MYSQL)
-#include "mydrv.h"
+#include "my.h"
 #endif
 
 /* The fixture (scripts/tls.sh): its certificates and ports. */
@@ -205,7 +205,7 @@ static const char *write_file(const char *name, int mode, const char *text)
 #if defined(SQLLOCK_TEST_MYSQL)
 
 /* Reads `text` as an option file (group `group`); the status. */
-static int read_opt(const char *text, const char *group, mydrv_optfile *f,
+static int read_opt(const char *text, const char *group, my_optfile *f,
                     sqllock_dberr *err)
 {
     const char *path = write_file("t.cnf", 0600, text);
@@ -219,7 +219,7 @@ static int read_opt(const char *text, const char *group, mydrv_optfile *f,
  * '#' lines, blanks around '=', '_' for '-', the loose- prefix. */
 static void test_mysql_optfile_syntax_as_mysql_reads_it(void **state)
 {
-    mydrv_optfile f;
+    my_optfile f;
     sqllock_dberr err;
     (void)state;
 
@@ -239,11 +239,11 @@ static void test_mysql_optfile_syntax_as_mysql_reads_it(void **state)
         "reconnect = 1\n", NULL, &f, &err), SQLLOCK_OK);
     assert_string_equal(f.user, "alice");
     assert_string_equal(f.password, "p#ss w\"rd ");
-    assert_string_equal(f.tls[MYDRV_TLS_CA], "/etc/ca dir/ca.pem");
-    assert_string_equal(f.tls[MYDRV_TLS_CERT], "/c.pem");
-    assert_string_equal(f.tls[MYDRV_TLS_KEY], "a\tb\\q");
-    assert_null(f.tls[MYDRV_TLS_CIPHER]);        /* empty: not set */
-    assert_int_equal(f.mode, MYDRV_SSL_DEFAULT);
+    assert_string_equal(f.tls[MY_TLS_CA], "/etc/ca dir/ca.pem");
+    assert_string_equal(f.tls[MY_TLS_CERT], "/c.pem");
+    assert_string_equal(f.tls[MY_TLS_KEY], "a\tb\\q");
+    assert_null(f.tls[MY_TLS_CIPHER]);        /* empty: not set */
+    assert_int_equal(f.mode, MY_SSL_DEFAULT);
     assert_int_equal(f.files, 1);
     sqllock__my_optfile_free(&f);
 
@@ -278,25 +278,25 @@ static void test_mysql_optfile_groups_and_order(void **state)
         "password=p2\nssl-verify-server-cert\n"
         "[client-mariadb]\n"
         "user=u3\n";
-    mydrv_optfile f;
+    my_optfile f;
     sqllock_dberr err;
     (void)state;
 
     assert_int_equal(read_opt(text, NULL, &f, &err), SQLLOCK_OK);
     assert_string_equal(f.user, "u3");
     assert_string_equal(f.password, "p1");
-    assert_int_equal(f.mode, MYDRV_SSL_REQUIRED);
+    assert_int_equal(f.mode, MY_SSL_REQUIRED);
     sqllock__my_optfile_free(&f);
 
     assert_int_equal(read_opt(text, "sqllock", &f, &err), SQLLOCK_OK);
     assert_string_equal(f.user, "u3");
     assert_string_equal(f.password, "p2");
-    assert_int_equal(f.mode, MYDRV_SSL_VERIFY_IDENTITY);
+    assert_int_equal(f.mode, MY_SSL_VERIFY_IDENTITY);
     sqllock__my_optfile_free(&f);
 
     assert_int_equal(read_opt("[client]\nssl-mode=verify_ca\n", NULL, &f,
                               &err), SQLLOCK_OK);
-    assert_int_equal(f.mode, MYDRV_SSL_VERIFY_CA);
+    assert_int_equal(f.mode, MY_SSL_VERIFY_CA);
     sqllock__my_optfile_free(&f);
 }
 
@@ -305,7 +305,7 @@ static void test_mysql_optfile_groups_and_order(void **state)
 static void test_mysql_optfile_include_and_includedir(void **state)
 {
     char dir[1200], text[3000];
-    mydrv_optfile f;
+    my_optfile f;
     sqllock_dberr err;
     const char *inc;
     (void)state;
@@ -322,7 +322,7 @@ static void test_mysql_optfile_include_and_includedir(void **state)
     assert_int_equal(read_opt(text, NULL, &f, &err), SQLLOCK_OK);
     assert_string_equal(f.user, "from-b");
     assert_string_equal(f.password, "pa");
-    assert_string_equal(f.tls[MYDRV_TLS_CA], "/inc/ca.pem");
+    assert_string_equal(f.tls[MY_TLS_CA], "/inc/ca.pem");
     assert_int_equal(f.files, 4);
     sqllock__my_optfile_free(&f);
     tu_rmdir(dir);
@@ -342,7 +342,7 @@ static void test_mysql_optfile_include_and_includedir(void **state)
  * may write is refused; a missing ~/.my.cnf reads as empty. */
 static void test_mysql_optfile_errors_name_line_not_value(void **state)
 {
-    mydrv_optfile f;
+    my_optfile f;
     sqllock_dberr err;
     const char *path;
     (void)state;

@@ -226,6 +226,43 @@ static void test_url_redact_hides_password(void **state)
     free(r);
 }
 
+/* sqllock_url_redact() (added in 0.2.0): what the library's messages
+ * show, as a string freed with sqllock_free(); NULL arguments. */
+static void test_url_public_redact(void **state)
+{
+    static const char *const urls[] = {
+        "postgres://alice:s3cret@db:5432/app?sslmode=require&x=1",
+        "mysql://bob:p%40ss@w0rd@host/db",
+        "postgres://alice@db/app?password=s3cret",
+        "sqlite:///tmp/x.db",
+        "not a URL at all",
+        "",
+    };
+    char *r, *want;
+    size_t i;
+    (void)state;
+
+    for (i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+        r = (char *)urls;
+        assert_int_equal(sqllock_url_redact(urls[i], &r), SQLLOCK_OK);
+        assert_non_null(r);
+        want = sqllock__url_redact(urls[i]);
+        assert_non_null(want);
+        assert_string_equal(r, want);
+        assert_null(strstr(r, "s3cret"));
+        free(want);
+        sqllock_free(r);
+    }
+    assert_int_equal(sqllock_url_redact("postgres://a:s3cret@h/d", &r),
+                     SQLLOCK_OK);
+    assert_string_equal(r, "postgres://a:***@h/d");
+    sqllock_free(r);
+    r = (char *)urls;
+    assert_int_equal(sqllock_url_redact(NULL, &r), SQLLOCK_EINVAL);
+    assert_null(r);
+    assert_int_equal(sqllock_url_redact("sqlite:x.db", NULL), SQLLOCK_EINVAL);
+}
+
 /* E1/E2: the message of a failed open never shows the password, even when
  * the URL is malformed (here an unencoded '/' in the password, a common
  * mistake, makes the authority end early). */
@@ -269,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_url_E2_bad_urls_rejected),
         cmocka_unit_test(test_url_free_null),
         cmocka_unit_test(test_url_redact_hides_password),
+        cmocka_unit_test(test_url_public_redact),
         cmocka_unit_test(test_url_open_message_hides_password),
     };
     return cmocka_run_group_tests_name("url", tests, NULL, NULL);

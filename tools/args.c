@@ -5,7 +5,8 @@
  * hiding of --db's password in the process's own arguments. Nothing here
  * opens a database, starts a process or exits, so the fuzz target
  * tests/fuzz/fuzz_cli.c links this file on its own (with the core's URL
- * redaction).
+ * redaction and duration parser). Like the rest of the tool, it uses only
+ * the library's public header.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,7 +18,6 @@
 #include <strings.h>
 
 #include "cli.h"
-#include "internal.h"
 
 #ifndef NSIG
 #define NSIG 65
@@ -27,6 +27,16 @@ int cli_usage(void)
 {
     fputs("Try 'sqllock --help' for more information.\n", stderr);
     return CLI_EXIT_USAGE;
+}
+
+void cli_wipe(void *p, size_t n)
+{
+    volatile unsigned char *v = p;
+
+    /* Through a volatile pointer, so that the stores are not dropped as
+     * dead before a free(). */
+    while (n-- > 0)
+        *v++ = 0;
 }
 
 void cli_error(const char *fmt, ...)
@@ -64,14 +74,13 @@ const char *cli_hide_arg(char *arg)
 {
     size_t len = strlen(arg);
     cli_kept *k = malloc(sizeof *k + len + 1);
-    char *shown;
+    char *shown = NULL;
 
     if (k == NULL)
         return NULL;
     k->len = len;
     memcpy(k->text, arg, len + 1);
-    shown = sqllock__url_redact(arg);
-    if (shown == NULL) {
+    if (sqllock_url_redact(arg, &shown) != SQLLOCK_OK) {
         free(k);
         return NULL;
     }
@@ -83,7 +92,7 @@ const char *cli_hide_arg(char *arg)
         memcpy(arg, shown, n);
         memset(arg + n, '\0', len - n);
     }
-    free(shown);
+    sqllock_free(shown);
     k->next = cli_kept_list;
     cli_kept_list = k;
     return k->text;
@@ -95,7 +104,7 @@ void cli_free_secrets(void)
         cli_kept *k = cli_kept_list;
 
         cli_kept_list = k->next;
-        sqllock__wipe(k->text, k->len);
+        cli_wipe(k->text, k->len);
         free(k);
     }
 }
@@ -212,7 +221,7 @@ int cli_parse_duration(const char *cmd, const char *opt, const char *text,
 
     if (text == NULL)
         return CLI_EXIT_OK;
-    if (sqllock__parse_duration(text, ms, &why) != SQLLOCK_OK) {
+    if (sqllock_parse_duration_why(text, ms, &why) != SQLLOCK_OK) {
         cli_error("%s: bad duration for --%s: '%s': %s", cmd, opt, text,
                   why);
         return cli_usage();

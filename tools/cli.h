@@ -1,9 +1,12 @@
 /*
  * cli.h -- declarations shared by the files of the `sqllock` command-line
  * tool: its exit codes, its option parser and value parsers (args.c),
- * its database helpers and the entry points of the subcommands that live
- * in their own files. Not installed; nothing here is part of the
- * library's API.
+ * the help (help.c), error printing and exit codes (cli.c), its database
+ * helpers (dburl.c) and the entry points of the subcommands, each in a
+ * file of its own (lock.c, list.c, run.c, reap.c, ops.c, demo_cmd.c);
+ * sqllock.c has main() alone and nothing calls into it. The tool uses
+ * only the library's public header. Not installed; nothing here is part
+ * of the library's API.
  */
 #ifndef SQLLOCK_CLI_H
 #define SQLLOCK_CLI_H
@@ -17,7 +20,8 @@
  * the BSD sysexits.h values for the same meanings; 126 and 127 are what a
  * POSIX shell returns when a command cannot be executed or is not found. */
 #define CLI_EXIT_OK 0
-#define CLI_EXIT_FAIL 1        /* the demo saw a lock failure */
+#define CLI_EXIT_FAIL 1        /* the demo saw a lock failure (its own
+                                  DEMO_EXIT_FAIL, examples/demo/demo.h) */
 #define CLI_EXIT_USAGE 64      /* bad option, argument, duration or name */
 #define CLI_EXIT_DB 69         /* the database (or the system) failed */
 #define CLI_EXIT_BUSY 75       /* the lock is held elsewhere */
@@ -85,12 +89,12 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
  * CLI_EXIT_USAGE. */
 int cli_usage(void);
 
-/* Prints the full help to stdout; returns the exit code. */
+/* Prints the full help to stdout (help.c); returns the exit code. */
 int cli_help(void);
 
 /* Copies the value `arg` of a secret option (kept until
  * cli_free_secrets()) and overwrites `arg` in place with the value as
- * sqllock__url_redact() shows it, cut to its length and NUL-padded when
+ * sqllock_url_redact() shows it, cut to its length and NUL-padded when
  * longer; an argument with nothing to hide is left alone. Returns the
  * copy, or NULL when out of memory. */
 const char *cli_hide_arg(char *arg);
@@ -98,7 +102,11 @@ const char *cli_hide_arg(char *arg);
 /* Wipes and frees the copies cli_hide_arg() made. */
 void cli_free_secrets(void);
 
-/* Parses a duration option with sqllock_parse_duration(). A NULL text
+/* Zeroes n bytes at p (a secret) in a way the compiler keeps before a
+ * free() (args.c). */
+void cli_wipe(void *p, size_t n);
+
+/* Parses a duration option with sqllock_parse_duration_why(). A NULL text
  * leaves *ms alone. Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after naming
  * the option, the bad text and what is wrong with it on stderr. */
 int cli_parse_duration(const char *cmd, const char *opt, const char *text,
@@ -108,8 +116,8 @@ int cli_parse_duration(const char *cmd, const char *opt, const char *text,
 int cli_parse_int(const char *cmd, const char *opt, const char *text,
                   int64_t min, int64_t max, int64_t *out);
 
-/* The exit code for a library status: 0, 64 (EINVAL), 75 (BUSY, TIMEOUT),
- * 76 (LOST), else 69. */
+/* The exit code for a library status (cli.c): 0, 64 (EINVAL), 75 (BUSY,
+ * TIMEOUT), 76 (LOST), else 69. */
 int cli_exit_code(int status);
 
 /* Prints "sqllock: <what>: <message>" to stderr, where <what> is formatted
@@ -120,6 +128,11 @@ int cli_db_error(const sqllock_db *db, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* After a failed sqllock_open() of `url` with SQLLOCK_ENOTBUILT (cli.c):
+ * prints to stderr which package to install for the URL's driver and how
+ * to build sqllock again, so that it has the driver. */
+void cli_notbuilt_hint(const char *url);
 
 /* Prints "sqllock: <what>" to stderr; returns nothing. */
 void cli_error(const char *fmt, ...)
@@ -223,6 +236,9 @@ int cli_open_db(const cli_ctx *ctx, const sqllock_options *opts,
  * bytes as U+FFFD); cli_format_left() writes a remaining time, "29.8s",
  * "4m05s", "2h10m", or "expired 3.2s ago" when negative. */
 void cli_print_cell(const char *text, size_t width);
+/* 1 if text[0..len) is valid UTF-8 without control characters (C0, DEL,
+ * C1), as the library writes a lease's holder. */
+int cli_text_ok(const char *text, size_t len);
 void cli_print_json_string(const char *text);
 void cli_format_left(char *buf, size_t size, int64_t remaining_ms);
 
@@ -240,11 +256,14 @@ int cli_history_note(sqllock_db *db, const char *name, int64_t token,
                      const char *holder, int64_t start_ms, int64_t end_ms,
                      int exit_code, const char *status);
 /* `sqllock release NAME --force`: frees a lease whatever its owner
- * (ops.c); cmd_release() hands over when --force was given. */
+ * (ops.c); cli_cmd_release() hands over when --force was given. */
 int cli_force_release(const cli_ctx *ctx, const char *name, int force);
 
 /* The subcommands that live in files of their own. Each takes the
  * arguments after its name and returns the tool's exit code. */
+int cli_cmd_init(const cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_acquire(const cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_release(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_list(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_demo(const cli_ctx *ctx, int argc, char **argv);

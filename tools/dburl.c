@@ -30,7 +30,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "internal.h"
 
 #define BLANKS " \t\r\f\v"
 
@@ -125,7 +124,7 @@ out:
         cli_error("cannot read the database URL from '%s' (%s): %s", path,
                   how, why != NULL ? why : strerror(err));
     if (buf != NULL) {
-        sqllock__wipe(buf, CLI_DB_FILE_MAX + 1);
+        cli_wipe(buf, CLI_DB_FILE_MAX + 1);
         free(buf);
     }
     if (fd >= 0)
@@ -173,7 +172,7 @@ int cli_db_url(const cli_ctx *ctx, cli_db *db)
 void cli_db_free(cli_db *db)
 {
     if (db != NULL && db->url != NULL) {
-        sqllock__wipe(db->url, strlen(db->url));
+        cli_wipe(db->url, strlen(db->url));
         free(db->url);
         db->url = NULL;
     }
@@ -192,7 +191,11 @@ int cli_open_db(const cli_ctx *ctx, const sqllock_options *opts,
         goto done;
     rc = sqllock_open(src.url, opts, &db);
     if (rc != SQLLOCK_OK) {
+        int status = rc;
+
         rc = cli_db_error(db, rc, "cannot open the database");
+        if (status == SQLLOCK_ENOTBUILT)
+            cli_notbuilt_hint(src.url);
         sqllock_close(db);
         /* A URL the library cannot parse is still a database problem
          * for the caller, not a misuse of the tool's options. */

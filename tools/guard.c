@@ -88,7 +88,6 @@
 
 #include "cli.h"
 #include "guard.h"
-#include "internal.h"
 
 extern char **environ;
 
@@ -144,7 +143,7 @@ typedef struct guard {
  * where there is one, so that a suspended host's sleep counts). */
 int64_t cli_guard_now_us(void)
 {
-    return sqllock__now_us();
+    return sqllock_now_us();
 }
 
 /* One process as /proc shows it. */
@@ -653,7 +652,7 @@ static void guard_main(const cli_guard_cfg *cfg, int ctl, int sts)
         tell(&g, CLI_GUARD_DONE, 0, cli_guard_now_us());
     }
     /* The payload may hold the database's URL (--export-db). */
-    sqllock__wipe(g.payload, g.payload_len);
+    cli_wipe(g.payload, g.payload_len);
     free(g.payload);
     free(g.env);
     _exit(0);

@@ -133,6 +133,24 @@ static size_t utf8_len(const unsigned char *s)
     return n;
 }
 
+int cli_text_ok(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, n;
+
+    while (i < len) {
+        if (p[i] < 0x20 || p[i] == 0x7F)
+            return 0;
+        n = utf8_len(p + i);
+        /* Not a sequence, one cut by `len`, or a C1 control character
+         * (U+0080..U+009F: C2 80..C2 9F). */
+        if (n == 0 || n > len - i || (p[i] == 0xC2 && p[i + 1] < 0xA0))
+            return 0;
+        i += n;
+    }
+    return 1;
+}
+
 /* Prints `text` for the table, padded with spaces to `width` columns.
  * Control characters and bytes that are not valid UTF-8 are shown as '?',
  * so that a stray byte in the table can neither move the terminal's

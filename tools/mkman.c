@@ -1,7 +1,7 @@
 /*
  * mkman.c -- makes the manual page sqllock(1) from the tool's own help, at
  * build time, so that `sqllock --help` and `man sqllock` cannot say
- * different things: the help text in sqllock.c is the one source of both.
+ * different things: the help text in help.c is the one source of both.
  *
  *     mkman TOOL OUT [TITLE FILE]...
  *
@@ -415,7 +415,7 @@ int main(int argc, char **argv)
         die("cannot write", tmp);
 
     fputs(".\\\" sqllock(1), made by tools/mkman.c from `sqllock --help`: "
-          "edit the help\n.\\\" text in tools/sqllock.c, not this file.\n", o);
+          "edit the help\n.\\\" text in tools/help.c, not this file.\n", o);
     fprintf(o, ".TH SQLLOCK 1 \"\" \"%s\" \"User Commands\"\n", ver);
     /* URLs and option names: neither hyphenated nor stretched. */
     fputs(".nh\n.ad l\n", o);

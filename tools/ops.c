@@ -251,7 +251,7 @@ int cli_cmd_show(const cli_ctx *ctx, int argc, char **argv)
         CLI_OPTS_DB(c), { "json", NULL, &json, 0 },
         { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
     };
-    char acquired[40], expires[40], left[64];
+    char acquired[80], expires[80], left[64];
     sqllock_db *db;
     one_lease o;
 
@@ -384,7 +384,7 @@ int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv)
                "START (host clock)", "END", "DURATION", "EXIT", "STATUS",
                "WHO");
     for (p = value; p != NULL && p < (char *)value + len; p = nl + 1) {
-        char *f[7], start[40], end[40], dur[32];
+        char *f[7], start[80], end[80], dur[32];
         int64_t s, e;
 
         nl = memchr(p, '\n', (size_t)((char *)value + len - p));

@@ -96,10 +96,11 @@
 
 #include "cli.h"
 #include "guard.h"
-#include "internal.h"
 
 /* The longest the supervisor sleeps between looks at the lease. */
 #define RUN_MAX_NAP_MS 1000
+/* A message buffer as long as the library's own messages. */
+#define RUN_MSG_MAX 640
 /* Bytes on the wake-up pipe: a signal number, with RUN_FROM_TTY when the
  * kernel sent it (a terminal's Ctrl-C or hangup); zero from the watch
  * callback. The signals handled are all below 0x80. */
@@ -401,7 +402,7 @@ static void check_lease(run_state *st)
     if (st->lost || sqllock_lease_state(st->lease) != SQLLOCK_STATE_LOST)
         return;
     now = cli_guard_now_us();
-    deadline = sqllock__lease_deadline(st->lease);
+    deadline = sqllock_lease_deadline_us(st->lease);
     if (deadline == 0 || now < deadline) {
         /* The renewer found the lease taken; its note says more. */
         take_note(st);
@@ -461,7 +462,7 @@ static void guard_said(run_state *st, const cli_guard_msg *m)
         event(st, "the command %s", how_ended(how, sizeof how, m->arg));
         /* The guard saw it end after the deadline, which this supervisor
          * has not noticed yet (it was stopped just before it read this). */
-        deadline = sqllock__lease_deadline(st->lease);
+        deadline = sqllock_lease_deadline_us(st->lease);
         if (!st->lost && deadline != 0 && m->value >= deadline)
             lose(st, "its local deadline passed before the command ended");
         break;
@@ -525,7 +526,7 @@ static void push_deadline(run_state *st)
 
     if (st->lost)
         return;
-    d = sqllock__lease_deadline(st->lease);
+    d = sqllock_lease_deadline_us(st->lease);
     if (d != 0 && d != st->deadline_sent) {
         to_guard(st, CLI_GUARD_DEADLINE, 0, d);
         st->deadline_sent = d;
@@ -662,7 +663,7 @@ static int send_start(run_state *st)
     }
     err = errno;
     /* The URL (--export-db) may hold a password. */
-    sqllock__wipe(buf, cap);
+    cli_wipe(buf, cap);
     free(buf);
     errno = err;
     return rc != 0 ? -1 : 0;
@@ -897,7 +898,7 @@ static int find_holder(void *ctx, const sqllock_lease_info *info)
         return 0;
     if (len > SQLLOCK_HOLDER_MAX)
         len = SQLLOCK_HOLDER_MAX;
-    ok = sqllock__name_ok(s, len);
+    ok = cli_text_ok(s, len);
     for (i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
 
@@ -1142,7 +1143,7 @@ static int run_held(run_state *st)
  * holder and the time it has left, read the way `list` reads them. */
 static void busy_message(run_state *st)
 {
-    char msg[SQLLOCK__ERRMSG_MAX], left[32];
+    char msg[RUN_MSG_MAX], left[32];
     run_holder h;
 
     snprintf(msg, sizeof msg, "%s", sqllock_errmsg(st->db));

@@ -6,8 +6,10 @@
  *   postgres.c   the driver table
  *   pg_sql.c     the dialect: the SQL text of every statement
  *   pg_url.c     the URL: sqllock's own parameters, the URL for libpq
- *   pg_conn.c    connecting (one host or a host list), the notice receiver
- *   pg_exec.c    round trips, statements, results, transactions, errors
+ *   pg_conn.c    connecting to one host, the notice receiver
+ *   pg_exec.c    bounded round trips, statements, results
+ *   pg_txn.c     statements without parameters (scripts), transactions
+ *   pg_error.c   the error map (SQLSTATEs, connect messages)
  *   pg_notify.c  LISTEN and waiting for notifications
  */
 #ifndef SQLLOCK_PG_H
@@ -17,6 +19,7 @@
 
 #include <libpq-fe.h>
 
+#include "internal.h"     /* sqllock__now_ms() and the core's other helpers */
 #include "sqllock_driver.h"
 
 /* The most values one statement binds. The core's largest statement (a
@@ -112,23 +115,26 @@ int sqllock__pg_url_read(const sqllock_url *url, pg_target *t,
 void sqllock__pg_target_free(pg_target *t);
 
 /* pg_conn.c */
-int sqllock__pg_connect(const sqllock_url *url, const sqllock_connect_params *p,
-                        sqllock_conn **out, sqllock_dberr *err);
+int sqllock__pg_connect(const sqllock_url *url,
+                        const sqllock_connect_params *p, sqllock_conn **out,
+                        sqllock_dberr *err);
 void sqllock__pg_disconnect(sqllock_conn *c);
 /* Connects to a libpq URL without sqllock's parameters, pooler none (the
  * listener's connection). */
 int sqllock__pg_connect_url(const char *libpq_url, int64_t connect_ms,
                             sqllock_conn **out, sqllock_dberr *err);
-/* The monotonic clock, in ms. */
-int64_t sqllock__pg_mono_ms(void);
 /* Waits until `fd` is ready for `events` or the deadline passes: 1 ready,
  * 0 out of time, -1 poll() failed (errno). */
 int sqllock__pg_wait_fd(int fd, short events, int64_t deadline_ms);
 
 /* pg_exec.c */
-/* One round trip ("SELECT 1") bounded by bound_ms. */
-int sqllock__pg_ping(sqllock_conn *c, int64_t bound_ms, sqllock_dberr *err);
-int sqllock__pg_simple(sqllock_conn *c, const char *sql, sqllock_dberr *err);
+/* Refuses a round trip on a connection given up, or inside a transaction
+ * sqllock did not begin. */
+int sqllock__pg_check_usable(sqllock_conn *c, sqllock_dberr *err);
+/* A bounded round trip whose result must be `want` (or `want2`). */
+int sqllock__pg_expect_result(sqllock_conn *c, int sent,
+                              ExecStatusType want, ExecStatusType want2,
+                              PGresult **out, sqllock_dberr *err);
 int sqllock__pg_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
                         sqllock_dberr *err);
 void sqllock__pg_finalize(sqllock_stmt *s);
@@ -140,13 +146,26 @@ const char *sqllock__pg_column_text(sqllock_stmt *s, int col);
 const void *sqllock__pg_column_blob(sqllock_stmt *s, int col, size_t *len);
 int64_t sqllock__pg_affected_rows(sqllock_stmt *s);
 void sqllock__pg_reset(sqllock_stmt *s);
+
+int64_t sqllock__pg_insert_id(sqllock_stmt *s);
+void *sqllock__pg_native(sqllock_conn *c);
+
+/* pg_txn.c */
+/* One round trip ("SELECT 1") bounded by bound_ms. */
+int sqllock__pg_ping(sqllock_conn *c, int64_t bound_ms, sqllock_dberr *err);
+int sqllock__pg_simple(sqllock_conn *c, const char *sql, sqllock_dberr *err);
 int sqllock__pg_exec_script(sqllock_conn *c, const char *sql,
                             sqllock_dberr *err);
 int sqllock__pg_begin(sqllock_conn *c, sqllock_dberr *err);
 int sqllock__pg_commit(sqllock_conn *c, sqllock_dberr *err);
 int sqllock__pg_rollback(sqllock_conn *c, sqllock_dberr *err);
-int64_t sqllock__pg_insert_id(sqllock_stmt *s);
-void *sqllock__pg_native(sqllock_conn *c);
+
+/* pg_error.c */
+/* Fills `err` from a failed result (or the connection's error when `res`
+ * is NULL) and returns its status. */
+int sqllock__pg_fail(PGconn *pg, const PGresult *res, sqllock_dberr *err);
+/* The status of a failed connect, from libpq's message. */
+int sqllock__pg_classify_connect(const char *msg);
 
 /* pg_notify.c */
 int sqllock__pg_listen(sqllock_conn *c, const char *channel, int on,

@@ -1,8 +1,8 @@
 /*
- * pg_conn.c -- connecting to PostgreSQL: the URL goes to libpq, a host
- * list is tried host by host, and every connect is bounded to the
- * millisecond; the notice receiver that catches a canceled wait for a
- * synchronous standby.
+ * pg_conn.c -- connecting to PostgreSQL: the URL of the one host the core
+ * hands over (core/failover.c tries a list's hosts in turn) goes to libpq,
+ * and every connect is bounded to the millisecond; the notice receiver
+ * that catches a canceled wait for a synchronous standby.
  */
 #include <errno.h>
 #include <poll.h>
@@ -40,8 +40,9 @@ static int has_text(const char *hay, const char *needle)
  * and then reports the statement as successful. A grant or renewal
  * taken as done then may be missing on the standby, and a failover right
  * after it would admit a second owner while the first still believes it
- * holds the lease. So the warning marks the round trip, and expect_result() turns its success
- * into SQLLOCK_ECANCELED, outcome unknown like a lost answer: the core
+ * holds the lease. So the warning marks the round trip, and
+ * sqllock__pg_expect_result() (pg_exec.c) turns its success into
+ * SQLLOCK_ECANCELED, outcome unknown like a lost answer: the core
  * does not count the grant or renewal (tests/test_failover.c). The
  * server's statement_timeout does not cancel this wait (it is disabled
  * before the commit; checked on PostgreSQL 15); the client's own bound
@@ -83,15 +84,6 @@ static void on_notice(void *arg, const PGresult *res)
     snprintf(c->sync_msg, sizeof c->sync_msg, "%s", msg != NULL ? msg : "");
 }
 
-/* The monotonic clock, in ms. */
-int64_t sqllock__pg_mono_ms(void)
-{
-    struct timespec now;
-
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-}
-
 /* Waits until `fd` is ready for `events` or the deadline passes: 1 ready,
  * 0 out of time, -1 poll() failed (errno). */
 int sqllock__pg_wait_fd(int fd, short events, int64_t deadline_ms)
@@ -101,7 +93,7 @@ int sqllock__pg_wait_fd(int fd, short events, int64_t deadline_ms)
     int r;
 
     for (;;) {
-        left = deadline_ms - sqllock__pg_mono_ms();
+        left = deadline_ms - sqllock__now_ms();
         if (left <= 0)
             return 0;
         pfd.fd = fd;
@@ -115,24 +107,6 @@ int sqllock__pg_wait_fd(int fd, short events, int64_t deadline_ms)
     }
 }
 
-/* Classifies a failed connect from libpq's message: it gives no SQLSTATE
- * there. */
-static int classify_connect(const char *msg)
-{
-    if (strstr(msg, "invalid URI") || strstr(msg, "invalid connection "
-        "option") || strstr(msg, "invalid integer value") ||
-        strstr(msg, "invalid port") || strstr(msg, "invalid sslmode") ||
-        strstr(msg, "invalid percent-encoded"))
-        return SQLLOCK_EURL;
-    if (strstr(msg, "password authentication failed") ||
-        strstr(msg, "no pg_hba.conf entry") ||
-        strstr(msg, "authentication failed") ||
-        (strstr(msg, "role \"") && strstr(msg, "does not exist")) ||
-        strstr(msg, "no password supplied"))
-        return SQLLOCK_EPERM;
-    return SQLLOCK_ECONNECT;
-}
-
 /* Drives PQconnectPoll() until the connection is made, fails, or the
  * deadline passes. libpq's own connect_timeout counts whole seconds, at
  * least 2, per host, and only in the blocking connect; this bounds the
@@ -141,7 +115,7 @@ static int classify_connect(const char *msg)
 static int connect_poll(PGconn *pg, int64_t timeout_ms, sqllock_dberr *err)
 {
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-    int64_t deadline = sqllock__pg_mono_ms() + timeout_ms;
+    int64_t deadline = sqllock__now_ms() + timeout_ms;
     int r;
 
     for (;;) {
@@ -149,12 +123,13 @@ static int connect_poll(PGconn *pg, int64_t timeout_ms, sqllock_dberr *err)
             return SQLLOCK_OK;
         if (st == PGRES_POLLING_FAILED || PQsocket(pg) < 0) {
             const char *msg = PQerrorMessage(pg);
-            return sqllock_dberr_set(err, classify_connect(msg), "", "%s",
-                                     msg);
+            return sqllock_dberr_set(err, sqllock__pg_classify_connect(msg),
+                                     "", "%s", msg);
         }
-        r = sqllock__pg_wait_fd(PQsocket(pg), st == PGRES_POLLING_READING ? POLLIN
-                                                              : POLLOUT,
-                    deadline);
+        r = sqllock__pg_wait_fd(PQsocket(pg),
+                                st == PGRES_POLLING_READING ? POLLIN
+                                                            : POLLOUT,
+                                deadline);
         if (r == 0)
             return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "the server "
                                      "did not complete the connect within "
@@ -187,184 +162,17 @@ static int connect_params(const char *const *keys, const char *const *vals,
     return rc;
 }
 
-/* The most hosts a URL's host list may name for a connect to each in
- * turn (as the MySQL driver's). */
-#define PG_MAX_HOSTS 16
-
-/* Splits the list `s` in place at each ','; returns the number of
- * entries, or -1 when there are more than `max`. */
-static int split_list(char *s, char **parts, int max)
-{
-    int n = 0;
-
-    for (;;) {
-        char *comma = strchr(s, ',');
-
-        if (n == max)
-            return -1;
-        parts[n++] = s;
-        if (comma == NULL)
-            return n;
-        *comma = '\0';
-        s = comma + 1;
-    }
-}
-
-/* The first line of libpq's message `m` (it adds hints after a newline). */
-static int first_line(const char *m)
-{
-    return (int)strcspn(m, "\n");
-}
-
-/*
- * A URL with several hosts, one connect per host in the order given, each
- * bounded by timeout_ms. libpq tries a host list itself, but its per-host
- * connect_timeout works only in the blocking connect: driven by
- * PQconnectPoll() (which bounds the whole connect to the millisecond,
- * see connect_poll()), a first host that accepts the TCP connection and
- * then never answers -- a hung server, a machine behind a dead link --
- * would use up the whole bound, and the next host, the new primary after
- * a failover, would never be tried. So each host gets its own connect,
- * with the URL's other parameters (target_session_attrs among them, which
- * libpq checks on each) and its own port. Refused credentials do not end
- * the list, as in libpq: a standby may well have other pg_hba rules.
- */
-static int connect_hosts(PQconninfoOption *opts, PQconninfoOption *host,
-                         PQconninfoOption *addr, PQconninfoOption *port,
-                         int64_t timeout_ms, PGconn **out, sqllock_dberr *err)
-{
-    const char *keys[64], *vals[64];
-    char *hostbuf = NULL, *addrbuf = NULL, *portbuf = NULL;
-    char *hosts[PG_MAX_HOSTS], *addrs[PG_MAX_HOSTS], *ports[PG_MAX_HOSTS];
-    char why[sizeof err->msg];
-    int nkeys = 0, nh = 0, na = 0, np = 0, i, ih = -1, ia = -1, ip = -1;
-    int rc = SQLLOCK_OK, all_perm = 1;
-    size_t used = 0;
-    PQconninfoOption *o;
-
-    *out = NULL;
-    why[0] = '\0';
-    for (o = opts; o->keyword != NULL && nkeys < 63; o++) {
-        if (o->val == NULL) {
-            /* As for a single host: named "sqllock" unless the URL
-             * names the application. */
-            if (strcmp(o->keyword, "application_name") == 0) {
-                keys[nkeys] = o->keyword;
-                vals[nkeys++] = "sqllock";
-            }
-            continue;
-        }
-        if (o == host)
-            ih = nkeys;
-        else if (o == addr)
-            ia = nkeys;
-        else if (o == port)
-            ip = nkeys;
-        keys[nkeys] = o->keyword;
-        vals[nkeys++] = o->val;
-    }
-    keys[nkeys] = NULL;
-    vals[nkeys] = NULL;
-    if ((ih >= 0 && (hostbuf = strdup(host->val)) == NULL) ||
-        (ia >= 0 && (addrbuf = strdup(addr->val)) == NULL) ||
-        (ip >= 0 && (portbuf = strdup(port->val)) == NULL)) {
-        rc = sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
-        goto done;
-    }
-    if (hostbuf != NULL)
-        nh = split_list(hostbuf, hosts, PG_MAX_HOSTS);
-    if (addrbuf != NULL)
-        na = split_list(addrbuf, addrs, PG_MAX_HOSTS);
-    if (portbuf != NULL)
-        np = split_list(portbuf, ports, PG_MAX_HOSTS);
-    if (nh < 0 || na < 0 || np < 0) {
-        rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "the URL names more "
-                               "than %d hosts", PG_MAX_HOSTS);
-        goto done;
-    }
-    if (nh < na)
-        nh = na;
-    if ((na > 0 && na != nh) || (np > 1 && np != nh)) {
-        rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "the URL lists %d "
-                               "hosts but %d %s", nh, na > 0 && na != nh
-                               ? na : np, na > 0 && na != nh ? "host "
-                               "addresses" : "ports");
-        goto done;
-    }
-    for (i = 0; i < nh; i++) {
-        const char *hname = ih >= 0 ? hosts[i] : addrs[i];
-        const char *pname = np == 0 ? "" : ports[np == 1 ? 0 : i];
-        PGconn *pg = NULL;
-        int n;
-
-        if (ih >= 0)
-            vals[ih] = hosts[i];
-        if (ia >= 0)
-            vals[ia] = addrs[i];
-        if (ip >= 0)
-            vals[ip] = pname;
-        rc = connect_params(keys, vals, 0, timeout_ms, &pg, err);
-        if (rc == SQLLOCK_OK) {
-            *out = pg;
-            goto done;
-        }
-        if (rc == SQLLOCK_ENOMEM || rc == SQLLOCK_EURL ||
-            rc == SQLLOCK_ESYS)
-            goto done;
-        if (rc != SQLLOCK_EPERM)
-            all_perm = 0;
-        n = snprintf(why + used, sizeof why - used, "%s%s%s%s: %.*s",
-                     i > 0 ? "; " : "", hname[0] ? hname : "(default)",
-                     pname[0] ? ":" : "", pname, first_line(err->msg),
-                     err->msg);
-        if (n > 0)
-            used += (size_t)n < sizeof why - used ? (size_t)n
-                                                  : sizeof why - used - 1;
-    }
-    rc = sqllock_dberr_set(err, all_perm ? SQLLOCK_EPERM : SQLLOCK_ECONNECT,
-                           "", "no host of the URL's %d would do: %s", nh,
-                           why);
-done:
-    free(hostbuf);
-    free(addrbuf);
-    free(portbuf);
-    return rc;
-}
-
-/* Connects to `libpq_url` within timeout_ms: a host list host by host
- * (connect_hosts()), any other URL handed to libpq whole, the PG*
- * environment variables with it. A URL libpq cannot parse is refused by
- * the connect, with libpq's own message. */
+/* Connects to `libpq_url` (one host, or libpq's default when it names
+ * none: a unix socket, the PG* environment variables) within timeout_ms.
+ * A URL libpq cannot parse is refused by the connect, with libpq's own
+ * message. */
 static int connect_libpq(const char *libpq_url, int64_t timeout_ms,
                          PGconn **out, sqllock_dberr *err)
 {
     const char *keys[] = { "application_name", "dbname", NULL };
-    const char *vals[3];
-    PQconninfoOption *opts, *o, *host = NULL, *addr = NULL, *port = NULL;
-    char *errmsg = NULL;
-    int status;
+    const char *vals[] = { "sqllock", libpq_url, NULL };
 
-    opts = PQconninfoParse(libpq_url, &errmsg);
-    PQfreemem(errmsg);
-    for (o = opts; o != NULL && o->keyword != NULL; o++) {
-        if (strcmp(o->keyword, "host") == 0)
-            host = o;
-        else if (strcmp(o->keyword, "hostaddr") == 0)
-            addr = o;
-        else if (strcmp(o->keyword, "port") == 0)
-            port = o;
-    }
-    if ((host != NULL && host->val != NULL && strchr(host->val, ',')) ||
-        (addr != NULL && addr->val != NULL && strchr(addr->val, ','))) {
-        status = connect_hosts(opts, host, addr, port, timeout_ms, out, err);
-    } else {
-        vals[0] = "sqllock";
-        vals[1] = libpq_url;
-        vals[2] = NULL;
-        status = connect_params(keys, vals, 1, timeout_ms, out, err);
-    }
-    PQconninfoFree(opts);
-    return status;
+    return connect_params(keys, vals, 1, timeout_ms, out, err);
 }
 
 /* 64 bits from the OS's random source for the names of a connection's
@@ -447,10 +255,11 @@ static int session_ready(sqllock_conn *c, int64_t left_ms, int64_t bound_ms,
     return rc;
 }
 
-int sqllock__pg_connect(const sqllock_url *url, const sqllock_connect_params *p,
-                        sqllock_conn **out, sqllock_dberr *err)
+int sqllock__pg_connect(const sqllock_url *url,
+                        const sqllock_connect_params *p, sqllock_conn **out,
+                        sqllock_dberr *err)
 {
-    int64_t start = sqllock__pg_mono_ms();
+    int64_t start = sqllock__now_ms();
     sqllock_conn *c;
     pg_target t;
     int status;
@@ -473,7 +282,7 @@ int sqllock__pg_connect(const sqllock_url *url, const sqllock_connect_params *p,
     sqllock__pg_target_free(&t);
     if (c->pooler == PG_POOLER_SESSION) {
         status = session_ready(c, p->connect_timeout_ms -
-                               (sqllock__pg_mono_ms() - start),
+                               (sqllock__now_ms() - start),
                                p->connect_timeout_ms, err);
         if (status != SQLLOCK_OK) {
             sqllock__pg_disconnect(c);

@@ -1,7 +1,7 @@
 /*
  * pg_exec.c -- statements on a PostgreSQL connection: bounded round
- * trips, prepared statements, results, transactions, and the map from
- * SQLSTATE to sqllock status.
+ * trips, prepared statements, results (transactions are in pg_txn.c, the
+ * map from SQLSTATE to sqllock status in pg_error.c).
  */
 #include <errno.h>
 #include <poll.h>
@@ -11,64 +11,6 @@
 #include <time.h>
 
 #include "pg.h"
-
-/* The status for a SQLSTATE (DESIGN E1; issue: each class its own). */
-static int classify_sqlstate(const char *state)
-{
-    if (state == NULL || strlen(state) != 5)
-        return SQLLOCK_EDB;
-    if (strcmp(state, "23505") == 0)
-        return SQLLOCK_EEXISTS;
-    if (strcmp(state, "55P03") == 0)
-        return SQLLOCK_ELOCKED;       /* NOWAIT failed, or lock_timeout */
-    if (strcmp(state, "40P01") == 0)
-        return SQLLOCK_EDEADLOCK;
-    if (strcmp(state, "40001") == 0)
-        return SQLLOCK_ESERIALIZATION;
-    if (strcmp(state, "57014") == 0)
-        return SQLLOCK_ECANCELED;     /* canceled, statement_timeout */
-    if (strcmp(state, "25P02") == 0)
-        return SQLLOCK_EMISUSE;       /* in a transaction already aborted */
-    if (strncmp(state, "08", 2) == 0 || strcmp(state, "57P01") == 0 ||
-        strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0 ||
-        strcmp(state, "3D000") == 0)
-        return SQLLOCK_ECONNECT;
-    if (strcmp(state, "42P01") == 0)
-        return SQLLOCK_ENOSCHEMA;     /* undefined table or sequence */
-    if (strcmp(state, "42501") == 0 || strcmp(state, "25006") == 0 ||
-        strncmp(state, "28", 2) == 0)
-        return SQLLOCK_EPERM;
-    if (strcmp(state, "53200") == 0)
-        return SQLLOCK_ENOMEM;
-    if (strcmp(state, "53100") == 0)
-        return SQLLOCK_EFULL;         /* disk_full */
-    /* Class 22, data exception: a value the caller gave does not fit
-     * (text for a number, a number out of range, bytes that are not
-     * valid in the database's encoding). The library checks its own
-     * values first; these come from values for the application's
-     * tables, and are bad input like any other (DESIGN E2). */
-    if (strncmp(state, "22", 2) == 0)
-        return SQLLOCK_EINVAL;
-    return SQLLOCK_EDB;
-}
-
-/* Fills `err` from a failed result (or from the connection when `res` is
- * NULL) and returns its status. A connection that libpq reports as bad is
- * SQLLOCK_ECONNECT whatever the error was, so that the core reconnects. */
-static int fail(PGconn *pg, const PGresult *res, sqllock_dberr *err)
-{
-    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY)
-                          : NULL;
-    int status = classify_sqlstate(state);
-
-    if (msg == NULL)
-        msg = pg != NULL ? PQerrorMessage(pg) : "out of memory";
-    if (pg == NULL || PQstatus(pg) == CONNECTION_BAD)
-        status = SQLLOCK_ECONNECT;
-    return sqllock_dberr_set(err, status, state ? state : "", "%s",
-                             msg[0] ? msg : "unknown libpq error");
-}
 
 /* After a round trip ran out of time: the answer may still come, or
  * half of it, so the connection can never be used again. It stays in
@@ -86,7 +28,7 @@ static int give_up(sqllock_conn *c, int64_t bound_ms, sqllock_dberr *err)
                              (long long)c->lock_wait_ms);
 }
 
-static int check_usable(sqllock_conn *c, sqllock_dberr *err)
+int sqllock__pg_check_usable(sqllock_conn *c, sqllock_dberr *err)
 {
     if (c->broken)
         return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "the connection "
@@ -96,7 +38,7 @@ static int check_usable(sqllock_conn *c, sqllock_dberr *err)
      * the send either; back to blocking after each round trip, for the
      * application's own use of the connection. */
     if (PQsetnonblocking(c->pg, 1) != 0)
-        return fail(c->pg, NULL, err);
+        return sqllock__pg_fail(c->pg, NULL, err);
     /* DESIGN C2: outside a transaction that begin() opened, a statement
      * must commit on its own. Inside one that someone else opened on
      * this connection (BEGIN on the native handle) it would not: refuse
@@ -138,23 +80,23 @@ static int round_trip(sqllock_conn *c, int sent, PGresult **out,
                       sqllock_dberr *err)
 {
     int64_t bound = c->statement_ms + c->lock_wait_ms;
-    int64_t deadline = sqllock__pg_mono_ms() + bound;
+    int64_t deadline = sqllock__now_ms() + bound;
     PGresult *res, *last = NULL;
     int r, rc;
 
     *out = NULL;
     c->sync_canceled = 0;
     if (!sent)
-        return fail(c->pg, NULL, err);
+        return sqllock__pg_fail(c->pg, NULL, err);
     /* Sends what libpq has queued, reading meanwhile as libpq asks. */
     while ((r = PQflush(c->pg)) != 0) {
         if (r < 0)
-            return fail(c->pg, NULL, err);
+            return sqllock__pg_fail(c->pg, NULL, err);
         rc = wait_step(c, POLLIN | POLLOUT, deadline, bound, err);
         if (rc != SQLLOCK_OK)
             return rc;
         if (PQconsumeInput(c->pg) == 0)
-            return fail(c->pg, NULL, err);
+            return sqllock__pg_fail(c->pg, NULL, err);
     }
     for (;;) {
         while (PQisBusy(c->pg)) {
@@ -166,7 +108,7 @@ static int round_trip(sqllock_conn *c, int sent, PGresult **out,
             if (PQconsumeInput(c->pg) == 0) {
                 if (PQstatus(c->pg) != CONNECTION_BAD) {
                     PQclear(last);
-                    return fail(c->pg, NULL, err);
+                    return sqllock__pg_fail(c->pg, NULL, err);
                 }
                 /* The connection is closed: PQgetResult() reports the
                  * server's last words (say, "terminating connection")
@@ -245,9 +187,9 @@ static int left_in_txn(sqllock_conn *c, int rc, sqllock_dberr *err)
 
 /* A round trip whose result must be `want` (or, with `want2` not 0,
  * that one); the result is kept in *out when `out` is not NULL. */
-static int expect_result(sqllock_conn *c, int sent, ExecStatusType want,
-                         ExecStatusType want2, PGresult **out,
-                         sqllock_dberr *err)
+int sqllock__pg_expect_result(sqllock_conn *c, int sent,
+                              ExecStatusType want, ExecStatusType want2,
+                              PGresult **out, sqllock_dberr *err)
 {
     PGresult *res = NULL;
     int rc = round_trip(c, sent, &res, err);
@@ -255,7 +197,7 @@ static int expect_result(sqllock_conn *c, int sent, ExecStatusType want,
     if (rc == SQLLOCK_OK &&
         (res == NULL || (PQresultStatus(res) != want &&
                          (want2 == 0 || PQresultStatus(res) != want2))))
-        rc = fail(c->pg, res, err);
+        rc = sqllock__pg_fail(c->pg, res, err);
     /* A success whose commit never reached the synchronous standby (see
      * on_notice()): the outcome is not known to be durable, so it is not
      * a success. The connection stays usable, unless the warning said
@@ -349,17 +291,19 @@ int sqllock__pg_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
     }
     snprintf(s->name, sizeof s->name, "%s_%u", c->name_prefix,
              c->next_name++);
-    rc = check_usable(c, err);
+    rc = sqllock__pg_check_usable(c, err);
     if (rc == SQLLOCK_OK)
-        rc = expect_result(c, PQsendPrepare(c->pg, s->name, sql, 0, NULL),
-                           PGRES_COMMAND_OK, 0, NULL, err);
+        rc = sqllock__pg_expect_result(c, PQsendPrepare(c->pg, s->name, sql,
+                                                        0, NULL),
+                                       PGRES_COMMAND_OK, 0, NULL, err);
     /* The number of parameters the server inferred, to check the core's
      * arguments against. One more round trip, once per connection. */
     if (rc == SQLLOCK_OK)
-        rc = check_usable(c, err);
+        rc = sqllock__pg_check_usable(c, err);
     if (rc == SQLLOCK_OK)
-        rc = expect_result(c, PQsendDescribePrepared(c->pg, s->name),
-                           PGRES_COMMAND_OK, 0, &desc, err);
+        rc = sqllock__pg_expect_result(c, PQsendDescribePrepared(c->pg,
+                                                                 s->name),
+                                       PGRES_COMMAND_OK, 0, &desc, err);
     if (rc != SQLLOCK_OK) {
         free(s);
         return undeclared_pooler(rc, err);
@@ -408,13 +352,13 @@ void sqllock__pg_finalize(sqllock_stmt *s)
 }
 
 int sqllock__pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
-                      sqllock_dberr *err)
+                        sqllock_dberr *err)
 {
     const char *vals[PG_MAX_PARAMS];
     int lens[PG_MAX_PARAMS], formats[PG_MAX_PARAMS];
     char ints[PG_MAX_PARAMS][24];
     char *texts[PG_MAX_PARAMS];
-    int i, binary = 0, rc = SQLLOCK_OK;
+    int i, binary = 0, rc = SQLLOCK_OK, sent;
 
     sqllock__pg_reset(s);
     if (nargs > PG_MAX_PARAMS)
@@ -473,21 +417,24 @@ int sqllock__pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
     else if (rc != SQLLOCK_OK)
         sqllock_dberr_set(err, rc, "", "out of memory");
     if (rc == SQLLOCK_OK)
-        rc = check_usable(s->conn, err);
+        rc = sqllock__pg_check_usable(s->conn, err);
     s->conn->durable = s->kind == PG_STMT_DURABLE;
-    if (rc == SQLLOCK_OK && s->sql != NULL)
-        rc = expect_result(s->conn,
-                           PQsendQueryParams(s->conn->pg, s->sql, nargs, NULL,
-                                             vals, binary ? lens : NULL,
-                                             binary ? formats : NULL, 0),
-                           PGRES_TUPLES_OK, PGRES_COMMAND_OK, &s->res, err);
-    else if (rc == SQLLOCK_OK)
-        rc = undeclared_pooler(expect_result(s->conn,
-                           PQsendQueryPrepared(s->conn->pg, s->name, nargs,
-                                               vals, binary ? lens : NULL,
-                                               binary ? formats : NULL, 0),
-                           PGRES_TUPLES_OK, PGRES_COMMAND_OK, &s->res, err),
-                           err);
+    if (rc == SQLLOCK_OK && s->sql != NULL) {
+        sent = PQsendQueryParams(s->conn->pg, s->sql, nargs, NULL, vals,
+                                 binary ? lens : NULL,
+                                 binary ? formats : NULL, 0);
+        rc = sqllock__pg_expect_result(s->conn, sent, PGRES_TUPLES_OK,
+                                       PGRES_COMMAND_OK, &s->res, err);
+    } else if (rc == SQLLOCK_OK) {
+        sent = PQsendQueryPrepared(s->conn->pg, s->name, nargs, vals,
+                                   binary ? lens : NULL,
+                                   binary ? formats : NULL, 0);
+        rc = undeclared_pooler(sqllock__pg_expect_result(s->conn, sent,
+                                                         PGRES_TUPLES_OK,
+                                                         PGRES_COMMAND_OK,
+                                                         &s->res, err),
+                               err);
+    }
     s->conn->durable = 0;
     /* Transaction pooling: begin() sets this timeout again in every
      * transaction from now on. */
@@ -571,109 +518,6 @@ int64_t sqllock__pg_affected_rows(sqllock_stmt *s)
     const char *n = s->res != NULL ? PQcmdTuples(s->res) : "";
 
     return n[0] ? strtoll(n, NULL, 10) : 0;
-}
-
-/* Runs a statement without parameters (the DDL script, transaction
- * control) with the simple query protocol. A script of several statements
- * runs in one implicit transaction. */
-static int pg_simple_result(sqllock_conn *c, const char *sql,
-                            PGresult **out, sqllock_dberr *err)
-{
-    int rc = check_usable(c, err);
-
-    if (rc != SQLLOCK_OK)
-        return rc;
-    return expect_result(c, PQsendQuery(c->pg, sql), PGRES_COMMAND_OK,
-                         PGRES_TUPLES_OK, out, err);
-}
-
-int sqllock__pg_simple(sqllock_conn *c, const char *sql, sqllock_dberr *err)
-{
-    return pg_simple_result(c, sql, NULL, err);
-}
-
-int sqllock__pg_ping(sqllock_conn *c, int64_t bound_ms, sqllock_dberr *err)
-{
-    int64_t statement_ms = c->statement_ms, lock_wait_ms = c->lock_wait_ms;
-    int rc;
-
-    c->statement_ms = bound_ms;
-    c->lock_wait_ms = 0;
-    rc = sqllock__pg_simple(c, "SELECT 1", err);
-    c->statement_ms = statement_ms;
-    c->lock_wait_ms = lock_wait_ms;
-    return rc;
-}
-
-int sqllock__pg_exec_script(sqllock_conn *c, const char *sql, sqllock_dberr *err)
-{
-    return sqllock__pg_simple(c, sql, err);
-}
-
-/* Behind a transaction pooler a transaction may run on another server
- * connection than the last one, so the lock timeout the core set (once,
- * as it would for a session) is set again for each transaction, in the
- * same round trip as its BEGIN. The value is the driver's own integer,
- * formatted here, not a value from outside. */
-int sqllock__pg_begin(sqllock_conn *c, sqllock_dberr *err)
-{
-    char sql[128];
-    int rc;
-
-    if (c->pooler == PG_POOLER_TRANSACTION && c->txn_lock_timeout_ms >= 0)
-        snprintf(sql, sizeof sql, "BEGIN; SELECT pg_catalog.set_config("
-                 "'lock_timeout', '%lldms', true)",
-                 (long long)(c->txn_lock_timeout_ms > 2147483647
-                             ? 2147483647 : c->txn_lock_timeout_ms));
-    else
-        snprintf(sql, sizeof sql, "BEGIN");
-    c->in_txn = 1;
-    rc = sqllock__pg_simple(c, sql, err);
-    if (rc != SQLLOCK_OK)
-        c->in_txn = 0;
-    return rc;
-}
-
-static int commit(sqllock_conn *c, sqllock_dberr *err)
-{
-    PGresult *res;
-    int rc = SQLLOCK_OK;
-
-    /* After a failed statement PostgreSQL has aborted the transaction and
-     * answers COMMIT with a rollback: that must not read as success. */
-    if (PQtransactionStatus(c->pg) == PQTRANS_INERROR) {
-        rc = sqllock__pg_simple(c, "ROLLBACK", err);
-        if (rc == SQLLOCK_ECONNECT)
-            return rc;
-        return sqllock_dberr_set(err, SQLLOCK_EDB, "25P02", "the transaction "
-                                 "had failed (an earlier statement's error) "
-                                 "and was rolled back, not committed");
-    }
-    rc = pg_simple_result(c, "COMMIT", &res, err);
-    if (rc != SQLLOCK_OK)
-        return rc;
-    if (strcmp(PQcmdStatus(res), "ROLLBACK") == 0)
-        rc = sqllock_dberr_set(err, SQLLOCK_EDB, "", "the database rolled "
-                               "the transaction back instead of committing "
-                               "it");
-    PQclear(res);
-    return rc;
-}
-
-int sqllock__pg_commit(sqllock_conn *c, sqllock_dberr *err)
-{
-    int rc = commit(c, err);
-
-    c->in_txn = 0;
-    return rc;
-}
-
-int sqllock__pg_rollback(sqllock_conn *c, sqllock_dberr *err)
-{
-    int rc = sqllock__pg_simple(c, "ROLLBACK", err);
-
-    c->in_txn = 0;
-    return rc;
 }
 
 int64_t sqllock__pg_insert_id(sqllock_stmt *s)

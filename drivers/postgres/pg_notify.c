@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "pg.h"
 
@@ -161,7 +160,6 @@ static int wait_on(sqllock_conn *c, int64_t timeout_ms, int *woke,
                    sqllock_dberr *err)
 {
     struct pollfd pfd;
-    struct timespec now;
     int64_t end_ms, left;
     int r, rc;
 
@@ -181,11 +179,9 @@ static int wait_on(sqllock_conn *c, int64_t timeout_ms, int *woke,
     if (pfd.fd < 0)
         return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "",
                                  "waiting for a notification: no socket");
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    end_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + timeout_ms;
+    end_ms = sqllock__now_ms() + timeout_ms;
     for (;;) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        left = end_ms - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+        left = end_ms - sqllock__now_ms();
         if (left <= 0)
             return SQLLOCK_OK;
         pfd.events = POLLIN;

@@ -93,7 +93,9 @@ static int own_param(const char *key)
 
 /* The URL for libpq: `url` re-encoded without sqllock's parameters, with
  * its host and port replaced by `host` and `port` when those are given
- * (non-NULL, non-zero). NULL when memory ran out. */
+ * (non-NULL, non-zero). Without listen_host, the listener connects to the
+ * host the core picked (listen_port alone: that host, another port).
+ * NULL when memory ran out. */
 static char *rebuild(const sqllock_url *url, const char *host, int port)
 {
     strbuf b = { NULL, 0, 0, 0 };
@@ -112,9 +114,9 @@ static char *rebuild(const sqllock_url *url, const char *host, int port)
         sb_str(&b, "@");
     }
     if (h != NULL) {
-        if (strchr(h, ',') != NULL)
-            sb_enc(&b, h, ":,[]");           /* a host list, as written */
-        else if (strchr(h, ':') != NULL) {
+        /* One host: the core hands the driver one host of a list at a
+         * time (core/failover.c). */
+        if (strchr(h, ':') != NULL) {
             sb_str(&b, "[");                 /* an IPv6 address */
             sb_enc(&b, h, ":");
             sb_str(&b, "]");
@@ -169,6 +171,17 @@ int sqllock__pg_url_read(const sqllock_url *url, pg_target *t,
     for (i = 0; i < url->nparams; i++) {
         const char *k = url->keys[i], *v = url->values[i];
 
+        /* libpq's own host lists (host=h1,h2) would be tried inside one
+         * connect, outside the core's failover and its per-host bound. */
+        if ((strcmp(k, "host") == 0 || strcmp(k, "hostaddr") == 0 ||
+             strcmp(k, "port") == 0) && strchr(v, ',') != NULL)
+            return sqllock_dberr_set(err, SQLLOCK_EURL, "", "%s= names one "
+                                     "%s: write a host list in the URL's "
+                                     "authority (postgres://user@h1:5432,"
+                                     "h2:5432/db), whose hosts sqllock "
+                                     "tries in turn, each with the connect "
+                                     "timeout", k, strcmp(k, "port") == 0
+                                     ? "port" : "host");
         if (!own_param(k))
             continue;
         own = 1;
@@ -214,8 +227,7 @@ int sqllock__pg_url_read(const sqllock_url *url, pg_target *t,
         strcpy(t->libpq_url, url->raw);
         return SQLLOCK_OK;
     }
-    if (listen_host == NULL && listen_port != 0 && url->host != NULL &&
-        strchr(url->host, ',') != NULL)
+    if (listen_host == NULL && listen_port != 0 && url->nhosts > 1)
         return sqllock_dberr_set(err, SQLLOCK_EURL, "", "with a host list, "
                                  "listen_port needs listen_host: the server "
                                  "to LISTEN on, past the pooler");

@@ -1,10 +1,11 @@
 /*
  * postgres.c -- the PostgreSQL driver (libpq).
  *
- * The URL goes to libpq whole, so sslmode, unix-socket hosts, several
- * hosts with target_session_attrs, and the PG* environment variables all
- * work as libpq users expect (a host list is connected to one host at a
- * time, with the URL's other parameters: see connect_hosts()). Every statement is prepared once per
+ * The URL goes to libpq (rebuilt from its parts, pg_url.c), so sslmode,
+ * unix-socket hosts, target_session_attrs and the PG* environment
+ * variables all work as libpq users expect. A host list is the core's:
+ * it hands the driver one host at a time, with the URL's other
+ * parameters (core/failover.c). Every statement is prepared once per
  * connection and executed as a prepared statement: an acquire, a renew
  * and a release are one round trip each (DESIGN D1b).
  *
@@ -19,13 +20,13 @@
  */
 #include "pg.h"
 
-static const char *const postgres_schemes[] = { "postgres", "postgresql",
+static const char *const pg_schemes[] = { "postgres", "postgresql",
                                                 NULL };
 
 const sqllock_driver sqllock__postgres_driver = {
     .version = SQLLOCK_DRIVER_VERSION,
     .name = "postgres",
-    .schemes = postgres_schemes,
+    .schemes = pg_schemes,
     .caps = SQLLOCK_CAP_RETURNING | SQLLOCK_CAP_SKIP_LOCKED |
             SQLLOCK_CAP_NOWAIT | SQLLOCK_CAP_NOTIFY,
     .dialect = &sqllock__pg_dialect,

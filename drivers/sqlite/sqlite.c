@@ -93,7 +93,7 @@ static const char SQL_LEASE_REAP[] =
 
 extern const char sqllock__schema_sqlite[];
 
-static const sqllock_dialect sqlite_dialect = {
+static const sqllock_dialect sq_dialect = {
     .sql = {
         [SQLLOCK_SQL_LEASE_ACQUIRE] = { SQL_LEASE_ACQUIRE, "1234" },
         [SQLLOCK_SQL_LEASE_RENEW] = { SQL_LEASE_RENEW, "1234" },
@@ -243,8 +243,8 @@ static int parse_params(const sqllock_url *url, int64_t *busy_ms,
     return SQLLOCK_OK;
 }
 
-static int sqlite_connect(const sqllock_url *url, const sqllock_connect_params *p,
-                          sqllock_conn **out, sqllock_dberr *err)
+static int sq_connect(const sqllock_url *url, const sqllock_connect_params *p,
+                      sqllock_conn **out, sqllock_dberr *err)
 {
     sqllock_conn *c;
     int64_t busy_ms = p->busy_timeout_ms;
@@ -321,7 +321,7 @@ fail:
     return err->status;
 }
 
-static void sqlite_disconnect(sqllock_conn *c)
+static void sq_disconnect(sqllock_conn *c)
 {
     if (c != NULL) {
         sqlite3_close(c->db);
@@ -329,8 +329,8 @@ static void sqlite_disconnect(sqllock_conn *c)
     }
 }
 
-static int sqlite_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
-                          sqllock_dberr *err)
+static int sq_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
+                      sqllock_dberr *err)
 {
     sqllock_stmt *s;
     int rc;
@@ -350,7 +350,7 @@ static int sqlite_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
     return SQLLOCK_OK;
 }
 
-static void sqlite_finalize(sqllock_stmt *s)
+static void sq_finalize(sqllock_stmt *s)
 {
     if (s != NULL) {
         sqlite3_finalize(s->st);
@@ -376,8 +376,8 @@ static int step(sqllock_stmt *s, sqllock_dberr *err)
     return rc;
 }
 
-static int sqlite_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
-                          sqllock_dberr *err)
+static int sq_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
+                      sqllock_dberr *err)
 {
     int i, rc = SQLITE_OK;
 
@@ -416,7 +416,7 @@ static int sqlite_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
     return rc;
 }
 
-static int sqlite_fetch(sqllock_stmt *s, int *has_row, sqllock_dberr *err)
+static int sq_fetch(sqllock_stmt *s, int *has_row, sqllock_dberr *err)
 {
     int rc;
 
@@ -434,19 +434,19 @@ static int sqlite_fetch(sqllock_stmt *s, int *has_row, sqllock_dberr *err)
     return rc;
 }
 
-static int64_t sqlite_column_int64(sqllock_stmt *s, int col)
+static int64_t sq_column_int64(sqllock_stmt *s, int col)
 {
     return sqlite3_column_int64(s->st, col);
 }
 
-static const char *sqlite_column_text(sqllock_stmt *s, int col)
+static const char *sq_column_text(sqllock_stmt *s, int col)
 {
     const unsigned char *t = sqlite3_column_text(s->st, col);
 
     return t != NULL ? (const char *)t : "";
 }
 
-static const void *sqlite_column_blob(sqllock_stmt *s, int col, size_t *len)
+static const void *sq_column_blob(sqllock_stmt *s, int col, size_t *len)
 {
     /* The bytes first, then their count (SQLite's documented order). */
     const void *b = sqlite3_column_blob(s->st, col);
@@ -460,12 +460,12 @@ static const void *sqlite_column_blob(sqllock_stmt *s, int col, size_t *len)
     return b;
 }
 
-static int64_t sqlite_affected_rows(sqllock_stmt *s)
+static int64_t sq_affected_rows(sqllock_stmt *s)
 {
     return s->changes;
 }
 
-static void sqlite_reset(sqllock_stmt *s)
+static void sq_reset(sqllock_stmt *s)
 {
     if (s != NULL) {
         sqlite3_reset(s->st);
@@ -474,8 +474,8 @@ static void sqlite_reset(sqllock_stmt *s)
     }
 }
 
-static int sqlite_exec_script(sqllock_conn *c, const char *sql,
-                              sqllock_dberr *err)
+static int sq_exec_script(sqllock_conn *c, const char *sql,
+                          sqllock_dberr *err)
 {
     int rc;
 
@@ -493,66 +493,66 @@ static int sqlite_exec_script(sqllock_conn *c, const char *sql,
     return SQLLOCK_OK;
 }
 
-static void *sqlite_native(sqllock_conn *c)
+static void *sq_native(sqllock_conn *c)
 {
     return c->db;
 }
 
 /* SQLite has no row locks: a transaction takes the database's write lock
  * at once (BEGIN IMMEDIATE), waiting up to the busy timeout (DESIGN R5). */
-static int sqlite_simple(sqllock_conn *c, const char *sql, sqllock_dberr *err)
+static int sq_simple(sqllock_conn *c, const char *sql, sqllock_dberr *err)
 {
     int rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
 
     return rc == SQLITE_OK ? SQLLOCK_OK : fail(c->db, rc, err, sql);
 }
 
-static int sqlite_begin(sqllock_conn *c, sqllock_dberr *err)
+static int sq_begin(sqllock_conn *c, sqllock_dberr *err)
 {
-    return sqlite_simple(c, "BEGIN IMMEDIATE", err);
+    return sq_simple(c, "BEGIN IMMEDIATE", err);
 }
 
-static int sqlite_commit(sqllock_conn *c, sqllock_dberr *err)
+static int sq_commit(sqllock_conn *c, sqllock_dberr *err)
 {
-    return sqlite_simple(c, "COMMIT", err);
+    return sq_simple(c, "COMMIT", err);
 }
 
-static int sqlite_rollback(sqllock_conn *c, sqllock_dberr *err)
+static int sq_rollback(sqllock_conn *c, sqllock_dberr *err)
 {
     if (sqlite3_get_autocommit(c->db))
         return SQLLOCK_OK;       /* SQLite already rolled back */
-    return sqlite_simple(c, "ROLLBACK", err);
+    return sq_simple(c, "ROLLBACK", err);
 }
 
-static int64_t sqlite_insert_id(sqllock_stmt *s)
+static int64_t sq_insert_id(sqllock_stmt *s)
 {
     return sqlite3_last_insert_rowid(s->db);
 }
 
-static const char *const sqlite_schemes[] = { "sqlite", NULL };
+static const char *const sq_schemes[] = { "sqlite", NULL };
 
 const sqllock_driver sqllock__sqlite_driver = {
     .version = SQLLOCK_DRIVER_VERSION,
     .name = "sqlite",
-    .schemes = sqlite_schemes,
+    .schemes = sq_schemes,
     .caps = SQLLOCK_CAP_RETURNING | SQLLOCK_CAP_SHARED_HOST |
             SQLLOCK_CAP_DB_LOCK,
-    .dialect = &sqlite_dialect,
-    .connect = sqlite_connect,
-    .disconnect = sqlite_disconnect,
-    .prepare = sqlite_prepare,
-    .finalize = sqlite_finalize,
-    .execute = sqlite_execute,
-    .fetch = sqlite_fetch,
-    .column_int64 = sqlite_column_int64,
-    .column_text = sqlite_column_text,
-    .affected_rows = sqlite_affected_rows,
-    .reset = sqlite_reset,
-    .exec_script = sqlite_exec_script,
-    .native = sqlite_native,
-    .begin = sqlite_begin,
-    .commit = sqlite_commit,
-    .rollback = sqlite_rollback,
-    .insert_id = sqlite_insert_id,
-    .column_blob = sqlite_column_blob,
+    .dialect = &sq_dialect,
+    .connect = sq_connect,
+    .disconnect = sq_disconnect,
+    .prepare = sq_prepare,
+    .finalize = sq_finalize,
+    .execute = sq_execute,
+    .fetch = sq_fetch,
+    .column_int64 = sq_column_int64,
+    .column_text = sq_column_text,
+    .affected_rows = sq_affected_rows,
+    .reset = sq_reset,
+    .exec_script = sq_exec_script,
+    .native = sq_native,
+    .begin = sq_begin,
+    .commit = sq_commit,
+    .rollback = sq_rollback,
+    .insert_id = sq_insert_id,
+    .column_blob = sq_column_blob,
 };

@@ -1,5 +1,8 @@
 /*
- * demo.c -- `sqllock demo`: the classic oversell, shown on this machine.
+ * demo.c -- the oversell demo: the classic oversell, shown on this
+ * machine. `sqllock demo` (tools/demo_cmd.c) runs it, and so does the
+ * example program of examples/demo/main.c; it uses only <sqllock.h>, its
+ * own statements through sqllock_db_exec().
  *
  * A shop has `stock` items; `workers` processes sell them, once per mode:
  *
@@ -41,8 +44,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "internal.h"
+#include <stdarg.h>
+
+#include "sqllock.h"
+#include "demo.h"
 
 /* The databases the demo has SQL for, by driver name. */
 enum demo_dialect { DEMO_SQLITE, DEMO_POSTGRES, DEMO_MYSQL, DEMO_DIALECTS_ };
@@ -115,10 +120,6 @@ static const sqllock_cell in_stock = { "qty", SQLLOCK_OP_GE, NULL, 1 };
  * bound that doubles from min to max. */
 #define DEMO_BACKOFF_MIN_US 250
 #define DEMO_BACKOFF_MAX_US 4000
-#define DEMO_DEFAULT_WORKERS 8
-#define DEMO_DEFAULT_STOCK 20
-#define DEMO_MAX_WORKERS 256
-#define DEMO_MAX_STOCK 1000000
 
 /* The modes, in the order of the table. */
 enum demo_mode {
@@ -141,12 +142,14 @@ typedef struct demo_stats {
 
 /* What the demo runs on. */
 typedef struct demo {
-    char *url;          /* the database URL (allocated) */
+    const char *url;    /* the database URL: the caller's, or `own_url` */
+    char *own_url;      /* the temporary file's URL (allocated), or NULL */
     char *dir;          /* the temporary directory, or NULL with --db */
     char *file;         /* the database file in `dir` (allocated) */
     int workers;
     int stock;
     enum demo_dialect dialect;
+    int open_status;    /* the first failed open's status, or SQLLOCK_OK */
 } demo;
 
 /* One mode's outcome. */
@@ -163,6 +166,78 @@ static const char *sql_text(const demo *d, enum demo_sql_id id)
     const char *s = demo_sql[id][d->dialect];
 
     return s != NULL ? s : demo_sql[id][DEMO_SQLITE];
+}
+
+/* The program's name for messages: set once by demo_run(), before any
+ * worker is forked. */
+static const char *prog_name = "sqllock";
+
+/* A message of the demo's own about its last failure (the stock row is
+ * missing; a rolled-back transaction's reason), shown instead of the
+ * handle's when set. Each worker process has its own. */
+static char demo_msg[640];
+
+/* Prints "<prog>: <what>" to stderr. */
+static void say_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static void say_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "%s: ", prog_name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* The message of the last failure: the demo's own, else the handle's,
+ * else the status's sentence. */
+static const char *last_error(const sqllock_db *db, int status)
+{
+    const char *msg = db != NULL ? sqllock_errmsg(db) : NULL;
+
+    if (demo_msg[0] != '\0')
+        return demo_msg;
+    if (msg == NULL || *msg == '\0')
+        msg = sqllock_strerror(status);
+    return msg;
+}
+
+/* Prints "<prog>: <what>: <message>" (last_error()) to stderr. */
+static void db_error(const sqllock_db *db, int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static void db_error(const sqllock_db *db, int status, const char *fmt, ...)
+{
+    va_list ap;
+    char what[512];
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s: %s: %s\n", prog_name, what, last_error(db, status));
+}
+
+/* Notes the demo's own reason for failing with `status`; returns it. */
+static int demo_fail(int status, const char *why)
+{
+    snprintf(demo_msg, sizeof demo_msg, "%s", why);
+    return status;
+}
+
+/* The clock of the demo's timings, in microseconds. */
+static int64_t now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static void sleep_us(long us)
@@ -201,24 +276,25 @@ static int again(int rc, int *tries)
 
 /* Runs one of the demo's statements, retrying as again() says. */
 static int exec_retry(sqllock_db *db, const demo *d, enum demo_sql_id id,
-                      const sqllock_value *args, int nargs, int64_t *first)
+                      const sqllock_cell *args, int nargs, int64_t *first)
 {
     int has_row = 0, tries = 0, rc;
 
     do
-        rc = sqllock__exec_sql(db, sql_text(d, id), args, nargs, &has_row,
-                               first, NULL);
+        rc = sqllock_db_exec(db, sql_text(d, id), args, nargs, &has_row,
+                             first, NULL);
     while (again(rc, &tries));
     if (rc == SQLLOCK_OK && first != NULL && !has_row)
-        rc = sqllock__fail(db, SQLLOCK_EDB, "demo: the stock row is missing");
+        rc = demo_fail(SQLLOCK_EDB, "demo: the stock row is missing");
     return rc;
 }
 
 /* Records a sale by `worker`. */
 static int add_sale(sqllock_db *db, const demo *d, int worker)
 {
-    sqllock_value arg = sqllock__int(worker);
+    sqllock_cell arg = SQLLOCK_NUMBER(0);
 
+    arg.number = worker;
     return exec_retry(db, d, SQL_ADD_SALE, &arg, 1, NULL);
 }
 
@@ -227,7 +303,7 @@ static int add_sale(sqllock_db *db, const demo *d, int worker)
 static int sell_rmw(sqllock_db *db, const demo *d, sqllock_lease *lease,
                     int worker, int *done)
 {
-    sqllock_value arg;
+    sqllock_cell arg = SQLLOCK_NUMBER(0);
     int64_t qty = 0;
     int rc = SQLLOCK_OK, rel;
 
@@ -241,7 +317,7 @@ static int sell_rmw(sqllock_db *db, const demo *d, sqllock_lease *lease,
         *done = 1;
     } else if (rc == SQLLOCK_OK) {
         sleep_us(DEMO_PAYMENT_US);            /* the card payment */
-        arg = sqllock__int(qty - 1);
+        arg.number = qty - 1;
         rc = exec_retry(db, d, SQL_WRITE_QTY, &arg, 1, NULL);
         if (rc == SQLLOCK_OK)
             rc = add_sale(db, d, worker);
@@ -264,11 +340,11 @@ static int sell_row_lock(sqllock_db *db, const demo *d, int worker,
                          int *done, demo_stats *st)
 {
     sqllock_txn *txn = NULL;
-    sqllock_value arg;
+    sqllock_cell arg = SQLLOCK_NUMBER(0);
     long bound = DEMO_BACKOFF_MIN_US;
     int64_t qty = 0;
     int rc, has_row = 0, paid = 0, tries = 0;
-    char why[512];
+    char why[sizeof demo_msg];
 
     for (;;) {
         rc = sqllock_txn_begin(db, NULL, &txn);
@@ -276,37 +352,38 @@ static int sell_row_lock(sqllock_db *db, const demo *d, int worker,
             rc = sqllock_txn_lock_rows(txn, &stock_table, &stock_key, 1,
                                        SQLLOCK_LOCK_WAIT, NULL);
         if (rc == SQLLOCK_OK)
-            rc = sqllock__exec_sql(db, sql_text(d, SQL_READ_QTY), NULL, 0,
-                                   &has_row, &qty, NULL);
+            rc = sqllock_db_exec(db, sql_text(d, SQL_READ_QTY), NULL, 0,
+                                 &has_row, &qty, NULL);
         if (rc == SQLLOCK_OK && !has_row)
-            rc = sqllock__fail(db, SQLLOCK_EDB, "demo: the stock row is "
-                               "missing");
+            rc = demo_fail(SQLLOCK_EDB, "demo: the stock row is missing");
         if (rc == SQLLOCK_OK && qty <= 0) {
             *done = 1;
         } else if (rc == SQLLOCK_OK) {
             if (!paid)
                 sleep_us(DEMO_PAYMENT_US);    /* the card payment */
             paid = 1;
-            arg = sqllock__int(qty - 1);
-            rc = sqllock__exec_sql(db, sql_text(d, SQL_WRITE_QTY), &arg, 1,
-                                   NULL, NULL, NULL);
-            arg = sqllock__int(worker);
+            arg.number = qty - 1;
+            rc = sqllock_db_exec(db, sql_text(d, SQL_WRITE_QTY), &arg, 1,
+                                 NULL, NULL, NULL);
+            arg.number = worker;
             if (rc == SQLLOCK_OK)
-                rc = sqllock__exec_sql(db, sql_text(d, SQL_ADD_SALE), &arg,
-                                       1, NULL, NULL, NULL);
+                rc = sqllock_db_exec(db, sql_text(d, SQL_ADD_SALE), &arg,
+                                     1, NULL, NULL, NULL);
         }
         if (rc == SQLLOCK_OK) {
             rc = sqllock_txn_commit(txn);
         } else if (txn != NULL) {
-            /* The rollback resets the handle's message: keep the reason. */
-            snprintf(why, sizeof why, "%s", sqllock_errmsg(db));
+            /* The rollback resets the handle's message: keep the reason
+             * (shown if this purchase gives up). */
+            snprintf(why, sizeof why, "%s", last_error(db, rc));
             sqllock_txn_rollback(txn);
-            sqllock__fail(db, rc, "%s", why);
+            demo_fail(rc, why);
         }
         sqllock_txn_free(txn);
         txn = NULL;
         if (!sqllock_retryable(rc) || ++tries > DEMO_BUSY_RETRIES)
             return rc;
+        demo_msg[0] = '\0';             /* begun again: no reason yet */
         st->retries++;
         sleep_us(jitter_us(bound));
         if (bound < DEMO_BACKOFF_MAX_US)
@@ -383,7 +460,7 @@ static int worker_main(const demo *d, enum demo_mode mode, int worker,
     char holder[64], byte;
     int rc, done = 0;
 
-    jitter_seed = (unsigned)getpid() ^ (unsigned)sqllock__now_us();
+    jitter_seed = (unsigned)getpid() ^ (unsigned)now_us();
     rc = sqllock_open(d->url, NULL, &db);
     if (rc == SQLLOCK_OK && mode == DEMO_LEASE_LOCK) {
         snprintf(holder, sizeof holder, "sqllock demo worker %d", worker);
@@ -411,8 +488,7 @@ static int worker_main(const demo *d, enum demo_mode mode, int worker,
             rc = sell_rmw(db, d, lease, worker, &done);
     }
     if (rc != SQLLOCK_OK)
-        cli_db_error(db, rc, "demo: worker %d (%s)", worker,
-                     mode_names[mode]);
+        db_error(db, rc, "demo: worker %d (%s)", worker, mode_names[mode]);
     sqllock_lease_free(lease);
     sqllock_close(db);
     return rc == SQLLOCK_OK ? 0 : 1;
@@ -432,10 +508,10 @@ static int reap_workers(const pid_t *pids, int n)
         while (r < 0 && errno == EINTR);
         if (r < 0 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
             if (r >= 0 && WIFSIGNALED(ws))
-                cli_error("demo: worker %d was killed by signal %d", i,
+                say_error("demo: worker %d was killed by signal %d", i,
                           WTERMSIG(ws));
             else
-                cli_error("demo: worker %d failed (exit %d)", i,
+                say_error("demo: worker %d failed (exit %d)", i,
                           r < 0 ? -1 : WEXITSTATUS(ws));
             failed++;
         }
@@ -444,12 +520,14 @@ static int reap_workers(const pid_t *pids, int n)
 }
 
 /* Opens the demo database on the parent's side. */
-static int open_parent(const demo *d, sqllock_db **db)
+static int open_parent(demo *d, sqllock_db **db)
 {
     int rc = sqllock_open(d->url, NULL, db);
 
     if (rc != SQLLOCK_OK) {
-        cli_db_error(*db, rc, "demo: cannot open the database");
+        if (d->open_status == SQLLOCK_OK)
+            d->open_status = rc;
+        db_error(*db, rc, "demo: cannot open the database");
         sqllock_close(*db);
         *db = NULL;
     }
@@ -459,18 +537,19 @@ static int open_parent(const demo *d, sqllock_db **db)
 /* Runs the demo's statements `from`..`to` on a handle of the parent's
  * own (FILL_STOCK gets the stock); *first, when not NULL, gets the first
  * column of the last one's row. */
-static int parent_sql(const demo *d, enum demo_sql_id from,
+static int parent_sql(demo *d, enum demo_sql_id from,
                       enum demo_sql_id to, int64_t *first, const char *what)
 {
-    sqllock_value arg = sqllock__int(d->stock);
+    sqllock_cell arg = SQLLOCK_NUMBER(0);
     sqllock_db *db;
     int rc = open_parent(d, &db), id;
 
+    arg.number = d->stock;
     for (id = from; rc == SQLLOCK_OK && id <= (int)to; id++)
         rc = exec_retry(db, d, (enum demo_sql_id)id, &arg,
                         id == SQL_FILL_STOCK, id == (int)to ? first : NULL);
     if (rc != SQLLOCK_OK && db != NULL)
-        cli_db_error(db, rc, "demo: cannot %s", what);
+        db_error(db, rc, "demo: cannot %s", what);
     sqllock_close(db);
     return rc;
 }
@@ -495,12 +574,12 @@ static int run_mode(demo *d, enum demo_mode mode, demo_result *res)
     stats = mmap(NULL, stats_size, PROT_READ | PROT_WRITE,
                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (stats == MAP_FAILED) {
-        cli_error("demo: mmap: %s", strerror(errno));
+        say_error("demo: mmap: %s", strerror(errno));
         return SQLLOCK_ESYS;
     }
     pids = calloc((size_t)d->workers, sizeof *pids);
     if (pids == NULL || pipe(gate) != 0 || pipe(ready) != 0) {
-        cli_error("demo: %s", strerror(pids == NULL ? ENOMEM : errno));
+        say_error("demo: %s", strerror(pids == NULL ? ENOMEM : errno));
         for (i = 0; i < 4; i++)     /* pipe() leaves a failed pair -1 */
             if ((i < 2 ? gate[i] : ready[i - 2]) >= 0)
                 close(i < 2 ? gate[i] : ready[i - 2]);
@@ -513,7 +592,7 @@ static int run_mode(demo *d, enum demo_mode mode, demo_result *res)
         pid_t pid = fork();
 
         if (pid < 0) {
-            cli_error("demo: fork: %s", strerror(errno));
+            say_error("demo: fork: %s", strerror(errno));
             break;
         }
         if (pid == 0) {
@@ -526,7 +605,7 @@ static int run_mode(demo *d, enum demo_mode mode, demo_result *res)
                                &stats[started]);
             close(gate[0]);
             munmap(stats, stats_size);
-            free(d->url);
+            free(d->own_url);
             free(d->dir);
             free(d->file);
             exit(code);
@@ -540,10 +619,10 @@ static int run_mode(demo *d, enum demo_mode mode, demo_result *res)
         n = read(ready[0], &byte, 1);
     while (n > 0 || (n < 0 && errno == EINTR));
     close(ready[0]);
-    t0 = sqllock__now_us();
+    t0 = now_us();
     close(gate[1]);                 /* opens the gate */
     res->failed_workers = reap_workers(pids, started);
-    res->seconds = (double)(sqllock__now_us() - t0) / 1e6;
+    res->seconds = (double)(now_us() - t0) / 1e6;
     for (i = 0; i < started; i++) {
         res->stats.conflicts += stats[i].conflicts;
         res->stats.retries += stats[i].retries;
@@ -589,25 +668,26 @@ static int make_temp_db(demo *d)
     n = strlen(tmp) + 64;
     d->dir = malloc(n);
     d->file = malloc(n);
-    d->url = malloc(3 * n + 16);
-    if (d->dir == NULL || d->file == NULL || d->url == NULL) {
-        cli_error("demo: %s", strerror(ENOMEM));
+    d->own_url = malloc(3 * n + 16);
+    if (d->dir == NULL || d->file == NULL || d->own_url == NULL) {
+        say_error("demo: %s", strerror(ENOMEM));
         free(d->dir);
         d->dir = NULL;
-        return CLI_EXIT_DB;
+        return DEMO_EXIT_DB;
     }
     snprintf(d->dir, n, "%s/sqllock-demo-XXXXXX", tmp);
     if (mkdtemp(d->dir) == NULL) {
-        cli_error("demo: cannot make a directory in %s: %s", tmp,
+        say_error("demo: cannot make a directory in %s: %s", tmp,
                   strerror(errno));
         free(d->dir);
         d->dir = NULL;
-        return CLI_EXIT_DB;
+        return DEMO_EXIT_DB;
     }
     snprintf(d->file, n, "%s/demo.db", d->dir);
-    strcpy(d->url, d->file[0] == '/' ? "sqlite://" : "sqlite:");
-    encode_path(d->url, d->file);
-    return CLI_EXIT_OK;
+    strcpy(d->own_url, d->file[0] == '/' ? "sqlite://" : "sqlite:");
+    encode_path(d->own_url, d->file);
+    d->url = d->own_url;
+    return DEMO_EXIT_OK;
 }
 
 /* Removes the temporary directory and SQLite's files in it. */
@@ -624,11 +704,11 @@ static void remove_temp_db(const demo *d)
     for (i = 0; path != NULL && i < sizeof suffixes / sizeof *suffixes; i++) {
         snprintf(path, n, "%s%s", d->file, suffixes[i]);
         if (unlink(path) != 0 && errno != ENOENT)
-            cli_error("demo: cannot remove %s: %s", path, strerror(errno));
+            say_error("demo: cannot remove %s: %s", path, strerror(errno));
     }
     free(path);
     if (rmdir(d->dir) != 0)
-        cli_error("demo: cannot remove %s: %s", d->dir, strerror(errno));
+        say_error("demo: cannot remove %s: %s", d->dir, strerror(errno));
 }
 
 /* Picks the SQL dialect, makes the sqllock schema and the demo's tables
@@ -641,25 +721,25 @@ static int prepare_db(demo *d)
     int rc = open_parent(d, &db), i;
 
     if (rc != SQLLOCK_OK)
-        return CLI_EXIT_DB;
+        return DEMO_EXIT_DB;
     driver = sqllock_db_driver(db);
     for (i = 0; i < DEMO_DIALECTS_; i++)
         if (strcmp(driver, dialect_drivers[i]) == 0)
             break;
     if (i == DEMO_DIALECTS_) {
-        cli_error("demo: the demo has no SQL for the %s driver", driver);
+        say_error("demo: the demo has no SQL for the %s driver", driver);
         rc = SQLLOCK_EUNSUPPORTED;
     } else {
         d->dialect = (enum demo_dialect)i;
         rc = sqllock_init(db);
         if (rc != SQLLOCK_OK)
-            cli_db_error(db, rc, "demo: cannot create the sqllock schema");
+            db_error(db, rc, "demo: cannot create the sqllock schema");
     }
     sqllock_close(db);
     if (rc == SQLLOCK_OK)
         rc = parent_sql(d, SQL_DROP_SALE, SQL_CREATE_SALE, NULL,
                         "create the demo's tables");
-    return rc == SQLLOCK_OK ? CLI_EXIT_OK : CLI_EXIT_DB;
+    return rc == SQLLOCK_OK ? DEMO_EXIT_OK : DEMO_EXIT_DB;
 }
 
 /* Prints the table and the closing line. */
@@ -702,7 +782,7 @@ static int run_demo(demo *d)
     int m, failed = 0, rc, wrong = 0, ran;
 
     rc = prepare_db(d);
-    if (rc != CLI_EXIT_OK)
+    if (rc != DEMO_EXIT_OK)
         return rc;
     for (ran = 0; ran < DEMO_MODES_; ran++) {
         if (run_mode(d, (enum demo_mode)ran, &res[ran]) != SQLLOCK_OK)
@@ -710,90 +790,62 @@ static int run_demo(demo *d)
         failed += res[ran].failed_workers;
     }
     rc = parent_sql(d, SQL_DROP_SALE, SQL_DROP_STOCK, NULL,
-                    "drop the demo's tables") == SQLLOCK_OK ? CLI_EXIT_OK
-                                                            : CLI_EXIT_DB;
+                    "drop the demo's tables") == SQLLOCK_OK ? DEMO_EXIT_OK
+                                                            : DEMO_EXIT_DB;
     if (ran < DEMO_MODES_)
-        return CLI_EXIT_DB;
+        return DEMO_EXIT_DB;
     print_results(d, res);
     if (fflush(stdout) != 0)
-        return CLI_EXIT_DB;
+        return DEMO_EXIT_DB;
     if (failed > 0) {
-        cli_error("demo: %d worker%s failed: the results above are not "
+        say_error("demo: %d worker%s failed: the results above are not "
                   "complete", failed, failed == 1 ? "" : "s");
-        return CLI_EXIT_FAIL;
+        return DEMO_EXIT_FAIL;
     }
     /* Every mode but "no lock" must sell exactly the stock. */
     for (m = DEMO_NO_LOCK + 1; m < DEMO_MODES_; m++) {
         if (res[m].sold != d->stock) {
-            cli_error("demo: with %s, %" PRId64 " items were sold, not %d: "
+            say_error("demo: with %s, %" PRId64 " items were sold, not %d: "
                       "the mode failed", mode_names[m], res[m].sold,
                       d->stock);
             wrong = 1;
         }
     }
-    return wrong ? CLI_EXIT_FAIL : rc;
+    return wrong ? DEMO_EXIT_FAIL : rc;
 }
 
-int cli_cmd_demo(const cli_ctx *ctx, int argc, char **argv)
+int demo_run(const demo_config *cfg, int *open_status)
 {
-    cli_ctx c = *ctx;
-    const char *workers_text = NULL, *stock_text = NULL;
-    int help = 0, npos, rc;
-    const cli_opt opts[] = {
-        CLI_OPTS_DB(c), { "workers", &workers_text, NULL, 0 },
-        { "stock", &stock_text, NULL, 0 }, { "help", NULL, &help, 0 },
-        { NULL, NULL, NULL, 0 }
-    };
-    int64_t workers = DEMO_DEFAULT_WORKERS, stock = DEMO_DEFAULT_STOCK;
     demo d;
-    char *shown;
+    char *shown = NULL;
+    int rc = DEMO_EXIT_OK;
 
-    rc = cli_parse("demo", argc, argv, opts, NULL, 0, &npos, NULL);
-    if (rc != CLI_EXIT_OK)
-        return rc;
-    if (help)
-        return cli_help();
-    if (workers_text != NULL)
-        rc = cli_parse_int("demo", "workers", workers_text, 1,
-                           DEMO_MAX_WORKERS, &workers);
-    if (rc == CLI_EXIT_OK && stock_text != NULL)
-        rc = cli_parse_int("demo", "stock", stock_text, 1, DEMO_MAX_STOCK,
-                           &stock);
-    if (rc != CLI_EXIT_OK)
-        return rc;
-
-    if (c.local) {
-        cli_error("demo: --local is not for the demo, which makes a "
-                  "temporary SQLite file unless --db or --db-file names a "
-                  "database");
-        return cli_usage();
-    }
+    if (open_status != NULL)
+        *open_status = SQLLOCK_OK;
+    if (cfg->prog != NULL)
+        prog_name = cfg->prog;
     memset(&d, 0, sizeof d);
-    d.workers = (int)workers;
-    d.stock = (int)stock;
-    /* Only an explicit --db or --db-file is used: the demo never touches
-     * the database of $SQLLOCK_DB, $SQLLOCK_DB_FILE or the tool's default
-     * file. */
-    if (c.db_opt != NULL || c.db_file_opt != NULL) {
-        cli_db src;
-
-        rc = cli_db_url(&c, &src);
-        if (rc != CLI_EXIT_OK)
-            return rc;
-        d.url = src.url;       /* freed with d */
-        shown = sqllock__url_redact(d.url);
+    d.workers = cfg->workers;
+    d.stock = cfg->stock;
+    d.open_status = SQLLOCK_OK;
+    if (cfg->url != NULL) {
+        d.url = cfg->url;
+        /* The URL is shown only with its secrets replaced by "***". */
+        sqllock_url_redact(d.url, &shown);
         printf("database: %s\n", shown != NULL ? shown : "(given by --db)");
-        free(shown);
+        sqllock_free(shown);
     } else {
         rc = make_temp_db(&d);
-        if (rc == CLI_EXIT_OK)
+        if (rc == DEMO_EXIT_OK)
             printf("database: %s (temporary, removed at the end)\n", d.file);
     }
-    if (rc == CLI_EXIT_OK)
+    if (rc == DEMO_EXIT_OK)
         rc = run_demo(&d);
     remove_temp_db(&d);
-    free(d.url);
+    free(d.own_url);
     free(d.dir);
     free(d.file);
+    if (open_status != NULL)
+        *open_status = d.open_status;
     return rc;
 }

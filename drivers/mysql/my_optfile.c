@@ -1,5 +1,5 @@
 /*
- * optfile.c -- MySQL option files (my.cnf) for the MySQL/MariaDB driver.
+ * my_optfile.c -- MySQL option files (my.cnf) for the MySQL/MariaDB driver.
  *
  * The driver reads the file itself instead of handing it to the client
  * library (MYSQL_READ_DEFAULT_FILE): the library reads its file inside
@@ -34,27 +34,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mydrv.h"
+#include "my.h"
 
 /* MySQL's own limit on !include nesting. */
 #define OPTFILE_MAX_DEPTH 10
 
-const char *const sqllock__my_tls_names[MYDRV_TLS_N] = {
+const char *const sqllock__my_tls_names[MY_TLS_N] = {
     "ca", "capath", "cert", "key", "cipher", "crl", "crlpath"
 };
 
 static const struct {
     const char *name;
-    mydrv_ssl_mode mode;
+    my_ssl_mode mode;
 } ssl_modes[] = {
-    { "DISABLED", MYDRV_SSL_DISABLED },
-    { "PREFERRED", MYDRV_SSL_PREFERRED },
-    { "REQUIRED", MYDRV_SSL_REQUIRED },
-    { "VERIFY_CA", MYDRV_SSL_VERIFY_CA },
-    { "VERIFY_IDENTITY", MYDRV_SSL_VERIFY_IDENTITY },
+    { "DISABLED", MY_SSL_DISABLED },
+    { "PREFERRED", MY_SSL_PREFERRED },
+    { "REQUIRED", MY_SSL_REQUIRED },
+    { "VERIFY_CA", MY_SSL_VERIFY_CA },
+    { "VERIFY_IDENTITY", MY_SSL_VERIFY_IDENTITY },
 };
 
-int sqllock__my_ssl_mode_parse(const char *name, mydrv_ssl_mode *mode)
+int sqllock__my_ssl_mode_parse(const char *name, my_ssl_mode *mode)
 {
     size_t i;
 
@@ -67,7 +67,7 @@ int sqllock__my_ssl_mode_parse(const char *name, mydrv_ssl_mode *mode)
     return 0;
 }
 
-const char *sqllock__my_ssl_mode_name(mydrv_ssl_mode mode)
+const char *sqllock__my_ssl_mode_name(my_ssl_mode mode)
 {
     size_t i;
 
@@ -95,7 +95,7 @@ static void free_secret(char *s)
     }
 }
 
-void sqllock__my_optfile_free(mydrv_optfile *f)
+void sqllock__my_optfile_free(my_optfile *f)
 {
     int i;
 
@@ -103,7 +103,7 @@ void sqllock__my_optfile_free(mydrv_optfile *f)
         return;
     free(f->user);
     free_secret(f->password);
-    for (i = 0; i < MYDRV_TLS_N; i++)
+    for (i = 0; i < MY_TLS_N; i++)
         free(f->tls[i]);
     memset(f, 0, sizeof *f);
 }
@@ -111,7 +111,7 @@ void sqllock__my_optfile_free(mydrv_optfile *f)
 /* The state of one read, across !include. */
 typedef struct reader {
     const char *group;          /* the extra group, or NULL */
-    mydrv_optfile *out;
+    my_optfile *out;
     sqllock_dberr *err;
 } reader;
 
@@ -228,7 +228,7 @@ static int bool_value(const char *v)
 static int take_option(reader *r, const char *path, long line, char *key,
                        const char *value)
 {
-    mydrv_optfile *f = r->out;
+    my_optfile *f = r->out;
     char *p;
     int i, b;
 
@@ -269,11 +269,11 @@ static int take_option(reader *r, const char *path, long line, char *key,
                                      "takes 1, 0, ON, OFF, TRUE or FALSE",
                                      path, line);
         if (b)
-            f->mode = MYDRV_SSL_VERIFY_IDENTITY;
+            f->mode = MY_SSL_VERIFY_IDENTITY;
         return SQLLOCK_OK;
     }
     if (strncmp(key, "ssl-", 4) == 0) {
-        for (i = 0; i < MYDRV_TLS_N; i++) {
+        for (i = 0; i < MY_TLS_N; i++) {
             if (strcmp(key + 4, sqllock__my_tls_names[i]) != 0)
                 continue;
             if (value == NULL)
@@ -466,7 +466,7 @@ static int read_file(reader *r, const char *path, int missing_ok, int depth)
 }
 
 int sqllock__my_optfile_read(const char *path, const char *group,
-                             int missing_ok, mydrv_optfile *out,
+                             int missing_ok, my_optfile *out,
                              sqllock_dberr *err)
 {
     reader r;

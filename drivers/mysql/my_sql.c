@@ -1,0 +1,202 @@
+/*
+ * my_sql.c -- the MySQL/MariaDB dialect: the SQL text of every statement
+ * the core runs, and of the session set-up the connect runs (my_conn.c).
+ */
+#include "my.h"
+
+/*
+ * The statements. Placeholders are `?`; the `args` string of each entry
+ * in sqllock__my_dialect says which core argument binds to each placeholder.
+ *
+ * L1: one statement inserts the row, or takes it over when it has expired
+ * by the server's clock. The assignments of ON DUPLICATE KEY UPDATE are
+ * evaluated left to right and each sees the columns as the earlier ones
+ * left them, so expires_at, which every condition reads, is assigned
+ * last. The affected-row count says what happened: 1 inserted, 2 taken
+ * over, 0 held by another owner (the connection must not set
+ * CLIENT_FOUND_ROWS, which would count a held row as 1). VALUES() is the
+ * one spelling that MySQL 8.0 and MariaDB both accept. The token is 0
+ * here; TOKEN_NEXT and LEASE_SET_TOKEN set it in the same transaction.
+ */
+static const char SQL_LEASE_ACQUIRE[] =
+    "INSERT INTO sqllock_lease "
+    "(name, owner, holder, token, acquired_at, expires_at) "
+    "VALUES (?, ?, ?, 0, NOW(6), NOW(6) + INTERVAL (? * 1000) MICROSECOND) "
+    "ON DUPLICATE KEY UPDATE "
+    "owner = IF(expires_at <= NOW(6), VALUES(owner), owner), "
+    "holder = IF(expires_at <= NOW(6), VALUES(holder), holder), "
+    "token = IF(expires_at <= NOW(6), 0, token), "
+    "acquired_at = IF(expires_at <= NOW(6), VALUES(acquired_at), acquired_at), "
+    "expires_at = IF(expires_at <= NOW(6), VALUES(expires_at), expires_at)";
+
+/* L5: REPLACE gives the name's counter row a new AUTO_INCREMENT value,
+ * which is the token (insert_id()). The counter belongs to the table, so
+ * it outlives every lease row and increases across all names. */
+static const char SQL_TOKEN_NEXT[] =
+    "REPLACE INTO sqllock_token (name) VALUES (?)";
+
+static const char SQL_LEASE_SET_TOKEN[] =
+    "UPDATE sqllock_lease SET token = ? WHERE name = ? AND owner = ?";
+
+/* MySQL counts a matched row whose values did not change as 0 affected
+ * rows, so the new expiry is made to differ from the old one by at least
+ * a microsecond: a renewal that matched always reports 1. */
+static const char SQL_LEASE_RENEW[] =
+    "UPDATE sqllock_lease SET expires_at = "
+    "GREATEST(expires_at + INTERVAL 1 MICROSECOND, "
+    "NOW(6) + INTERVAL (? * 1000) MICROSECOND) "
+    "WHERE name = ? AND owner = ? AND token = ?";
+
+static const char SQL_LEASE_RELEASE[] =
+    "DELETE FROM sqllock_lease WHERE name = ? AND owner = ? AND token = ?";
+
+/* Milliseconds since the epoch are counted with TIMESTAMPDIFF from
+ * 1970-01-01, which is exact because the session time zone is UTC, and
+ * unlike UNIX_TIMESTAMP() it does not stop at the year 2038 on MariaDB. */
+#define EPOCH_MS(col) \
+    "CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " col \
+    ") DIV 1000 AS SIGNED)"
+
+static const char SQL_LEASE_LIST[] =
+    "SELECT name, owner, holder, token, " EPOCH_MS("acquired_at") ", "
+    EPOCH_MS("expires_at") ", "
+    "CAST(TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at) DIV 1000 AS SIGNED) "
+    "FROM sqllock_lease ORDER BY name";
+
+static const char SQL_SCHEMA_VERSION[] =
+    "SELECT CAST(`value` AS SIGNED) FROM sqllock_meta "
+    "WHERE `key` = 'schema_version'";
+
+/* Versioned records (DESIGN O1). `key` is a reserved word in MySQL and
+ * `value` a keyword, so both are quoted. CREATE must report 0 affected
+ * rows when the key exists, without turning other errors into warnings
+ * as INSERT IGNORE would: ON DUPLICATE KEY UPDATE that sets a column to
+ * its own value changes nothing, which counts 0 rows (without
+ * CLIENT_FOUND_ROWS), and 1 for a new row. A CAS always changes the
+ * version, so a matched row always counts 1. */
+static const char SQL_RECORD_GET[] =
+    "SELECT `value`, version FROM sqllock_record WHERE `key` = ?";
+
+static const char SQL_RECORD_CREATE[] =
+    "INSERT INTO sqllock_record (`key`, `value`, version) VALUES (?, ?, 1) "
+    "ON DUPLICATE KEY UPDATE version = version";
+
+static const char SQL_RECORD_CAS[] =
+    "UPDATE sqllock_record SET `value` = ?, version = version + 1 "
+    "WHERE `key` = ? AND version = ?";
+
+static const char SQL_RECORD_DELETE[] =
+    "DELETE FROM sqllock_record WHERE `key` = ? AND version = ?";
+
+/* Row locks (DESIGN R1-R5). The row is created only when no committed
+ * row has the name: under the session's READ COMMITTED the NOT EXISTS
+ * subquery is a consistent (non-locking) read, so the statement does not
+ * wait for another transaction's FOR UPDATE lock on an existing row
+ * (checked on MariaDB 10.11; under REPEATABLE READ it would take a shared
+ * lock and wait). It does wait for another transaction that inserted the
+ * same name and has not committed, then fails with 1062 (EEXISTS) if
+ * that one commits. */
+static const char SQL_ROW_ENSURE[] =
+    "INSERT INTO sqllock_row (name) SELECT ? FROM DUAL "
+    "WHERE NOT EXISTS (SELECT 1 FROM sqllock_row WHERE name = ?)";
+
+/* InnoDB counts the lock wait in whole seconds, at least 1. The session
+ * variable applies to the statements that follow on this connection;
+ * the core sets it at the start of each row-lock transaction. */
+static const char SQL_TXN_LOCK_TIMEOUT[] =
+    "SET SESSION innodb_lock_wait_timeout = GREATEST(1, CEILING(? / 1000))";
+
+/*
+ * P1: the expiry test is in the DELETE, by NOW(6) as in acquire and renew,
+ * so a lease renewed a moment earlier no longer matches; LIMIT bounds the
+ * batch. P2: InnoDB locks each index entry of the expiry index that the
+ * scan reads, then its row. Read in ascending order, the scan also locks
+ * the first entry past the range -- a live lease -- and a renewal or
+ * release of that lease, which locks the row first and the index entry
+ * second, could then deadlock with the reaper and be the one rolled back.
+ * Read in descending order from "now - grace", the scan starts inside the
+ * range and touches expired entries only (checked on MariaDB 10.11). Two
+ * reapers read in the same order, so they wait for each other, never
+ * deadlock; a renewal that races the reaper for an expired row may still
+ * deadlock with it, and the core retries the reaper's statement.
+ */
+static const char SQL_LEASE_REAP[] =
+    "DELETE FROM sqllock_lease "
+    "WHERE expires_at < NOW(6) - INTERVAL (? * 1000) MICROSECOND "
+    "ORDER BY expires_at DESC LIMIT ?";
+
+/*
+ * L5: sqllock_token keeps a row for every name ever locked. Deleting one
+ * loses nothing: tokens come from the table's AUTO_INCREMENT counter,
+ * which MySQL 8.0 and MariaDB 10.2.4+ persist, and the next grant of the
+ * name inserts a fresh row with a new token, above every earlier one.
+ * Servers that recomputed the counter at start-up as MAX(token) + 1 would
+ * hand out a token again if the row with the largest token were gone, so
+ * that row is kept. The table cannot be named in a subquery of its own
+ * DELETE (error 1093): MAX(token) is read through a derived table, which
+ * MySQL materializes.
+ *
+ * The locking is chosen so that the statement cannot deadlock with an
+ * acquire (seen on MariaDB 10.11 with each rejected shape, the acquire
+ * often being the one rolled back):
+ * - Every lock is on primary-key records, taken in key order: MAX reads
+ *   the primary key, not the token index, and `token + 0` keeps the range
+ *   optimizer off that index. REPLACE locks the record first and the
+ *   token index second; a statement holding token-index entries while
+ *   waiting for a record can deadlock with it.
+ * - MAX reads FOR UPDATE: a plain read in a DELETE takes shared locks,
+ *   and upgrading one to exclusive behind a REPLACE already waiting for
+ *   the record is a deadlock. Two trims at once now simply queue.
+ * - Rows of names that hold a lease are deleted too. Testing for the
+ *   lease row would lock it after the token row, the reverse of an
+ *   acquire (lease row, then REPLACE).
+ */
+static const char SQL_TOKEN_TRIM[] =
+    "DELETE FROM sqllock_token "
+    "WHERE token + 0 < (SELECT m FROM (SELECT MAX(token) AS m "
+    "FROM sqllock_token IGNORE INDEX (sqllock_token_token) FOR UPDATE) "
+    "AS newest) "
+    "ORDER BY name LIMIT ?";
+
+extern const char sqllock__schema_mysql[];
+
+const sqllock_dialect sqllock__my_dialect = {
+    .sql = {
+        [SQLLOCK_SQL_LEASE_ACQUIRE] = { SQL_LEASE_ACQUIRE, "1234" },
+        [SQLLOCK_SQL_TOKEN_NEXT] = { SQL_TOKEN_NEXT, "1" },
+        [SQLLOCK_SQL_LEASE_SET_TOKEN] = { SQL_LEASE_SET_TOKEN, "312" },
+        [SQLLOCK_SQL_LEASE_RENEW] = { SQL_LEASE_RENEW, "4123" },
+        [SQLLOCK_SQL_LEASE_RELEASE] = { SQL_LEASE_RELEASE, "123" },
+        [SQLLOCK_SQL_LEASE_LIST] = { SQL_LEASE_LIST, "" },
+        [SQLLOCK_SQL_SCHEMA_VERSION] = { SQL_SCHEMA_VERSION, "" },
+        [SQLLOCK_SQL_RECORD_GET] = { SQL_RECORD_GET, "1" },
+        [SQLLOCK_SQL_RECORD_CREATE] = { SQL_RECORD_CREATE, "12" },
+        [SQLLOCK_SQL_RECORD_CAS] = { SQL_RECORD_CAS, "312" },
+        [SQLLOCK_SQL_RECORD_DELETE] = { SQL_RECORD_DELETE, "12" },
+        [SQLLOCK_SQL_ROW_ENSURE] = { SQL_ROW_ENSURE, "11" },
+        [SQLLOCK_SQL_TXN_LOCK_TIMEOUT] = { SQL_TXN_LOCK_TIMEOUT, "1" },
+    },
+    .schema = sqllock__schema_mysql,
+    .ident_quote = '`',
+    .placeholder = SQLLOCK_PLACEHOLDER_QUESTION,
+    /* MariaDB 10.6+ and MySQL 8.0 both have NOWAIT and SKIP LOCKED. */
+    .for_update = { " FOR UPDATE", " FOR UPDATE NOWAIT",
+                    " FOR UPDATE SKIP LOCKED" },
+    .sql_v2 = {
+        [SQLLOCK_SQL_LEASE_REAP - SQLLOCK_SQL_COUNT_V1_] =
+            { SQL_LEASE_REAP, "12" },
+        [SQLLOCK_SQL_TOKEN_TRIM - SQLLOCK_SQL_COUNT_V1_] =
+            { SQL_TOKEN_TRIM, "1" },
+    },
+};
+
+/* The session set-up, run once per connection (see the file comment of
+ * mysql.c). */
+const char sqllock__my_sql_session_tz[] =
+    "SET time_zone = '+00:00', autocommit = 1";
+const char sqllock__my_sql_session_isolation[] =
+    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
+/* Galera (see after_connect() in my_conn.c). MySQL 8.0 runs both and
+ * answers no row. */
+const char sqllock__my_sql_wsrep_on[] = "SHOW VARIABLES LIKE 'wsrep_on'";
+const char sqllock__my_sql_wsrep_ready[] = "SHOW STATUS LIKE 'wsrep_ready'";
