@@ -49,6 +49,9 @@
 # Needs the Debian packages mariadb-server (10.11), galera-4 and rsync. As
 # root the nodes run as the `mysql` user that Debian's packages create.
 set -euo pipefail
+# as_user, running, port_free, ms_now, stop_pid, is_ci (scripts/lib.sh).
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 BASE_PORT=${SQLLOCK_GALERA_PORT:-33101}
 case "$BASE_PORT" in
@@ -68,12 +71,7 @@ SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}
 
 die() { echo "galera.sh: $*" >&2; exit 1; }
 
-ms_now() { date +%s%3N; }
 
-# port_free PORT: 0 when nothing listens on 127.0.0.1:PORT.
-port_free() {
-  ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
 
 node_ports() {   # node_ports I: "sql gcomm ist sst"
   local i=$(($1 - 1))
@@ -89,12 +87,6 @@ check_ports() {  # check_ports I...: fails naming the first taken port
   done
 }
 
-# running PID: 0 while the process exists and is not a zombie.
-running() {
-  local state
-  state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
-  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
-}
 
 node_pid() {     # node_pid DIR I: the pid of a running node, or fails
   local f=$1/n$2/mariadbd.pid pid
@@ -293,19 +285,11 @@ start_node() {
 }
 
 stop_cluster() {
-  local dir=$1 n pid i
+  local dir=$1 n pid
   for n in 3 2 1; do
     [ -f "$dir/n$n/mariadbd.pid" ] || { kill_sst_helpers "$dir" "$n"; continue; }
     pid=$(cat "$dir/n$n/mariadbd.pid" 2>/dev/null || true)
-    if [ -n "$pid" ] && running "$pid"; then
-      kill -TERM "$pid" 2>/dev/null || true
-      for i in $(seq 1 600); do running "$pid" || break; sleep 0.05; done
-      if running "$pid"; then
-        echo "galera.sh: node $n (pid $pid) did not stop within 30 s; killing it" >&2
-        kill -9 "$pid" 2>/dev/null || true
-        for i in $(seq 1 100); do running "$pid" || break; sleep 0.1; done
-      fi
-    fi
+    stop_pid "$pid" TERM 30 "galera.sh: node $n" || true
     rm -f "$dir/n$n/mariadbd.pid"
     kill_sst_helpers "$dir" "$n"
   done

@@ -1,5 +1,9 @@
-# Shared by the scripts in this folder: install missing Debian packages.
-# Sourced, not run.
+# Shared by the scripts in this folder: install missing Debian packages,
+# CI detection, free ports, stopping a process. Sourced, not run.
+
+# is_ci (scripts/ci.sh).
+# shellcheck source=scripts/ci.sh
+. "$(dirname "${BASH_SOURCE[0]}")/ci.sh"
 
 # ensure_packages PKG...: installs the packages that are not installed yet,
 # with apt-get (through sudo when not root). Does nothing when all are there.
@@ -20,6 +24,16 @@ ensure_packages() {
 
 # The packages a build needs.
 BUILD_PACKAGES=(build-essential cmake pkg-config libsqlite3-dev)
+
+# as_user USER CMD...: run as USER when we are root (PostgreSQL refuses to
+# run as root).
+as_user() {   # as_user USER CMD...: run as USER when we are root
+  local u=$1; shift
+  if [ "$(id -u)" -eq 0 ]; then runuser -u "$u" -- "$@"; else "$@"; fi
+}
+
+# ms_now: the wall clock in milliseconds.
+ms_now() { date +%s%3N; }
 
 # port_free PORT: 0 when nothing listens on 127.0.0.1:PORT.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -45,4 +59,29 @@ pick_port() {
     if port_free "$p"; then echo "$p"; return 0; fi
   done
   echo "no free port found for $var" >&2; return 1
+}
+
+# running PID: 0 while the process exists and is not a zombie (an exited
+# server whose parent has not reaped it yet no longer holds its files).
+running() {
+  local state
+  state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
+# stop_pid PID SIGNAL SECONDS [NAME]: sends SIGNAL to PID and waits up to
+# SECONDS for it to end; if it has not, says so (naming NAME) and kills it
+# with SIGKILL, waiting up to 10 s more. Returns 0 when it ended on
+# SIGNAL (or was already gone), 1 when it had to be killed. The one stop
+# of servers.sh, galera.sh, tls.sh and poolers.sh.
+stop_pid() {
+  local pid=$1 sig=$2 secs=$3 name=${4:-pid $1} i
+  [ -n "$pid" ] || return 0
+  running "$pid" || return 0
+  kill "-$sig" "$pid" 2>/dev/null || return 0
+  for i in $(seq 1 $(( secs * 20 ))); do running "$pid" || return 0; sleep 0.05; done
+  echo "$name (pid $pid) did not stop within $secs s of SIG$sig; killing it" >&2
+  kill -9 "$pid" 2>/dev/null || true
+  for i in $(seq 1 200); do running "$pid" || break; sleep 0.05; done
+  return 1
 }

@@ -36,6 +36,9 @@
 # The ports must be free: start fails, saying which, when one is taken.
 # As root the servers run as the `postgres` user (PostgreSQL refuses root).
 set -euo pipefail
+# as_user, running, port_free, ms_now, stop_pid, is_ci (scripts/lib.sh).
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PORT1=${SQLLOCK_PGREPL_PORT1:-54401}
 PORT2=${SQLLOCK_PGREPL_PORT2:-54402}
@@ -43,17 +46,9 @@ PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 PASSWORD=sqllock-test
 SLOT=sqllock_standby
 
-as_user() {   # as_user USER CMD...: run as USER when we are root
-  local u=$1; shift
-  if [ "$(id -u)" -eq 0 ]; then runuser -u "$u" -- "$@"; else "$@"; fi
-}
 
 die() { echo "pgrepl.sh: $*" >&2; exit 1; }
 
-# port_free PORT: 0 when nothing listens on 127.0.0.1:PORT.
-port_free() {
-  ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
 
 # psql_node DIR N SQL...: runs SQL as the superuser on node N's socket.
 psql_node() {

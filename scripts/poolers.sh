@@ -33,10 +33,6 @@ cd "$(dirname "$0")/.."
 
 PASSWORD=sqllock-test
 
-as_user() {   # as_user USER CMD...: run as USER when we are root
-  local u=$1; shift
-  if [ "$(id -u)" -eq 0 ]; then runuser -u "$u" -- "$@"; else "$@"; fi
-}
 
 # pgbouncer_conf DIR NAME PORT MODE PGPORT EXTRA_DB_LINES
 pgbouncer_conf() {
@@ -78,13 +74,11 @@ run_pgbouncer() {   # run_pgbouncer DIR NAME
 }
 
 stop_pid_file() {   # stop_pid_file FILE SIGNAL: signal, wait up to 10 s
-  local f=$1 sig=$2 pid i
+  local f=$1 sig=$2 pid
   [ -f "$f" ] || return 0
   pid=$(tr -cd "0-9" < "$f" 2>/dev/null) || return 0
   [ -n "$pid" ] || return 0
-  kill "-$sig" "$pid" 2>/dev/null || { rm -f "$f"; return 0; }
-  for i in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-  kill -9 "$pid" 2>/dev/null || true
+  stop_pid "$pid" "$sig" 10 "poolers.sh: $f" || true
   rm -f "$f"
 }
 

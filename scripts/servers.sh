@@ -31,7 +31,7 @@
 # on PostgreSQL the schema `sqllock_empty` in `sqllock_test` (owned by
 # `sqllock`; reach it with `?options=-csearch_path%3Dsqllock_empty`), on
 # MariaDB the database `sqllock_empty`, on which `sqllock` has all rights.
-# For parallel test runs (SQLLOCK_TEST_DB_PER_UNIT, tests/test_util.h),
+# For parallel test runs (SQLLOCK_TEST_DB_PER_UNIT, tests/harness/test_util.h),
 # where each test unit makes its own databases <tag>_<unit>_sqllock_test
 # (and, on MariaDB, <tag>_<unit>_sqllock_empty), `sqllock` may create
 # databases: CREATEDB on PostgreSQL; on MariaDB all rights on the
@@ -49,6 +49,9 @@
 # PostgreSQL refuses to run as root: as root the servers run as the
 # `postgres` and `mysql` users that Debian's packages create.
 set -euo pipefail
+# as_user, running, port_free, ms_now, stop_pid, is_ci (scripts/lib.sh).
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PG_PORT=${SQLLOCK_PG_PORT:-54329}
 MY_PORT=${SQLLOCK_MY_PORT:-33069}
@@ -56,10 +59,6 @@ PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 PASSWORD=sqllock-test
 RW_PASSWORD=sqllock-rw-Kq7v
 
-as_user() {   # as_user USER CMD...: run as USER when we are root
-  local u=$1; shift
-  if [ "$(id -u)" -eq 0 ]; then runuser -u "$u" -- "$@"; else "$@"; fi
-}
 
 start_pg() {
   local dir=$1/pg
@@ -150,13 +149,6 @@ run_my() {
   return 1
 }
 
-# running PID: 0 while the process exists and is not a zombie (an exited
-# server whose parent has not reaped it yet no longer holds its files).
-running() {
-  local state
-  state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
-  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
-}
 
 # restart_my DIR [kill|graceful]: a crash (kill -9, the default) or a
 # graceful stop (SIGTERM: mariadbd's normal shutdown, which ends the
@@ -175,12 +167,7 @@ restart_my() {
   if [ -f "$dir/my/mariadbd.pid" ]; then
     pid=$(cat "$dir/my/mariadbd.pid")
     if [ "$mode" = graceful ]; then
-      kill -TERM "$pid" 2>/dev/null || true
-      for i in $(seq 1 1200); do running "$pid" || break; sleep 0.05; done
-      if running "$pid"; then
-        echo "servers.sh: MariaDB (pid $pid) did not stop within 60 s of SIGTERM; killing it" >&2
-        kill -9 "$pid" 2>/dev/null || true
-        for i in $(seq 1 100); do running "$pid" || break; sleep 0.1; done
+      if ! stop_pid "$pid" TERM 60 "servers.sh: MariaDB"; then
         rm -f "$dir/my/mariadbd.pid"
         return 1
       fi
@@ -215,10 +202,6 @@ grant_rw() {
   done
 }
 
-# port_free PORT: 0 when nothing listens on 127.0.0.1:PORT.
-port_free() {
-  ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
 
 stop_all() {
   local dir=$1
@@ -226,11 +209,7 @@ stop_all() {
     as_user postgres "$PG_BIN/pg_ctl" -D "$dir/pg/data" -m fast -w stop >/dev/null 2>&1 || true
   fi
   if [ -f "$dir/my/mariadbd.pid" ]; then
-    local pid; pid=$(cat "$dir/my/mariadbd.pid")
-    kill "$pid" 2>/dev/null || true
-    local i
-    for i in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-    kill -9 "$pid" 2>/dev/null || true
+    stop_pid "$(cat "$dir/my/mariadbd.pid")" TERM 30 "servers.sh: MariaDB" || true
   fi
 }
 

@@ -58,12 +58,7 @@ TLS_PASSWORD=sqllock-tls-Pw3
 CERT_PASSWORD=sqllock-cert-Pw5
 
 die() { echo "tls.sh: $*" >&2; exit 1; }
-ms_now() { date +%s%3N; }
 
-as_user() {   # as_user USER CMD...: run as USER when we are root
-  local u=$1; shift
-  if [ "$(id -u)" -eq 0 ]; then runuser -u "$u" -- "$@"; else "$@"; fi
-}
 
 # own FILE... USER: hand files to the server's user when we are root.
 own() {
@@ -230,23 +225,14 @@ CNF
     || { cat "$dir/server.log" >&2; return 1; }
 }
 
-# running PID: 0 while the process exists and is not a zombie.
-running() {
-  local state
-  state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
-  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
-}
 
 stop_all() {
-  local dir=$1 pid i
+  local dir=$1
   if [ -f "$dir/pg/data/postmaster.pid" ]; then
     as_user postgres "$PG_BIN/pg_ctl" -D "$dir/pg/data" -m fast -w -t 30 stop >/dev/null 2>&1 || true
   fi
   if [ -f "$dir/my/mariadbd.pid" ]; then
-    pid=$(cat "$dir/my/mariadbd.pid")
-    kill "$pid" 2>/dev/null || true
-    for i in $(seq 1 300); do running "$pid" || break; sleep 0.1; done
-    if running "$pid"; then kill -9 "$pid" 2>/dev/null || true; fi
+    stop_pid "$(cat "$dir/my/mariadbd.pid")" TERM 30 "tls.sh: MariaDB" || true
     rm -f "$dir/my/mariadbd.pid"
   fi
 }

@@ -4,8 +4,11 @@
 # that scripts/poolers.sh wrote (PgBouncer in transaction mode, with a
 # listener past it, and in session mode), read from
 # $SQLLOCK_TEST_POOLERS_DIR/env unless SQLLOCK_TEST_POOLER_URLS is set,
-# and postgres is the one required driver. Without poolers it skips, and
-# fails under CI=true. ctest runs it as pooled_<unit> (tests/CMakeLists.txt).
+# and postgres is the one required driver. Without poolers it skips (exit
+# 77, which ctest shows as skipped), and fails under CI (scripts/ci.sh's
+# is_ci: CI set and not empty, 0 or false). ctest runs it as
+# pooled_<unit> (tests/CMakeLists.txt).
+. "$(dirname "$0")/../scripts/ci.sh"
 urls=${SQLLOCK_TEST_POOLER_URLS:-}
 if [ -z "$urls" ] && [ -n "${SQLLOCK_TEST_POOLERS_DIR:-}" ] &&
    [ -f "$SQLLOCK_TEST_POOLERS_DIR/env" ]; then
@@ -13,10 +16,10 @@ if [ -z "$urls" ] && [ -n "${SQLLOCK_TEST_POOLERS_DIR:-}" ] &&
 fi
 if [ -z "$urls" ]; then
   echo "pooled: SKIPPED: no poolers (SQLLOCK_TEST_POOLERS_DIR; scripts/poolers.sh starts them)"
-  if [ "${CI:-}" = true ]; then
-    echo "pooled: CI=true, so a skipped pooler run fails"
+  if is_ci; then
+    echo "pooled: under CI (CI=$CI) a test that does not run fails"
     exit 1
   fi
-  exit 0
+  exit 77
 fi
 SQLLOCK_TEST_URLS=$urls SQLLOCK_TEST_REQUIRE=postgres exec "$@"

@@ -23,9 +23,9 @@
  * autocommit=0 and init_connect='SET autocommit=0': there a client of
  * its own (not sqllock) sees autocommit 0, sqllock's connection sees 1,
  * and the writes are seen committed by another connection. Without any
- * MySQL server the test is SKIPPED, and fails under CI=true (or when
+ * MySQL server the test is SKIPPED, and fails under CI (or when
  * SQLLOCK_TEST_REQUIRE names mysql); without the scripts/tls.sh server
- * under CI=true it fails too.
+ * under CI it fails too.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,6 +37,7 @@
 #include <mysql.h>
 
 #include "test_util.h"
+#include "test_run.h"
 #include "test_spawn.h"
 
 static const char *g_url;
@@ -438,13 +439,11 @@ int main(void)
         cmocka_unit_test(test_autocommit_off_every_write_fails_eproxy),
         cmocka_unit_test(test_autocommit_open_transaction_refused),
     };
-    const char *ci = getenv("CI");
     const char *req = getenv("SQLLOCK_TEST_REQUIRE");
-    int must = (ci != NULL && strcmp(ci, "true") == 0) ||
-               (req != NULL && strstr(req, "mysql") != NULL);
+    int must = tu_ci() || (req != NULL && strstr(req, "mysql") != NULL);
     char group[600], why[1300];
     tu_urls urls;
-    int i, ran = 0, failed = 0;
+    int i, ran = 0, failed = 0, skipped = 0;
 
     if (tu_urls_load(&urls) != 0) {
         fprintf(stderr, "autocommit: cannot load the URLs\n");
@@ -474,19 +473,22 @@ int main(void)
                                               group_setup, NULL);
         ran++;
     } else {
-        printf("autocommit: the autocommit-off server is SKIPPED: %s\n", why);
-        if (ci != NULL && strcmp(ci, "true") == 0) {
-            printf("autocommit: CI=true, so a skipped server fails\n");
-            failed++;
-        }
+        /* The autocommit-off server could not be tested: skipped, or
+         * under CI failed. */
+        skipped = tu_unit_cannot_run("autocommit", "the autocommit-off "
+                                     "server: %s", why);
     }
     tu_urls_free(&urls);
     if (ran == 0) {
-        printf("autocommit: SKIPPED: no MySQL URL in SQLLOCK_TEST_URLS and "
-               "no scripts/tls.sh server\n");
-        return must ? 1 : 0;
+        if (must) {
+            printf("autocommit: FAILED: no MySQL URL in SQLLOCK_TEST_URLS "
+                   "and no scripts/tls.sh server, and mysql is required\n");
+            return 1;
+        }
+        return tu_unit_cannot_run("autocommit", "no MySQL URL in "
+                                  "SQLLOCK_TEST_URLS and no scripts/tls.sh "
+                                  "server");
     }
-    if (failed == 0)
-        tu_report_driver("autocommit", "mysql");
-    return failed == 0 ? 0 : 1;
+    return tu_status_merge(skipped, tu_unit_result("autocommit", "mysql",
+                                                   failed));
 }

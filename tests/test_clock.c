@@ -9,6 +9,19 @@
  * checks that faketime really shifts a child's clock by the offset, so it
  * cannot pass vacuously.
  *
+ * The same again through the library (test_clock_L2_library_*): a child
+ * process -- this program, started again under faketime -- opens the
+ * database and takes or tries the lease with sqllock_lease_*(), its wall
+ * clock hours off, and the test checks the lease's life by the real
+ * clock.
+ *
+ * Every bound that a slow machine needs longer (the ttls, the waits) is
+ * multiplied by tu_slowdown() (valgrind, sanitizers, load). A check
+ * whose timing precondition failed anyway -- the "live" lease may have
+ * expired before it was looked at -- is inconclusive and tried again
+ * (tu_too_slow): that is decided BEFORE the assertion it protects, and
+ * three times in a row is a failure under CI.
+ *
  * Runs on the postgres and mysql URLs in SQLLOCK_TEST_URLS. SQLite is
  * skipped by design: it is embedded, so its "server clock" IS the client
  * host's clock; a client with a skewed clock is a server with a skewed
@@ -35,6 +48,10 @@
 extern char **environ;
 
 static const char *g_url;
+static const char *g_self;     /* this program, for the library children */
+
+/* Tries of a timing check before it counts as "cannot run here". */
+#define TRIES 3
 
 /* The skews every test runs: the issue's ±1 h, and ±3 h. */
 static const struct { const char *skew; long seconds; } g_skews[] = {
@@ -241,54 +258,107 @@ static void test_clock_L2_faketime_shifts_the_child(void **state)
     }
 }
 
-/* L2 (a): a live lease (ttl 6 s) held by a normal client is not taken by
- * a client whose clock is 1 h or 3 h ahead, nor by one 1 h or 3 h behind. */
+/* L2 (a): a live lease (ttl 6 s, times the slowdown factor) held by a
+ * normal client is not taken by a client whose clock is 1 h or 3 h
+ * ahead, nor by one 1 h or 3 h behind. A skewed acquire that got the
+ * lease after the ttl had passed proves nothing (the lease had expired):
+ * inconclusive, tried again on a fresh lease. */
 static void test_clock_L2_skewed_client_does_not_steal(void **state)
 {
     fixture *f = *state;
-    char owner[SQLLOCK_OWNER_LEN + 1], token[32];
-    const char *name = lock_name(f, "live");
-    int64_t t0 = tu_now_ms(), took;
-    size_t i;
+    int64_t ttl_ms = tu_scaled_ms(6000);
+    char ttl[32];
+    int tries = 0;
 
-    acquire(f, NULL, name, "6s", owner, token);
-    for (i = 0; i < N_SKEWS; i++)
-        EXPECT_EXIT(f, g_skews[i].skew, 75, "acquire", name, "--ttl", "3s");
-    took = tu_now_ms() - t0;
-    if (took >= 5000)
-        fail_msg("the skewed acquires took %lld ms, too close to the 6 s "
-                 "ttl for the result to mean anything", (long long)took);
-    /* The holder still holds: its release is a clean 0. */
-    EXPECT_EXIT(f, NULL, 0, "release", name, "--owner", owner, "--token",
-                token);
+    snprintf(ttl, sizeof ttl, "%lldms", (long long)ttl_ms);
+    for (;;) {
+        char owner[SQLLOCK_OWNER_LEN + 1], token[32], tag[16];
+        const char *name;
+        int64_t t0 = tu_now_ms();
+        int got = 75;
+        size_t i;
+
+        snprintf(tag, sizeof tag, "live%d", tries);
+        name = lock_name(f, tag);
+        acquire(f, NULL, name, ttl, owner, token);
+        for (i = 0; i < N_SKEWS && got == 75; i++) {
+            const char *const args[] = { "acquire", name, "--ttl", "3s",
+                                         NULL };
+            got = cli(f, g_skews[i].skew, args);
+            if (got != 75 && tu_now_ms() - t0 >= ttl_ms)
+                break;          /* the lease may have expired: see below */
+            if (got != 75)
+                fail_msg("faketime -f %s sqllock acquire: exit %d, want 75 "
+                         "(the lease is live)\nstdout: %s\nstderr: %s",
+                         g_skews[i].skew, got, f->out, f->err);
+        }
+        if (got != 75) {
+            tu_too_slow(&tries, TRIES, "the skewed acquires took %lld ms, "
+                        "past the %lld ms ttl",
+                        (long long)(tu_now_ms() - t0), (long long)ttl_ms);
+            continue;
+        }
+        /* The holder still holds: its release is a clean 0. */
+        EXPECT_EXIT(f, NULL, 0, "release", name, "--owner", owner, "--token",
+                    token);
+        return;
+    }
 }
 
-/* L2 (b): a client whose clock is off takes a 1 s lease; it is not
- * stretched (a normal client gets in after 1.5 s of real time) nor cut
- * short (a normal client is refused at once), and the skewed holder's
- * release then reports the loss (76). */
+/* L2 (b): a client whose clock is off takes a 1 s lease (times the
+ * slowdown factor); it is not stretched (a normal client gets in half a
+ * second after it expired, by the real clock) nor cut short (a normal
+ * client is refused while it lives), and the skewed holder's release then
+ * reports the loss (76). A normal acquire that got in only after the ttl
+ * had passed since the skewed acquire began proves nothing:
+ * inconclusive, tried again. */
 static void test_clock_L2_skewed_holder_keeps_nothing_past_expiry(
     void **state)
 {
     fixture *f = *state;
+    int64_t ttl_ms = tu_scaled_ms(1000), margin_ms = tu_scaled_ms(500);
+    char ttl[32];
     size_t i;
+    int tries = 0, n = 0;
 
-    for (i = 0; i < N_SKEWS; i++) {
+    snprintf(ttl, sizeof ttl, "%lldms", (long long)ttl_ms);
+    for (i = 0; i < N_SKEWS; i++, n++) {
         char owner[SQLLOCK_OWNER_LEN + 1], token[32];
         char owner2[SQLLOCK_OWNER_LEN + 1], token2[32];
-        char tag[16];
+        const char *const busy[] = { "acquire", NULL, "--ttl", "10s", NULL };
+        const char *args[5];
+        char tag[32];
         const char *name;
-        int64_t t0;
+        int64_t t0, t_acq;
+        int got;
 
-        snprintf(tag, sizeof tag, "expired%zu", i);
+        snprintf(tag, sizeof tag, "expired%d", n);
         name = lock_name(f, tag);
         t0 = tu_now_ms();
-        acquire(f, g_skews[i].skew, name, "1s", owner, token);
-        /* Not cut short: the lease is live for the others. */
-        EXPECT_EXIT(f, NULL, 75, "acquire", name, "--ttl", "10s");
-        if (tu_now_ms() - t0 >= 900)
-            fail_msg("too slow to check the skewed lease while live");
-        tu_sleep_ms(1500 - (tu_now_ms() - t0));
+        acquire(f, g_skews[i].skew, name, ttl, owner, token);
+        t_acq = tu_now_ms();
+        /* Not cut short: the lease is live for the others -- if this
+         * look came before its expiry. The lease was granted after t0,
+         * so it lives at least until t0 + ttl. */
+        memcpy(args, busy, sizeof args);
+        args[1] = name;
+        got = cli(f, NULL, args);
+        if (got != 75 && tu_now_ms() - t0 >= ttl_ms) {
+            tu_too_slow(&tries, TRIES, "the skewed acquire and the look "
+                        "took %lld ms, past the %lld ms ttl",
+                        (long long)(tu_now_ms() - t0), (long long)ttl_ms);
+            i--;                /* this skew again, on a fresh name */
+            continue;
+        }
+        if (got != 75)
+            fail_msg("%lld ms after the skewed (%s) acquire of a %lld ms "
+                     "lease, a normal acquire got exit %d, want 75: cut "
+                     "short\nstdout: %s\nstderr: %s",
+                     (long long)(tu_now_ms() - t0), g_skews[i].skew,
+                     (long long)ttl_ms, got, f->out, f->err);
+        /* Granted before t_acq, so expired by t_acq + ttl. */
+        if (t_acq + ttl_ms + margin_ms > tu_now_ms())
+            tu_sleep_ms(t_acq + ttl_ms + margin_ms - tu_now_ms());
         /* Not stretched: the server let it expire on time. */
         acquire(f, NULL, name, "10s", owner2, token2);
         assert_true(strtoll(token2, NULL, 10) > strtoll(token, NULL, 10));
@@ -299,13 +369,207 @@ static void test_clock_L2_skewed_holder_keeps_nothing_past_expiry(
     }
 }
 
-int main(void)
+/* ------------------------------------------------------------------ */
+/* L2 through the library: a child with its clock off                  */
+/* ------------------------------------------------------------------ */
+
+/* The child (this program under faketime): `--l2-child MODE URL NAME
+ * TTL_MS`. MODE hold: take the lease once and leave it held (freed, not
+ * released), printing TOKEN=, OWNER= and NOW= (its wall clock, to show
+ * the skew took effect); exit 0, or 75 when BUSY. MODE try: take it once;
+ * exit 75 when BUSY, 0 (after releasing it) when it got it. 1 on an
+ * error, saying why on stderr. */
+static int l2_child(const char *mode, const char *url, const char *name,
+                    const char *ttl)
+{
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL;
+    sqllock_db *db = NULL;
+    int rc = sqllock_open(url, NULL, &db);
+
+    if (rc == SQLLOCK_OK) {
+        o.ttl_ms = strtoll(ttl, NULL, 10);
+        rc = sqllock_lease_new(db, name, &o, &l);
+    }
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_lease_try_acquire(l);
+    if (rc == SQLLOCK_OK) {
+        printf("TOKEN=%lld\nOWNER=%s\nNOW=%lld\n",
+               (long long)sqllock_lease_token(l), sqllock_lease_owner(l),
+               (long long)time(NULL));
+        if (strcmp(mode, "try") == 0)
+            rc = sqllock_lease_release(l);
+    }
+    if (rc != SQLLOCK_OK && rc != SQLLOCK_BUSY)
+        fprintf(stderr, "l2 child %s: %s: %s\n", mode, sqllock_errname(rc),
+                sqllock_errmsg(db));
+    fflush(stdout);
+    sqllock_lease_free(l);
+    sqllock_close(db);
+    return rc == SQLLOCK_OK ? 0 : rc == SQLLOCK_BUSY ? 75 : 1;
+}
+
+/* Runs the child under `faketime -f SKEW`; returns its exit status. */
+static int l2_run(fixture *f, const char *skew, const char *mode,
+                  const char *name, int64_t ttl_ms)
+{
+    char ttl[32];
+    const char *argv[] = { "faketime", "-f", skew, g_self, "--l2-child",
+                           mode, g_url, name, ttl, NULL };
+
+    snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
+    return run_argv(f, argv);
+}
+
+static sqllock_lease *l2_lease(sqllock_db *db, const char *name,
+                               int64_t ttl_ms)
+{
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL;
+
+    o.ttl_ms = ttl_ms;
+    EXPECT_RC(db, sqllock_lease_new(db, name, &o, &l), SQLLOCK_OK,
+              "lease_new");
+    return l;
+}
+
+/* L2 through the library: a child whose clock is 1 h or 3 h ahead or
+ * behind takes a 1 s lease (times the slowdown factor) with
+ * sqllock_lease_try_acquire() and leaves it held. By the real clock the
+ * lease is live until its ttl has passed -- not cut short: this process
+ * is refused -- and over once it has -- not stretched: this process gets
+ * it, with a larger token, half a second later. Expiry by the client's
+ * clock fails one or the other: +3 h would keep the lease for hours, -3 h
+ * would end it at once. */
+static void test_clock_L2_library_expiry_by_server_clock(void **state)
+{
+    fixture *f = *state;
+    int64_t ttl_ms = tu_scaled_ms(1000), margin_ms = tu_scaled_ms(500);
+    sqllock_db *db = NULL;
+    size_t i;
+    int tries = 0, n = 0;
+
+    EXPECT_RC(db, sqllock_open(g_url, NULL, &db), SQLLOCK_OK, "open");
+    for (i = 0; i < N_SKEWS; i++, n++) {
+        char tag[32], var[64];
+        const char *name;
+        sqllock_lease *l;
+        int64_t t0, t_acq, token;
+        long child_now, diff;
+        int code, rc;
+
+        snprintf(tag, sizeof tag, "lib%d", n);
+        name = lock_name(f, tag);
+        l = l2_lease(db, name, tu_scaled_ms(10000));
+        t0 = tu_now_ms();
+        code = l2_run(f, g_skews[i].skew, "hold", name, ttl_ms);
+        t_acq = tu_now_ms();
+        if (code != 0 || !tu_get_var(f->out, "TOKEN", var, sizeof var))
+            fail_msg("the child (faketime -f %s) could not take the lease: "
+                     "exit %d\nstdout: %s\nstderr: %s", g_skews[i].skew,
+                     code, f->out, f->err);
+        token = strtoll(var, NULL, 10);
+        /* Its clock really was off (else this proves nothing). */
+        assert_true(tu_get_var(f->out, "NOW", var, sizeof var));
+        child_now = strtol(var, NULL, 10);
+        diff = child_now - (long)time(NULL);
+        if (diff < g_skews[i].seconds - 60 || diff > g_skews[i].seconds + 60)
+            fail_msg("faketime -f %s: the child's clock was %ld s off, want "
+                     "%ld s", g_skews[i].skew, diff, g_skews[i].seconds);
+        /* Not cut short: live for this process while its ttl runs (it
+         * was granted after t0). */
+        rc = sqllock_lease_try_acquire(l);
+        if (rc == SQLLOCK_OK && tu_now_ms() - t0 >= ttl_ms) {
+            EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+            sqllock_lease_free(l);
+            tu_too_slow(&tries, TRIES, "the child took %lld ms to take a "
+                        "%lld ms lease", (long long)(t_acq - t0),
+                        (long long)ttl_ms);
+            i--;                /* this skew again, on a fresh name */
+            continue;
+        }
+        if (rc != SQLLOCK_BUSY)
+            fail_msg("%lld ms after a child %s took a %lld ms lease, this "
+                     "process got %s, want BUSY: the lease was cut short",
+                     (long long)(tu_now_ms() - t0), g_skews[i].skew,
+                     (long long)ttl_ms, sqllock_errname(rc));
+        /* Not stretched: granted before t_acq, so over by t_acq + ttl. */
+        if (t_acq + ttl_ms + margin_ms > tu_now_ms())
+            tu_sleep_ms(t_acq + ttl_ms + margin_ms - tu_now_ms());
+        rc = sqllock_lease_try_acquire(l);
+        if (rc != SQLLOCK_OK)
+            fail_msg("%lld ms after a child %s took a %lld ms lease, this "
+                     "process got %s, want OK: the lease was stretched (%s)",
+                     (long long)(tu_now_ms() - t_acq), g_skews[i].skew,
+                     (long long)ttl_ms, sqllock_errname(rc),
+                     sqllock_errmsg(db));
+        assert_true(sqllock_lease_token(l) > token);
+        EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+        sqllock_lease_free(l);
+    }
+    sqllock_close(db);
+}
+
+/* L2 through the library: a live lease (ttl 6 s, times the slowdown
+ * factor) held by this process is not taken by a child whose clock is
+ * 1 h or 3 h ahead or behind (sqllock_lease_try_acquire() is BUSY there).
+ * Expiry by the client's clock lets the +3 h child take it. */
+static void test_clock_L2_library_skewed_client_does_not_steal(void **state)
+{
+    fixture *f = *state;
+    int64_t ttl_ms = tu_scaled_ms(6000);
+    sqllock_db *db = NULL;
+    int tries = 0;
+
+    EXPECT_RC(db, sqllock_open(g_url, NULL, &db), SQLLOCK_OK, "open");
+    for (;;) {
+        char tag[32];
+        const char *name;
+        sqllock_lease *l;
+        int64_t t0;
+        int code = 75;
+        size_t i;
+
+        snprintf(tag, sizeof tag, "libsteal%d", tries);
+        name = lock_name(f, tag);
+        l = l2_lease(db, name, ttl_ms);
+        t0 = tu_now_ms();
+        EXPECT_RC(db, sqllock_lease_try_acquire(l), SQLLOCK_OK, "acquire");
+        for (i = 0; i < N_SKEWS && code == 75; i++) {
+            code = l2_run(f, g_skews[i].skew, "try", name, 3000);
+            if (code != 75 && !(code == 0 && tu_now_ms() - t0 >= ttl_ms))
+                fail_msg("a child (faketime -f %s) trying a live lease: "
+                         "exit %d, want 75 (BUSY)\nstdout: %s\nstderr: %s",
+                         g_skews[i].skew, code, f->out, f->err);
+        }
+        if (code != 75) {
+            sqllock_lease_free(l);
+            tu_too_slow(&tries, TRIES, "the children took %lld ms, past "
+                        "the %lld ms ttl", (long long)(tu_now_ms() - t0),
+                        (long long)ttl_ms);
+            continue;
+        }
+        /* This process still holds it. */
+        EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+        sqllock_lease_free(l);
+        break;
+    }
+    sqllock_close(db);
+}
+
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clock_L2_faketime_shifts_the_child),
         cmocka_unit_test(test_clock_L2_skewed_client_does_not_steal),
         cmocka_unit_test(test_clock_L2_skewed_holder_keeps_nothing_past_expiry),
+        cmocka_unit_test(test_clock_L2_library_expiry_by_server_clock),
+        cmocka_unit_test(test_clock_L2_library_skewed_client_does_not_steal),
     };
+
+    if (argc == 6 && strcmp(argv[1], "--l2-child") == 0)
+        return l2_child(argv[2], argv[3], argv[4], argv[5]);
+    g_self = argv[0];
     return TU_RUN_PER_URL_NO_SQLITE("clock", &g_url, tests, setup, teardown,
                                     "SQLite is embedded, so the server "
                                     "clock IS the client host's clock (L2 "

@@ -264,12 +264,10 @@ static void test_conformance_S1_enoschema_before_init(void **state)
     assert_non_null(dir);
     if (!tu_empty_target(f->db, g_url, dir, url, sizeof url, why,
                          sizeof why)) {
-        fprintf(stderr, "SKIP S1_enoschema_before_init on %s: %s\n",
-                sqllock_db_driver(f->db), why);
         tu_rmdir(dir);
         free(dir);
-        skip();
-        return;
+        tu_cannot_run("S1_enoschema_before_init on %s: %s",
+                      sqllock_db_driver(f->db), why);
     }
     ASSERT_RC(sqllock_open(url, NULL, &db), SQLLOCK_OK, db);
     l = new_lease(db, "fresh", 10000);
@@ -478,34 +476,74 @@ static void test_conformance_L4_release_after_loss_reports_lost(void **state)
 }
 
 /* L7: renewing extends the lease: a 400 ms lease renewed every 150 ms for
- * 1.2 s is never taken by another handle. */
+ * 1.2 s is never taken by another handle. The three times are multiplied
+ * by tu_slowdown() together (seen failing through PgBouncer under load: a
+ * renewal's round trip took the whole 400 ms). A round is checked only
+ * when its renewal came back within the lease's trust window (ttl -
+ * margin, where sqllock_lease_remaining_ms() ends): a slower one is
+ * inconclusive, decided before the checks, and the case starts again on
+ * a fresh name (tu_too_slow: the third time it fails under CI). */
 static void test_conformance_L7_renew_extends(void **state)
 {
     fixture *f = *state;
     sqllock_db *db2 = open_db();
-    const char *name = lock_name(f, "renew", "a");
-    sqllock_lease *a = new_lease(f->db, name, 400);
-    sqllock_lease *b = new_lease(db2, name, 400);
-    int64_t t0, token;
-    int rounds = 0;
+    const int64_t ttl_ms = tu_scaled_ms(400), every_ms = tu_scaled_ms(150),
+                  for_ms = tu_scaled_ms(1200);
+    const int64_t trust_ms = ttl_ms - ttl_ms / 10;   /* the default margin */
+    int tries = 0;
 
-    ASSERT_RC(sqllock_lease_try_acquire(a), SQLLOCK_OK, f->db);
-    token = sqllock_lease_token(a);
-    t0 = tu_now_ms();
-    while (tu_now_ms() - t0 < 1200) {
-        tu_sleep_ms(150);
-        ASSERT_RC(sqllock_lease_renew(a), SQLLOCK_OK, f->db);
-        /* A renewal keeps the token (it is the same hold). */
-        assert_int_equal(sqllock_lease_token(a), token);
-        assert_true(sqllock_lease_remaining_ms(a) > 0);
-        ASSERT_RC(sqllock_lease_try_acquire(b), SQLLOCK_BUSY, db2);
-        rounds++;
+    for (;;) {
+        char tag[16];
+        const char *name;
+        sqllock_lease *a, *b;
+        int64_t t0, t_sent, took = 0, token;
+        int rounds = 0, rc;
+
+        snprintf(tag, sizeof tag, "a%d", tries);
+        name = lock_name(f, "renew", tag);
+        a = new_lease(f->db, name, ttl_ms);
+        b = new_lease(db2, name, ttl_ms);
+        ASSERT_RC(sqllock_lease_try_acquire(a), SQLLOCK_OK, f->db);
+        token = sqllock_lease_token(a);
+        t0 = tu_now_ms();
+        while (tu_now_ms() - t0 < for_ms) {
+            tu_sleep_ms(every_ms);
+            t_sent = tu_now_ms();
+            ASSERT_RC(sqllock_lease_renew(a), SQLLOCK_OK, f->db);
+            /* A renewal keeps the token (it is the same hold). */
+            assert_int_equal(sqllock_lease_token(a), token);
+            took = tu_now_ms() - t_sent;
+            if (took >= trust_ms)
+                break;                  /* inconclusive: see below */
+            assert_true(sqllock_lease_remaining_ms(a) > 0);
+            rc = sqllock_lease_try_acquire(b);
+            if (rc == SQLLOCK_OK && tu_now_ms() - t_sent >= ttl_ms) {
+                took = tu_now_ms() - t_sent;
+                break;                  /* it may have expired meanwhile */
+            }
+            ASSERT_RC(rc, SQLLOCK_BUSY, db2);
+            rounds++;
+        }
+        if (took >= trust_ms || rounds < 6) {
+            /* A round slower than the lease, or too few rounds (6 in 3
+             * ttls) for the renewals to have carried the lease along. */
+            if (sqllock_lease_held(b))
+                (void)sqllock_lease_release(b);
+            (void)sqllock_lease_release(a);
+            sqllock_lease_free(a);
+            sqllock_lease_free(b);
+            tu_too_slow(&tries, 3, "%d rounds in %lld ms, the last renewal "
+                        "%lld ms of a %lld ms lease", rounds,
+                        (long long)for_ms, (long long)took,
+                        (long long)ttl_ms);
+            continue;
+        }
+        expect_row(f->db, name, sqllock_lease_owner(a), token);
+        ASSERT_RC(sqllock_lease_release(a), SQLLOCK_OK, f->db);
+        sqllock_lease_free(a);
+        sqllock_lease_free(b);
+        break;
     }
-    assert_true(rounds >= 6);
-    expect_row(f->db, name, sqllock_lease_owner(a), token);
-    ASSERT_RC(sqllock_lease_release(a), SQLLOCK_OK, f->db);
-    sqllock_lease_free(a);
-    sqllock_lease_free(b);
     sqllock_close(db2);
 }
 
@@ -1117,5 +1155,10 @@ int main(void)
         cmocka_unit_test(test_conformance_L3_attach_renew_release),
         cmocka_unit_test(test_conformance_D3_names_round_trip),
     };
+    /* Through PgBouncer (tests/pooled.sh) the empty target cannot be
+     * reached: by design, not a case that could not run. */
+    tu_not_on("pooled", "test_conformance_S1_enoschema_before_init",
+              "the empty target is reached with the options startup "
+              "parameter, which PgBouncer refuses");
     return TU_RUN_PER_URL("conformance", &g_url, tests, group_setup, group_teardown);
 }

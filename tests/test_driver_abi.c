@@ -205,5 +205,5 @@ int main(void)
     tu_rmdir(g_dir);
     free(g_dir);
     /* The registry keeps the drivers to the end of the process. */
-    return failed;
+    return tu_unit_result("driver_abi", "sqlite", failed);
 }

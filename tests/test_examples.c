@@ -1044,9 +1044,8 @@ static void test_examples_systemd_verify(void **state)
     int code, i;
 
     if (!find_on_path("systemd-analyze", prog, sizeof prog)) {
-        printf("examples: systemd-analyze is not installed; the unit files "
-               "are not verified by it\n");
-        skip();
+        tu_cannot_run("systemd-analyze is not installed; the unit files "
+                      "are not verified by it");
     }
     snprintf(units, sizeof units, "%s/units", f->dir);
     mkdir(units, 0700);

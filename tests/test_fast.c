@@ -226,6 +226,7 @@ int main(void)
     int rc = TU_RUN_PER_URL("fast", &g_url, tests, group_setup, NULL);
 
     /* Fast mode exists only on PostgreSQL. */
-    rc |= TU_RUN_ON_DRIVER("fast", "postgres", &g_url, pg_tests, group_setup);
+    rc = tu_status_merge(rc, TU_RUN_ON_DRIVER("fast", "postgres", &g_url,
+                                              pg_tests, group_setup));
     return rc;
 }

@@ -25,6 +25,7 @@
 
 #include "test_util.h"
 #include "test_spawn.h"
+#include "test_run.h"
 
 #if !defined(SQLLOCK_CLI_PATH) || !defined(SQLLOCK_CMAKE_COMMAND) ||        \
     !defined(SQLLOCK_BINARY_DIR) || !defined(SQLLOCK_MANDIR)
@@ -507,8 +508,8 @@ static void test_man_renders(void **state)
     int code, i;
 
     if (!find_on_path("man", man, sizeof man)) {
-        printf("man: not installed; the page is not rendered\n");
-        skip();
+        tu_cannot_run("man is not installed (Debian package man-db); the "
+                      "page is not rendered");
     }
     snprintf(path_var, sizeof path_var, "PATH=%s",
              getenv("PATH") != NULL ? getenv("PATH") : "/usr/bin:/bin");
@@ -535,5 +536,9 @@ int main(void)
         cmocka_unit_test(test_man_is_the_help),
         cmocka_unit_test(test_man_renders),
     };
-    return cmocka_run_group_tests_name("man", tests, setup, teardown);
+    int failed = cmocka_run_group_tests_name("man", tests, setup, teardown);
+
+    /* No database: nothing to report; a case that could not run here
+     * makes the entry skipped (under CI it failed). */
+    return tu_status_merge(failed != 0, tu_skips != 0 ? TU_SKIPPED : 0);
 }

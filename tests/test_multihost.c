@@ -45,36 +45,20 @@ typedef struct fixture {
     char name[300];
 } fixture;
 
-#define ASSERT_RC(expr, want, db)                                              \
-    do {                                                                       \
-        int rc_ = (expr);                                                      \
-        if (rc_ != (want))                                                     \
-            fail_msg("%s = %s, want %s (%s)", #expr, sqllock_errname(rc_),     \
-                     sqllock_errname(want), sqllock_errmsg(db));               \
-    } while (0)
-
 /* Splits g_url into the fixture's parts; network URLs only. */
 static void split_url(fixture *f)
 {
-    const char *auth = strstr(g_url, "://"), *end, *at = NULL, *p, *colon;
+    tu_url_parts p;
+    const char *colon;
 
-    assert_non_null(auth);
-    auth += 3;
-    end = auth + strcspn(auth, "/?");
-    for (p = auth; p < end; p++)
-        if (*p == '@')
-            at = p;
-    if (at == NULL)
+    if (tu_url_split(g_url, &p) != 0)
         fail_msg("the test URL has no user:password@ part");
-    snprintf(f->prefix, sizeof f->prefix, "%.*s", (int)(at + 1 - g_url),
-             g_url);
-    colon = memchr(auth, ':', (size_t)(at - auth));
-    f->password[0] = '\0';
-    if (colon != NULL)
-        snprintf(f->password, sizeof f->password, "%.*s",
-                 (int)(at - colon - 1), colon + 1);
-    snprintf(f->live, sizeof f->live, "%.*s", (int)(end - at - 1), at + 1);
-    snprintf(f->rest, sizeof f->rest, "%s", end);
+    snprintf(f->prefix, sizeof f->prefix, "%.*s", (int)p.host_at, g_url);
+    snprintf(f->password, sizeof f->password, "%.*s",
+             (int)(p.pass_end - p.pass_at), g_url + p.pass_at);
+    snprintf(f->live, sizeof f->live, "%.*s", (int)(p.path_at - p.host_at),
+             g_url + p.host_at);
+    snprintf(f->rest, sizeof f->rest, "%s", g_url + p.path_at);
     colon = strrchr(f->live, ':');
     if (colon == NULL || strchr(f->live, ',') != NULL || f->live[0] == '[')
         fail_msg("the test URL's host must be host:port (got '%s')", f->live);
@@ -83,7 +67,6 @@ static void split_url(fixture *f)
     f->live_port = atoi(colon + 1);
     assert_true(f->live_port > 0);
 }
-
 /* The test URL with `hosts` in place of its host:port, and `query`
  * (without '?' or '&'; may be NULL) added to its parameters. */
 static void url_with_hosts(const fixture *f, const char *hosts,
@@ -94,38 +77,6 @@ static void url_with_hosts(const fixture *f, const char *hosts,
              query == NULL ? "" : query);
 }
 
-/* A loopback port that nothing listens on: bound, then closed. */
-static int dead_port(void)
-{
-    struct sockaddr_in sin;
-    socklen_t len = sizeof sin;
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-    assert_true(fd >= 0);
-    memset(&sin, 0, sizeof sin);
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-    port = ntohs(sin.sin_port);
-    close(fd);
-    return port;
-}
-
-static int is_net(const fixture *f)
-{
-    return strcmp(f->drv, "sqlite") != 0;
-}
-
-#define ONLY_NET(f, what)                                                      \
-    do {                                                                       \
-        if (!is_net(f)) {                                                      \
-            printf("SKIP multihost %s on sqlite: SQLite has no hosts\n",       \
-                   (what));                                                    \
-            skip();                                                            \
-            return;                                                            \
-        }                                                                      \
-    } while (0)
 
 static int setup(void **state)
 {
@@ -173,29 +124,15 @@ static void lease_works(fixture *f, sqllock_db *db, const char *tag)
     sqllock_lease *l = NULL;
 
     o.ttl_ms = 30000;
-    ASSERT_RC(sqllock_lease_new(db, lock_name(f, tag), &o, &l), SQLLOCK_OK,
+    TU_ASSERT_RC(sqllock_lease_new(db, lock_name(f, tag), &o, &l), SQLLOCK_OK,
               db);
-    ASSERT_RC(sqllock_lease_try_acquire(l), SQLLOCK_OK, db);
+    TU_ASSERT_RC(sqllock_lease_try_acquire(l), SQLLOCK_OK, db);
     assert_true(sqllock_lease_token(l) > 0);
-    ASSERT_RC(sqllock_lease_renew(l), SQLLOCK_OK, db);
-    ASSERT_RC(sqllock_lease_release(l), SQLLOCK_OK, db);
+    TU_ASSERT_RC(sqllock_lease_renew(l), SQLLOCK_OK, db);
+    TU_ASSERT_RC(sqllock_lease_release(l), SQLLOCK_OK, db);
     sqllock_lease_free(l);
 }
 
-/* The server's id of the connection behind `db`. */
-static int64_t backend_id(fixture *f, sqllock_db *db)
-{
-    int64_t id = 0;
-    int has_row = 0;
-
-    ASSERT_RC(sqllock__exec_sql(db, strcmp(f->drv, "postgres") == 0
-                                        ? "SELECT pg_backend_pid()"
-                                        : "SELECT CONNECTION_ID()",
-                                NULL, 0, &has_row, &id, NULL),
-              SQLLOCK_OK, db);
-    assert_true(has_row && id > 0);
-    return id;
-}
 
 /* ------------------------------------------------------------------ */
 /* sqllock_row_lock_scope()                                            */
@@ -212,15 +149,15 @@ static void test_multihost_E2_scope_bad_input(void **state)
     assert_int_equal(sqllock_row_lock_scope(NULL, &scope), SQLLOCK_EINVAL);
     assert_int_equal(scope, 0);
     assert_int_equal(sqllock_row_lock_scope(NULL, NULL), SQLLOCK_EINVAL);
-    ASSERT_RC(sqllock_open(g_url, NULL, &db), SQLLOCK_OK, db);
-    ASSERT_RC(sqllock_row_lock_scope(db, NULL), SQLLOCK_EINVAL, db);
+    TU_ASSERT_RC(sqllock_open(g_url, NULL, &db), SQLLOCK_OK, db);
+    TU_ASSERT_RC(sqllock_row_lock_scope(db, NULL), SQLLOCK_EINVAL, db);
     assert_int_equal(sqllock_errcode(db), SQLLOCK_EINVAL);
     expect_msg_any(db, "NULL scope", "NULL");
     /* A handle whose open failed (no driver for the scheme) says so. */
     assert_int_equal(sqllock_open("nosuchdb://h/x", NULL, &bad),
                      SQLLOCK_ESCHEME);
     scope = 42;
-    ASSERT_RC(sqllock_row_lock_scope(bad, &scope), SQLLOCK_EMISUSE, bad);
+    TU_ASSERT_RC(sqllock_row_lock_scope(bad, &scope), SQLLOCK_EMISUSE, bad);
     assert_int_equal(scope, 0);
     sqllock_close(bad);
     /* The names, and "?" for a stray value. */
@@ -254,9 +191,9 @@ static void test_multihost_R5_scope_is_honest(void **state)
     want = strcmp(f->drv, "sqlite") == 0 ? SQLLOCK_ROW_LOCKS_DATABASE
                                          : SQLLOCK_ROW_LOCKS_EXCLUSIVE;
     names[0] = lock_name(f, "scope");
-    ASSERT_RC(sqllock_open(g_url, NULL, &a), SQLLOCK_OK, a);
-    ASSERT_RC(sqllock_open(g_url, NULL, &b), SQLLOCK_OK, b);
-    ASSERT_RC(sqllock_row_lock_scope(a, &scope), SQLLOCK_OK, a);
+    TU_ASSERT_RC(sqllock_open(g_url, NULL, &a), SQLLOCK_OK, a);
+    TU_ASSERT_RC(sqllock_open(g_url, NULL, &b), SQLLOCK_OK, b);
+    TU_ASSERT_RC(sqllock_row_lock_scope(a, &scope), SQLLOCK_OK, a);
     if (scope != want)
         fail_msg("scope on %s = %s, want %s", f->drv,
                  sqllock_row_lock_scope_name(scope),
@@ -264,19 +201,19 @@ static void test_multihost_R5_scope_is_honest(void **state)
     assert_int_equal(sqllock_errcode(a), SQLLOCK_OK);
 
     to.lock_timeout_ms = 1000;
-    ASSERT_RC(sqllock_txn_begin(a, &to, &ta), SQLLOCK_OK, a);
-    ASSERT_RC(sqllock_txn_lock(ta, names, 1, SQLLOCK_LOCK_WAIT, &got),
+    TU_ASSERT_RC(sqllock_txn_begin(a, &to, &ta), SQLLOCK_OK, a);
+    TU_ASSERT_RC(sqllock_txn_lock(ta, names, 1, SQLLOCK_LOCK_WAIT, &got),
               SQLLOCK_OK, a);
     assert_int_equal(got, 1);
     /* Asked inside the transaction: the same answer, the lock kept. */
     scope = 0;
-    ASSERT_RC(sqllock_row_lock_scope(a, &scope), SQLLOCK_OK, a);
+    TU_ASSERT_RC(sqllock_row_lock_scope(a, &scope), SQLLOCK_OK, a);
     assert_int_equal(scope, want);
-    ASSERT_RC(sqllock_txn_begin(b, &to, &tb), SQLLOCK_OK, b);
-    ASSERT_RC(sqllock_txn_lock(tb, names, 1, SQLLOCK_LOCK_NOWAIT, &got),
+    TU_ASSERT_RC(sqllock_txn_begin(b, &to, &tb), SQLLOCK_OK, b);
+    TU_ASSERT_RC(sqllock_txn_lock(tb, names, 1, SQLLOCK_LOCK_NOWAIT, &got),
               SQLLOCK_ELOCKED, b);
     sqllock_txn_free(tb);
-    ASSERT_RC(sqllock_txn_commit(ta), SQLLOCK_OK, a);
+    TU_ASSERT_RC(sqllock_txn_commit(ta), SQLLOCK_OK, a);
     sqllock_txn_free(ta);
     sqllock_close(a);
     sqllock_close(b);
@@ -300,32 +237,31 @@ static void test_multihost_E1_dead_first_host_then_live(void **state)
     const char *names[1];
     int scope = 0, got = 0;
 
-    ONLY_NET(f, "dead_first_host_then_live");
     split_url(f);
     snprintf(hosts, sizeof hosts, "127.0.0.1:%d,127.0.0.1:%d,%s",
-             dead_port(), dead_port(), f->live);
+             tu_dead_port(), tu_dead_port(), f->live);
     url_with_hosts(f, hosts, strcmp(f->drv, "postgres") == 0
                                  ? "target_session_attrs=read-write" : NULL,
                    url, sizeof url);
-    ASSERT_RC(sqllock_open(url, NULL, &db), SQLLOCK_OK, db);
-    ASSERT_RC(sqllock_init(db), SQLLOCK_OK, db);
+    TU_ASSERT_RC(sqllock_open(url, NULL, &db), SQLLOCK_OK, db);
+    TU_ASSERT_RC(sqllock_init(db), SQLLOCK_OK, db);
     lease_works(f, db, "deadfirst");
     names[0] = lock_name(f, "deadfirst-row");
-    ASSERT_RC(sqllock_txn_begin(db, NULL, &t), SQLLOCK_OK, db);
-    ASSERT_RC(sqllock_txn_lock(t, names, 1, SQLLOCK_LOCK_NOWAIT, &got),
+    TU_ASSERT_RC(sqllock_txn_begin(db, NULL, &t), SQLLOCK_OK, db);
+    TU_ASSERT_RC(sqllock_txn_lock(t, names, 1, SQLLOCK_LOCK_NOWAIT, &got),
               SQLLOCK_OK, db);
     assert_int_equal(got, 1);
-    ASSERT_RC(sqllock_txn_commit(t), SQLLOCK_OK, db);
+    TU_ASSERT_RC(sqllock_txn_commit(t), SQLLOCK_OK, db);
     sqllock_txn_free(t);
-    ASSERT_RC(sqllock_row_lock_scope(db, &scope), SQLLOCK_OK, db);
+    TU_ASSERT_RC(sqllock_row_lock_scope(db, &scope), SQLLOCK_OK, db);
     assert_int_equal(scope, SQLLOCK_ROW_LOCKS_EXCLUSIVE);
     sqllock_close(db);
 
     /* The live host first: the hosts after it are never needed. */
-    snprintf(hosts, sizeof hosts, "%s,127.0.0.1:%d", f->live, dead_port());
+    snprintf(hosts, sizeof hosts, "%s,127.0.0.1:%d", f->live, tu_dead_port());
     url_with_hosts(f, hosts, NULL, url, sizeof url);
     db = NULL;
-    ASSERT_RC(sqllock_open(url, NULL, &db), SQLLOCK_OK, db);
+    TU_ASSERT_RC(sqllock_open(url, NULL, &db), SQLLOCK_OK, db);
     lease_works(f, db, "livefirst");
     sqllock_close(db);
 }
@@ -349,7 +285,6 @@ static void test_multihost_E1_hung_first_host_then_live(void **state)
     sqllock_db *db = NULL;
     int64_t t0, took;
 
-    ONLY_NET(f, "hung_first_host_then_live");
     split_url(f);
     assert_int_equal(tu_proxy_start(&hung, f->live_host, f->live_port), 0);
     assert_int_equal(tu_proxy_freeze(&hung), 0);
@@ -359,7 +294,7 @@ static void test_multihost_E1_hung_first_host_then_live(void **state)
                    url, sizeof url);
     o.connect_timeout_ms = 1000;
     t0 = tu_now_ms();
-    ASSERT_RC(sqllock_open(url, &o, &db), SQLLOCK_OK, db);
+    TU_ASSERT_RC(sqllock_open(url, &o, &db), SQLLOCK_OK, db);
     took = tu_now_ms() - t0;
     printf("    %s: hung first host passed over, connected to the second "
            "in %lld ms (connect timeout 1000 ms per host)\n", f->drv,
@@ -376,7 +311,7 @@ static void test_multihost_E1_hung_first_host_then_live(void **state)
     url_with_hosts(f, hosts, NULL, url, sizeof url);
     db = NULL;
     t0 = tu_now_ms();
-    ASSERT_RC(sqllock_open(url, &o, &db), SQLLOCK_ECONNECT, db);
+    TU_ASSERT_RC(sqllock_open(url, &o, &db), SQLLOCK_ECONNECT, db);
     took = tu_now_ms() - t0;
     printf("    %s: two hung hosts: ECONNECT in %lld ms: %s\n", f->drv,
            (long long)took, sqllock_errmsg(db));
@@ -398,10 +333,9 @@ static void test_multihost_E1_all_hosts_dead(void **state)
     sqllock_options so = SQLLOCK_OPTIONS_INIT;
     int64_t t0, took;
 
-    ONLY_NET(f, "all_hosts_dead");
     split_url(f);
     for (i = 0; i < 3; i++)
-        ports[i] = dead_port();
+        ports[i] = tu_dead_port();
     if (strcmp(f->drv, "mysql") == 0)
         snprintf(hosts, sizeof hosts, "127.0.0.1:%d,127.0.0.1:%d,[::1]:%d",
                  ports[0], ports[1], ports[2]);
@@ -411,7 +345,7 @@ static void test_multihost_E1_all_hosts_dead(void **state)
     url_with_hosts(f, hosts, NULL, url, sizeof url);
     so.connect_timeout_ms = 3000;
     t0 = tu_now_ms();
-    ASSERT_RC(sqllock_open(url, &so, &db), SQLLOCK_ECONNECT, db);
+    TU_ASSERT_RC(sqllock_open(url, &so, &db), SQLLOCK_ECONNECT, db);
     took = tu_now_ms() - t0;
     if (took > 9000)
         fail_msg("the open of three dead hosts took %lld ms",
@@ -430,7 +364,7 @@ static void test_multihost_E1_all_hosts_dead(void **state)
     /* Every later call tries the list again and fails the same way. */
     {
         int scope = 7;
-        ASSERT_RC(sqllock_row_lock_scope(db, &scope), SQLLOCK_ECONNECT, db);
+        TU_ASSERT_RC(sqllock_row_lock_scope(db, &scope), SQLLOCK_ECONNECT, db);
         assert_int_equal(scope, 0);
         no_password(f, db);
     }
@@ -469,7 +403,6 @@ static void test_multihost_E2_malformed_host_lists(void **state)
     char hosts[600], url[4096];
     size_t i;
 
-    ONLY_NET(f, "malformed_host_lists");
     split_url(f);
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sqllock_db *db = NULL;
@@ -495,11 +428,11 @@ static void test_multihost_E2_malformed_host_lists(void **state)
         sqllock_options so = SQLLOCK_OPTIONS_INIT;
 
         for (i = 0; i < 15; i++)
-            p += sprintf(p, "127.0.0.1:%d,", dead_port());
+            p += sprintf(p, "127.0.0.1:%d,", tu_dead_port());
         sprintf(p, "%s", f->live);
         url_with_hosts(f, hosts, NULL, url, sizeof url);
         so.connect_timeout_ms = 2000;
-        ASSERT_RC(sqllock_open(url, &so, &db), SQLLOCK_OK, db);
+        TU_ASSERT_RC(sqllock_open(url, &so, &db), SQLLOCK_OK, db);
         sqllock_close(db);
     }
 }
@@ -521,7 +454,6 @@ static void test_multihost_E1_auth_error_stops_the_list(void **state)
     int lfd, port, cfd;
     char *colon;
 
-    ONLY_NET(f, "auth_error_stops_the_list");
     split_url(f);
     /* A listener that would see a connection if the list went on. */
     lfd = socket(AF_INET, SOCK_STREAM, 0);
@@ -535,7 +467,7 @@ static void test_multihost_E1_auth_error_stops_the_list(void **state)
     port = ntohs(sin.sin_port);
     fcntl(lfd, F_SETFL, O_NONBLOCK);
 
-    snprintf(dead, sizeof dead, "127.0.0.1:%d", dead_port());
+    snprintf(dead, sizeof dead, "127.0.0.1:%d", tu_dead_port());
     snprintf(hosts, sizeof hosts, "%s,%s,127.0.0.1:%d", dead, f->live, port);
     /* The same URL with a wrong password. */
     snprintf(prefix, sizeof prefix, "%s", f->prefix);
@@ -544,7 +476,7 @@ static void test_multihost_E1_auth_error_stops_the_list(void **state)
     snprintf(colon + 1, sizeof prefix - (size_t)(colon + 1 - prefix), "%s@",
              wrong);
     snprintf(url, sizeof url, "%s%s%s", prefix, hosts, f->rest);
-    ASSERT_RC(sqllock_open(url, NULL, &db), SQLLOCK_EPERM, db);
+    TU_ASSERT_RC(sqllock_open(url, NULL, &db), SQLLOCK_EPERM, db);
     expect_msg_any(db, "wrong password",
                    "Access denied|password authentication failed");
     expect_msg_any(db, "the host that refused", f->live);
@@ -584,7 +516,6 @@ static void test_multihost_E1_host_dies_then_next_host(void **state)
     sqllock_lease *l = NULL, *lo = NULL;
     int64_t token, id1, id2;
 
-    ONLY_NET(f, "host_dies_then_next_host");
     split_url(f);
     assert_int_equal(tu_proxy_start(&p1, f->live_host, f->live_port), 0);
     assert_int_equal(tu_proxy_start(&p2, f->live_host, f->live_port), 0);
@@ -593,37 +524,37 @@ static void test_multihost_E1_host_dies_then_next_host(void **state)
     url_with_hosts(f, hosts, strcmp(f->drv, "postgres") == 0
                                  ? "target_session_attrs=read-write" : NULL,
                    url, sizeof url);
-    ASSERT_RC(sqllock_open(url, NULL, &db), SQLLOCK_OK, db);
-    ASSERT_RC(sqllock_open(g_url, NULL, &other), SQLLOCK_OK, other);
+    TU_ASSERT_RC(sqllock_open(url, NULL, &db), SQLLOCK_OK, db);
+    TU_ASSERT_RC(sqllock_open(g_url, NULL, &other), SQLLOCK_OK, other);
     o.ttl_ms = 60000;
-    ASSERT_RC(sqllock_lease_new(db, lock_name(f, "dies"), &o, &l),
+    TU_ASSERT_RC(sqllock_lease_new(db, lock_name(f, "dies"), &o, &l),
               SQLLOCK_OK, db);
-    ASSERT_RC(sqllock_lease_new(other, lock_name(f, "dies"), &o, &lo),
+    TU_ASSERT_RC(sqllock_lease_new(other, lock_name(f, "dies"), &o, &lo),
               SQLLOCK_OK, other);
-    ASSERT_RC(sqllock_lease_try_acquire(l), SQLLOCK_OK, db);
+    TU_ASSERT_RC(sqllock_lease_try_acquire(l), SQLLOCK_OK, db);
     token = sqllock_lease_token(l);
-    id1 = backend_id(f, db);
+    id1 = tu_backend_id(db);
 
     /* The first host dies: the renewal goes on on the second. */
     tu_proxy_stop(&p1);
-    ASSERT_RC(sqllock_lease_renew(l), SQLLOCK_OK, db);
+    TU_ASSERT_RC(sqllock_lease_renew(l), SQLLOCK_OK, db);
     assert_true(sqllock_lease_held(l));
     assert_int_equal(sqllock_lease_count(l), 1);
     assert_int_equal(sqllock_lease_token(l), token);
-    ASSERT_RC(sqllock_lease_try_acquire(lo), SQLLOCK_BUSY, other);
-    id2 = backend_id(f, db);
+    TU_ASSERT_RC(sqllock_lease_try_acquire(lo), SQLLOCK_BUSY, other);
+    id2 = tu_backend_id(db);
     assert_true(id2 != id1);
 
     /* It is on the second host: cutting that one's connections is seen
      * by the release, whose retry connects again (the first host still
      * dead) and releases. */
     assert_int_equal(tu_proxy_cut(&p2), 0);
-    ASSERT_RC(sqllock_lease_release(l), SQLLOCK_OK, db);
+    TU_ASSERT_RC(sqllock_lease_release(l), SQLLOCK_OK, db);
     assert_int_equal(sqllock_lease_count(l), 0);
-    assert_true(backend_id(f, db) != id2);
-    ASSERT_RC(sqllock_lease_try_acquire(lo), SQLLOCK_OK, other);
+    assert_true(tu_backend_id(db) != id2);
+    TU_ASSERT_RC(sqllock_lease_try_acquire(lo), SQLLOCK_OK, other);
     assert_true(sqllock_lease_token(lo) > token);
-    ASSERT_RC(sqllock_lease_release(lo), SQLLOCK_OK, other);
+    TU_ASSERT_RC(sqllock_lease_release(lo), SQLLOCK_OK, other);
 
     sqllock_lease_free(l);
     sqllock_lease_free(lo);
@@ -635,8 +566,8 @@ static void test_multihost_E1_host_dies_then_next_host(void **state)
         int scope = 0;
         sqllock_close(db);
         db = NULL;
-        ASSERT_RC(sqllock_open(url, NULL, &db), SQLLOCK_ECONNECT, db);
-        ASSERT_RC(sqllock_row_lock_scope(db, &scope), SQLLOCK_ECONNECT, db);
+        TU_ASSERT_RC(sqllock_open(url, NULL, &db), SQLLOCK_ECONNECT, db);
+        TU_ASSERT_RC(sqllock_row_lock_scope(db, &scope), SQLLOCK_ECONNECT, db);
         no_password(f, db);
     }
     sqllock_close(db);
@@ -654,5 +585,8 @@ int main(void)
         cmocka_unit_test(test_multihost_E1_auth_error_stops_the_list),
         cmocka_unit_test(test_multihost_E1_host_dies_then_next_host),
     };
+    tu_not_on("sqlite", "test_multihost_E1_*", "SQLite has no hosts");
+    tu_not_on("sqlite", "test_multihost_E2_malformed_host_lists",
+              "SQLite has no hosts");
     return TU_RUN_PER_URL("multihost", &g_url, tests, setup, teardown);
 }

@@ -58,15 +58,6 @@
 #error "SQLLOCK_CLI_PATH must name the built sqllock tool"
 #endif
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
-
 #define ASSERT_RC(expr, want, db) EXPECT_RC((db), (expr), (want), #expr)
 
 static char g_dir[1024], g_script[1024];
@@ -74,7 +65,7 @@ static char g_tx[1024], g_tx_poll[1024], g_undeclared[1024];
 static char g_session[1024], g_tight[1024];
 static char g_pgpool_raw[1024], g_pgpool_sr[1024], g_pgpool_sr_poll[1024];
 static char g_direct[1024];
-static int g_slow = 1;           /* 4 under valgrind */
+static int g_slow = 1;           /* tu_slowdown() */
 
 /* ------------------------------------------------------------------ */
 
@@ -946,19 +937,13 @@ int main(void)
     };
     const char *dir = getenv("SQLLOCK_TEST_POOLERS_DIR");
     const char *scr = getenv("SQLLOCK_TEST_POOLERS_SCRIPT");
-    const char *ci = getenv("CI");
 
     if (dir == NULL || *dir == '\0' || scr == NULL || *scr == '\0' ||
-        strchr(dir, '\'') || strchr(scr, '\'')) {
-        printf("pooler: SKIPPED: SQLLOCK_TEST_POOLERS_DIR and "
-               "SQLLOCK_TEST_POOLERS_SCRIPT name no poolers "
-               "(scripts/poolers.sh start DIR SERVERS_DIR starts them)\n");
-        if (ci != NULL && strcmp(ci, "true") == 0) {
-            printf("pooler: CI=true, so a skipped pooler test fails\n");
-            return 1;
-        }
-        return 0;
-    }
+        strchr(dir, '\'') || strchr(scr, '\''))
+        return tu_unit_cannot_run("pooler", "SQLLOCK_TEST_POOLERS_DIR and "
+                                  "SQLLOCK_TEST_POOLERS_SCRIPT name no poolers "
+                                  "(scripts/poolers.sh start DIR SERVERS_DIR "
+                                  "starts them)");
     snprintf(g_dir, sizeof g_dir, "%s", dir);
     snprintf(g_script, sizeof g_script, "%s", scr);
     if (load_urls() != 0)
@@ -967,8 +952,10 @@ int main(void)
         printf("pooler: FAILED: this build has no postgres driver\n");
         return 1;
     }
-    g_slow = RUNNING_ON_VALGRIND ? 4 : 1;
+    g_slow = tu_slowdown();
     if (tu_init_schema(g_direct) != 0)
         return 1;
-    return cmocka_run_group_tests_name("pooler", tests, NULL, NULL);
+    return tu_unit_result("pooler", "postgres",
+                          cmocka_run_group_tests_name("pooler", tests, NULL,
+                                                      NULL));
 }

@@ -30,7 +30,7 @@
  * with %40 and %2F in the URL), made through the superuser access of the
  * servers scripts/servers.sh started ($SQLLOCK_TEST_SERVERS_DIR, which
  * scripts/test.sh exports). Without that access they use the test URL's
- * own password and say so; under CI=true that fails, as does a driver of
+ * own password and say so; under CI that fails, as does a driver of
  * the three without a URL. The tool starts with a minimal environment
  * (start()), and the runs' files are in a directory whose name holds no
  * "sqllock-test", so that nothing the test itself passes is taken for a
@@ -641,12 +641,6 @@ static char *runs_dir(void)
     return tu_strdup(buf);
 }
 
-static int ci(void)
-{
-    const char *v = getenv("CI");
-    return v != NULL && strcmp(v, "true") == 0;
-}
-
 /* Opens the superuser connection to the test URL's server, when
  * scripts/servers.sh started it: 1, or 0 with the reason in why[]. */
 static int open_admin(fixture *f, char *why, size_t why_size)
@@ -803,8 +797,8 @@ static int setup(void **state)
         printf("secrets [%s]: no superuser access (%s): the runs use the "
                "test URL's own password, not one with '@', ':' and '/'\n",
                f->drv, why);
-        if (ci()) {
-            fprintf(stderr, "secrets: CI=true, so this fails\n");
+        if (tu_ci()) {
+            fprintf(stderr, "secrets: under CI, so this fails\n");
             return -1;
         }
         if (strlen(f->pw) >= 4) {
@@ -823,7 +817,7 @@ static int setup(void **state)
         if (f->run_has_pw && f->run_forms.n == 0) {
             printf("secrets [%s]: nothing of the password can be told from "
                    "the test's own texts\n", f->drv);
-            if (ci())
+            if (tu_ci())
                 return -1;
         }
     }
@@ -1251,7 +1245,7 @@ int main(void)
      * required-drivers check of TU_RUN_PER_URL. (With SQLLOCK_TEST_DRIVER,
      * ctest's entry for one driver, that driver; the entries of the
      * others check theirs.) */
-    if (ci()) {
+    if (tu_ci()) {
         static const char *const all[] = { "sqlite", "postgres", "mysql" };
         const char *only = getenv("SQLLOCK_TEST_DRIVER");
         tu_urls urls;
@@ -1267,12 +1261,13 @@ int main(void)
                 }
                 if (!found)
                     snprintf(tu_missing_driver, sizeof tu_missing_driver,
-                             "%s (CI=true)", all[k]);
+                             "%s (under CI)", all[k]);
             }
             tu_urls_free(&urls);
         }
     }
     failed = cmocka_run_group_tests_name("secrets", pure, NULL, NULL);
-    failed |= TU_RUN_PER_URL("secrets", &g_url, tests, setup, teardown);
-    return failed != 0;
+    return tu_status_merge(failed != 0,
+                           TU_RUN_PER_URL("secrets", &g_url, tests, setup,
+                                          teardown));
 }

@@ -350,11 +350,11 @@ static void test_fault6_E1_disk_full_tmpfs(void **state)
 
     if (geteuid() != 0 ||
         mount("sqllock-test", dir, "tmpfs", 0, "size=1m,mode=0700") != 0) {
-        printf("    not on a real tmpfs: %s\n", geteuid() != 0 ?
-               "not root" : strerror(errno));
+        const char *why = geteuid() != 0 ? "not root" : strerror(errno);
         tu_rmdir(dir);
         free(dir);
-        skip();
+        tu_cannot_run("no tmpfs of 1 MB to fill (mounting one needs root): "
+                      "%s", why);
     }
     snprintf(url, sizeof url, "sqlite://%s/full.db", dir);
     snprintf(t.path, sizeof t.path, "%s/filler", dir);
@@ -490,6 +490,8 @@ int main(void)
         cmocka_unit_test(test_fault6_E1_read_only_file),
     };
 
-    return cmocka_run_group_tests_name("storage [sqlite]", tests,
-                                       install_full_vfs, NULL);
+    return tu_unit_result("storage", "sqlite",
+                          cmocka_run_group_tests_name("storage [sqlite]",
+                                                      tests, install_full_vfs,
+                                                      NULL));
 }

@@ -1,26 +1,16 @@
 /*
- * test_spawn.h -- running a program (the built `sqllock` tool) as a
- * separate process from a test: start it with stdin from /dev/null and
- * stdout and stderr in files, wait for it (with a deadline), read the
- * files back.
- *
- * Include after cmocka.h and test_util.h.
+ * spawn.c -- running a program as a separate process (test_spawn.h).
  */
-#ifndef SQLLOCK_TEST_SPAWN_H
-#define SQLLOCK_TEST_SPAWN_H
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/types.h>
-#include <sys/wait.h>
+#include "test_util.h"
+#include "test_spawn.h"
 
-extern char **environ;
-
-/* Reads up to size - 1 bytes of the file at `path` into buf, always
- * terminated; returns the bytes read (0, with buf "", when there is no
- * such file). */
-static inline size_t tu_read_file(const char *path, char *buf, size_t size)
+size_t tu_read_file(const char *path, char *buf, size_t size)
 {
     FILE *fp = fopen(path, "rb");
     size_t n = 0;
@@ -34,14 +24,7 @@ static inline size_t tu_read_file(const char *path, char *buf, size_t size)
     return n;
 }
 
-/* Starts argv[0] (a path) with the NULL-terminated argv, the environment
- * `envp`, stdin from /dev/null and stdout and stderr into the files
- * `out_path` and `err_path` (truncated). With `own_group`, the program
- * gets a process group of its own, as a job that cron or a
- * non-interactive script starts is never the foreground of a terminal,
- * whatever terminal the tests run under. Returns its pid; fails the test
- * when it cannot start. */
-static inline pid_t tu_spawn_env(const char *const *argv,
+pid_t tu_spawn_env(const char *const *argv,
                                  char *const *envp, const char *out_path,
                                  const char *err_path, int own_group)
 {
@@ -84,24 +67,20 @@ static inline pid_t tu_spawn_env(const char *const *argv,
     return pid;
 }
 
-/* tu_spawn_env() with this process's environment. */
-static inline pid_t tu_spawn(const char *const *argv, const char *out_path,
+pid_t tu_spawn(const char *const *argv, const char *out_path,
                              const char *err_path, int own_group)
 {
     return tu_spawn_env(argv, environ, out_path, err_path, own_group);
 }
 
-/* The status waitpid() reported, as one number: the exit code, or 1000 +
- * the signal that killed it. */
-static inline int tu_exit_code(int st)
+int tu_exit_code(int st)
 {
     if (WIFEXITED(st))
         return WEXITSTATUS(st);
     return 1000 + WTERMSIG(st);
 }
 
-/* Waits for `pid` to end and returns tu_exit_code() of it. */
-static inline int tu_wait(pid_t pid)
+int tu_wait(pid_t pid)
 {
     int st = 0;
 
@@ -112,9 +91,7 @@ static inline int tu_wait(pid_t pid)
     return tu_exit_code(st);
 }
 
-/* Waits up to `ms` for `pid` to end: returns tu_exit_code() of it, or -1
- * when it is still running then (it is left running). */
-static inline int tu_wait_for(pid_t pid, int64_t ms)
+int tu_wait_for(pid_t pid, int64_t ms)
 {
     int64_t end = tu_now_ms() + ms;
     int st = 0;
@@ -132,9 +109,7 @@ static inline int tu_wait_for(pid_t pid, int64_t ms)
     }
 }
 
-/* Kills `pid` (and its process group, when it leads one) and reaps it;
- * for cleaning up after a failed check. Harmless when it has ended. */
-static inline void tu_kill_wait(pid_t pid)
+void tu_kill_wait(pid_t pid)
 {
     int st;
 
@@ -143,5 +118,3 @@ static inline void tu_kill_wait(pid_t pid)
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
 }
-
-#endif /* SQLLOCK_TEST_SPAWN_H */

@@ -1,36 +1,18 @@
 /*
- * test_util.h -- helpers shared by the sqllock tests: temporary
- * directories, the list of database URLs the driver-neutral tests run on,
- * the few statements of the tests' own that differ per driver, and a
- * lookup of one row through sqllock_list().
- *
- * Everything here is `static inline` so that each test file takes only
- * what it uses. Include <cmocka.h> (with its prerequisites) first.
+ * util.c -- the harness's temporary directories, URL list, per-unit
+ * databases, the tests' own SQL and the lease-table lookup (test_util.h).
  */
-#ifndef SQLLOCK_TEST_UTIL_H
-#define SQLLOCK_TEST_UTIL_H
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
 
-#include <ctype.h>
-#include <dirent.h>
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
+#include "test_util.h"
 
-#include "internal.h"
-#include "sqllock.h"
+char tu_empty_mysql[72] = TU_EMPTY_NAME;
 
-/* ------------------------------------------------------------------ */
-/* Temporary directories                                               */
-/* ------------------------------------------------------------------ */
-
-/* Makes a fresh directory under $TMPDIR (or /tmp); returns a malloc'd
- * path or NULL. */
-static inline char *tu_mkdtemp(void)
+char *tu_mkdtemp(void)
 {
     const char *base = getenv("TMPDIR");
     char buf[4096];
@@ -47,9 +29,7 @@ static inline char *tu_mkdtemp(void)
     return res;
 }
 
-/* Removes the files in `dir` (not recursive: the tests make only files
- * there) and the directory itself. */
-static inline void tu_rmdir(const char *dir)
+void tu_rmdir(const char *dir)
 {
     DIR *d;
     struct dirent *e;
@@ -70,20 +50,7 @@ static inline void tu_rmdir(const char *dir)
     rmdir(dir);
 }
 
-/* ------------------------------------------------------------------ */
-/* URLs to test against                                                */
-/* ------------------------------------------------------------------ */
-
-#define TU_MAX_URLS 16
-
-typedef struct tu_urls {
-    int n;
-    char *url[TU_MAX_URLS];
-    char *tmpdir;              /* made when SQLLOCK_TEST_URLS is unset */
-    int filtered;              /* URLs SQLLOCK_TEST_DRIVER left out */
-} tu_urls;
-
-static inline char *tu_strdup(const char *s)
+char *tu_strdup(const char *s)
 {
     char *r = malloc(strlen(s) + 1);
     if (r != NULL)
@@ -91,39 +58,7 @@ static inline char *tu_strdup(const char *s)
     return r;
 }
 
-static inline const char *tu_url_driver(const char *url);
-static inline void tu_urls_free(tu_urls *u);
-
-/*
- * Isolation for parallel runs (ctest -j; scripts/test.sh). Three
- * variables, all optional:
- *
- *   SQLLOCK_TEST_DRIVER=D      only the URLs of driver D (sqlite, postgres,
- *                              mysql) are tested: ctest has one entry per
- *                              unit and driver, test_<unit>_<driver>
- *                              (tests/CMakeLists.txt sets it)
- *   SQLLOCK_TEST_DB_PER_UNIT=TAG
- *                              every unit gets its own database on each
- *                              server: a URL's database DB becomes
- *                              TAG_UNIT_DB (u_UNIT_DB when TAG is 1),
- *                              created when missing -- the user needs
- *                              CREATEDB on PostgreSQL, and on MySQL all
- *                              rights on `%\_DB` (scripts/servers.sh grants
- *                              both; the name ends with DB so that no name
- *                              with more after it is granted, which
- *                              test_hostile relies on) -- and a SQLite
- *                              file F.db becomes F-TAG-UNIT.db.
- *                              Unset, empty or 0: the URLs as given.
- *                              Units (and builds, by their TAG) that share
- *                              no database can run at the same time;
- *                              what is server-wide stays serial in ctest.
- *   SQLLOCK_TEST_UNIT=U        the unit's name in those database names
- *                              (ctest sets it; default: the program's name
- *                              without "test_")
- */
-
-/* The unit's name: lower-case letters, digits and '_', at most 31. */
-static inline const char *tu_unit_name(void)
+const char *tu_unit_name(void)
 {
     extern char *program_invocation_short_name;   /* glibc */
     static char unit[32];
@@ -145,10 +80,7 @@ static inline const char *tu_unit_name(void)
     return unit;
 }
 
-/* SQLLOCK_TEST_DB_PER_UNIT: NULL when off, "" for 1, else the tag
- * (letters and digits only; anything else turns it off with a
- * message). */
-static inline const char *tu_db_tag(void)
+const char *tu_db_tag(void)
 {
     const char *t = getenv("SQLLOCK_TEST_DB_PER_UNIT");
     size_t i;
@@ -166,9 +98,7 @@ static inline const char *tu_db_tag(void)
     return t;
 }
 
-/* Rewrites `url` into out[] for its unit's own database (see above).
- * Returns 0, or -1 with the reason in why[]. */
-static inline int tu_url_per_unit(const char *url, const char *tag,
+int tu_url_per_unit(const char *url, const char *tag,
                                   const char *unit, char *out, size_t size,
                                   char *why, size_t why_size)
 {
@@ -222,8 +152,7 @@ static inline int tu_url_per_unit(const char *url, const char *tag,
     return 0;
 }
 
-/* The database name of a server URL (PostgreSQL, MySQL) into out[]. */
-static inline void tu_url_dbname(const char *url, char *out, size_t size)
+void tu_url_dbname(const char *url, char *out, size_t size)
 {
     const char *a = strstr(url, "://");
     const char *db = a != NULL ? strchr(a + 3, '/') : NULL;
@@ -232,10 +161,7 @@ static inline void tu_url_dbname(const char *url, char *out, size_t size)
     snprintf(out, size, "%.*s", (int)n, db != NULL ? db + 1 : "");
 }
 
-/* Creates the database of `unit_url` when missing, connecting with
- * `base_url` (the URL as given, whose database exists). 0, or -1 with
- * the reason in why[]. */
-static inline int tu_unit_db_create(const char *base_url, const char *unit_url,
+int tu_unit_db_create(const char *base_url, const char *unit_url,
                                     char *why, size_t why_size)
 {
     const char *drv = tu_url_driver(base_url);
@@ -283,13 +209,7 @@ static inline int tu_unit_db_create(const char *base_url, const char *unit_url,
     return rc == SQLLOCK_OK ? 0 : -1;
 }
 
-/* Fills `u` from SQLLOCK_TEST_URLS (space-separated), or, when that is
- * unset or blank, with one fresh temporary SQLite file; then applies
- * SQLLOCK_TEST_DRIVER and SQLLOCK_TEST_DB_PER_UNIT (above). Returns 0, or
- * -1 (saying why on stderr, with `u` emptied) when a temporary directory
- * or a unit's database cannot be made. */
-static inline int tu_urls_load_(tu_urls *u);
-static inline int tu_urls_load(tu_urls *u)
+int tu_urls_load(tu_urls *u)
 {
     if (tu_urls_load_(u) == 0)
         return 0;
@@ -297,7 +217,7 @@ static inline int tu_urls_load(tu_urls *u)
     return -1;
 }
 
-static inline int tu_urls_load_(tu_urls *u)
+int tu_urls_load_(tu_urls *u)
 {
     const char *env = getenv("SQLLOCK_TEST_URLS");
     const char *only = getenv("SQLLOCK_TEST_DRIVER");
@@ -371,11 +291,7 @@ static inline int tu_urls_load_(tu_urls *u)
     return 0;
 }
 
-/* 1 when `url` goes through a connection pooler (pooler= other than
- * none, tests/pooled.sh): the server connection is the pooler's, so
- * backend ids, startup options and application names are not the
- * client's own. */
-static inline int tu_url_pooled(const char *url)
+int tu_url_pooled(const char *url)
 {
     const char *p = strstr(url, "pooler=");
 
@@ -383,7 +299,7 @@ static inline int tu_url_pooled(const char *url)
            strncmp(p + 7, "none", 4) != 0;
 }
 
-static inline void tu_urls_free(tu_urls *u)
+void tu_urls_free(tu_urls *u)
 {
     int i;
 
@@ -396,10 +312,7 @@ static inline void tu_urls_free(tu_urls *u)
     memset(u, 0, sizeof *u);
 }
 
-/* The driver a URL's scheme names ("sqlite", "postgres", "mysql"), or
- * NULL for a scheme sqllock does not ship. Used only to check
- * SQLLOCK_TEST_REQUIRE before anything is opened. */
-static inline const char *tu_url_driver(const char *url)
+const char *tu_url_driver(const char *url)
 {
     static const struct { const char *scheme, *driver; } map[] = {
         { "sqlite", "sqlite" },     { "postgres", "postgres" },
@@ -416,9 +329,7 @@ static inline const char *tu_url_driver(const char *url)
     return NULL;
 }
 
-/* 1 when the driver name `p` (len bytes; "postgresql" and "mariadb" are
- * aliases) is `driver`. */
-static inline int tu_driver_is(const char *p, size_t len, const char *driver)
+int tu_driver_is(const char *p, size_t len, const char *driver)
 {
     if (strlen(driver) == len && strncmp(p, driver, len) == 0)
         return 1;
@@ -429,13 +340,7 @@ static inline int tu_driver_is(const char *p, size_t len, const char *driver)
     return 0;
 }
 
-/* Checks SQLLOCK_TEST_REQUIRE (comma-separated driver names) against the
- * URL list. Returns 0 when every required driver has a URL; otherwise
- * writes the first missing driver into missing[] and returns -1. A
- * driver that is required but not tested is a failed run, never a skip.
- * With SQLLOCK_TEST_DRIVER only that driver is checked (the entries of
- * the other drivers check theirs). */
-static inline int tu_check_required(const tu_urls *u, char *missing,
+int tu_check_required(const tu_urls *u, char *missing,
                                     size_t missing_size)
 {
     const char *req = getenv("SQLLOCK_TEST_REQUIRE");
@@ -479,24 +384,7 @@ static inline int tu_check_required(const tu_urls *u, char *missing,
     return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* The tests' own SQL, per driver                                      */
-/* ------------------------------------------------------------------ */
-
-/* The placeholders and DDL differ per database; lock logic never lives
- * here, only the few statements the tests run to set up or to sabotage
- * (delete a lease row by hand). */
-typedef struct tu_sql {
-    const char *driver;
-    const char *delete_lease;     /* 1 name */
-    const char *counter_ddl;
-    const char *counter_insert;   /* 1 id */
-    const char *counter_read;     /* 1 id -> value */
-    const char *counter_write;    /* 1 value, 2 id */
-    const char *counter_delete;   /* 1 id */
-} tu_sql;
-
-static inline const tu_sql *tu_sql_for(const char *driver)
+const tu_sql *tu_sql_for(const char *driver)
 {
     static const tu_sql table[] = {
         { "sqlite",
@@ -534,42 +422,14 @@ static inline const tu_sql *tu_sql_for(const char *driver)
     return NULL;
 }
 
-/* The application table of the fenced-write tests (test_faults,
- * test_soak): the row keeps the largest token that wrote it. The same
- * DDL runs on all three; its name is not test_reaper's sqllock_test_fenced,
- * which has other columns. */
-#define TU_FENCED_TABLE "sqllock_test_fenced_write"
-static const char TU_FENCED_DDL[] =
-    "CREATE TABLE IF NOT EXISTS " TU_FENCED_TABLE " ("
-    "id BIGINT PRIMARY KEY, val BIGINT NOT NULL, fence BIGINT, "
-    "ver BIGINT NOT NULL DEFAULT 0)";
-
-/* INSERT of a new row (1 id; val 0, no fence yet) in `driver`'s
- * placeholders. */
-static inline const char *tu_fenced_insert(const char *driver)
+const char *tu_fenced_insert(const char *driver)
 {
     return strcmp(driver, "postgres") == 0
         ? "INSERT INTO " TU_FENCED_TABLE " (id, val) VALUES ($1, 0)"
         : "INSERT INTO " TU_FENCED_TABLE " (id, val) VALUES (?, 0)";
 }
 
-/* ------------------------------------------------------------------ */
-/* Looking at the lease table                                          */
-/* ------------------------------------------------------------------ */
-
-typedef struct tu_row {
-    const char *want;          /* the name looked for */
-    int found;
-    int rows;                  /* all rows seen */
-    char owner[SQLLOCK_OWNER_LEN + 8];
-    char holder[SQLLOCK_HOLDER_MAX + 8];
-    int64_t token;
-    int64_t acquired_at_ms;
-    int64_t expires_at_ms;
-    int64_t remaining_ms;
-} tu_row;
-
-static inline int tu_row_cb(void *ctx, const sqllock_lease_info *info)
+int tu_row_cb(void *ctx, const sqllock_lease_info *info)
 {
     tu_row *r = ctx;
 
@@ -588,27 +448,21 @@ static inline int tu_row_cb(void *ctx, const sqllock_lease_info *info)
     return 0;
 }
 
-/* Looks `name` up through sqllock_list(); returns sqllock_list's status.
- * r->found counts rows with exactly that name (so 0 or 1). */
-static inline int tu_find(sqllock_db *db, const char *name, tu_row *r)
+int tu_find(sqllock_db *db, const char *name, tu_row *r)
 {
     memset(r, 0, sizeof *r);
     r->want = name;
     return sqllock_list(db, tu_row_cb, r);
 }
 
-/* ------------------------------------------------------------------ */
-/* Small things                                                        */
-/* ------------------------------------------------------------------ */
-
-static inline int64_t tu_now_ms(void)
+int64_t tu_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static inline void tu_sleep_ms(int64_t ms)
+void tu_sleep_ms(int64_t ms)
 {
     struct timespec ts;
     ts.tv_sec = (time_t)(ms / 1000);
@@ -617,7 +471,7 @@ static inline void tu_sleep_ms(int64_t ms)
         ;
 }
 
-static inline void tu_sleep_us(long us)
+void tu_sleep_us(long us)
 {
     struct timespec ts;
     ts.tv_sec = us / 1000000;
@@ -626,8 +480,7 @@ static inline void tu_sleep_us(long us)
         ;
 }
 
-/* 1 if `hay` contains `needle`, ignoring ASCII case. */
-static inline int tu_contains_ci(const char *hay, const char *needle)
+int tu_contains_ci(const char *hay, const char *needle)
 {
     size_t n = strlen(needle), i;
 
@@ -646,8 +499,7 @@ static inline int tu_contains_ci(const char *hay, const char *needle)
     return 0;
 }
 
-/* 1 if `s` is exactly SQLLOCK_OWNER_LEN hexadecimal digits. */
-static inline int tu_is_owner_id(const char *s)
+int tu_is_owner_id(const char *s)
 {
     size_t i;
 
@@ -659,50 +511,26 @@ static inline int tu_is_owner_id(const char *s)
     return 1;
 }
 
-/* ------------------------------------------------------------------ */
-/* Which drivers ran                                                   */
-/* ------------------------------------------------------------------ */
-
-/* Appends "UNIT DRIVER" to the file named by SQLLOCK_TEST_REPORT, if set.
- * A test calls it once a driver's group has passed, so that
- * scripts/test.sh can say which drivers were really tested (and fail a
- * run that left a required one out). */
-static inline void tu_report_driver(const char *unit, const char *driver)
+void tu_report_driver(const char *unit, const char *driver)
 {
     const char *path = getenv("SQLLOCK_TEST_REPORT");
     FILE *fp;
 
+    (void)unit;
     if (path == NULL || *path == '\0' || driver == NULL)
         return;
     fp = fopen(path, "a");
     if (fp != NULL) {
-        fprintf(fp, "%s %s\n", unit, driver);
+        const char *entry = getenv("SQLLOCK_TEST_UNIT");
+        /* As ctest gives it (reaper_P2), not as the database names take
+         * it (tu_unit_name() folds it to lower case). */
+        fprintf(fp, "%s %s\n", entry != NULL && *entry != '\0'
+                                    ? entry : tu_unit_name(), driver);
         fclose(fp);
     }
 }
 
-/* ------------------------------------------------------------------ */
-/* An empty target: a database without the sqllock tables              */
-/* ------------------------------------------------------------------ */
-
-/* The empty targets: on PostgreSQL the schema sqllock_empty in the test
- * database (reached with search_path), on MySQL/MariaDB the database
- * sqllock_empty (with SQLLOCK_TEST_DB_PER_UNIT, the unit's database name
- * followed by _empty); scripts/servers.sh makes both or lets the sqllock
- * user create them, and that user may drop and re-create them. On SQLite,
- * a fresh file in `dir`. */
-#define TU_EMPTY_NAME "sqllock_empty"
-
-/* The MySQL database that tu_empty_target() last chose: sqllock_empty, or
- * with SQLLOCK_TEST_DB_PER_UNIT the unit's own, TAG_UNIT_sqllock_empty
- * (a database is server-wide on MySQL, so units running at once each
- * need their own). */
-static char tu_empty_mysql[72] = TU_EMPTY_NAME;
-
-/* Empties the empty target again (drops it and creates it afresh) through
- * `db`, a handle on the test database itself (not on the empty target).
- * Returns the status of the failing statement, or SQLLOCK_OK. */
-static inline int tu_empty_target_reset(sqllock_db *db)
+int tu_empty_target_reset(sqllock_db *db)
 {
     const char *drv = sqllock_db_driver(db);
     int rc;
@@ -728,11 +556,7 @@ static inline int tu_empty_target_reset(sqllock_db *db)
     return SQLLOCK_OK;
 }
 
-/* Makes the URL of an empty target next to `url` (whose open handle is
- * `db`) in out[], emptied and ready. Returns 1 when it is ready; 0 when
- * this database offers none (the user may not create the schema or
- * database), with the reason in why[] for a clear skip message. */
-static inline int tu_empty_target(sqllock_db *db, const char *url,
+int tu_empty_target(sqllock_db *db, const char *url,
                                   const char *dir, char *out, size_t size,
                                   char *why, size_t why_size)
 {
@@ -790,10 +614,7 @@ static inline int tu_empty_target(sqllock_db *db, const char *url,
     return 1;
 }
 
-/* In the output of `sqllock acquire`: finds "KEY=value" at the start of a
- * line of `text` and copies the value, without surrounding single or
- * double quotes, into val. */
-static inline int tu_get_var(const char *text, const char *key, char *val,
+int tu_get_var(const char *text, const char *key, char *val,
                              size_t size)
 {
     size_t klen = strlen(key);
@@ -819,5 +640,3 @@ static inline int tu_get_var(const char *text, const char *key, char *val,
     }
     return 0;
 }
-
-#endif /* SQLLOCK_TEST_UTIL_H */

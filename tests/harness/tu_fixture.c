@@ -1,0 +1,178 @@
+/*
+ * tu_fixture.c -- helpers of the tests that drive servers, proxies and
+ * child processes (tu_fixture.h).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_util.h"
+#include "test_spawn.h"
+
+int64_t tu_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int tu_url_split(const char *url, tu_url_parts *p)
+{
+    const char *auth = strstr(url, "://");
+    const char *at = NULL, *colon, *slash, *q;
+
+    memset(p, 0, sizeof *p);
+    if (auth == NULL)
+        return -1;
+    auth += 3;
+    slash = auth + strcspn(auth, "/?");
+    for (q = auth; q < slash; q++)
+        if (*q == '@')
+            at = q;
+    if (at == NULL)
+        return -1;
+    colon = memchr(auth, ':', (size_t)(at - auth));
+    p->pass_at = p->pass_end = (size_t)(at - url);
+    if (colon != NULL)
+        p->pass_at = (size_t)(colon + 1 - url);
+    p->host_at = (size_t)(at + 1 - url);
+    p->path_at = (size_t)(slash - url);
+    p->db_end = p->path_at + strcspn(url + p->path_at, "?");
+    return 0;
+}
+
+int tu_dead_port(void)
+{
+    struct sockaddr_in sin;
+    socklen_t len = sizeof sin;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    assert_true(fd >= 0);
+    memset(&sin, 0, sizeof sin);
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+    port = ntohs(sin.sin_port);
+    close(fd);
+    return port;
+}
+
+int64_t tu_backend_id(sqllock_db *db)
+{
+    int64_t id = 0;
+    int has_row = 0;
+
+    TU_ASSERT_RC(sqllock__exec_sql(db, strcmp(sqllock_db_driver(db),
+                                           "postgres") == 0
+                                        ? "SELECT pg_backend_pid()"
+                                        : "SELECT CONNECTION_ID()",
+                                NULL, 0, &has_row, &id, NULL),
+              SQLLOCK_OK, db);
+    assert_true(has_row && id > 0);
+    return id;
+}
+
+sqllock_db *tu_open_or_fail(const char *url)
+{
+    sqllock_db *db = NULL;
+    int rc = sqllock_open(url, NULL, &db);
+
+    if (rc != SQLLOCK_OK) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s", sqllock_errmsg(db));
+        sqllock_close(db);
+        fail_msg("open: %s: %s", sqllock_errname(rc), msg);
+    }
+    return db;
+}
+
+int tu_run_script(const char *script, const char *cmd, const char *dir,
+                  const char *arg)
+{
+    char buf[9000];
+
+    snprintf(buf, sizeof buf, "bash '%s' %s '%s' %s >&2", script, cmd, dir,
+             arg != NULL ? arg : "");
+    fflush(stdout);
+    fflush(stderr);
+    return system(buf);
+}
+
+pid_t tu_fork_child(int (*fn)(void *), void *arg, unsigned alarm_s)
+{
+    pid_t pid;
+
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid == 0) {
+        int rc;
+        alarm(alarm_s);
+        srand((unsigned)getpid());
+        rc = fn(arg);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(rc);
+    }
+    if (pid < 0)
+        printf("    fork: %s\n", strerror(errno));
+    return pid;
+}
+
+int tu_reap_children(pid_t *pids, int n, int64_t ms, void (*on_hang)(void))
+{
+    int64_t end = tu_now_ms() + ms;
+    int i, bad = 0;
+
+    for (i = 0; i < n; i++) {
+        int64_t left = end - tu_now_ms();
+        int code;
+        if (pids[i] <= 0)
+            continue;
+        code = tu_wait_for(pids[i], left > 0 ? left : 0);
+        if (code == -1) {
+            if (on_hang != NULL)
+                on_hang();
+            printf("    child %d (pid %ld) did not finish in time: killed\n",
+                   i, (long)pids[i]);
+            tu_kill_wait(pids[i]);
+            bad++;
+        } else if (code != 0) {
+            printf("    child %d (pid %ld) ended with %s %d\n", i,
+                   (long)pids[i], code >= 1000 ? "signal" : "status",
+                   code >= 1000 ? code - 1000 : code);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+void tu_print_statuses(const char *label, int width, const int64_t *by,
+                       int n)
+{
+    char buf[600];
+    size_t len = 0;
+    int s;
+
+    buf[0] = '\0';
+    for (s = 0; s < n; s++)
+        if (by[s] > 0 && len < sizeof buf - 60)
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s %lld",
+                                    len ? ", " : "", sqllock_errname(s) + 8,
+                                    (long long)by[s]);
+    if (len > 0)
+        printf("    %-*s %s\n", width, label, buf);
+}

@@ -1,0 +1,76 @@
+/*
+ * tu_fixture.h -- helpers of the tests that drive servers, proxies and
+ * child processes (test_restart, test_galera, test_failover,
+ * test_multihost, test_netbad and others), kept once here instead of a
+ * copy in each.
+ *
+ * Include after cmocka.h (test_util.h includes it).
+ */
+#ifndef SQLLOCK_TU_FIXTURE_H
+#define SQLLOCK_TU_FIXTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sqllock.h"
+
+/* Fails the test unless `expr` is `want`, naming the expression and the
+ * message on `db`. */
+#define TU_ASSERT_RC(expr, want, db)                                              \
+    do {                                                                       \
+        int rc_ = (expr);                                                      \
+        if (rc_ != (want))                                                     \
+            fail_msg("%s = %s, want %s (%s)", #expr, sqllock_errname(rc_),     \
+                     sqllock_errname(want), sqllock_errmsg(db));               \
+    } while (0)
+
+/* CLOCK_MONOTONIC in microseconds. */
+int64_t tu_now_us(void);
+
+/* The parts of a server URL "scheme://user:pass@host:port,.../db?query",
+ * as offsets into it: [pass_at, pass_end) the password (empty when
+ * none), [host_at, path_at) the host list, [path_at, db_end) "/db", and
+ * from db_end the query. */
+typedef struct tu_url_parts {
+    size_t pass_at, pass_end;
+    size_t host_at, path_at;
+    size_t db_end;
+} tu_url_parts;
+
+/* Splits `url` (which must have a user@ part); -1 when it has none. */
+int tu_url_split(const char *url, tu_url_parts *p);
+
+/* A loopback port that nothing listens on: bound, then closed. */
+int tu_dead_port(void);
+
+/* The server's id of the connection behind `db` (pg_backend_pid() on
+ * PostgreSQL, CONNECTION_ID() on MySQL). */
+int64_t tu_backend_id(sqllock_db *db);
+
+/* Opens `url`, failing the test (with the reason) when it cannot. */
+sqllock_db *tu_open_or_fail(const char *url);
+
+/* Runs `bash 'SCRIPT' CMD 'DIR' [ARG]` (a fixture script such as
+ * scripts/galera.sh, its output on stderr); returns system()'s status. */
+int tu_run_script(const char *script, const char *cmd, const char *dir,
+                  const char *arg);
+
+/* Forks a child that runs fn(arg) under alarm(alarm_s) (so that a child
+ * that hangs ends even if the parent is gone) and _exits with what fn
+ * returned. Flushes stdio first. Returns the pid, or -1 (saying why). */
+pid_t tu_fork_child(int (*fn)(void *), void *arg, unsigned alarm_s);
+
+/* Waits up to `ms` in all for the children pids[0..n) (a pid <= 0 is
+ * skipped); kills and reaps those still running then, calling on_hang
+ * (may be NULL) first to say what they were doing. Returns how many hung
+ * or ended with a status other than 0, after printing each. */
+int tu_reap_children(pid_t *pids, int n, int64_t ms,
+                     void (*on_hang)(void));
+
+/* Prints "    LABEL  OK 120, ECONNECT 4, ..." for the statuses counted
+ * in by[0..n) that are not 0; `width` pads the label. */
+void tu_print_statuses(const char *label, int width, const int64_t *by,
+                       int n);
+
+#endif /* SQLLOCK_TU_FIXTURE_H */
