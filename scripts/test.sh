@@ -99,7 +99,8 @@ stages_init "$stages_tmp"
 stage "install packages"
 ensure_packages "${BUILD_PACKAGES[@]}" libcmocka-dev valgrind faketime jq \
   postgresql mariadb-server galera-4 rsync iproute2 libpq-dev \
-  default-libmysqlclient-dev pgbouncer pgpool2 man-db
+  default-libmysqlclient-dev pgbouncer pgpool2 man-db \
+  libhiredis-dev redis-server
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
   ensure_packages clang libclang-rt-dev
