@@ -116,6 +116,7 @@ write_cnf() {    # write_cnf DIR I
 [mariadbd]
 $user_line
 datadir = $nd/data
+tmpdir = $nd/tmp
 socket = $nd/sock
 port = $sqlp
 bind-address = 127.0.0.1
@@ -195,13 +196,14 @@ start_cluster() {
   mkdir -p "$dir"; chmod 755 "$dir"
   for n in 1 2 3; do
     rm -rf "$dir/n$n"
-    mkdir -p "$dir/n$n/data" || return 1
+    mkdir -p "$dir/n$n/data" "$dir/n$n/tmp" || return 1
     write_cnf "$dir" "$n" || return 1
     if [ "$(id -u)" -eq 0 ]; then chown -R mysql: "$dir/n$n"; fi
   done
   [ "$(id -u)" -eq 0 ] && user_opt=(--user=mysql)
   # Only node 1 gets a data directory; 2 and 3 receive theirs by SST.
   mariadb-install-db --no-defaults "${user_opt[@]}" --datadir="$dir/n1/data" \
+    --tmpdir="$dir/n1/tmp" \
     --auth-root-authentication-method=socket --skip-test-db \
     >"$dir/n1/install.log" 2>&1 || { cat "$dir/n1/install.log" >&2; return 1; }
   # Each step says `|| return 1`: start_cluster runs on the left of ||,

@@ -102,9 +102,14 @@ restart_pg() {   # restart_pg DIR [immediate]
 
 start_my() {
   local dir=$1/my user_opt=()
-  mkdir -p "$dir"
-  if [ "$(id -u)" -eq 0 ]; then chown mysql: "$dir"; user_opt=(--user=mysql); fi
+  # A temporary directory of its own: a MariaDB server deletes every
+  # '#sql*' file in its tmpdir when it starts, and with the shared /tmp one
+  # starting beside another's mariadb-install-db broke that bootstrap
+  # ("Error on delete of '/tmp/#sql-temptable-...'").
+  mkdir -p "$dir/tmp"
+  if [ "$(id -u)" -eq 0 ]; then chown mysql: "$dir" "$dir/tmp"; user_opt=(--user=mysql); fi
   mariadb-install-db --no-defaults "${user_opt[@]}" --datadir="$dir/data" \
+    --tmpdir="$dir/tmp" \
     --auth-root-authentication-method=socket --skip-test-db >"$dir/install.log" 2>&1 \
     || { cat "$dir/install.log"; return 1; }
   echo "$MY_PORT" > "$dir/port"
@@ -134,7 +139,7 @@ run_my() {
   port=$(cat "$dir/port")
   [ "$(id -u)" -eq 0 ] && user_opt=(--user=mysql)
   mariadbd --no-defaults "${user_opt[@]}" --datadir="$dir/data" \
-    --socket="$dir/sock" --port="$port" --bind-address=127.0.0.1 \
+    --tmpdir="$dir/tmp" --socket="$dir/sock" --port="$port" --bind-address=127.0.0.1 \
     --pid-file="$dir/mariadbd.pid" --log-error="$dir/server.log" \
     --innodb-buffer-pool-size=64M --max-connections=400 \
     --skip-name-resolve >/dev/null 2>&1 </dev/null &

@@ -170,7 +170,8 @@ HBA
 
 start_my() {
   local dir=$1/my port=$2 user_opt=() i
-  mkdir -p "$dir"; own "$dir" mysql
+  # tmpdir of its own: see servers.sh's start_my.
+  mkdir -p "$dir/tmp"; own "$dir" mysql; own "$dir/tmp" mysql
   [ "$(id -u)" -eq 0 ] && user_opt=(--user=mysql)
   cp "$1/certs/server.crt" "$1/certs/server.key" "$dir/"
   own "$dir/server.crt" "$dir/server.key" mysql
@@ -181,6 +182,7 @@ start_my() {
   cat > "$dir/my.cnf" <<CNF
 [mariadbd]
 datadir = $dir/data
+tmpdir = $dir/tmp
 socket = $dir/sock
 port = $port
 bind-address = 127.0.0.1,127.0.0.2
@@ -201,6 +203,7 @@ CNF
   # The system tables are made without this file: with its autocommit=0
   # the bootstrap would commit nothing.
   mariadb-install-db --no-defaults "${user_opt[@]}" --datadir="$dir/data" \
+    --tmpdir="$dir/tmp" \
     --auth-root-authentication-method=socket --skip-test-db \
     >"$dir/install.log" 2>&1 || { cat "$dir/install.log" >&2; return 1; }
   mariadbd --defaults-file="$dir/my.cnf" "${user_opt[@]}" >/dev/null 2>&1 </dev/null &
