@@ -286,7 +286,7 @@ static void *waiter_main(void *p)
     }
     atomic_store(&w->started, 1);
     if (rc == SQLLOCK_OK)
-        rc = sqllock_lease_acquire(l, 60000);
+        rc = sqllock_lease_acquire(l, 60000 * (int64_t)g_slow);
     atomic_store(&w->got_at, tu_now_ms());
     if (rc == SQLLOCK_OK)
         rc = sqllock_lease_release(l);
@@ -303,7 +303,9 @@ static int64_t handoff_ms(const char *url, const char *wurl, const char *name,
                           int64_t backoff_ms)
 {
     sqllock_db *db = open_url(url);
-    sqllock_lease *l = new_lease(db, name, 30000, 0);
+    /* Longer than the sleep below, whatever the slowdown (32 under
+     * valgrind on a loaded machine: a 30 s lease expired in the 32 s). */
+    sqllock_lease *l = new_lease(db, name, 30000 * (int64_t)g_slow, 0);
     waiter *w = calloc(1, sizeof *w);
     pthread_t th;
     int64_t released, took;
@@ -355,25 +357,27 @@ static void test_pooler_b_L9_wakeups(void **state)
                  (long long)t);
 
     /* Transaction mode with listen_host: the waiter LISTENs past the
-     * pooler; with a 20 s backoff only a notification can wake it in
-     * time. */
+     * pooler; with a backoff of 20 s (times the slowdown, so that it
+     * stays far above the bound below) only a notification can wake it
+     * in time. */
     snprintf(name, sizeof name, "pooler-wake-listen-%ld", (long)getpid());
-    t = handoff_ms(g_direct, g_tx, name, 20000);
+    t = handoff_ms(g_direct, g_tx, name, 20000 * (int64_t)g_slow);
     printf("    b [transaction, listen_host] woken %lld ms after the "
-           "release (backoff 20 s)\n", (long long)t);
+           "release (backoff %d s)\n", (long long)t, 20 * g_slow);
     if (t > 1500 * g_slow)
         fail_msg("L9: through PgBouncer with listen_host a release took "
-                 "%lld ms to wake the waiter (backoff 20 s): no NOTIFY "
-                 "reached it", (long long)t);
+                 "%lld ms to wake the waiter (backoff %d s): no NOTIFY "
+                 "reached it", (long long)t, 20 * g_slow);
 
     /* Session mode: LISTEN on the pooled session itself. */
     snprintf(name, sizeof name, "pooler-wake-session-%ld", (long)getpid());
-    t = handoff_ms(g_direct, g_session, name, 20000);
+    t = handoff_ms(g_direct, g_session, name, 20000 * (int64_t)g_slow);
     printf("    b [session] woken %lld ms after the release (backoff "
-           "20 s)\n", (long long)t);
+           "%d s)\n", (long long)t, 20 * g_slow);
     if (t > 1500 * g_slow)
         fail_msg("L9: through PgBouncer in session mode a release took "
-                 "%lld ms to wake the waiter (backoff 20 s)", (long long)t);
+                 "%lld ms to wake the waiter (backoff %d s)", (long long)t,
+                 20 * g_slow);
 }
 
 /* ------------------------------------------------------------------ */
@@ -830,9 +834,9 @@ static void test_pooler_f_L9_pgpool_streaming_mode(void **state)
     printf("    f [pgpool-II streaming, polling] 4 x 20 holds, counter 80, "
            "%lld ms\n", (long long)(tu_now_ms() - t0));
     snprintf(name, sizeof name, "pooler-sr-wake-%ld", (long)getpid());
-    t = handoff_ms(g_direct, g_pgpool_sr, name, 20000);
+    t = handoff_ms(g_direct, g_pgpool_sr, name, 20000 * (int64_t)g_slow);
     printf("    f [pgpool-II streaming, listen_host] a waiter woken %lld ms "
-           "after the release (backoff 20 s)\n", (long long)t);
+           "after the release (backoff %d s)\n", (long long)t, 20 * g_slow);
     if (t > 1500 * g_slow)
         fail_msg("L9 through pgpool-II with listen_host: the waiter took "
                  "%lld ms", (long long)t);
