@@ -1,0 +1,216 @@
+/*
+ * urls.c -- test_secrets on a database: hostile URLs through the API and
+ * the tool, and a password that is part of the host name (C4).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <sys/socket.h>
+
+#include "test_util.h"
+#include "test_run.h"
+#include "test_spawn.h"
+#include "secrets.h"
+
+/* A port nothing listens on (bound, then closed). */
+static int closed_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    assert_true(fd >= 0);
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    port = ntohs(sa.sin_port);
+    close(fd);
+    return port;
+}
+
+/* The hostile URLs of the current database; n returned. Every secret in
+ * them is built from "Kp7w", "Vx9q" and "C4zz" (hostile_forms()). */
+#define H_MAX 16
+
+static int hostile_urls(fixture *f, char urls[H_MAX][4600],
+                        const char *labels[H_MAX])
+{
+    const char *s = strcmp(f->drv, "postgres") == 0 ? "postgres" : "mysql";
+    char hp[300];
+    int n = 0, closed = closed_port();
+
+    if (strcmp(f->drv, "sqlite") == 0) {
+        labels[n] = "user info on sqlite";
+        snprintf(urls[n++], 4600, "sqlite://u:Kp7w@Vx9q@/%s/x.db", f->dir);
+        labels[n] = "?pwd= on sqlite";
+        snprintf(urls[n++], 4600, "sqlite://%s/x.db?pwd=Kp7wVx9qC4zz",
+                 f->dir);
+        labels[n] = "?password= on sqlite";
+        snprintf(urls[n++], 4600, "sqlite://%s/x.db?password=Kp7wVx9qC4zz",
+                 f->dir);
+        return n;
+    }
+    snprintf(hp, sizeof hp, "%s:%d", f->host, f->port);
+    labels[n] = "unescaped @, closed port";
+    snprintf(urls[n++], 4600, "%s://%s:Kp7w@Vx9q@127.0.0.1:%d/%s", s,
+             f->user, closed, f->db);
+    labels[n] = "unescaped @, the server";
+    snprintf(urls[n++], 4600, "%s://%s:Kp7w@Vx9q@%s/%s%s", s, f->user, hp,
+             f->db, f->query);
+    labels[n] = "unescaped @ twice, the server";
+    snprintf(urls[n++], 4600, "%s://%s:Kp7w@Vx9q@C4zz@%s/%s%s", s, f->user,
+             hp, f->db, f->query);
+    labels[n] = "%40, the server";
+    snprintf(urls[n++], 4600, "%s://%s:Kp7w%%40Vx9q@%s/%s%s", s, f->user, hp,
+             f->db, f->query);
+    labels[n] = "':' and %2F, the server";
+    snprintf(urls[n++], 4600, "%s://%s:Kp7w:Vx9q%%2FC4zz@%s/%s%s", s,
+             f->user, hp, f->db, f->query);
+    labels[n] = "':' and unescaped '/'";
+    snprintf(urls[n++], 4600, "%s://%s:Kp7w:Vx9q/C4zz@%s/%s%s", s, f->user,
+             hp, f->db, f->query);
+    labels[n] = "bad port";
+    snprintf(urls[n++], 4600, "%s://%s:Kp7wVx9qC4zz@%s:99999/%s", s,
+             f->user, f->host, f->db);
+    labels[n] = "?pwd=";
+    snprintf(urls[n++], 4600, "%s://%s@%s/%s?pwd=Kp7wVx9qC4zz", s, f->user,
+             hp, f->db);
+    labels[n] = "?passwd=";
+    snprintf(urls[n++], 4600, "%s://%s@%s/%s?passwd=Kp7wVx9qC4zz", s,
+             f->user, hp, f->db);
+    labels[n] = "?secret=";
+    snprintf(urls[n++], 4600, "%s://%s@%s/%s?secret=Kp7wVx9qC4zz", s,
+             f->user, hp, f->db);
+    labels[n] = "?password=, wrong";
+    snprintf(urls[n++], 4600, "%s://%s@%s/%s?password=Kp7wVx9qC4zz", s,
+             f->user, hp, f->db);
+    labels[n] = "?password= with '@', closed port";
+    snprintf(urls[n++], 4600, "%s://%s@127.0.0.1:%d/%s?password=Kp7w@Vx9q",
+             s, f->user, closed, f->db);
+    return n;
+}
+
+/* The secrets of the hostile URLs, whole and in pieces. */
+static void hostile_forms(forms *fm)
+{
+    static const char *const s[] = {
+        "Kp7w@Vx9q", "Kp7w%40Vx9q", "Kp7w@Vx9q@C4zz", "Kp7w:Vx9q/C4zz",
+        "Kp7w:Vx9q%2FC4zz", "Kp7wVx9qC4zz", "Vx9q@C4zz", NULL
+    };
+    int i;
+
+    memset(fm, 0, sizeof *fm);
+    for (i = 0; s[i] != NULL; i++)
+        se_forms_of(fm, s[i], 0);
+}
+
+/* C4: hostile URLs through the API: the open fails, and its message has
+ * no piece of the secret. */
+void test_secrets_C4_hostile_urls_api(void **state)
+{
+    fixture *f = *state;
+    char urls[H_MAX][4600];
+    const char *labels[H_MAX];
+    forms fm;
+    int i, n = hostile_urls(f, urls, labels), rc;
+
+    hostile_forms(&fm);
+    for (i = 0; i < n; i++) {
+        sqllock_db *db = NULL;
+        char what[300];
+
+        rc = sqllock_open(urls[i], NULL, &db);
+        snprintf(what, sizeof what, "[%s] %s: sqllock_errmsg()", f->drv,
+                 labels[i]);
+        if (rc == SQLLOCK_OK)
+            fail_msg("%s: the open succeeded", what);
+        se_expect_clean(what, sqllock_errmsg(db), strlen(sqllock_errmsg(db)),
+                     &fm);
+        printf("  %s: %s: %s\n", what, sqllock_errname(rc),
+               sqllock_errmsg(db));
+        sqllock_close(db);
+    }
+}
+
+/* C4: a password that is part of the host name is left in the host name
+ * (the message is not made into "lo***ost"), and a short one is not
+ * scrubbed at all. */
+void test_secrets_C4_password_in_host_name(void **state)
+{
+    fixture *f = *state;
+    static const char *const pws[] = { "calh", "local", "pw", "x" };
+    int i, closed = closed_port(), rc;
+
+    if (strcmp(f->drv, "sqlite") == 0) {
+        printf("secrets [sqlite]: no host name\n");
+        return;
+    }
+    for (i = 0; i < 4; i++) {
+        char url[600];
+        const char *msg;
+        sqllock_db *db = NULL;
+
+        snprintf(url, sizeof url, "%s://%s:%s@localhost:%d/%s",
+                 strcmp(f->drv, "postgres") == 0 ? "postgres" : "mysql",
+                 f->user, pws[i], closed, f->db);
+        rc = sqllock_open(url, NULL, &db);
+        assert_int_not_equal(rc, SQLLOCK_OK);
+        msg = sqllock_errmsg(db);
+        printf("  [%s] password '%s' on localhost: %s\n", f->drv, pws[i],
+               msg);
+        if (strstr(msg, "***") != NULL)
+            fail_msg("[%s] password '%s', host localhost: the message has "
+                     "asterisks: %s", f->drv, pws[i], msg);
+        sqllock_close(db);
+    }
+}
+
+/* C4: the same hostile URLs through the tool, given by --db, --db-file
+ * and $SQLLOCK_DB, to list, init and run: exit 69 (64 for none), and no
+ * piece of the secret on stdout or stderr. */
+void test_secrets_C4_hostile_urls_cli(void **state)
+{
+    fixture *f = *state;
+    char urls[H_MAX][4600], file[4300], label[300];
+    const char *labels[H_MAX];
+    forms fm;
+    tool_run t;
+    int i, how, n = hostile_urls(f, urls, labels), code;
+
+    hostile_forms(&fm);
+    snprintf(file, sizeof file, "%s/hostile.url", f->dir);
+    for (i = 0; i < n; i++) {
+        se_write_file(file, urls[i], strlen(urls[i]));
+        for (how = 0; how < 3; how++) {
+            const char *const list_db[] = { "--db", urls[i], "list", NULL };
+            const char *const init_file[] = { "--db-file", file, "init",
+                                              NULL };
+            const char *const run_var[] = { "run", "x", "--ttl", "5s", "--",
+                                            "true", NULL };
+
+            se_clear_db_env();
+            if (how == 2)
+                setenv("SQLLOCK_DB", urls[i], 1);
+            code = se_run_tool(&t, f->dir, how == 0 ? list_db
+                                      : how == 1 ? init_file : run_var);
+            se_clear_db_env();
+            snprintf(label, sizeof label, "[%s] %s, %s", f->drv, labels[i],
+                     how == 0 ? "--db list" : how == 1 ? "--db-file init"
+                                                       : "$SQLLOCK_DB run");
+            if (code != 69)
+                fail_msg("%s: exit %d, want 69; stderr: %s", label, code,
+                         t.err);
+            se_expect_clean(label, t.out, strlen(t.out), &fm);
+            se_expect_clean(label, t.err, strlen(t.err), &fm);
+        }
+    }
+}
+
