@@ -1,0 +1,216 @@
+/*
+ * list.c -- test_conformance: sqllock_list, attach (L3) and
+ * names as data (D3).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+#include "test_run.h"
+#include "conformance.h"
+
+/* ------------------------------------------------------------------ */
+/* sqllock_list, attach, names                                        */
+/* ------------------------------------------------------------------ */
+
+typedef struct list_order {
+    const char *n[3];
+    int pos[3];                /* 1-based position of each name */
+    int i;
+} list_order;
+
+static int list_order_cb(void *ctx, const sqllock_lease_info *info)
+{
+    list_order *o = ctx;
+    int k;
+
+    o->i++;
+    for (k = 0; k < 3; k++)
+        if (strcmp(info->name, o->n[k]) == 0)
+            o->pos[k] = o->i;
+    return 0;
+}
+
+static int list_stop_cb(void *ctx, const sqllock_lease_info *info)
+{
+    int *calls = ctx;
+    (void)info;
+    ++*calls;
+    return 42;
+}
+
+/* sqllock_list shows the row: name, owner, holder, token, times. */
+void test_conformance_list_shows_row(void **state)
+{
+    fixture *f = *state;
+    char n1[300], n2[300], n3[300];
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *a = NULL, *b = NULL, *c = NULL;
+    tu_row r;
+
+    snprintf(n1, sizeof n1, "%s", cf_lock_name(f, "list", "a"));
+    snprintf(n2, sizeof n2, "%s", cf_lock_name(f, "list", "b"));
+    snprintf(n3, sizeof n3, "%s", cf_lock_name(f, "list", "c"));
+    o.ttl_ms = 20000;
+    o.holder = "conformance holder";
+    ASSERT_RC(sqllock_lease_new(f->db, n2, &o, &b), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_new(f->db, n1, &o, &a), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_new(f->db, n3, &o, &c), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_try_acquire(b), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_try_acquire(c), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_try_acquire(a), SQLLOCK_OK, f->db);
+
+    ASSERT_RC(tu_find(f->db, n2, &r), SQLLOCK_OK, f->db);
+    assert_int_equal(r.found, 1);
+    assert_string_equal(r.owner, sqllock_lease_owner(b));
+    assert_int_equal(r.token, sqllock_lease_token(b));
+    assert_string_equal(r.holder, "conformance holder");
+    assert_true(r.remaining_ms > 0);
+    assert_true(r.remaining_ms <= 20000);
+    assert_true(r.expires_at_ms > r.acquired_at_ms);
+    /* expires = acquired + ttl by the server clock (allow rounding). */
+    assert_true(r.expires_at_ms - r.acquired_at_ms >= 19999);
+    assert_true(r.expires_at_ms - r.acquired_at_ms <= 20001);
+    /* Server times are ms since the epoch: after 2020. */
+    assert_true(r.acquired_at_ms > INT64_C(1577836800000));
+
+    /* Rows come in name order: a, b, c. */
+    {
+        list_order ord;
+        memset(&ord, 0, sizeof ord);
+        ord.n[0] = n1;
+        ord.n[1] = n2;
+        ord.n[2] = n3;
+        ASSERT_RC(sqllock_list(f->db, list_order_cb, &ord), SQLLOCK_OK,
+                  f->db);
+        assert_true(ord.pos[0] > 0 && ord.pos[1] > 0 && ord.pos[2] > 0);
+        assert_true(ord.pos[0] < ord.pos[1]);
+        assert_true(ord.pos[1] < ord.pos[2]);
+    }
+    /* A non-zero return from the callback stops the walk and is returned. */
+    {
+        int calls = 0;
+        assert_int_equal(sqllock_list(f->db, list_stop_cb, &calls), 42);
+        assert_int_equal(calls, 1);
+    }
+
+    ASSERT_RC(sqllock_lease_release(a), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_release(b), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_release(c), SQLLOCK_OK, f->db);
+    cf_expect_no_row(f->db, n1);
+    cf_expect_no_row(f->db, n2);
+    cf_expect_no_row(f->db, n3);
+    sqllock_lease_free(a);
+    sqllock_lease_free(b);
+    sqllock_lease_free(c);
+}
+
+/* An expired row that nobody took over shows a negative remainder. */
+void test_conformance_list_expired_row_negative(void **state)
+{
+    fixture *f = *state;
+    const char *name = cf_lock_name(f, "listexpired", "a");
+    sqllock_lease *a = cf_new_lease(f->db, name, 100);
+    tu_row r;
+
+    ASSERT_RC(sqllock_lease_try_acquire(a), SQLLOCK_OK, f->db);
+    tu_sleep_ms(250);
+    ASSERT_RC(tu_find(f->db, name, &r), SQLLOCK_OK, f->db);
+    assert_int_equal(r.found, 1);
+    assert_true(r.remaining_ms < 0);
+    ASSERT_RC(sqllock_lease_release(a), SQLLOCK_OK, f->db);
+    sqllock_lease_free(a);
+}
+
+/* L3: attach makes a handle for a lease acquired elsewhere (as the CLI
+ * does); it can renew and release it, and the first holder then has lost
+ * it. */
+void test_conformance_L3_attach_renew_release(void **state)
+{
+    fixture *f = *state;
+    sqllock_db *db2 = cf_open_db();
+    const char *name = cf_lock_name(f, "attach", "a");
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *a = cf_new_lease(f->db, name, 30000);
+    sqllock_lease *x = NULL;
+
+    o.ttl_ms = 30000;
+    ASSERT_RC(sqllock_lease_try_acquire(a), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_attach(db2, name, sqllock_lease_owner(a),
+                                   sqllock_lease_token(a), &o, &x),
+              SQLLOCK_OK, db2);
+    /* Attached: one hold, but not trusted until a renew (L6). */
+    assert_int_equal(sqllock_lease_held(x), 0);
+    assert_int_equal(sqllock_lease_count(x), 1);
+    assert_int_equal(sqllock_lease_token(x), sqllock_lease_token(a));
+    assert_string_equal(sqllock_lease_owner(x), sqllock_lease_owner(a));
+    assert_string_equal(sqllock_lease_name(x), name);
+    assert_int_equal(sqllock_lease_remaining_ms(x), 0);
+    ASSERT_RC(sqllock_lease_renew(x), SQLLOCK_OK, db2);
+    assert_int_equal(sqllock_lease_held(x), 1);
+    assert_true(sqllock_lease_remaining_ms(x) > 0);
+    assert_true(sqllock_lease_remaining_ms(x) <= 27000);
+    cf_expect_row(f->db, name, sqllock_lease_owner(a), sqllock_lease_token(a));
+    ASSERT_RC(sqllock_lease_release(x), SQLLOCK_OK, db2);
+    assert_int_equal(sqllock_lease_held(x), 0);
+    cf_expect_no_row(f->db, name);
+    ASSERT_RC(sqllock_lease_release(a), SQLLOCK_LOST, f->db);
+    sqllock_lease_free(x);
+    x = NULL;
+
+    /* Attaching to a row that does not exist: nothing to release. */
+    ASSERT_RC(sqllock_lease_attach(db2, name,
+                                   "0123456789abcdef0123456789abcdef", 1, &o,
+                                   &x),
+              SQLLOCK_OK, db2);
+    ASSERT_RC(sqllock_lease_release(x), SQLLOCK_LOST, db2);
+    sqllock_lease_free(x);
+    sqllock_lease_free(a);
+    sqllock_close(db2);
+}
+
+/* D3: names with quotes, semicolons and format directives are data: they
+ * round-trip exactly and harm no other row. */
+void test_conformance_D3_names_round_trip(void **state)
+{
+    fixture *f = *state;
+    static const char *const tails[] = {
+        "it's", "say \"hi\"", "semi;colon", "%s%n%d%%", "back\\slash",
+        "'; DROP TABLE sqllock_lease; --", "x' OR '1'='1",
+        "\xc3\xa9t\xc3\xa9 \xe5\x90\x8d\xe5\x89\x8d \xf0\x9f\x94\x92",
+        "$1 ? :name @v", "  spaces  ",
+    };
+    enum { N = sizeof tails / sizeof tails[0] };
+    sqllock_lease *l[N];
+    char names[N][300];
+    sqllock_lease *guard =
+        cf_new_lease(f->db, cf_lock_name(f, "names", "guard"), 30000);
+    size_t i;
+
+    ASSERT_RC(sqllock_lease_try_acquire(guard), SQLLOCK_OK, f->db);
+    for (i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "conf-%ld-names-%s",
+                 (long)getpid(), tails[i]);
+        l[i] = cf_new_lease(f->db, names[i], 30000);
+        assert_string_equal(sqllock_lease_name(l[i]), names[i]);
+        ASSERT_RC(sqllock_lease_try_acquire(l[i]), SQLLOCK_OK, f->db);
+    }
+    for (i = 0; i < N; i++)
+        cf_expect_row(f->db, names[i], sqllock_lease_owner(l[i]),
+                      sqllock_lease_token(l[i]));
+    cf_expect_row(f->db, sqllock_lease_name(guard), sqllock_lease_owner(guard),
+                  sqllock_lease_token(guard));
+    for (i = 0; i < N; i++) {
+        ASSERT_RC(sqllock_lease_release(l[i]), SQLLOCK_OK, f->db);
+        cf_expect_no_row(f->db, names[i]);
+        sqllock_lease_free(l[i]);
+    }
+    cf_expect_row(f->db, sqllock_lease_name(guard), sqllock_lease_owner(guard),
+                  sqllock_lease_token(guard));
+    ASSERT_RC(sqllock_lease_release(guard), SQLLOCK_OK, f->db);
+    sqllock_lease_free(guard);
+}

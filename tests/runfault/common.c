@@ -1,0 +1,417 @@
+/*
+ * common.c -- test_runfault: the helpers (names and files,
+ * the job's processes, running the tool, leases and rows) and the
+ * fixture's setup and teardown (runfault.h).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <sys/prctl.h>
+
+#include "test_util.h"
+#include "test_run.h"
+#include "test_spawn.h"
+#include "runfault.h"
+
+const char *g_url;
+int64_t g_worst_ms;     /* the slowest end of a job, for the log */
+
+const char *rf_U(fixture *f, const char *tail)
+{
+    char *b = f->names[f->next_name++ % 16];
+
+    snprintf(b, sizeof f->names[0], "runfault-%ld-%s", (long)getpid(), tail);
+    return b;
+}
+
+void rf_fpath(fixture *f, char *buf, size_t size, const char *what)
+{
+    snprintf(buf, size, "%s/%s-%u", f->dir, what, f->next_file++);
+}
+
+int rf_file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+void rf_touch(const char *path)
+{
+    FILE *fp = fopen(path, "w");
+
+    assert_non_null(fp);
+    fclose(fp);
+}
+
+/* 1 while `pid` runs; a zombie counts as ended. */
+static int pid_alive(pid_t pid)
+{
+    char path[64], buf[512];
+    const char *p;
+
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    if (tu_read_file(path, buf, sizeof buf) > 0) {
+        p = strrchr(buf, ')');
+        if (p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
+            return 0;
+    }
+    return 1;
+}
+
+/* The live processes whose environment holds SQLLOCK_NAME=<name> (any
+ * name starting with `name` when `prefix`): the job's. With `kill_them`,
+ * each gets SIGKILL. Returns how many there were. */
+int rf_job_procs(const char *name, int prefix, int kill_them)
+{
+    static char env[65536];
+    char path[300], want[400];
+    struct dirent *e;
+    size_t wl;
+    DIR *d;
+    int n = 0;
+
+    snprintf(want, sizeof want, "SQLLOCK_NAME=%s", name);
+    wl = strlen(want);
+    d = opendir("/proc");
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL) {
+        size_t len = 0, off;
+        ssize_t r;
+        pid_t pid;
+        int fd, match = 0;
+
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/environ", e->d_name);
+        fd = open(path, O_RDONLY);
+        if (fd < 0)
+            continue;
+        while (len < sizeof env - 1
+               && (r = read(fd, env + len, sizeof env - 1 - len)) > 0)
+            len += (size_t)r;
+        close(fd);
+        env[len] = '\0';
+        for (off = 0; off < len && !match; off += strlen(env + off) + 1)
+            match = strncmp(env + off, want, wl) == 0
+                    && (prefix || env[off + wl] == '\0');
+        pid = (pid_t)strtol(e->d_name, NULL, 10);
+        if (match && pid_alive(pid)) {
+            n++;
+            if (kill_them)
+                kill(pid, SIGKILL);
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+/* The guard of the runner `runner`: its child named sqllock-guard; 0
+ * when there is none (yet). */
+pid_t rf_find_guard(pid_t runner)
+{
+    char path[300], buf[512];
+    struct dirent *e;
+    pid_t found = 0;
+    DIR *d = opendir("/proc");
+
+    assert_non_null(d);
+    while (found == 0 && (e = readdir(d)) != NULL) {
+        const char *p;
+        long ppid;
+        char state;
+
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        if (tu_read_file(path, buf, sizeof buf) == 0
+            || strstr(buf, "(sqllock-guard)") == NULL)
+            continue;
+        p = strrchr(buf, ')');
+        if (p != NULL && sscanf(p + 1, " %c %ld", &state, &ppid) == 2
+            && ppid == (long)runner && state != 'Z')
+            found = (pid_t)strtol(e->d_name, NULL, 10);
+    }
+    closedir(d);
+    return found;
+}
+
+/* Waits until no process of job `name` runs and `guard` (when not 0) has
+ * ended, polling every 2 ms; returns the time that took, and fails the
+ * test (naming what is left) when it takes longer than GONE_MS. Reaps
+ * the guard, which is this process's child by then. */
+int64_t rf_gone(const char *name, pid_t guard, int64_t t0,
+                const char *when)
+{
+    int64_t ms;
+    int left = 0;
+
+    for (;;) {
+        left = rf_job_procs(name, 0, 0);
+        ms = tu_now_ms() - t0;
+        if (left == 0 && (guard == 0 || !pid_alive(guard)))
+            break;
+        if (ms > GONE_MS) {
+            int g = guard != 0 && pid_alive(guard);
+
+            rf_job_procs(name, 0, 1);
+            if (guard != 0)
+                kill(guard, SIGKILL);
+            fail_msg("%s: %d process(es) of the job%s still ran %lld ms "
+                     "after the runner's death", when, left,
+                     g ? " and its guard" : "", (long long)ms);
+        }
+        tu_sleep_ms(2);
+    }
+    if (guard != 0)
+        waitpid(guard, NULL, WNOHANG);
+    if (ms > g_worst_ms)
+        g_worst_ms = ms;
+    return ms;
+}
+
+static void forget_job(job *j)
+{
+    j->pid = 0;
+}
+
+job *rf_start_tool(fixture *f, const char *const *args)
+{
+    const char *argv[MAX_ARGS + 4];
+    job *j = NULL;
+    int n = 0, i;
+
+    for (i = 0; i < MAX_JOBS && j == NULL; i++)
+        if (f->jobs[i].pid == 0)
+            j = &f->jobs[i];
+    if (j == NULL)
+        fail_msg("too many jobs at once");
+    memset(j, 0, sizeof *j);
+    argv[n++] = SQLLOCK_CLI_PATH;
+    argv[n++] = "--db";
+    argv[n++] = g_url;
+    for (; *args != NULL && n < MAX_ARGS; args++)
+        argv[n++] = *args;
+    argv[n] = NULL;
+    rf_fpath(f, j->out, sizeof j->out, "stdout");
+    rf_fpath(f, j->err, sizeof j->err, "stderr");
+    j->pid = tu_spawn(argv, j->out, j->err, 1);
+    return j;
+}
+
+static void collect(fixture *f, job *j)
+{
+    forget_job(j);
+    tu_read_file(j->out, f->out, sizeof f->out);
+    tu_read_file(j->err, f->err, sizeof f->err);
+}
+
+int rf_finish(fixture *f, job *j, int64_t ms)
+{
+    int code = tu_wait_for(j->pid, ms);
+
+    if (code < 0) {
+        tu_kill_wait(j->pid);
+        forget_job(j);
+        tu_read_file(j->err, f->err, sizeof f->err);
+        fail_msg("sqllock still running after %lld ms; stderr: %s",
+                 (long long)ms, f->err);
+    }
+    collect(f, j);
+    return code;
+}
+
+int rf_run_tool(fixture *f, const char *const *args)
+{
+    return rf_finish(f, rf_start_tool(f, args), 30000);
+}
+
+/* Waits until the command has written its pid and a newline to `path`;
+ * returns that pid. Fails the test if the tool ends first. */
+pid_t rf_wait_started(fixture *f, job *j, const char *path)
+{
+    int64_t end = tu_now_ms() + START_MS;
+    char buf[64];
+    long pid;
+    int code;
+
+    for (;;) {
+        if (tu_read_file(path, buf, sizeof buf) > 0 &&
+            strchr(buf, '\n') != NULL && (pid = strtol(buf, NULL, 10)) > 0) {
+            j->cmd = (pid_t)pid;
+            return j->cmd;
+        }
+        code = tu_wait_for(j->pid, 0);
+        if (code >= 0) {
+            collect(f, j);
+            fail_msg("sqllock ended (exit %d) before the command started; "
+                     "stderr: %s", code, f->err);
+        }
+        if (tu_now_ms() >= end) {
+            tu_kill_wait(j->pid);
+            collect(f, j);
+            fail_msg("the command did not start within %d ms; stderr: %s",
+                     START_MS, f->err);
+        }
+        tu_sleep_ms(5);
+    }
+}
+
+/* Waits until the tool's stderr holds `text`. */
+void rf_wait_stderr(fixture *f, job *j, const char *text)
+{
+    int64_t end = tu_now_ms() + START_MS;
+    int code;
+
+    for (;;) {
+        tu_read_file(j->err, f->err, sizeof f->err);
+        if (strstr(f->err, text) != NULL)
+            return;
+        code = tu_wait_for(j->pid, 0);
+        if (code >= 0) {
+            collect(f, j);
+            fail_msg("sqllock ended (exit %d) before saying \"%s\"; "
+                     "stderr: %s", code, text, f->err);
+        }
+        if (tu_now_ms() >= end) {
+            tu_kill_wait(j->pid);
+            collect(f, j);
+            fail_msg("sqllock did not say \"%s\" within %d ms; stderr: %s",
+                     text, START_MS, f->err);
+        }
+        tu_sleep_ms(5);
+    }
+}
+
+/* Waits until every process of the TREE command runs. */
+void rf_wait_tree(const char *name)
+{
+    int64_t end = tu_now_ms() + START_MS;
+    int n;
+
+    while ((n = rf_job_procs(name, 0, 0)) < TREE_PROCS) {
+        if (tu_now_ms() >= end)
+            fail_msg("only %d of the command's %d processes started", n,
+                     TREE_PROCS);
+        tu_sleep_ms(5);
+    }
+}
+
+sqllock_lease *rf_lease_with(fixture *f, const char *name,
+                             int64_t ttl_ms, const char *holder)
+{
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL;
+    int i;
+
+    lo.ttl_ms = ttl_ms;
+    lo.holder = holder;
+    EXPECT_RC(f->db, sqllock_lease_new(f->db, name, &lo, &l), SQLLOCK_OK,
+              "lease_new");
+    for (i = 0; i < 4; i++)
+        if (f->leases[i] == NULL || sqllock_lease_count(f->leases[i]) == 0) {
+            sqllock_lease_free(f->leases[i]);
+            f->leases[i] = l;
+            return l;
+        }
+    sqllock_lease_free(l);
+    fail_msg("too many leases in one test");
+    return NULL;
+}
+
+sqllock_lease *rf_lease_for(fixture *f, const char *name, int64_t ttl_ms)
+{
+    return rf_lease_with(f, name, ttl_ms, NULL);
+}
+
+void rf_row_of(fixture *f, const char *name, tu_row *r)
+{
+    EXPECT_RC(f->db, tu_find(f->db, name, r), SQLLOCK_OK, "list");
+    if (r->found != 1)
+        fail_msg("lock '%s' has no row", name);
+}
+
+void rf_expect_no_row(fixture *f, const char *name)
+{
+    tu_row r;
+
+    EXPECT_RC(f->db, tu_find(f->db, name, &r), SQLLOCK_OK, "list");
+    if (r.found != 0)
+        fail_msg("lock '%s' still has a row (owner %s, %lld ms left)", name,
+                 r.owner, (long long)r.remaining_ms);
+}
+
+void rf_delete_row(fixture *f, const char *name)
+{
+    sqllock_value v = sqllock__text(name);
+    int64_t affected = -1;
+
+    EXPECT_RC(f->db, sqllock__exec_sql(f->db, f->sql->delete_lease, &v, 1,
+                                       NULL, NULL, &affected),
+              SQLLOCK_OK, "delete the lease row");
+    assert_int_equal(affected, 1);
+}
+
+int rf_setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    int rc;
+
+    if (f == NULL)
+        return -1;
+    f->dir = tu_mkdtemp();
+    if (f->dir == NULL)
+        return -1;
+    rc = sqllock_open(g_url, NULL, &f->db);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_init(f->db);
+    if (rc != SQLLOCK_OK) {
+        fprintf(stderr, "open/init: %s: %s\n", sqllock_errname(rc),
+                sqllock_errmsg(f->db));
+        return -1;
+    }
+    f->sql = tu_sql_for(sqllock_db_driver(f->db));
+    if (f->sql == NULL)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+int rf_teardown(void **state)
+{
+    fixture *f = *state;
+    char prefix[64];
+    int i;
+
+    if (f == NULL)
+        return 0;
+    for (i = 0; i < MAX_JOBS; i++) {
+        job *j = &f->jobs[i];
+        if (j->pid == 0)
+            continue;
+        if (j->cmd > 0)
+            kill(-j->cmd, SIGKILL);
+        tu_kill_wait(j->pid);
+    }
+    /* After a failed check: nothing of any job keeps running, and the
+     * guards and orphans re-parented here are reaped. */
+    snprintf(prefix, sizeof prefix, "runfault-%ld-", (long)getpid());
+    rf_job_procs(prefix, 1, 1);
+    tu_sleep_ms(20);
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+    for (i = 0; i < 4; i++) {
+        if (f->leases[i] != NULL && sqllock_lease_count(f->leases[i]) > 0)
+            sqllock_lease_release(f->leases[i]);
+        sqllock_lease_free(f->leases[i]);
+    }
+    sqllock_close(f->db);
+    tu_rmdir(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}

@@ -1,0 +1,189 @@
+/*
+ * exits.c -- test_runfault: a loss is always in the exit
+ * code (X2, X3); a database restart while the job runs is not a loss
+ * (C3).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <sys/prctl.h>
+
+#include "test_util.h"
+#include "test_run.h"
+#include "test_spawn.h"
+#include "runfault.h"
+
+/* ------------------------------------------------------------------ */
+/* X2, X3: a loss is always in the exit code                           */
+/* ------------------------------------------------------------------ */
+
+/* The runner is stopped (SIGSTOP) past its ttl while its command runs
+ * on; another owner takes the expired lease; the command exits 0 on its
+ * own; the runner resumes: exit 76, saying when it noticed, and the new
+ * owner's row is left alone. Meanwhile the guard gave the command
+ * --signal (USR1, which it only records) at the lease's deadline. */
+void test_runfault_X2_X3_paused_runner_exits_76(void **state)
+{
+    fixture *f = *state;
+    const char *name = rf_U(f, "pause");
+    char started[4300], got[4300], done[4300], script[14000], buf[64];
+    sqllock_lease *mine;
+    int64_t end;
+    tu_row r;
+    int code;
+    job *j;
+
+    rf_fpath(f, started, sizeof started, "started");
+    rf_fpath(f, got, sizeof got, "got");
+    rf_fpath(f, done, sizeof done, "done");
+    snprintf(script, sizeof script,
+             "trap 'echo USR1 >> \"%s\"' USR1; echo $$ > '%s'; i=0; "
+             "while [ $i -lt 15 ]; do sleep 0.1; i=$((i+1)); done; "
+             "echo done > '%s'; exit 0", got, started, done);
+    START(f, j, "run", name, "--ttl", "600ms", "--signal", "USR1",
+          "--kill-after", "30s", "--", "sh", "-c", script);
+    rf_wait_started(f, j, started);
+    assert_int_equal(kill(j->pid, SIGSTOP), 0);
+    mine = rf_lease_for(f, name, 30000);
+    EXPECT_RC(f->db, sqllock_lease_acquire(mine, 5000), SQLLOCK_OK,
+              "take the stopped runner's expired lease");
+    end = tu_now_ms() + 10000;
+    while (!rf_file_exists(done) && tu_now_ms() < end)
+        tu_sleep_ms(10);
+    assert_true(rf_file_exists(done));
+    assert_int_equal(kill(j->pid, SIGCONT), 0);
+    code = rf_finish(f, j, 15000);
+    if (code != 76)
+        fail_msg("exit %d, want 76; stderr: %s", code, f->err);
+    if (!tu_contains_ci(f->err, "noticed at")
+        || !tu_contains_ci(f->err, "stopped, paused or starved"))
+        fail_msg("the message does not say when and why: %s", f->err);
+    tu_read_file(got, buf, sizeof buf);
+    assert_string_equal(buf, "USR1\n");
+    rf_row_of(f, name, &r);
+    assert_string_equal(r.owner, sqllock_lease_owner(mine));
+    EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
+}
+
+/* The lease is taken over while the command runs, and no renewal comes
+ * in between to notice (ttl 30 s): the command exits 0, the release
+ * finds the lease lost, and the exit code is 76, not 0. */
+void test_runfault_X2_release_finds_takeover_exits_76(void **state)
+{
+    fixture *f = *state;
+    const char *name = rf_U(f, "relost");
+    char started[4300], go[4300], script[9000];
+    sqllock_lease *mine = rf_lease_for(f, name, 30000);
+    tu_row r;
+    int code;
+    job *j;
+
+    rf_fpath(f, started, sizeof started, "started");
+    rf_fpath(f, go, sizeof go, "go");
+    snprintf(script, sizeof script,
+             "echo $$ > '%s'; while [ ! -e '%s' ]; do sleep 0.02; done; "
+             "exit 0", started, go);
+    START(f, j, "run", name, "--ttl", "30s", "--", "sh", "-c", script);
+    rf_wait_started(f, j, started);
+    rf_delete_row(f, name);
+    EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK,
+              "take the deleted lease");
+    rf_touch(go);
+    code = rf_finish(f, j, 15000);
+    if (code != 76 || !tu_contains_ci(f->err, "releasing lock"))
+        fail_msg("exit %d, want 76 and the release's finding; stderr: %s",
+                 code, f->err);
+    rf_row_of(f, name, &r);
+    assert_string_equal(r.owner, sqllock_lease_owner(mine));
+    EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
+}
+
+/* ------------------------------------------------------------------ */
+/* C3: a database restart while the job runs                            */
+/* ------------------------------------------------------------------ */
+
+/* The server behind g_url restarted (a crash: PostgreSQL -m immediate,
+ * mariadbd SIGKILL) while the command runs: the renewer and the release
+ * reconnect (DESIGN C3), the run exits with the command's 3, and the
+ * lock is free at once after it, not only after its 15 s ttl. */
+void test_runfault_C3_database_restart_mid_job(void **state)
+{
+    fixture *f = *state;
+    const char *dir = getenv("SQLLOCK_TEST_SERVERS_DIR");
+    const char *script_path = getenv("SQLLOCK_TEST_SERVERS_SCRIPT");
+    const char *pg = getenv("SQLLOCK_TEST_PG_URL");
+    const char *my = getenv("SQLLOCK_TEST_MYSQL_URL");
+    const char *name = rf_U(f, "restart");
+    char started[4300], go[4300], script[9000], cmd[9000];
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL;
+    sqllock_db *db = NULL;
+    int64_t t_end, t_free;
+    int code, rc, i;
+    job *j;
+
+    if (dir == NULL || *dir == '\0' || script_path == NULL
+        || *script_path == '\0' || strchr(dir, '\'')
+        || strchr(script_path, '\'')
+        || !((pg != NULL && strcmp(g_url, pg) == 0)
+             || (my != NULL && strcmp(g_url, my) == 0))) {
+        tu_cannot_run("C3 restart: no server of SQLLOCK_TEST_SERVERS_DIR "
+                      "behind this URL (scripts/test.sh runs this entry "
+                      "through tests/own_servers.sh)");
+    }
+    rf_fpath(f, started, sizeof started, "started");
+    rf_fpath(f, go, sizeof go, "go");
+    snprintf(script, sizeof script,
+             "echo $$ > '%s'; while [ ! -e '%s' ]; do sleep 0.02; done; "
+             "exit 3", started, go);
+    START(f, j, "run", name, "--ttl", "15s", "--verbose", "--", "sh", "-c",
+          script);
+    rf_wait_started(f, j, started);
+    snprintf(cmd, sizeof cmd, "bash '%s' %s '%s' %s >&2", script_path,
+             pg != NULL && strcmp(g_url, pg) == 0 ? "restart-pg"
+                                                  : "restart-my",
+             dir, pg != NULL && strcmp(g_url, pg) == 0 ? "immediate"
+                                                       : "kill");
+    if (system(cmd) != 0)
+        fail_msg("%s failed", cmd);
+    rf_touch(go);
+    code = rf_finish(f, j, 30000);
+    t_end = tu_now_ms();
+    if (code != 3)
+        fail_msg("exit %d, want the command's 3; stderr: %s", code, f->err);
+    /* Another "host", on a connection of its own. */
+    rc = sqllock_open(g_url, NULL, &db);
+    for (i = 0; i < 100 && rc == SQLLOCK_ECONNECT; i++) {
+        sqllock_close(db);
+        tu_sleep_ms(100);
+        rc = sqllock_open(g_url, NULL, &db);
+    }
+    EXPECT_RC(db, rc, SQLLOCK_OK, "open after the restart");
+    lo.ttl_ms = 5000;
+    EXPECT_RC(db, sqllock_lease_new(db, name, &lo, &l), SQLLOCK_OK, "new");
+    EXPECT_RC(db, sqllock_lease_acquire(l, 15000), SQLLOCK_OK,
+              "acquire after the run");
+    t_free = tu_now_ms() - t_end;
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    sqllock_lease_free(l);
+    sqllock_close(db);
+    if (t_free > 3000)
+        fail_msg("the lock was free only %lld ms after the run ended "
+                 "(ttl 15 s): the release did not reach the server",
+                 (long long)t_free);
+    printf("    C3: exit 3 across a restart; free %lld ms after the run\n",
+           (long long)t_free);
+    /* The test's own connection died with the server: a new one (the
+     * leases of the group go first: they belong to the handle). */
+    for (i = 0; i < 4; i++) {
+        sqllock_lease_free(f->leases[i]);
+        f->leases[i] = NULL;
+    }
+    sqllock_close(f->db);
+    f->db = NULL;
+    rc = sqllock_open(g_url, NULL, &f->db);
+    EXPECT_RC(f->db, rc, SQLLOCK_OK, "reopen");
+}

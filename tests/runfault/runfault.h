@@ -1,0 +1,119 @@
+/*
+ * runfault.h -- what the groups of test_runfault share: the bounds, the
+ * process tree a command starts, the job and the fixture, the macros that
+ * run the tool, and the helpers for names, files, the job's processes,
+ * the tool, leases and rows (runfault/common.c); and the cases of each
+ * group, for main() (tests/test_runfault.c).
+ *
+ * Include after cmocka.h, test_util.h, test_run.h and test_spawn.h.
+ */
+#ifndef SQLLOCK_TEST_RUNFAULT_H
+#define SQLLOCK_TEST_RUNFAULT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifndef SQLLOCK_CLI_PATH
+#error "SQLLOCK_CLI_PATH must name the built sqllock tool"
+#endif
+
+#define MAX_ARGS 40
+#define MAX_JOBS 8
+/* How long a command may take to start: the tool connects first, and
+ * under sanitizers everything is slow. */
+#define START_MS 20000
+/* The bound on the time from the runner's death to the end of the last
+ * process of its job (measured times are printed; they are a few ms). */
+#define GONE_MS 3000
+
+/* A command that starts a child and a grandchild in its own group, a
+ * child in a session of its own with a child of its own, and an orphan
+ * (its parent exits at once), then writes its pid to the file %s. */
+#define TREE "sleep 300 & sh -c 'sleep 300 & wait' & " \
+             "setsid sh -c 'sleep 300 & wait' & (sleep 300 &); " \
+             "echo $$ > '%s'; wait"
+#define TREE_PROCS 7
+
+typedef struct job {
+    pid_t pid;                 /* the tool; 0 once reaped */
+    pid_t cmd;                 /* the command's shell, once it started */
+    char out[4300];
+    char err[4300];
+} job;
+
+typedef struct fixture {
+    char *dir;
+    sqllock_db *db;
+    const tu_sql *sql;
+    char out[16384];
+    char err[16384];
+    char names[16][300];
+    unsigned next_name;
+    unsigned next_file;
+    job jobs[MAX_JOBS];
+    sqllock_lease *leases[4];
+} fixture;
+
+#define EXPECT_EXIT(f, want, ...)                                              \
+    do {                                                                       \
+        const char *const args_[] = { __VA_ARGS__, NULL };                     \
+        int got_ = rf_run_tool((f), args_);                                    \
+        if (got_ != (want))                                                    \
+            fail_msg("sqllock %s %s ...: exit %d, want %d\nstdout: %s\n"       \
+                     "stderr: %s", args_[0], args_[1], got_, (want), (f)->out, \
+                     (f)->err);                                                \
+    } while (0)
+
+#define START(f, j, ...)                                                       \
+    do {                                                                       \
+        const char *const args_[] = { __VA_ARGS__, NULL };                     \
+        (j) = rf_start_tool((f), args_);                                       \
+    } while (0)
+
+
+/* runfault/common.c */
+extern const char *g_url;       /* the URL the current group runs on */
+extern int64_t g_worst_ms;      /* the slowest end of a job, for the log */
+const char *rf_U(fixture *f, const char *tail);
+void rf_fpath(fixture *f, char *buf, size_t size, const char *what);
+int rf_file_exists(const char *path);
+void rf_touch(const char *path);
+int rf_job_procs(const char *name, int prefix, int kill_them);
+pid_t rf_find_guard(pid_t runner);
+int64_t rf_gone(const char *name, pid_t guard, int64_t t0,
+                const char *when);
+job *rf_start_tool(fixture *f, const char *const *args);
+int rf_finish(fixture *f, job *j, int64_t ms);
+int rf_run_tool(fixture *f, const char *const *args);
+pid_t rf_wait_started(fixture *f, job *j, const char *path);
+void rf_wait_stderr(fixture *f, job *j, const char *text);
+void rf_wait_tree(const char *name);
+sqllock_lease *rf_lease_with(fixture *f, const char *name,
+                             int64_t ttl_ms, const char *holder);
+sqllock_lease *rf_lease_for(fixture *f, const char *name, int64_t ttl_ms);
+void rf_row_of(fixture *f, const char *name, tu_row *r);
+void rf_expect_no_row(fixture *f, const char *name);
+void rf_delete_row(fixture *f, const char *name);
+int rf_setup(void **state);
+int rf_teardown(void **state);
+
+/* runfault/killed.c: the runner or its guard killed (X1) */
+void test_runfault_X1_runner_killed_while_command_runs(void **state);
+void test_runfault_X1_runner_killed_before_grant(void **state);
+void test_runfault_X1_runner_killed_after_command(void **state);
+void test_runfault_X1_runner_killed_at_random(void **state);
+void test_runfault_X1_guard_killed(void **state);
+void test_runfault_X1_leftovers_stopped_before_release(void **state);
+
+/* runfault/exits.c: a loss in the exit code (X2, X3), a restart (C3) */
+void test_runfault_X2_X3_paused_runner_exits_76(void **state);
+void test_runfault_X2_release_finds_takeover_exits_76(void **state);
+void test_runfault_C3_database_restart_mid_job(void **state);
+
+/* runfault/hold.c: --hold-at-least (X4) */
+void test_runfault_X4_hold_at_least_runs_once(void **state);
+
+/* runfault/messages.c: the busy message, --quiet, --verbose */
+void test_runfault_busy_message_and_quiet(void **state);
+void test_runfault_verbose_events_in_order(void **state);
+#endif /* SQLLOCK_TEST_RUNFAULT_H */
