@@ -207,6 +207,16 @@ int sqllock__wake_wait(uint64_t key, uint64_t seen, int64_t timeout_ms);
 #define SQLLOCK__CHANNEL_MAX 32
 void sqllock__wake_channel(const char *name, char *out);
 
+/* For the tests, which must know that a waiter is asleep before they
+ * release (test_pooler's wake-up cases): when not NULL, a waiting
+ * sqllock_lease_acquire() calls it just before each sleep between tries,
+ * with the lease's name, the sleep's length, and 1 when it sleeps
+ * LISTENing for a notification (0 when it polls). Set it before the
+ * waiting threads start; it runs on the waiter's thread. */
+typedef void sqllock__backoff_hook(const char *name, int64_t sleep_ms,
+                                   int listening);
+extern sqllock__backoff_hook *_Atomic sqllock__on_backoff;
+
 /* The watchdog (core/watch.c). */
 struct sqllock__renewer;
 /* Stops and joins the handle's renewer, unwatching every lease. */

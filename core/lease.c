@@ -635,6 +635,8 @@ int sqllock_lease_try_acquire(sqllock_lease *l)
 
 /* The backoff before attempt `attempt` (from 0): exponential from min to
  * max, with full jitter (L9). */
+sqllock__backoff_hook *_Atomic sqllock__on_backoff;
+
 static int64_t backoff_ms(const sqllock_lease *l, int attempt)
 {
     int64_t cap = l->backoff_min_ms;
@@ -664,6 +666,7 @@ int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
     int64_t deadline, now, sleep_ms;
     uint64_t seen = 0;
     int attempt = 0, rc, woke, wakeups, notify, listening = 0;
+    sqllock__backoff_hook *hook;
 
     if (l == NULL)
         return SQLLOCK_EINVAL;
@@ -706,6 +709,9 @@ int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
         sleep_ms = backoff_ms(l, attempt);
         if (sleep_ms > deadline - now)
             sleep_ms = deadline - now;
+        hook = atomic_load(&sqllock__on_backoff);
+        if (hook != NULL)
+            hook(l->name, sleep_ms, listening);
         if (listening) {
             if (sqllock__wait_notify(l->db, sleep_ms, &woke) != SQLLOCK_OK)
                 listening = 0;          /* LISTEN again on the next round */
