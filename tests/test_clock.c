@@ -15,12 +15,17 @@
  * clock hours off, and the test checks the lease's life by the real
  * clock.
  *
- * Every bound that a slow machine needs longer (the ttls, the waits) is
- * multiplied by tu_slowdown() (valgrind, sanitizers, load). A check
- * whose timing precondition failed anyway -- the "live" lease may have
- * expired before it was looked at -- is inconclusive and tried again
- * (tu_too_slow): that is decided BEFORE the assertion it protects, and
- * three times in a row is a failure under CI.
+ * The ttls are scaled (g_scale): the timed work is done by the
+ * children -- the tool, and this program again -- which run under the
+ * build's sanitizer but never under valgrind (tests/valgrind.sh follows
+ * no child), so the scale starts at 2 under a sanitizer and at 1
+ * otherwise. A check whose timing precondition failed anyway -- the
+ * "live" lease may have expired before it was looked at -- is
+ * inconclusive and tried again with the scale doubled (tu_too_slow): that
+ * is decided BEFORE the assertion it protects, and three times in a row
+ * is a failure under CI. A loaded machine thus costs a longer try only
+ * when it was too slow for the short one, and the test need not run
+ * alone.
  *
  * Runs on the postgres and mysql URLs in SQLLOCK_TEST_URLS. SQLite is
  * skipped by design: it is embedded, so its "server clock" IS the client
@@ -52,6 +57,14 @@ static const char *g_self;     /* this program, for the library children */
 
 /* Tries of a timing check before it counts as "cannot run here". */
 #define TRIES 3
+
+/* What the ttls are multiplied by: see the top of the file. */
+static int64_t g_scale = 1;
+
+/* A try was too slow (tu_too_slow, which fails after TRIES): the next
+ * one, and the tests after it, get twice the time. */
+#define too_slow(tries, ...) \
+    (tu_too_slow((tries), TRIES, __VA_ARGS__), g_scale *= 2)
 
 /* The skews every test runs: the issue's ±1 h, and ±3 h. */
 static const struct { const char *skew; long seconds; } g_skews[] = {
@@ -266,11 +279,10 @@ static void test_clock_L2_faketime_shifts_the_child(void **state)
 static void test_clock_L2_skewed_client_does_not_steal(void **state)
 {
     fixture *f = *state;
-    int64_t ttl_ms = tu_scaled_ms(6000);
+    int64_t ttl_ms;
     char ttl[32];
     int tries = 0;
 
-    snprintf(ttl, sizeof ttl, "%lldms", (long long)ttl_ms);
     for (;;) {
         char owner[SQLLOCK_OWNER_LEN + 1], token[32], tag[16];
         const char *name;
@@ -278,6 +290,8 @@ static void test_clock_L2_skewed_client_does_not_steal(void **state)
         int got = 75;
         size_t i;
 
+        ttl_ms = 6000 * g_scale;
+        snprintf(ttl, sizeof ttl, "%lldms", (long long)ttl_ms);
         snprintf(tag, sizeof tag, "live%d", tries);
         name = lock_name(f, tag);
         acquire(f, NULL, name, ttl, owner, token);
@@ -293,8 +307,8 @@ static void test_clock_L2_skewed_client_does_not_steal(void **state)
                          g_skews[i].skew, got, f->out, f->err);
         }
         if (got != 75) {
-            tu_too_slow(&tries, TRIES, "the skewed acquires took %lld ms, "
-                        "past the %lld ms ttl",
+            too_slow(&tries, "the skewed acquires took %lld ms, past the "
+                     "%lld ms ttl",
                         (long long)(tu_now_ms() - t0), (long long)ttl_ms);
             continue;
         }
@@ -316,12 +330,11 @@ static void test_clock_L2_skewed_holder_keeps_nothing_past_expiry(
     void **state)
 {
     fixture *f = *state;
-    int64_t ttl_ms = tu_scaled_ms(1000), margin_ms = tu_scaled_ms(500);
+    int64_t ttl_ms, margin_ms = 500;
     char ttl[32];
     size_t i;
     int tries = 0, n = 0;
 
-    snprintf(ttl, sizeof ttl, "%lldms", (long long)ttl_ms);
     for (i = 0; i < N_SKEWS; i++, n++) {
         char owner[SQLLOCK_OWNER_LEN + 1], token[32];
         char owner2[SQLLOCK_OWNER_LEN + 1], token2[32];
@@ -332,6 +345,8 @@ static void test_clock_L2_skewed_holder_keeps_nothing_past_expiry(
         int64_t t0, t_acq;
         int got;
 
+        ttl_ms = 1000 * g_scale;
+        snprintf(ttl, sizeof ttl, "%lldms", (long long)ttl_ms);
         snprintf(tag, sizeof tag, "expired%d", n);
         name = lock_name(f, tag);
         t0 = tu_now_ms();
@@ -344,8 +359,8 @@ static void test_clock_L2_skewed_holder_keeps_nothing_past_expiry(
         args[1] = name;
         got = cli(f, NULL, args);
         if (got != 75 && tu_now_ms() - t0 >= ttl_ms) {
-            tu_too_slow(&tries, TRIES, "the skewed acquire and the look "
-                        "took %lld ms, past the %lld ms ttl",
+            too_slow(&tries, "the skewed acquire and the look took %lld "
+                     "ms, past the %lld ms ttl",
                         (long long)(tu_now_ms() - t0), (long long)ttl_ms);
             i--;                /* this skew again, on a fresh name */
             continue;
@@ -444,7 +459,7 @@ static sqllock_lease *l2_lease(sqllock_db *db, const char *name,
 static void test_clock_L2_library_expiry_by_server_clock(void **state)
 {
     fixture *f = *state;
-    int64_t ttl_ms = tu_scaled_ms(1000), margin_ms = tu_scaled_ms(500);
+    int64_t ttl_ms, margin_ms = 500;
     sqllock_db *db = NULL;
     size_t i;
     int tries = 0, n = 0;
@@ -458,6 +473,7 @@ static void test_clock_L2_library_expiry_by_server_clock(void **state)
         long child_now, diff;
         int code, rc;
 
+        ttl_ms = 1000 * g_scale;
         snprintf(tag, sizeof tag, "lib%d", n);
         name = lock_name(f, tag);
         l = l2_lease(db, name, tu_scaled_ms(10000));
@@ -482,8 +498,8 @@ static void test_clock_L2_library_expiry_by_server_clock(void **state)
         if (rc == SQLLOCK_OK && tu_now_ms() - t0 >= ttl_ms) {
             EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
             sqllock_lease_free(l);
-            tu_too_slow(&tries, TRIES, "the child took %lld ms to take a "
-                        "%lld ms lease", (long long)(t_acq - t0),
+            too_slow(&tries, "the child took %lld ms to take a %lld ms "
+                     "lease", (long long)(t_acq - t0),
                         (long long)ttl_ms);
             i--;                /* this skew again, on a fresh name */
             continue;
@@ -517,7 +533,7 @@ static void test_clock_L2_library_expiry_by_server_clock(void **state)
 static void test_clock_L2_library_skewed_client_does_not_steal(void **state)
 {
     fixture *f = *state;
-    int64_t ttl_ms = tu_scaled_ms(6000);
+    int64_t ttl_ms;
     sqllock_db *db = NULL;
     int tries = 0;
 
@@ -530,6 +546,7 @@ static void test_clock_L2_library_skewed_client_does_not_steal(void **state)
         int code = 75;
         size_t i;
 
+        ttl_ms = 6000 * g_scale;
         snprintf(tag, sizeof tag, "libsteal%d", tries);
         name = lock_name(f, tag);
         l = l2_lease(db, name, ttl_ms);
@@ -544,8 +561,8 @@ static void test_clock_L2_library_skewed_client_does_not_steal(void **state)
         }
         if (code != 75) {
             sqllock_lease_free(l);
-            tu_too_slow(&tries, TRIES, "the children took %lld ms, past "
-                        "the %lld ms ttl", (long long)(tu_now_ms() - t0),
+            too_slow(&tries, "the children took %lld ms, past the %lld "
+                     "ms ttl", (long long)(tu_now_ms() - t0),
                         (long long)ttl_ms);
             continue;
         }
@@ -570,6 +587,8 @@ int main(int argc, char **argv)
     if (argc == 6 && strcmp(argv[1], "--l2-child") == 0)
         return l2_child(argv[2], argv[3], argv[4], argv[5]);
     g_self = argv[0];
+    /* tu_slowdown_tool(): 4 under a sanitizer, 8 under valgrind. */
+    g_scale = tu_slowdown_tool() == 4 ? 2 : 1;
     return TU_RUN_PER_URL_NO_SQLITE("clock", &g_url, tests, setup, teardown,
                                     "SQLite is embedded, so the server "
                                     "clock IS the client host's clock (L2 "
