@@ -1,0 +1,408 @@
+/*
+ * pooler/bouncer.c -- test_pooler through PgBouncer: `sqllock run` from 8
+ * processes (a), a transaction pooler the URL does not declare (c), the
+ * connection budget (d), and the application's own transaction (g).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdatomic.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include <libpq-fe.h>
+
+#include "test_util.h"
+#include "test_run.h"
+#include "test_spawn.h"
+#include "pooler/pooler.h"
+
+/* ------------------------------------------------------------------ */
+/* a: `sqllock run` from 8 processes                                    */
+/* ------------------------------------------------------------------ */
+
+#define RUN_PROCS 8
+#define RUN_ITERS 6
+
+/* The command each run executes under the lock: it records an overlap
+ * when another command is inside (mkdir is atomic), appends its token,
+ * and increments the counter file with a read, a pause and a write. */
+static const char RUN_BODY[] =
+    "if ! mkdir \"$D/in\" 2>/dev/null; then echo x >> \"$D/overlaps\"; fi; "
+    "echo \"$SQLLOCK_TOKEN\" >> \"$D/tokens\"; "
+    "n=$(cat \"$D/count\"); sleep 0.01; echo $((n + 1)) > \"$D/count\"; "
+    "rmdir \"$D/in\" 2>/dev/null; true";
+
+/* 8 shell loops of RUN_ITERS `sqllock run`s each, at once, through `url`;
+ * checks the exit codes, the counter, overlaps and token order. */
+static void run_contention(const char *url, const char *label)
+{
+    char *dir = tu_mkdtemp(), path[1400], loop[4096], name[64];
+    char buf[65536], out[1400], err[1400];
+    pid_t pids[RUN_PROCS];
+    const char *argv[5];
+    int64_t t0 = tu_now_ms(), prev = 0, tok;
+    int i, code, count, runs = 0, bad = 0;
+    char *p;
+    FILE *fp;
+
+    assert_non_null(dir);
+    snprintf(name, sizeof name, "pooler-run-%ld-%s", (long)getpid(), label);
+    snprintf(path, sizeof path, "%s/count", dir);
+    fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs("0\n", fp);
+    fclose(fp);
+    /* Each loop records the exit code of every run. */
+    snprintf(loop, sizeof loop,
+             "export D='%s'; for i in $(seq %d); do "
+             "SQLLOCK_DB=\"$U\" '%s' run '%s' --ttl 20s --wait 60s -- "
+             "sh -c '%s'; echo $? >> \"$D/rc\"; done",
+             dir, RUN_ITERS, SQLLOCK_CLI_PATH, name, RUN_BODY);
+    setenv("U", url, 1);
+    argv[0] = "/bin/sh";
+    argv[1] = "-c";
+    argv[2] = loop;
+    argv[3] = NULL;
+    for (i = 0; i < RUN_PROCS; i++) {
+        snprintf(out, sizeof out, "%s/out%d", dir, i);
+        snprintf(err, sizeof err, "%s/err%d", dir, i);
+        pids[i] = tu_spawn(argv, out, err, 1);
+    }
+    for (i = 0; i < RUN_PROCS; i++) {
+        code = tu_wait_for(pids[i], 240000);
+        if (code != 0) {
+            snprintf(err, sizeof err, "%s/err%d", dir, i);
+            tu_read_file(err, buf, sizeof buf);
+            if (code < 0)
+                tu_kill_wait(pids[i]);
+            fail_msg("%s: loop %d ended %d: %s", label, i, code, buf);
+        }
+    }
+    unsetenv("U");
+    snprintf(path, sizeof path, "%s/rc", dir);
+    tu_read_file(path, buf, sizeof buf);
+    for (p = buf; *p != '\0'; p = strchr(p, '\n') + 1) {
+        if (atoi(p) != 0)
+            bad++;
+        runs++;
+        if (strchr(p, '\n') == NULL)
+            break;
+    }
+    if (bad != 0) {
+        snprintf(err, sizeof err, "%s/err0", dir);
+        tu_read_file(err, buf, sizeof buf);
+        fail_msg("%s: %d of %d runs did not exit 0 (loop 0 said: %s)", label,
+                 bad, runs, buf);
+    }
+    assert_int_equal(runs, RUN_PROCS * RUN_ITERS);
+    snprintf(path, sizeof path, "%s/count", dir);
+    tu_read_file(path, buf, sizeof buf);
+    count = atoi(buf);
+    snprintf(path, sizeof path, "%s/overlaps", dir);
+    if (tu_read_file(path, buf, sizeof buf) != 0)
+        fail_msg("%s: commands overlapped: %s", label, buf);
+    if (count != RUN_PROCS * RUN_ITERS)
+        fail_msg("%s: the counter is %d after %d runs: lost updates", label,
+                 count, RUN_PROCS * RUN_ITERS);
+    /* L5: each command's token is above the one before it. */
+    snprintf(path, sizeof path, "%s/tokens", dir);
+    tu_read_file(path, buf, sizeof buf);
+    for (p = buf; *p != '\0';) {
+        tok = strtoll(p, &p, 10);
+        if (tok <= prev)
+            fail_msg("%s: token %lld after %lld", label, (long long)tok,
+                     (long long)prev);
+        prev = tok;
+        while (*p == '\n')
+            p++;
+    }
+    printf("    a [%s] %d x %d `sqllock run`: counter %d, 0 overlaps, "
+           "tokens grow, %lld ms\n", label, RUN_PROCS, RUN_ITERS, count,
+           (long long)(tu_now_ms() - t0));
+    for (i = 0; i < RUN_PROCS; i++) {
+        snprintf(path, sizeof path, "%s/out%d", dir, i);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/err%d", dir, i);
+        unlink(path);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+
+/* C1: `run` through PgBouncer in transaction mode, then PgBouncer is
+ * restarted (every client and server connection closed), and again: with
+ * named prepared statements every command but the first failed after a
+ * restart with 42P05 ("prepared statement sqllock_0 already exists"). An
+ * open handle hears the restart once (ECONNECT) and then works. */
+void test_pooler_a_C1_run_transaction_mode(void **state)
+{
+    sqllock_db *db;
+    sqllock_lease *l;
+    int rc;
+    (void)state;
+
+    run_contention(g_tx, "transaction");
+    db = open_url(g_tx);
+    l = new_lease(db, "pooler-restart", 30000, 0);
+    EXPECT_RC(db, sqllock_lease_acquire(l, 5000), SQLLOCK_OK, "acquire");
+    poolers("restart-pgbouncer");
+    rc = sqllock_lease_renew(l);
+    if (rc != SQLLOCK_OK && rc != SQLLOCK_ECONNECT)
+        fail_msg("renew after a PgBouncer restart: %s: %s",
+                 sqllock_errname(rc), sqllock_errmsg(db));
+    EXPECT_RC(db, sqllock_lease_renew(l), SQLLOCK_OK, "renew again");
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    sqllock_lease_free(l);
+    sqllock_close(db);
+    run_contention(g_tx, "transaction, after a PgBouncer restart");
+}
+
+void test_pooler_a_C1_run_session_mode(void **state)
+{
+    (void)state;
+    run_contention(g_session, "session");
+}
+
+/* ------------------------------------------------------------------ */
+/* c: a transaction pooler the URL does not declare                     */
+/* ------------------------------------------------------------------ */
+
+#define UND_PROCS 8
+#define UND_ITERS 30
+
+static int undeclared_child(und_shared *sh, int k)
+{
+    sqllock_db *db = NULL;
+    sqllock_lease *l = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    int i, rc;
+
+    o.ttl_ms = 30000;
+    for (i = 0; i < UND_ITERS; i++) {
+        if (db == NULL) {
+            rc = sqllock_open(g_undeclared, NULL, &db);
+            if (rc == SQLLOCK_OK)
+                rc = sqllock_lease_new(db, "pooler-undeclared", &o, &l);
+            if (rc != SQLLOCK_OK) {
+                atomic_fetch_add(&sh->other, 1);
+                snprintf(sh->other_msg, sizeof sh->other_msg, "open: %s",
+                         sqllock_errmsg(db));
+                return 1;
+            }
+        }
+        rc = sqllock_lease_try_acquire(l);
+        if (rc == SQLLOCK_OK) {
+            int64_t v;
+            if (atomic_fetch_add(&sh->holders, 1) != 0)
+                atomic_fetch_add(&sh->overlaps, 1);
+            v = sh->counter;
+            tu_sleep_us(500);
+            sh->counter = v + 1;
+            atomic_fetch_sub(&sh->holders, 1);
+            atomic_fetch_add(&sh->ok, 1);
+            rc = sqllock_lease_release(l);
+            if (rc != SQLLOCK_OK && rc != SQLLOCK_EPROXY) {
+                atomic_fetch_add(&sh->other, 1);
+                snprintf(sh->other_msg, sizeof sh->other_msg, "release: "
+                         "%s: %s", sqllock_errname(rc), sqllock_errmsg(db));
+            }
+        } else if (rc == SQLLOCK_BUSY) {
+            atomic_fetch_add(&sh->busy, 1);
+        } else if (rc == SQLLOCK_EPROXY) {
+            atomic_fetch_add(&sh->eproxy, 1);
+            if (strstr(sqllock_errmsg(db), "pooler=transaction") != NULL)
+                atomic_fetch_add(&sh->named, 1);
+        } else {
+            atomic_fetch_add(&sh->other, 1);
+            snprintf(sh->other_msg, sizeof sh->other_msg, "%d: %s: %s", k,
+                     sqllock_errname(rc), sqllock_errmsg(db));
+        }
+        /* A lease whose release failed stays held until its ttl: drop
+         * the handle and start afresh, as an application would. */
+        if (sqllock_lease_count(l) > 0 || rc == SQLLOCK_EPROXY) {
+            sqllock_lease_free(l);
+            sqllock_close(db);
+            l = NULL;
+            db = NULL;
+            if (rc == SQLLOCK_OK) {
+                /* Its row stays for 30 s: clear it through a direct
+                 * connection, as an operator would. */
+                sqllock_db *d = open_url(g_direct);
+                sqllock_value arg = sqllock__text("pooler-undeclared");
+                sqllock__exec_sql(d, "DELETE FROM sqllock_lease WHERE "
+                                  "name = $1", &arg, 1, NULL, NULL, NULL);
+                sqllock_close(d);
+            }
+        }
+        tu_sleep_us(200);
+    }
+    sqllock_lease_free(l);
+    sqllock_close(db);
+    return 0;
+}
+
+/* C1: through PgBouncer's transaction mode without pooler= the named
+ * statements of a connection end up on server connections that do not
+ * have them. Each name carries 64 random bits, so a statement never runs
+ * another client's statement of the same name: every call works or
+ * fails with SQLLOCK_EPROXY, whose message names the remedy. */
+void test_pooler_c_C1_undeclared_transaction_pooler(void **state)
+{
+    und_shared *sh = tu_shared_map(sizeof *sh);
+    pid_t pids[UND_PROCS];
+    int i, st;
+    (void)state;
+
+    for (i = 0; i < UND_PROCS; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0)
+            _exit(undeclared_child(sh, i));
+    }
+    for (i = 0; i < UND_PROCS; i++) {
+        assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
+    }
+    printf("    c [undeclared] %d x %d tries: %d OK, %d BUSY, %d EPROXY "
+           "(%d naming pooler=transaction), %d other\n", UND_PROCS,
+           UND_ITERS, atomic_load(&sh->ok), atomic_load(&sh->busy),
+           atomic_load(&sh->eproxy), atomic_load(&sh->named),
+           atomic_load(&sh->other));
+    if (atomic_load(&sh->other) != 0)
+        fail_msg("a call failed otherwise than with SQLLOCK_EPROXY: %s",
+                 sh->other_msg);
+    assert_int_equal(atomic_load(&sh->overlaps), 0);
+    assert_int_equal(sh->counter, atomic_load(&sh->ok));
+    assert_int_equal(atomic_load(&sh->named), atomic_load(&sh->eproxy));
+    munmap(sh, sizeof *sh);
+}
+
+/* ------------------------------------------------------------------ */
+/* d: the connection budget                                             */
+/* ------------------------------------------------------------------ */
+
+/* Through a session pool of one server connection, `sqllock run` needs
+ * two (its connection and its renewer's): it must fail before it takes
+ * the lease or runs the command, and say why, instead of losing the
+ * lease later while the renewer waits in the pooler's queue. The API the
+ * same: sqllock_watch_prepare() fails within the connect timeout. */
+void test_pooler_d_run_needs_two_server_connections(void **state)
+{
+    sqllock_options opts = SQLLOCK_OPTIONS_INIT;
+    sqllock_db *db = NULL;
+    char *dir = tu_mkdtemp(), marker[1200], out[1200], err[1200];
+    char buf[8192], cmd[1400];
+    const char *argv[12];
+    int64_t t0;
+    tu_row r;
+    int code, rc;
+    (void)state;
+
+    assert_non_null(dir);
+    opts.connect_timeout_ms = 1000 * g_slow;
+    rc = sqllock_open(g_tight, &opts, &db);
+    EXPECT_RC(db, rc, SQLLOCK_OK, "open through a pool of one");
+    t0 = tu_now_ms();
+    rc = sqllock_watch_prepare(db);
+    t0 = tu_now_ms() - t0;
+    EXPECT_RC(db, rc, SQLLOCK_ECONNECT, "watch_prepare, pool exhausted");
+    expect_msg_any(db, "watch_prepare", "pool");
+    printf("    d [session pool of 1] sqllock_watch_prepare: %s after "
+           "%lld ms\n", sqllock_errname(rc), (long long)t0);
+    if (t0 > 3000 * g_slow)
+        fail_msg("the renewer's connect took %lld ms to fail (connect "
+                 "timeout %lld ms)", (long long)t0,
+                 (long long)opts.connect_timeout_ms);
+    sqllock_close(db);
+
+    snprintf(marker, sizeof marker, "%s/ran", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(cmd, sizeof cmd, "touch '%s'", marker);
+    argv[0] = SQLLOCK_CLI_PATH;
+    argv[1] = "--db";
+    argv[2] = g_tight;
+    argv[3] = "run";
+    argv[4] = "pooler-budget";
+    argv[5] = "--ttl";
+    argv[6] = "3s";
+    argv[7] = "--";
+    argv[8] = "sh";
+    argv[9] = "-c";
+    argv[10] = cmd;
+    argv[11] = NULL;
+    t0 = tu_now_ms();
+    code = tu_wait_for(tu_spawn(argv, out, err, 1), 60000);
+    t0 = tu_now_ms() - t0;
+    tu_read_file(err, buf, sizeof buf);
+    printf("    d [session pool of 1] `sqllock run`: exit %d after %lld "
+           "ms: %s", code, (long long)t0, buf);
+    assert_int_equal(code, 69);
+    if (!tu_contains_ci(buf, "pool"))
+        fail_msg("the message does not name the pool: %s", buf);
+    if (access(marker, F_OK) == 0)
+        fail_msg("the command ran although the renewer had no connection");
+    /* No lease was taken. */
+    db = open_url(g_direct);
+    ASSERT_RC(tu_find(db, "pooler-budget", &r), SQLLOCK_OK, db);
+    assert_int_equal(r.found, 0);
+    sqllock_close(db);
+    unlink(marker);
+    unlink(out);
+    unlink(err);
+    tu_rmdir(dir);
+    free(dir);
+}
+
+/* ------------------------------------------------------------------ */
+/* g: the application's own transaction                                 */
+/* ------------------------------------------------------------------ */
+
+/* C2: BEGIN on the native handle, then a lease call: it must not run
+ * inside that transaction (the grant would commit only if the
+ * application commits). It is refused with SQLLOCK_EMISUSE and sends
+ * nothing; after the application's ROLLBACK it works. */
+void test_pooler_g_C2_native_transaction_refused(void **state)
+{
+    const char *urls[] = { g_direct, g_tx, g_session };
+    int u;
+    (void)state;
+
+    for (u = 0; u < 3; u++) {
+        sqllock_db *db = open_url(urls[u]), *direct = open_url(g_direct);
+        sqllock_lease *l;
+        PGconn *pg;
+        PGresult *res;
+        char name[128];
+        tu_row r;
+
+        snprintf(name, sizeof name, "pooler-native-%ld-%d", (long)getpid(),
+                 u);
+        l = new_lease(db, name, 30000, 0);
+        /* A statement first, so that the connection exists. */
+        EXPECT_RC(db, sqllock_lease_try_acquire(l), SQLLOCK_OK, "acquire");
+        EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+        pg = sqllock_db_native(db);
+        assert_non_null(pg);
+        res = PQexec(pg, "BEGIN");
+        assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
+        PQclear(res);
+        EXPECT_RC(db, sqllock_lease_try_acquire(l), SQLLOCK_EMISUSE,
+                  "acquire inside the application's transaction");
+        expect_msg_any(db, "EMISUSE", "did not begin");
+        ASSERT_RC(tu_find(direct, name, &r), SQLLOCK_OK, direct);
+        assert_int_equal(r.found, 0);
+        res = PQexec(pg, "ROLLBACK");
+        assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
+        PQclear(res);
+        EXPECT_RC(db, sqllock_lease_try_acquire(l), SQLLOCK_OK,
+                  "acquire after the rollback");
+        EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+        sqllock_lease_free(l);
+        sqllock_close(direct);
+        sqllock_close(db);
+    }
+}
+
