@@ -264,20 +264,9 @@ static void fu_sql(char *read, char *write, size_t n, int dollar)
              dollar ? "$2" : "?");
 }
 
-/* The reason of a failed pair, into the client's bu_client; -1. */
-static int wfail(worker *w, const char *fmt, ...)
-{
-    va_list ap;
-    size_t n;
-
-    va_start(ap, fmt);
-    vsnprintf(w->bc.err, sizeof w->bc.err, fmt, ap);
-    va_end(ap);
-    n = strlen(w->bc.err);
-    while (n > 0 && (w->bc.err[n - 1] == '\n' || w->bc.err[n - 1] == '\r'))
-        w->bc.err[--n] = '\0';
-    return -1;
-}
+/* The reason of a failed pair, into the client's bu_client; -1 (as
+ * bench_util's bu_fail(), which also checks the format). */
+#define wfail(w, ...) bu_fail(&(w)->bc, __VA_ARGS__)
 
 /* A fresh owner id for the by-hand acquire, as the library makes it. */
 static int new_owner(worker *w)
