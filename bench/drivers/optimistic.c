@@ -302,6 +302,7 @@ void bench_optimistic(const config *cfg, const char *url)
     bd = find_driver(sqllock_db_driver(db));
     if (bd == NULL)
         bu_die("%s: the bench has no '%s' part", url, sqllock_db_driver(db));
+    load_sql(bd);
     floor_setup(cfg, bd, db);
     inv_create(bd, db);
     ws = calloc((size_t)cfg->max_clients, sizeof *ws);
