@@ -2,8 +2,8 @@
  * my.h -- what the files of the MySQL/MariaDB driver share: the
  * connection and statement structs, the TLS modes and settings, what a
  * URL asks for, and the functions one file calls in another. Not
- * installed; outside drivers/mysql only tests/test_tls.c includes it (for
- * the option-file reader).
+ * installed; outside drivers/mysql only tests/tls/optfile.c (test_tls)
+ * includes it (for the option-file reader).
  *
  *   mysql.c       the driver table
  *   my_sql.c      the dialect: the SQL text of every statement

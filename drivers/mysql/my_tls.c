@@ -44,7 +44,7 @@ int sqllock__my_tls_mode(my_target *t, sqllock_dberr *err)
  *
  * What each mode checks with MariaDB Connector/C 3.3 (OpenSSL), read
  * from its source (libmariadb/secure/openssl.c, ma_pvio.c,
- * plugins/auth/my_auth.c) and tested in tests/test_tls.c:
+ * plugins/auth/my_auth.c) and tested in tests/tls/mysql.c (test_tls):
  * - PREFERRED, REQUIRED: MYSQL_OPT_SSL_ENFORCE, which only asks for TLS
  *   when the server offers it (a server without TLS gets plain text; for
  *   REQUIRED after_connect() then refuses the connection). A named CA
