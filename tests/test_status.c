@@ -445,9 +445,9 @@ static void test_status_now_us(void **state)
  * a temporary SQLite file: statements of one's own with number and text
  * arguments, the first column, the affected rows, inside a row-lock
  * transaction; a lease's deadline lies within its ttl of the grant and is
- * 0 once released; bad arguments. (tests/test_cli.c runs the demo, which
- * uses sqllock_db_exec(), on every database; `sqllock run` keeps its
- * guard on the lease's deadline.) */
+ * 0 once released; bad arguments. (test_cli, in tests/cli/tool.c, runs
+ * the demo, which uses sqllock_db_exec(), on every database; `sqllock
+ * run` keeps its guard on the lease's deadline.) */
 static void test_status_db_exec_and_deadline(void **state)
 {
     static const sqllock_table tbl = { "t_exec", "id", "version" };

@@ -1,0 +1,236 @@
+/*
+ * commands.c -- test_cli: init, acquire, release and run with their exit
+ * codes, the token `run` hands its command, usage errors and durations
+ * (DESIGN L1, L3, L4, L5, E2).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+#include "test_run.h"
+#include "test_spawn.h"
+#include "cli.h"
+
+/* S1: init succeeds, and again (idempotent). */
+void test_cli_init(void **state)
+{
+    fixture *f = *state;
+    EXPECT_EXIT(f, 0, "init");
+    EXPECT_EXIT(f, 0, "init");
+}
+
+/* L1/L3/L4: acquire prints owner and token; a second acquire is busy (75);
+ * release with the printed owner and token is 0, again 76 (lost). */
+void test_cli_acquire_busy_release(void **state)
+{
+    fixture *f = *state;
+    char owner[SQLLOCK_OWNER_LEN + 1], owner2[SQLLOCK_OWNER_LEN + 1];
+    char tok[32];
+    int64_t token, token2;
+
+    cl_acquire(f, cl_U(f, "a"), "60s", owner, &token);
+    EXPECT_EXIT(f, 75, "acquire", cl_U(f, "a"), "--ttl", "60s");
+    EXPECT_EXIT(f, 75, "acquire", cl_U(f, "a"), "--ttl", "60s", "--wait",
+                "300ms");
+    snprintf(tok, sizeof tok, "%lld", (long long)token);
+    /* A wrong owner cannot release it (L3). */
+    EXPECT_EXIT(f, 76, "release", cl_U(f, "a"), "--owner",
+                "0123456789abcdef0123456789abcdef", "--token", tok);
+    EXPECT_EXIT(f, 75, "acquire", cl_U(f, "a"), "--ttl", "60s");
+    EXPECT_EXIT(f, 0, "release", cl_U(f, "a"), "--owner", owner, "--token",
+                tok);
+    EXPECT_EXIT(f, 76, "release", cl_U(f, "a"), "--owner", owner, "--token",
+                tok);
+    /* Free again, with a larger token (L5). */
+    cl_acquire(f, cl_U(f, "a"), "60s", owner2, &token2);
+    assert_true(token2 > token);
+    assert_string_not_equal(owner, owner2);
+    snprintf(tok, sizeof tok, "%lld", (long long)token2);
+    EXPECT_EXIT(f, 0, "release", cl_U(f, "a"), "--owner", owner2, "--token",
+                tok);
+}
+
+/* L1: `run` does not start the command while the lock is held elsewhere. */
+void test_cli_run_busy_does_not_run(void **state)
+{
+    fixture *f = *state;
+    char owner[SQLLOCK_OWNER_LEN + 1], tok[32], file[4300];
+    int64_t token;
+
+    snprintf(file, sizeof file, "%s/touched", f->dir);
+    cl_acquire(f, cl_U(f, "run-busy"), "60s", owner, &token);
+    EXPECT_EXIT(f, 75, "run", cl_U(f, "run-busy"), "--ttl", "5s", "--",
+                "touch", file);
+    assert_false(cl_file_exists(file));
+    snprintf(tok, sizeof tok, "%lld", (long long)token);
+    EXPECT_EXIT(f, 0, "release", cl_U(f, "run-busy"), "--owner", owner,
+                "--token", tok);
+    /* Free now: the command runs, and the lock is released after it. */
+    EXPECT_EXIT(f, 0, "run", cl_U(f, "run-busy"), "--ttl", "5s", "--", "touch",
+                file);
+    assert_true(cl_file_exists(file));
+    cl_acquire(f, cl_U(f, "run-busy"), "60s", owner, &token);
+    snprintf(tok, sizeof tok, "%lld", (long long)token);
+    EXPECT_EXIT(f, 0, "release", cl_U(f, "run-busy"), "--owner", owner,
+                "--token", tok);
+}
+
+/* run passes the command's exit status through; 127 when not found. */
+void test_cli_run_exit_codes(void **state)
+{
+    fixture *f = *state;
+
+    EXPECT_EXIT(f, 7, "run", cl_U(f, "run-exit"), "--ttl", "5s", "--", "sh",
+                "-c", "exit 7");
+    EXPECT_EXIT(f, 0, "run", cl_U(f, "run-exit"), "--ttl", "5s", "--", "true");
+    EXPECT_EXIT(f, 127, "run", cl_U(f, "run-exit"), "--ttl", "5s", "--",
+                "/nonexistent/sqllock-no-such-command");
+    EXPECT_EXIT(f, 127, "run", cl_U(f, "run-exit"), "--ttl", "5s", "--",
+                "sqllock-no-such-command-on-path");
+    /* The lock was released every time: it is free now. */
+    EXPECT_EXIT(f, 0, "run", cl_U(f, "run-exit"), "--ttl", "5s", "--", "true");
+}
+
+/* L5: run gives the command SQLLOCK_TOKEN (and the owner and name). */
+void test_cli_run_passes_token(void **state)
+{
+    fixture *f = *state;
+    char file[4300], script[4600], buf[256], owner[SQLLOCK_OWNER_LEN + 1];
+    char tok[32];
+    int64_t token, seen;
+    char *end;
+
+    cl_acquire(f, cl_U(f, "token-before"), "60s", owner, &token);
+    snprintf(tok, sizeof tok, "%lld", (long long)token);
+    EXPECT_EXIT(f, 0, "release", cl_U(f, "token-before"), "--owner", owner,
+                "--token", tok);
+    snprintf(file, sizeof file, "%s/token.txt", f->dir);
+    snprintf(script, sizeof script,
+             "printf '%%s\\n%%s\\n%%s\\n' \"$SQLLOCK_TOKEN\" "
+             "\"$SQLLOCK_OWNER\" \"$SQLLOCK_NAME\" > '%s'", file);
+    EXPECT_EXIT(f, 0, "run", cl_U(f, "token"), "--ttl", "5s", "--", "sh", "-c",
+                script);
+    assert_true(tu_read_file(file, buf, sizeof buf) > 0);
+    seen = strtoll(buf, &end, 10);
+    if (*end != '\n' || seen <= token)
+        fail_msg("the command saw SQLLOCK_TOKEN \"%s\"; want a number above "
+                 "%lld", buf, (long long)token);
+    assert_true(tu_is_owner_id(strtok(end + 1, "\n")));
+    assert_string_equal(strtok(NULL, "\n"), cl_U(f, "token"));
+}
+
+/* E2: usage errors are 64; an unknown scheme is 69. */
+void test_cli_usage_errors(void **state)
+{
+    fixture *f = *state;
+    const char *const nosuch[] = { "nosuch://x", NULL };
+
+    EXPECT_EXIT(f, 64, "acquire", cl_U(f, "bad"), "--ttl", "5parsecs");
+    EXPECT_EXIT(f, 64, "acquire", cl_U(f, "bad"), "--ttl", "9999999999999d");
+    EXPECT_EXIT(f, 64, "acquire", cl_U(f, "bad"), "--ttl", "0");
+    EXPECT_EXIT(f, 64, "acquire", cl_U(f, "bad"), "--ttl", "-5s");
+    EXPECT_EXIT(f, 64, "acquire", cl_U(f, "bad"));
+    EXPECT_EXIT(f, 64, "acquire", "", "--ttl", "5s");
+    EXPECT_EXIT(f, 64, "run", cl_U(f, "bad"), "--ttl", "5parsecs", "--",
+                "true");
+    EXPECT_EXIT(f, 64, "nosuchcommand");
+    EXPECT_EXIT(f, 64, "acquire", cl_U(f, "bad"), "--ttl", "5s",
+                "--no-such-opt");
+    EXPECT_EXIT(f, 64, "release", cl_U(f, "bad"), "--owner", "xyz", "--token",
+                "1");
+    EXPECT_EXIT(f, 64, "release", cl_U(f, "bad"), "--owner",
+                "0123456789abcdef0123456789abcdef", "--token", "abc");
+    /* The message goes to stderr and names the problem. */
+    EXPECT_EXIT(f, 64, "acquire", cl_U(f, "bad"), "--ttl", "5parsecs");
+    assert_true(tu_contains_ci(f->err, "5parsecs") ||
+                tu_contains_ci(f->err, "duration") ||
+                tu_contains_ci(f->err, "ttl"));
+    {
+        /* An unknown scheme in --db: a copy of the fixture with that
+         * URL. */
+        fixture *g = calloc(1, sizeof *g);
+        const char *const args[] = { "list", NULL };
+        int rc;
+        assert_non_null(g);
+        g->dir = f->dir;
+        snprintf(g->url, sizeof g->url, "%s", nosuch[0]);
+        rc = cl_cli(g, args);
+        if (rc != 69) {
+            fprintf(stderr, "stdout: %s\nstderr: %s\n", g->out, g->err);
+            free(g);
+            fail_msg("sqllock --db nosuch://x list: exit %d, want 69", rc);
+        }
+        assert_true(tu_contains_ci(g->err, "nosuch"));
+        free(g);
+    }
+    /* Nothing was left behind by the failed commands. */
+    EXPECT_EXIT(f, 0, "run", cl_U(f, "bad"), "--ttl", "5s", "--", "true");
+}
+
+/* Durations in every option that takes one: compound and fractional
+ * forms are read as sqllock.h says (acquire prints the ttl it used), and
+ * a refused one names the option, the text and what is wrong. */
+void test_cli_durations(void **state)
+{
+    static const struct {
+        const char *text;
+        const char *ms;
+    } good[] = {
+        { "1m30s", "90000" }, { "1.5s", "1500" }, { "0.25s", "250" },
+        { "1.5m", "90000" }, { "2d12h", "216000000" }, { "1h30m", "5400000" },
+        { "500ms", "500" }, { "30", "30000" }, { "1s500ms", "1500" },
+    };
+    static const struct {
+        const char *text;
+        const char *why;
+    } bad[] = {
+        { "30m1h", "largest first" }, { "1m1m", "largest first" },
+        { "1.5h30m", "last number" }, { "1.5ms", "milliseconds" },
+        { "1m30", "stand alone" }, { "1.5", "unit" },
+        { "106751991167d7h12m55.808s", "longer" }, { "1w", "unknown unit" },
+    };
+    fixture *f = *state;
+    char owner[SQLLOCK_OWNER_LEN + 1], tok[32], ms[32];
+    int64_t token;
+    size_t i;
+
+    for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+        cl_acquire(f, cl_U(f, "dur"), good[i].text, owner, &token);
+        if (!tu_get_var(f->out, "SQLLOCK_TTL_MS", ms, sizeof ms) ||
+            strcmp(ms, good[i].ms) != 0)
+            fail_msg("acquire --ttl %s printed SQLLOCK_TTL_MS=%s, want %s",
+                     good[i].text, ms, good[i].ms);
+        snprintf(tok, sizeof tok, "%lld", (long long)token);
+        EXPECT_EXIT(f, 0, "release", cl_U(f, "dur"), "--owner", owner,
+                    "--token", tok);
+    }
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        EXPECT_EXIT(f, 64, "acquire", cl_U(f, "dur"), "--ttl", bad[i].text);
+        if (strstr(f->err, "--ttl") == NULL ||
+            strstr(f->err, bad[i].text) == NULL ||
+            strstr(f->err, bad[i].why) == NULL)
+            fail_msg("acquire --ttl %s: stderr \"%s\" should name --ttl, "
+                     "the text and \"%s\"", bad[i].text, f->err, bad[i].why);
+        EXPECT_EXIT(f, 64, "run", cl_U(f, "dur"), "--ttl", "10s",
+                    "--kill-after", bad[i].text, "--", "true");
+        assert_non_null(strstr(f->err, "--kill-after"));
+    }
+    /* The other options that take a duration. */
+    EXPECT_EXIT(f, 0, "acquire", cl_U(f, "dur-wait"), "--ttl", "1m30s",
+                "--wait", "0.25s");
+    assert_true(tu_get_var(f->out, "SQLLOCK_OWNER", owner, sizeof owner));
+    assert_true(tu_get_var(f->out, "SQLLOCK_TOKEN", tok, sizeof tok));
+    EXPECT_EXIT(f, 75, "acquire", cl_U(f, "dur-wait"), "--ttl", "1m30s",
+                "--wait", "0.3s");
+    EXPECT_EXIT(f, 0, "release", cl_U(f, "dur-wait"), "--owner", owner,
+                "--token", tok);
+    EXPECT_EXIT(f, 0, "run", cl_U(f, "dur-run"), "--ttl", "1m30s",
+                "--kill-after", "1.5s", "--renew-every", "0.5m", "--",
+                "true");
+    EXPECT_EXIT(f, 0, "reap", "--older-than", "1h30m");
+    EXPECT_EXIT(f, 64, "reap", "--older-than", "1h30");
+    assert_non_null(strstr(f->err, "--older-than"));
+}

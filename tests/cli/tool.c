@@ -1,0 +1,223 @@
+/*
+ * tool.c -- test_cli: a command that names no database is refused, and
+ * --local; the demo on the group's database; a copy of the tool built
+ * without a driver says how to get it; -V and -h.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+#include "test_run.h"
+#include "test_spawn.h"
+#include "cli.h"
+
+/* The refusal stderr shows when no database is named: it says how to
+ * name one, and how to ask for a lock of this host only. */
+static void expect_no_db_message(const fixture *f, const char *what)
+{
+    static const char *const words[] = {
+        "--db", "--db-file", "SQLLOCK_DB", "SQLLOCK_DB_FILE", "--local",
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strstr(f->err, words[i]) == NULL)
+            fail_msg("%s without a database: stderr does not name %s:\n%s",
+                     what, words[i], f->err);
+}
+
+/* Issue 15: a command that names no database (no --db, --db-file,
+ * $SQLLOCK_DB or $SQLLOCK_DB_FILE, as under cron) is refused with a usage
+ * error instead of locking in a file of this host, which would let every
+ * host of a fleet run the job; --local asks for that file by name. The
+ * demo still makes its temporary SQLite file. (Until this change, these
+ * commands used /var/tmp/sqllock.db: the contract changed.) */
+void test_cli_no_database_refused(void **state)
+{
+    fixture *f = *state;
+    char file[4300], owner[SQLLOCK_OWNER_LEN + 1], tok[32];
+
+    snprintf(file, sizeof file, "%s/ran", f->dir);
+    unsetenv("SQLLOCK_DB");
+    unsetenv("SQLLOCK_DB_FILE");
+    EXPECT_BARE(f, 64, "run", cl_U(f, "nodb"), "--ttl", "5s", "--", "touch",
+                file);
+    expect_no_db_message(f, "run");
+    assert_false(cl_file_exists(file));
+    assert_string_equal(f->out, "");
+    EXPECT_BARE(f, 64, "acquire", cl_U(f, "nodb"), "--ttl", "5s");
+    expect_no_db_message(f, "acquire");
+    assert_string_equal(f->out, "");
+    EXPECT_BARE(f, 64, "release", cl_U(f, "nodb"), "--owner",
+                "0123456789abcdef0123456789abcdef", "--token", "1");
+    expect_no_db_message(f, "release");
+    EXPECT_BARE(f, 64, "list");
+    expect_no_db_message(f, "list");
+    EXPECT_BARE(f, 64, "reap");
+    expect_no_db_message(f, "reap");
+    EXPECT_BARE(f, 64, "init");
+    expect_no_db_message(f, "init");
+    /* A variable set but empty counts as unset. */
+    setenv("SQLLOCK_DB", "", 1);
+    setenv("SQLLOCK_DB_FILE", "", 1);
+    EXPECT_BARE(f, 64, "run", cl_U(f, "nodb"), "--ttl", "5s", "--", "touch",
+                file);
+    expect_no_db_message(f, "run with empty variables");
+    assert_false(cl_file_exists(file));
+    unsetenv("SQLLOCK_DB_FILE");
+
+    /* --local goes with neither --db nor --db-file, wherever each is. */
+    EXPECT_BARE(f, 64, "--local", "--db", f->url, "list");
+    assert_non_null(strstr(f->err, "--local"));
+    EXPECT_BARE(f, 64, "--local", "list", "--db", f->url);
+    EXPECT_BARE(f, 64, "list", "--db-file", file, "--local");
+    EXPECT_BARE(f, 64, "list", "--local=yes");
+
+    /* --local: this host's file, before or after the command, also when
+     * $SQLLOCK_DB names another database (the command line goes first). */
+    setenv("SQLLOCK_DB", f->url, 1);
+    EXPECT_BARE(f, 0, "--local", "run", cl_U(f, "local"), "--ttl", "5s", "--",
+                "touch", file);
+    assert_true(cl_file_exists(file));
+    EXPECT_BARE(f, 0, "acquire", cl_U(f, "local"), "--ttl", "1m", "--local");
+    assert_true(tu_get_var(f->out, "SQLLOCK_OWNER", owner, sizeof owner));
+    assert_true(tu_get_var(f->out, "SQLLOCK_TOKEN", tok, sizeof tok));
+    EXPECT_BARE(f, 0, "list", "--local");
+    assert_non_null(strstr(f->out, cl_U(f, "local")));
+    /* Not in the database $SQLLOCK_DB names. */
+    EXPECT_BARE(f, 0, "list");
+    assert_null(strstr(f->out, cl_U(f, "local")));
+    EXPECT_BARE(f, 75, "--local", "acquire", cl_U(f, "local"), "--ttl", "1m");
+    EXPECT_BARE(f, 0, "--local", "release", cl_U(f, "local"), "--owner", owner,
+                "--token", tok);
+    unsetenv("SQLLOCK_DB");
+
+    /* The demo, on its temporary file (SQLite must be built). */
+    if (tu_url_driver(f->url) != NULL &&
+        strcmp(tu_url_driver(f->url), "sqlite") == 0) {
+        EXPECT_BARE(f, 0, "demo", "--workers", "2", "--stock", "3");
+        assert_non_null(strstr(f->out, "temporary"));
+    }
+    EXPECT_BARE(f, 64, "demo", "--local");
+}
+
+/* Issue 16: the demo on the group's database, as `sqllock demo --db URL`
+ * in the README: its own statements go through sqllock_db_exec() in
+ * each database's dialect, and every mode but "no lock" sells exactly the
+ * stock (exit 0); the URL is shown without a password. */
+void test_cli_demo_on_database(void **state)
+{
+    fixture *f = *state;
+
+    EXPECT_EXIT(f, 0, "demo", "--workers", "2", "--stock", "3");
+    EXPECT_CONTAINS(f, "database: ");
+    EXPECT_CONTAINS(f, "conditional UPDATE");
+    /* The URL's password, if it has one (user:password@ after "//"); a
+     * SQLite path may contain any text, such as the temporary directory's
+     * "sqllock-test", so only the password itself is looked for. */
+    {
+        const char *a = strstr(f->url, "//"), *at, *colon;
+        char pw[256];
+
+        at = a != NULL ? strchr(a + 2, '@') : NULL;
+        colon = at != NULL ? memchr(a + 2, ':', (size_t)(at - (a + 2)))
+                           : NULL;
+        if (colon != NULL && at - colon - 1 > 0 &&
+            (size_t)(at - colon - 1) < sizeof pw) {
+            memcpy(pw, colon + 1, (size_t)(at - colon - 1));
+            pw[at - colon - 1] = '\0';
+            if (strstr(f->out, pw) != NULL)
+                fail_msg("the demo showed the password:\n%s", f->out);
+        }
+    }
+}
+
+#ifdef SQLLOCK_CLI_SQLITE_ONLY_PATH
+/* Issue 16 (item 10): a copy of the tool built with the SQLite driver
+ * alone (tools/CMakeLists.txt), as on a machine that has only SQLite's
+ * packages (the quick start's), refuses a PostgreSQL or MySQL URL with
+ * exit 69, the library's "not built" message, the Debian package that
+ * brings the driver's client library and the command that builds sqllock
+ * again; never the password. SQLite still works in that copy. */
+void test_cli_driver_not_built_says_how(void **state)
+{
+    static const struct {
+        const char *url;
+        const char *package;
+    } cases[] = {
+        { "postgres://u:Zq9secret@127.0.0.1:1/db", "libpq-dev" },
+        { "postgresql://u:Zq9secret@127.0.0.1:1/db", "libpq-dev" },
+        { "mysql://u:Zq9secret@127.0.0.1:1/db",
+          "default-libmysqlclient-dev" },
+        { "mariadb://u:Zq9secret@127.0.0.1:1/db",
+          "default-libmysqlclient-dev" },
+    };
+    static const char *const cmds[] = { "init", "demo" };
+    static const char *const words[] = {
+        "was not built into this copy of sqllock", "apt-get install",
+        "cmake -S ", "cmake --build ",
+    };
+    fixture *f = *state;
+    char out_path[4300], err_path[4300], url[4300];
+    size_t i, j, k;
+
+    snprintf(out_path, sizeof out_path, "%s/stdout.txt", f->dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr.txt", f->dir);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (j = 0; j < sizeof cmds / sizeof cmds[0]; j++) {
+            const char *argv[] = { SQLLOCK_CLI_SQLITE_ONLY_PATH, "--db",
+                                   cases[i].url, cmds[j], NULL };
+            int code = tu_wait(tu_spawn(argv, out_path, err_path, 0));
+
+            tu_read_file(out_path, f->out, sizeof f->out);
+            tu_read_file(err_path, f->err, sizeof f->err);
+            if (code != 69)
+                fail_msg("%s %s: exit %d, want 69\nstderr: %s",
+                         cases[i].url, cmds[j], code, f->err);
+            for (k = 0; k < sizeof words / sizeof words[0]; k++)
+                EXPECT_CONTAINS_ERR(f, words[k]);
+            EXPECT_CONTAINS_ERR(f, cases[i].package);
+            if (strstr(f->err, "Zq9secret") != NULL
+                || strstr(f->out, "Zq9secret") != NULL)
+                fail_msg("%s %s showed the password:\n%s%s", cases[i].url,
+                         cmds[j], f->out, f->err);
+        }
+    }
+    snprintf(url, sizeof url, "sqlite://%s/only.db", f->dir);
+    {
+        const char *argv[] = { SQLLOCK_CLI_SQLITE_ONLY_PATH, "--db", url,
+                               "init", NULL };
+        int code = tu_wait(tu_spawn(argv, out_path, err_path, 0));
+
+        tu_read_file(err_path, f->err, sizeof f->err);
+        if (code != 0)
+            fail_msg("init on SQLite in the SQLite-only copy: exit %d\n%s",
+                     code, f->err);
+    }
+}
+#endif
+
+/* -V is --version, and -h --help; -V is no option of a command. */
+void test_cli_version_and_help(void **state)
+{
+    fixture *f = *state;
+    char want[64];
+
+    snprintf(want, sizeof want, "sqllock %s\n", sqllock_version_string());
+    EXPECT_BARE(f, 0, "-V");
+    assert_string_equal(f->out, want);
+    EXPECT_BARE(f, 0, "--version");
+    assert_string_equal(f->out, want);
+    EXPECT_BARE(f, 0, "-h");
+    assert_non_null(strstr(f->out, "-V, --version"));
+    assert_non_null(strstr(f->out, "--local"));
+    EXPECT_BARE(f, 0, "--help");
+    EXPECT_BARE(f, 64, "-V=1");
+    EXPECT_BARE(f, 64, "-v");
+    EXPECT_EXIT(f, 64, "list", "-V");
+    assert_non_null(strstr(f->err, "'-V'"));
+    EXPECT_EXIT(f, 64, "run", cl_U(f, "v"), "--ttl", "5s", "-V", "--", "true");
+}
