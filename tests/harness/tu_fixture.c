@@ -1,6 +1,7 @@
 /*
  * tu_fixture.c -- helpers of the tests that drive servers, proxies and
- * child processes (tu_fixture.h).
+ * child processes or run statements on application tables
+ * (tu_fixture.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -97,6 +98,25 @@ sqllock_db *tu_open_or_fail(const char *url)
         fail_msg("open: %s: %s", sqllock_errname(rc), msg);
     }
     return db;
+}
+
+int tu_exec_on(sqllock_db *db, const char *fmt, const char *table,
+               const sqllock_value *args, int nargs, int *has_row,
+               int64_t *first, int64_t *affected)
+{
+    char sql[512];
+
+    snprintf(sql, sizeof sql, fmt, table);
+    return sqllock__exec_sql(db, sql, args, nargs, has_row, first, affected);
+}
+
+void tu_exec_ok(sqllock_db *db, const char *fmt, const char *table,
+                const sqllock_value *args, int nargs)
+{
+    int rc = tu_exec_on(db, fmt, table, args, nargs, NULL, NULL, NULL);
+    if (rc != SQLLOCK_OK)
+        fail_msg("statement \"%s\" on %s: %s: %s", fmt, table,
+                 sqllock_errname(rc), sqllock_errmsg(db));
 }
 
 int tu_run_script(const char *script, const char *cmd, const char *dir,

@@ -1,8 +1,9 @@
 /*
  * tu_fixture.h -- helpers of the tests that drive servers, proxies and
  * child processes (test_restart, test_galera, test_failover,
- * test_multihost, test_netbad and others), kept once here instead of a
- * copy in each.
+ * test_multihost, test_netbad and others) or run statements of their own
+ * on application tables (test_rowlock, test_optimistic), kept once here
+ * instead of a copy in each.
  *
  * Include after cmocka.h (test_util.h includes it).
  */
@@ -14,6 +15,7 @@
 #include <sys/types.h>
 
 #include "sqllock.h"
+#include "sqllock_driver.h"
 
 /* Fails the test unless `expr` is `want`, naming the expression and the
  * message on `db`. */
@@ -50,6 +52,18 @@ int64_t tu_backend_id(sqllock_db *db);
 
 /* Opens `url`, failing the test (with the reason) when it cannot. */
 sqllock_db *tu_open_or_fail(const char *url);
+
+/* A statement of the test's own on an application table (test_rowlock,
+ * test_optimistic): runs `fmt` with the table name put in for its %s and
+ * returns its status; the other arguments as for sqllock__exec_sql(). */
+int tu_exec_on(sqllock_db *db, const char *fmt, const char *table,
+               const sqllock_value *args, int nargs, int *has_row,
+               int64_t *first, int64_t *affected);
+
+/* tu_exec_on() without a result, which must succeed: fails the test
+ * otherwise, naming the statement, the table and the message. */
+void tu_exec_ok(sqllock_db *db, const char *fmt, const char *table,
+                const sqllock_value *args, int nargs);
 
 /* Runs `bash 'SCRIPT' CMD 'DIR' [ARG]` (a fixture script such as
  * scripts/galera.sh, its output on stderr); returns system()'s status. */

@@ -383,7 +383,7 @@ void test_optimistic_O3_version_overflow(void **state)
         if (pass == 1) {
             v[0] = sqllock__int(INT64_MAX);
             v[1] = sqllock__int(GUARD_ID);
-            exec_ok(f->db, f->sql->inv_set_version, f->inv, v, 2);
+            tu_exec_ok(f->db, f->sql->inv_set_version, f->inv, v, 2);
         }
         inv_expect(f, GUARD_ID, GUARD_QTY, at, "row before the overflow");
         rc = sqllock_table_cas(f->db, &f->t, &key, INT64_MAX, &sub, 1, NULL,

@@ -66,27 +66,6 @@ const opt_sql *opt_sql_for(const char *driver)
 /* ------------------------------------------------------------------ */
 
 
-/* Runs `fmt` (with the table name put in for %s) and returns its status;
- * the other arguments as for sqllock__exec_sql(). */
-int exec_on(sqllock_db *db, const char *fmt, const char *table,
-                   const sqllock_value *args, int nargs, int *has_row,
-                   int64_t *first, int64_t *affected)
-{
-    char sql[512];
-
-    snprintf(sql, sizeof sql, fmt, table);
-    return sqllock__exec_sql(db, sql, args, nargs, has_row, first, affected);
-}
-
-void exec_ok(sqllock_db *db, const char *fmt, const char *table,
-                    const sqllock_value *args, int nargs)
-{
-    int rc = exec_on(db, fmt, table, args, nargs, NULL, NULL, NULL);
-    if (rc != SQLLOCK_OK)
-        fail_msg("setup statement \"%s\" on %s: %s: %s", fmt, table,
-                 sqllock_errname(rc), sqllock_errmsg(db));
-}
-
 /* The database name in a mysql:// URL (the path after the host). */
 void url_dbname(const char *url, char *out, size_t size)
 {
@@ -156,10 +135,11 @@ int group_setup(void **state)
         };
         size_t i;
         for (i = 0; i < 2; i++) {
-            rc = exec_on(f->db, stmts[i], f->inv, NULL, 0, NULL, NULL, NULL);
+            rc = tu_exec_on(f->db, stmts[i], f->inv, NULL, 0, NULL, NULL,
+                            NULL);
             if (rc == SQLLOCK_OK)
-                rc = exec_on(f->db, nstmts[i], f->names, NULL, 0, NULL, NULL,
-                             NULL);
+                rc = tu_exec_on(f->db, nstmts[i], f->names, NULL, 0, NULL,
+                                NULL, NULL);
             if (rc != SQLLOCK_OK) {
                 fprintf(stderr, "table DDL: %s: %s\n", sqllock_errname(rc),
                         sqllock_errmsg(f->db));
@@ -180,10 +160,10 @@ int group_teardown(void **state)
 
     if (f == NULL)
         return 0;
-    if (exec_on(f->db, "DROP TABLE IF EXISTS %s", f->inv, NULL, 0, NULL,
-                NULL, NULL) != SQLLOCK_OK ||
-        exec_on(f->db, "DROP TABLE IF EXISTS %s", f->names, NULL, 0, NULL,
-                NULL, NULL) != SQLLOCK_OK) {
+    if (tu_exec_on(f->db, "DROP TABLE IF EXISTS %s", f->inv, NULL, 0, NULL,
+                   NULL, NULL) != SQLLOCK_OK ||
+        tu_exec_on(f->db, "DROP TABLE IF EXISTS %s", f->names, NULL, 0, NULL,
+                   NULL, NULL) != SQLLOCK_OK) {
         fprintf(stderr, "drop tables: %s\n", sqllock_errmsg(f->db));
         rc = -1;
     }
@@ -229,10 +209,10 @@ int inv_read(fixture *f, sqllock_db *db, int64_t id, int64_t *qty,
     int has_row = 0, rc;
 
     *qty = *version = -1;
-    rc = exec_on(db, f->sql->inv_qty, f->inv, &v, 1, &has_row, qty, NULL);
+    rc = tu_exec_on(db, f->sql->inv_qty, f->inv, &v, 1, &has_row, qty, NULL);
     if (rc == SQLLOCK_OK && has_row)
-        rc = exec_on(db, f->sql->inv_version, f->inv, &v, 1, &has_row,
-                     version, NULL);
+        rc = tu_exec_on(db, f->sql->inv_version, f->inv, &v, 1, &has_row,
+                        version, NULL);
     if (rc != SQLLOCK_OK)
         fail_msg("reading inventory row %lld: %s: %s", (long long)id,
                  sqllock_errname(rc), sqllock_errmsg(db));
@@ -245,10 +225,10 @@ void inv_reset(fixture *f, int64_t id, int64_t qty, int64_t version)
     sqllock_value v[3];
 
     v[0] = sqllock__int(id);
-    exec_ok(f->db, f->sql->inv_delete, f->inv, v, 1);
+    tu_exec_ok(f->db, f->sql->inv_delete, f->inv, v, 1);
     v[1] = sqllock__int(qty);
     v[2] = sqllock__int(version);
-    exec_ok(f->db, f->sql->inv_insert, f->inv, v, 3);
+    tu_exec_ok(f->db, f->sql->inv_insert, f->inv, v, 3);
 }
 
 void inv_expect(fixture *f, int64_t id, int64_t qty, int64_t version,

@@ -48,11 +48,6 @@ typedef struct fixture {
 
 /* optimistic/common.c */
 const opt_sql *opt_sql_for(const char *driver);
-int exec_on(sqllock_db *db, const char *fmt, const char *table,
-                   const sqllock_value *args, int nargs, int *has_row,
-                   int64_t *first, int64_t *affected);
-void exec_ok(sqllock_db *db, const char *fmt, const char *table,
-                    const sqllock_value *args, int nargs);
 void url_dbname(const char *url, char *out, size_t size);
 int group_setup(void **state);
 int group_teardown(void **state);

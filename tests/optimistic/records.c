@@ -286,7 +286,7 @@ void test_optimistic_O1_version_overflow(void **state)
     /* Now really at INT64_MAX, set behind the library's back. */
     v[0] = sqllock__int(INT64_MAX);
     v[1] = sqllock__text(key);
-    exec_ok(f->db, f->sql->rec_set_version, "", v, 2);
+    tu_exec_ok(f->db, f->sql->rec_set_version, "", v, 2);
     rec_expect(f->db, key, "o", 1, INT64_MAX, "record at INT64_MAX");
     rc = sqllock_record_cas(f->db, key, INT64_MAX, "p", 1, &nv);
     if (rc != SQLLOCK_EINVAL && rc != SQLLOCK_CONFLICT)

@@ -105,7 +105,7 @@ void test_optimistic_O3_table_cas_basic(void **state)
         sqllock_cell tkey = SQLLOCK_TEXT(tricky);
         v[0] = sqllock__text(tricky);
         v[1] = sqllock__int(4);
-        exec_ok(f->db, f->sql->name_insert, f->names, v, 2);
+        tu_exec_ok(f->db, f->sql->name_insert, f->names, v, 2);
         nt.table = f->names;
         nt.key_column = "name";
         nt.version_column = "version";

@@ -119,34 +119,13 @@ int is_driver(const fixture *f, const char *name)
     return strcmp(f->driver, name) == 0;
 }
 
-/* Runs `fmt` (with the table name put in for %s) and returns its status;
- * the other arguments as for sqllock__exec_sql(). */
-int exec_on(sqllock_db *db, const char *fmt, const char *table,
-                   const sqllock_value *args, int nargs, int *has_row,
-                   int64_t *first, int64_t *affected)
-{
-    char sql[512];
-
-    snprintf(sql, sizeof sql, fmt, table);
-    return sqllock__exec_sql(db, sql, args, nargs, has_row, first, affected);
-}
-
-void exec_ok(sqllock_db *db, const char *fmt, const char *table,
-                    const sqllock_value *args, int nargs)
-{
-    int rc = exec_on(db, fmt, table, args, nargs, NULL, NULL, NULL);
-    if (rc != SQLLOCK_OK)
-        fail_msg("statement \"%s\" on %s: %s: %s", fmt, table,
-                 sqllock_errname(rc), sqllock_errmsg(db));
-}
-
 /* The integer a one-value query returns (fails the test otherwise). */
 int64_t query_int(sqllock_db *db, const char *fmt, const char *table,
                          const sqllock_value *args, int nargs)
 {
     int has_row = 0;
     int64_t v = -1;
-    int rc = exec_on(db, fmt, table, args, nargs, &has_row, &v, NULL);
+    int rc = tu_exec_on(db, fmt, table, args, nargs, &has_row, &v, NULL);
 
     if (rc != SQLLOCK_OK)
         fail_msg("query \"%s\" on %s: %s: %s", fmt, table,
@@ -206,11 +185,11 @@ int group_setup(void **state)
     for (i = 0; i < sizeof table_ddl / sizeof table_ddl[0]; i++) {
         char *t = fixture_table(f, i);
         snprintf(t, 64, "%s_%ld", table_ddl[i][0], (long)getpid());
-        rc = exec_on(f->db, "DROP TABLE IF EXISTS %s", t, NULL, 0, NULL,
-                     NULL, NULL);
+        rc = tu_exec_on(f->db, "DROP TABLE IF EXISTS %s", t, NULL, 0, NULL,
+                        NULL, NULL);
         if (rc == SQLLOCK_OK)
-            rc = exec_on(f->db, table_ddl[i][1], t, NULL, 0, NULL, NULL,
-                         NULL);
+            rc = tu_exec_on(f->db, table_ddl[i][1], t, NULL, 0, NULL, NULL,
+                            NULL);
         if (rc != SQLLOCK_OK) {
             fprintf(stderr, "table DDL for %s: %s: %s\n", t,
                     sqllock_errname(rc), sqllock_errmsg(f->db));
@@ -240,8 +219,8 @@ int group_teardown(void **state)
         return -1;
     }
     for (i = 0; i < sizeof table_ddl / sizeof table_ddl[0]; i++) {
-        if (exec_on(f->db, "DROP TABLE IF EXISTS %s", fixture_table(f, i),
-                    NULL, 0, NULL, NULL, NULL) != SQLLOCK_OK) {
+        if (tu_exec_on(f->db, "DROP TABLE IF EXISTS %s", fixture_table(f, i),
+                       NULL, 0, NULL, NULL, NULL) != SQLLOCK_OK) {
             fprintf(stderr, "drop %s: %s\n", fixture_table(f, i),
                     sqllock_errmsg(f->db));
             rc = -1;

@@ -54,18 +54,18 @@ static int r4_order_child(fixture *f, int me, shared *sh)
             break;
         }
         v[0] = sqllock__int(id);
-        rc = exec_on(db, f->sql->order_paid, f->orders, v, 1, &has_row,
-                     &paid, NULL);
+        rc = tu_exec_on(db, f->sql->order_paid, f->orders, v, 1, &has_row,
+                        &paid, NULL);
         if (rc == SQLLOCK_OK && !has_row)
             rc = SQLLOCK_NOTFOUND;
         if (rc == SQLLOCK_OK && paid == 0) {
             tu_sleep_us(300);  /* the window the classic bug needs */
-            rc = exec_on(db, f->sql->order_pay, f->orders, v, 1, NULL, NULL,
-                         NULL);
+            rc = tu_exec_on(db, f->sql->order_pay, f->orders, v, 1, NULL, NULL,
+                            NULL);
             v[1] = sqllock__int(me);
             if (rc == SQLLOCK_OK)
-                rc = exec_on(db, f->sql->pay_insert, f->payments, v, 2, NULL,
-                             NULL, NULL);
+                rc = tu_exec_on(db, f->sql->pay_insert, f->payments, v, 2,
+                                NULL, NULL, NULL);
             if (rc == SQLLOCK_OK)
                 __atomic_add_fetch(&sh->done, 1, __ATOMIC_SEQ_CST);
         }
@@ -97,12 +97,12 @@ void test_rowlock_R4_order_paid_once(void **state)
     int i, failed;
     int64_t t0, payments, not_once, orders_bad;
 
-    exec_ok(f->db, "DELETE FROM %s", f->orders, NULL, 0);
-    exec_ok(f->db, "DELETE FROM %s", f->payments, NULL, 0);
+    tu_exec_ok(f->db, "DELETE FROM %s", f->orders, NULL, 0);
+    tu_exec_ok(f->db, "DELETE FROM %s", f->payments, NULL, 0);
     for (i = 1; i <= ORDERS; i++) {
         v[0] = sqllock__int(i);
         v[1] = sqllock__int(1000 + i);
-        exec_ok(f->db, f->sql->order_insert, f->orders, v, 2);
+        tu_exec_ok(f->db, f->sql->order_insert, f->orders, v, 2);
     }
     sh = tu_shared_map(sizeof *sh);
     t0 = tu_now_ms();
@@ -163,8 +163,8 @@ static int r4_stock_child(fixture *f, int me, shared *sh)
         }
         enter(sh);
         v[0] = sqllock__int(1);
-        rc = exec_on(db, f->sql->stock_qty, f->stock, v, 1, &has_row, &qty,
-                     NULL);
+        rc = tu_exec_on(db, f->sql->stock_qty, f->stock, v, 1, &has_row, &qty,
+                        NULL);
         if (rc == SQLLOCK_OK && !has_row)
             rc = SQLLOCK_NOTFOUND;
         if (rc == SQLLOCK_OK && qty < 0)
@@ -172,8 +172,8 @@ static int r4_stock_child(fixture *f, int me, shared *sh)
         if (rc == SQLLOCK_OK && qty > 0) {
             v[0] = sqllock__int(qty - 1);
             v[1] = sqllock__int(1);
-            rc = exec_on(db, f->sql->stock_set, f->stock, v, 2, NULL, NULL,
-                         NULL);
+            rc = tu_exec_on(db, f->sql->stock_set, f->stock, v, 2, NULL, NULL,
+                            NULL);
         } else if (rc == SQLLOCK_OK) {
             sold_out = 1;
         }
@@ -208,10 +208,10 @@ void test_rowlock_R4_stock_for_update(void **state)
     int failed;
     int64_t t0, final;
 
-    exec_ok(f->db, "DELETE FROM %s", f->stock, NULL, 0);
+    tu_exec_ok(f->db, "DELETE FROM %s", f->stock, NULL, 0);
     v[0] = sqllock__int(1);
     v[1] = sqllock__int(STOCK);
-    exec_ok(f->db, f->sql->stock_insert, f->stock, v, 2);
+    tu_exec_ok(f->db, f->sql->stock_insert, f->stock, v, 2);
     sh = tu_shared_map(sizeof *sh);
     t0 = tu_now_ms();
     failed = run_children(f, PROCS, sh, "R4 stock", r4_stock_child);
@@ -288,19 +288,19 @@ static int queue_worker(fixture *f, int me, shared *sh)
                 }
                 __atomic_add_fetch(&sh->taken, 1, __ATOMIC_SEQ_CST);
                 v[0] = sqllock__int(b + k);
-                rc = exec_on(db, f->sql->job_done, f->jobs, v, 1, &has_row,
-                             &done, NULL);
+                rc = tu_exec_on(db, f->sql->job_done, f->jobs, v, 1, &has_row,
+                                &done, NULL);
                 if (rc == SQLLOCK_OK && !has_row)
                     rc = SQLLOCK_NOTFOUND;
                 if (rc != SQLLOCK_OK || done != 0)
                     continue;
                 tu_sleep_us(200);
-                rc = exec_on(db, f->sql->job_mark, f->jobs, v, 1, NULL, NULL,
-                             NULL);
+                rc = tu_exec_on(db, f->sql->job_mark, f->jobs, v, 1, NULL,
+                                NULL, NULL);
                 v[1] = sqllock__int(me);
                 if (rc == SQLLOCK_OK)
-                    rc = exec_on(db, f->sql->proc_insert, f->processed, v, 2,
-                                 NULL, NULL, NULL);
+                    rc = tu_exec_on(db, f->sql->proc_insert, f->processed,
+                                    v, 2, NULL, NULL, NULL);
                 if (rc == SQLLOCK_OK)
                     __atomic_add_fetch(&sh->done, 1, __ATOMIC_SEQ_CST);
             }
@@ -322,7 +322,8 @@ static int queue_worker(fixture *f, int me, shared *sh)
         }
         if (res != 0)
             break;
-        rc = exec_on(db, SQL_JOBS_OPEN, f->jobs, NULL, 0, NULL, &open, NULL);
+        rc = tu_exec_on(db, SQL_JOBS_OPEN, f->jobs, NULL, 0, NULL, &open,
+                        NULL);
         if (rc != SQLLOCK_OK) {
             shared_error(sh, db, "queue: counting open jobs", rc);
             res = 3;
@@ -342,11 +343,11 @@ void test_rowlock_R1_skip_locked_queue(void **state)
     int i, failed;
     int64_t t0, processed, not_once, jobs_bad;
 
-    exec_ok(f->db, "DELETE FROM %s", f->jobs, NULL, 0);
-    exec_ok(f->db, "DELETE FROM %s", f->processed, NULL, 0);
+    tu_exec_ok(f->db, "DELETE FROM %s", f->jobs, NULL, 0);
+    tu_exec_ok(f->db, "DELETE FROM %s", f->processed, NULL, 0);
     for (i = 1; i <= QUEUE_JOBS; i++) {
         v[0] = sqllock__int(i);
-        exec_ok(f->db, f->sql->job_insert, f->jobs, v, 1);
+        tu_exec_ok(f->db, f->sql->job_insert, f->jobs, v, 1);
     }
     sh = tu_shared_map(sizeof *sh);
     t0 = tu_now_ms();

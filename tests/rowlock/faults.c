@@ -32,10 +32,10 @@ void test_rowlock_R6_free_without_commit_rolls_back(void **state)
     int64_t t0, ms, inside = -1;
     int has_row = 0;
 
-    exec_ok(f->db, "DELETE FROM %s", f->kv, NULL, 0);
+    tu_exec_ok(f->db, "DELETE FROM %s", f->kv, NULL, 0);
     v[0] = sqllock__int(7);
     v[1] = sqllock__int(1);
-    exec_ok(f->db, f->sql->kv_insert, f->kv, v, 2);
+    tu_exec_ok(f->db, f->sql->kv_insert, f->kv, v, 2);
     db2 = open_second();
 
     EXPECT_RC(f->db, sqllock_txn_begin(f->db, NULL, &t), SQLLOCK_OK, "begin");
@@ -43,10 +43,10 @@ void test_rowlock_R6_free_without_commit_rolls_back(void **state)
               SQLLOCK_OK, "lock z");
     v[0] = sqllock__int(99);
     v[1] = sqllock__int(7);
-    exec_ok(f->db, f->sql->kv_set, f->kv, v, 2);
+    tu_exec_ok(f->db, f->sql->kv_set, f->kv, v, 2);
     v[0] = sqllock__int(7);
-    EXPECT_RC(f->db, exec_on(f->db, f->sql->kv_get, f->kv, v, 1, &has_row,
-                             &inside, NULL), SQLLOCK_OK,
+    EXPECT_RC(f->db, tu_exec_on(f->db, f->sql->kv_get, f->kv, v, 1, &has_row,
+                                &inside, NULL), SQLLOCK_OK,
               "read inside the transaction");
     assert_int_equal(inside, 99);
     sqllock_txn_free(t);
@@ -104,10 +104,10 @@ void test_rowlock_R4_commit_reports_what_happened(void **state)
     kt.table = f->kv;
     kt.key_column = "id";
     kt.version_column = NULL;
-    exec_ok(f->db, "DELETE FROM %s", f->kv, NULL, 0);
+    tu_exec_ok(f->db, "DELETE FROM %s", f->kv, NULL, 0);
     v[0] = sqllock__int(8);
     v[1] = sqllock__int(1);
-    exec_ok(f->db, f->sql->kv_insert, f->kv, v, 2);
+    tu_exec_ok(f->db, f->sql->kv_insert, f->kv, v, 2);
     db2 = open_second();
 
     EXPECT_RC(f->db, sqllock_txn_begin(f->db, NULL, &t), SQLLOCK_OK, "begin");
@@ -116,10 +116,10 @@ void test_rowlock_R4_commit_reports_what_happened(void **state)
                                            &got), SQLLOCK_OK, "lock row 8");
     v[0] = sqllock__int(42);
     v[1] = sqllock__int(8);
-    exec_ok(f->db, f->sql->kv_set, f->kv, v, 2);
+    tu_exec_ok(f->db, f->sql->kv_set, f->kv, v, 2);
     v[0] = sqllock__int(8);
     v[1] = sqllock__int(5);
-    rc = exec_on(f->db, f->sql->kv_insert, f->kv, v, 2, NULL, NULL, NULL);
+    rc = tu_exec_on(f->db, f->sql->kv_insert, f->kv, v, 2, NULL, NULL, NULL);
     if (rc == SQLLOCK_OK)
         fail_msg("inserting a duplicate key succeeded");
     rc = sqllock_txn_commit(t);

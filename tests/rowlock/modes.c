@@ -408,7 +408,8 @@ static int r3_child(fixture *f, int me, int use_lib, int up, int down,
         rc = SQLLOCK_EMISUSE;
     v[0] = sqllock__int(me + 1);
     if (rc == SQLLOCK_OK)
-        rc = exec_on(db, f->sql->kv_lock, f->kv, v, 1, &has_row, NULL, NULL);
+        rc = tu_exec_on(db, f->sql->kv_lock, f->kv, v, 1, &has_row, NULL,
+                        NULL);
     res->first_rc = rc;
     if (rc != SQLLOCK_OK || !has_row) {
         snprintf(res->msg, sizeof res->msg, "first row: %s", sqllock_errmsg(db));
@@ -427,17 +428,18 @@ static int r3_child(fixture *f, int me, int use_lib, int up, int down,
     if (use_lib)
         rc = sqllock_txn_lock_rows(t, &kt, &key, 1, SQLLOCK_LOCK_WAIT, &got);
     else
-        rc = exec_on(db, f->sql->kv_lock, f->kv, v, 1, &has_row, NULL, NULL);
+        rc = tu_exec_on(db, f->sql->kv_lock, f->kv, v, 1, &has_row, NULL,
+                        NULL);
     res->second_rc = rc;
     res->retryable = sqllock_retryable(rc);
     snprintf(res->msg, sizeof res->msg, "%s", sqllock_errmsg(db));
     if (rc == SQLLOCK_OK) {
         v[0] = sqllock__int(100 + me);
         v[1] = sqllock__int(1);
-        rc = exec_on(db, f->sql->kv_set, f->kv, v, 2, NULL, NULL, NULL);
+        rc = tu_exec_on(db, f->sql->kv_set, f->kv, v, 2, NULL, NULL, NULL);
         if (rc == SQLLOCK_OK) {
             v[1] = sqllock__int(2);
-            rc = exec_on(db, f->sql->kv_set, f->kv, v, 2, NULL, NULL, NULL);
+            rc = tu_exec_on(db, f->sql->kv_set, f->kv, v, 2, NULL, NULL, NULL);
         }
         res->write_rc = rc;
         res->commit_rc = sqllock_txn_commit(t);
@@ -460,11 +462,11 @@ static void r3_run(fixture *f, int use_lib)
     sqllock_value v[2];
     const char *how = use_lib ? "sqllock_txn_lock_rows" : "its own SQL";
 
-    exec_ok(f->db, "DELETE FROM %s", f->kv, NULL, 0);
+    tu_exec_ok(f->db, "DELETE FROM %s", f->kv, NULL, 0);
     for (i = 1; i <= 2; i++) {
         v[0] = sqllock__int(i);
         v[1] = sqllock__int(0);
-        exec_ok(f->db, f->sql->kv_insert, f->kv, v, 2);
+        tu_exec_ok(f->db, f->sql->kv_insert, f->kv, v, 2);
     }
     sh = tu_shared_map(sizeof *sh);
     for (i = 0; i < 2; i++) {

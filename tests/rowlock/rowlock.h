@@ -98,11 +98,6 @@ typedef struct shared {
 int64_t nowait_bound_ms(void);
 const rl_sql *rl_sql_for(const char *driver);
 int is_driver(const fixture *f, const char *name);
-int exec_on(sqllock_db *db, const char *fmt, const char *table,
-                   const sqllock_value *args, int nargs, int *has_row,
-                   int64_t *first, int64_t *affected);
-void exec_ok(sqllock_db *db, const char *fmt, const char *table,
-                    const sqllock_value *args, int nargs);
 int64_t query_int(sqllock_db *db, const char *fmt, const char *table,
                          const sqllock_value *args, int nargs);
 char *fixture_table(fixture *f, size_t i);
