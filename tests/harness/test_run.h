@@ -73,8 +73,9 @@ int tu_run_per_url(const char *unit, const char **url,
                           CMFixtureFunction setup, CMFixtureFunction teardown,
                           const char *skip_sqlite_why);
 
-/* Opens a handle in a forked child; on failure prints why and returns
- * NULL (a child reports through its exit status, not through cmocka). */
+/* Opens a handle in a forked child, its SQLite busy timeout scaled by
+ * tu_slowdown(); on failure prints why and returns NULL (a child reports
+ * through its exit status, not through cmocka). */
 sqllock_db *tu_child_open(const char *url, const char *what);
 
 /* Opens `url` and creates the schema there (idempotent): for a group
