@@ -295,9 +295,7 @@ class Database:
         owner and token), so that it can be renewed, watched or
         released."""
         from ._lease import Lease
-        lease = Lease(self, name, ttl, 0, **options)
-        lease._attach(owner, token)
-        return lease
+        return Lease(self, name, ttl, 0, _attach=(owner, token), **options)
 
     def transaction(self, lock_timeout: Optional[cv.Duration] = None) -> "Transaction":
         """A row-lock transaction on this handle (contract R1-R8): use it
