@@ -123,7 +123,11 @@ class Lease:
             db._drain()
         # Dropped without its database being closed: the handle is freed
         # under the database's lock later (never from the collector).
+        # Not at exit: the atexit hook of _db.py closes the database, which
+        # frees every live lease's handle itself (a finalizer run at exit
+        # would queue the same handle a second time: a double free).
         self._finalizer = weakref.finalize(self, db._defer_free, self._h)
+        self._finalizer.atexit = False
         if _attach is not None:
             self._count = 1
             self._owner, self._token = _attach[0], _attach[1]

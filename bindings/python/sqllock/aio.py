@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
-import re
 import threading
 import time
 from typing import (Any, Callable, Generator, List, Mapping, Optional,
@@ -226,9 +225,9 @@ class AsyncLease:
                 if wait_ms == 0:
                     raise
                 if not forever and time.monotonic() >= deadline:
-                    msg = re.sub(r"after waiting \d+ ms",
-                                 "after waiting %d ms" % wait_ms, e.message)
-                    raise errors.Timeout(msg) from None
+                    raise errors.Timeout(
+                        "lock '%s' was still held by another owner after "
+                        "waiting %d ms" % (lease.name, wait_ms)) from None
                 continue
             if cancel.is_set():
                 lease.release()
