@@ -176,9 +176,10 @@ def test_E4_exit_with_open_handles_and_watched_leases(url: str, name: str) -> No
         "gc.collect()\n"
         "spare = db.lock(%r + '-spare', ttl=30)\n"
         "other = sqllock.connect(%r)\n"
-        "print('end')\n" % (url, name, name, name, url))
+        "print('end')\n" % (url, "%s-{0}" % name, name, name, url))
     env = dict(os.environ, PYTHONPATH=PKG, PYTHONFAULTHANDLER="1")
-    for _ in range(3):
-        run = subprocess.run([sys.executable, "-c", script], env=env,
+    for i in range(3):
+        # A name per run: the held lease outlives its process (ttl 30 s).
+        run = subprocess.run([sys.executable, "-c", script.format(i)], env=env,
                              capture_output=True, text=True, timeout=60)
         assert run.returncode == 0 and run.stdout == "end\n", run.stderr
