@@ -100,7 +100,7 @@ stage "install packages"
 ensure_packages "${BUILD_PACKAGES[@]}" libcmocka-dev valgrind faketime jq \
   postgresql mariadb-server galera-4 rsync iproute2 libpq-dev \
   default-libmysqlclient-dev pgbouncer pgpool2 man-db \
-  libhiredis-dev redis-server
+  libhiredis-dev redis-server python3 python3-pytest
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
   ensure_packages clang libclang-rt-dev

@@ -1,0 +1,367 @@
+"""Lease locks (contract L1-L10): acquire, watchdog renewal, release."""
+from __future__ import annotations
+
+import enum
+import threading
+import traceback
+import weakref
+from ctypes import byref, c_void_p
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+from . import _convert as cv
+from . import _lib, errors
+from ._db import Database
+from ._lib import lib
+
+
+class LeaseState(enum.IntEnum):
+    """What a lease handle knows of its lease (sqllock_lease_state())."""
+
+    NOT_HELD = _lib.STATE_NOT_HELD
+    HELD = _lib.STATE_HELD
+    #: Renewals are failing, but the local deadline is still ahead.
+    UNCERTAIN = _lib.STATE_UNCERTAIN
+    #: Another owner took it, it was removed, or the local deadline
+    #: passed without a successful renewal: stop acting as the holder.
+    LOST = _lib.STATE_LOST
+
+
+_UNSET: Any = object()
+
+
+class Lease:
+    """A lease lock on one name through a Database (a sqllock_lease).
+
+    Made by ``db.lock(name, ttl, wait)``. As a context manager it
+    acquires (waiting up to `wait` seconds: None waits for ever, 0 tries
+    once and raises Busy), puts the lease under watchdog renewal (unless
+    ``watch=False``), and releases it at the end of the block. A release
+    that finds the lease lost raises Lost (contract L4) unless the block
+    already raised.
+
+    ttl:        how long the lease lasts after each acquire or renewal, by
+                the database server's clock (seconds, a timedelta or a
+                text like "30s"); required, positive.
+    wait:       how long acquire() waits by default.
+    watch:      renew automatically on the handle's renewer thread (every
+                `renew_every`, default ttl/3; contract L7).
+    on_lost:    ``fn(lease)``, called once per hold when the lease is found
+                lost -- by the renewer (on ITS thread: keep it short, and
+                do not call the Database from it) or by a release or
+                renewal (on the calling thread).
+    on_state:   ``fn(lease, state, error)`` for every change the renewer
+                reports (UNCERTAIN with the failed renewal's error, HELD
+                again, LOST), on the renewer's thread.
+    holder:     the text `sqllock list` shows (default "host:pid").
+    safety_margin, backoff=(min, max), renew_every, retry_every: the
+                lease and watch options of include/sqllock.h.
+    no_wakeup, fast: SQLLOCK_LEASE_NO_WAKEUP, SQLLOCK_LEASE_FAST.
+
+    `lost` (a bool), `lost_event` (a threading.Event), `state`, `held`,
+    `remaining`, `token` and `owner` may be read from any thread.
+    """
+
+    def __init__(self, db: Database, name: str, ttl: cv.Duration,
+                 wait: Optional[cv.Duration] = None, *, watch: bool = True,
+                 on_lost: Optional[Callable[["Lease"], None]] = None,
+                 on_state: Optional[Callable[["Lease", LeaseState,
+                                              Optional[errors.Error]], None]] = None,
+                 holder: Optional[str] = None,
+                 safety_margin: Optional[cv.Duration] = None,
+                 backoff: Optional[Sequence[cv.Duration]] = None,
+                 renew_every: Optional[cv.Duration] = None,
+                 retry_every: Optional[cv.Duration] = None,
+                 no_wakeup: bool = False, fast: bool = False,
+                 _attach: Optional[Tuple[str, int]] = None) -> None:
+        self._db = db
+        self._h: Optional[int] = None
+        self._hlock = threading.Lock()   # the handle's life, for readers
+        self._wait = wait
+        self._wait_ms = cv.wait_ms(wait)
+        self._watch = watch
+        self._on_lost = on_lost
+        self._on_state = on_state
+        self._loss_hooks: List[Callable[["Lease"], None]] = []
+        self._count = 0
+        self._token = 0
+        self._owner = ""
+        self._loss: Optional[errors.Error] = None
+        self._loss_lock = threading.Lock()
+        self._cb: Any = None
+        #: Set when the current hold is found lost (cleared by the next
+        #: acquire that starts a new hold).
+        self.lost_event = threading.Event()
+        self._holder = cv.text(holder, "holder")
+        opts = _lib.LeaseOptions.init(
+            ttl_ms=cv.duration_ms(ttl, "ttl"),
+            safety_margin_ms=cv.duration_ms(safety_margin, "safety_margin"),
+            holder=self._holder,
+            flags=(_lib.LEASE_NO_WAKEUP if no_wakeup else 0) |
+                  (_lib.LEASE_FAST if fast else 0))
+        if backoff is not None:
+            lo, hi = backoff
+            opts.backoff_min_ms = cv.duration_ms(lo, "backoff")
+            opts.backoff_max_ms = cv.duration_ms(hi, "backoff")
+        self._wopts = _lib.WatchOptions.init(
+            interval_ms=cv.duration_ms(renew_every, "renew_every"),
+            retry_ms=cv.duration_ms(retry_every, "retry_every"))
+        raw_name = cv.text(name, "name")
+        h = c_void_p()
+        with db._lock:
+            dbh = db._handle()
+            if _attach is None:
+                rc = lib.sqllock_lease_new(dbh, raw_name, byref(opts), byref(h))
+            else:
+                rc = lib.sqllock_lease_attach(
+                    dbh, raw_name, cv.text(_attach[0], "owner"), _attach[1],
+                    byref(opts), byref(h))
+            if rc != _lib.OK:
+                raise db._fail(rc)
+            self._h = h.value
+            self.name: str = name
+            db._leases[self._h] = self
+            db._drain()
+        # Dropped without its database being closed: the handle is freed
+        # under the database's lock later (never from the collector).
+        # Not at exit: the atexit hook of _db.py closes the database, which
+        # frees every live lease's handle itself (a finalizer run at exit
+        # would queue the same handle a second time: a double free).
+        self._finalizer = weakref.finalize(self, db._defer_free, self._h)
+        self._finalizer.atexit = False
+        if _attach is not None:
+            self._count = 1
+            self._owner, self._token = _attach[0], _attach[1]
+            self._hold()
+
+    # ---- plumbing ---------------------------------------------------------
+
+    def _handle(self) -> int:
+        """The C handle; call with the database's lock held."""
+        self._db._handle()
+        if self._h is None:
+            raise errors.Misuse("the lease handle was freed (its database "
+                                "was closed)")
+        return self._h
+
+    def _hold(self) -> None:
+        # A new hold: the database keeps the Lease (and its callback)
+        # alive while it is held, whatever the caller keeps.
+        self._db._held[self._h] = self
+        self.lost_event.clear()
+        self._loss = None
+
+    def _unhold(self) -> None:
+        self._count = lib.sqllock_lease_count(self._h)
+        if self._count == 0:
+            self._db._held.pop(self._h, None)
+
+    def _free(self) -> None:
+        """Frees the C handle (the database's close); with its lock held."""
+        if self._h is None:
+            return
+        lib.sqllock_lease_unwatch(self._h)   # waits for a callback running
+        self._db._held.pop(self._h, None)
+        self._db._leases.pop(self._h, None)
+        with self._hlock:
+            self._finalizer.detach()
+            lib.sqllock_lease_free(self._h)
+            self._h = None
+        self._count = 0
+
+    def _mark_lost(self, err: errors.Error) -> None:
+        """The hold is lost: record why, set the event, tell on_lost once."""
+        with self._loss_lock:
+            if self._loss is not None:
+                return
+            self._loss = err
+        self.lost_event.set()
+        for fn in [self._on_lost] + self._loss_hooks:
+            if fn is not None:
+                try:
+                    fn(self)
+                except Exception:
+                    traceback.print_exc()
+
+    def _watched(self, ctx: Any, lease: Any, state: int, status: int,
+                 msg: Optional[bytes]) -> None:
+        # On the renewer thread (the GIL taken again by ctypes). It must
+        # not raise into C, and must not take the database's lock: the
+        # thread that holds it may be waiting for this callback to end.
+        try:
+            err = None
+            if status != _lib.OK:
+                err = _lib.error_for(status, msg)
+            if state == _lib.STATE_LOST and err is not None:
+                self._mark_lost(err)
+            if self._on_state is not None:
+                self._on_state(self, LeaseState(state), err)
+        except Exception:
+            traceback.print_exc()
+
+    def _start_watch(self) -> None:
+        """Watches the held lease; with the database's lock held."""
+        self._cb = _lib.WATCH_FN(self._watched)
+        self._wopts.callback = self._cb
+        rc = lib.sqllock_lease_watch(self._h, byref(self._wopts))
+        if rc != _lib.OK:
+            err = self._db._fail(rc)
+            lib.sqllock_lease_release(self._h)
+            self._unhold()
+            raise err
+
+    def _acquire_locked(self, wait_ms: int) -> None:
+        """acquire() with the database's lock held."""
+        h = self._handle()
+        if self._watch and self._count == 0:
+            rc = lib.sqllock_watch_prepare(self._db._h)
+            if rc != _lib.OK:
+                raise self._db._fail(rc)
+        rc = lib.sqllock_lease_acquire(h, wait_ms)
+        if rc != _lib.OK:
+            err = self._db._fail(rc)
+            if rc == errors.Lost.status:
+                self._mark_lost(err)     # a reentrant renewal found it lost
+                self._unhold()
+            raise err
+        self._count = lib.sqllock_lease_count(h)
+        if self._count == 1:
+            self._token = lib.sqllock_lease_token(h)
+            self._owner = lib.sqllock_lease_owner(h).decode()
+            self._hold()
+            if self._watch:
+                self._start_watch()
+
+    def _release_locked(self) -> None:
+        """release() with the database's lock held."""
+        h = self._handle()
+        rc = lib.sqllock_lease_release(h)
+        err = self._db._fail(rc) if rc != _lib.OK else None
+        self._unhold()
+        if err is not None:
+            if isinstance(err, errors.Lost):
+                self._mark_lost(err)
+            raise err
+
+    # ---- the lease --------------------------------------------------------
+
+    def acquire(self, wait: Optional[cv.Duration] = _UNSET) -> "Lease":
+        """Takes the lease, waiting up to `wait` (default: the lock's)
+        while another owner holds it (contract L1, L9). Busy when a
+        single try (wait 0) finds it held, Timeout when the wait ends with
+        it held. On a lease already held it counts up and renews (L8)."""
+        wait_ms = self._wait_ms if wait is _UNSET else cv.wait_ms(wait)
+        with self._db._lock:
+            self._acquire_locked(wait_ms)
+        return self
+
+    def try_acquire(self) -> bool:
+        """One try: True when acquired, False when another owner holds it."""
+        try:
+            self.acquire(0)
+        except errors.Busy:
+            return False
+        return True
+
+    def renew(self) -> None:
+        """Extends the held lease to ttl from now (server clock). Lost
+        when another owner took it over or it was removed."""
+        with self._db._lock:
+            rc = lib.sqllock_lease_renew(self._handle())
+            if rc != _lib.OK:
+                err = self._db._fail(rc)
+                if isinstance(err, errors.Lost):
+                    self._mark_lost(err)
+                    self._unhold()
+                raise err
+
+    def release(self) -> None:
+        """Counts a reentrant hold down; at zero deletes the lease row if
+        it is still ours. Lost when another owner took it over or the row
+        was removed (the handle is released all the same: L4)."""
+        with self._db._lock:
+            self._release_locked()
+
+    def check(self) -> None:
+        """Raises unless the lease is held right now: the loss's error
+        (Lost, or Timeout when its local deadline passed), or NotHeld.
+        Call it before each step of the work (contract L6)."""
+        state = self.state
+        if state == LeaseState.LOST or self._loss is not None:
+            raise self._loss or errors.Lost(
+                "lock '%s' is lost: its local deadline passed" % self.name)
+        if state == LeaseState.NOT_HELD:
+            raise errors.NotHeld("lock '%s' is not held" % self.name)
+
+    def __enter__(self) -> "Lease":
+        return self.acquire()
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self._count == 0:
+            return
+        try:
+            self.release()
+        except errors.Error:
+            if exc_type is None:
+                raise
+            # The block's own exception goes on; lease.loss keeps this.
+
+    # ---- state, readable from any thread ----------------------------------
+
+    @property
+    def state(self) -> LeaseState:
+        """The handle's view of its lease (exact: past its local deadline
+        a lease is LOST even before the renewer notices, L6)."""
+        with self._hlock:
+            if self._h is None:
+                return LeaseState.NOT_HELD
+            return LeaseState(lib.sqllock_lease_state(self._h))
+
+    @property
+    def held(self) -> bool:
+        """True while held and the local deadline is ahead."""
+        return self.state in (LeaseState.HELD, LeaseState.UNCERTAIN)
+
+    @property
+    def lost(self) -> bool:
+        """True once the current (or last) hold was found lost."""
+        return self._loss is not None or self.state == LeaseState.LOST
+
+    @property
+    def loss(self) -> Optional[errors.Error]:
+        """Why the hold was lost: Lost (taken over or removed) or Timeout
+        (the local deadline passed without a renewal); None otherwise."""
+        if self._loss is None and self.state == LeaseState.LOST:
+            return errors.Timeout("lock '%s': the local deadline passed "
+                                  "without a successful renewal" % self.name)
+        return self._loss
+
+    @property
+    def remaining(self) -> float:
+        """Seconds the holder may still trust the lease (contract L6)."""
+        with self._hlock:
+            if self._h is None or self._count == 0:
+                return 0.0
+            deadline = lib.sqllock_lease_deadline_us(self._h)
+        if deadline == 0:
+            return 0.0
+        return max(0.0, (deadline - lib.sqllock_now_us()) / 1e6)
+
+    @property
+    def token(self) -> int:
+        """The fencing token of the current hold (contract L5); 0 when
+        not held, and in fast mode."""
+        return self._token if self._count else 0
+
+    @property
+    def owner(self) -> str:
+        """The owner id of the current hold ("" when not held)."""
+        return self._owner if self._count else ""
+
+    @property
+    def count(self) -> int:
+        """The reentrancy count (0: not held)."""
+        return self._count
+
+    def __repr__(self) -> str:
+        return "<sqllock.Lease %r %s token=%d>" % (
+            self.name, self.state.name.lower(), self.token)

@@ -1,0 +1,185 @@
+"""Lease locks through the binding (contract L1-L9), on every driver."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import sqllock
+
+from conftest import HERE, PKG, placeholder, slowdown
+
+
+def _delete_row(url: str, name: str) -> None:
+    """Removes the lease row behind its holder's back."""
+    with sqllock.connect(url) as other:
+        p = placeholder(other.driver, 1)
+        r = other.execute("DELETE FROM sqllock_lease WHERE name = %s" % p, name)
+        assert r.affected == 1
+
+
+def test_L1_L5_exclusion_across_8_processes_exact_counter(url: str, name: str,
+                                                          tmp: str) -> None:
+    # 8 Python processes, each 25 times: read the counter file, write it
+    # plus one, under the lease. Exclusion makes the count exact; each
+    # grant's token is larger than the one before (L5).
+    procs, n = 8, 25
+    counter = os.path.join(tmp, "counter")
+    open(counter, "w").close()
+    env = dict(os.environ, PYTHONPATH=PKG)
+    logs = [os.path.join(tmp, "log%d" % i) for i in range(procs)]
+    workers = [subprocess.Popen([sys.executable, os.path.join(HERE, "worker.py"),
+                                 url, name, counter, str(n), log], env=env)
+               for log in logs]
+    for w in workers:
+        assert w.wait(timeout=120 * slowdown()) == 0
+    with open(counter) as f:
+        assert int(f.read()) == procs * n
+    grants = []
+    for log in logs:
+        with open(log) as f:
+            grants += [tuple(map(int, line.split())) for line in f]
+    grants.sort()
+    assert [c for c, _ in grants] == list(range(1, procs * n + 1))
+    tokens = [t for _, t in grants]
+    assert all(a < b for a, b in zip(tokens, tokens[1:])), "L5: tokens grow"
+
+
+def test_L9_busy_wait_and_timeout(url: str, name: str) -> None:
+    with sqllock.connect(url) as a, sqllock.connect(url) as b:
+        with a.lock(name, ttl=30):
+            with pytest.raises(sqllock.Busy) as busy:
+                b.lock(name, ttl=30, wait=0).acquire()
+            assert busy.value.retryable and name in str(busy.value)
+            assert not b.lock(name, ttl=30).try_acquire()
+            t0 = time.monotonic()
+            with pytest.raises(sqllock.Timeout) as late:
+                with b.lock(name, ttl=30, wait=0.3):
+                    pass
+            assert time.monotonic() - t0 >= 0.29
+            assert "held by another owner" in str(late.value)
+            assert isinstance(late.value, TimeoutError)
+        # Released: a waiter gets it at once.
+        with b.lock(name, ttl=30, wait=5) as lease:
+            assert lease.held and lease.token > 0
+
+
+def test_L9_waiter_gets_it_when_the_holder_releases(url: str, name: str) -> None:
+    with sqllock.connect(url) as a, sqllock.connect(url) as b:
+        holder = a.lock(name, ttl=30).acquire()
+        threading.Timer(0.3, holder.release).start()
+        t0 = time.monotonic()
+        with b.lock(name, ttl=30, wait=10 * slowdown()) as lease:
+            waited = time.monotonic() - t0
+            assert lease.held
+        assert 0.25 <= waited < 5 * slowdown()
+
+
+def test_L7_watchdog_reports_loss_when_the_row_is_deleted(url: str, name: str) -> None:
+    # The lease row removed under its holder (L4, L7): the renewer finds
+    # it gone, the lease turns LOST, the event and callback fire, and the
+    # release at the end of the block raises Lost.
+    seen = []
+    states = []
+    with sqllock.connect(url) as db:
+        with pytest.raises(sqllock.Lost):
+            with db.lock(name, ttl=1.5, renew_every=0.2,
+                         on_lost=lambda l: seen.append(threading.get_ident()),
+                         on_state=lambda l, s, e: states.append((s, e))) as lease:
+                assert lease.state == sqllock.LeaseState.HELD
+                _delete_row(url, name)
+                assert lease.lost_event.wait(5 * slowdown()), "loss not reported"
+                assert lease.lost and lease.state == sqllock.LeaseState.LOST
+                assert isinstance(lease.loss, sqllock.Lost)
+                with pytest.raises(sqllock.Lost):
+                    lease.check()
+        assert len(seen) == 1 and seen[0] != threading.get_ident(), \
+            "on_lost once, on the renewer's thread"
+        assert states[-1][0] == sqllock.LeaseState.LOST
+        assert isinstance(states[-1][1], sqllock.Lost)
+        # The name is free again; a new hold is not lost.
+        with db.lock(name, ttl=5, wait=0) as again:
+            assert not again.lost and not again.lost_event.is_set()
+
+
+def test_L7_watchdog_keeps_the_lease_past_its_ttl(url: str, name: str) -> None:
+    with sqllock.connect(url) as a, sqllock.connect(url) as b:
+        ttl = 1.0 * slowdown()
+        with a.lock(name, ttl=ttl) as lease:
+            time.sleep(2 * ttl)                    # two ttls
+            assert lease.held and not lease.lost
+            assert 0 < lease.remaining <= ttl
+            with pytest.raises(sqllock.Busy):
+                b.lock(name, ttl=1, wait=0).acquire()
+
+
+def test_L4_release_after_expiry_and_takeover_raises_lost(url: str, name: str) -> None:
+    with sqllock.connect(url) as a, sqllock.connect(url) as b:
+        lease = a.lock(name, ttl=0.2, watch=False).acquire()
+        time.sleep(0.35)
+        assert lease.state == sqllock.LeaseState.LOST    # L6: past its deadline
+        with b.lock(name, ttl=5, wait=2):
+            with pytest.raises(sqllock.Lost):
+                lease.release()
+        assert lease.lost and lease.count == 0
+
+
+def test_L8_reentrant_hold_counts(url: str, name: str) -> None:
+    with sqllock.connect(url) as db:
+        lease = db.lock(name, ttl=5)
+        with lease:
+            token = lease.token
+            with lease:
+                assert lease.count == 2 and lease.token == token
+            assert lease.count == 1 and lease.held
+        assert lease.count == 0 and not lease.held and lease.token == 0
+        with pytest.raises(sqllock.NotHeld):
+            lease.release()
+
+
+def test_L3_attach_renews_and_releases_a_lease_taken_elsewhere(url: str, name: str) -> None:
+    with sqllock.connect(url) as a, sqllock.connect(url) as b:
+        first = a.lock(name, ttl=5, watch=False).acquire()
+        other = b.attach(name, first.owner, first.token, ttl=5, watch=False)
+        other.renew()
+        other.release()
+        with pytest.raises(sqllock.Lost):
+            first.release()
+
+
+def test_list_returns_dataclasses(db: sqllock.Database, name: str) -> None:
+    with db.lock(name, ttl=30, holder="py-test") as lease:
+        rows = [r for r in db.list() if r.name == name]
+        assert len(rows) == 1
+        info = rows[0]
+        assert isinstance(info, sqllock.LeaseInfo)
+        assert info.owner == lease.owner and info.token == lease.token
+        assert info.holder == "py-test" and 25 < info.remaining <= 30
+        assert info.expires_at > info.acquired_at
+    assert name not in [r.name for r in db.list()]
+
+
+def test_E4_exit_with_open_handles_and_watched_leases(url: str, name: str) -> None:
+    # A program that ends with handles open, a watched lease held and
+    # leases dropped: the atexit hook closes everything once (a double
+    # free here once aborted the interpreter), and no renewer calls back
+    # into a finalizing Python.
+    script = (
+        "import sqllock, gc\n"
+        "db = sqllock.connect(%r)\n"
+        "held = db.lock(%r, ttl=30, renew_every=0.05).acquire()\n"
+        "db.lock(%r + '-dropped', ttl=30)\n"
+        "gc.collect()\n"
+        "spare = db.lock(%r + '-spare', ttl=30)\n"
+        "other = sqllock.connect(%r)\n"
+        "print('end')\n" % (url, "%s-{0}" % name, name, name, url))
+    env = dict(os.environ, PYTHONPATH=PKG, PYTHONFAULTHANDLER="1")
+    for i in range(3):
+        # A name per run: the held lease outlives its process (ttl 30 s).
+        run = subprocess.run([sys.executable, "-c", script.format(i)], env=env,
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0 and run.stdout == "end\n", run.stderr
