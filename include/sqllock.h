@@ -45,7 +45,9 @@
  * VERSIONS. Each entry point says in which version of sqllock it first
  * appeared ("Added in 0.1.0"); a field that an options struct gained later
  * says which struct_version brought it. SQLLOCK_VERSION_* below and
- * sqllock_version_string() give the version.
+ * sqllock_version_string() give the version. An entry point added since
+ * the last release says the release it will first be in ("Added in
+ * 0.2.0" while SQLLOCK_VERSION_* still say 0.1.0).
  */
 #ifndef SQLLOCK_H
 #define SQLLOCK_H
