@@ -262,6 +262,20 @@ static sqllock_lease *lease_for(fixture *f, const char *name, int64_t ttl_ms)
     return NULL;
 }
 
+/* Tries `l` every 10 ms until it is granted (a lease in the way has
+ * expired by the server's clock) or `ms` have passed; returns the last
+ * try's status. */
+static int acquire_when_expired(sqllock_lease *l, int64_t ms)
+{
+    int64_t end = tu_now_ms() + ms;
+    int rc;
+
+    while ((rc = sqllock_lease_try_acquire(l)) == SQLLOCK_BUSY &&
+           tu_now_ms() < end)
+        tu_sleep_ms(10);
+    return rc;
+}
+
 /* The row of `name`, which must exist. */
 static void row_of(fixture *f, const char *name, tu_row *r)
 {
@@ -451,10 +465,13 @@ static void test_runcmd_L6_L7_lost_after_pause_sends_signal(void **state)
      * group of its own. */
     assert_int_equal(getpgid(cmd), cmd);
     assert_int_equal(kill(j->pid, SIGSTOP), 0);
-    tu_sleep_ms(g_ttl_ms + 400);
+    /* Taken as soon as the server's clock has the paused tool's lease
+     * expired: tried every 10 ms, for its ttl and a generous 5 s (times
+     * the slowdown factor) more. */
     mine = lease_for(f, name, 30000);
-    EXPECT_RC(f->db, sqllock_lease_acquire(mine, 5000), SQLLOCK_OK,
-              "acquire the paused tool's expired lease");
+    EXPECT_RC(f->db, acquire_when_expired(mine, g_ttl_ms +
+                                                    tu_scaled_ms(5000)),
+              SQLLOCK_OK, "acquire the paused tool's expired lease");
     assert_int_equal(kill(j->pid, SIGCONT), 0);
     code = finish(f, j, 15000);
     if (code != 76)
