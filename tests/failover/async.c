@@ -64,6 +64,30 @@ out:
     return rc;
 }
 
+/* 1 once the child's acquire is answered (done 2), or, with a
+ * synchronous standby, once the primary shows it waiting for that
+ * standby: its INSERT committed locally, in the SyncRep wait that the
+ * paused walreceiver never ends. The failover then cuts it off, as a
+ * crash of the primary would; the client's own statement timeout is
+ * left to end it only if that wait is never seen. */
+static int c_acquire_sent(sqllock_db *primary)
+{
+    int64_t n = 0;
+    int has = 0;
+
+    if (LD(&g_c->done) >= 2)
+        return 1;
+    if (primary == NULL ||
+        sqllock__exec_sql(primary, "SELECT count(*) FROM "
+                          "pg_catalog.pg_stat_activity WHERE wait_event = "
+                          "'SyncRep' AND query LIKE "
+                          "'INSERT INTO sqllock_lease%' AND pid <> "
+                          "pg_catalog.pg_backend_pid()", NULL, 0, &has, &n,
+                          NULL) != SQLLOCK_OK)
+        return 0;
+    return n > 0;
+}
+
 /* One run of the recipe: pause the standby's walreceiver, a child
  * acquires, failover, the parent acquires the same name on the new
  * primary. Returns the parent's status; *token_b its token. */
@@ -71,7 +95,7 @@ static int c_recipe(const char *mode, int64_t *token_b, int64_t *fo_ms)
 {
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
     sqllock_lease *b = NULL;
-    sqllock_db *db;
+    sqllock_db *db, *primary;
     pid_t pid;
     int64_t t;
     int rc;
@@ -89,17 +113,24 @@ static int c_recipe(const char *mode, int64_t *token_b, int64_t *fo_ms)
         fail_msg("fork: %s", strerror(errno));
     for (t = tu_now_ms(); LD(&g_c->done) < 1 && tu_now_ms() - t < 30000;)
         tu_sleep_ms(5);
+    primary = fo_open_url(g_url1, 5000);
     if (fo_repl("pause-standby", NULL, NULL) != 0) {
+        sqllock_close(primary);
         tu_kill_wait(pid);
         fail_msg("pause-standby failed");
     }
     ST(&g_c->phase, 1);
-    for (t = tu_now_ms(); LD(&g_c->done) < 2 && tu_now_ms() - t < 30000;)
+    for (t = tu_now_ms(); !c_acquire_sent(primary) &&
+                          tu_now_ms() - t < 30000;)
         tu_sleep_ms(5);
+    sqllock_close(primary);
     if (fo_repl("failover", NULL, fo_ms) != 0) {
         tu_kill_wait(pid);
         fail_msg("failover failed");
     }
+    /* The first owner has its answer before the second one asks. */
+    for (t = tu_now_ms(); LD(&g_c->done) < 2 && tu_now_ms() - t < 30000;)
+        tu_sleep_ms(5);
     db = fo_open_url(g_url, 3000);
     if (db == NULL) {
         tu_kill_wait(pid);
@@ -128,8 +159,9 @@ static int c_recipe(const char *mode, int64_t *token_b, int64_t *fo_ms)
  * granted the same name while the first still believes it holds it by
  * its local deadline (L6 cannot help: nothing told the first owner). Its
  * token may even come out lower (L5 broken too). Then the same recipe
- * with a SYNCHRONOUS standby: the first acquire is never acknowledged, so
- * the second grant is safe.
+ * with a SYNCHRONOUS standby: the first acquire waits for the standby
+ * until the failover cuts it off, is never acknowledged, and so the
+ * second grant is safe.
  */
 void test_failover_async_hazard_demonstrated(void **state)
 {

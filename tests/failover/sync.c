@@ -266,6 +266,28 @@ static int cmp_i64(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
+/* Every client's calls came back OK at least `n` times. */
+static int a_all_ok(a_shared *sh, int64_t n)
+{
+    int i;
+
+    for (i = 0; i < A_WORKERS; i++)
+        if (LD(&sh->w[i].by_status[SQLLOCK_OK]) < n)
+            return 0;
+    return 1;
+}
+
+/* Every client was granted a lease after the failover (its resume). */
+static int a_all_resumed(a_shared *sh)
+{
+    int i;
+
+    for (i = 0; i < A_WORKERS; i++)
+        if (LD(&sh->w[i].resume_us) == 0)
+            return 0;
+    return 1;
+}
+
 typedef struct a_rows {
     int n;
     char name[16][64];
@@ -328,7 +350,13 @@ void test_failover_sync_L1_L5_L6_L10_E1_clients_through_failover(
     while (LD(&sh->ready) < A_WORKERS && !LD(&sh->failed) &&
            tu_now_ms() - t < 30000 * g_slow)
         tu_sleep_ms(5);
-    tu_sleep_ms(2500 * g_slow);
+    /* Under way: every client has been through one whole hold (its
+     * acquire, renewal and release came back OK), so that all eight
+     * contend when the primary goes. */
+    t = tu_now_ms();
+    while (!a_all_ok(sh, 3) && !LD(&sh->failed) &&
+           tu_now_ms() - t < 10000 * g_slow)
+        tu_sleep_ms(5);
     /* The kill comes while at least two names are held, so that (i) has
      * leases to look for. */
     t = tu_now_ms();
@@ -361,7 +389,14 @@ void test_failover_sync_L1_L5_L6_L10_E1_clients_through_failover(
     }
     sqllock_close(db2);
 
-    tu_sleep_ms(3000 * g_slow);
+    /* Until every client has been granted a lease again after the
+     * failover (E1, checked below), or a failure ends it. */
+    t = tu_now_ms();
+    while (!a_all_resumed(sh) && !LD(&sh->failed) &&
+           tu_now_ms() - t < 10000 * g_slow)
+        tu_sleep_ms(5);
+    printf("    every client acquired again within %lld ms of the look at "
+           "the new primary\n", (long long)(tu_now_ms() - t));
     ST(&sh->stop, 1);
     for (i = 0; i < A_WORKERS; i++) {
         char who[32];
