@@ -414,6 +414,40 @@ tsan_jobs=$(( ctest_jobs * 2 / 3 )); [ "$tsan_jobs" -ge 1 ] || tsan_jobs=1
 vg_jobs=$(( ctest_jobs / 2 )); [ "$vg_jobs" -ge 1 ] || vg_jobs=1
 echo "ctest: $ctest_jobs tests at once ($tsan_jobs under TSan, $vg_jobs under valgrind)$([ "$per_unit" != 0 ] && echo ", each in databases of its own")"
 
+# The fuzz stage (libFuzzer + ASan + UBSan): each target for
+# SQLLOCK_FUZZ_SECONDS of wall clock, one after the other. It needs no
+# database and one core, so it runs in the background beside the plain
+# ctest stage, whose entries mostly wait on the databases and their own
+# timers (a time-bound fuzz run only tries fewer inputs when it gets less
+# CPU); its result is waited for at the end.
+run_fuzz() {
+  local t fuzz_secs fuzz_corpus fuzz_log fuzz_limit
+  local -a fuzz_regress
+  echo "== fuzzing (libFuzzer + ASan + UBSan): URL parser and redaction, CLI arguments, durations"
+  fuzz_secs=${SQLLOCK_FUZZ_SECONDS:-30}
+  for t in url cli duration; do
+    # New inputs go to a copy of the corpus, never into the tree; a
+    # crash leaves its input in build/fuzz/crash-<target>-*.
+    fuzz_corpus="$work/fuzz-corpus-$t"
+    rm -rf "$fuzz_corpus"; mkdir -p "$fuzz_corpus"
+    cp tests/fuzz/corpus/$t/* "$fuzz_corpus/"
+    fuzz_log="build/fuzz/fuzz_$t.log"
+    # regress/<target> exists only once a bug was found there.
+    fuzz_regress=()
+    if [ -d "tests/fuzz/regress/$t" ]; then fuzz_regress=("tests/fuzz/regress/$t"); fi
+    if [ "$fuzz_secs" -gt 0 ]; then fuzz_limit=-max_total_time=$fuzz_secs; else fuzz_limit=-runs=0; fi
+    if ! build/fuzz/tests/fuzz/fuzz_$t "$fuzz_limit" \
+         -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+         -artifact_prefix="build/fuzz/crash-$t-" \
+         "$fuzz_corpus" "${fuzz_regress[@]}" >"$fuzz_log" 2>&1; then
+      tail -n 60 "$fuzz_log"
+      echo "FAIL: fuzz_$t found a crash or a broken property (input in build/fuzz/crash-$t-*)" >&2
+      return 1
+    fi
+    echo "fuzz_$t: $(awk '/stat::number_of_executed_units/ { print $2 }' "$fuzz_log") inputs in ${fuzz_secs} s, no crash ($(ls "$fuzz_corpus" | wc -l) in its corpus copy)"
+  done
+}
+
 # run_ctest DIR LABEL JOBS [ctest args...]: ctest in DIR, JOBS at once
 # (LABEL also names the build's databases: LABEL_<unit>_sqllock_test),
 # then the driver check of every entry that ran (check_report). The output is kept in
@@ -463,6 +497,9 @@ if [ "${#bg_pids[@]}" -gt 0 ]; then
   for name in "${!bg_pids[@]}"; do bg_wait "$name"; done
 fi
 
+if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
+  bg fuzz run_fuzz
+fi
 stage "plain ctest"
 run_ctest build/test plain "$ctest_jobs" -LE valgrind
 
@@ -742,30 +779,7 @@ if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   stage "valgrind ctest"
   run_ctest build/test vg "$vg_jobs" -L valgrind
 
-  stage "fuzz"
-  echo "== fuzzing (libFuzzer + ASan + UBSan): URL parser and redaction, CLI arguments, durations"
-  fuzz_secs=${SQLLOCK_FUZZ_SECONDS:-30}
-  for t in url cli duration; do
-    # New inputs go to a copy of the corpus, never into the tree; a
-    # crash leaves its input in build/fuzz/crash-<target>-*.
-    fuzz_corpus="$work/fuzz-corpus-$t"
-    rm -rf "$fuzz_corpus"; mkdir -p "$fuzz_corpus"
-    cp tests/fuzz/corpus/$t/* "$fuzz_corpus/"
-    fuzz_log="build/fuzz/fuzz_$t.log"
-    # regress/<target> exists only once a bug was found there.
-    fuzz_regress=()
-    if [ -d "tests/fuzz/regress/$t" ]; then fuzz_regress=("tests/fuzz/regress/$t"); fi
-    if [ "$fuzz_secs" -gt 0 ]; then fuzz_limit=-max_total_time=$fuzz_secs; else fuzz_limit=-runs=0; fi
-    if ! build/fuzz/tests/fuzz/fuzz_$t "$fuzz_limit" \
-         -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-         -artifact_prefix="build/fuzz/crash-$t-" \
-         "$fuzz_corpus" "${fuzz_regress[@]}" >"$fuzz_log" 2>&1; then
-      tail -n 60 "$fuzz_log"
-      echo "FAIL: fuzz_$t found a crash or a broken property (input in build/fuzz/crash-$t-*)" >&2
-      exit 1
-    fi
-    echo "fuzz_$t: $(awk '/stat::number_of_executed_units/ { print $2 }' "$fuzz_log") inputs in ${fuzz_secs} s, no crash ($(ls "$fuzz_corpus" | wc -l) in its corpus copy)"
-  done
+  bg_wait fuzz
 fi
 
 stage_end
