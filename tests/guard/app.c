@@ -41,6 +41,20 @@ struct app {
     char err[600];
 };
 
+/* The connections open, so that a failed case's teardown can close
+ * them (rolling back a transaction a failure left open). */
+#define APP_OPEN_MAX 8
+static app *g_open[APP_OPEN_MAX];
+
+void app_close_all(void)
+{
+    int i;
+
+    for (i = 0; i < APP_OPEN_MAX; i++)
+        if (g_open[i] != NULL)
+            app_close(g_open[i]);
+}
+
 static int app_fail(app *a, int status, const char *fmt, ...)
 {
     va_list ap;
@@ -67,6 +81,11 @@ app *app_open(const char *url, const char *tz)
               : strcmp(a->driver, "mysql") == 0 ? MY : SQ;
     a->native = sqllock_db_native(a->owner);
     assert_non_null(a->native);
+    for (rc = 0; rc < APP_OPEN_MAX; rc++)
+        if (g_open[rc] == NULL) {
+            g_open[rc] = a;
+            break;
+        }
     if (a->kind == PG && tz != NULL) {
         char sql[96];
         snprintf(sql, sizeof sql, "SET TIME ZONE INTERVAL '%s' HOUR TO MINUTE",
@@ -90,8 +109,13 @@ app *app_open(const char *url, const char *tz)
 
 void app_close(app *a)
 {
+    int i;
+
     if (a == NULL)
         return;
+    for (i = 0; i < APP_OPEN_MAX; i++)
+        if (g_open[i] == a)
+            g_open[i] = NULL;
     sqllock_close(a->owner);
     free(a);
 }

@@ -36,15 +36,50 @@ int guard_group_setup(void **state)
     return rc == SQLLOCK_OK ? 0 : -1;
 }
 
+/* The handles guard_open() made, for guard_teardown(); a case closes
+ * its own with guard_close(). */
+#define DB_OPEN_MAX 8
+static sqllock_db *g_dbs[DB_OPEN_MAX];
+
 sqllock_db *guard_open(void)
 {
     sqllock_options o = SQLLOCK_OPTIONS_INIT;
     sqllock_db *db = NULL;
+    int i;
 
     o.busy_timeout_ms = tu_scaled_ms(5000);
     if (sqllock_open(g_url, &o, &db) != SQLLOCK_OK)
         fail_msg("open %s: %s", g_url, sqllock_errmsg(db));
+    for (i = 0; i < DB_OPEN_MAX; i++)
+        if (g_dbs[i] == NULL) {
+            g_dbs[i] = db;
+            break;
+        }
     return db;
+}
+
+void guard_close(sqllock_db *db)
+{
+    int i;
+
+    for (i = 0; i < DB_OPEN_MAX; i++)
+        if (g_dbs[i] == db)
+            g_dbs[i] = NULL;
+    sqllock_close(db);
+}
+
+int guard_teardown(void **state)
+{
+    int i;
+    (void)state;
+
+    app_close_all();
+    for (i = 0; i < DB_OPEN_MAX; i++)
+        if (g_dbs[i] != NULL) {
+            sqllock_close(g_dbs[i]);
+            g_dbs[i] = NULL;
+        }
+    return 0;
 }
 
 void guard_name(char *buf, size_t size, const char *what)

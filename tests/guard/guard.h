@@ -46,6 +46,8 @@ enum {
  * NULL. */
 app *app_open(const char *url, const char *tz);
 void app_close(app *a);
+/* Closes every connection still open (a failed case's teardown). */
+void app_close_all(void);
 const char *app_driver(const app *a);
 /* The placeholder style of the application's library, for
  * sqllock_guard_sql(). */
@@ -79,7 +81,11 @@ void app_guarded_sql(app *a, sqllock_db *db, const char *head,
 /* ------------------------------------------------------------------ */
 
 int guard_group_setup(void **state);
+/* After each case: closes the application's connections and the
+ * handles of guard_open() that a failure left open. */
+int guard_teardown(void **state);
 sqllock_db *guard_open(void);
+void guard_close(sqllock_db *db);
 /* A fresh lock name with `what` in it. */
 void guard_name(char *buf, size_t size, const char *what);
 /* A new row of GUARD_TABLE (val 0, n 0); returns its id. */

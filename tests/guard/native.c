@@ -89,7 +89,7 @@ void test_guard_G1_native_held_and_refused(void **state)
     assert_int_equal(val, 13);
     sqllock_lease_free(l);
     app_close(a);
-    sqllock_close(db);
+    guard_close(db);
 }
 
 /*
@@ -146,7 +146,7 @@ void test_guard_G1_native_expired_at_check(void **state)
         sqllock_lease_free(l);
     }
     app_close(a);
-    sqllock_close(db);
+    guard_close(db);
 }
 
 typedef struct waits_shared {
@@ -190,7 +190,7 @@ static void taker(waits_shared *sh, const char *name, int64_t id)
     if (sh->rc == SQLLOCK_OK)
         sqllock_lease_release(l);
     sqllock_lease_free(l);
-    sqllock_close(db);
+    guard_close(db);
     _exit(0);
 }
 
@@ -217,7 +217,7 @@ void test_guard_G1_native_takeover_waits_for_commit(void **state)
     guard_name(name, sizeof name, "waits");
     /* The child must not inherit open connections (SQLite's locks are
      * the process's): it starts first, and waits for its turn. */
-    sqllock_close(db);
+    guard_close(db);
     fflush(stdout);
     fflush(stderr);
     pid = fork();
@@ -253,7 +253,7 @@ void test_guard_G1_native_takeover_waits_for_commit(void **state)
     EXPECT_RC(db, sqllock_lease_renew(l), SQLLOCK_LOST, "renew after");
     sqllock_lease_free(l);
     app_close(a);
-    sqllock_close(db);
+    guard_close(db);
     munmap(sh, sizeof *sh);
 }
 
@@ -301,5 +301,5 @@ void test_guard_G1_native_session_time_zone(void **state)
         sqllock_lease_free(l);
         app_close(a);
     }
-    sqllock_close(db);
+    guard_close(db);
 }

@@ -67,7 +67,7 @@ static void paused_holder(paused_shared *sh, const char *name, int64_t id,
     sh->renew_rc = sqllock_lease_renew(l);
     app_close(a);
     sqllock_lease_free(l);
-    sqllock_close(db);
+    guard_close(db);
     __atomic_store_n(&sh->step, 3, __ATOMIC_SEQ_CST);
     _exit(0);
 }
@@ -91,7 +91,7 @@ void test_guard_G1_paused_holder_refused(void **state)
     (void)state;
 
     guard_name(name, sizeof name, "paused");
-    sqllock_close(db);
+    guard_close(db);
     fflush(stdout);
     fflush(stderr);
     pid = fork();
@@ -131,7 +131,7 @@ void test_guard_G1_paused_holder_refused(void **state)
     EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
     sqllock_lease_free(l);
     app_close(b);
-    sqllock_close(db);
+    guard_close(db);
     munmap(sh, sizeof *sh);
 }
 
@@ -238,7 +238,7 @@ static void race_holder(race_shared *sh, int rounds, int64_t ttl,
         __atomic_store_n(&sh->done, r + 1, __ATOMIC_SEQ_CST);
     }
     app_close(a);
-    sqllock_close(db);
+    guard_close(db);
     _exit(0);
 }
 
@@ -283,7 +283,7 @@ void test_guard_G1_commit_race(void **state)
         guard_name(sh->names[r], sizeof sh->names[r], "race");
         sh->log[r].id = guard_row(db);
     }
-    sqllock_close(db);
+    guard_close(db);
     fflush(stdout);
     fflush(stderr);
     pid = fork();
@@ -355,6 +355,6 @@ void test_guard_G1_commit_race(void **state)
         tu_cannot_run("only %d of %d rounds raced a takeover at commit "
                       "time: the machine is too slow or too loaded to show "
                       "the property", contested, rounds);
-    sqllock_close(db);
+    guard_close(db);
     munmap(sh, sizeof *sh);
 }

@@ -87,7 +87,7 @@ void test_guard_G1_text_per_style(void **state)
         assert_non_null(strstr(q, "julianday('now')"));
     }
     assert_non_null(strstr(q, "sqllock_lease"));
-    sqllock_close(db);
+    guard_close(db);
 }
 
 /* E2: every bad argument has its status and a message that names it;
@@ -208,5 +208,5 @@ void test_guard_G1_E2_bad_input(void **state)
         EXPECT_RC(db, rc, SQLLOCK_EUNSUPPORTED, "a fast lease");
     }
     sqllock_lease_free(l);
-    sqllock_close(db);
+    guard_close(db);
 }

@@ -102,8 +102,8 @@ void test_guard_G1_update_statuses(void **state)
     sqllock_lease_free(l2);
     EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_LOST, "A's release");
     sqllock_lease_free(l);
-    sqllock_close(db2);
-    sqllock_close(db);
+    guard_close(db2);
+    guard_close(db);
 }
 
 /* G1 inside a row-lock transaction on the handle: the write commits or
@@ -153,7 +153,7 @@ void test_guard_G1_update_in_txn(void **state)
     EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
     sqllock_lease_free(l);
     sqllock_lease_free(other);
-    sqllock_close(db);
+    guard_close(db);
 }
 
 typedef struct delayed_shared {
@@ -186,7 +186,7 @@ static void delayed_holder(delayed_shared *sh, const char *name,
     sh->fenced_rc = sqllock_table_fenced_update(db, &PLAIN, &key2, "fence",
                                                 sh->token, &set, 1, NULL, 0);
     sqllock_lease_free(l);
-    sqllock_close(db);
+    guard_close(db);
     __atomic_store_n(&sh->step, 3, __ATOMIC_SEQ_CST);
     _exit(0);
 }
@@ -212,7 +212,7 @@ void test_guard_G1_update_delayed_past_expiry(void **state)
     (void)state;
 
     guard_name(name, sizeof name, "delayed");
-    sqllock_close(db);
+    guard_close(db);
     fflush(stdout);
     fflush(stderr);
     pid = fork();
@@ -240,6 +240,6 @@ void test_guard_G1_update_delayed_past_expiry(void **state)
     assert_int_equal(val, 111);
     EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
     sqllock_lease_free(l);
-    sqllock_close(db);
+    guard_close(db);
     munmap(sh, sizeof *sh);
 }
