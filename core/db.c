@@ -345,6 +345,8 @@ int sqllock__wait_notify(sqllock_db *db, int64_t timeout_ms, int *woke)
  * on: an older driver's dialect ends before it (sqllock_driver.h). */
 typedef char sqllock__sql_v2_is_four[
     SQLLOCK_SQL_COUNT_V2_ - SQLLOCK_SQL_COUNT_V1_ == 4 ? 1 : -1];
+typedef char sqllock__sql_v4_is_one[
+    SQLLOCK_SQL_COUNT_V4_ - SQLLOCK_SQL_COUNT_V2_ == 1 ? 1 : -1];
 
 const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
 {
@@ -353,6 +355,10 @@ const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
     if (id < SQLLOCK_SQL_COUNT_V2_)
         return drv->version >= 2
                    ? &drv->dialect->sql_v2[id - SQLLOCK_SQL_COUNT_V1_]
+                   : NULL;
+    if (id < SQLLOCK_SQL_COUNT_V4_)
+        return drv->version >= 4
+                   ? &drv->dialect->sql_v4[id - SQLLOCK_SQL_COUNT_V2_]
                    : NULL;
     return NULL;
 }

@@ -250,6 +250,39 @@ int sqllock__check_name(sqllock_db *db, const char *name, const char *what);
  * `qualified`. */
 int sqllock__check_ident(sqllock_db *db, const char *s, int qualified,
                          const char *what);
+/* What a write on an application table checks besides its conditions
+ * (core/versioned.c). */
+typedef struct sqllock__write_check {
+    int64_t expected;          /* the version; < 0: no version check */
+    const char *fence;         /* the fence column, or NULL: no fence */
+    int64_t token;             /* with a fence or a guard: the token */
+    const char *guard_name;    /* the lease name of the guard (G1), or
+                                  NULL: no guard */
+} sqllock__write_check;
+/* UPDATE t SET <sets>, [fence = ?,] [v = v + 1] WHERE k = ? [AND v = ?]
+ * [AND COALESCE(fence, 0) <= ?] AND <conds> [AND <guard>], checked and
+ * run inside the handle's row-lock transaction if one is open (R7).
+ * SQLLOCK_OK, SQLLOCK_CONFLICT when no row matched, or an error. */
+int sqllock__table_write(sqllock_db *db, const sqllock_table *t,
+                         const sqllock_cell *key,
+                         const sqllock__write_check *w,
+                         const sqllock_cell *sets, int nsets,
+                         const sqllock_cell *conds, int nconds);
+/* After a fenced write matched nothing: SQLLOCK_LOST when the row's fence
+ * holds a larger token than `token`, SQLLOCK_CONFLICT when not,
+ * SQLLOCK_NOTFOUND without a row, with the message set. */
+int sqllock__fence_verdict(sqllock_db *db, const sqllock_table *t,
+                           const sqllock_cell *key, const char *fence,
+                           int64_t token);
+
+/* The guard (core/guard.c, contract G1): the dialect's LEASE_GUARD text
+ * with its placeholders written in `style` (SQLLOCK_PARAM_*), numbered
+ * from `first` where the style numbers them, into out[size]; *len (when
+ * not NULL) its length. SQLLOCK_EUNSUPPORTED when the driver has none,
+ * SQLLOCK_EINVAL when it does not fit, with the message on db. */
+int sqllock__guard_text(sqllock_db *db, int style, int first, char *out,
+                        size_t size, size_t *len);
+
 /* Builds SELECT key FROM table WHERE key = <placeholder><suffix> with the
  * dialect's quoting, for a table whose identifiers were checked. */
 int sqllock__sql_select_key(sqllock_db *db, const sqllock_table *t,

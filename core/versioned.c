@@ -452,7 +452,8 @@ static sqllock_value cell_value(const sqllock_cell *c)
     return c->text != NULL ? sqllock__text(c->text) : sqllock__int(c->number);
 }
 
-/* `version_optional`: a fenced update may have no version column. */
+/* `version_optional`: a fenced or guarded update may have no version
+ * column. */
 static int check_table(sqllock_db *db, const sqllock_table *t,
                        const sqllock_cell *key, int version_optional)
 {
@@ -527,12 +528,7 @@ static int table_error(sqllock_db *db, int rc, const sqllock_table *t)
     return rc;
 }
 
-/* What a write checks besides its conditions. */
-typedef struct write_check {
-    int64_t expected;          /* the version; < 0: no version check */
-    const char *fence;         /* the fence column, or NULL: no fence */
-    int64_t token;             /* with a fence: the writer's token */
-} write_check;
+typedef sqllock__write_check write_check;
 
 /* Appends " AND <column> <op> ?" for each condition. */
 static void sb_conds(sqlbuf *b, const sqllock_cell *conds, int nconds,
@@ -587,24 +583,46 @@ static void sb_sets(sqlbuf *b, const sqllock_table *t, const write_check *w,
     }
 }
 
+/* Appends " AND <guard>" (contract G1): the dialect's LEASE_GUARD with
+ * the dialect's own placeholders, numbered on from the statement's. */
+static int sb_guard(sqllock_db *db, sqlbuf *b, const write_check *w,
+                    sqllock_value *args, int *n)
+{
+    char guard[SQLLOCK_GUARD_SQL_MAX];
+    int rc, style = b->d->placeholder == SQLLOCK_PLACEHOLDER_DOLLAR
+                        ? SQLLOCK_PARAM_DOLLAR : SQLLOCK_PARAM_QMARK;
+
+    rc = sqllock__guard_text(db, style, b->nph + 1, guard, sizeof guard,
+                             NULL);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    sb_add(b, " AND ");
+    sb_add(b, guard);
+    b->nph += 2;
+    args[(*n)++] = sqllock__text(w->guard_name);
+    args[(*n)++] = sqllock__int(w->token);
+    return SQLLOCK_OK;
+}
+
 /*
  * Builds and runs UPDATE t SET <sets>, [fence = ?,] [v = v + 1] WHERE
  * k = ? [AND v = ?] [AND v < max] [AND COALESCE(fence, 0) <= ?] AND
- * <conds>. Returns SQLLOCK_OK, SQLLOCK_CONFLICT when no row matched, or
- * an error.
+ * <conds> [AND <guard>]. Returns SQLLOCK_OK, SQLLOCK_CONFLICT when no row
+ * matched, or an error.
  */
-static int table_write(sqllock_db *db, const sqllock_table *t,
-                       const sqllock_cell *key, const write_check *w,
-                       const sqllock_cell *sets, int nsets,
-                       const sqllock_cell *conds, int nconds)
+int sqllock__table_write(sqllock_db *db, const sqllock_table *t,
+                         const sqllock_cell *key, const write_check *w,
+                         const sqllock_cell *sets, int nsets,
+                         const sqllock_cell *conds, int nconds)
 {
-    sqllock_value args[2 * CELLS_MAX + 4];
+    sqllock_value args[2 * CELLS_MAX + 6];
     sqllock_stmt *st = NULL;
     sqlbuf b;
     int64_t affected;
     int n = 0, rc;
 
-    if ((rc = check_table(db, t, key, w->fence != NULL)) != SQLLOCK_OK ||
+    if ((rc = check_table(db, t, key, w->fence != NULL ||
+                                      w->guard_name != NULL)) != SQLLOCK_OK ||
         (rc = check_cells(db, sets, nsets, 1)) != SQLLOCK_OK ||
         (rc = check_cells(db, conds, nconds, 0)) != SQLLOCK_OK)
         return rc;
@@ -645,6 +663,9 @@ static int table_write(sqllock_db *db, const sqllock_table *t,
         args[n++] = sqllock__int(w->token);
     }
     sb_conds(&b, conds, nconds, args, &n);
+    if (w->guard_name != NULL &&
+        (rc = sb_guard(db, &b, w, args, &n)) != SQLLOCK_OK)
+        return rc;
     if (b.overflow)
         return sqllock__fail(db, SQLLOCK_EINVAL, "the statement would be "
                              "longer than %d bytes", SQL_MAX);
@@ -667,7 +688,7 @@ int sqllock_table_cas(sqllock_db *db, const sqllock_table *t,
                       const sqllock_cell *conds, int nconds,
                       int64_t *new_version)
 {
-    write_check w = { 0, NULL, 0 };
+    write_check w = { 0, NULL, 0, NULL };
     int rc;
 
     if (new_version != NULL)
@@ -677,7 +698,7 @@ int sqllock_table_cas(sqllock_db *db, const sqllock_table *t,
     if ((rc = check_version(db, expected)) != SQLLOCK_OK)
         return rc;
     w.expected = expected;
-    rc = table_write(db, t, key, &w, sets, nsets, conds, nconds);
+    rc = sqllock__table_write(db, t, key, &w, sets, nsets, conds, nconds);
     if (rc == SQLLOCK_OK && new_version != NULL)
         *new_version = expected + 1;
     return rc;
@@ -687,14 +708,14 @@ int sqllock_table_update(sqllock_db *db, const sqllock_table *t,
                          const sqllock_cell *key, const sqllock_cell *sets,
                          int nsets, const sqllock_cell *conds, int nconds)
 {
-    write_check w = { -1, NULL, 0 };
+    write_check w = { -1, NULL, 0, NULL };
 
-    return table_write(db, t, key, &w, sets, nsets, conds, nconds);
+    return sqllock__table_write(db, t, key, &w, sets, nsets, conds, nconds);
 }
 
 /* After a fenced update matched nothing: why? The row's fence decides
  * between LOST (a larger token wrote it) and CONFLICT (a condition). */
-static int fence_verdict(sqllock_db *db, const sqllock_table *t,
+int sqllock__fence_verdict(sqllock_db *db, const sqllock_table *t,
                          const sqllock_cell *key, const char *fence,
                          int64_t token)
 {
@@ -722,7 +743,7 @@ int sqllock_table_fenced_update(sqllock_db *db, const sqllock_table *t,
                                 const sqllock_cell *sets, int nsets,
                                 const sqllock_cell *conds, int nconds)
 {
-    write_check w = { -1, NULL, 0 };
+    write_check w = { -1, NULL, 0, NULL };
     int rc;
 
     if ((rc = check_db(db)) != SQLLOCK_OK)
@@ -737,9 +758,9 @@ int sqllock_table_fenced_update(sqllock_db *db, const sqllock_table *t,
                              (long long)token);
     w.fence = fence_column;
     w.token = token;
-    rc = table_write(db, t, key, &w, sets, nsets, conds, nconds);
+    rc = sqllock__table_write(db, t, key, &w, sets, nsets, conds, nconds);
     if (rc == SQLLOCK_CONFLICT)
-        rc = fence_verdict(db, t, key, fence_column, token);
+        rc = sqllock__fence_verdict(db, t, key, fence_column, token);
     return rc;
 }
 

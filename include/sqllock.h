@@ -1163,6 +1163,12 @@ SQLLOCK_API int sqllock_table_update(sqllock_db *db, const sqllock_table *t,
  * bumped); `sets` may be empty (only the fence moves). Pass the token of
  * sqllock_lease_token(); a fast-mode lease has none (0: SQLLOCK_EINVAL).
  *
+ * It compares tokens in the data row only: until the new holder has
+ * written this row, a stale holder's write is still applied, even after
+ * its lease was reaped and granted again. sqllock_table_guarded_update()
+ * also checks the lease itself, at commit (contract G1); prefer it when
+ * the lease is at hand.
+ *
  * SQLLOCK_OK: applied. SQLLOCK_LOST: the row carries a larger token, a
  * newer holder wrote it, nothing changed (give up: the lease is gone).
  * SQLLOCK_CONFLICT: a condition failed. SQLLOCK_NOTFOUND: no row has the
@@ -1186,6 +1192,135 @@ SQLLOCK_API int sqllock_table_fenced_update(sqllock_db *db,
                                             int nsets,
                                             const sqllock_cell *conds,
                                             int nconds);
+
+/* ------------------------------------------------------------------------ */
+/* Guarding the application's own writes (contract G1)                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A guard is a condition the application puts in the WHERE of its own
+ * write -- on its own connection, in its own transaction, through any
+ * client library -- so that the write commits only if the lease (name,
+ * token) is still held WHEN IT COMMITS: a takeover that races the commit
+ * either waits for it or makes it fail. Expiry is judged by the server's
+ * clock when the guard is evaluated. docs/guard.md has the argument, the
+ * isolation levels it is correct under, and what it costs: the lease row
+ * stays locked (shared) until the guarded transaction ends, so the
+ * holder's own renewal, its release and the reaper wait for that commit.
+ * Commit (or roll back) before releasing the lease.
+ *
+ * The placeholder styles of sqllock_guard_sql(): how the application's
+ * client library writes the parameters it binds.
+ */
+typedef enum sqllock_param_style {
+    SQLLOCK_PARAM_QMARK = 0, /* ? ?: SQLite (sqlite3_prepare), the MySQL C
+                                API's prepared statements, Python's
+                                sqlite3 (paramstyle qmark) */
+    SQLLOCK_PARAM_DOLLAR,    /* $n $n+1, n = `first`: libpq
+                                (PQexecParams, PQprepare) */
+    SQLLOCK_PARAM_FORMAT,    /* %s %s: psycopg, psycopg2, mysqlclient
+                                (MySQLdb), PyMySQL */
+    SQLLOCK_PARAM_PYFORMAT,  /* %(sqllock_name)s %(sqllock_token)s */
+    SQLLOCK_PARAM_NAMED,     /* :sqllock_name :sqllock_token */
+    SQLLOCK_PARAM_NUMERIC    /* :n :n+1, n = `first` */
+} sqllock_param_style;
+
+/* A buffer of this size holds the guard of every driver sqllock ships,
+ * in every style. */
+#define SQLLOCK_GUARD_SQL_MAX 512
+
+/*
+ * Writes into buf[size] the guard of the lease (name, token) in the SQL
+ * of db's database, with two placeholders in `style` for the
+ * application to bind: the lease's name (text), then its token (a 64-bit
+ * integer), e.g. on PostgreSQL with SQLLOCK_PARAM_DOLLAR and first = 3:
+ *
+ *   EXISTS (SELECT 1 FROM sqllock_lease WHERE name = $3 AND token = $4
+ *           AND expires_at > pg_catalog.clock_timestamp() FOR SHARE)
+ *
+ * It is a boolean expression: AND it into the WHERE of the write, e.g.
+ * "UPDATE stock SET qty = qty - 1 WHERE id = $1 AND qty >= $2 AND " guard,
+ * or "INSERT INTO t (a) SELECT $1 WHERE " guard (MySQL: "SELECT ? FROM
+ * DUAL WHERE ..."). The write then changes no row when the lease is no
+ * longer this hold's: taken over, expired by the server's clock, released
+ * or reaped. On SQLite put it in the write statement itself (or begin the
+ * transaction with BEGIN IMMEDIATE): there only a write takes the lock.
+ * Pass the token of the CURRENT hold, sqllock_lease_token() (contract
+ * L5). The text holds no value (contract D3); `name` and `token` are only
+ * checked here, and the text does not depend on them. It names the lease
+ * table as the library's statements do (PostgreSQL: through the
+ * connection's search_path). In the FORMAT and PYFORMAT styles a '%' of
+ * the text is written "%%". `first` (1 to 65534) numbers the first
+ * placeholder of the DOLLAR and NUMERIC styles; the others ignore it.
+ * No statement is sent; the handle need not be connected.
+ *
+ * *len (when `len` is not NULL) gets the length of the text without its
+ * NUL, also when it does not fit. SQLLOCK_OK; SQLLOCK_EINVAL for a NULL
+ * db or buf, a NULL, empty, oversized or malformed name (as
+ * sqllock_lease_new() checks names), a token <= 0 (0 is what
+ * sqllock_lease_token() gives for a lease that is not held or in fast
+ * mode, which has no token and cannot guard), an unknown style, a
+ * `first` out of range, or a buffer too small for the text (nothing is
+ * written then; SQLLOCK_GUARD_SQL_MAX is always enough);
+ * SQLLOCK_EUNSUPPORTED for a driver without a guard (one built against
+ * an older sqllock_driver.h). The message on db says which.
+ *
+ * Added in 0.2.0.
+ */
+SQLLOCK_API int sqllock_guard_sql(sqllock_db *db, const char *name,
+                                  int64_t token, int style, int first,
+                                  char *buf, size_t size, size_t *len);
+
+/*
+ * A guarded write on an application row: sqllock_table_update() whose
+ * statement also carries the guard of `lease` (contract G1), so it is
+ * applied only while the lease is still this hold's, and stays so until
+ * it commits:
+ *   UPDATE t SET <sets>[, fence = token][, version = version + 1]
+ *    WHERE key = ? [AND COALESCE(fence, 0) <= token] AND <conds>
+ *      AND <the guard of (name, token)>
+ * Unlike sqllock_table_fenced_update(), a stale holder's write is refused
+ * as soon as the lease is no longer its own -- expired by the server's
+ * clock, taken over, released or reaped -- not only once a newer holder
+ * has written the row. `fence_column` may be NULL; when given, the row
+ * also keeps the largest token that wrote it, as with
+ * sqllock_table_fenced_update(), so that both kinds of writer agree.
+ * `t->version_column` may be NULL (no version is bumped). Outside a
+ * row-lock transaction the statement commits on its own; inside one
+ * (sqllock_txn on db) the lease row stays locked until that commits.
+ *
+ * `lease` may belong to another handle than `db` (its name and token are
+ * read, nothing is sent through it); both must reach the same database.
+ * It must hold its lease (SQLLOCK_ENOTHELD otherwise) and not be in fast
+ * mode (SQLLOCK_EINVAL: no token). Its local deadline is not consulted:
+ * the database decides.
+ *
+ * SQLLOCK_OK: applied. SQLLOCK_LOST: nothing changed, because the lease
+ * is no longer this hold's (or the row carries a larger token): give up
+ * the work. SQLLOCK_CONFLICT: the lease is held but a condition failed.
+ * SQLLOCK_NOTFOUND: no row has the key. (They are told apart by a read
+ * after the update matched nothing, which decides nothing.) On PostgreSQL
+ * inside a REPEATABLE READ or SERIALIZABLE transaction, a lease row that
+ * changed after the transaction's snapshot (a renewal too) fails it with
+ * SQLLOCK_ESERIALIZATION. SQLLOCK_EUNSUPPORTED for a driver without a
+ * guard.
+ *
+ *   sqllock_cell key = SQLLOCK_NUMBER(7);
+ *   sqllock_cell set = { "paid", SQLLOCK_OP_SET, NULL, 1 };
+ *   rc = sqllock_table_guarded_update(db, lease, &orders, &key, NULL,
+ *                                     &set, 1, NULL, 0);
+ *
+ * Added in 0.2.0.
+ */
+SQLLOCK_API int sqllock_table_guarded_update(sqllock_db *db,
+                                             const sqllock_lease *lease,
+                                             const sqllock_table *t,
+                                             const sqllock_cell *key,
+                                             const char *fence_column,
+                                             const sqllock_cell *sets,
+                                             int nsets,
+                                             const sqllock_cell *conds,
+                                             int nconds);
 
 /* Frees memory the library returned (sqllock_record_get()). Accepts NULL.
  * Added in 0.1.0. */

@@ -39,7 +39,7 @@
 extern "C" {
 #endif
 
-#define SQLLOCK_DRIVER_VERSION 3
+#define SQLLOCK_DRIVER_VERSION 4
 
 /* A driver's connection and prepared statement: the driver's own structs. */
 typedef struct sqllock_conn sqllock_conn;
@@ -150,6 +150,30 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                the database has no per-transaction asynchronous commit;
  *                the core then refuses fast mode. Only dialects with
  *                SQLLOCK_CAP_RETURNING may give LEASE_ACQUIRE_FAST.
+ *
+ * Added in driver version 4, in the dialect's `sql_v4` (indexed by id -
+ * SQLLOCK_SQL_COUNT_V2_; it holds exactly this one, and its size never
+ * changes; version 3 added a method and no statement):
+ * LEASE_GUARD    1 name, 2 token. Not a statement: a boolean SQL
+ *                expression (contract G1) that an application puts in the
+ *                WHERE of its own write, and that the core puts in the
+ *                UPDATE of sqllock_table_guarded_update(). It is true when
+ *                the lease row of `name` carries `token` and has not
+ *                expired by the server's clock AT THE TIME IT IS
+ *                EVALUATED (never the transaction's start time), compared
+ *                exactly as LEASE_ACQUIRE compares for a takeover (so that
+ *                no instant passes both tests), and it keeps that row from
+ *                being taken over, renewed or deleted until the
+ *                transaction that evaluated it ends (a shared row lock;
+ *                SQLite: the write lock the statement holds). It must
+ *                read the lease table as the driver's own statements name
+ *                it, bind each argument exactly once, name before token,
+ *                and contain no ':' and no placeholder inside a string
+ *                literal: the core rewrites its placeholders into the
+ *                style an application's client library uses
+ *                (sqllock_guard_sql()). A NULL text where the database
+ *                cannot hold the row at commit; the guard is then
+ *                SQLLOCK_EUNSUPPORTED.
  */
 typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_ACQUIRE = 0,
@@ -172,6 +196,9 @@ typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_ACQUIRE_FAST,
     SQLLOCK_SQL_LEASE_RENEW_FAST,
     SQLLOCK_SQL_COUNT_V2_,
+    /* driver version 4, in sqllock_dialect.sql_v4 */
+    SQLLOCK_SQL_LEASE_GUARD = SQLLOCK_SQL_COUNT_V2_,
+    SQLLOCK_SQL_COUNT_V4_,
     /* Statements above are valid for the versions their comments give.
      * A statement added later is never put in an array that exists
      * already: a driver built before it has that array at the old size,
@@ -180,7 +207,7 @@ typedef enum sqllock_sql_id {
      * only from drivers of that version on (as SQLite's
      * sqlite3_io_methods grows: "methods above are valid for version
      * N"), and its ids follow here. */
-    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V2_
+    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V4_
 } sqllock_sql_id;
 
 /* One statement of a dialect. `args` lists, in placeholder order, which of
@@ -217,6 +244,11 @@ typedef struct sqllock_dialect {
      * SQLLOCK_SQL_COUNT_V2_, four, whatever is added later. Fields added
      * after this one are read only from drivers of their version on. */
     sqllock_sql sql_v2[4];
+
+    /* Driver version 4: the statement from SQLLOCK_SQL_COUNT_V2_ to
+     * SQLLOCK_SQL_COUNT_V4_, one (LEASE_GUARD), whatever is added later.
+     * Read only from drivers of version 4 on. */
+    sqllock_sql sql_v4[1];
 } sqllock_dialect;
 
 /* A bound value. Text is passed with its length and need not be

@@ -100,7 +100,8 @@ stage "install packages"
 ensure_packages "${BUILD_PACKAGES[@]}" libcmocka-dev valgrind faketime jq \
   postgresql mariadb-server galera-4 rsync iproute2 libpq-dev \
   default-libmysqlclient-dev pgbouncer pgpool2 man-db \
-  libhiredis-dev redis-server python3 python3-pytest
+  libhiredis-dev redis-server python3 python3-pytest \
+  python3-psycopg2 python3-psycopg python3-mysqldb
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
   ensure_packages clang libclang-rt-dev

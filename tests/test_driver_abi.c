@@ -1,18 +1,19 @@
 /*
  * test_driver_abi.c -- a driver built against an older sqllock_driver.h
- * (issue 16 item 1; DESIGN D1, D2).
+ * (issue 16 item 1; DESIGN D1, D2; version 3, before the guard of issue
+ * 17 item 2).
  *
  * A driver's `version` says which fields of its sqllock_driver and of its
  * sqllock_dialect exist. Here the SQLite driver is registered again under
- * schemes of its own, as a version 1 driver and as a version 2 driver:
+ * schemes of its own, as a version 1, 2 and 3 driver:
  * copies of its driver and dialect structs cut to exactly the size those
  * versions had, each in a heap block of that size, so that the
  * sanitizers' and valgrind's redzones sit right behind them and any read
  * of a later field fails the run. On a real SQLite file, every lock call
  * that the older layout supports works, and what it lacks is reported
- * (SQLLOCK_EUNSUPPORTED for the reaper and fast mode, the row-lock scope
- * from the capability bits, wake-ups by polling) instead of being read
- * from beyond the struct.
+ * (SQLLOCK_EUNSUPPORTED for the reaper, fast mode and the guard, the
+ * row-lock scope from the capability bits, wake-ups by polling) instead
+ * of being read from beyond the struct.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,11 +28,20 @@ extern const sqllock_driver sqllock__sqlite_driver;
 
 /* The sizes the structs had: a version 1 driver ended before `listen`
  * and its dialect before `sql_v2`; a version 2 driver ended before
- * `row_lock_scope`, its dialect after `sql_v2`. */
+ * `row_lock_scope`, its dialect before `sql_v4`; a version 3 driver
+ * ended after `row_lock_scope` (version 4 added no method), its dialect
+ * before `sql_v4`. */
 #define DRIVER_V1_SIZE offsetof(sqllock_driver, listen)
 #define DRIVER_V2_SIZE offsetof(sqllock_driver, row_lock_scope)
+#define DRIVER_V3_SIZE sizeof(sqllock_driver)
 #define DIALECT_V1_SIZE offsetof(sqllock_dialect, sql_v2)
-#define DIALECT_V2_SIZE sizeof(sqllock_dialect)
+#define DIALECT_V2_SIZE offsetof(sqllock_dialect, sql_v4)
+#define DIALECT_V3_SIZE offsetof(sqllock_dialect, sql_v4)
+/* Version 4 appended no method: a version 3 driver is the whole struct.
+ * A method added later makes this fail, and DRIVER_V3_SIZE its offset. */
+typedef char driver_v3_is_whole[
+    offsetof(sqllock_driver, row_lock_scope) + sizeof(void (*)(void)) ==
+    sizeof(sqllock_driver) ? 1 : -1];
 
 typedef struct old_driver {
     sqllock_driver *drv;          /* DRIVER_Vn_SIZE bytes */
@@ -39,14 +49,16 @@ typedef struct old_driver {
     const char *schemes[2];
 } old_driver;
 
-static old_driver g_v1, g_v2;
+static old_driver g_v1, g_v2, g_v3;
 static char *g_dir;
 
 /* A copy of the SQLite driver cut to the layout of `version`. */
 static void make_old(old_driver *o, int version, const char *scheme)
 {
-    size_t dsize = version == 1 ? DRIVER_V1_SIZE : DRIVER_V2_SIZE;
-    size_t lsize = version == 1 ? DIALECT_V1_SIZE : DIALECT_V2_SIZE;
+    size_t dsize = version == 1 ? DRIVER_V1_SIZE
+                   : version == 2 ? DRIVER_V2_SIZE : DRIVER_V3_SIZE;
+    size_t lsize = version == 1 ? DIALECT_V1_SIZE
+                   : version == 2 ? DIALECT_V2_SIZE : DIALECT_V3_SIZE;
 
     o->drv = malloc(dsize);
     o->dialect = malloc(lsize);
@@ -165,6 +177,48 @@ static void test_driver_abi_D1_version_2_layout(void **state)
     sqllock_close(a);
 }
 
+/* The guard (DESIGN G1, a version 4 statement) on an older driver:
+ * SQLLOCK_EUNSUPPORTED from both entry points, nothing read past the
+ * dialect. */
+static void expect_no_guard(sqllock_db *db)
+{
+    static const sqllock_table t = { "abi_table", "id", NULL };
+    sqllock_cell key = SQLLOCK_NUMBER(1);
+    sqllock_cell set = { "val", SQLLOCK_OP_SET, NULL, 1 };
+    sqllock_lease *l = new_lease(db, "abi-guard", 0);
+    char buf[SQLLOCK_GUARD_SQL_MAX];
+
+    EXPECT_RC(db, sqllock_guard_sql(db, "abi-guard", 1, SQLLOCK_PARAM_QMARK,
+                                    1, buf, sizeof buf, NULL),
+              SQLLOCK_EUNSUPPORTED, "the guard of an older driver");
+    EXPECT_RC(db, sqllock_lease_try_acquire(l), SQLLOCK_OK, "acquire");
+    EXPECT_RC(db, sqllock_table_guarded_update(db, l, &t, &key, NULL, &set,
+                                               1, NULL, 0),
+              SQLLOCK_EUNSUPPORTED, "a guarded update on an older driver");
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    sqllock_lease_free(l);
+}
+
+/* D1/D2: a version 3 driver: everything but the guard works (its row
+ * lock scope method is read); the guard is SQLLOCK_EUNSUPPORTED. Older
+ * layouts refuse the guard the same way. */
+static void test_driver_abi_D1_version_3_layout(void **state)
+{
+    sqllock_db *a = open_old("sqlitev3", "v3.db");
+    sqllock_db *b = open_old("sqlitev1", "v1g.db");
+    int64_t deleted = -1;
+    int scope = -1;
+    (void)state;
+
+    EXPECT_RC(a, sqllock_reap(a, 0, 10, &deleted), SQLLOCK_OK, "reap");
+    EXPECT_RC(a, sqllock_row_lock_scope(a, &scope), SQLLOCK_OK, "scope");
+    assert_int_equal(scope, SQLLOCK_ROW_LOCKS_DATABASE);
+    expect_no_guard(a);
+    expect_no_guard(b);
+    sqllock_close(a);
+    sqllock_close(b);
+}
+
 /* D2: the registry takes what it can use and refuses the rest. */
 static void test_driver_abi_D2_registration(void **state)
 {
@@ -187,6 +241,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_driver_abi_D1_version_1_layout),
         cmocka_unit_test(test_driver_abi_D1_version_2_layout),
+        cmocka_unit_test(test_driver_abi_D1_version_3_layout),
         cmocka_unit_test(test_driver_abi_D2_registration),
     };
     int failed;
@@ -196,8 +251,10 @@ int main(void)
         return 1;
     make_old(&g_v1, 1, "sqlitev1");
     make_old(&g_v2, 2, "sqlitev2");
+    make_old(&g_v3, 3, "sqlitev3");
     if (sqllock_driver_register(g_v1.drv) != SQLLOCK_OK ||
-        sqllock_driver_register(g_v2.drv) != SQLLOCK_OK) {
+        sqllock_driver_register(g_v2.drv) != SQLLOCK_OK ||
+        sqllock_driver_register(g_v3.drv) != SQLLOCK_OK) {
         fprintf(stderr, "driver_abi: cannot register the old layouts\n");
         return 1;
     }

@@ -158,6 +158,23 @@ static const char SQL_TOKEN_TRIM[] =
     "AS newest) "
     "ORDER BY name LIMIT ?";
 
+/*
+ * G1: the guard of a write of the application's own (LEASE_GUARD in
+ * sqllock_driver.h). LOCK IN SHARE MODE (which MySQL 8.0 still accepts,
+ * and MariaDB has no FOR SHARE) reads the latest committed row whatever
+ * the transaction's isolation level, and keeps a shared lock on it until
+ * the transaction ends, so the takeover's INSERT ... ON DUPLICATE KEY
+ * UPDATE, a renewal, a release and the reaper wait for the commit.
+ * The clock: acquire compares expires_at (DATETIME(6), stored in UTC)
+ * with NOW(6) in a session whose time zone is UTC; the application's
+ * session may have any time zone, in which NOW(6) is local time, so the
+ * guard reads UTC_TIMESTAMP(6): the same instant in UTC, like NOW(6) the
+ * start of the statement that evaluates it (not of its transaction).
+ */
+static const char SQL_LEASE_GUARD[] =
+    "EXISTS (SELECT 1 FROM sqllock_lease WHERE name = ? AND token = ? "
+    "AND expires_at > UTC_TIMESTAMP(6) LOCK IN SHARE MODE)";
+
 extern const char sqllock__schema_mysql[];
 
 const sqllock_dialect sqllock__my_dialect = {
@@ -187,6 +204,10 @@ const sqllock_dialect sqllock__my_dialect = {
             { SQL_LEASE_REAP, "12" },
         [SQLLOCK_SQL_TOKEN_TRIM - SQLLOCK_SQL_COUNT_V1_] =
             { SQL_TOKEN_TRIM, "1" },
+    },
+    .sql_v4 = {
+        [SQLLOCK_SQL_LEASE_GUARD - SQLLOCK_SQL_COUNT_V2_] =
+            { SQL_LEASE_GUARD, "12" },
     },
 };
 

@@ -171,6 +171,29 @@ static const char SQL_LEASE_REAP[] =
     "DELETE FROM sqllock_lease WHERE name IN (SELECT name FROM victims) "
     "AND " REAP_EXPIRED;
 
+/*
+ * G1: the guard of a write of the application's own (LEASE_GUARD in
+ * sqllock_driver.h), a boolean expression for the write's WHERE.
+ * - FOR SHARE keeps the lease row until the guarded transaction ends: a
+ *   takeover (INSERT ... ON CONFLICT DO UPDATE), a renewal, a release and
+ *   a reaper's DELETE all lock the row for writing first, so they wait for
+ *   the commit. Not FOR KEY SHARE: the takeover updates no key column and
+ *   takes only FOR NO KEY UPDATE, which FOR KEY SHARE does not block.
+ * - clock_timestamp() is the time of the check. now() would be the
+ *   transaction's start, which in an application's transaction can lie
+ *   long before its write. The takeover tests expires_at <= its own
+ *   now(), so "expires_at > clock" is exactly its complement.
+ * - In READ COMMITTED a row that a takeover changed while the guard
+ *   waited for it is read again in its new version (new token: false);
+ *   in REPEATABLE READ and SERIALIZABLE locking a row changed after the
+ *   snapshot fails with a serialization error: the write fails.
+ * The table is named as the other statements name it, through the
+ * search_path; the function with its schema.
+ */
+static const char SQL_LEASE_GUARD[] =
+    "EXISTS (SELECT 1 FROM sqllock_lease WHERE name = $1 AND token = $2 "
+    "AND expires_at > pg_catalog.clock_timestamp() FOR SHARE)";
+
 extern const char sqllock__schema_postgres[];
 
 const sqllock_dialect sqllock__pg_dialect = {
@@ -201,6 +224,10 @@ const sqllock_dialect sqllock__pg_dialect = {
             { SQL_LEASE_ACQUIRE_FAST, "1234" },
         [SQLLOCK_SQL_LEASE_RENEW_FAST - SQLLOCK_SQL_COUNT_V1_] =
             { SQL_LEASE_RENEW_FAST, "1234" },
+    },
+    .sql_v4 = {
+        [SQLLOCK_SQL_LEASE_GUARD - SQLLOCK_SQL_COUNT_V2_] =
+            { SQL_LEASE_GUARD, "12" },
     },
 };
 

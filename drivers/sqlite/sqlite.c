@@ -91,6 +91,21 @@ static const char SQL_LEASE_REAP[] =
     "SELECT name FROM sqllock_lease WHERE " REAP_EXPIRED " "
     "ORDER BY expires_at LIMIT ?2) AND " REAP_EXPIRED;
 
+/*
+ * G1: the guard of a write of the application's own (LEASE_GUARD in
+ * sqllock_driver.h). SQLite has no row locks: a write statement takes
+ * the database's write lock before it evaluates its WHERE, and keeps it
+ * until its transaction ends, so a takeover (a write too) waits for the
+ * commit. A deferred transaction that read before it writes holds a
+ * snapshot: if a takeover committed since, the write fails
+ * (SQLITE_BUSY_SNAPSHOT) instead of reading a stale lease. NOW_MS is the
+ * clock of acquire, fixed for the one statement that evaluates it, and
+ * "expires_at > now" is the complement of acquire's takeover test.
+ */
+static const char SQL_LEASE_GUARD[] =
+    "EXISTS (SELECT 1 FROM sqllock_lease WHERE name = ?1 AND token = ?2 "
+    "AND expires_at > " NOW_MS ")";
+
 extern const char sqllock__schema_sqlite[];
 
 static const sqllock_dialect sq_dialect = {
@@ -117,6 +132,10 @@ static const sqllock_dialect sq_dialect = {
         [SQLLOCK_SQL_LEASE_REAP - SQLLOCK_SQL_COUNT_V1_] =
             { SQL_LEASE_REAP, "12" },
         [SQLLOCK_SQL_TOKEN_TRIM - SQLLOCK_SQL_COUNT_V1_] = { NULL, NULL },
+    },
+    .sql_v4 = {
+        [SQLLOCK_SQL_LEASE_GUARD - SQLLOCK_SQL_COUNT_V2_] =
+            { SQL_LEASE_GUARD, "12" },
     },
 };
 

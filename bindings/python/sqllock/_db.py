@@ -452,6 +452,43 @@ class Database:
                    cv.text(fence_column, "fence_column"), token, sets, ns,
                    conds, nc)
 
+    def guarded_update(self, lease: "Lease", table: Table,
+                       key: Union[int, str],
+                       set: Optional[Mapping[str, Any]] = None,
+                       where: Optional[Mapping[str, Any]] = None,
+                       fence_column: Optional[str] = None) -> None:
+        """A write guarded by `lease` (contract G1): applied only while
+        the lease is still this hold's, and it stays so until the write
+        commits. Lost (nothing changed) once the lease expired by the
+        server's clock, was taken over, released or reaped -- even before
+        a new holder wrote the row; Conflict when a condition failed;
+        NotFound without the row; NotHeld when `lease` is not held.
+        `fence_column`, when given, also keeps the writer's token in the
+        row, as fenced_update() does. Added in 0.2.0."""
+        t = table._c()
+        k = cv.cell(key, "key")
+        sets, ns = cv.column_cells(set, True, "set")
+        conds, nc = cv.column_cells(where, False, "where")
+        fence = (cv.text(fence_column, "fence_column")
+                 if fence_column is not None else None)
+        with self._lock:
+            lh = lease._handle()
+            rc = lib.sqllock_table_guarded_update(self._handle(), lh,
+                                                  byref(t), byref(k), fence,
+                                                  sets, ns, conds, nc)
+            if rc != _lib.OK:
+                raise self._fail(rc)
+
+    def guard_sql(self, name: str, token: int, paramstyle: Any = "qmark",
+                  first: int = 1) -> str:
+        """The guard of the lease (name, token) in this database's SQL,
+        with two placeholders in `paramstyle` (see Lease.guard(), which
+        also gives the parameters). For a lease held elsewhere, e.g. by
+        `sqllock acquire`. Added in 0.2.0."""
+        from . import _guard
+        return _guard.guard_sql(self, cv.text(name, "name").decode("utf-8"),
+                                token, _guard.style_of(paramstyle), first)
+
     # ---- inspection, reaping, the application's statements --------------
 
     def list(self) -> List[LeaseInfo]:

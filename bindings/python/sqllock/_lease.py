@@ -352,6 +352,41 @@ class Lease:
         not held, and in fast mode."""
         return self._token if self._count else 0
 
+    def guard(self, paramstyle: Any = "qmark",
+              first: int = 1) -> Tuple[str, Any]:
+        """The guard of this hold for a write of the application's own
+        (contract G1): ``(sql, params)``, a condition to AND into the
+        WHERE of the write and what to bind to its two placeholders (the
+        lock name and the token, in that order; a dict for the named
+        styles). The write then commits only if the lease is still this
+        hold's when it commits; a takeover that races the commit waits for
+        it or makes it fail. `paramstyle` is a DB-API module or a
+        connection of one (psycopg, psycopg2, MySQLdb, PyMySQL: %s;
+        sqlite3: ?), or a name: "qmark", "format", "pyformat", "named",
+        "numeric" or "dollar" ($n, libpq's); `first` numbers the first
+        placeholder of "numeric" and "dollar". E.g. with psycopg::
+
+            guard, params = lease.guard(conn)
+            cur.execute("UPDATE stock SET qty = qty - 1 WHERE id = %s AND "
+                        + guard, (item,) + params)
+            # cur.rowcount == 0: the lease is no longer held
+
+        On SQLite put it in the write statement itself (or begin with
+        BEGIN IMMEDIATE). Commit before releasing the lease: the lease
+        row stays locked until the guarded transaction ends. NotHeld when
+        the lease is not held; InvalidArgument in fast mode (no token).
+        Added in 0.2.0."""
+        from . import _guard
+        style = _guard.style_of(paramstyle)
+        with self._db._lock:
+            self._handle()
+            if self._count == 0:
+                raise errors.NotHeld("lock '%s' is not held by this lease"
+                                     % self.name)
+            token = lib.sqllock_lease_token(self._h)
+        sql = _guard.guard_sql(self._db, self.name, token, style, first)
+        return sql, _guard.params_for(style, self.name, token)
+
     @property
     def owner(self) -> str:
         """The owner id of the current hold ("" when not held)."""

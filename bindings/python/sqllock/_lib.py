@@ -64,6 +64,10 @@ OP_SET, OP_ADD, OP_SUB, OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE = range(9)
 LEASE_NO_WAKEUP = 1 << 0
 LEASE_FAST = 1 << 1
 
+(PARAM_QMARK, PARAM_DOLLAR, PARAM_FORMAT, PARAM_PYFORMAT, PARAM_NAMED,
+ PARAM_NUMERIC) = range(6)
+GUARD_SQL_MAX = 512
+
 OPTIONS_VERSION = 2
 LEASE_OPTIONS_VERSION = 2
 WATCH_OPTIONS_VERSION = 1
@@ -285,6 +289,13 @@ PROTOTYPES = {
     "sqllock_table_fenced_update": (c_int, [_P, POINTER(Table), POINTER(Cell),
                                             c_char_p, c_int64, POINTER(Cell),
                                             c_int, POINTER(Cell), c_int]),
+    "sqllock_guard_sql": (c_int, [_P, c_char_p, c_int64, c_int, c_int,
+                                  POINTER(c_char), c_size_t,
+                                  POINTER(c_size_t)]),
+    "sqllock_table_guarded_update": (c_int, [_P, _P, POINTER(Table),
+                                             POINTER(Cell), c_char_p,
+                                             POINTER(Cell), c_int,
+                                             POINTER(Cell), c_int]),
     "sqllock_free": (None, [c_void_p]),
     "sqllock_parse_duration_why": (c_int, [c_char_p, _i64p,
                                            POINTER(c_char_p)]),

@@ -1,0 +1,152 @@
+/*
+ * common.c -- the fixture and helpers of test_guard (see guard.h).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+#include "test_run.h"
+#include "guard/guard.h"
+
+static long g_seq;
+
+static const char GUARD_DDL[] =
+    "CREATE TABLE IF NOT EXISTS " GUARD_TABLE " ("
+    "id BIGINT PRIMARY KEY, val BIGINT NOT NULL DEFAULT 0, "
+    "n BIGINT NOT NULL DEFAULT 0, fence BIGINT, "
+    "ver BIGINT NOT NULL DEFAULT 0)";
+
+int guard_group_setup(void **state)
+{
+    sqllock_db *db = NULL;
+    int rc;
+    (void)state;
+
+    if (tu_init_schema(g_url) != 0)
+        return -1;
+    rc = sqllock_open(g_url, NULL, &db);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_db_exec(db, GUARD_DDL, NULL, 0, NULL, NULL, NULL);
+    if (rc != SQLLOCK_OK)
+        fprintf(stderr, "setup: %s\n", sqllock_errmsg(db));
+    sqllock_close(db);
+    return rc == SQLLOCK_OK ? 0 : -1;
+}
+
+/* The handles guard_open() made, for guard_teardown(); a case closes
+ * its own with guard_close(). */
+#define DB_OPEN_MAX 8
+static sqllock_db *g_dbs[DB_OPEN_MAX];
+
+sqllock_db *guard_open(void)
+{
+    sqllock_options o = SQLLOCK_OPTIONS_INIT;
+    sqllock_db *db = NULL;
+    int i;
+
+    o.busy_timeout_ms = tu_scaled_ms(5000);
+    if (sqllock_open(g_url, &o, &db) != SQLLOCK_OK)
+        fail_msg("open %s: %s", g_url, sqllock_errmsg(db));
+    for (i = 0; i < DB_OPEN_MAX; i++)
+        if (g_dbs[i] == NULL) {
+            g_dbs[i] = db;
+            break;
+        }
+    return db;
+}
+
+void guard_close(sqllock_db *db)
+{
+    int i;
+
+    for (i = 0; i < DB_OPEN_MAX; i++)
+        if (g_dbs[i] == db)
+            g_dbs[i] = NULL;
+    sqllock_close(db);
+}
+
+int guard_teardown(void **state)
+{
+    int i;
+    (void)state;
+
+    app_close_all();
+    for (i = 0; i < DB_OPEN_MAX; i++)
+        if (g_dbs[i] != NULL) {
+            sqllock_close(g_dbs[i]);
+            g_dbs[i] = NULL;
+        }
+    return 0;
+}
+
+void guard_name(char *buf, size_t size, const char *what)
+{
+    snprintf(buf, size, "guard-%s-%ld-%lld-%ld", what, (long)getpid(),
+             (long long)tu_now_ms(), ++g_seq);
+}
+
+int64_t guard_row(sqllock_db *db)
+{
+    int64_t id = (int64_t)getpid() * 1000000 + (tu_now_ms() % 10000) * 100 +
+                 (++g_seq % 100);
+    sqllock_cell arg = SQLLOCK_NUMBER(id);
+    const char *sql = strcmp(sqllock_db_driver(db), "postgres") == 0
+                          ? "INSERT INTO " GUARD_TABLE " (id) VALUES ($1)"
+                          : "INSERT INTO " GUARD_TABLE " (id) VALUES (?)";
+
+    EXPECT_RC(db, sqllock_db_exec(db, sql, &arg, 1, NULL, NULL, NULL),
+              SQLLOCK_OK, "insert a row");
+    return id;
+}
+
+void guard_read(sqllock_db *db, int64_t id, int64_t *val, int64_t *n,
+                int64_t *fence)
+{
+    /* sqllock_table_get() wants a version column: the key does. */
+    static const sqllock_table reader = { GUARD_TABLE, "id", "id" };
+    static const char *const cols[] = { "val", "n", "fence" };
+    sqllock_cell key = SQLLOCK_NUMBER(id);
+    int64_t v[3];
+
+    EXPECT_RC(db, sqllock_table_get(db, &reader, &key, cols, 3, v, NULL),
+              SQLLOCK_OK, "read the row");
+    if (val != NULL)
+        *val = v[0];
+    if (n != NULL)
+        *n = v[1];
+    if (fence != NULL)
+        *fence = v[2];
+}
+
+sqllock_lease *guard_acquire(sqllock_db *db, const char *name, int64_t ttl,
+                             int64_t wait_ms)
+{
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL;
+
+    o.ttl_ms = ttl;
+    o.backoff_min_ms = 1;
+    o.backoff_max_ms = 10;
+    EXPECT_RC(db, sqllock_lease_new(db, name, &o, &l), SQLLOCK_OK,
+              "lease_new");
+    EXPECT_RC(db, sqllock_lease_acquire(l, wait_ms), SQLLOCK_OK, "acquire");
+    return l;
+}
+
+void guard_wait_flag(int *flag, int want, int64_t ms)
+{
+    int64_t end = tu_now_ms() + ms;
+
+    while (__atomic_load_n(flag, __ATOMIC_SEQ_CST) < want) {
+        if (__atomic_load_n(flag, __ATOMIC_SEQ_CST) < 0)
+            fail_msg("the other process failed (flag %d)",
+                     __atomic_load_n(flag, __ATOMIC_SEQ_CST));
+        if (tu_now_ms() > end)
+            fail_msg("the other process did not reach step %d within "
+                     "%lld ms", want, (long long)ms);
+        tu_sleep_ms(1);
+    }
+}
