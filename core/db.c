@@ -95,6 +95,14 @@ static int ensure_connected(sqllock_db *db)
 {
     if (db->conn != NULL)
         return SQLLOCK_OK;
+    if (db->borrowed)
+        return sqllock__fail(db, SQLLOCK_ECONNECT, "the borrowed connection "
+                             "failed earlier (%s); the library does not "
+                             "reconnect the application's connection: "
+                             "close this handle, and borrow the "
+                             "connection again once the application has "
+                             "a working one", db->lost_why[0] != '\0'
+                             ? db->lost_why : "lost");
     return connect_db(db);
 }
 
@@ -112,8 +120,11 @@ static int fail_db(sqllock_db *db, const sqllock_dberr *err, const char *what)
     } else {
         rc = sqllock__fail_db(db, err, what);
     }
-    if (err->status == SQLLOCK_ECONNECT)
+    if (err->status == SQLLOCK_ECONNECT) {
+        if (db->borrowed)
+            snprintf(db->lost_why, sizeof db->lost_why, "%.190s", err->msg);
         drop_connection(db);
+    }
     return rc;
 }
 
@@ -216,6 +227,74 @@ int sqllock_open(const char *url, const sqllock_options *opts,
     if (rc != SQLLOCK_OK)
         return rc;
     return sqllock__ok(db);
+}
+
+int sqllock_borrow(const char *scheme, void *native,
+                   const sqllock_options *opts, sqllock_db **out)
+{
+    const sqllock_driver *drv;
+    sqllock_dberr err;
+    sqllock_db *db;
+    int rc;
+
+    if (out == NULL)
+        return SQLLOCK_EINVAL;
+    *out = NULL;
+    db = calloc(1, sizeof *db);
+    if (db == NULL)
+        return SQLLOCK_ENOMEM;
+    *out = db;
+    db->lock_timeout_ms = -1;
+    db->borrowed = 1;
+    rc = read_options(db, opts);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (scheme == NULL || *scheme == '\0')
+        return sqllock__fail(db, SQLLOCK_EINVAL, "sqllock_borrow: the "
+                             "driver's scheme is %s (give \"postgres\", "
+                             "\"mysql\" or \"sqlite\")",
+                             scheme == NULL ? "NULL" : "empty");
+    if (native == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "sqllock_borrow: the "
+                             "connection is NULL");
+    drv = sqllock_driver_find(scheme);
+    if (drv == NULL)
+        return sqllock__fail(db, sqllock__scheme_known(scheme)
+                                 ? SQLLOCK_ENOTBUILT : SQLLOCK_ESCHEME,
+                             "sqllock_borrow: no driver for '%.40s'%s", scheme,
+                             sqllock__scheme_known(scheme) ? " in this copy "
+                             "of sqllock" : " (known: sqlite, postgres, "
+                             "mysql)");
+    if (drv->version < 5 || drv->adopt == NULL)
+        return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "sqllock_borrow: the "
+                             "%s driver cannot use an application's "
+                             "connection", drv->name);
+    memset(&err, 0, sizeof err);
+    rc = drv->adopt(native, &db->params, &db->conn, &err);
+    if (rc != SQLLOCK_OK) {
+        db->conn = NULL;
+        err.status = rc;
+        return sqllock__fail_db(db, &err, "sqllock_borrow");
+    }
+    db->drv = drv;
+    return sqllock__ok(db);
+}
+
+int sqllock_db_borrowed(const sqllock_db *db)
+{
+    return db != NULL && db->borrowed;
+}
+
+int sqllock__refuse_borrowed(sqllock_db *db, const char *what)
+{
+    if (!db->borrowed)
+        return SQLLOCK_OK;
+    return sqllock__fail(db, SQLLOCK_EMISUSE, "%s needs a connection of the "
+                         "library's own, and this handle borrows the "
+                         "application's (sqllock_borrow()): a lease's grant "
+                         "must commit by itself, whatever the "
+                         "application's transaction does (contract L10); "
+                         "open a handle with sqllock_open() for it", what);
 }
 
 void sqllock_close(sqllock_db *db)
@@ -347,6 +426,8 @@ typedef char sqllock__sql_v2_is_four[
     SQLLOCK_SQL_COUNT_V2_ - SQLLOCK_SQL_COUNT_V1_ == 4 ? 1 : -1];
 typedef char sqllock__sql_v4_is_one[
     SQLLOCK_SQL_COUNT_V4_ - SQLLOCK_SQL_COUNT_V2_ == 1 ? 1 : -1];
+typedef char sqllock__sql_v5_is_two[
+    SQLLOCK_SQL_COUNT_V5_ - SQLLOCK_SQL_COUNT_V4_ == 2 ? 1 : -1];
 
 const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
 {
@@ -359,6 +440,10 @@ const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
     if (id < SQLLOCK_SQL_COUNT_V4_)
         return drv->version >= 4
                    ? &drv->dialect->sql_v4[id - SQLLOCK_SQL_COUNT_V2_]
+                   : NULL;
+    if (id < SQLLOCK_SQL_COUNT_V5_)
+        return drv->version >= 5
+                   ? &drv->dialect->sql_v5[id - SQLLOCK_SQL_COUNT_V4_]
                    : NULL;
     return NULL;
 }
@@ -384,7 +469,7 @@ static int grow_lock_wait(sqllock_db *db, int64_t ms, const char *what)
         return ensure_connected(db);
     db->params.lock_wait_ms = ms;
     if (db->conn == NULL || (db->drv->caps & SQLLOCK_CAP_SHARED_HOST) ||
-        (db->in_txn && !fresh))
+        (db->in_txn && !fresh) || db->borrowed)
         return ensure_connected(db);
     drop_connection(db);
     rc = connect_db(db);
@@ -681,6 +766,8 @@ int sqllock_init(sqllock_db *db)
         return sqllock__fail(db, SQLLOCK_EMISUSE, "sqllock_init: the "
                              "handle's open failed: %s", why);
     }
+    if ((rc = sqllock__refuse_borrowed(db, "sqllock_init")) != SQLLOCK_OK)
+        return rc;
     rc = read_schema_version(db, &version);
     if (rc != SQLLOCK_OK)
         return rc;
@@ -731,6 +818,8 @@ int sqllock_list(sqllock_db *db,
     if (cb == NULL)
         return sqllock__fail(db, SQLLOCK_EINVAL, "sqllock_list: the callback "
                              "is NULL");
+    if ((rc = sqllock__refuse_borrowed(db, "sqllock_list")) != SQLLOCK_OK)
+        return rc;
     rc = sqllock__run(db, SQLLOCK_SQL_LEASE_LIST, NULL, 0, what);
     if (rc != SQLLOCK_OK)
         return rc;

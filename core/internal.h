@@ -42,6 +42,9 @@ struct sqllock_db {
     char *url;                 /* the URL as given, for reconnects */
     char *url_redacted;        /* the URL with any password hidden */
     char *secrets;             /* sqllock__url_secrets(url), for messages */
+    int borrowed;              /* sqllock_borrow(): the connection is the
+                                  application's; never reconnected */
+    char lost_why[200];        /* borrowed: why the connection was dropped */
     int errcode;
     char errmsg[SQLLOCK__ERRMSG_MAX];
 };
@@ -66,6 +69,11 @@ struct sqllock_lease {
     char name[SQLLOCK_NAME_MAX + 1];
     char holder[SQLLOCK_HOLDER_MAX + 1];
 };
+
+/* SQLLOCK_EMISUSE for a call that needs a connection of the library's
+ * own (leases, the reaper, init, list) on a borrowed handle; else
+ * SQLLOCK_OK (core/db.c). */
+int sqllock__refuse_borrowed(sqllock_db *db, const char *what);
 
 /* Errors (core/error.c). Sets the handle's status and message (printf
  * style; cut safely to fit; CR and LF removed) and returns the status. */

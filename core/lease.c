@@ -118,6 +118,9 @@ static int lease_make(sqllock_db *db, const char *name,
         return SQLLOCK_EINVAL;
     if (out == NULL)
         return sqllock__fail(db, SQLLOCK_EINVAL, "the output pointer is NULL");
+    rc = sqllock__refuse_borrowed(db, "a lease");
+    if (rc != SQLLOCK_OK)
+        return rc;
     rc = sqllock__check_name(db, name, "lock name");
     if (rc != SQLLOCK_OK)
         return rc;

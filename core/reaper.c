@@ -176,6 +176,8 @@ int sqllock_reap(sqllock_db *db, int64_t grace_ms, int batch,
     if (db == NULL)
         return SQLLOCK_EINVAL;
     rc = check_grace_batch(db, grace_ms, batch, "sqllock_reap");
+    if (rc == SQLLOCK_OK)
+        rc = sqllock__refuse_borrowed(db, "sqllock_reap");
     if (rc != SQLLOCK_OK)
         return rc;
     rc = reap_pass(db, grace_ms, batch, &n, NULL);

@@ -45,20 +45,54 @@ enum txn_state {
 struct sqllock_txn {
     sqllock_db *db;
     enum txn_state state;
+    int joined;       /* the application's transaction (sqllock_txn_join()):
+                         nothing begins, commits or rolls it back here */
+    int64_t saved_timeout_ms; /* a borrowed connection's own row-lock wait,
+                                 put back when the txn ends; -1 unread */
     int64_t lock_timeout_ms;
     int ended_by;     /* the status that ended it early, or SQLLOCK_OK */
     char why[SQLLOCK__ERRMSG_MAX];  /* TXN_FAILED: that failure's message */
 };
 
-static int set_lock_timeout(sqllock_db *db, int64_t ms)
+/* Reads a borrowed connection's own row-lock wait, once per txn, before
+ * the first change, so that detach() can put it back. */
+static int save_lock_timeout(sqllock_txn *t)
 {
+    sqllock_db *db = t->db;
+    int rc, has_row = 0;
+
+    if (!db->borrowed || t->saved_timeout_ms >= 0)
+        return SQLLOCK_OK;
+    rc = sqllock__run(db, SQLLOCK_SQL_LOCK_TIMEOUT_GET, NULL, 0,
+                      "reading the connection's lock timeout");
+    if (rc == SQLLOCK_OK)
+        rc = sqllock__fetch(db, SQLLOCK_SQL_LOCK_TIMEOUT_GET, &has_row,
+                            "reading the connection's lock timeout");
+    if (rc == SQLLOCK_OK && has_row) {
+        int64_t ms = db->drv->column_int64(
+            db->stmts[SQLLOCK_SQL_LOCK_TIMEOUT_GET], 0);
+        t->saved_timeout_ms = ms < 0 ? 0 : ms;
+    } else if (rc == SQLLOCK_OK) {
+        rc = sqllock__fail(db, SQLLOCK_EDB, "reading the connection's lock "
+                           "timeout: no row");
+    }
+    sqllock__end(db, SQLLOCK_SQL_LOCK_TIMEOUT_GET);
+    return rc;
+}
+
+static int set_lock_timeout_of(sqllock_txn *t, int64_t ms)
+{
+    sqllock_db *db = t->db;
     sqllock_value arg = sqllock__int(ms);
     int rc, has_row = 0;
 
     /* The setting lasts for the connection: send it only when it
-     * changes. */
-    if (db->lock_timeout_ms == ms && db->conn != NULL)
+     * changes. A borrowed connection's is the application's, which may
+     * change it between our transactions: sent every time there. */
+    if (db->lock_timeout_ms == ms && db->conn != NULL && !db->borrowed)
         return SQLLOCK_OK;
+    if ((rc = save_lock_timeout(t)) != SQLLOCK_OK)
+        return rc;
 
     rc = sqllock__run(db, SQLLOCK_SQL_TXN_LOCK_TIMEOUT, &arg, 1,
                       "setting the lock timeout");
@@ -85,9 +119,16 @@ static int end_failed(sqllock_txn *t, int status)
     sqllock_db *db = t->db;
 
     memcpy(t->why, db->errmsg, sizeof t->why);
-    sqllock__rollback(db);
     t->state = TXN_FAILED;
     t->ended_by = status;
+    /* The application's transaction is the application's to end (G2). */
+    if (t->joined)
+        return sqllock__fail(db, status, "%s; the application's "
+                             "transaction may have been ended by the "
+                             "database: roll it back on its connection, "
+                             "free this sqllock_txn, and begin again",
+                             t->why);
+    sqllock__rollback(db);
     /* The rollback must not overwrite the reason. */
     return sqllock__fail(db, status, "%s; the transaction was rolled "
                          "back: roll it back (or free it) and begin again",
@@ -133,9 +174,34 @@ static int fail_lost(sqllock_txn *t)
     return end_failed(t, SQLLOCK_ECONNECT);
 }
 
-/* Ends the transaction on the handle: it may begin another. */
+/* Ends the transaction on the handle: it may begin another. On a borrowed
+ * connection the application's own row-lock wait goes back as it was
+ * (the handle's status and message stay those of the call that ended the
+ * transaction). */
 static void detach(sqllock_txn *t)
 {
+    sqllock_db *db = t->db;
+
+    if (db->borrowed && t->saved_timeout_ms >= 0 && db->conn != NULL) {
+        int code = db->errcode;
+        char msg[SQLLOCK__ERRMSG_MAX];
+        sqllock_value arg = sqllock__int(t->saved_timeout_ms);
+        int has_row = 0;
+
+        memcpy(msg, db->errmsg, sizeof msg);
+        if (sqllock__run(db, SQLLOCK_SQL_TXN_LOCK_TIMEOUT, &arg, 1,
+                         "putting the lock timeout back") == SQLLOCK_OK) {
+            while (sqllock__fetch(db, SQLLOCK_SQL_TXN_LOCK_TIMEOUT, &has_row,
+                                  "putting the lock timeout back") ==
+                       SQLLOCK_OK && has_row)
+                ;
+            sqllock__end(db, SQLLOCK_SQL_TXN_LOCK_TIMEOUT);
+        }
+        db->errcode = code;
+        memcpy(db->errmsg, msg, sizeof msg);
+    }
+    if (db->borrowed)
+        db->lock_timeout_ms = -1;
     t->state = TXN_OVER;
     t->db->in_txn = 0;
     if (t->db->txn == t)
@@ -178,11 +244,38 @@ int sqllock__txn_is_failed(const sqllock_db *db)
 typedef char sqllock__txn_options_is_v1[
     SQLLOCK_TXN_OPTIONS_VERSION == 1 ? 1 : -1];
 
-int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opts,
-                      sqllock_txn **out)
+static int txn_new(sqllock_db *db, const sqllock_txn_options *opts,
+                   int joined, sqllock_txn **out);
+
+/* Whether the borrowed connection is inside the application's
+ * transaction (the driver's answer, without a round trip). */
+static int app_in_txn(sqllock_db *db, int *in_txn)
 {
-    sqllock_txn *t;
-    int64_t timeout = TXN_DEFAULT_TIMEOUT_MS;
+    sqllock_dberr err;
+    int rc;
+
+    *in_txn = 0;
+    if (db->conn == NULL)
+        return sqllock__fail(db, SQLLOCK_ECONNECT, "the borrowed connection "
+                             "failed earlier (%s)", db->lost_why);
+    if (db->drv->version < 5 || db->drv->txn_status == NULL)
+        return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "the %s driver cannot "
+                             "tell whether the connection is inside a "
+                             "transaction", db->drv->name);
+    memset(&err, 0, sizeof err);
+    rc = db->drv->txn_status(db->conn, in_txn, &err);
+    if (rc != SQLLOCK_OK) {
+        err.status = rc;
+        return sqllock__fail_db(db, &err, "asking for the connection's "
+                                "transaction");
+    }
+    return SQLLOCK_OK;
+}
+
+int sqllock_txn_join(sqllock_db *db, const sqllock_txn_options *opts,
+                     sqllock_txn **out)
+{
+    int app_txn = 0, rc;
 
     if (out != NULL)
         *out = NULL;
@@ -193,6 +286,48 @@ int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opts,
     if (db->drv == NULL)
         return sqllock__fail(db, SQLLOCK_EMISUSE, "the handle has no driver "
                              "(its open failed)");
+    if (!db->borrowed)
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "sqllock_txn_join: the "
+                             "handle's connection is the library's own; "
+                             "join a transaction on a connection the "
+                             "application lends (sqllock_borrow()), or use "
+                             "sqllock_txn_begin()");
+    if (db->in_txn)
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "a transaction is already "
+                             "open on this handle: end it first");
+    if ((rc = app_in_txn(db, &app_txn)) != SQLLOCK_OK)
+        return rc;
+    if (!app_txn)
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "sqllock_txn_join: no "
+                             "transaction is open on the connection: begin "
+                             "one there first (or use sqllock_txn_begin(), "
+                             "which begins and commits its own)");
+    return txn_new(db, opts, 1, out);
+}
+
+int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opts,
+                      sqllock_txn **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (db == NULL)
+        return SQLLOCK_EINVAL;
+    if (out == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the output pointer is NULL");
+    if (db->drv == NULL)
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "the handle has no driver "
+                             "(its open failed)");
+    return txn_new(db, opts, 0, out);
+}
+
+/* A new sqllock_txn on `db`: the library's own (joined 0), or the
+ * application's open one (joined 1). */
+static int txn_new(sqllock_db *db, const sqllock_txn_options *opts,
+                   int joined, sqllock_txn **out)
+{
+    sqllock_txn *t;
+    int64_t timeout = TXN_DEFAULT_TIMEOUT_MS;
+
     if (opts != NULL) {
         if (opts->lock_timeout_ms < 0)
             return sqllock__fail(db, SQLLOCK_EINVAL, "the lock timeout must "
@@ -211,11 +346,25 @@ int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opts,
         return sqllock__fail(db, SQLLOCK_EMISUSE, "a transaction is already "
                              "open on this handle: commit or roll it back "
                              "first");
+    if (db->borrowed && !joined) {
+        int app_txn = 0, rc = app_in_txn(db, &app_txn);
+
+        if (rc != SQLLOCK_OK)
+            return rc;
+        if (app_txn)
+            return sqllock__fail(db, SQLLOCK_EMISUSE, "the application has "
+                                 "a transaction open on the borrowed "
+                                 "connection: join it with "
+                                 "sqllock_txn_join() (a BEGIN of ours "
+                                 "would end or nest in it)");
+    }
     t = calloc(1, sizeof *t);
     if (t == NULL)
         return sqllock__fail(db, SQLLOCK_ENOMEM, "out of memory");
     t->db = db;
     t->lock_timeout_ms = timeout;
+    t->saved_timeout_ms = -1;
+    t->joined = joined;
     /* Nothing is sent yet: the transaction starts at the first lock call
      * (or sqllock_txn_native()), after the library's lock rows it needs
      * exist (see sqllock_txn_lock()). */
@@ -243,6 +392,53 @@ static int check_open(sqllock_txn *t, const char *what)
 }
 
 /*
+ * The first lock call in the application's transaction (G2): sets the
+ * row-lock wait; on SQLite takes the database's write lock inside it,
+ * waiting as the mode says, then gives the connection the application's
+ * own busy timeout back for the statements that follow.
+ */
+static int start_joined(sqllock_txn *t, sqllock_lock_mode mode, int *taken)
+{
+    sqllock_db *db = t->db;
+    int rc, rc2;
+
+    if (!(db->drv->caps & SQLLOCK_CAP_DB_LOCK)) {
+        rc = set_lock_timeout_of(t, t->lock_timeout_ms);
+        if (rc != SQLLOCK_OK)
+            return rc;
+        t->state = TXN_OPEN;
+        *taken = 1;
+        return SQLLOCK_OK;
+    }
+    rc = set_lock_timeout_of(t, mode == SQLLOCK_LOCK_WAIT ? t->lock_timeout_ms
+                                                          : 0);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    rc = sqllock__run(db, SQLLOCK_SQL_TXN_WRITE_LOCK, NULL, 0,
+                      "taking the database's write lock");
+    if (rc == SQLLOCK_OK)
+        sqllock__end(db, SQLLOCK_SQL_TXN_WRITE_LOCK);
+    rc2 = set_lock_timeout_of(t, t->saved_timeout_ms >= 0 ? t->saved_timeout_ms
+                                                          : db->params
+                                                                .busy_timeout_ms);
+    if (rc == SQLLOCK_EDBBUSY) {
+        if (mode == SQLLOCK_LOCK_SKIP_LOCKED)
+            return sqllock__ok(db);
+        return sqllock__fail(db, SQLLOCK_ELOCKED, "another connection holds "
+                             "the database's write lock, or wrote after this "
+                             "transaction's snapshot (SQLite has no row "
+                             "locks: a transaction locks the whole "
+                             "database; in WAL mode begin with BEGIN "
+                             "IMMEDIATE, or lock before reading)");
+    }
+    if (rc != SQLLOCK_OK)
+        return rc;
+    t->state = TXN_OPEN;
+    *taken = 1;
+    return rc2;
+}
+
+/*
  * Starts the transaction. On SQLite this takes the database's write lock,
  * waiting as the mode says; *taken is 0 when SKIP LOCKED found the
  * database busy (the transaction stays pending and may try again).
@@ -253,25 +449,27 @@ static int start_txn(sqllock_txn *t, sqllock_lock_mode mode, int *taken)
     int rc, rc2;
 
     *taken = 0;
+    if (t->joined)
+        return start_joined(t, mode, taken);
     if (!(db->drv->caps & SQLLOCK_CAP_DB_LOCK)) {
         rc = sqllock__begin(db, "beginning the transaction");
         if (rc != SQLLOCK_OK)
             return rc;
         t->state = TXN_OPEN;
-        rc = set_lock_timeout(db, t->lock_timeout_ms);
+        rc = set_lock_timeout_of(t, t->lock_timeout_ms);
         if (rc != SQLLOCK_OK)
             return rc;
         *taken = 1;
         return SQLLOCK_OK;
     }
-    rc = set_lock_timeout(db, mode == SQLLOCK_LOCK_WAIT ? t->lock_timeout_ms
+    rc = set_lock_timeout_of(t, mode == SQLLOCK_LOCK_WAIT ? t->lock_timeout_ms
                                                          : 0);
     if (rc != SQLLOCK_OK)
         return rc;
     rc = sqllock__begin(db, "taking the database's write lock");
     /* The wait was for BEGIN IMMEDIATE only; statements inside the
      * transaction go back to the handle's own busy timeout. */
-    rc2 = set_lock_timeout(db, db->params.busy_timeout_ms);
+    rc2 = set_lock_timeout_of(t, db->params.busy_timeout_ms);
     if (rc == SQLLOCK_EDBBUSY) {
         if (mode == SQLLOCK_LOCK_SKIP_LOCKED)
             return sqllock__ok(db);
@@ -387,7 +585,8 @@ int sqllock_txn_lock(sqllock_txn *t, const char *const *names, int n,
      * locker's NOWAIT would wait for the insert instead of failing. (A row
      * created by a later lock call of an open transaction does stay
      * locked by it until it ends.) */
-    if (t->state == TXN_PENDING && !(db->drv->caps & SQLLOCK_CAP_DB_LOCK)) {
+    if (t->state == TXN_PENDING && !t->joined &&
+        !(db->drv->caps & SQLLOCK_CAP_DB_LOCK)) {
         for (i = 0; i < n; i++) {
             if (i > 0 && strcmp(names[idx[i]], names[idx[i - 1]]) == 0)
                 continue;
@@ -512,8 +711,9 @@ void *sqllock_txn_native(sqllock_txn *t)
         return NULL;
     }
     /* The application is about to run its own statements: they belong in
-     * the transaction, so it starts now if no lock call started it. */
-    if (t->state == TXN_PENDING &&
+     * the transaction, so it starts now if no lock call started it (the
+     * application's own, joined, is open already). */
+    if (t->state == TXN_PENDING && !t->joined &&
         start_txn(t, SQLLOCK_LOCK_WAIT, &taken) != SQLLOCK_OK) {
         end_failed(t, sqllock_errcode(t->db));
         return NULL;
@@ -529,6 +729,11 @@ int sqllock_txn_commit(sqllock_txn *t)
         return SQLLOCK_EINVAL;
     if ((rc = check_open(t, "commit")) != SQLLOCK_OK)
         return rc;
+    if (t->joined)
+        return sqllock__fail(t->db, SQLLOCK_EMISUSE, "commit: the "
+                             "transaction is the application's (joined with "
+                             "sqllock_txn_join()): commit it on its "
+                             "connection, then free this sqllock_txn");
     rc = t->state == TXN_OPEN ? sqllock__commit(t->db, "committing")
                               : SQLLOCK_OK;
     if (rc != SQLLOCK_OK)
@@ -542,8 +747,9 @@ int sqllock_txn_rollback(sqllock_txn *t)
 {
     if (t == NULL)
         return SQLLOCK_EINVAL;
-    /* A failed transaction was rolled back when it failed. */
-    if (t->state == TXN_OPEN)
+    /* A failed transaction was rolled back when it failed; the
+     * application's own (joined) is the application's to roll back. */
+    if (t->state == TXN_OPEN && !t->joined)
         sqllock__rollback(t->db);
     if (t->state != TXN_OVER)
         detach(t);

@@ -408,6 +408,8 @@ int sqllock_watch_prepare(sqllock_db *db)
 
     if (db == NULL)
         return SQLLOCK_EINVAL;
+    if ((rc = sqllock__refuse_borrowed(db, "the watchdog")) != SQLLOCK_OK)
+        return rc;
     if (db->renewer != NULL)
         return sqllock__ok(db);
     rc = renewer_start(db);

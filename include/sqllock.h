@@ -337,6 +337,50 @@ SQLLOCK_API const char *sqllock_db_driver(const sqllock_db *db);
 SQLLOCK_API void *sqllock_db_native(sqllock_db *db);
 
 /*
+ * A handle over the application's own open connection (contract G2):
+ * `scheme` names the driver ("postgres", "mysql", "sqlite") and `native`
+ * is that driver's connection, a `PGconn *`, a `MYSQL *` or a
+ * `sqlite3 *`, opened by the application with the same client library
+ * this copy of sqllock uses (libpq, libmysqlclient/libmariadb, the
+ * system's SQLite). `opts` may be NULL (statement_timeout_ms bounds a
+ * round trip on PostgreSQL; on MySQL the connection's own read and write
+ * timeouts do; the connect options are not used).
+ *
+ * The connection stays the application's: sqllock_close() frees the
+ * handle and leaves the connection open; the library never reconnects
+ * it (after a lost connection every call fails with SQLLOCK_ECONNECT),
+ * changes no session setting it does not put back (the row-lock wait of
+ * a transaction), and prepares nothing the application could meet
+ * (PostgreSQL: unnamed statements). Use the handle from the thread that
+ * uses the connection, between the application's own statements, never
+ * while one of them has a result open.
+ *
+ * What runs on it: row locks (sqllock_txn_join() inside the
+ * application's transaction, or sqllock_txn_begin() when none is open),
+ * the versioned-record and table calls, sqllock_table_guarded_update()
+ * and sqllock_db_exec(). Outside a sqllock_txn they run inside the
+ * application's transaction when it has one open (commit or roll back
+ * with it), else each commits on its own. Leases, the watchdog, the
+ * reaper, sqllock_init() and sqllock_list() need a connection of the
+ * library's own (a grant must commit by itself, contract L10) and fail
+ * with SQLLOCK_EMISUSE here.
+ *
+ * SQLLOCK_EINVAL for a NULL or empty scheme or a NULL connection,
+ * SQLLOCK_ESCHEME / SQLLOCK_ENOTBUILT for an unknown or absent driver,
+ * SQLLOCK_EUNSUPPORTED for a driver that cannot borrow. As with
+ * sqllock_open(), *out is set whenever memory allows, even on failure:
+ * read the message with sqllock_errmsg(), then sqllock_close() it.
+ *
+ * Added in 0.2.0.
+ */
+SQLLOCK_API int sqllock_borrow(const char *scheme, void *native,
+                               const sqllock_options *opts, sqllock_db **out);
+
+/* 1 if the handle borrows the application's connection (sqllock_borrow()).
+ * Added in 0.2.0. */
+SQLLOCK_API int sqllock_db_borrowed(const sqllock_db *db);
+
+/*
  * Creates the sqllock tables if they do not exist, and records the schema
  * version. Idempotent: running it again, from any number of processes at
  * once, changes nothing. When the database already records this schema
@@ -885,6 +929,47 @@ SQLLOCK_API const char *sqllock_row_lock_scope_name(int scope);
  * Added in 0.1.0. */
 SQLLOCK_API int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opts,
                                   sqllock_txn **out);
+
+/*
+ * Joins the transaction the application has open on a borrowed
+ * connection (sqllock_borrow(); contract G2): lock calls, the record and
+ * table calls and sqllock_table_guarded_update() then run inside it, and
+ * their locks and writes commit or roll back with the application's
+ * own, when the application ends its transaction on its connection.
+ * `opts` may be NULL; its lock timeout applies to the lock calls of this
+ * sqllock_txn only: the session's own value is read at the first lock
+ * call and put back when the sqllock_txn ends.
+ *
+ * The transaction is the application's: sqllock_txn_commit() returns
+ * SQLLOCK_EMISUSE (commit on the connection), and sqllock_txn_rollback()
+ * and sqllock_txn_free() end the library's part without rolling
+ * anything back. A lock call that fails with a status after which the
+ * database has ended the transaction, or may have (SQLLOCK_ELOCKED,
+ * SQLLOCK_EDEADLOCK, SQLLOCK_ESERIALIZATION, SQLLOCK_ECONNECT, ...),
+ * fails the sqllock_txn as R7 says, but sends no ROLLBACK: roll the
+ * application's transaction back yourself (MySQL ends a lock wait
+ * timeout's statement only, and a commit after it would commit without
+ * the lock).
+ *
+ * On SQLite the first lock call takes the database's write lock inside
+ * the application's transaction (any BEGIN: DEFERRED, IMMEDIATE);
+ * WAIT waits up to the lock timeout, NOWAIT fails at once with
+ * SQLLOCK_ELOCKED, SKIP LOCKED gets nothing. In WAL mode a DEFERRED
+ * transaction that has read from a snapshot another connection has
+ * since written past cannot take the lock at all (SQLLOCK_EDBBUSY):
+ * begin with BEGIN IMMEDIATE, or lock before reading.
+ *
+ * SQLLOCK_EMISUSE when no transaction is open on the connection (begin
+ * one there first; with MySQL autocommit off, the transaction the next
+ * statement opens is joined), when another sqllock_txn is open on the
+ * handle, or when the handle does not borrow its connection (a handle
+ * of the library's own refuses statements inside a transaction it did
+ * not begin, contract C2).
+ *
+ * Added in 0.2.0.
+ */
+SQLLOCK_API int sqllock_txn_join(sqllock_db *db, const sqllock_txn_options *opts,
+                                 sqllock_txn **out);
 
 /*
  * Locks the library's own lock rows `names[0..n)` (1 <= n <= 64; each a

@@ -39,7 +39,7 @@
 extern "C" {
 #endif
 
-#define SQLLOCK_DRIVER_VERSION 4
+#define SQLLOCK_DRIVER_VERSION 5
 
 /* A driver's connection and prepared statement: the driver's own structs. */
 typedef struct sqllock_conn sqllock_conn;
@@ -174,6 +174,21 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                (sqllock_guard_sql()). A NULL text where the database
  *                cannot hold the row at commit; the guard is then
  *                SQLLOCK_EUNSUPPORTED.
+ *
+ * Added in driver version 5, in the dialect's `sql_v5` (indexed by id -
+ * SQLLOCK_SQL_COUNT_V4_; it holds exactly these two, and its size never
+ * changes), for a connection the application lends (adopt()):
+ * LOCK_TIMEOUT_GET no arguments. Returns (ms): the row-lock wait that
+ *                TXN_LOCK_TIMEOUT sets, as the session has it now, so
+ *                that the core can put the application's value back
+ *                when its transaction on a borrowed connection ends
+ *                (PostgreSQL lock_timeout, 0 = none; MySQL
+ *                innodb_lock_wait_timeout; SQLite the busy timeout).
+ * TXN_WRITE_LOCK no arguments. With SQLLOCK_CAP_DB_LOCK only: takes the
+ *                database's write lock inside a transaction that is
+ *                already open (one the application began, which a row
+ *                lock joins), waiting as the busy timeout says, and
+ *                changes nothing. A NULL text without DB_LOCK.
  */
 typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_ACQUIRE = 0,
@@ -199,6 +214,10 @@ typedef enum sqllock_sql_id {
     /* driver version 4, in sqllock_dialect.sql_v4 */
     SQLLOCK_SQL_LEASE_GUARD = SQLLOCK_SQL_COUNT_V2_,
     SQLLOCK_SQL_COUNT_V4_,
+    /* driver version 5, in sqllock_dialect.sql_v5 */
+    SQLLOCK_SQL_LOCK_TIMEOUT_GET = SQLLOCK_SQL_COUNT_V4_,
+    SQLLOCK_SQL_TXN_WRITE_LOCK,
+    SQLLOCK_SQL_COUNT_V5_,
     /* Statements above are valid for the versions their comments give.
      * A statement added later is never put in an array that exists
      * already: a driver built before it has that array at the old size,
@@ -207,7 +226,7 @@ typedef enum sqllock_sql_id {
      * only from drivers of that version on (as SQLite's
      * sqlite3_io_methods grows: "methods above are valid for version
      * N"), and its ids follow here. */
-    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V4_
+    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V5_
 } sqllock_sql_id;
 
 /* One statement of a dialect. `args` lists, in placeholder order, which of
@@ -249,6 +268,11 @@ typedef struct sqllock_dialect {
      * SQLLOCK_SQL_COUNT_V4_, one (LEASE_GUARD), whatever is added later.
      * Read only from drivers of version 4 on. */
     sqllock_sql sql_v4[1];
+
+    /* Driver version 5: the statements from SQLLOCK_SQL_COUNT_V4_ to
+     * SQLLOCK_SQL_COUNT_V5_, two (LOCK_TIMEOUT_GET, TXN_WRITE_LOCK),
+     * whatever is added later. Read only from drivers of version 5 on. */
+    sqllock_sql sql_v5[2];
 } sqllock_dialect;
 
 /* A bound value. Text is passed with its length and need not be
@@ -446,6 +470,33 @@ typedef struct sqllock_driver {
      * SQLLOCK_CAP_DB_LOCK and SQLLOCK_ROW_LOCKS_EXCLUSIVE otherwise. */
     int (*row_lock_scope)(sqllock_conn *conn, int *scope,
                           sqllock_dberr *err);
+
+    /* ---- version 5 ---- */
+
+    /* Optional (sqllock_borrow()): wraps the application's own open
+     * connection `native` (the type native() returns: sqlite3 *,
+     * PGconn *, MYSQL *) in a sqllock_conn, without a round trip where
+     * the driver can (MySQL asks whether the server is a Galera node).
+     * The connection stays the application's: disconnect() frees only
+     * the wrapper and what the driver made on the connection (prepared
+     * statements), and never closes, resets or reconnects it; the driver
+     * changes no session setting but the ones the core asks for
+     * (TXN_LOCK_TIMEOUT), puts a mode it flips for a round trip
+     * (libpq's nonblocking mode) back as it found it, prepares no
+     * statement that outlives the call where the application could meet
+     * it (PostgreSQL: unnamed statements only), and does not refuse or
+     * roll back a statement because the application has a transaction
+     * open (contract C2 does not apply: running inside the
+     * application's transaction is the point). p->statement_timeout_ms
+     * bounds a round trip where the driver bounds them itself (libpq);
+     * elsewhere the application's own connection settings do. */
+    int (*adopt)(void *native, const sqllock_connect_params *p,
+                 sqllock_conn **out, sqllock_dberr *err);
+    /* Optional: *in_txn = 1 when the connection is inside a transaction
+     * (the application's, or one begin() opened) or will be at its next
+     * statement (MySQL with autocommit off), else 0; from what the
+     * client library knows, without a round trip. */
+    int (*txn_status)(sqllock_conn *conn, int *in_txn, sqllock_dberr *err);
 } sqllock_driver;
 
 /*

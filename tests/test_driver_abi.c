@@ -33,14 +33,15 @@ extern const sqllock_driver sqllock__sqlite_driver;
  * before `sql_v4`. */
 #define DRIVER_V1_SIZE offsetof(sqllock_driver, listen)
 #define DRIVER_V2_SIZE offsetof(sqllock_driver, row_lock_scope)
-#define DRIVER_V3_SIZE sizeof(sqllock_driver)
+#define DRIVER_V3_SIZE offsetof(sqllock_driver, adopt)
 #define DIALECT_V1_SIZE offsetof(sqllock_dialect, sql_v2)
 #define DIALECT_V2_SIZE offsetof(sqllock_dialect, sql_v4)
 #define DIALECT_V3_SIZE offsetof(sqllock_dialect, sql_v4)
-/* Version 4 appended no method: a version 3 driver is the whole struct.
- * A method added later makes this fail, and DRIVER_V3_SIZE its offset. */
-typedef char driver_v3_is_whole[
-    offsetof(sqllock_driver, row_lock_scope) + sizeof(void (*)(void)) ==
+/* Version 4 appended no method and version 5 appended adopt and
+ * txn_status: a version 3 driver ends before adopt. A method added later
+ * makes this fail. */
+typedef char driver_v5_is_whole[
+    offsetof(sqllock_driver, txn_status) + sizeof(void (*)(void)) ==
     sizeof(sqllock_driver) ? 1 : -1];
 
 typedef struct old_driver {
@@ -200,8 +201,8 @@ static void expect_no_guard(sqllock_db *db)
 }
 
 /* D1/D2: a version 3 driver: everything but the guard works (its row
- * lock scope method is read); the guard is SQLLOCK_EUNSUPPORTED. Older
- * layouts refuse the guard the same way. */
+ * lock scope method is read); the guard and sqllock_borrow() are
+ * SQLLOCK_EUNSUPPORTED. Older layouts refuse them the same way. */
 static void test_driver_abi_D1_version_3_layout(void **state)
 {
     sqllock_db *a = open_old("sqlitev3", "v3.db");
@@ -215,6 +216,20 @@ static void test_driver_abi_D1_version_3_layout(void **state)
     assert_int_equal(scope, SQLLOCK_ROW_LOCKS_DATABASE);
     expect_no_guard(a);
     expect_no_guard(b);
+    /* G2: borrowing a connection needs adopt() (version 5): refused
+     * without reading past an older driver's struct. */
+    {
+        sqllock_db *c = NULL;
+
+        assert_int_equal(sqllock_borrow("sqlitev3", sqllock_db_native(a),
+                                        NULL, &c), SQLLOCK_EUNSUPPORTED);
+        assert_non_null(strstr(sqllock_errmsg(c), "cannot use an "
+                                                  "application's connection"));
+        sqllock_close(c);
+        assert_int_equal(sqllock_borrow("sqlitev1", sqllock_db_native(b),
+                                        NULL, &c), SQLLOCK_EUNSUPPORTED);
+        sqllock_close(c);
+    }
     sqllock_close(a);
     sqllock_close(b);
 }

@@ -119,6 +119,8 @@ struct sqllock_conn {
     unsigned int io_timeout_s;  /* io_timeout_s() at the connect */
     int64_t statement_ms;       /* its parts, for messages */
     int64_t lock_wait_ms;
+    int borrowed;               /* the application's MYSQL * (adopt()):
+                                   never closed here, no C2 checks */
 };
 
 /* One result column: a growable text buffer, bound as MYSQL_TYPE_STRING
@@ -204,6 +206,9 @@ int sqllock__my_connect(const sqllock_url *url,
                         const sqllock_connect_params *p, sqllock_conn **out,
                         sqllock_dberr *err);
 void sqllock__my_disconnect(sqllock_conn *c);
+int sqllock__my_adopt(void *native, const sqllock_connect_params *p,
+                      sqllock_conn **out, sqllock_dberr *err);
+int sqllock__my_txn_status(sqllock_conn *c, int *in_txn, sqllock_dberr *err);
 void *sqllock__my_native(sqllock_conn *c);
 int sqllock__my_row_lock_scope(sqllock_conn *c, int *scope,
                                sqllock_dberr *err);

@@ -333,8 +333,58 @@ int sqllock__my_connect(const sqllock_url *url,
     return rc;
 }
 
+/*
+ * The application's own MYSQL * (sqllock_borrow()). Its session stays as
+ * the application set it up: time zone, isolation level, autocommit,
+ * timeouts (the driver's bounds on a round trip are the connection's
+ * read and write timeouts, which only the application can set, before
+ * it connects). The statements a borrowed handle runs do not read the
+ * time zone (the guard reads UTC_TIMESTAMP()). One round trip asks
+ * whether the server is a Galera node, for sqllock_row_lock_scope().
+ */
+int sqllock__my_adopt(void *native, const sqllock_connect_params *p,
+                      sqllock_conn **out, sqllock_dberr *err)
+{
+    MYSQL *my = native;
+    sqllock_conn *c;
+    char val[32];
+    int found = 0, rc;
+
+    *out = NULL;
+    c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    c->my = my;
+    c->borrowed = 1;
+    c->statement_ms = p->statement_timeout_ms;
+    rc = show_value(my, sqllock__my_sql_wsrep_on, "wsrep_on", val,
+                    sizeof val, &found, err, "asking whether the server is "
+                    "a Galera node");
+    if (rc != SQLLOCK_OK) {
+        free(c);
+        return rc;
+    }
+    c->galera = found && strcasecmp(val, "ON") == 0;
+    *out = c;
+    return SQLLOCK_OK;
+}
+
+/* In a transaction, or about to be: with autocommit off, the next
+ * statement opens the application's transaction. */
+int sqllock__my_txn_status(sqllock_conn *c, int *in_txn, sqllock_dberr *err)
+{
+    (void)err;
+    *in_txn = (c->my->server_status & SERVER_STATUS_IN_TRANS) != 0 ||
+              (c->my->server_status & SERVER_STATUS_AUTOCOMMIT) == 0;
+    return SQLLOCK_OK;
+}
+
 void sqllock__my_disconnect(sqllock_conn *c)
 {
+    if (c != NULL && c->borrowed) {
+        free(c);
+        return;
+    }
     if (c != NULL) {
         mysql_close(c->my);
         free(c);

@@ -209,6 +209,12 @@ const sqllock_dialect sqllock__my_dialect = {
         [SQLLOCK_SQL_LEASE_GUARD - SQLLOCK_SQL_COUNT_V2_] =
             { SQL_LEASE_GUARD, "12" },
     },
+    .sql_v5 = {
+        /* A borrowed connection's own wait, to put back (sqllock_borrow()). */
+        [SQLLOCK_SQL_LOCK_TIMEOUT_GET - SQLLOCK_SQL_COUNT_V4_] =
+            { "SELECT @@SESSION.innodb_lock_wait_timeout * 1000", "" },
+        [SQLLOCK_SQL_TXN_WRITE_LOCK - SQLLOCK_SQL_COUNT_V4_] = { NULL, NULL },
+    },
 };
 
 /* The session set-up, run once per connection (see the file comment of

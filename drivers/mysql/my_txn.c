@@ -43,7 +43,8 @@ int sqllock__my_check_committed(sqllock_conn *c, sqllock_dberr *err)
 {
     char why[300], rbmsg[200];
 
-    if (c->in_txn || !(c->my->server_status & SERVER_STATUS_IN_TRANS))
+    if (c->in_txn || c->borrowed ||
+        !(c->my->server_status & SERVER_STATUS_IN_TRANS))
         return SQLLOCK_OK;
     snprintf(why, sizeof why, "%s", why_in_transaction(c->my));
     if (mysql_rollback(c->my) != 0) {
@@ -75,7 +76,8 @@ int sqllock__my_check_committed(sqllock_conn *c, sqllock_dberr *err)
  */
 int sqllock__my_check_no_foreign_txn(sqllock_conn *c, sqllock_dberr *err)
 {
-    if (c->in_txn || !(c->my->server_status & SERVER_STATUS_IN_TRANS))
+    if (c->in_txn || c->borrowed ||
+        !(c->my->server_status & SERVER_STATUS_IN_TRANS))
         return SQLLOCK_OK;
     return sqllock_dberr_set(err, SQLLOCK_EMISUSE, "25001", "the connection "
                              "is inside a transaction that sqllock did not "

@@ -55,4 +55,6 @@ const sqllock_driver sqllock__mysql_driver = {
     .insert_id = sqllock__my_insert_id,
     .column_blob = sqllock__my_column_blob,
     .row_lock_scope = sqllock__my_row_lock_scope,
+    .adopt = sqllock__my_adopt,
+    .txn_status = sqllock__my_txn_status,
 };

@@ -76,6 +76,10 @@ struct sqllock_conn {
                                     standby was canceled (see on_notice) */
     char sync_state[6];          /* that warning's SQLSTATE */
     char sync_msg[200];          /* and its message */
+    int borrowed;                /* the application's PGconn (adopt()):
+                                    never closed here, no C2 checks */
+    int was_nonblocking;         /* its nonblocking mode before our round
+                                    trip, put back after it */
 };
 
 struct sqllock_stmt {
@@ -119,6 +123,9 @@ int sqllock__pg_connect(const sqllock_url *url,
                         const sqllock_connect_params *p, sqllock_conn **out,
                         sqllock_dberr *err);
 void sqllock__pg_disconnect(sqllock_conn *c);
+int sqllock__pg_adopt(void *native, const sqllock_connect_params *p,
+                      sqllock_conn **out, sqllock_dberr *err);
+int sqllock__pg_txn_status(sqllock_conn *c, int *in_txn, sqllock_dberr *err);
 /* Connects to a libpq URL without sqllock's parameters, pooler none (the
  * listener's connection). */
 int sqllock__pg_connect_url(const char *libpq_url, int64_t connect_ms,

@@ -293,8 +293,63 @@ int sqllock__pg_connect(const sqllock_url *url,
     return SQLLOCK_OK;
 }
 
+/*
+ * The application's own PGconn (sqllock_borrow()). Statements are sent
+ * unnamed, as behind a transaction pooler, so that nothing of ours stays
+ * on the connection (the application may DEALLOCATE ALL, or hand the
+ * connection to a pool), and the lock timeout is set for the
+ * transaction only (set_config(..., true)). The notice receiver stays
+ * the application's: the warnings on_notice() looks for matter only to
+ * lease grants, which a borrowed connection does not make.
+ */
+int sqllock__pg_adopt(void *native, const sqllock_connect_params *p,
+                      sqllock_conn **out, sqllock_dberr *err)
+{
+    PGconn *pg = native;
+    sqllock_conn *c;
+
+    *out = NULL;
+    if (PQstatus(pg) != CONNECTION_OK)
+        return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "the PGconn is "
+                                 "not connected (%s)", PQerrorMessage(pg));
+    if (PQpipelineStatus(pg) != PQ_PIPELINE_OFF)
+        return sqllock_dberr_set(err, SQLLOCK_EMISUSE, "", "the PGconn is in "
+                                 "pipeline mode: leave it first");
+    if (PQisBusy(pg))
+        return sqllock_dberr_set(err, SQLLOCK_EMISUSE, "", "the PGconn has a "
+                                 "query in progress: read its results "
+                                 "first");
+    c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    c->pg = pg;
+    c->borrowed = 1;
+    c->pooler = PG_POOLER_TRANSACTION;
+    c->connect_ms = p->connect_timeout_ms;
+    c->statement_ms = p->statement_timeout_ms;
+    c->lock_wait_ms = p->lock_wait_ms;
+    c->txn_lock_timeout_ms = -1;
+    snprintf(c->name_prefix, sizeof c->name_prefix, "sqllock_%016llx",
+             (unsigned long long)name_nonce(c));
+    *out = c;
+    return SQLLOCK_OK;
+}
+
+int sqllock__pg_txn_status(sqllock_conn *c, int *in_txn, sqllock_dberr *err)
+{
+    PGTransactionStatusType ts = PQtransactionStatus(c->pg);
+
+    (void)err;
+    *in_txn = ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR;
+    return SQLLOCK_OK;
+}
+
 void sqllock__pg_disconnect(sqllock_conn *c)
 {
+    if (c != NULL && c->borrowed) {
+        free(c);
+        return;
+    }
     if (c != NULL) {
         sqllock__pg_disconnect(c->listener);
         PQfinish(c->pg);

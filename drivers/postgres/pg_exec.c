@@ -37,13 +37,15 @@ int sqllock__pg_check_usable(sqllock_conn *c, sqllock_dberr *err)
     /* Nonblocking while we send, so that a stalled network cannot block
      * the send either; back to blocking after each round trip, for the
      * application's own use of the connection. */
+    c->was_nonblocking = PQisnonblocking(c->pg);
     if (PQsetnonblocking(c->pg, 1) != 0)
         return sqllock__pg_fail(c->pg, NULL, err);
     /* DESIGN C2: outside a transaction that begin() opened, a statement
      * must commit on its own. Inside one that someone else opened on
      * this connection (BEGIN on the native handle) it would not: refuse
      * it before anything is sent. */
-    if (!c->in_txn && (PQtransactionStatus(c->pg) == PQTRANS_INTRANS ||
+    if (!c->in_txn && !c->borrowed &&
+        (PQtransactionStatus(c->pg) == PQTRANS_INTRANS ||
                        PQtransactionStatus(c->pg) == PQTRANS_INERROR))
         return sqllock_dberr_set(err, SQLLOCK_EMISUSE, "25001", "the "
                                  "connection is inside a transaction that "
@@ -125,7 +127,7 @@ static int round_trip(sqllock_conn *c, int sent, PGresult **out,
             break;
     }
     if (PQstatus(c->pg) != CONNECTION_BAD)
-        PQsetnonblocking(c->pg, 0);
+        PQsetnonblocking(c->pg, c->was_nonblocking);
     *out = last;
     return SQLLOCK_OK;
 }
@@ -220,7 +222,8 @@ int sqllock__pg_expect_result(sqllock_conn *c, int sent,
                                "its row lasts until its ttl; a renewal "
                                "leaves the local deadline as it was)",
                                c->sync_msg);
-    if (!c->in_txn && !c->broken && PQstatus(c->pg) == CONNECTION_OK)
+    if (!c->in_txn && !c->borrowed && !c->broken &&
+        PQstatus(c->pg) == CONNECTION_OK)
         rc = left_in_txn(c, rc, err);
     if (rc != SQLLOCK_OK || out == NULL)
         PQclear(res);

@@ -140,6 +140,13 @@ static const char SQL_TXN_LOCK_TIMEOUT[] =
     "SELECT set_config('lock_timeout', "
     "LEAST($1::bigint, 2147483647) || 'ms', false)";
 
+/* A borrowed connection's own lock timeout, to put back after a row-lock
+ * transaction (sqllock_borrow()): lock_timeout as the session has it now
+ * ('0' = none), in ms. */
+static const char SQL_LOCK_TIMEOUT_GET[] =
+    "SELECT (EXTRACT(EPOCH FROM pg_catalog.current_setting('lock_timeout')"
+    "::interval) * 1000)::bigint";
+
 /* Behind a transaction pooler (pooler=transaction) a session setting
  * would stay on a server connection that other clients get next, and be
  * gone from the next transaction of ours: the timeout is set for the
@@ -228,6 +235,12 @@ const sqllock_dialect sqllock__pg_dialect = {
     .sql_v4 = {
         [SQLLOCK_SQL_LEASE_GUARD - SQLLOCK_SQL_COUNT_V2_] =
             { SQL_LEASE_GUARD, "12" },
+    },
+    .sql_v5 = {
+        [SQLLOCK_SQL_LOCK_TIMEOUT_GET - SQLLOCK_SQL_COUNT_V4_] =
+            { SQL_LOCK_TIMEOUT_GET, "" },
+        /* Row locks: no database write lock to take. */
+        [SQLLOCK_SQL_TXN_WRITE_LOCK - SQLLOCK_SQL_COUNT_V4_] = { NULL, NULL },
     },
 };
 

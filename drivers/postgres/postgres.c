@@ -49,4 +49,6 @@ const sqllock_driver sqllock__postgres_driver = {
     .column_blob = sqllock__pg_column_blob,
     .listen = sqllock__pg_listen,
     .wait_notify = sqllock__pg_wait_notify,
+    .adopt = sqllock__pg_adopt,
+    .txn_status = sqllock__pg_txn_status,
 };

@@ -137,10 +137,21 @@ static const sqllock_dialect sq_dialect = {
         [SQLLOCK_SQL_LEASE_GUARD - SQLLOCK_SQL_COUNT_V2_] =
             { SQL_LEASE_GUARD, "12" },
     },
+    .sql_v5 = {
+        [SQLLOCK_SQL_LOCK_TIMEOUT_GET - SQLLOCK_SQL_COUNT_V4_] =
+            { "PRAGMA busy_timeout", "" },
+        /* Inside the application's open transaction (a joined row-lock
+         * transaction, R5): an UPDATE takes the write lock when it
+         * starts, whatever it matches, waiting up to the busy timeout;
+         * this one matches and changes nothing. */
+        [SQLLOCK_SQL_TXN_WRITE_LOCK - SQLLOCK_SQL_COUNT_V4_] =
+            { "UPDATE sqllock_row SET name = name WHERE 0", "" },
+    },
 };
 
 struct sqllock_conn {
     sqlite3 *db;
+    int borrowed;           /* the application's sqlite3 * (adopt()) */
 };
 
 struct sqllock_stmt {
@@ -340,8 +351,53 @@ fail:
     return err->status;
 }
 
+/*
+ * The application's own sqlite3 * (sqllock_borrow()), from the same
+ * SQLite library as ours. Its settings stay its own: journal mode,
+ * synchronous, busy timeout (changed only for a row-lock wait, and put
+ * back), extended result codes, double-quoted strings (off only while
+ * our statements are prepared). sqllock_busy_timeout() is registered on
+ * it, with no state of ours, so it outlives the handle harmlessly.
+ */
+static int sq_adopt(void *native, const sqllock_connect_params *p,
+                    sqllock_conn **out, sqllock_dberr *err)
+{
+    sqlite3 *db = native;
+    sqllock_conn *c;
+    int rc;
+
+    (void)p;
+    *out = NULL;
+    if (sqlite3_db_filename(db, "main") == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_EINVAL, "", "the sqlite3 "
+                                 "connection has no main database");
+    rc = sqlite3_create_function_v2(db, "sqllock_busy_timeout", 1,
+                                    SQLITE_UTF8, NULL, busy_timeout_func,
+                                    NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return fail(db, rc, err, "cannot register sqllock_busy_timeout()");
+    c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
+    c->db = db;
+    c->borrowed = 1;
+    *out = c;
+    return SQLLOCK_OK;
+}
+
+static int sq_txn_status(sqllock_conn *c, int *in_txn, sqllock_dberr *err)
+{
+    (void)err;
+    *in_txn = !sqlite3_get_autocommit(c->db);
+    return SQLLOCK_OK;
+}
+
 static void sq_disconnect(sqllock_conn *c)
 {
+    if (c != NULL && c->borrowed) {
+        free(c);
+        return;
+    }
     if (c != NULL) {
         sqlite3_close(c->db);
         free(c);
@@ -358,8 +414,21 @@ static int sq_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
     s = calloc(1, sizeof *s);
     if (s == NULL)
         return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
-    rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s->st,
-                            NULL);
+    if (c->borrowed) {
+        /* The application's connection keeps its own double-quoted-string
+         * setting; ours are prepared without the misfeature (see
+         * sq_connect()), which is decided at prepare time. */
+        int dqs = 0;
+
+        sqlite3_db_config(c->db, SQLITE_DBCONFIG_DQS_DML, -1, &dqs);
+        sqlite3_db_config(c->db, SQLITE_DBCONFIG_DQS_DML, 0, (int *)NULL);
+        rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+                                &s->st, NULL);
+        sqlite3_db_config(c->db, SQLITE_DBCONFIG_DQS_DML, dqs, (int *)NULL);
+    } else {
+        rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+                                &s->st, NULL);
+    }
     if (rc != SQLITE_OK) {
         free(s);
         return fail(c->db, rc, err, NULL);
@@ -574,4 +643,6 @@ const sqllock_driver sqllock__sqlite_driver = {
     .rollback = sq_rollback,
     .insert_id = sq_insert_id,
     .column_blob = sq_column_blob,
+    .adopt = sq_adopt,
+    .txn_status = sq_txn_status,
 };
