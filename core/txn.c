@@ -521,6 +521,41 @@ static int lock_one(sqllock_txn *t, const char *sql, sqllock_value key,
     return SQLLOCK_OK;
 }
 
+/*
+ * One lock row inside the application's transaction (G2), which may run
+ * at REPEATABLE READ: there MySQL's ROW_ENSURE (INSERT ... SELECT ...
+ * WHERE NOT EXISTS) reads the existing row with a shared lock, which
+ * waits for a holder (breaking NOWAIT and SKIP LOCKED) and, taken by two
+ * transactions that then both ask for the exclusive lock, deadlocks.
+ * So the row is locked first, and created only when it is missing: WAIT
+ * and NOWAIT return no row only then; SKIP LOCKED tells a missing row
+ * from a locked one by a plain read, which takes no lock. A row created
+ * here belongs to the application's transaction until it commits.
+ */
+static int lock_joined(sqllock_txn *t, const char *sql, const char *name,
+                       sqllock_lock_mode mode, int *got)
+{
+    sqllock_value arg = sqllock__text(name);
+    int rc = lock_one(t, sql, arg, got);
+
+    if (rc != SQLLOCK_OK || *got)
+        return rc;
+    if (mode == SQLLOCK_LOCK_SKIP_LOCKED) {
+        char plain[160];
+        int exists = 0;
+
+        snprintf(plain, sizeof plain, "SELECT name FROM sqllock_row WHERE "
+                 "name = %s", t->db->drv->dialect->placeholder ==
+                 SQLLOCK_PLACEHOLDER_DOLLAR ? "$1" : "?");
+        rc = lock_one(t, plain, arg, &exists);
+        if (rc != SQLLOCK_OK || exists)
+            return rc;                       /* locked by another: skipped */
+    }
+    if ((rc = ensure_row(t, name)) != SQLLOCK_OK)
+        return rc;
+    return lock_one(t, sql, arg, got);
+}
+
 static int check_lock_args(sqllock_txn *t, int n, sqllock_lock_mode mode,
                            const char *what)
 {
@@ -616,10 +651,10 @@ int sqllock_txn_lock(sqllock_txn *t, const char *const *names, int n,
                 got[idx[i]] = got[idx[i - 1]];
             continue;                          /* a duplicate */
         }
-        rc = ensure_row(t, name);
-        if (rc != SQLLOCK_OK)
-            return ends_txn(rc) ? end_failed(t, rc) : rc;
-        rc = lock_one(t, sql, arg, &g);
+        if (t->joined && !(db->drv->caps & SQLLOCK_CAP_DB_LOCK))
+            rc = lock_joined(t, sql, name, mode, &g);
+        else if ((rc = ensure_row(t, name)) == SQLLOCK_OK)
+            rc = lock_one(t, sql, arg, &g);
         if (rc != SQLLOCK_OK)
             return ends_txn(rc) ? end_failed(t, rc) : rc;
         if (got != NULL)

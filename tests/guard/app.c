@@ -120,6 +120,11 @@ void app_close(app *a)
     free(a);
 }
 
+void *app_native(app *a)
+{
+    return a->native;
+}
+
 const char *app_driver(const app *a)
 {
     return a->driver;

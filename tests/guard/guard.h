@@ -49,6 +49,9 @@ void app_close(app *a);
 /* Closes every connection still open (a failed case's teardown). */
 void app_close_all(void);
 const char *app_driver(const app *a);
+/* The connection itself (PGconn *, MYSQL *, sqlite3 *), for
+ * sqllock_borrow() (test_borrow). */
+void *app_native(app *a);
 /* The placeholder style of the application's library, for
  * sqllock_guard_sql(). */
 int app_style(const app *a);

@@ -1,0 +1,679 @@
+/*
+ * test_borrow.c -- the library on the application's own connection
+ * (DESIGN G2, issue 17 item 3): sqllock_borrow() over a PGconn *, a
+ * MYSQL * or a sqlite3 * that the application opened and uses through its
+ * own client library (tests/guard/app.c), and sqllock_txn_join() inside
+ * the transaction the application has open on it.
+ *
+ * Bad input and the calls a borrowed handle refuses; a row lock, a
+ * record write and the application's own write committing and rolling
+ * back together; the library's own transaction on a borrowed connection;
+ * a failed lock call that leaves the application's transaction to the
+ * application; the session's own lock wait put back; the guarded update
+ * inside the application's transaction; exclusion between processes that
+ * each lock inside their own transaction and increment a counter with
+ * their own statements (the counter must end exact); a lost connection,
+ * which the library does not reconnect; libpq's nonblocking mode left as
+ * the application had it.
+ *
+ * Runs once per URL in SQLLOCK_TEST_URLS, or on a fresh temporary SQLite
+ * file. Forked children never use cmocka: they report through their exit
+ * status.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+#include "test_run.h"
+#include "tu_fixture.h"
+#include "guard/guard.h"
+
+#ifdef SQLLOCK_HAVE_POSTGRES
+#include <libpq-fe.h>
+#endif
+
+const char *g_url;
+
+static const sqllock_table PLAIN = { GUARD_TABLE, "id", NULL };
+
+static int is_pg(app *a)
+{
+    return strcmp(app_driver(a), "postgres") == 0;
+}
+
+static int is_sqlite(app *a)
+{
+    return strcmp(app_driver(a), "sqlite") == 0;
+}
+
+/* The application's statement in its library's placeholders. */
+static const char *q(app *a, const char *pg, const char *other)
+{
+    return is_pg(a) ? pg : other;
+}
+
+static sqllock_db *borrow(app *a)
+{
+    sqllock_db *b = NULL;
+    int rc = sqllock_borrow(app_driver(a), app_native(a), NULL, &b);
+
+    if (rc != SQLLOCK_OK)
+        fail_msg("borrow: %s: %s", sqllock_errname(rc), sqllock_errmsg(b));
+    assert_int_equal(sqllock_db_borrowed(b), 1);
+    return b;
+}
+
+static void app_ok(app *a, int rc, const char *what)
+{
+    if (rc != APP_OK)
+        fail_msg("%s: %s", what, app_error(a));
+}
+
+static void set_val(app *a, int64_t id, int64_t val)
+{
+    int64_t args[2] = { val, id }, affected = 0;
+
+    app_ok(a, app_run(a, q(a, "UPDATE " GUARD_TABLE " SET val = $1 WHERE "
+                              "id = $2", "UPDATE " GUARD_TABLE " SET val = ? "
+                              "WHERE id = ?"), args, 2, NULL, 0, &affected,
+                      NULL), "the application's update");
+    assert_int_equal(affected, 1);
+}
+
+static int64_t get_val(app *a, int64_t id)
+{
+    int64_t v = 0;
+
+    app_ok(a, app_run(a, q(a, "SELECT val FROM " GUARD_TABLE " WHERE id = $1",
+                           "SELECT val FROM " GUARD_TABLE " WHERE id = ?"),
+                      &id, 1, NULL, 0, NULL, &v), "the application's read");
+    return v;
+}
+
+/* Whether another connection can lock `name` now (NOWAIT): 1 yes, 0 it
+ * is held. */
+static int lockable(sqllock_db *other, const char *name)
+{
+    sqllock_txn *t = NULL;
+    int rc;
+
+    EXPECT_RC(other, sqllock_txn_begin(other, NULL, &t), SQLLOCK_OK, "begin");
+    rc = sqllock_txn_lock(t, &name, 1, SQLLOCK_LOCK_NOWAIT, NULL);
+    sqllock_txn_free(t);
+    if (rc != SQLLOCK_OK && rc != SQLLOCK_ELOCKED)
+        fail_msg("NOWAIT lock: %s: %s", sqllock_errname(rc),
+                 sqllock_errmsg(other));
+    return rc == SQLLOCK_OK;
+}
+
+/* E2, G2: bad arguments, and what a borrowed handle refuses (nothing
+ * sent); closing it leaves the application's connection working. */
+static void test_borrow_G2_E2_bad_input_and_refusals(void **state)
+{
+    app *a = app_open(g_url, NULL);
+    sqllock_db *b = NULL, *own = guard_open();
+    sqllock_lease *l = NULL;
+    sqllock_txn *t = NULL;
+    int64_t n = -1;
+    (void)state;
+
+    assert_int_equal(sqllock_borrow(app_driver(a), app_native(a), NULL, NULL),
+                     SQLLOCK_EINVAL);
+    EXPECT_RC(b, sqllock_borrow(NULL, app_native(a), NULL, &b),
+              SQLLOCK_EINVAL, "NULL scheme");
+    assert_non_null(strstr(sqllock_errmsg(b), "scheme is NULL"));
+    sqllock_close(b);
+    EXPECT_RC(b, sqllock_borrow("", app_native(a), NULL, &b), SQLLOCK_EINVAL,
+              "empty scheme");
+    sqllock_close(b);
+    EXPECT_RC(b, sqllock_borrow("oracle", app_native(a), NULL, &b),
+              SQLLOCK_ESCHEME, "unknown scheme");
+    assert_non_null(strstr(sqllock_errmsg(b), "oracle"));
+    sqllock_close(b);
+    EXPECT_RC(b, sqllock_borrow(app_driver(a), NULL, NULL, &b),
+              SQLLOCK_EINVAL, "NULL connection");
+    assert_non_null(strstr(sqllock_errmsg(b), "connection is NULL"));
+    sqllock_close(b);
+
+    b = borrow(a);
+    assert_int_equal(sqllock_db_borrowed(own), 0);
+    EXPECT_RC(b, sqllock_lease_new(b, "borrowed-lease", NULL, &l),
+              SQLLOCK_EMISUSE, "a lease on a borrowed connection");
+    assert_null(l);
+    assert_non_null(strstr(sqllock_errmsg(b), "L10"));
+    EXPECT_RC(b, sqllock_init(b), SQLLOCK_EMISUSE, "init");
+    EXPECT_RC(b, sqllock_list(b, tu_row_cb, NULL), SQLLOCK_EMISUSE, "list");
+    EXPECT_RC(b, sqllock_reap(b, 0, 10, &n), SQLLOCK_EMISUSE, "reap");
+    EXPECT_RC(b, sqllock_watch_prepare(b), SQLLOCK_EMISUSE, "watchdog");
+    /* No transaction open on the connection: nothing to join. */
+    EXPECT_RC(b, sqllock_txn_join(b, NULL, &t), SQLLOCK_EMISUSE,
+              "join without a transaction");
+    assert_null(t);
+    assert_non_null(strstr(sqllock_errmsg(b), "no transaction is open"));
+    /* A handle of the library's own cannot join. */
+    EXPECT_RC(own, sqllock_txn_join(own, NULL, &t), SQLLOCK_EMISUSE,
+              "join on an owned handle");
+    assert_null(t);
+    sqllock_close(b);
+    /* The application's connection is untouched. */
+    app_ok(a, app_exec(a, "SELECT 1"), "the connection after close");
+    app_close(a);
+    guard_close(own);
+}
+
+/* G2, R1: a row lock joined into the application's transaction, a record
+ * written through the borrowed handle and the application's own write
+ * commit together; rolled back, all three are gone and the lock is
+ * free. The library never ends the application's transaction: its
+ * commit is refused, and freeing the sqllock_txn rolls nothing back. */
+static void test_borrow_G2_joined_commit_and_rollback(void **state)
+{
+    app *a = app_open(g_url, NULL);
+    sqllock_db *own = guard_open(), *b;
+    int64_t id = guard_row(own), version = 0;
+    const char *name;
+    char nm[96], key[96];
+    sqllock_txn *t = NULL;
+    void *v = NULL;
+    size_t len = 0;
+    (void)state;
+
+    guard_name(nm, sizeof nm, "joined");
+    guard_name(key, sizeof key, "rec");
+    name = nm;
+    b = borrow(a);
+    /* The lock row exists, committed (created inside the application's
+     * transaction, it would be that transaction's until it commits, and
+     * another client's lock call would wait for it even with NOWAIT). */
+    assert_int_equal(lockable(own, name), 1);
+
+    app_ok(a, app_begin(a, 0), "begin");
+    EXPECT_RC(b, sqllock_txn_join(b, NULL, &t), SQLLOCK_OK, "join");
+    EXPECT_RC(b, sqllock_txn_lock(t, &name, 1, SQLLOCK_LOCK_WAIT, NULL),
+              SQLLOCK_OK, "lock in the application's transaction");
+    set_val(a, id, 7);
+    EXPECT_RC(b, sqllock_record_create(b, key, "one", 3), SQLLOCK_OK,
+              "a record inside it");
+    assert_int_equal(lockable(own, name), 0);
+    EXPECT_RC(b, sqllock_txn_commit(t), SQLLOCK_EMISUSE, "commit joined");
+    assert_non_null(strstr(sqllock_errmsg(b), "the application's"));
+    sqllock_txn_free(t);                  /* ends our part only */
+    /* Still the application's transaction: nothing committed yet. */
+    assert_int_equal(lockable(own, name), 0);
+    app_ok(a, app_exec(a, "COMMIT"), "the application's commit");
+    assert_int_equal(lockable(own, name), 1);
+    assert_int_equal(get_val(a, id), 7);
+    EXPECT_RC(own, sqllock_record_get(own, key, &v, &len, &version),
+              SQLLOCK_OK, "the record committed with it");
+    assert_int_equal(version, 1);
+    free(v);
+
+    /* Rolled back: the write, the record's new value and the lock go. */
+    app_ok(a, app_begin(a, 0), "begin again");
+    EXPECT_RC(b, sqllock_txn_join(b, NULL, &t), SQLLOCK_OK, "join again");
+    EXPECT_RC(b, sqllock_txn_lock(t, &name, 1, SQLLOCK_LOCK_WAIT, NULL),
+              SQLLOCK_OK, "lock again");
+    set_val(a, id, 9);
+    EXPECT_RC(b, sqllock_record_cas(b, key, 1, "two", 3, NULL), SQLLOCK_OK,
+              "cas inside it");
+    app_ok(a, app_exec(a, "ROLLBACK"), "the application's rollback");
+    sqllock_txn_free(t);
+    assert_int_equal(lockable(own, name), 1);
+    assert_int_equal(get_val(a, id), 7);
+    EXPECT_RC(own, sqllock_record_get(own, key, &v, &len, &version),
+              SQLLOCK_OK, "the record after the rollback");
+    assert_int_equal(version, 1);
+    assert_memory_equal(v, "one", 3);
+    free(v);
+    sqllock_close(b);
+    app_close(a);
+    guard_close(own);
+}
+
+/* G2, R1: with no transaction open, sqllock_txn_begin() on a borrowed
+ * handle begins and commits its own; with one open, it is refused (a
+ * BEGIN would end MySQL's open transaction, or nest in PostgreSQL's). */
+static void test_borrow_G2_own_txn_on_borrowed(void **state)
+{
+    app *a = app_open(g_url, NULL);
+    sqllock_db *own = guard_open(), *b = borrow(a);
+    sqllock_txn *t = NULL;
+    const char *name;
+    char nm[96];
+    (void)state;
+
+    guard_name(nm, sizeof nm, "owntxn");
+    name = nm;
+    EXPECT_RC(b, sqllock_txn_begin(b, NULL, &t), SQLLOCK_OK, "begin");
+    EXPECT_RC(b, sqllock_txn_lock(t, &name, 1, SQLLOCK_LOCK_WAIT, NULL),
+              SQLLOCK_OK, "lock");
+    assert_int_equal(lockable(own, name), 0);
+    EXPECT_RC(b, sqllock_txn_commit(t), SQLLOCK_OK, "commit");
+    sqllock_txn_free(t);
+    assert_int_equal(lockable(own, name), 1);
+
+    app_ok(a, app_begin(a, 0), "the application's begin");
+    EXPECT_RC(b, sqllock_txn_begin(b, NULL, &t), SQLLOCK_EMISUSE,
+              "begin inside the application's transaction");
+    assert_null(t);
+    assert_non_null(strstr(sqllock_errmsg(b), "sqllock_txn_join"));
+    app_ok(a, app_exec(a, "ROLLBACK"), "rollback");
+    sqllock_close(b);
+    app_close(a);
+    guard_close(own);
+}
+
+/* Whether another connection can lock row `id` of the application's
+ * table now (NOWAIT): 1 yes, 0 it is held. */
+static int row_lockable(sqllock_db *other, int64_t id)
+{
+    sqllock_cell key = SQLLOCK_NUMBER(id);
+    sqllock_txn *t = NULL;
+    int rc;
+
+    EXPECT_RC(other, sqllock_txn_begin(other, NULL, &t), SQLLOCK_OK, "begin");
+    rc = sqllock_txn_lock_rows(t, &PLAIN, &key, 1, SQLLOCK_LOCK_NOWAIT, NULL);
+    sqllock_txn_free(t);
+    if (rc != SQLLOCK_OK && rc != SQLLOCK_ELOCKED)
+        fail_msg("NOWAIT row lock: %s: %s", sqllock_errname(rc),
+                 sqllock_errmsg(other));
+    return rc == SQLLOCK_OK;
+}
+
+/* G2, R1, R3, R5: the application's own rows locked inside its
+ * transaction (SQLite: the database's write lock, taken inside the
+ * transaction the application began DEFERRED), held until it ends; SKIP
+ * LOCKED on a name another connection holds gets nothing and fails
+ * nothing. */
+static void test_borrow_G2_R5_app_rows_and_skip_locked(void **state)
+{
+    app *a = app_open(g_url, NULL);
+    sqllock_db *own = guard_open(), *b = borrow(a);
+    int64_t id = guard_row(own);
+    sqllock_cell key = SQLLOCK_NUMBER(id);
+    sqllock_txn *t = NULL, *held = NULL;
+    const char *name;
+    char nm[96];
+    int got = -1;
+    (void)state;
+
+    guard_name(nm, sizeof nm, "skip");
+    name = nm;
+    app_ok(a, app_begin(a, 0), "begin");
+    (void)get_val(a, id);                    /* a read first: DEFERRED */
+    EXPECT_RC(b, sqllock_txn_join(b, NULL, &t), SQLLOCK_OK, "join");
+    EXPECT_RC(b, sqllock_txn_lock_rows(t, &PLAIN, &key, 1, SQLLOCK_LOCK_WAIT,
+                                       &got),
+              SQLLOCK_OK, "lock the application's row");
+    assert_int_equal(got, 1);
+    assert_int_equal(row_lockable(own, id), 0);
+    sqllock_txn_free(t);
+    assert_int_equal(row_lockable(own, id), 0);   /* until the app ends */
+    app_ok(a, app_exec(a, "ROLLBACK"), "rollback");
+    assert_int_equal(row_lockable(own, id), 1);
+
+    if (!is_sqlite(a)) {
+        EXPECT_RC(own, sqllock_txn_begin(own, NULL, &held), SQLLOCK_OK,
+                  "begin");
+        EXPECT_RC(own, sqllock_txn_lock(held, &name, 1, SQLLOCK_LOCK_WAIT,
+                                        NULL), SQLLOCK_OK, "the other's lock");
+        app_ok(a, app_begin(a, 0), "begin");
+        EXPECT_RC(b, sqllock_txn_join(b, NULL, &t), SQLLOCK_OK, "join");
+        got = -1;
+        EXPECT_RC(b, sqllock_txn_lock(t, &name, 1, SQLLOCK_LOCK_SKIP_LOCKED,
+                                      &got), SQLLOCK_OK, "SKIP LOCKED");
+        assert_int_equal(got, 0);
+        set_val(a, id, 4);                   /* the transaction goes on */
+        sqllock_txn_free(t);
+        app_ok(a, app_exec(a, "COMMIT"), "commit");
+        assert_int_equal(get_val(a, id), 4);
+        sqllock_txn_free(held);
+    }
+    sqllock_close(b);
+    app_close(a);
+    guard_close(own);
+}
+
+/* The session's own row-lock wait, in ms. */
+static int64_t session_wait_ms(app *a)
+{
+    int64_t v = -1;
+    const char *sql =
+        is_pg(a) ? "SELECT (EXTRACT(EPOCH FROM current_setting("
+                   "'lock_timeout')::interval) * 1000)::bigint"
+        : is_sqlite(a) ? "PRAGMA busy_timeout"
+                       : "SELECT @@SESSION.innodb_lock_wait_timeout * 1000";
+
+    app_ok(a, app_run(a, sql, NULL, 0, NULL, 0, NULL, &v), "read the wait");
+    return v;
+}
+
+/* G2, R7: the application's own lock wait (7 s) is put back when the
+ * joined sqllock_txn ends, after a lock and after a failed one. A NOWAIT
+ * that meets a held lock fails the sqllock_txn (later lock calls are
+ * refused) but sends no ROLLBACK: where the database keeps the
+ * transaction (MySQL, SQLite), the application's earlier write is still
+ * in it, for the application to roll back. */
+static void test_borrow_G2_R7_wait_put_back_and_failed_lock(void **state)
+{
+    app *a = app_open(g_url, NULL);
+    sqllock_db *own = guard_open(), *b = borrow(a);
+    sqllock_txn_options o = SQLLOCK_TXN_OPTIONS_INIT;
+    sqllock_txn *t = NULL, *held = NULL;
+    int64_t id = guard_row(own);
+    const char *name;
+    char nm[96];
+    (void)state;
+
+    guard_name(nm, sizeof nm, "wait");
+    name = nm;
+    app_ok(a, app_exec(a, is_pg(a) ? "SET lock_timeout = '7s'"
+                          : is_sqlite(a) ? "PRAGMA busy_timeout = 7000"
+                          : "SET SESSION innodb_lock_wait_timeout = 7"),
+           "the application's wait");
+    assert_int_equal(session_wait_ms(a), 7000);
+
+    o.lock_timeout_ms = 1234;
+    app_ok(a, app_begin(a, 0), "begin");
+    EXPECT_RC(b, sqllock_txn_join(b, &o, &t), SQLLOCK_OK, "join");
+    EXPECT_RC(b, sqllock_txn_lock(t, &name, 1, SQLLOCK_LOCK_WAIT, NULL),
+              SQLLOCK_OK, "lock");
+    if (!is_sqlite(a))       /* SQLite's applies to taking the lock only */
+        assert_int_equal(session_wait_ms(a), is_pg(a) ? 1234 : 2000);
+    sqllock_txn_free(t);
+    assert_int_equal(session_wait_ms(a), 7000);
+    app_ok(a, app_exec(a, "COMMIT"), "commit");
+    assert_int_equal(session_wait_ms(a), 7000);
+
+    /* Another connection holds it; the application has written first. */
+    EXPECT_RC(own, sqllock_txn_begin(own, NULL, &held), SQLLOCK_OK, "begin");
+    EXPECT_RC(own, sqllock_txn_lock(held, &name, 1, SQLLOCK_LOCK_WAIT, NULL),
+              SQLLOCK_OK, "the other's lock");
+    app_ok(a, app_begin(a, 0), "begin");
+    if (!is_sqlite(a))      /* SQLite: the other holds the write lock */
+        set_val(a, id, 3);
+    EXPECT_RC(b, sqllock_txn_join(b, &o, &t), SQLLOCK_OK, "join");
+    EXPECT_RC(b, sqllock_txn_lock(t, &name, 1, SQLLOCK_LOCK_NOWAIT, NULL),
+              SQLLOCK_ELOCKED, "NOWAIT on a held lock");
+    assert_non_null(strstr(sqllock_errmsg(b), "roll it back on its "
+                                              "connection"));
+    EXPECT_RC(b, sqllock_txn_lock(t, &name, 1, SQLLOCK_LOCK_NOWAIT, NULL),
+              SQLLOCK_EMISUSE, "a lock call after the failure");
+    sqllock_txn_free(t);
+    if (!is_pg(a)) {
+        /* Not rolled back by the library: the application's write (MySQL)
+         * is still in its transaction, which is still open. */
+        if (!is_sqlite(a))
+            assert_int_equal(get_val(a, id), 3);
+        assert_int_equal(session_wait_ms(a), 7000);
+    }
+    app_ok(a, app_exec(a, "ROLLBACK"), "the application's rollback");
+    assert_int_equal(session_wait_ms(a), 7000);
+    assert_int_equal(get_val(a, id), 0);
+    sqllock_txn_free(held);
+    sqllock_close(b);
+    app_close(a);
+    guard_close(own);
+}
+
+/* G1, G2: the guarded update through the borrowed handle is part of the
+ * application's transaction: invisible to others until the application
+ * commits, gone if it rolls back; refused (LOST) once the lease is
+ * another holder's. */
+static void test_borrow_G1_G2_guarded_update_in_app_txn(void **state)
+{
+    app *a = app_open(g_url, NULL);
+    sqllock_db *own = guard_open(), *own2 = guard_open(), *b = borrow(a);
+    const int64_t ttl = tu_scaled_ms(400);
+    int64_t id = guard_row(own), val = -1;
+    sqllock_cell key = SQLLOCK_NUMBER(id);
+    sqllock_cell set = { "val", SQLLOCK_OP_SET, NULL, 11 };
+    sqllock_lease *l, *l2;
+    char name[96];
+    (void)state;
+
+    guard_name(name, sizeof name, "gupd");
+    l = guard_acquire(own, name, 30000, 0);
+    app_ok(a, app_begin(a, 0), "begin");
+    EXPECT_RC(b, sqllock_table_guarded_update(b, l, &PLAIN, &key, NULL, &set,
+                                              1, NULL, 0),
+              SQLLOCK_OK, "guarded update on the application's connection");
+    guard_read(own, id, &val, NULL, NULL);
+    assert_int_equal(val, 0);            /* not committed yet */
+    app_ok(a, app_exec(a, "ROLLBACK"), "rollback");
+    guard_read(own, id, &val, NULL, NULL);
+    assert_int_equal(val, 0);
+    app_ok(a, app_begin(a, 0), "begin");
+    EXPECT_RC(b, sqllock_table_guarded_update(b, l, &PLAIN, &key, NULL, &set,
+                                              1, NULL, 0),
+              SQLLOCK_OK, "again");
+    app_ok(a, app_exec(a, "COMMIT"), "commit");
+    guard_read(own, id, &val, NULL, NULL);
+    assert_int_equal(val, 11);
+    EXPECT_RC(own, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    sqllock_lease_free(l);
+
+    /* A short lease, left to expire (no watchdog) and taken over. */
+    l = guard_acquire(own, name, ttl, 0);
+    l2 = guard_acquire(own2, name, 30000, ttl * 20);
+    set.number = 12;
+    app_ok(a, app_begin(a, 0), "begin");
+    EXPECT_RC(b, sqllock_table_guarded_update(b, l, &PLAIN, &key, NULL, &set,
+                                              1, NULL, 0),
+              SQLLOCK_LOST, "the old holder's guarded update");
+    app_ok(a, app_exec(a, "COMMIT"), "commit");
+    guard_read(own, id, &val, NULL, NULL);
+    assert_int_equal(val, 11);
+    EXPECT_RC(own2, sqllock_lease_release(l2), SQLLOCK_OK, "release");
+    sqllock_lease_free(l2);
+    sqllock_lease_free(l);
+    sqllock_close(b);
+    app_close(a);
+    guard_close(own);
+    guard_close(own2);
+}
+
+/* ------------------------------------------------------------------ */
+/* Exclusion between processes                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct excl_arg {
+    const char *name;
+    int64_t id;
+    int rounds;
+} excl_arg;
+
+/* One process: `rounds` times, in a transaction of its own on its own
+ * connection: lock (joined), read the counter, write it + 1, commit. A
+ * round whose lock or commit fails is rolled back and done again. */
+static int excl_child(void *p)
+{
+    excl_arg *x = p;
+    sqllock_txn_options o = SQLLOCK_TXN_OPTIONS_INIT;
+    app *a = app_open(g_url, NULL);
+    sqllock_db *b = NULL;
+    int done = 0, tries = 0, failed = 0;
+
+    if (sqllock_borrow(app_driver(a), app_native(a), NULL, &b) != SQLLOCK_OK) {
+        fprintf(stderr, "child: borrow: %s\n", sqllock_errmsg(b));
+        return 2;
+    }
+    o.lock_timeout_ms = tu_scaled_ms(10000);
+    while (done < x->rounds && tries++ < x->rounds * 20) {
+        sqllock_txn *t = NULL;
+        int64_t v = 0, args[2];
+        int ok;
+
+        if (app_begin(a, 0) != APP_OK) {
+            fprintf(stderr, "child: begin: %s\n", app_error(a));
+            return 3;
+        }
+        ok = sqllock_txn_join(b, &o, &t) == SQLLOCK_OK &&
+             sqllock_txn_lock(t, &x->name, 1, SQLLOCK_LOCK_WAIT, NULL) ==
+                 SQLLOCK_OK;
+        if (!ok)
+            fprintf(stderr, "child %ld: lock: %s (retried)\n", (long)getpid(),
+                    sqllock_errmsg(b));
+        if (ok)
+            ok = app_run(a, q(a, "SELECT val FROM " GUARD_TABLE " WHERE id "
+                                 "= $1", "SELECT val FROM " GUARD_TABLE
+                                 " WHERE id = ?"), &x->id, 1, NULL, 0, NULL,
+                         &v) == APP_OK;
+        args[0] = v + 1;
+        args[1] = x->id;
+        if (ok)
+            ok = app_run(a, q(a, "UPDATE " GUARD_TABLE " SET val = $1 WHERE "
+                                 "id = $2", "UPDATE " GUARD_TABLE " SET val "
+                                 "= ? WHERE id = ?"), args, 2, NULL, 0, NULL,
+                         NULL) == APP_OK;
+        sqllock_txn_free(t);
+        if (ok && app_exec(a, "COMMIT") == APP_OK) {
+            done++;
+            continue;
+        }
+        fprintf(stderr, "child %ld: round failed: %s\n", (long)getpid(),
+                app_error(a));
+        (void)app_exec(a, "ROLLBACK");
+        failed++;
+    }
+    sqllock_close(b);
+    /* SQLite serialises writers by itself: a round whose read raced
+     * another's write fails at its own write (a stale snapshot) instead
+     * of losing an increment. The lock, which takes the write lock
+     * before the read, is what keeps every round from failing. */
+    if (is_sqlite(a) && failed > 0) {
+        fprintf(stderr, "child: R5: %d round(s) failed on SQLite: the "
+                "joined lock did not hold the write lock\n", failed);
+        app_close(a);
+        return 5;
+    }
+    app_close(a);
+    return done == x->rounds ? 0 : 4;
+}
+
+/* G2, R1, R5: 4 processes, each incrementing one counter with its own
+ * statements inside its own transaction, under a row lock joined into
+ * it: a read and a write that overlapped another process's would lose
+ * an increment, so the counter must end exact (on SQLite, where such a
+ * round fails instead, no round may fail). */
+static void test_borrow_G2_R1_exclusion_between_processes(void **state)
+{
+    enum { PROCS = 4 };
+    sqllock_db *own = guard_open();
+    excl_arg x;
+    pid_t pids[PROCS];
+    char name[96];
+    int i, bad;
+    int64_t val = -1;
+    (void)state;
+
+    guard_name(name, sizeof name, "excl");
+    x.name = name;
+    x.id = guard_row(own);
+    x.rounds = tu_slowdown_tool() > 2 ? 10 : 40;
+    for (i = 0; i < PROCS; i++)
+        pids[i] = tu_fork_child(excl_child, &x, 600);
+    bad = tu_reap_children(pids, PROCS, tu_scaled_ms(120000), NULL);
+    assert_int_equal(bad, 0);
+    guard_read(own, x.id, &val, NULL, NULL);
+    assert_int_equal(val, (int64_t)PROCS * x.rounds);
+    guard_close(own);
+}
+
+/* ------------------------------------------------------------------ */
+/* The connection                                                       */
+/* ------------------------------------------------------------------ */
+
+/* G2, C3: a borrowed connection that the server ended is not
+ * reconnected: every call reports SQLLOCK_ECONNECT, saying so. */
+static void test_borrow_G2_lost_connection_not_reconnected(void **state)
+{
+    app *a = app_open(g_url, NULL);
+    sqllock_db *own = guard_open(), *b = borrow(a);
+    sqllock_cell pid = SQLLOCK_NUMBER(0);
+    char kill[64];
+    void *v = NULL;
+    size_t len = 0;
+    int64_t version = 0;
+    (void)state;
+
+    pid.number = tu_backend_id(b);
+    /* KILL takes no placeholder; the id is the server's own number. */
+    snprintf(kill, sizeof kill, "KILL %lld", (long long)pid.number);
+    EXPECT_RC(own, sqllock_db_exec(own, is_pg(a) ? "SELECT "
+                                   "pg_terminate_backend($1::int)" : kill,
+                                   &pid, is_pg(a) ? 1 : 0, NULL, NULL, NULL),
+              SQLLOCK_OK, "end the application's session");
+    tu_sleep_ms(100);
+    EXPECT_RC(b, sqllock_record_get(b, "lost", &v, &len, &version),
+              SQLLOCK_ECONNECT, "a call on the lost connection");
+    EXPECT_RC(b, sqllock_record_get(b, "lost", &v, &len, &version),
+              SQLLOCK_ECONNECT, "the next call");
+    assert_non_null(strstr(sqllock_errmsg(b), "does not reconnect"));
+    sqllock_close(b);
+    app_close(a);
+    guard_close(own);
+}
+
+/* G2: libpq's nonblocking mode is the application's: a call on the
+ * borrowed connection leaves it as it found it, either way. */
+static void test_borrow_G2_pg_nonblocking_kept(void **state)
+{
+#ifdef SQLLOCK_HAVE_POSTGRES
+    app *a = app_open(g_url, NULL);
+    sqllock_db *b = borrow(a);
+    PGconn *pg = app_native(a);
+    int64_t version = 0;
+    void *v = NULL;
+    size_t len = 0;
+    int mode;
+    (void)state;
+
+    for (mode = 1; mode >= 0; mode--) {
+        assert_int_equal(PQsetnonblocking(pg, mode), 0);
+        EXPECT_RC(b, sqllock_record_get(b, "nb", &v, &len, &version),
+                  SQLLOCK_NOTFOUND, "a call");
+        assert_int_equal(PQisnonblocking(pg), mode);
+    }
+    sqllock_close(b);
+    app_close(a);
+#else
+    (void)state;
+    skip();
+#endif
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_borrow_G2_E2_bad_input_and_refusals,
+                                  guard_teardown),
+        cmocka_unit_test_teardown(test_borrow_G2_joined_commit_and_rollback,
+                                  guard_teardown),
+        cmocka_unit_test_teardown(test_borrow_G2_own_txn_on_borrowed,
+                                  guard_teardown),
+        cmocka_unit_test_teardown(test_borrow_G2_R5_app_rows_and_skip_locked,
+                                  guard_teardown),
+        cmocka_unit_test_teardown(
+            test_borrow_G2_R7_wait_put_back_and_failed_lock, guard_teardown),
+        cmocka_unit_test_teardown(test_borrow_G1_G2_guarded_update_in_app_txn,
+                                  guard_teardown),
+        cmocka_unit_test_teardown(
+            test_borrow_G2_R1_exclusion_between_processes, guard_teardown),
+        cmocka_unit_test_teardown(
+            test_borrow_G2_lost_connection_not_reconnected, guard_teardown),
+        cmocka_unit_test_teardown(test_borrow_G2_pg_nonblocking_kept,
+                                  guard_teardown),
+    };
+
+    tu_not_on("sqlite", "test_borrow_G2_lost_connection_not_reconnected",
+              "an embedded database has no server to end the session");
+    tu_not_on("sqlite", "test_borrow_G2_pg_nonblocking_kept",
+              "libpq's mode");
+    tu_not_on("mysql", "test_borrow_G2_pg_nonblocking_kept", "libpq's mode");
+    return TU_RUN_PER_URL("borrow", &g_url, tests, guard_group_setup, NULL);
+}
