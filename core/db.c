@@ -172,13 +172,12 @@ static int read_options(sqllock_db *db, const sqllock_options *opts)
     return SQLLOCK_OK;
 }
 
-int sqllock_open(const char *url, const sqllock_options *opts,
-                 sqllock_db **out)
+/* A new handle in *out with its options read (sqllock_open(),
+ * sqllock_borrow()). *out is set whenever memory allows, even when the
+ * options are refused, so that the caller can read the message. */
+static int handle_new(const sqllock_options *opts, sqllock_db **out)
 {
     sqllock_db *db;
-    sqllock_url *parsed = NULL;
-    char why[256];
-    int rc;
 
     if (out == NULL)
         return SQLLOCK_EINVAL;
@@ -188,9 +187,20 @@ int sqllock_open(const char *url, const sqllock_options *opts,
         return SQLLOCK_ENOMEM;
     *out = db;
     db->lock_timeout_ms = -1;
-    rc = read_options(db, opts);
-    if (rc != SQLLOCK_OK)
+    return read_options(db, opts);
+}
+
+int sqllock_open(const char *url, const sqllock_options *opts,
+                 sqllock_db **out)
+{
+    sqllock_db *db;
+    sqllock_url *parsed = NULL;
+    char why[256];
+    int rc;
+
+    if ((rc = handle_new(opts, out)) != SQLLOCK_OK)
         return rc;
+    db = *out;
     if (url == NULL)
         return sqllock__fail(db, SQLLOCK_EINVAL, "the database URL is NULL");
     db->url = malloc(strlen(url) + 1);
@@ -237,18 +247,10 @@ int sqllock_borrow(const char *scheme, void *native,
     sqllock_db *db;
     int rc;
 
-    if (out == NULL)
-        return SQLLOCK_EINVAL;
-    *out = NULL;
-    db = calloc(1, sizeof *db);
-    if (db == NULL)
-        return SQLLOCK_ENOMEM;
-    *out = db;
-    db->lock_timeout_ms = -1;
-    db->borrowed = 1;
-    rc = read_options(db, opts);
-    if (rc != SQLLOCK_OK)
+    if ((rc = handle_new(opts, out)) != SQLLOCK_OK)
         return rc;
+    db = *out;
+    db->borrowed = 1;
     if (scheme == NULL || *scheme == '\0')
         return sqllock__fail(db, SQLLOCK_EINVAL, "sqllock_borrow: the "
                              "driver's scheme is %s (give \"postgres\", "

@@ -272,11 +272,9 @@ static int app_in_txn(sqllock_db *db, int *in_txn)
     return SQLLOCK_OK;
 }
 
-int sqllock_txn_join(sqllock_db *db, const sqllock_txn_options *opts,
-                     sqllock_txn **out)
+/* The arguments every way of making a sqllock_txn checks first. */
+static int txn_args(sqllock_db *db, sqllock_txn **out)
 {
-    int app_txn = 0, rc;
-
     if (out != NULL)
         *out = NULL;
     if (db == NULL)
@@ -286,6 +284,16 @@ int sqllock_txn_join(sqllock_db *db, const sqllock_txn_options *opts,
     if (db->drv == NULL)
         return sqllock__fail(db, SQLLOCK_EMISUSE, "the handle has no driver "
                              "(its open failed)");
+    return SQLLOCK_OK;
+}
+
+int sqllock_txn_join(sqllock_db *db, const sqllock_txn_options *opts,
+                     sqllock_txn **out)
+{
+    int app_txn = 0, rc;
+
+    if ((rc = txn_args(db, out)) != SQLLOCK_OK)
+        return rc;
     if (!db->borrowed)
         return sqllock__fail(db, SQLLOCK_EMISUSE, "sqllock_txn_join: the "
                              "handle's connection is the library's own; "
@@ -308,16 +316,9 @@ int sqllock_txn_join(sqllock_db *db, const sqllock_txn_options *opts,
 int sqllock_txn_begin(sqllock_db *db, const sqllock_txn_options *opts,
                       sqllock_txn **out)
 {
-    if (out != NULL)
-        *out = NULL;
-    if (db == NULL)
-        return SQLLOCK_EINVAL;
-    if (out == NULL)
-        return sqllock__fail(db, SQLLOCK_EINVAL, "the output pointer is NULL");
-    if (db->drv == NULL)
-        return sqllock__fail(db, SQLLOCK_EMISUSE, "the handle has no driver "
-                             "(its open failed)");
-    return txn_new(db, opts, 0, out);
+    int rc = txn_args(db, out);
+
+    return rc != SQLLOCK_OK ? rc : txn_new(db, opts, 0, out);
 }
 
 /* A new sqllock_txn on `db`: the library's own (joined 0), or the

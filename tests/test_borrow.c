@@ -94,20 +94,35 @@ static int64_t get_val(app *a, int64_t id)
     return v;
 }
 
-/* Whether another connection can lock `name` now (NOWAIT): 1 yes, 0 it
- * is held. */
-static int lockable(sqllock_db *other, const char *name)
+/* Whether another connection can lock now (NOWAIT) the library's lock
+ * row `name`, or with `name` NULL row `id` of the application's table:
+ * 1 yes, 0 it is held. */
+static int free_now(sqllock_db *other, const char *name, int64_t id)
 {
+    sqllock_cell key = SQLLOCK_NUMBER(id);
     sqllock_txn *t = NULL;
     int rc;
 
     EXPECT_RC(other, sqllock_txn_begin(other, NULL, &t), SQLLOCK_OK, "begin");
-    rc = sqllock_txn_lock(t, &name, 1, SQLLOCK_LOCK_NOWAIT, NULL);
+    rc = name != NULL
+             ? sqllock_txn_lock(t, &name, 1, SQLLOCK_LOCK_NOWAIT, NULL)
+             : sqllock_txn_lock_rows(t, &PLAIN, &key, 1, SQLLOCK_LOCK_NOWAIT,
+                                     NULL);
     sqllock_txn_free(t);
     if (rc != SQLLOCK_OK && rc != SQLLOCK_ELOCKED)
         fail_msg("NOWAIT lock: %s: %s", sqllock_errname(rc),
                  sqllock_errmsg(other));
     return rc == SQLLOCK_OK;
+}
+
+static int lockable(sqllock_db *other, const char *name)
+{
+    return free_now(other, name, 0);
+}
+
+static int row_lockable(sqllock_db *other, int64_t id)
+{
+    return free_now(other, NULL, id);
 }
 
 /* E2, G2: bad arguments, and what a borrowed handle refuses (nothing
@@ -265,23 +280,6 @@ static void test_borrow_G2_own_txn_on_borrowed(void **state)
     sqllock_close(b);
     app_close(a);
     guard_close(own);
-}
-
-/* Whether another connection can lock row `id` of the application's
- * table now (NOWAIT): 1 yes, 0 it is held. */
-static int row_lockable(sqllock_db *other, int64_t id)
-{
-    sqllock_cell key = SQLLOCK_NUMBER(id);
-    sqllock_txn *t = NULL;
-    int rc;
-
-    EXPECT_RC(other, sqllock_txn_begin(other, NULL, &t), SQLLOCK_OK, "begin");
-    rc = sqllock_txn_lock_rows(t, &PLAIN, &key, 1, SQLLOCK_LOCK_NOWAIT, NULL);
-    sqllock_txn_free(t);
-    if (rc != SQLLOCK_OK && rc != SQLLOCK_ELOCKED)
-        fail_msg("NOWAIT row lock: %s: %s", sqllock_errname(rc),
-                 sqllock_errmsg(other));
-    return rc == SQLLOCK_OK;
 }
 
 /* G2, R1, R3, R5: the application's own rows locked inside its
