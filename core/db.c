@@ -57,6 +57,7 @@ static void drop_connection(sqllock_db *db)
         db->dyn[i].sql = NULL;
     }
     db->txn_fresh = 0;
+    db->no_routine = 0;
     if (db->conn != NULL) {
         db->drv->disconnect(db->conn);
         db->conn = NULL;
@@ -430,6 +431,8 @@ typedef char sqllock__sql_v4_is_one[
     SQLLOCK_SQL_COUNT_V4_ - SQLLOCK_SQL_COUNT_V2_ == 1 ? 1 : -1];
 typedef char sqllock__sql_v5_is_two[
     SQLLOCK_SQL_COUNT_V5_ - SQLLOCK_SQL_COUNT_V4_ == 2 ? 1 : -1];
+typedef char sqllock__sql_v6_is_one[
+    SQLLOCK_SQL_COUNT_V6_ - SQLLOCK_SQL_COUNT_V5_ == 1 ? 1 : -1];
 
 const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
 {
@@ -446,6 +449,10 @@ const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
     if (id < SQLLOCK_SQL_COUNT_V5_)
         return drv->version >= 5
                    ? &drv->dialect->sql_v5[id - SQLLOCK_SQL_COUNT_V4_]
+                   : NULL;
+    if (id < SQLLOCK_SQL_COUNT_V6_)
+        return drv->version >= 6
+                   ? &drv->dialect->sql_v6[id - SQLLOCK_SQL_COUNT_V5_]
                    : NULL;
     return NULL;
 }
@@ -753,6 +760,27 @@ static int read_schema_version(sqllock_db *db, int64_t *version)
     return rc;
 }
 
+/* What a current schema may still lack (the driver's upgrade(), version
+ * 6: MySQL's one-round-trip acquire routine). */
+static int upgrade(sqllock_db *db)
+{
+    sqllock_dberr err;
+    int rc;
+
+    if (db->drv->version < 6 || db->drv->upgrade == NULL)
+        return sqllock__ok(db);
+    if ((rc = ensure_connected(db)) != SQLLOCK_OK)
+        return rc;
+    memset(&err, 0, sizeof err);
+    rc = db->drv->upgrade(db->conn, &err);
+    if (rc != SQLLOCK_OK) {
+        err.status = rc;
+        return fail_db(db, &err, "upgrading the sqllock schema");
+    }
+    db->no_routine = 0;
+    return sqllock__ok(db);
+}
+
 int sqllock_init(sqllock_db *db)
 {
     sqllock_dberr err;
@@ -785,7 +813,7 @@ int sqllock_init(sqllock_db *db)
      * the script's DDL locks (on PostgreSQL, CREATE INDEX IF NOT EXISTS
      * locks the lease table against writes) off a live lock table. */
     if (version == SQLLOCK_SCHEMA_VERSION)
-        return sqllock__ok(db);
+        return upgrade(db);
     rc = ensure_connected(db);
     if (rc != SQLLOCK_OK)
         return rc;
@@ -805,7 +833,7 @@ int sqllock_init(sqllock_db *db)
         return sqllock__fail(db, SQLLOCK_ESCHEMAVER, "after creating the "
                              "schema its version reads %lld, not %d",
                              (long long)version, SQLLOCK_SCHEMA_VERSION);
-    return sqllock__ok(db);
+    return upgrade(db);
 }
 
 int sqllock_list(sqllock_db *db,

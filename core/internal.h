@@ -42,6 +42,9 @@ struct sqllock_db {
     char *url;                 /* the URL as given, for reconnects */
     char *url_redacted;        /* the URL with any password hidden */
     char *secrets;             /* sqllock__url_secrets(url), for messages */
+    int no_routine;            /* LEASE_ACQUIRE_ONE cannot be used on this
+                                  connection (not installed, not allowed):
+                                  the acquire runs its transaction */
     int borrowed;              /* sqllock_borrow(): the connection is the
                                   application's; never reconnected */
     char lost_why[200];        /* borrowed: why the connection was dropped */

@@ -320,6 +320,42 @@ static int acquire_in_transaction(sqllock_db *db, const sqllock_value *args,
     return rc;
 }
 
+/*
+ * Without RETURNING: the whole acquire in one round trip where the
+ * dialect has a routine for it (LEASE_ACQUIRE_ONE: the statements of
+ * acquire_in_transaction(), in the same order, run by the server), else,
+ * or when the routine is not installed or not allowed on this
+ * connection, the transaction.
+ */
+static int acquire_one_trip(sqllock_db *db, const sqllock_value *args,
+                            int *got, int64_t *token)
+{
+    const sqllock_sql *one = sqllock__sql_of(db->drv,
+                                             SQLLOCK_SQL_LEASE_ACQUIRE_ONE);
+    const char *what = "acquiring the lease";
+    int rc, has_row = 0;
+
+    *got = 0;
+    if (one == NULL || one->text == NULL || db->no_routine)
+        return acquire_in_transaction(db, args, got, token);
+    rc = sqllock__run(db, SQLLOCK_SQL_LEASE_ACQUIRE_ONE, args, 4, what);
+    if (rc == SQLLOCK_OK)
+        rc = first_int_then_drain(db, SQLLOCK_SQL_LEASE_ACQUIRE_ONE, &has_row,
+                                  token, what);
+    if (rc == SQLLOCK_ENOSCHEMA || rc == SQLLOCK_EPERM) {
+        /* Not installed (sqllock_init() of an older version made the
+         * schema), or the user may not run it: the statements, from now
+         * on for this connection. Neither failure changed anything. */
+        db->no_routine = 1;
+        return acquire_in_transaction(db, args, got, token);
+    }
+    if (rc == SQLLOCK_OK && !has_row)
+        rc = sqllock__fail(db, SQLLOCK_EDB, "%s: the acquire routine "
+                           "returned no row", what);
+    *got = rc == SQLLOCK_OK && *token > 0;
+    return rc;
+}
+
 static int lease_insert(sqllock_lease *l)
 {
     sqllock_db *db = l->db;
@@ -347,7 +383,7 @@ static int lease_insert(sqllock_lease *l)
         if (rc == SQLLOCK_OK)
             rc = first_int_then_drain(db, id, &got, &token, what);
     } else {
-        rc = acquire_in_transaction(db, args, &got, &token);
+        rc = acquire_one_trip(db, args, &got, &token);
     }
     if (rc != SQLLOCK_OK) {
         forget(l);

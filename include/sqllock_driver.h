@@ -39,7 +39,7 @@
 extern "C" {
 #endif
 
-#define SQLLOCK_DRIVER_VERSION 5
+#define SQLLOCK_DRIVER_VERSION 6
 
 /* A driver's connection and prepared statement: the driver's own structs. */
 typedef struct sqllock_conn sqllock_conn;
@@ -189,6 +189,21 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                already open (one the application began, which a row
  *                lock joins), waiting as the busy timeout says, and
  *                changes nothing. A NULL text without DB_LOCK.
+ *
+ * Added in driver version 6, in the dialect's `sql_v6` (indexed by id -
+ * SQLLOCK_SQL_COUNT_V5_; it holds exactly this one, and its size never
+ * changes):
+ * LEASE_ACQUIRE_ONE 1 name, 2 owner, 3 holder, 4 ttl_ms. For a dialect
+ *                without SQLLOCK_CAP_RETURNING: the whole acquire --
+ *                LEASE_ACQUIRE, then TOKEN_NEXT and LEASE_SET_TOKEN while
+ *                the row is locked, committed -- in one round trip (a
+ *                stored routine that upgrade() installs), with the same
+ *                effect and the same rules. Returns one row, (token):
+ *                the new token when it took the lease, 0 when the lease
+ *                is held. When the routine cannot be used (not installed:
+ *                SQLLOCK_ENOSCHEMA; not allowed: SQLLOCK_EPERM) the core
+ *                goes back to the statements of the transaction for this
+ *                connection. A NULL text where there is no such routine.
  */
 typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_ACQUIRE = 0,
@@ -218,6 +233,9 @@ typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LOCK_TIMEOUT_GET = SQLLOCK_SQL_COUNT_V4_,
     SQLLOCK_SQL_TXN_WRITE_LOCK,
     SQLLOCK_SQL_COUNT_V5_,
+    /* driver version 6, in sqllock_dialect.sql_v6 */
+    SQLLOCK_SQL_LEASE_ACQUIRE_ONE = SQLLOCK_SQL_COUNT_V5_,
+    SQLLOCK_SQL_COUNT_V6_,
     /* Statements above are valid for the versions their comments give.
      * A statement added later is never put in an array that exists
      * already: a driver built before it has that array at the old size,
@@ -226,7 +244,7 @@ typedef enum sqllock_sql_id {
      * only from drivers of that version on (as SQLite's
      * sqlite3_io_methods grows: "methods above are valid for version
      * N"), and its ids follow here. */
-    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V5_
+    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V6_
 } sqllock_sql_id;
 
 /* One statement of a dialect. `args` lists, in placeholder order, which of
@@ -273,6 +291,11 @@ typedef struct sqllock_dialect {
      * SQLLOCK_SQL_COUNT_V5_, two (LOCK_TIMEOUT_GET, TXN_WRITE_LOCK),
      * whatever is added later. Read only from drivers of version 5 on. */
     sqllock_sql sql_v5[2];
+
+    /* Driver version 6: the statement from SQLLOCK_SQL_COUNT_V5_ to
+     * SQLLOCK_SQL_COUNT_V6_, one (LEASE_ACQUIRE_ONE), whatever is added
+     * later. Read only from drivers of version 6 on. */
+    sqllock_sql sql_v6[1];
 } sqllock_dialect;
 
 /* A bound value. Text is passed with its length and need not be
@@ -497,6 +520,17 @@ typedef struct sqllock_driver {
      * statement (MySQL with autocommit off), else 0; from what the
      * client library knows, without a round trip. */
     int (*txn_status)(sqllock_conn *conn, int *in_txn, sqllock_dberr *err);
+
+    /* ---- version 6 ---- */
+
+    /* Optional: run by sqllock_init() once the schema is current, every
+     * time (the version row says nothing of it): installs what the
+     * dialect can do without, such as the stored routine of
+     * LEASE_ACQUIRE_ONE, when it is missing. Idempotent and safe from
+     * several processes at once. A user without the privilege to install
+     * it is not an error (SQLLOCK_OK: the core does without); a lost
+     * connection or a broken schema is. */
+    int (*upgrade)(sqllock_conn *conn, sqllock_dberr *err);
 } sqllock_driver;
 
 /*

@@ -47,6 +47,8 @@ int main(void)
         cmocka_unit_test(test_conformance_L4_renew_after_loss_reports_lost),
         cmocka_unit_test(test_conformance_L5_token_increases),
         cmocka_unit_test(test_conformance_L5_token_increases_after_row_deleted),
+        cmocka_unit_test(test_conformance_L5_token_increases_across_acquire_paths),
+        cmocka_unit_test(test_conformance_S1_acquire_without_routine),
         cmocka_unit_test(test_conformance_L8_reentrancy_counts),
         cmocka_unit_test(test_conformance_L8_reentry_after_loss_reports_lost),
         cmocka_unit_test(test_conformance_L6_remaining_conservative),
@@ -63,6 +65,10 @@ int main(void)
     tu_not_on("pooled", "test_conformance_S1_enoschema_before_init",
               "the empty target is reached with the options startup "
               "parameter, which PgBouncer refuses");
+    tu_not_on("sqlite", "test_conformance_S1_acquire_without_routine",
+              "the one-round-trip acquire routine is MySQL's");
+    tu_not_on("postgres", "test_conformance_S1_acquire_without_routine",
+              "the one-round-trip acquire routine is MySQL's");
     return TU_RUN_PER_URL("conformance", &g_url, tests, cf_group_setup,
                           cf_group_teardown);
 }

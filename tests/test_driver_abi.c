@@ -37,11 +37,11 @@ extern const sqllock_driver sqllock__sqlite_driver;
 #define DIALECT_V1_SIZE offsetof(sqllock_dialect, sql_v2)
 #define DIALECT_V2_SIZE offsetof(sqllock_dialect, sql_v4)
 #define DIALECT_V3_SIZE offsetof(sqllock_dialect, sql_v4)
-/* Version 4 appended no method and version 5 appended adopt and
- * txn_status: a version 3 driver ends before adopt. A method added later
+/* Version 4 appended no method, version 5 adopt and txn_status, version
+ * 6 upgrade: a version 3 driver ends before adopt. A method added later
  * makes this fail. */
-typedef char driver_v5_is_whole[
-    offsetof(sqllock_driver, txn_status) + sizeof(void (*)(void)) ==
+typedef char driver_v6_is_whole[
+    offsetof(sqllock_driver, upgrade) + sizeof(void (*)(void)) ==
     sizeof(sqllock_driver) ? 1 : -1];
 
 typedef struct old_driver {

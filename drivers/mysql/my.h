@@ -144,6 +144,9 @@ struct sqllock_stmt {
     MYSQL_BIND *binds;          /* result binds, one per column */
     my_col *cols;
     int has_result;             /* a result set is stored and open */
+    int is_call;                /* CALL: its columns are known only after
+                                   it runs, and a status result follows
+                                   its rows */
     int64_t affected;
     int64_t insert_id;
 };
@@ -181,6 +184,10 @@ extern const char sqllock__my_sql_session_tz[];
 extern const char sqllock__my_sql_session_isolation[];
 extern const char sqllock__my_sql_wsrep_on[];
 extern const char sqllock__my_sql_wsrep_ready[];
+extern const char sqllock__my_routine_name[];
+extern const char sqllock__my_sql_routine_exists[];
+extern const char sqllock__my_sql_routine_create[];
+int sqllock__my_upgrade(sqllock_conn *c, sqllock_dberr *err);
 
 /* my_url.c. Checks the URL and reads its parameters into `t`;
  * sqllock__my_target_free() frees what it allocated, also after a

@@ -406,3 +406,44 @@ int sqllock__my_row_lock_scope(sqllock_conn *c, int *scope,
     *scope = c->galera ? SQLLOCK_ROW_LOCKS_NODE : SQLLOCK_ROW_LOCKS_EXCLUSIVE;
     return SQLLOCK_OK;
 }
+
+/*
+ * sqllock_init() on a current schema: installs the acquire routine
+ * (LEASE_ACQUIRE_ONE) when this database lacks it. One round trip when it
+ * is there. Another process may create it between the question and the
+ * CREATE (1304, it exists: done); a user without CREATE ROUTINE (or
+ * on a server that refuses routines) is not an error: the core acquires
+ * with the statements instead.
+ */
+int sqllock__my_upgrade(sqllock_conn *c, sqllock_dberr *err)
+{
+    const char *q = sqllock__my_sql_routine_exists;
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    unsigned code;
+    int n = 0, rc;
+
+    if (mysql_real_query(c->my, q, (unsigned long)strlen(q)) != 0)
+        return sqllock__my_fail_conn(c->my, err, "looking for the acquire "
+                                     "routine");
+    res = mysql_store_result(c->my);
+    if (res == NULL)
+        return sqllock__my_fail_conn(c->my, err, "looking for the acquire "
+                                     "routine");
+    if ((row = mysql_fetch_row(res)) != NULL && row[0] != NULL)
+        n = atoi(row[0]);
+    mysql_free_result(res);
+    if (n > 0)
+        return SQLLOCK_OK;
+    q = sqllock__my_sql_routine_create;
+    if (mysql_real_query(c->my, q, (unsigned long)strlen(q)) == 0)
+        return sqllock__my_check_committed(c, err);
+    code = mysql_errno(c->my);
+    if (code == 1304)                  /* ER_SP_ALREADY_EXISTS */
+        return SQLLOCK_OK;
+    rc = sqllock__my_classify(code);
+    if (rc == SQLLOCK_EPERM || code == 1419 /* ER_BINLOG_CREATE_ROUTINE_
+                                               NEED_SUPER */)
+        return SQLLOCK_OK;
+    return sqllock__my_fail_conn(c->my, err, "creating the acquire routine");
+}

@@ -25,6 +25,8 @@ int sqllock__my_classify(unsigned int code)
     case 1213:                 /* ER_LOCK_DEADLOCK */
         return SQLLOCK_EDEADLOCK;
     case 1146:                 /* ER_NO_SUCH_TABLE */
+    case 1305:                 /* ER_SP_DOES_NOT_EXIST (the acquire
+                                  routine, not installed) */
         return SQLLOCK_ENOSCHEMA;
     /* A Galera node that has left the primary component answers every
      * statement but SET and SHOW with 1047 ("WSREP has not yet prepared
@@ -49,6 +51,7 @@ int sqllock__my_classify(unsigned int code)
     case 1045:                 /* ER_ACCESS_DENIED_ERROR */
     case 1142:                 /* ER_TABLEACCESS_DENIED_ERROR */
     case 1227:                 /* ER_SPECIFIC_ACCESS_DENIED_ERROR */
+    case 1370:                 /* ER_PROCACCESS_DENIED_ERROR (EXECUTE) */
     case 1290:                 /* ER_OPTION_PREVENTS_STATEMENT (read-only) */
         return SQLLOCK_EPERM;
     case 2008:                 /* CR_OUT_OF_MEMORY */

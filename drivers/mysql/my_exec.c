@@ -124,7 +124,8 @@ int sqllock__my_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
             return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
         }
     }
-    rc = setup_columns(s, err);
+    s->is_call = strncmp(sql, "CALL ", 5) == 0;
+    rc = s->is_call ? SQLLOCK_OK : setup_columns(s, err);
     if (rc != SQLLOCK_OK) {
         stmt_free(s);
         return rc;
@@ -146,6 +147,12 @@ static void end_result(sqllock_stmt *s)
         /* Frees client memory only; it cannot fail on a stored result. */
         (void)mysql_stmt_free_result(s->st);
         s->has_result = 0;
+        /* A CALL's rows are followed by the routine's status (and any
+         * further result): read to the end, or the next command on the
+         * connection would find it out of sync. */
+        if (s->is_call)
+            while (mysql_stmt_next_result(s->st) == 0)
+                (void)mysql_stmt_free_result(s->st);
     }
 }
 
@@ -203,6 +210,15 @@ int sqllock__my_execute(sqllock_stmt *s, const sqllock_value *args,
         return sqllock__my_fail_timed(s->conn, t0,
                                       sqllock__my_fail_stmt(s->st, err, NULL),
                                       err);
+    /* A CALL's columns: known now, from its first result (the same each
+     * time: they are sized once). */
+    if (s->is_call && s->ncols == 0 && mysql_stmt_field_count(s->st) > 0) {
+        rc = setup_columns(s, err);
+        if (rc != SQLLOCK_OK) {
+            s->has_result = 1;          /* read to the end by reset() */
+            return rc;
+        }
+    }
     if (s->ncols == 0 || mysql_stmt_field_count(s->st) == 0) {
         s->affected = (int64_t)mysql_stmt_affected_rows(s->st);
         s->insert_id = (int64_t)mysql_stmt_insert_id(s->st);

@@ -177,6 +177,59 @@ static const char SQL_LEASE_GUARD[] =
 
 extern const char sqllock__schema_mysql[];
 
+/*
+ * L1, L5, L10 in one round trip (LEASE_ACQUIRE_ONE): the statements of
+ * the core's acquire transaction -- SQL_LEASE_ACQUIRE, then, when it took
+ * the row (ROW_COUNT() 1 inserted, 2 taken over; 0 held, as the
+ * affected-row count says without CLIENT_FOUND_ROWS), SQL_TOKEN_NEXT and
+ * SQL_LEASE_SET_TOKEN while the row stays locked -- run by the server in
+ * a routine, committed (durably, as any commit), and the token returned
+ * as a row (0: held). A failure rolls the transaction back and reports
+ * the statement's own error (RESIGNAL: a deadlock stays 1213). Its name
+ * carries a version: a later routine gets a new name, and a client of
+ * this version keeps calling this one. SQL SECURITY INVOKER: it runs with
+ * the caller's privileges on the tables, and needs EXECUTE on it.
+ * upgrade() creates it once; its text is sent as one statement.
+ */
+const char sqllock__my_routine_name[] = "sqllock_acquire_v1";
+const char sqllock__my_sql_routine_exists[] =
+    "SELECT COUNT(*) FROM information_schema.ROUTINES "
+    "WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE' "
+    "AND ROUTINE_NAME = 'sqllock_acquire_v1'";
+const char sqllock__my_sql_routine_create[] =
+    "CREATE PROCEDURE sqllock_acquire_v1(IN p_name VARBINARY(255), "
+    "IN p_owner CHAR(32) CHARACTER SET ascii, IN p_holder VARBINARY(255), "
+    "IN p_ttl_ms BIGINT)\n"
+    "SQL SECURITY INVOKER MODIFIES SQL DATA\n"
+    "BEGIN\n"
+    "  DECLARE v_token BIGINT DEFAULT 0;\n"
+    "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
+    "  START TRANSACTION;\n"
+    "  INSERT INTO sqllock_lease "
+    "(name, owner, holder, token, acquired_at, expires_at) "
+    "VALUES (p_name, p_owner, p_holder, 0, NOW(6), "
+    "NOW(6) + INTERVAL (p_ttl_ms * 1000) MICROSECOND) "
+    "ON DUPLICATE KEY UPDATE "
+    "owner = IF(expires_at <= NOW(6), VALUES(owner), owner), "
+    "holder = IF(expires_at <= NOW(6), VALUES(holder), holder), "
+    "token = IF(expires_at <= NOW(6), 0, token), "
+    "acquired_at = IF(expires_at <= NOW(6), VALUES(acquired_at), "
+    "acquired_at), "
+    "expires_at = IF(expires_at <= NOW(6), VALUES(expires_at), "
+    "expires_at);\n"
+    "  IF ROW_COUNT() > 0 THEN\n"
+    "    REPLACE INTO sqllock_token (name) VALUES (p_name);\n"
+    "    SET v_token = LAST_INSERT_ID();\n"
+    "    UPDATE sqllock_lease SET token = v_token "
+    "WHERE name = p_name AND owner = p_owner;\n"
+    "  END IF;\n"
+    "  COMMIT;\n"
+    "  SELECT v_token;\n"
+    "END";
+
+static const char SQL_LEASE_ACQUIRE_ONE[] =
+    "CALL sqllock_acquire_v1(?, ?, ?, ?)";
+
 const sqllock_dialect sqllock__my_dialect = {
     .sql = {
         [SQLLOCK_SQL_LEASE_ACQUIRE] = { SQL_LEASE_ACQUIRE, "1234" },
@@ -214,6 +267,10 @@ const sqllock_dialect sqllock__my_dialect = {
         [SQLLOCK_SQL_LOCK_TIMEOUT_GET - SQLLOCK_SQL_COUNT_V4_] =
             { "SELECT @@SESSION.innodb_lock_wait_timeout * 1000", "" },
         [SQLLOCK_SQL_TXN_WRITE_LOCK - SQLLOCK_SQL_COUNT_V4_] = { NULL, NULL },
+    },
+    .sql_v6 = {
+        [SQLLOCK_SQL_LEASE_ACQUIRE_ONE - SQLLOCK_SQL_COUNT_V5_] =
+            { SQL_LEASE_ACQUIRE_ONE, "1234" },
     },
 };
 

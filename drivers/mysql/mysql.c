@@ -57,4 +57,5 @@ const sqllock_driver sqllock__mysql_driver = {
     .row_lock_scope = sqllock__my_row_lock_scope,
     .adopt = sqllock__my_adopt,
     .txn_status = sqllock__my_txn_status,
+    .upgrade = sqllock__my_upgrade,
 };

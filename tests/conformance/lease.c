@@ -387,3 +387,102 @@ void test_conformance_L5_token_increases_after_row_deleted(void **state)
     ASSERT_RC(sqllock_lease_release(a), SQLLOCK_OK, f->db);
     sqllock_lease_free(a);
 }
+
+/* Whether the last acquire on `db` ran the one-round-trip routine. */
+static int used_routine(sqllock_db *db)
+{
+    return db->stmts[SQLLOCK_SQL_LEASE_ACQUIRE_ONE] != NULL &&
+           !db->no_routine;
+}
+
+/*
+ * L5 across the two ways an acquire runs where the dialect has a
+ * one-round-trip routine (MySQL, LEASE_ACQUIRE_ONE): one handle with it,
+ * one made to take the statements of the transaction instead (as a user
+ * without EXECUTE, or a client of an older version, does), taking the
+ * same name in turns -- fresh rows, takeovers of an expired hold, rows
+ * deleted under them: every token is above the one before. (Elsewhere
+ * both handles take the one path their driver has.)
+ */
+void test_conformance_L5_token_increases_across_acquire_paths(void **state)
+{
+    fixture *f = *state;
+    const char *name = cf_lock_name(f, "tokenpaths", "a");
+    sqllock_db *one = cf_open_db(), *txn = cf_open_db();
+    sqllock_lease *a = cf_new_lease(one, name, 30000);
+    sqllock_lease *b = cf_new_lease(txn, name, 30000);
+    int64_t last = 0, t;
+    int i;
+
+    txn->no_routine = 1;
+    for (i = 0; i < 12; i++) {
+        /* Every third round a hold of 1 ms, left to expire: the next
+         * round takes it over. */
+        int brief = i % 3 == 2;
+        sqllock_lease *l = brief ? cf_new_lease(one, name, 1)
+                                 : i % 3 == 0 ? a : b;
+        sqllock_db *db = l == b ? txn : one;
+
+        ASSERT_RC(sqllock_lease_try_acquire(l), SQLLOCK_OK, db);
+        t = sqllock_lease_token(l);
+        if (t <= last)
+            fail_msg("round %d: token %lld is not above %lld", i,
+                     (long long)t, (long long)last);
+        last = t;
+        if (brief) {
+            sqllock_lease_free(l);          /* the row stays, expired */
+            tu_sleep_ms(5);
+        } else if (i % 4 == 0) {
+            cf_delete_row(f, f->db, name);
+            ASSERT_RC(sqllock_lease_release(l), SQLLOCK_LOST, db);
+        } else {
+            ASSERT_RC(sqllock_lease_release(l), SQLLOCK_OK, db);
+        }
+    }
+    /* As a user without EXECUTE on the routine (the least-privilege
+     * run), both handles take the statements; else `one` took the
+     * routine (test_conformance_S1_acquire_without_routine checks that
+     * it is installed and used). */
+    if (strcmp(sqllock_db_driver(one), "mysql") == 0)
+        assert_null(txn->stmts[SQLLOCK_SQL_LEASE_ACQUIRE_ONE]);
+    sqllock_lease_free(a);
+    sqllock_lease_free(b);
+    sqllock_close(one);
+    sqllock_close(txn);
+}
+
+/*
+ * S1, L1 (MySQL): the one-round-trip acquire needs the routine that
+ * sqllock_init() installs. Dropped (a schema an older version made has
+ * none), an acquire takes the statements of its transaction, with the
+ * same result, and keeps to them on that connection; sqllock_init()
+ * installs the routine again, and the next acquire uses it. Tokens grow
+ * throughout.
+ */
+void test_conformance_S1_acquire_without_routine(void **state)
+{
+    fixture *f = *state;
+    const char *name = cf_lock_name(f, "noroutine", "a");
+    sqllock_db *db = cf_open_db();
+    sqllock_lease *l = cf_new_lease(db, name, 30000);
+    int64_t last;
+
+    ASSERT_RC(sqllock_lease_try_acquire(l), SQLLOCK_OK, db);
+    assert_true(used_routine(db));
+    last = sqllock_lease_token(l);
+    ASSERT_RC(sqllock_lease_release(l), SQLLOCK_OK, db);
+    ASSERT_RC(sqllock_db_exec(db, "DROP PROCEDURE sqllock_acquire_v1", NULL,
+                              0, NULL, NULL, NULL), SQLLOCK_OK, db);
+    ASSERT_RC(sqllock_lease_try_acquire(l), SQLLOCK_OK, db);
+    assert_true(db->no_routine);
+    assert_true(sqllock_lease_token(l) > last);
+    last = sqllock_lease_token(l);
+    ASSERT_RC(sqllock_lease_release(l), SQLLOCK_OK, db);
+    ASSERT_RC(sqllock_init(db), SQLLOCK_OK, db);
+    ASSERT_RC(sqllock_lease_try_acquire(l), SQLLOCK_OK, db);
+    assert_true(used_routine(db));
+    assert_true(sqllock_lease_token(l) > last);
+    ASSERT_RC(sqllock_lease_release(l), SQLLOCK_OK, db);
+    sqllock_lease_free(l);
+    sqllock_close(db);
+}
