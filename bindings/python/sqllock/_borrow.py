@@ -97,11 +97,12 @@ class BorrowedDatabase(Database):
     the library's own (contract L10).
 
     On MySQL, a connection with autocommit off (MySQLdb's default) is
-    always inside a transaction: every call then waits for the
-    application's commit. record_update() inside the application's
-    REPEATABLE READ transaction (MySQL's default level) reads the same
-    snapshot on every attempt, so a conflict repeats until max_attempts:
-    retry the application's transaction instead, or use READ COMMITTED.
+    always inside a transaction: every call then runs in it, and takes
+    effect at the application's commit. record_update() inside the
+    application's REPEATABLE READ transaction (MySQL's default level)
+    reads the same snapshot on every attempt, so a conflict repeats
+    until max_attempts: retry the application's transaction instead, or
+    use READ COMMITTED.
 
     Threads: from the thread that uses the connection, between its
     statements (see sqllock._borrow's docstring). A record_update()
