@@ -6,7 +6,16 @@ stock, "paying by card" for 2 ms, then writing the stock less one:
   no lock             read, pay, write: two buyers read the same stock and
                       both sell the item (oversell);
   lease lock          the same under db.lock("inventory:1"): none;
+  lease + guard       the lease, and the application's own connection
+                      (sqlite3, psycopg or psycopg2, MySQLdb) reads and
+                      writes in its own transaction, the UPDATE carrying
+                      the lease's guard (lease.guard(conn)): a buyer whose
+                      lease was lost writes nothing; none;
   row lock            SELECT ... FOR UPDATE through db.transaction(): none;
+  joined row lock     the row lock taken on the application's own
+                      connection, inside its transaction
+                      (sqllock.borrow(conn), bdb.join()), the read and the
+                      write through the application's cursor: none;
   optimistic version  db.table_cas() on the version, retried on Conflict:
                       none.
 
@@ -14,14 +23,18 @@ stock, "paying by card" for 2 ms, then writing the stock less one:
     python3 examples/python/inventory.py postgres://user:pw@host/db
 
 (With the binding installed, or PYTHONPATH=bindings/python, and the
-library found: SQLLOCK_LIBRARY=build/libsqllock.so.) It prints one line
-per mode and exits 1 if a locked mode oversold.
+library found: SQLLOCK_LIBRARY=build/libsqllock.so. The two modes on the
+application's connection need its DB-API library: Debian's python3-psycopg
+or python3-psycopg2, python3-mysqldb; sqlite3 is Python's.) It prints one
+line per mode and exits 1 if a locked mode oversold.
 """
 import argparse
 import multiprocessing
 import os
 import sys
 import time
+import urllib.parse
+from typing import Any, Optional
 
 try:
     import sqllock
@@ -43,7 +56,58 @@ def setup(url: str, stock: int) -> None:
                    % stock)
 
 
-def buy_unlocked(db: sqllock.Database) -> bool:
+# ---- the application's own connection ---------------------------------------
+
+def app_connect(url: str) -> Any:
+    """The connection the application would open itself, with its DB-API
+    library, to the database of a sqllock URL."""
+    scheme = url.split(":", 1)[0].lower()
+    if scheme == "sqlite":
+        import sqlite3
+        path = url.split(":", 1)[1]
+        path = (path[2:] if path.startswith("//") else path).split("?")[0]
+        return sqlite3.connect(path, timeout=60)
+    if scheme in ("postgres", "postgresql"):
+        try:
+            import psycopg
+            return psycopg.connect(url)
+        except ImportError:
+            import psycopg2
+            return psycopg2.connect(url)
+    import MySQLdb
+    u = urllib.parse.urlsplit(url)
+    return MySQLdb.connect(host=u.hostname or "localhost", port=u.port or 3306,
+                           user=urllib.parse.unquote(u.username or ""),
+                           passwd=urllib.parse.unquote(u.password or ""),
+                           db=urllib.parse.unquote(u.path.lstrip("/")))
+
+
+class App:
+    """The application's connection, its placeholder, and (for the joined
+    row lock) sqllock's handle over it."""
+
+    def __init__(self, url: str) -> None:
+        self.conn = app_connect(url)
+        self.ph = "?" if type(self.conn).__module__ == "sqlite3" else "%s"
+        self.bdb = sqllock.borrow(self.conn)
+
+    def query(self, sql: str, *args: Any) -> Any:
+        """One statement; the first column of its first row, or the
+        number of rows it changed."""
+        cur = self.conn.cursor()
+        cur.execute(sql, args)
+        result = cur.fetchone()[0] if cur.description else cur.rowcount
+        cur.close()
+        return result
+
+    def close(self) -> None:
+        self.bdb.close()                 # sqllock's handle, not the connection
+        self.conn.close()
+
+
+# ---- the buyers ----------------------------------------------------------------
+
+def buy_unlocked(db: sqllock.Database, app: Optional[App]) -> bool:
     qty = db.execute("SELECT qty FROM inventory WHERE id = 1").first
     if qty < 1:
         return False
@@ -52,12 +116,38 @@ def buy_unlocked(db: sqllock.Database) -> bool:
     return True
 
 
-def buy_lease(db: sqllock.Database) -> bool:
+def buy_lease(db: sqllock.Database, app: Optional[App]) -> bool:
     with db.lock("inventory:1", ttl=10, wait=60, backoff=(0.001, 0.02)):
-        return buy_unlocked(db)
+        return buy_unlocked(db, app)
 
 
-def buy_row_lock(db: sqllock.Database) -> bool:
+def buy_lease_guard(db: sqllock.Database, app: App) -> bool:
+    # The lease on sqllock's connection; the read and the write on the
+    # application's, in its transaction. The guard makes the UPDATE change
+    # nothing once the lease is no longer ours (paused past the ttl, taken
+    # over): it checks the lease row in the same statement and keeps it
+    # locked until the commit (docs/guard.md).
+    with db.lock("inventory:1", ttl=10, wait=60, backoff=(0.001, 0.02)) \
+            as lease:
+        guard, params = lease.guard(app.conn)      # ? or %s, as conn takes
+        try:
+            qty = app.query("SELECT qty FROM inventory WHERE id = 1")
+            if qty < 1:
+                app.conn.rollback()
+                return False
+            time.sleep(PAY)
+            changed = app.query("UPDATE inventory SET qty = " + app.ph +
+                                " WHERE id = 1 AND " + guard, qty - 1, *params)
+            if changed == 0:
+                raise sqllock.Lost("the lease was lost: the sale is undone")
+            app.conn.commit()            # commit, THEN release the lease
+            return True
+        except BaseException:
+            app.conn.rollback()
+            raise
+
+
+def buy_row_lock(db: sqllock.Database, app: Optional[App]) -> bool:
     with db.transaction(lock_timeout=60) as txn:
         txn.lock_rows(TABLE, 1)
         qty = txn.execute("SELECT qty FROM inventory WHERE id = 1").first
@@ -68,7 +158,30 @@ def buy_row_lock(db: sqllock.Database) -> bool:
         return True
 
 
-def buy_optimistic(db: sqllock.Database) -> bool:
+def buy_joined_row_lock(db: sqllock.Database, app: App) -> bool:
+    # The application's transaction (its DB-API library opens it; the join
+    # begins it if it is not open yet), joined by sqllock: the row lock,
+    # the read and the write commit together, by the application.
+    try:
+        with app.bdb.join(lock_timeout=60) as txn:
+            txn.lock_rows(TABLE, 1)               # SELECT ... FOR UPDATE
+            qty = app.query("SELECT qty FROM inventory WHERE id = 1")
+            if qty >= 1:
+                time.sleep(PAY)
+                app.query("UPDATE inventory SET qty = " + app.ph +
+                          " WHERE id = 1", qty - 1)
+        # Leaving the join commits nothing: the application does.
+        if qty < 1:
+            app.conn.rollback()
+            return False
+        app.conn.commit()                         # the lock ends here
+        return True
+    except BaseException:
+        app.conn.rollback()
+        raise
+
+
+def buy_optimistic(db: sqllock.Database, app: Optional[App]) -> bool:
     while True:
         row = db.table_get(TABLE, 1, ["qty"])
         if row.values["qty"] < 1:
@@ -82,21 +195,30 @@ def buy_optimistic(db: sqllock.Database) -> bool:
 
 
 MODES = [("no lock", buy_unlocked), ("lease lock", buy_lease),
-         ("row lock", buy_row_lock), ("optimistic version", buy_optimistic)]
+         ("lease + guard", buy_lease_guard), ("row lock", buy_row_lock),
+         ("joined row lock", buy_joined_row_lock),
+         ("optimistic version", buy_optimistic)]
+WITH_APP = (buy_lease_guard, buy_joined_row_lock)
 
 
-def buyer(url: str, mode: int, out: "multiprocessing.Queue[int]") -> None:
+def buyer(url: str, mode: int) -> int:
     buy = MODES[mode][1]
     sold = 0
-    with sqllock.connect(url, busy_timeout=30) as db:
-        while True:
-            try:
-                if not buy(db):
-                    break
-            except (sqllock.DatabaseBusy, sqllock.Deadlock, sqllock.Locked):
-                continue                 # SQLite's write lock; try again
-            sold += 1
-    out.put(sold)
+    app = App(url) if buy in WITH_APP else None
+    try:
+        with sqllock.connect(url, busy_timeout=30) as db:
+            while True:
+                try:
+                    if not buy(db, app):
+                        break
+                except (sqllock.DatabaseBusy, sqllock.Deadlock,
+                        sqllock.Locked, sqllock.Lost):
+                    continue             # SQLite's write lock; try again
+                sold += 1
+    finally:
+        if app is not None:
+            app.close()
+    return sold
 
 
 def main() -> int:
@@ -109,21 +231,18 @@ def main() -> int:
     bad = 0
     print("%-20s %7s %5s %5s %8s" % ("mode", "workers", "stock", "sold",
                                      "oversold"))
-    for i, (label, _) in enumerate(MODES):
-        setup(args.url, args.stock)
-        out = ctx.Queue()
-        procs = [ctx.Process(target=buyer, args=(args.url, i, out))
-                 for _ in range(args.workers)]
-        for p in procs:
-            p.start()
-        sold = sum(out.get() for _ in procs)
-        for p in procs:
-            p.join()
-        over = sold - args.stock
-        print("%-20s %7d %5d %5d %8d" % (label, args.workers, args.stock,
-                                         sold, over))
-        if i > 0 and over != 0:
-            bad = 1
+    # One process per buyer, started once; each mode gives every one of
+    # them a buyer to run, all at the same time.
+    with ctx.Pool(args.workers) as pool:
+        for i, (label, _) in enumerate(MODES):
+            setup(args.url, args.stock)
+            sold = sum(pool.starmap(buyer, [(args.url, i)] * args.workers,
+                                    chunksize=1))
+            over = sold - args.stock
+            print("%-20s %7d %5d %5d %8d" % (label, args.workers, args.stock,
+                                             sold, over), flush=True)
+            if i > 0 and over != 0:
+                bad = 1
     return bad
 
 

@@ -11,10 +11,13 @@ A binding of libsqllock (the C library, through ctypes) for Python::
 
 Lease locks (db.lock), row locks (db.transaction, db.row_lock), versioned
 records with a retry helper (db.record_update), compare-and-set on the
-application's tables (db.table_cas), the reaper (sqllock.Reaper), and an
-asyncio face (sqllock.connect_async). Every status of the C library is an
-exception class of its own under sqllock.Error, carrying the library's
-message. The rules cited (L1, R7, ...) are those of docs/contract.md.
+application's tables (db.table_cas), the guard of a lease for the
+application's own writes (lease.guard), the reaper (sqllock.Reaper), an
+asyncio face (sqllock.connect_async), and row locks, records and guarded
+writes on the application's own DB-API connection, inside its
+transaction (sqllock.borrow(conn), bdb.join()). Every status of the C
+library is an exception class of its own under sqllock.Error, carrying
+the library's message. The rules cited (L1, R7, ...) are those of docs/contract.md.
 
 The library is found through $SQLLOCK_LIBRARY (a path), else the
 system's loader (ctypes.util.find_library, then libsqllock.so.0).
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 from . import errors
 from ._base import Error
+from ._borrow import BorrowedDatabase, JoinedTransaction, borrow
 from ._convert import Duration, Op, add, eq, ge, gt, le, lt, ne, set_to, sub
 from ._db import (Database, ExecResult, LeaseInfo, Record, RecordUpdate, Row,
                   Table, connect, redact)
@@ -51,6 +55,7 @@ def exception_for(status: int) -> type:
 
 __all__ = [
     "connect", "connect_async", "redact", "Database", "AsyncDatabase",
+    "borrow", "BorrowedDatabase", "JoinedTransaction",
     "Lease", "AsyncLease", "LeaseState", "Transaction", "AsyncTransaction",
     "LockMode", "Reaper", "ReaperStats", "start_reaper", "LeaseInfo",
     "Record", "RecordUpdate", "Row", "Table", "ExecResult", "Op", "add",

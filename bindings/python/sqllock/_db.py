@@ -3,14 +3,15 @@ tables, list(), reap() and execute()."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import dataclasses
 import datetime
 import threading
 import weakref
 from ctypes import byref, c_char_p, c_int, c_int64, c_size_t, c_void_p
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List,
-                    Mapping, Optional, Sequence, Union)
+from typing import (TYPE_CHECKING, Any, Callable, ContextManager, Dict,
+                    Iterator, List, Mapping, Optional, Sequence, Union)
 
 from . import _convert as cv
 from . import _lib, errors
@@ -151,16 +152,7 @@ class Database:
     def __init__(self, url: str, *, busy_timeout: Optional[cv.Duration] = None,
                  connect_timeout: Optional[cv.Duration] = None,
                  statement_timeout: Optional[cv.Duration] = None) -> None:
-        self._h: Optional[int] = None
-        self._lock = _HandleLock()
-        # Every live Lease of the handle (weakly), the held ones (strongly:
-        # a held lease and its watch callback live until released), and
-        # the handles of Leases collected meanwhile, freed under the lock.
-        self._leases: "weakref.WeakValueDictionary[int, Lease]" = \
-            weakref.WeakValueDictionary()
-        self._held: Dict[int, "Lease"] = {}
-        self._pending: List[int] = []
-        self._txn: Optional["Transaction"] = None
+        self._setup(_HandleLock())
         opts = _lib.Options.init(
             busy_timeout_ms=cv.duration_ms(busy_timeout, "busy_timeout"),
             connect_timeout_ms=cv.duration_ms(connect_timeout,
@@ -180,6 +172,26 @@ class Database:
         _open.add(self)
 
     # ---- plumbing ---------------------------------------------------------
+
+    def _setup(self, lock: Any) -> None:
+        """The state of a handle not yet opened (self._h None)."""
+        self._h: Optional[int] = None
+        self._lock = lock
+        # Every live Lease of the handle (weakly), the held ones (strongly:
+        # a held lease and its watch callback live until released), and
+        # the handles of Leases collected meanwhile, freed under the lock.
+        self._leases: "weakref.WeakValueDictionary[int, Lease]" = \
+            weakref.WeakValueDictionary()
+        self._held: Dict[int, "Lease"] = {}
+        self._pending: List[int] = []
+        self._txn: Optional["Transaction"] = None
+
+    def _in_callback(self) -> ContextManager[Any]:
+        """What surrounds a callback of the library that runs the
+        application's code inside a C call (record_update's function).
+        Nothing here; a borrowed handle lets go of the application's
+        connection meanwhile (sqllock.BorrowedDatabase)."""
+        return contextlib.nullcontext()
 
     def _handle(self) -> int:
         """The C handle; call with the lock held."""
@@ -242,6 +254,13 @@ class Database:
     def driver(self) -> str:
         """"sqlite", "postgres" or "mysql"."""
         return self._driver
+
+    @property
+    def borrowed(self) -> bool:
+        """True for a handle over the application's own connection
+        (sqllock.borrow(), contract G2); False for one of sqllock.connect().
+        Added in 0.2.0."""
+        return False
 
     @property
     def url(self) -> str:
@@ -364,7 +383,9 @@ class Database:
                  out_len: Any) -> int:
             try:
                 prev = ctypes.string_at(old, old_len) if old else None
-                raw = cv.value_bytes(fn(prev), "the update function's value")
+                with self._in_callback():
+                    new = fn(prev)
+                raw = cv.value_bytes(new, "the update function's value")
                 buf = ctypes.create_string_buffer(raw, max(len(raw), 1))
                 keep[:] = [buf, raw]
                 out[0] = ctypes.cast(buf, c_void_p).value

@@ -304,6 +304,10 @@ PROTOTYPES = {
     "sqllock_lease_deadline_us": (c_int64, [_P]),
     "sqllock_db_exec": (c_int, [_P, c_char_p, POINTER(Cell), c_int, _ip,
                                 _i64p, _i64p]),
+    # The application's own connection (contract G2; added in 0.2.0).
+    "sqllock_borrow": (c_int, [c_char_p, c_void_p, POINTER(Options), _PP]),
+    "sqllock_db_borrowed": (c_int, [_P]),
+    "sqllock_txn_join": (c_int, [_P, POINTER(TxnOptions), _PP]),
 }
 
 

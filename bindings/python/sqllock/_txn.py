@@ -72,6 +72,14 @@ class Transaction:
             if self._db._txn is self:
                 self._db._txn = None
 
+    def _abandon(self) -> None:
+        """Forgets the C transaction without freeing it, for a borrowed
+        connection the application closed (freeing could send a
+        statement on it); with the database's lock held."""
+        self._h = None
+        if self._db._txn is self:
+            self._db._txn = None
+
     def _call(self, fn: Callable[..., int], *args: Any) -> None:
         with self._db._lock:
             rc = fn(self._handle(), *args)

@@ -19,6 +19,14 @@ cancelled ``acquire()`` or ``async with db.lock(...)`` never leaves the
 lease held. A release is shielded from cancellation (it completes). Other
 calls cannot be stopped once sent: cancelling one abandons its result,
 not its effect.
+
+The application's own connection (sqllock.borrow(), contract G2) has no
+asyncio form: sqllock.borrow() refuses psycopg's AsyncConnection with a
+TypeError. Its statements run on the event loop's thread while the
+library's would run on a worker thread, and only a lock shared by both
+(psycopg's ``conn.lock`` is an asyncio.Lock there) could keep them apart.
+Borrow a synchronous connection, or use an AsyncDatabase of the library's
+own, whose row-lock transactions (``db.transaction()``) are its own.
 """
 from __future__ import annotations
 
