@@ -478,7 +478,8 @@ static int grow_lock_wait(sqllock_db *db, int64_t ms, const char *what)
         return ensure_connected(db);
     db->params.lock_wait_ms = ms;
     if (db->conn == NULL || (db->drv->caps & SQLLOCK_CAP_SHARED_HOST) ||
-        (db->in_txn && !fresh) || db->borrowed)
+        (db->in_txn && !fresh && !sqllock__txn_pending(db)) ||
+        db->borrowed)
         return ensure_connected(db);
     drop_connection(db);
     rc = connect_db(db);

@@ -175,6 +175,9 @@ void sqllock__rollback(sqllock_db *db);
 int sqllock__txn_check(sqllock_db *db, const char *what);
 int sqllock__txn_failed(sqllock_db *db, int status);
 /* 1 when the handle's transaction has failed (R7). */
+/* 1 while the handle's sqllock_txn has sent nothing yet (core/txn.c):
+ * no database transaction is open, so the connection may be replaced. */
+int sqllock__txn_pending(const sqllock_db *db);
 int sqllock__txn_is_failed(const sqllock_db *db);
 
 /* Runs SQL text built at run time, prepared once per connection and kept

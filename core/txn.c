@@ -231,6 +231,11 @@ int sqllock__txn_failed(sqllock_db *db, int status)
     return status;
 }
 
+int sqllock__txn_pending(const sqllock_db *db)
+{
+    return db->txn != NULL && db->txn->state == TXN_PENDING;
+}
+
 int sqllock__txn_is_failed(const sqllock_db *db)
 {
     return db->txn != NULL && db->txn->state == TXN_FAILED;
@@ -590,6 +595,7 @@ int sqllock_txn_lock(sqllock_txn *t, const char *const *names, int n,
 {
     const char *what = "locking rows";
     int idx[TXN_MAX_ROWS], i, rc, taken;
+    char skipped[TXN_MAX_ROWS];
     char sql[160];
     sqllock_db *db;
 
@@ -619,14 +625,48 @@ int sqllock_txn_lock(sqllock_txn *t, const char *const *names, int n,
      * statements of their own that commit at once: created inside the
      * transaction, a new row would be locked by it, and a concurrent
      * locker's NOWAIT would wait for the insert instead of failing. (A row
-     * created by a later lock call of an open transaction does stay
-     * locked by it until it ends.) */
+     * created by a later lock call of an open transaction, or inside an
+     * application's transaction that a lock call joined, does stay locked
+     * by it until it ends: creating the same name then waits for that
+     * transaction. So a missing row is looked for first, by a read that
+     * never waits, and only created when missing, with that wait bounded
+     * as the mode says -- the lock timeout for WAIT, next to nothing
+     * otherwise -- and reported as the lock it is: ELOCKED, or skipped
+     * with SKIP LOCKED.) */
+    memset(skipped, 0, sizeof skipped);
     if (t->state == TXN_PENDING && !t->joined &&
         !(db->drv->caps & SQLLOCK_CAP_DB_LOCK)) {
+        snprintf(sql, sizeof sql, "SELECT name FROM sqllock_row WHERE name "
+                 "= %s", db->drv->dialect->placeholder ==
+                 SQLLOCK_PLACEHOLDER_DOLLAR ? "$1" : "?");
         for (i = 0; i < n; i++) {
+            int exists = 0;
+
             if (i > 0 && strcmp(names[idx[i]], names[idx[i - 1]]) == 0)
                 continue;
-            rc = ensure_row(t, names[idx[i]]);
+            rc = lock_one(t, sql, sqllock__text(names[idx[i]]), &exists);
+            if (rc != SQLLOCK_OK)
+                return rc;
+            if (exists)
+                continue;
+            rc = set_lock_timeout_of(t, mode == SQLLOCK_LOCK_WAIT
+                                            ? t->lock_timeout_ms : 1);
+            if (rc == SQLLOCK_OK)
+                rc = ensure_row(t, names[idx[i]]);
+            if (rc == SQLLOCK_ELOCKED && mode == SQLLOCK_LOCK_SKIP_LOCKED) {
+                skipped[idx[i]] = 1;
+                continue;
+            }
+            if (rc == SQLLOCK_ELOCKED) {
+                char why[SQLLOCK__ERRMSG_MAX];
+
+                memcpy(why, db->errmsg, sizeof why);
+                return sqllock__fail(db, rc, "lock '%s' is being created by "
+                                     "a transaction that has not ended, "
+                                     "which holds it (MySQL waits at least "
+                                     "1 s to say so): %s", names[idx[i]],
+                                     why);
+            }
             if (rc != SQLLOCK_OK)
                 return rc;
         }
@@ -652,6 +692,8 @@ int sqllock_txn_lock(sqllock_txn *t, const char *const *names, int n,
                 got[idx[i]] = got[idx[i - 1]];
             continue;                          /* a duplicate */
         }
+        if (skipped[idx[i]])
+            continue;                          /* SKIP LOCKED: being made */
         if (t->joined && !(db->drv->caps & SQLLOCK_CAP_DB_LOCK))
             rc = lock_joined(t, sql, name, mode, &g);
         else if ((rc = ensure_row(t, name)) == SQLLOCK_OK)

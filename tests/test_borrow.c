@@ -336,6 +336,63 @@ static void test_borrow_G2_R5_app_rows_and_skip_locked(void **state)
     guard_close(own);
 }
 
+/* G2, R3: a name first locked inside the application's transaction has
+ * its row created there, uncommitted, until that transaction ends.
+ * Another client's lock of the name meanwhile waits as its mode says,
+ * not for the application: NOWAIT fails with ELOCKED (at once; MySQL
+ * counts whole seconds), WAIT after its lock timeout, SKIP LOCKED skips
+ * it. After the commit the name is free. */
+static void test_borrow_G2_R3_new_name_first_locked_in_app_txn(void **state)
+{
+    app *a = app_open(g_url, NULL);
+    sqllock_db *own = guard_open(), *b = borrow(a);
+    sqllock_txn_options o = SQLLOCK_TXN_OPTIONS_INIT;
+    sqllock_txn *t = NULL, *other = NULL;
+    const char *name;
+    char nm[96];
+    int64_t t0, took;
+    int got = -1;
+    (void)state;
+
+    guard_name(nm, sizeof nm, "newname");
+    name = nm;
+    app_ok(a, app_begin(a, 0), "begin");
+    EXPECT_RC(b, sqllock_txn_join(b, NULL, &t), SQLLOCK_OK, "join");
+    EXPECT_RC(b, sqllock_txn_lock(t, &name, 1, SQLLOCK_LOCK_WAIT, NULL),
+              SQLLOCK_OK, "the first lock of a new name");
+
+    t0 = tu_now_ms();
+    assert_int_equal(lockable(own, name), 0);
+    took = tu_now_ms() - t0;
+    if (took > tu_scaled_ms(2500))
+        fail_msg("NOWAIT took %lld ms", (long long)took);
+    o.lock_timeout_ms = 300;
+    EXPECT_RC(own, sqllock_txn_begin(own, &o, &other), SQLLOCK_OK, "begin");
+    t0 = tu_now_ms();
+    EXPECT_RC(own, sqllock_txn_lock(other, &name, 1, SQLLOCK_LOCK_WAIT, NULL),
+              SQLLOCK_ELOCKED, "WAIT, 300 ms");
+    took = tu_now_ms() - t0;
+    if (took > tu_scaled_ms(3500))
+        fail_msg("WAIT with a 300 ms lock timeout took %lld ms",
+                 (long long)took);
+    sqllock_txn_free(other);
+    if (!is_sqlite(a)) {
+        EXPECT_RC(own, sqllock_txn_begin(own, NULL, &other), SQLLOCK_OK,
+                  "begin");
+        EXPECT_RC(own, sqllock_txn_lock(other, &name, 1,
+                                        SQLLOCK_LOCK_SKIP_LOCKED, &got),
+                  SQLLOCK_OK, "SKIP LOCKED");
+        assert_int_equal(got, 0);
+        sqllock_txn_free(other);
+    }
+    sqllock_txn_free(t);
+    app_ok(a, app_exec(a, "COMMIT"), "commit");
+    assert_int_equal(lockable(own, name), 1);
+    sqllock_close(b);
+    app_close(a);
+    guard_close(own);
+}
+
 /* The session's own row-lock wait, in ms. */
 static int64_t session_wait_ms(app *a)
 {
@@ -660,6 +717,9 @@ int main(void)
                                   guard_teardown),
         cmocka_unit_test_teardown(test_borrow_G2_R5_app_rows_and_skip_locked,
                                   guard_teardown),
+        cmocka_unit_test_teardown(
+            test_borrow_G2_R3_new_name_first_locked_in_app_txn,
+            guard_teardown),
         cmocka_unit_test_teardown(
             test_borrow_G2_R7_wait_put_back_and_failed_lock, guard_teardown),
         cmocka_unit_test_teardown(test_borrow_G1_G2_guarded_update_in_app_txn,
