@@ -45,7 +45,9 @@
  * was up: there a client may see SQLLOCK_ECONNECT only on its first call
  * after a restart (the connection the restart cut is found dead when it
  * is used) and never again, since that call dropped it and the next one
- * connects again (E1, docs/contract.md "Lost connections"). During a
+ * connects again (E1, docs/contract.md "Lost connections"); when that
+ * first call is a release or a renewal, the library sends it again on a
+ * fresh connection instead (C3, cl_check_unheard). During a
  * restart every call must end with ECONNECT or a status of its own kind,
  * never an unclear one, and within its bound.
  */
@@ -100,11 +102,93 @@ static void cl_begin(cl_call *k, cl_client *c, const char *what)
 {
     k->c = c;
     k->what = what;
+    k->c3 = 0;
     k->epoch = CL_LD(&g_cl->epoch);
     k->t0 = tu_now_ms();
     k->econnect_before = c->econnect[cl_gen(k->epoch)];
     snprintf(c->in_call, sizeof c->in_call, "%s", what);
     CL_ST(&c->in_call_since, k->t0);
+}
+
+/* cl_begin for a release or a renewal: the calls that the library sends
+ * again, once, on a fresh connection after a lost one (DESIGN C3). */
+static void cl_begin_c3(cl_call *k, cl_client *c, const char *what)
+{
+    cl_begin(k, c, what);
+    k->c3 = 1;
+}
+
+/* Raises *p to v if v is larger (several clients write it). */
+static void cl_raise(int64_t *p, int64_t v)
+{
+    int64_t cur = CL_LD(p);
+
+    while (cur < v &&
+           !__atomic_compare_exchange_n(p, &cur, v, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST))
+        ;
+}
+
+/*
+ * A restart that a client did not hear (E1, C3). Every restart cuts every
+ * connection, and the first call that uses a cut one reports
+ * SQLLOCK_ECONNECT -- except a release or a renewal, which the library
+ * sends again, once, on a fresh connection (C3): when the server is back
+ * by then, that succeeds and the client never hears the cut. That is
+ * right, and the only way a client may pass a restart unheard; an
+ * acquire, a wait or a reap that reached the new server without a word
+ * hid the cut. Which call was the first after the cut is told by a
+ * moment when restart g's server was known down:
+ *
+ *   - A call that begins with no connection (the client's call before it
+ *     heard ECONNECT from restart g, and the library drops a lost
+ *     connection) must connect. If it ends with ECONNECT too, no server
+ *     took connections when it began: not the old one, whose shutdown
+ *     had cut that client already, nor the new one, not up yet (if the
+ *     new one were up then, it would be up at the connect). cl_end keeps
+ *     the latest such start, server_down[g].
+ *   - So a call that ended before server_down[g] with a status from a
+ *     server reached the old one. A call that ended after it with such a
+ *     status reached the new one: by server_down[g] the old server had
+ *     been cutting its connections for at least the 20 ms pause after
+ *     that client's ECONNECT (cl_pause_after), and answers no more.
+ *
+ * When a client that has not heard restart g makes a call that reaches a
+ * server after server_down[g], and its call before reached one before
+ * server_down[g], that call before ran on the old connection, and this
+ * one was the first after the cut and connected again inside the call.
+ * If it is a release or a renewal, the library sent it again (C3) and
+ * the restart passed rightly (resent[g]); it is also the client's first
+ * call on the server after the restart (resumed[g]). Any other call
+ * hid the cut: it is written down (unheard[g]) for the check in cl_run,
+ * which fails.
+ */
+static void cl_check_unheard(const cl_call *k, int rc, int64_t end, int g)
+{
+    cl_client *c = k->c;
+    int64_t down;
+
+    if (g == 0 || c->econnect[g] > 0 || c->resent[g] ||
+        c->unheard[g][0] != '\0' || !c->last_reached)
+        return;
+    down = CL_LD(&g_cl->server_down[g]);
+    if (down == 0 || c->last_end >= down || end <= down)
+        return;
+    snprintf(c->unheard[g], sizeof c->unheard[g], "its last call before "
+             "the cut, %s (%s), ended %lld ms before a moment the server "
+             "was down (%lld ms into the restart); its next call, %s, "
+             "began %lld ms from that moment and ended %lld ms after it "
+             "with %s%s", c->last_what, sqllock_errname(c->last_rc),
+             (long long)(down - c->last_end),
+             (long long)(down - g_cl->down_ms[g]), k->what,
+             (long long)(k->t0 - down), (long long)(end - down),
+             sqllock_errname(rc), k->c3 ? ", sent again on a fresh "
+             "connection (C3)" : ": it hid the cut");
+    if (k->c3) {
+        c->resent[g] = 1;
+        c->resumed[g] = 1;
+        c->resume_at[g] = end;
+    }
 }
 
 /*
@@ -137,6 +221,11 @@ static void cl_end(cl_call *k, int rc, unsigned ok, int64_t wait_ms,
         cl_bad(c, "%s took %lld ms (wait %lld ms): a call hung in the "
                "restart", k->what, (long long)took, (long long)wait_ms);
     if (rc == SQLLOCK_ECONNECT) {
+        /* Began with no connection during restart g, and could not
+         * connect: a moment when the server was down (cl_check_unheard). */
+        if (k->epoch % 2 == 1 && c->last_rc == SQLLOCK_ECONNECT &&
+            k->econnect_before > 0)
+            cl_raise(&g_cl->server_down[g], k->t0);
         c->econnect[cl_gen(epoch)]++;
         if (c->first_econnect[0] == '\0')
             snprintf(c->first_econnect, sizeof c->first_econnect, "%s: %s",
@@ -150,9 +239,9 @@ static void cl_end(cl_call *k, int rc, unsigned ok, int64_t wait_ms,
                    "not reconnect on its next call): %s", k->what, g,
                    sqllock_errmsg(db));
     } else if (ok & CL_MASK(rc)) {
+        cl_check_unheard(k, rc, end, cl_gen(epoch));
         if (g > 0 && cl_gen(epoch) == g && !c->resumed[g] &&
-            (k->econnect_before > 0 ||
-             (c->retried && k->epoch >= 2 * g - 1))) {
+            k->econnect_before > 0) {
             c->resumed[g] = 1;
             c->resume_at[g] = end;
         }
@@ -163,6 +252,10 @@ static void cl_end(cl_call *k, int rc, unsigned ok, int64_t wait_ms,
     }
     if (up)
         c->up_calls[g]++;
+    c->last_end = end;
+    c->last_rc = rc;
+    c->last_reached = rc != SQLLOCK_ECONNECT && (ok & CL_MASK(rc)) != 0;
+    snprintf(c->last_what, sizeof c->last_what, "%s", k->what);
 }
 
 /* After ECONNECT a client pauses a little, as an application would,
@@ -216,7 +309,6 @@ static int cl_holder(void)
     cl_call k;
     int rc;
 
-    c->retried = 1;
     if (db == NULL)
         return 1;
     o.ttl_ms = 15000 * g_slow;
@@ -241,7 +333,7 @@ static int cl_holder(void)
     while (!CL_LD(&g_cl->stop)) {
         if (!sqllock_lease_held(h))
             CL_ADD(&g_cl->w_notheld, 1);
-        cl_begin(&k, c, "renew");
+        cl_begin_c3(&k, c, "renew");
         rc = sqllock_lease_renew(m);
         cl_end(&k, rc, CL_MASK(SQLLOCK_OK), 0, db);
         cl_pause_after(rc);
@@ -252,10 +344,10 @@ static int cl_holder(void)
                sqllock_lease_state_name(sqllock_lease_state(h)));
     CL_ST(&g_cl->hold_releasing, 1);
     CL_ST(&g_cl->hold_owner, 0);
-    cl_begin(&k, c, "release (watched)");
+    cl_begin_c3(&k, c, "release (watched)");
     rc = sqllock_lease_release(h);
     cl_end(&k, rc, CL_MASK(SQLLOCK_OK), 0, db);
-    cl_begin(&k, c, "release");
+    cl_begin_c3(&k, c, "release");
     rc = sqllock_lease_release(m);
     cl_end(&k, rc, CL_MASK(SQLLOCK_OK), 0, db);
 out:
@@ -328,7 +420,7 @@ static void *cl_waiter(void *arg)
                     sqllock_lease_token(l);
             CL_ST(&g_cl->hold_owner, 0);
         }
-        cl_begin(&k, c, "release");
+        cl_begin_c3(&k, c, "release");
         rc = sqllock_lease_release(l);
         cl_end(&k, rc, CL_MASK(SQLLOCK_OK), 0, db);
         break;
@@ -419,7 +511,7 @@ static void *cl_counter(void *arg)
             unsigned okr = CL_MASK(SQLLOCK_OK);
             if (n > 0 || !wrote)
                 okr |= CL_MASK(SQLLOCK_LOST);
-            cl_begin(&k, c, n == 0 ? "release" : "release (again)");
+            cl_begin_c3(&k, c, n == 0 ? "release" : "release (again)");
             rc = sqllock_lease_release(l);
             cl_end(&k, rc, okr, 0, db);
             if (rc != SQLLOCK_ECONNECT)

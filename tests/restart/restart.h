@@ -96,17 +96,28 @@ typedef struct cl_client {
     char in_call[40];
     char first_econnect[200];
     char bad[400];
-    int retried;                       /* its calls are renewals, which the
-                                          library runs again on a fresh
-                                          connection after a lost one
-                                          (DESIGN C3): a restart that is
-                                          over by its next call passes
-                                          unheard */
+    /* Its last call: when it ended (ms), its status, whether that status
+     * came from a server (one of the call's own statuses, not ECONNECT),
+     * and what it was. */
+    int64_t last_end;
+    int last_rc, last_reached;
+    char last_what[40];
+    int resent[CL_GEN_MAX];            /* restart g passed unheard, and
+                                          rightly: its first call after the
+                                          cut was a release or a renewal,
+                                          which the library sent again on a
+                                          fresh connection (DESIGN C3; see
+                                          cl_check_unheard) */
+    char unheard[CL_GEN_MAX][320];     /* the two calls across restart g's
+                                          cut, when it did not hear it */
 } cl_client;
 
 typedef struct cl_shared {
     int epoch, stop, ready, failed;
     int64_t down_ms[CL_GEN_MAX], up_ms[CL_GEN_MAX];
+    int64_t server_down[CL_GEN_MAX];   /* a moment of restart g when no
+                                          server took connections (ms; 0:
+                                          none known yet; cl_check_unheard) */
     /* (c) the counter */
     int counter_owner, overlaps, token_back;
     int64_t counter, increments, skipped, last_token;
@@ -134,6 +145,9 @@ typedef struct cl_call {
     int64_t t0;
     int64_t econnect_before;   /* the client's ECONNECTs in this call's
                                   generation when it began */
+    int c3;                    /* a release or a renewal: after a lost
+                                  connection the library sends it again,
+                                  once, on a fresh one (DESIGN C3) */
 } cl_call;
 
 
