@@ -107,9 +107,15 @@ static int64_t cl_wait(int (*done)(cl_shared *, int), int g, int64_t ms)
 
 /* Runs the clients across `restarts` restarts with `mode`. The first
  * comes once they are all under way; each of the others, and the end,
- * once the clients are back after the one before (cl_back; what the
- * checks below then look for), never on a guessed time. */
-static void cl_run(const char *mode, int restarts, const char *label)
+ * once the clients are back after the one before (cl_back: what the
+ * checks below then look for). Those waits end at the latest after the
+ * times this test used to sleep instead: 600 ms (2 s under a slowdown)
+ * before the first restart, and `up_ms` (times 2 under a sanitizer, 8
+ * under valgrind) after each. A run that is not back by then goes on
+ * as it did, and the checks fail it; nor can the whole run outlast the
+ * long waiter's 60 s wait, which would fail it for another reason. */
+static void cl_run(const char *mode, int restarts, int64_t up_ms,
+                   const char *label)
 {
     unsigned alarm_s;
     pid_t pids[2 + CL_COUNTER_PROCS + 1];
@@ -118,6 +124,7 @@ static void cl_run(const char *mode, int restarts, const char *label)
     cl_shared *sh;
 
     g_slow = tu_slowdown();
+    up_ms *= g_slow > 4 ? 8 : g_slow > 1 ? 2 : 1;
     if (restarts > CL_GEN_MAX - 1)
         restarts = CL_GEN_MAX - 1;
     alarm_s = (unsigned)(120 * g_slow + restarts * 70);
@@ -155,9 +162,10 @@ static void cl_run(const char *mode, int restarts, const char *label)
             tu_sleep_ms(5);
     }
     if (CL_LD(&sh->ready) == CL_CLIENTS && !CL_LD(&sh->failed)) {
-        took = cl_wait(cl_under_way, 0, 20000 * (int64_t)g_slow);
-        printf("    the clients were under way %lld ms after they were "
-               "ready\n", (long long)took);
+        took = cl_wait(cl_under_way, 0, g_slow > 1 ? 2000 : 600);
+        printf("    the clients were %sunder way %lld ms after they were "
+               "ready\n", cl_under_way(sh, 0) ? "" : "NOT all ",
+               (long long)took);
         for (g = 1; g <= restarts && !CL_LD(&sh->failed); g++) {
             int rc;
             sh->down_ms[g] = tu_now_ms();
@@ -171,9 +179,10 @@ static void cl_run(const char *mode, int restarts, const char *label)
                 failed_restart = 1;
                 break;
             }
-            took = cl_wait(cl_back, g, 20000 * (int64_t)g_slow);
-            printf("    restart %d: the clients were back %lld ms after "
-                   "it\n", g, (long long)took);
+            took = cl_wait(cl_back, g, up_ms);
+            printf("    restart %d: the clients were %sback %lld ms after "
+                   "it\n", g, cl_back(sh, g) ? "" : "NOT all ",
+                   (long long)took);
         }
         restarts = g - 1;
     } else {
@@ -399,7 +408,8 @@ static void cl_run(const char *mode, int restarts, const char *label)
 void test_restart_E1_L1_L5_L7_P1_clients_across_restart(void **state)
 {
     (void)state;
-    cl_run(g_srv->graceful_arg, tu_slowdown() > 1 ? 2 : 4, "graceful");
+    cl_run(g_srv->graceful_arg, tu_slowdown() > 1 ? 2 : 4, 1200,
+           "graceful");
 }
 
 /* The same across crashes (PostgreSQL immediate stop, mariadbd SIGKILL),
@@ -409,5 +419,5 @@ void test_restart_E1_L1_L5_L10_clients_across_crash(void **state)
 {
     (void)state;
     cl_run(g_srv->restart_arg[0] ? g_srv->restart_arg : "kill",
-           tu_slowdown() > 4 ? 1 : 2, "crash");
+           tu_slowdown() > 4 ? 1 : 2, 2000, "crash");
 }
