@@ -47,7 +47,7 @@
  * is used) and never again, since that call dropped it and the next one
  * connects again (E1, docs/contract.md "Lost connections"); when that
  * first call is a release or a renewal, the library sends it again on a
- * fresh connection instead (C3, cl_check_unheard). During a
+ * fresh connection instead (C3, cl_note_across). During a
  * restart every call must end with ECONNECT or a status of its own kind,
  * never an unclear one, and within its bound.
  */
@@ -153,40 +153,49 @@ static void cl_raise(int64_t *p, int64_t v)
  *     been cutting its connections for at least the 20 ms pause after
  *     that client's ECONNECT (cl_pause_after), and answers no more.
  *
- * When a client that has not heard restart g makes a call that reaches a
- * server after server_down[g], and its call before reached one before
- * server_down[g], that call before ran on the old connection, and this
- * one was the first after the cut and connected again inside the call.
- * If it is a release or a renewal, the library sent it again (C3) and
- * the restart passed rightly (resent[g]); it is also the client's first
- * call on the server after the restart (resumed[g]). Any other call
- * hid the cut: it is written down (unheard[g]) for the check in cl_run,
- * which fails.
+ * So when a client that has not heard restart g makes a call Y that
+ * reaches a server after server_down[g], and its call before, X, reached
+ * one before it, X ran on the old connection, and Y was the first call
+ * after the cut and connected again inside the call. cl_end writes the
+ * two down (across[g]); cl_run judges them against server_down[g] as it
+ * stands at the end (cl_resent there): if Y is a release or a renewal,
+ * the library sent it again and the restart passed rightly; any other Y
+ * hid the cut, and the check fails, naming both calls.
+ *
+ * The times of a call are taken before and after it, so an end may come
+ * late: a call that answered before server_down[g] may be timed after
+ * it. The moment kept grows to the last known start of a failed connect
+ * of the restart, close to the server's return, and that is the moment
+ * that judges: a call timed late past it would have waited out most of
+ * the restart between its answer and its clock. While the restart runs,
+ * an earlier moment may mark a pair that the last one does not, so a
+ * later pair replaces it. A release or renewal so marked is the client's
+ * resumption after the restart (resumed[g]), taken back if an ECONNECT
+ * from the same restart follows.
  */
-static void cl_check_unheard(const cl_call *k, int rc, int64_t end, int g)
+static void cl_note_across(const cl_call *k, int rc, int64_t end, int g)
 {
     cl_client *c = k->c;
+    cl_across *a;
     int64_t down;
 
-    if (g == 0 || c->econnect[g] > 0 || c->resent[g] ||
-        c->unheard[g][0] != '\0' || !c->last_reached)
+    if (g == 0 || c->econnect[g] > 0 || !c->last_reached)
         return;
     down = CL_LD(&g_cl->server_down[g]);
     if (down == 0 || c->last_end >= down || end <= down)
         return;
-    snprintf(c->unheard[g], sizeof c->unheard[g], "its last call before "
-             "the cut, %s (%s), ended %lld ms before a moment the server "
-             "was down (%lld ms into the restart); its next call, %s, "
-             "began %lld ms from that moment and ended %lld ms after it "
-             "with %s%s", c->last_what, sqllock_errname(c->last_rc),
-             (long long)(down - c->last_end),
-             (long long)(down - g_cl->down_ms[g]), k->what,
-             (long long)(k->t0 - down), (long long)(end - down),
-             sqllock_errname(rc), k->c3 ? ", sent again on a fresh "
-             "connection (C3)" : ": it hid the cut");
-    if (k->c3) {
-        c->resent[g] = 1;
+    a = &c->across[g];
+    a->x_end = c->last_end;
+    a->x_rc = c->last_rc;
+    snprintf(a->x_what, sizeof a->x_what, "%s", c->last_what);
+    a->y_begin = k->t0;
+    a->y_end = end;
+    a->y_rc = rc;
+    a->y_c3 = k->c3;
+    snprintf(a->y_what, sizeof a->y_what, "%s", k->what);
+    if (k->c3 && !c->resumed[g]) {
         c->resumed[g] = 1;
+        c->resumed_c3[g] = 1;
         c->resume_at[g] = end;
     }
 }
@@ -222,10 +231,16 @@ static void cl_end(cl_call *k, int rc, unsigned ok, int64_t wait_ms,
                "restart", k->what, (long long)took, (long long)wait_ms);
     if (rc == SQLLOCK_ECONNECT) {
         /* Began with no connection during restart g, and could not
-         * connect: a moment when the server was down (cl_check_unheard). */
+         * connect: a moment when the server was down (cl_note_across). */
         if (k->epoch % 2 == 1 && c->last_rc == SQLLOCK_ECONNECT &&
             k->econnect_before > 0)
             cl_raise(&g_cl->server_down[g], k->t0);
+        /* A release or renewal taken for the resumption after this
+         * restart was not the first call after the cut: this one is. */
+        if (c->resumed_c3[cl_gen(epoch)]) {
+            c->resumed_c3[cl_gen(epoch)] = 0;
+            c->resumed[cl_gen(epoch)] = 0;
+        }
         c->econnect[cl_gen(epoch)]++;
         if (c->first_econnect[0] == '\0')
             snprintf(c->first_econnect, sizeof c->first_econnect, "%s: %s",
@@ -239,7 +254,7 @@ static void cl_end(cl_call *k, int rc, unsigned ok, int64_t wait_ms,
                    "not reconnect on its next call): %s", k->what, g,
                    sqllock_errmsg(db));
     } else if (ok & CL_MASK(rc)) {
-        cl_check_unheard(k, rc, end, cl_gen(epoch));
+        cl_note_across(k, rc, end, cl_gen(epoch));
         if (g > 0 && cl_gen(epoch) == g && !c->resumed[g] &&
             k->econnect_before > 0) {
             c->resumed[g] = 1;

@@ -55,6 +55,47 @@ static void cl_print_statuses(const char *label, const int64_t *by_status)
 {
     tu_print_statuses(label, 26, by_status, CL_NSTATUS);
 }
+/* Whether `c`, which heard no ECONNECT from restart g, passed it rightly:
+ * its first call after the cut was a release or a renewal that the
+ * library sent again on a fresh connection (C3). Its two calls across
+ * the cut (cl_note_across in clients.c) must lie on either side of the
+ * last moment the restart's server was known down. */
+static int cl_resent(const cl_shared *sh, const cl_client *c, int g)
+{
+    const cl_across *a = &c->across[g];
+    int64_t down = sh->server_down[g];
+
+    return a->y_c3 && down != 0 && a->x_end < down && a->y_end > down;
+}
+
+/* Says in `buf` how `c` passed restart g without hearing it: its two
+ * calls across the cut, or why there are none. */
+static void cl_across_text(char *buf, size_t size, const cl_shared *sh,
+                           const cl_client *c, int g)
+{
+    const cl_across *a = &c->across[g];
+    int64_t down = sh->server_down[g];
+
+    if (down == 0)
+        snprintf(buf, size, "no moment is known when the server was down");
+    else if (a->y_end == 0 || a->x_end >= down || a->y_end <= down)
+        snprintf(buf, size, "no two calls of it ended on either side of "
+                 "the last moment the server was known down (%lld ms "
+                 "into the restart)", (long long)(down - sh->down_ms[g]));
+    else
+        snprintf(buf, size, "its last call before the cut, %s (%s), ended "
+                 "%lld ms before the last moment the server was known "
+                 "down (%lld ms into the restart); its next call, %s, "
+                 "began %lld ms from that moment and ended %lld ms after "
+                 "it with %s%s", a->x_what, sqllock_errname(a->x_rc),
+                 (long long)(down - a->x_end),
+                 (long long)(down - sh->down_ms[g]), a->y_what,
+                 (long long)(a->y_begin - down),
+                 (long long)(a->y_end - down), sqllock_errname(a->y_rc),
+                 a->y_c3 ? ", sent again on a fresh connection (C3)"
+                 : ": it reached the new server and hid the cut");
+}
+
 /* Under way in up period g (0: before the first restart): every client
  * but the long waiter has made a call wholly while the server was up,
  * the long waiter is in its wait, and the counter's lease has been
@@ -121,6 +162,7 @@ static void cl_run(const char *mode, int restarts, int64_t up_ms,
     pid_t pids[2 + CL_COUNTER_PROCS + 1];
     int npids = 0, i, g, j, failed_restart = 0, hung;
     int64_t all[CL_NSTATUS], t, sum, took;
+    char why[400];
     cl_shared *sh;
 
     g_slow = tu_slowdown();
@@ -227,9 +269,11 @@ static void cl_run(const char *mode, int restarts, int64_t up_ms,
                    sh->c[j].first_econnect);
     for (j = 0; j < CL_CLIENTS; j++)
         for (g = 1; g <= restarts; g++)
-            if (sh->c[j].unheard[g][0] != '\0')
+            if (j != CL_WAIT_LONG && sh->c[j].econnect[g] == 0) {
+                cl_across_text(why, sizeof why, sh, &sh->c[j], g);
                 printf("    client %d (%s) did not hear restart %d: %s\n",
-                       j, sh->c[j].role, g, sh->c[j].unheard[g]);
+                       j, sh->c[j].role, g, why);
+            }
     if (failed_restart)
         fail_msg("the restart command failed");
     if (CL_LD(&sh->ready) != CL_CLIENTS)
@@ -253,15 +297,13 @@ static void cl_run(const char *mode, int restarts, int64_t up_ms,
              * on it, or any call while the server was down, said so --
              * unless that first call was a release or a renewal, which
              * the library sent again on a fresh connection (C3), as the
-             * client's calls around the cut show (cl_check_unheard). */
-            if (sh->c[j].econnect[g] == 0 && !sh->c[j].resent[g])
+             * client's calls around the cut show (cl_resent). */
+            if (sh->c[j].econnect[g] == 0 && !cl_resent(sh, &sh->c[j], g)) {
+                cl_across_text(why, sizeof why, sh, &sh->c[j], g);
                 fail_msg("E1: client %d (%s) never heard ECONNECT from "
-                         "restart %d, which cut its connection%s%s", j,
-                         sh->c[j].role, g,
-                         sh->c[j].unheard[g][0] != '\0' ? ": "
-                         : sh->server_down[g] == 0 ? " (no moment is "
-                         "known when the server was down)" : "",
-                         sh->c[j].unheard[g]);
+                         "restart %d, which cut its connection: %s", j,
+                         sh->c[j].role, g, why);
+            }
             if (!sh->c[j].resumed[g])
                 fail_msg("E1: client %d (%s) did not reach the server again "
                          "after restart %d, before the next one", j,
