@@ -125,9 +125,7 @@ static int cl_back(cl_shared *sh, int g)
     if (!CL_LD(&sh->r_resumed[g]) || CL_LD(&sh->gen_tok_min[g]) == 0)
         return 0;
     n = CL_LD(&sh->w_nev);
-    for (i = 0; i < n && i < CL_EVENTS_MAX; i++) {
-        if (sh->w_ev[i].t_ms < sh->down_ms[g])
-            continue;
+    for (i = sh->w_nev_at[g]; i < n && i < CL_EVENTS_MAX; i++) {
         if (sh->w_ev[i].state == SQLLOCK_STATE_UNCERTAIN)
             uncertain = 1;
         last = sh->w_ev[i].state;
@@ -210,6 +208,7 @@ static void cl_run(const char *mode, int restarts, int64_t up_ms,
                (long long)took);
         for (g = 1; g <= restarts && !CL_LD(&sh->failed); g++) {
             int rc;
+            sh->w_nev_at[g] = CL_LD(&sh->w_nev);
             sh->down_ms[g] = tu_now_ms();
             CL_ST(&sh->epoch, 2 * g - 1);
             rc = cl_restart(mode);
@@ -230,6 +229,7 @@ static void cl_run(const char *mode, int restarts, int64_t up_ms,
     } else {
         restarts = 0;
     }
+    sh->w_nev_at[restarts + 1] = CL_LD(&sh->w_nev);
     t = tu_now_ms();
     CL_ST(&sh->stop, 1);
     hung = cl_reap_children(pids, npids, 60000 * (int64_t)g_slow);
@@ -288,7 +288,6 @@ static void cl_run(const char *mode, int restarts, int64_t up_ms,
     for (g = 1; g <= restarts; g++) {
         int64_t worst = INT64_MIN, w_first = -1, w_held = -1;
         int worst_c = -1, n_unc = 0, last_state = -1;
-        int64_t win_end = g < restarts ? sh->down_ms[g + 1] : t;
 
         for (j = 0; j < CL_CLIENTS; j++) {
             if (j == CL_WAIT_LONG)
@@ -313,10 +312,13 @@ static void cl_run(const char *mode, int restarts, int64_t up_ms,
                 worst_c = j;
             }
         }
-        for (i = 0; i < sh->w_nev && i < CL_EVENTS_MAX; i++) {
+        /* The watched lease's changes between this restart's start and
+         * the next one's (or the stop), told apart by their number, not
+         * their time: the change that let the next restart begin
+         * (cl_back) may fall in the same millisecond as its start. */
+        for (i = sh->w_nev_at[g];
+             i < sh->w_nev_at[g + 1] && i < CL_EVENTS_MAX; i++) {
             const cl_event *e = &sh->w_ev[i];
-            if (e->t_ms < sh->down_ms[g] || e->t_ms >= win_end)
-                continue;
             if (e->state == SQLLOCK_STATE_UNCERTAIN) {
                 n_unc++;
                 if (w_first < 0)

@@ -142,6 +142,8 @@ typedef struct cl_shared {
     int64_t hold_token, hold_last_token, hold_tokens[4];
     int w_notheld, w_nev;
     cl_event w_ev[CL_EVENTS_MAX];
+    int w_nev_at[CL_GEN_MAX + 1];      /* w_nev when restart g began (g =
+                                          the restarts + 1: at the stop) */
     char w_bad[300];
     /* (d) the reapers */
     int r_resumed[CL_GEN_MAX];
