@@ -45,7 +45,9 @@
  * was up: there a client may see SQLLOCK_ECONNECT only on its first call
  * after a restart (the connection the restart cut is found dead when it
  * is used) and never again, since that call dropped it and the next one
- * connects again (E1, docs/contract.md "Lost connections"). During a
+ * connects again (E1, docs/contract.md "Lost connections"); when that
+ * first call is a release or a renewal, the library sends it again on a
+ * fresh connection instead (C3, cl_note_across). During a
  * restart every call must end with ECONNECT or a status of its own kind,
  * never an unclear one, and within its bound.
  */
@@ -100,11 +102,102 @@ static void cl_begin(cl_call *k, cl_client *c, const char *what)
 {
     k->c = c;
     k->what = what;
+    k->c3 = 0;
     k->epoch = CL_LD(&g_cl->epoch);
     k->t0 = tu_now_ms();
     k->econnect_before = c->econnect[cl_gen(k->epoch)];
     snprintf(c->in_call, sizeof c->in_call, "%s", what);
     CL_ST(&c->in_call_since, k->t0);
+}
+
+/* cl_begin for a release or a renewal: the calls that the library sends
+ * again, once, on a fresh connection after a lost one (DESIGN C3). */
+static void cl_begin_c3(cl_call *k, cl_client *c, const char *what)
+{
+    cl_begin(k, c, what);
+    k->c3 = 1;
+}
+
+/* Raises *p to v if v is larger (several clients write it). */
+static void cl_raise(int64_t *p, int64_t v)
+{
+    int64_t cur = CL_LD(p);
+
+    while (cur < v &&
+           !__atomic_compare_exchange_n(p, &cur, v, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST))
+        ;
+}
+
+/*
+ * A restart that a client did not hear (E1, C3). Every restart cuts every
+ * connection, and the first call that uses a cut one reports
+ * SQLLOCK_ECONNECT -- except a release or a renewal, which the library
+ * sends again, once, on a fresh connection (C3): when the server is back
+ * by then, that succeeds and the client never hears the cut. That is
+ * right, and the only way a client may pass a restart unheard; an
+ * acquire, a wait or a reap that reached the new server without a word
+ * hid the cut. Which call was the first after the cut is told by a
+ * moment when restart g's server was known down:
+ *
+ *   - A call that begins with no connection (the client's call before it
+ *     heard ECONNECT from restart g, and the library drops a lost
+ *     connection) must connect. If it ends with ECONNECT too, no server
+ *     took connections when it began: not the old one, whose shutdown
+ *     had cut that client already, nor the new one, not up yet (if the
+ *     new one were up then, it would be up at the connect). cl_end keeps
+ *     the latest such start, server_down[g].
+ *   - So a call that ended before server_down[g] with a status from a
+ *     server reached the old one. A call that ended after it with such a
+ *     status reached the new one: by server_down[g] the old server had
+ *     been cutting its connections for at least the 20 ms pause after
+ *     that client's ECONNECT (cl_pause_after), and answers no more.
+ *
+ * So when a client that has not heard restart g makes a call Y that
+ * reaches a server after server_down[g], and its call before, X, reached
+ * one before it, X ran on the old connection, and Y was the first call
+ * after the cut and connected again inside the call. cl_end writes the
+ * two down (across[g]); cl_run judges them against server_down[g] as it
+ * stands at the end (cl_resent there): if Y is a release or a renewal,
+ * the library sent it again and the restart passed rightly; any other Y
+ * hid the cut, and the check fails, naming both calls.
+ *
+ * The times of a call are taken before and after it, so an end may come
+ * late: a call that answered before server_down[g] may be timed after
+ * it. The moment kept grows to the last known start of a failed connect
+ * of the restart, close to the server's return, and that is the moment
+ * that judges: a call timed late past it would have waited out most of
+ * the restart between its answer and its clock. While the restart runs,
+ * an earlier moment may mark a pair that the last one does not, so a
+ * later pair replaces it. A release or renewal so marked is the client's
+ * resumption after the restart (resumed[g]), taken back if an ECONNECT
+ * from the same restart follows.
+ */
+static void cl_note_across(const cl_call *k, int rc, int64_t end, int g)
+{
+    cl_client *c = k->c;
+    cl_across *a;
+    int64_t down;
+
+    if (g == 0 || c->econnect[g] > 0 || !c->last_reached)
+        return;
+    down = CL_LD(&g_cl->server_down[g]);
+    if (down == 0 || c->last_end >= down || end <= down)
+        return;
+    a = &c->across[g];
+    a->x_end = c->last_end;
+    a->x_rc = c->last_rc;
+    snprintf(a->x_what, sizeof a->x_what, "%s", c->last_what);
+    a->y_begin = k->t0;
+    a->y_end = end;
+    a->y_rc = rc;
+    a->y_c3 = k->c3;
+    snprintf(a->y_what, sizeof a->y_what, "%s", k->what);
+    if (k->c3 && !c->resumed[g]) {
+        c->resumed[g] = 1;
+        c->resumed_c3[g] = 1;
+        c->resume_at[g] = end;
+    }
 }
 
 /*
@@ -137,6 +230,17 @@ static void cl_end(cl_call *k, int rc, unsigned ok, int64_t wait_ms,
         cl_bad(c, "%s took %lld ms (wait %lld ms): a call hung in the "
                "restart", k->what, (long long)took, (long long)wait_ms);
     if (rc == SQLLOCK_ECONNECT) {
+        /* Began with no connection during restart g, and could not
+         * connect: a moment when the server was down (cl_note_across). */
+        if (k->epoch % 2 == 1 && c->last_rc == SQLLOCK_ECONNECT &&
+            k->econnect_before > 0)
+            cl_raise(&g_cl->server_down[g], k->t0);
+        /* A release or renewal taken for the resumption after this
+         * restart was not the first call after the cut: this one is. */
+        if (c->resumed_c3[cl_gen(epoch)]) {
+            c->resumed_c3[cl_gen(epoch)] = 0;
+            c->resumed[cl_gen(epoch)] = 0;
+        }
         c->econnect[cl_gen(epoch)]++;
         if (c->first_econnect[0] == '\0')
             snprintf(c->first_econnect, sizeof c->first_econnect, "%s: %s",
@@ -150,9 +254,9 @@ static void cl_end(cl_call *k, int rc, unsigned ok, int64_t wait_ms,
                    "not reconnect on its next call): %s", k->what, g,
                    sqllock_errmsg(db));
     } else if (ok & CL_MASK(rc)) {
+        cl_note_across(k, rc, end, cl_gen(epoch));
         if (g > 0 && cl_gen(epoch) == g && !c->resumed[g] &&
-            (k->econnect_before > 0 ||
-             (c->retried && k->epoch >= 2 * g - 1))) {
+            k->econnect_before > 0) {
             c->resumed[g] = 1;
             c->resume_at[g] = end;
         }
@@ -163,6 +267,10 @@ static void cl_end(cl_call *k, int rc, unsigned ok, int64_t wait_ms,
     }
     if (up)
         c->up_calls[g]++;
+    c->last_end = end;
+    c->last_rc = rc;
+    c->last_reached = rc != SQLLOCK_ECONNECT && (ok & CL_MASK(rc)) != 0;
+    snprintf(c->last_what, sizeof c->last_what, "%s", k->what);
 }
 
 /* After ECONNECT a client pauses a little, as an application would,
@@ -216,7 +324,6 @@ static int cl_holder(void)
     cl_call k;
     int rc;
 
-    c->retried = 1;
     if (db == NULL)
         return 1;
     o.ttl_ms = 15000 * g_slow;
@@ -241,7 +348,7 @@ static int cl_holder(void)
     while (!CL_LD(&g_cl->stop)) {
         if (!sqllock_lease_held(h))
             CL_ADD(&g_cl->w_notheld, 1);
-        cl_begin(&k, c, "renew");
+        cl_begin_c3(&k, c, "renew");
         rc = sqllock_lease_renew(m);
         cl_end(&k, rc, CL_MASK(SQLLOCK_OK), 0, db);
         cl_pause_after(rc);
@@ -252,10 +359,10 @@ static int cl_holder(void)
                sqllock_lease_state_name(sqllock_lease_state(h)));
     CL_ST(&g_cl->hold_releasing, 1);
     CL_ST(&g_cl->hold_owner, 0);
-    cl_begin(&k, c, "release (watched)");
+    cl_begin_c3(&k, c, "release (watched)");
     rc = sqllock_lease_release(h);
     cl_end(&k, rc, CL_MASK(SQLLOCK_OK), 0, db);
-    cl_begin(&k, c, "release");
+    cl_begin_c3(&k, c, "release");
     rc = sqllock_lease_release(m);
     cl_end(&k, rc, CL_MASK(SQLLOCK_OK), 0, db);
 out:
@@ -328,7 +435,7 @@ static void *cl_waiter(void *arg)
                     sqllock_lease_token(l);
             CL_ST(&g_cl->hold_owner, 0);
         }
-        cl_begin(&k, c, "release");
+        cl_begin_c3(&k, c, "release");
         rc = sqllock_lease_release(l);
         cl_end(&k, rc, CL_MASK(SQLLOCK_OK), 0, db);
         break;
@@ -419,7 +526,7 @@ static void *cl_counter(void *arg)
             unsigned okr = CL_MASK(SQLLOCK_OK);
             if (n > 0 || !wrote)
                 okr |= CL_MASK(SQLLOCK_LOST);
-            cl_begin(&k, c, n == 0 ? "release" : "release (again)");
+            cl_begin_c3(&k, c, n == 0 ? "release" : "release (again)");
             rc = sqllock_lease_release(l);
             cl_end(&k, rc, okr, 0, db);
             if (rc != SQLLOCK_ECONNECT)

@@ -80,6 +80,17 @@ typedef struct cl_event {
     char msg[120];
 } cl_event;
 
+/* Two consecutive calls of a client that has not heard a restart: the
+ * first ended before a moment when the server was known down, the second
+ * after it, both with a status from a server (cl_end in clients.c). */
+typedef struct cl_across {
+    int64_t x_end, y_begin, y_end;     /* ms */
+    int x_rc, y_rc;
+    int y_c3;                          /* the second is a release or a
+                                          renewal (cl_call.c3) */
+    char x_what[40], y_what[40];
+} cl_across;
+
 /* One client thread's account; written by that thread only. */
 typedef struct cl_client {
     const char *role;
@@ -88,7 +99,10 @@ typedef struct cl_client {
     int64_t econnect[CL_GEN_MAX];      /* ECONNECTs that came during restart
                                           g or in the up period after it */
     int resumed[CL_GEN_MAX];           /* after its ECONNECT from restart
-                                          g, a call reached the server */
+                                          g, a call reached the server (or
+                                          its first call after the cut was
+                                          a release or renewal sent again:
+                                          across[g]) */
     int64_t resume_at[CL_GEN_MAX];     /* when that call ended (ms) */
     int64_t longest_ms;
     char longest_what[40];
@@ -96,17 +110,27 @@ typedef struct cl_client {
     char in_call[40];
     char first_econnect[200];
     char bad[400];
-    int retried;                       /* its calls are renewals, which the
-                                          library runs again on a fresh
-                                          connection after a lost one
-                                          (DESIGN C3): a restart that is
-                                          over by its next call passes
-                                          unheard */
+    /* Its last call: when it ended (ms), its status, whether that status
+     * came from a server (one of the call's own statuses, not ECONNECT),
+     * and what it was. */
+    int64_t last_end;
+    int last_rc, last_reached;
+    char last_what[40];
+    cl_across across[CL_GEN_MAX];      /* while it has not heard restart
+                                          g: its two calls across a moment
+                                          the server was down (cl_end) */
+    int resumed_c3[CL_GEN_MAX];        /* resumed[g] came from across[g]'s
+                                          second call, a release or a
+                                          renewal */
 } cl_client;
 
 typedef struct cl_shared {
     int epoch, stop, ready, failed;
     int64_t down_ms[CL_GEN_MAX], up_ms[CL_GEN_MAX];
+    int64_t server_down[CL_GEN_MAX];   /* the last known moment of
+                                          restart g when no server took
+                                          connections (ms; 0: none known
+                                          yet; cl_note_across) */
     /* (c) the counter */
     int counter_owner, overlaps, token_back;
     int64_t counter, increments, skipped, last_token;
@@ -118,6 +142,8 @@ typedef struct cl_shared {
     int64_t hold_token, hold_last_token, hold_tokens[4];
     int w_notheld, w_nev;
     cl_event w_ev[CL_EVENTS_MAX];
+    int w_nev_at[CL_GEN_MAX + 1];      /* w_nev when restart g began (g =
+                                          the restarts + 1: at the stop) */
     char w_bad[300];
     /* (d) the reapers */
     int r_resumed[CL_GEN_MAX];
@@ -134,6 +160,9 @@ typedef struct cl_call {
     int64_t t0;
     int64_t econnect_before;   /* the client's ECONNECTs in this call's
                                   generation when it began */
+    int c3;                    /* a release or a renewal: after a lost
+                                  connection the library sends it again,
+                                  once, on a fresh one (DESIGN C3) */
 } cl_call;
 
 
