@@ -188,6 +188,11 @@ extern const char sqllock__my_routine_name[];
 extern const char sqllock__my_sql_routine_exists[];
 extern const char sqllock__my_sql_routine_create[];
 int sqllock__my_upgrade(sqllock_conn *c, sqllock_dberr *err);
+/* SQLLOCK_EPROXY, nothing sent, when the session's autocommit is off
+ * (my_txn.c): refused before a grant (START TRANSACTION, the acquire
+ * routine), so that no lease is granted that could be neither renewed nor
+ * released. */
+int sqllock__my_check_autocommit(sqllock_conn *c, sqllock_dberr *err);
 
 /* my_url.c. Checks the URL and reads its parameters into `t`;
  * sqllock__my_target_free() frees what it allocated, also after a

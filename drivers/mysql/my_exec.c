@@ -203,6 +203,8 @@ int sqllock__my_execute(sqllock_stmt *s, const sqllock_value *args,
     if (s->nparams > 0 && mysql_stmt_bind_param(s->st, s->params) != 0)
         return sqllock__my_fail_stmt(s->st, err, "binding the parameters");
     rc = sqllock__my_check_no_foreign_txn(s->conn, err);
+    if (rc == SQLLOCK_OK && s->is_call)
+        rc = sqllock__my_check_autocommit(s->conn, err);
     if (rc != SQLLOCK_OK)
         return rc;
     t0 = sqllock__now_ms();

@@ -165,7 +165,8 @@ int sqllock__my_exec_script(sqllock_conn *c, const char *sql,
 }
 
 /*
- * A session whose autocommit is off would run the transaction well, but
+ * A session whose autocommit is off would run the transaction well (and
+ * the acquire routine, which commits by itself), but
  * every statement the core runs outside a transaction afterwards (the
  * lease's renewal and release, records) would not commit (C2): refused
  * here already, from the status of the server's last answer (no round
@@ -173,20 +174,26 @@ int sqllock__my_exec_script(sqllock_conn *c, const char *sql,
  * released. A transaction someone else opened is refused too: our START
  * TRANSACTION would commit its work (sqllock__my_check_no_foreign_txn()).
  */
+int sqllock__my_check_autocommit(sqllock_conn *c, sqllock_dberr *err)
+{
+    if (c->borrowed || (c->my->server_status & SERVER_STATUS_AUTOCOMMIT))
+        return SQLLOCK_OK;
+    return sqllock_dberr_set(err, SQLLOCK_EPROXY, "", "not begun: %s, so "
+                             "the statements that must commit on their "
+                             "own would not; nothing was committed",
+                             why_in_transaction(c->my));
+}
+
 int sqllock__my_begin(sqllock_conn *c, sqllock_dberr *err)
 {
     static const char begin[] = "START TRANSACTION";
     int64_t t0;
     int rc = sqllock__my_check_no_foreign_txn(c, err);
 
+    if (rc == SQLLOCK_OK)
+        rc = sqllock__my_check_autocommit(c, err);
     if (rc != SQLLOCK_OK)
         return rc;
-
-    if (!(c->my->server_status & SERVER_STATUS_AUTOCOMMIT))
-        return sqllock_dberr_set(err, SQLLOCK_EPROXY, "", "not begun: %s, so "
-                                 "the statements that must commit on their "
-                                 "own would not; nothing was committed",
-                                 why_in_transaction(c->my));
     t0 = sqllock__now_ms();
     if (mysql_real_query(c->my, begin, sizeof begin - 1) != 0)
         return sqllock__my_fail_timed(c, t0,
