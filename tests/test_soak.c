@@ -219,32 +219,15 @@ static int op_row(worker *w, int k)
     return 0;
 }
 
-static int add_one(void *ctx, const void *old, size_t old_len,
-                   const void **out, size_t *out_len)
-{
-    char *buf = ctx;
-    char tmp[32];
-    long long n = 0;
-
-    if (old != NULL && old_len > 0 && old_len < sizeof tmp) {
-        memcpy(tmp, old, old_len);
-        tmp[old_len] = '\0';
-        n = strtoll(tmp, NULL, 10);
-    }
-    snprintf(buf, 32, "%lld", n + 1);
-    *out = buf;
-    *out_len = strlen(buf);
-    return SQLLOCK_OK;
-}
-
 static int op_cas(worker *w)
 {
     sqllock_retry_options r = SQLLOCK_RETRY_OPTIONS_INIT;
-    char buf[32];
+    tu_counter cnt;
     int rc;
 
     r.max_attempts = 64;
-    rc = sqllock_record_update(w->db, w->cas_key, add_one, buf, &r, NULL);
+    rc = sqllock_record_update(w->db, w->cas_key, tu_counter_inc, &cnt, &r,
+                               NULL);
     if (rc == SQLLOCK_OK)
         w->sh->cas_ok[w->idx]++;
     CHECK(w, rc, "compare-and-set");

@@ -33,33 +33,11 @@ typedef struct d_shared {
 static d_shared *g_d;
 static char g_d_key[96];
 
-typedef struct d_ctx {
-    char buf[32];
-} d_ctx;
-
-static int d_inc(void *ctx, const void *old, size_t old_len,
-                 const void **out, size_t *out_len)
-{
-    d_ctx *c = ctx;
-    char tmp[32];
-    long long v = 0;
-
-    if (old != NULL && old_len > 0 && old_len < sizeof tmp) {
-        memcpy(tmp, old, old_len);
-        tmp[old_len] = '\0';
-        v = atoll(tmp);
-    }
-    snprintf(c->buf, sizeof c->buf, "%lld", v + 1);
-    *out = c->buf;
-    *out_len = strlen(c->buf);
-    return SQLLOCK_OK;
-}
-
 static void d_child(int who)
 {
     sqllock_db *db = tu_child_open(g_url[who], "d");
     sqllock_retry_options ro = SQLLOCK_RETRY_OPTIONS_INIT;
-    d_ctx ctx;
+    tu_counter ctx;
     int i, done = 0, tries = 0;
 
     if (db == NULL) {
@@ -70,7 +48,8 @@ static void d_child(int who)
     while (done < D_UPDATES && tries < D_UPDATES * 20) {
         int attempts = 0, rc;
         tries++;
-        rc = sqllock_record_update(db, g_d_key, d_inc, &ctx, &ro, &attempts);
+        rc = sqllock_record_update(db, g_d_key, tu_counter_inc, &ctx, &ro,
+                                   &attempts);
         g_d->attempts[who] += attempts;
         if (rc >= 0 && rc < NSTATUS)
             g_d->st[who][rc]++;
@@ -102,7 +81,7 @@ static void d_child(int who)
                          sqllock_errname(rc), sqllock_errmsg(db));
             continue;
         }
-        d_inc(&ctx, val, len, &out, &out_len);
+        tu_counter_inc(&ctx, val, len, &out, &out_len);
         sqllock_free(val);
         rc = sqllock_record_cas(db, g_d_key, ver, out, out_len, NULL);
         if (rc >= 0 && rc < NSTATUS)

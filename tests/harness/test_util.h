@@ -192,6 +192,15 @@ typedef struct tu_row {
 
 int tu_row_cb(void *ctx, const sqllock_lease_info *info);
 
+/* A record counter for sqllock_record_update(): the value is a decimal
+ * number (none or "" is 0), written back one higher. `ctx` is a
+ * tu_counter that holds the new value's text. */
+typedef struct tu_counter {
+    char buf[32];
+} tu_counter;
+int tu_counter_inc(void *ctx, const void *old, size_t old_len,
+                   const void **out, size_t *out_len);
+
 /* Looks `name` up through sqllock_list(); returns sqllock_list's status.
  * r->found counts rows with exactly that name (so 0 or 1). */
 int tu_find(sqllock_db *db, const char *name, tu_row *r);

@@ -640,3 +640,21 @@ int tu_get_var(const char *text, const char *key, char *val,
     }
     return 0;
 }
+
+int tu_counter_inc(void *ctx, const void *old, size_t old_len,
+                   const void **out, size_t *out_len)
+{
+    tu_counter *c = ctx;
+    char tmp[32];
+    long long v = 0;
+
+    if (old != NULL && old_len > 0 && old_len < sizeof tmp) {
+        memcpy(tmp, old, old_len);
+        tmp[old_len] = '\0';
+        v = atoll(tmp);
+    }
+    snprintf(c->buf, sizeof c->buf, "%lld", v + 1);
+    *out = c->buf;
+    *out_len = strlen(c->buf);
+    return SQLLOCK_OK;
+}

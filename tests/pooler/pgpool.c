@@ -25,28 +25,6 @@
 
 #define POOL_TRIES 40
 
-typedef struct cas_ctx {
-    char buf[32];
-} cas_ctx;
-
-static int add_one(void *ctx, const void *old, size_t old_len,
-                   const void **out, size_t *out_len)
-{
-    cas_ctx *c = ctx;
-    char tmp[32];
-    long long v = 0;
-
-    if (old != NULL && old_len > 0 && old_len < sizeof tmp) {
-        memcpy(tmp, old, old_len);
-        tmp[old_len] = '\0';
-        v = atoll(tmp);
-    }
-    snprintf(c->buf, sizeof c->buf, "%lld", v + 1);
-    *out = c->buf;
-    *out_len = strlen(c->buf);
-    return SQLLOCK_OK;
-}
-
 /* C2: pgpool-II in raw mode. Each try opens a new client connection (a
  * cron job's); a new backend's first statement runs inside a transaction
  * pgpool opened and aborts when the client leaves. Every grant reported
@@ -71,7 +49,7 @@ void test_pooler_e_C2_pgpool_raw_no_false_success(void **state)
     assert_non_null(dir);
     snprintf(key, sizeof key, "pooler-pgpool-%ld", (long)getpid());
     for (i = 0; i < POOL_TRIES; i++) {
-        cas_ctx c;
+        tu_counter c;
         int step;
 
         snprintf(name, sizeof name, "pooler-pgpool-%ld-%d", (long)getpid(),
@@ -97,7 +75,8 @@ void test_pooler_e_C2_pgpool_raw_no_false_success(void **state)
                              sqllock_errname(rc), sqllock_errmsg(db));
                 }
             } else {
-                rc = sqllock_record_update(db, key, add_one, &c, NULL, NULL);
+                rc = sqllock_record_update(db, key, tu_counter_inc, &c, NULL,
+                                           NULL);
                 if (rc == SQLLOCK_OK)
                     cas_ok++;
                 else if (rc == SQLLOCK_EPROXY)
