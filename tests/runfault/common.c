@@ -140,6 +140,16 @@ pid_t rf_find_guard(pid_t runner)
     return found;
 }
 
+pid_t rf_wait_guard(pid_t runner)
+{
+    int64_t end = tu_now_ms() + tu_scaled_ms(3000);
+    pid_t g;
+
+    while ((g = rf_find_guard(runner)) == 0 && tu_now_ms() < end)
+        tu_sleep_ms(2);
+    return g;
+}
+
 /* Waits until no process of job `name` runs and `guard` (when not 0) has
  * ended, polling every 2 ms; returns the time that took, and fails the
  * test (naming what is left) when it takes longer than GONE_MS. Reaps

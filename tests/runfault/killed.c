@@ -38,7 +38,7 @@ void test_runfault_X1_runner_killed_while_command_runs(void **state)
     START(f, j, "run", name, "--ttl", "2s", "--", "sh", "-c", script);
     rf_wait_started(f, j, started);
     rf_wait_tree(name);
-    guard = rf_find_guard(j->pid);
+    guard = rf_wait_guard(j->pid);
     assert_true(guard > 0);
     assert_int_equal(kill(j->pid, SIGKILL), 0);
     ms = rf_gone(name, guard, tu_now_ms(), "SIGKILL while the command ran");
@@ -65,7 +65,7 @@ void test_runfault_X1_runner_killed_before_grant(void **state)
     START(f, j, "run", name, "--ttl", "2s", "--wait", "20s", "--verbose",
           "--", "sh", "-c", script);
     rf_wait_stderr(f, j, "waiting up to");
-    guard = rf_find_guard(j->pid);
+    guard = rf_wait_guard(j->pid);
     assert_true(guard > 0);
     assert_int_equal(kill(j->pid, SIGKILL), 0);
     rf_gone(name, guard, tu_now_ms(), "SIGKILL while waiting for the lock");
@@ -95,7 +95,7 @@ void test_runfault_X1_runner_killed_after_command(void **state)
     rf_wait_started(f, j, started);
     rf_wait_stderr(f, j, "left 1 process running");
     assert_int_equal(rf_job_procs(name, 0, 0), 1);
-    guard = rf_find_guard(j->pid);
+    guard = rf_wait_guard(j->pid);
     assert_true(guard > 0);
     assert_int_equal(kill(j->pid, SIGKILL), 0);
     ms = rf_gone(name, guard, tu_now_ms(), "SIGKILL while leftovers stopped");
@@ -162,7 +162,7 @@ void test_runfault_X1_guard_killed(void **state)
     START(f, j, "run", name, "--ttl", "2s", "--", "sh", "-c", script);
     rf_wait_started(f, j, started);
     rf_wait_tree(name);
-    guard = rf_find_guard(j->pid);
+    guard = rf_wait_guard(j->pid);
     assert_true(guard > 0);
     assert_int_equal(kill(guard, SIGKILL), 0);
     t0 = tu_now_ms();

@@ -80,6 +80,11 @@ int rf_file_exists(const char *path);
 void rf_touch(const char *path);
 int rf_job_procs(const char *name, int prefix, int kill_them);
 pid_t rf_find_guard(pid_t runner);
+/* rf_find_guard() until the runner's guard shows (it names itself
+ * "sqllock-guard" when it first runs, which on a loaded machine can come
+ * after the runner has gone on), for up to 3 s scaled; 0 if it never
+ * does. */
+pid_t rf_wait_guard(pid_t runner);
 int64_t rf_gone(const char *name, pid_t guard, int64_t t0,
                 const char *when);
 job *rf_start_tool(fixture *f, const char *const *args);
