@@ -58,6 +58,7 @@ static void drop_connection(sqllock_db *db)
     }
     db->txn_fresh = 0;
     db->no_routine = 0;
+    db->no_wake_routine = 0;
     if (db->conn != NULL) {
         db->drv->disconnect(db->conn);
         db->conn = NULL;
@@ -390,6 +391,28 @@ int sqllock__can_notify(const sqllock_db *db)
            db->drv->wait_notify != NULL;
 }
 
+int sqllock__session_wake(sqllock_db *db)
+{
+    sqllock_sql_id id;
+    sqllock_dberr err;
+    int usable = 1;
+
+    if (db->drv == NULL || db->drv->version < 7 || db->no_wake_routine)
+        return 0;
+    for (id = SQLLOCK_SQL_COUNT_V6_; id < SQLLOCK_SQL_COUNT_V7_; id++) {
+        const sqllock_sql *sql = sqllock__sql_of(db->drv, id);
+        if (sql == NULL || sql->text == NULL)
+            return 0;
+    }
+    if (ensure_connected(db) != SQLLOCK_OK)
+        return 0;
+    memset(&err, 0, sizeof err);
+    if (db->drv->session_wake != NULL &&
+        db->drv->session_wake(db->conn, &usable, &err) != SQLLOCK_OK)
+        return 0;
+    return usable;
+}
+
 int sqllock__listen(sqllock_db *db, const char *channel, int on)
 {
     sqllock_dberr err;
@@ -433,6 +456,8 @@ typedef char sqllock__sql_v5_is_two[
     SQLLOCK_SQL_COUNT_V5_ - SQLLOCK_SQL_COUNT_V4_ == 2 ? 1 : -1];
 typedef char sqllock__sql_v6_is_one[
     SQLLOCK_SQL_COUNT_V6_ - SQLLOCK_SQL_COUNT_V5_ == 1 ? 1 : -1];
+typedef char sqllock__sql_v7_is_three[
+    SQLLOCK_SQL_COUNT_V7_ - SQLLOCK_SQL_COUNT_V6_ == 3 ? 1 : -1];
 
 const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
 {
@@ -453,6 +478,10 @@ const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
     if (id < SQLLOCK_SQL_COUNT_V6_)
         return drv->version >= 6
                    ? &drv->dialect->sql_v6[id - SQLLOCK_SQL_COUNT_V5_]
+                   : NULL;
+    if (id < SQLLOCK_SQL_COUNT_V7_)
+        return drv->version >= 7
+                   ? &drv->dialect->sql_v7[id - SQLLOCK_SQL_COUNT_V6_]
                    : NULL;
     return NULL;
 }
@@ -779,6 +808,7 @@ static int upgrade(sqllock_db *db)
         return fail_db(db, &err, "upgrading the sqllock schema");
     }
     db->no_routine = 0;
+    db->no_wake_routine = 0;
     return sqllock__ok(db);
 }
 

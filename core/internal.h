@@ -45,6 +45,9 @@ struct sqllock_db {
     int no_routine;            /* LEASE_ACQUIRE_ONE cannot be used on this
                                   connection (not installed, not allowed):
                                   the acquire runs its transaction */
+    int no_wake_routine;       /* LEASE_ACQUIRE_WAKE cannot be used on
+                                  this connection (not installed, not
+                                  allowed): no session-lock wake-ups */
     int borrowed;              /* sqllock_borrow(): the connection is the
                                   application's; never reconnected */
     char lost_why[200];        /* borrowed: why the connection was dropped */
@@ -66,6 +69,9 @@ struct sqllock_lease {
     int64_t backoff_max_ms;
     unsigned flags;                  /* SQLLOCK_LEASE_* */
     uint64_t wake_key;               /* sqllock__wake_key(url, name) */
+    int companion;                   /* the handle's connection took the
+                                        companion session lock with the
+                                        grant (LEASE_ACQUIRE_WAKE) */
     _Atomic int64_t deadline_us;     /* local monotonic; L6 */
     _Atomic int state;               /* SQLLOCK_STATE_* */
     char owner[SQLLOCK_OWNER_LEN + 1];
@@ -203,6 +209,9 @@ int sqllock__exec_sql(sqllock_db *db, const char *sql,
 /* Notifications (core/db.c), for drivers with SQLLOCK_CAP_NOTIFY. They
  * leave the handle's message alone and drop a broken connection. */
 int sqllock__can_notify(const sqllock_db *db);
+/* 1 when the connection (opened now if need be) can carry session-lock
+ * wake-ups (the version-7 statements, sqllock_driver.h), else 0. */
+int sqllock__session_wake(sqllock_db *db);
 int sqllock__listen(sqllock_db *db, const char *channel, int on);
 int sqllock__wait_notify(sqllock_db *db, int64_t timeout_ms, int *woke);
 

@@ -39,7 +39,7 @@
 extern "C" {
 #endif
 
-#define SQLLOCK_DRIVER_VERSION 6
+#define SQLLOCK_DRIVER_VERSION 7
 
 /* A driver's connection and prepared statement: the driver's own structs. */
 typedef struct sqllock_conn sqllock_conn;
@@ -204,6 +204,40 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                SQLLOCK_ENOSCHEMA; not allowed: SQLLOCK_EPERM) the core
  *                goes back to the statements of the transaction for this
  *                connection. A NULL text where there is no such routine.
+ *
+ * Added in driver version 7, in the dialect's `sql_v7` (indexed by id -
+ * SQLLOCK_SQL_COUNT_V6_; it holds exactly these three, and its size never
+ * changes): wake-ups through a session lock (contract L9) for a database
+ * without push notifications. A lease with wake-ups has a companion
+ * session lock derived from its name and the database it lives in, which
+ * its holder keeps on its connection while it holds the lease, and which
+ * waiters block on. The companion is only a hint that the holder let go
+ * or died: the lease row and the server's clock alone decide who holds
+ * (L1, L2). The core sends these only where session_wake() allows.
+ * LEASE_ACQUIRE_WAKE 1 name, 2 owner, 3 holder, 4 ttl_ms. LEASE_ACQUIRE_ONE
+ *                (same rules, same one round trip) which, when it took
+ *                the lease, also takes the companion lock without
+ *                waiting, unless this connection has it already (a
+ *                session lock counted twice would outlive the release).
+ *                Returns one row, (token, companion): token as
+ *                LEASE_ACQUIRE_ONE; companion 1 when the connection holds
+ *                the companion lock, 0 when another session held it at
+ *                that moment (a waiter between its wake-up and its try:
+ *                the lease is granted without, and its waiters poll).
+ *                SQLLOCK_ENOSCHEMA or SQLLOCK_EPERM as LEASE_ACQUIRE_ONE;
+ *                the core then uses that one.
+ * LEASE_RELEASE_WAKE 1 name, 2 owner, 3 token. LEASE_RELEASE, and the
+ *                companion lock let go whatever the delete found (a lost
+ *                lease must not keep it), in one round trip. Returns one
+ *                row, (deleted): 1 released, 0 lost.
+ * WAKE_WAIT      1 name, 2 timeout_ms (> 0). Waits up to timeout_ms for
+ *                the companion lock and, when it gets it, lets it go at
+ *                once, in the same statement (a waiter never keeps it).
+ *                Returns one row, (woke): 1 when it got the lock (the
+ *                holder let go, its session ended, or no one held it), 0
+ *                when the time ran out. The wait is the server's; the core
+ *                keeps it below statement_timeout_ms, the client's bound
+ *                on a round trip.
  */
 typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_ACQUIRE = 0,
@@ -236,6 +270,11 @@ typedef enum sqllock_sql_id {
     /* driver version 6, in sqllock_dialect.sql_v6 */
     SQLLOCK_SQL_LEASE_ACQUIRE_ONE = SQLLOCK_SQL_COUNT_V5_,
     SQLLOCK_SQL_COUNT_V6_,
+    /* driver version 7, in sqllock_dialect.sql_v7 */
+    SQLLOCK_SQL_LEASE_ACQUIRE_WAKE = SQLLOCK_SQL_COUNT_V6_,
+    SQLLOCK_SQL_LEASE_RELEASE_WAKE,
+    SQLLOCK_SQL_WAKE_WAIT,
+    SQLLOCK_SQL_COUNT_V7_,
     /* Statements above are valid for the versions their comments give.
      * A statement added later is never put in an array that exists
      * already: a driver built before it has that array at the old size,
@@ -244,7 +283,7 @@ typedef enum sqllock_sql_id {
      * only from drivers of that version on (as SQLite's
      * sqlite3_io_methods grows: "methods above are valid for version
      * N"), and its ids follow here. */
-    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V6_
+    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V7_
 } sqllock_sql_id;
 
 /* One statement of a dialect. `args` lists, in placeholder order, which of
@@ -296,6 +335,12 @@ typedef struct sqllock_dialect {
      * SQLLOCK_SQL_COUNT_V6_, one (LEASE_ACQUIRE_ONE), whatever is added
      * later. Read only from drivers of version 6 on. */
     sqllock_sql sql_v6[1];
+
+    /* Driver version 7: the statements from SQLLOCK_SQL_COUNT_V6_ to
+     * SQLLOCK_SQL_COUNT_V7_, three (LEASE_ACQUIRE_WAKE,
+     * LEASE_RELEASE_WAKE, WAKE_WAIT), whatever is added later. Read only
+     * from drivers of version 7 on. */
+    sqllock_sql sql_v7[3];
 } sqllock_dialect;
 
 /* A bound value. Text is passed with its length and need not be
@@ -531,6 +576,15 @@ typedef struct sqllock_driver {
      * it is not an error (SQLLOCK_OK: the core does without); a lost
      * connection or a broken schema is. */
     int (*upgrade)(sqllock_conn *conn, sqllock_dberr *err);
+
+    /* ---- version 7 ---- */
+
+    /* Optional: *usable = 1 when the session-lock wake-ups of the
+     * dialect's version-7 statements work on this connection, 0 when they
+     * must not be sent (a Galera node, where a session lock is one
+     * node's); from what the connect learned, without a round trip.
+     * Without it, they are used wherever the dialect has them. */
+    int (*session_wake)(sqllock_conn *conn, int *usable, sqllock_dberr *err);
 } sqllock_driver;
 
 /*
