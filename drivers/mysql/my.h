@@ -185,8 +185,14 @@ extern const char sqllock__my_sql_session_isolation[];
 extern const char sqllock__my_sql_wsrep_on[];
 extern const char sqllock__my_sql_wsrep_ready[];
 extern const char sqllock__my_routine_name[];
-extern const char sqllock__my_sql_routine_exists[];
 extern const char sqllock__my_sql_routine_create[];
+extern const char sqllock__my_wake_acquire_name[];
+extern const char sqllock__my_sql_wake_acquire_create[];
+extern const char sqllock__my_wake_release_name[];
+extern const char sqllock__my_sql_wake_release_create[];
+extern const char sqllock__my_sql_routines_present[];
+int sqllock__my_session_wake(sqllock_conn *c, int *usable,
+                             sqllock_dberr *err);
 int sqllock__my_upgrade(sqllock_conn *c, sqllock_dberr *err);
 /* SQLLOCK_EPROXY, nothing sent, when the session's autocommit is off
  * (my_txn.c): refused before a grant (START TRANSACTION, the acquire

@@ -408,42 +408,78 @@ int sqllock__my_row_lock_scope(sqllock_conn *c, int *scope,
 }
 
 /*
- * sqllock_init() on a current schema: installs the acquire routine
- * (LEASE_ACQUIRE_ONE) when this database lacks it. One round trip when it
- * is there. Another process may create it between the question and the
- * CREATE (1304, it exists: done); a user without CREATE ROUTINE (or
- * on a server that refuses routines) is not an error: the core acquires
- * with the statements instead.
+ * Session-lock wake-ups (driver version 7) on every connection but a
+ * Galera node's: there GET_LOCK is the node's own (waiters on other
+ * nodes would never see the holder's lock, and some Galera builds refuse
+ * it), so waiters poll.
  */
-int sqllock__my_upgrade(sqllock_conn *c, sqllock_dberr *err)
+int sqllock__my_session_wake(sqllock_conn *c, int *usable,
+                             sqllock_dberr *err)
 {
-    const char *q = sqllock__my_sql_routine_exists;
-    MYSQL_RES *res;
-    MYSQL_ROW row;
-    unsigned code;
-    int n = 0, rc;
+    (void)err;
+    *usable = !c->galera && !c->borrowed;
+    return SQLLOCK_OK;
+}
 
-    if (mysql_real_query(c->my, q, (unsigned long)strlen(q)) != 0)
-        return sqllock__my_fail_conn(c->my, err, "looking for the acquire "
-                                     "routine");
-    res = mysql_store_result(c->my);
-    if (res == NULL)
-        return sqllock__my_fail_conn(c->my, err, "looking for the acquire "
-                                     "routine");
-    if ((row = mysql_fetch_row(res)) != NULL && row[0] != NULL)
-        n = atoi(row[0]);
-    mysql_free_result(res);
-    if (n > 0)
-        return SQLLOCK_OK;
-    q = sqllock__my_sql_routine_create;
-    if (mysql_real_query(c->my, q, (unsigned long)strlen(q)) == 0)
+/* Creates one routine; another process may create it first (1304, it
+ * exists: done). *skip = 1 when this user may not create routines. */
+static int create_routine(sqllock_conn *c, const char *sql, int *skip,
+                          sqllock_dberr *err)
+{
+    unsigned code;
+    int rc;
+
+    if (mysql_real_query(c->my, sql, (unsigned long)strlen(sql)) == 0)
         return sqllock__my_check_committed(c, err);
     code = mysql_errno(c->my);
     if (code == 1304)                  /* ER_SP_ALREADY_EXISTS */
         return SQLLOCK_OK;
     rc = sqllock__my_classify(code);
     if (rc == SQLLOCK_EPERM || code == 1419 /* ER_BINLOG_CREATE_ROUTINE_
-                                               NEED_SUPER */)
+                                               NEED_SUPER */) {
+        *skip = 1;
         return SQLLOCK_OK;
-    return sqllock__my_fail_conn(c->my, err, "creating the acquire routine");
+    }
+    return sqllock__my_fail_conn(c->my, err, "creating the sqllock routines");
+}
+
+/*
+ * sqllock_init() on a current schema: installs the routines this version
+ * calls -- the acquire routine (LEASE_ACQUIRE_ONE) and the acquire and
+ * release with a companion lock (LEASE_ACQUIRE_WAKE, LEASE_RELEASE_WAKE)
+ * -- where this database lacks them. One round trip when they are there.
+ * A user without CREATE ROUTINE (or a server that refuses routines) is
+ * not an error: the core does without them.
+ */
+int sqllock__my_upgrade(sqllock_conn *c, sqllock_dberr *err)
+{
+    static const char *const names[3] = {
+        sqllock__my_routine_name, sqllock__my_wake_acquire_name,
+        sqllock__my_wake_release_name
+    };
+    const char *const creates[3] = {
+        sqllock__my_sql_routine_create, sqllock__my_sql_wake_acquire_create,
+        sqllock__my_sql_wake_release_create
+    };
+    const char *q = sqllock__my_sql_routines_present;
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    int have[3] = { 0, 0, 0 }, i, skip = 0, rc = SQLLOCK_OK;
+
+    if (mysql_real_query(c->my, q, (unsigned long)strlen(q)) != 0)
+        return sqllock__my_fail_conn(c->my, err, "looking for the sqllock "
+                                     "routines");
+    res = mysql_store_result(c->my);
+    if (res == NULL)
+        return sqllock__my_fail_conn(c->my, err, "looking for the sqllock "
+                                     "routines");
+    while ((row = mysql_fetch_row(res)) != NULL)
+        for (i = 0; i < 3; i++)
+            if (row[0] != NULL && strcmp(row[0], names[i]) == 0)
+                have[i] = 1;
+    mysql_free_result(res);
+    for (i = 0; i < 3 && rc == SQLLOCK_OK && !skip; i++)
+        if (!have[i])
+            rc = create_routine(c, creates[i], &skip, err);
+    return rc;
 }

@@ -192,10 +192,6 @@ extern const char sqllock__schema_mysql[];
  * upgrade() creates it once; its text is sent as one statement.
  */
 const char sqllock__my_routine_name[] = "sqllock_acquire_v1";
-const char sqllock__my_sql_routine_exists[] =
-    "SELECT COUNT(*) FROM information_schema.ROUTINES "
-    "WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE' "
-    "AND ROUTINE_NAME = 'sqllock_acquire_v1'";
 const char sqllock__my_sql_routine_create[] =
     "CREATE PROCEDURE sqllock_acquire_v1(IN p_name VARBINARY(255), "
     "IN p_owner CHAR(32) CHARACTER SET ascii, IN p_holder VARBINARY(255), "
@@ -229,6 +225,118 @@ const char sqllock__my_sql_routine_create[] =
 
 static const char SQL_LEASE_ACQUIRE_ONE[] =
     "CALL sqllock_acquire_v1(?, ?, ?, ?)";
+
+/*
+ * L9 without polling (driver version 7): the companion session lock of a
+ * lease with wake-ups. Its name is derived from the database and the
+ * lock's name, hashed to stay within MySQL's 64 characters for a lock
+ * name (session locks are the server's, not the database's: two
+ * databases on one server with the same lock name must not share one):
+ * 'sqllock_' and 40 hex digits of SHA2(database '/' name). The same text
+ * in the routines and in the waiter's statement; DATABASE() is the
+ * routine's own database there, which is the session's here.
+ *
+ * The holder takes it without waiting once its grant has committed:
+ * GET_LOCK(..., 0) fails when a waiter holds it for the instant between
+ * its wake-up and its release, and the lease is then granted without (its
+ * waiters poll); it is not taken twice when this session has it already
+ * (a lease lost without a release left it: session locks count, and a
+ * lock taken twice would outlive the next release). A failure of the
+ * session lock never fails the grant, which has committed: the handler
+ * only reports no companion. GET_LOCK and RELEASE_LOCK are not
+ * transactional, so nothing of this depends on the COMMIT. The release
+ * lets the companion go whatever the DELETE found. The lock also ends
+ * with the holder's session, which is what wakes the waiters of a holder
+ * that died. On a Galera node session locks are the node's own and the
+ * driver says the statements may not be used (session_wake()).
+ */
+#define WAKE_LOCK(name) \
+    "CONCAT('sqllock_', LEFT(SHA2(CONCAT(DATABASE(), '/', " name \
+    "), 256), 40))"
+
+const char sqllock__my_wake_acquire_name[] = "sqllock_acquire_wake_v1";
+const char sqllock__my_sql_wake_acquire_create[] =
+    "CREATE PROCEDURE sqllock_acquire_wake_v1(IN p_name VARBINARY(255), "
+    "IN p_owner CHAR(32) CHARACTER SET ascii, IN p_holder VARBINARY(255), "
+    "IN p_ttl_ms BIGINT)\n"
+    "SQL SECURITY INVOKER MODIFIES SQL DATA\n"
+    "BEGIN\n"
+    "  DECLARE v_token BIGINT DEFAULT 0;\n"
+    "  DECLARE v_wake INT DEFAULT 0;\n"
+    "  DECLARE v_lock VARCHAR(64) CHARACTER SET ascii;\n"
+    "  BEGIN\n"
+    "    DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; "
+    "END;\n"
+    "    START TRANSACTION;\n"
+    "    INSERT INTO sqllock_lease "
+    "(name, owner, holder, token, acquired_at, expires_at) "
+    "VALUES (p_name, p_owner, p_holder, 0, NOW(6), "
+    "NOW(6) + INTERVAL (p_ttl_ms * 1000) MICROSECOND) "
+    "ON DUPLICATE KEY UPDATE "
+    "owner = IF(expires_at <= NOW(6), VALUES(owner), owner), "
+    "holder = IF(expires_at <= NOW(6), VALUES(holder), holder), "
+    "token = IF(expires_at <= NOW(6), 0, token), "
+    "acquired_at = IF(expires_at <= NOW(6), VALUES(acquired_at), "
+    "acquired_at), "
+    "expires_at = IF(expires_at <= NOW(6), VALUES(expires_at), "
+    "expires_at);\n"
+    "    IF ROW_COUNT() > 0 THEN\n"
+    "      REPLACE INTO sqllock_token (name) VALUES (p_name);\n"
+    "      SET v_token = LAST_INSERT_ID();\n"
+    "      UPDATE sqllock_lease SET token = v_token "
+    "WHERE name = p_name AND owner = p_owner;\n"
+    "    END IF;\n"
+    "    COMMIT;\n"
+    "  END;\n"
+    "  IF v_token > 0 THEN\n"
+    "    BEGIN\n"
+    "      DECLARE CONTINUE HANDLER FOR SQLEXCEPTION SET v_wake = 0;\n"
+    "      SET v_lock = " WAKE_LOCK("p_name") ";\n"
+    "      IF IS_USED_LOCK(v_lock) <=> CONNECTION_ID() THEN\n"
+    "        SET v_wake = 1;\n"
+    "      ELSE\n"
+    "        SET v_wake = COALESCE(GET_LOCK(v_lock, 0), 0);\n"
+    "      END IF;\n"
+    "    END;\n"
+    "  END IF;\n"
+    "  SELECT v_token, v_wake;\n"
+    "END";
+
+const char sqllock__my_wake_release_name[] = "sqllock_release_wake_v1";
+const char sqllock__my_sql_wake_release_create[] =
+    "CREATE PROCEDURE sqllock_release_wake_v1(IN p_name VARBINARY(255), "
+    "IN p_owner CHAR(32) CHARACTER SET ascii, IN p_token BIGINT)\n"
+    "SQL SECURITY INVOKER MODIFIES SQL DATA\n"
+    "BEGIN\n"
+    "  DECLARE v_n BIGINT DEFAULT 0;\n"
+    "  DELETE FROM sqllock_lease "
+    "WHERE name = p_name AND owner = p_owner AND token = p_token;\n"
+    "  SET v_n = ROW_COUNT();\n"
+    "  BEGIN\n"
+    "    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;\n"
+    "    DO RELEASE_LOCK(" WAKE_LOCK("p_name") ");\n"
+    "  END;\n"
+    "  SELECT v_n;\n"
+    "END";
+
+static const char SQL_LEASE_ACQUIRE_WAKE[] =
+    "CALL sqllock_acquire_wake_v1(?, ?, ?, ?)";
+static const char SQL_LEASE_RELEASE_WAKE[] =
+    "CALL sqllock_release_wake_v1(?, ?, ?)";
+/* The waiter: waits in GET_LOCK (seconds, fractions allowed on MariaDB)
+ * and lets the lock go in the same statement when it got it; IF() runs
+ * RELEASE_LOCK only then. 1 woke, 0 timed out (NULL: an error, such as
+ * a killed wait, also 0). */
+static const char SQL_WAKE_WAIT[] =
+    "SELECT IF(GET_LOCK(" WAKE_LOCK("CAST(? AS BINARY)") ", ? / 1000), "
+    "RELEASE_LOCK(" WAKE_LOCK("CAST(? AS BINARY)") ") = 1, 0)";
+
+/* Every routine upgrade() installs, one CREATE each. */
+const char sqllock__my_sql_routines_present[] =
+    "SELECT ROUTINE_NAME FROM information_schema.ROUTINES "
+    "WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE' "
+    "AND ROUTINE_NAME IN ('sqllock_acquire_v1', 'sqllock_acquire_wake_v1', "
+    "'sqllock_release_wake_v1')";
 
 const sqllock_dialect sqllock__my_dialect = {
     .sql = {
@@ -271,6 +379,14 @@ const sqllock_dialect sqllock__my_dialect = {
     .sql_v6 = {
         [SQLLOCK_SQL_LEASE_ACQUIRE_ONE - SQLLOCK_SQL_COUNT_V5_] =
             { SQL_LEASE_ACQUIRE_ONE, "1234" },
+    },
+    .sql_v7 = {
+        [SQLLOCK_SQL_LEASE_ACQUIRE_WAKE - SQLLOCK_SQL_COUNT_V6_] =
+            { SQL_LEASE_ACQUIRE_WAKE, "1234" },
+        [SQLLOCK_SQL_LEASE_RELEASE_WAKE - SQLLOCK_SQL_COUNT_V6_] =
+            { SQL_LEASE_RELEASE_WAKE, "123" },
+        [SQLLOCK_SQL_WAKE_WAIT - SQLLOCK_SQL_COUNT_V6_] =
+            { SQL_WAKE_WAIT, "121" },
     },
 };
 

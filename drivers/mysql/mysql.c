@@ -58,4 +58,5 @@ const sqllock_driver sqllock__mysql_driver = {
     .adopt = sqllock__my_adopt,
     .txn_status = sqllock__my_txn_status,
     .upgrade = sqllock__my_upgrade,
+    .session_wake = sqllock__my_session_wake,
 };
