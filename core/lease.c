@@ -207,6 +207,7 @@ static void forget(sqllock_lease *l)
     unwatch(l);
     l->count = 0;
     l->token = 0;
+    l->companion = 0;
     l->owner[0] = '\0';
     atomic_store(&l->state, SQLLOCK_STATE_NOT_HELD);
     atomic_store(&l->deadline_us, 0);
@@ -327,8 +328,45 @@ static int acquire_in_transaction(sqllock_db *db, const sqllock_value *args,
  * or when the routine is not installed or not allowed on this
  * connection, the transaction.
  */
+/*
+ * LEASE_ACQUIRE_ONE that also takes the companion session lock with the
+ * grant (L9, sqllock_driver.h version 7), for a lease with wake-ups on a
+ * connection that can carry them. *companion says whether the connection
+ * holds it now. SQLLOCK_ENOSCHEMA or SQLLOCK_EPERM: not installed or not
+ * allowed, nothing changed; the caller uses LEASE_ACQUIRE_ONE.
+ */
+static int acquire_wake(sqllock_db *db, const sqllock_value *args, int *got,
+                        int64_t *token, int *companion)
+{
+    sqllock_sql_id id = SQLLOCK_SQL_LEASE_ACQUIRE_WAKE;
+    const char *what = "acquiring the lease";
+    int rc, has_row = 0, more = 0;
+
+    *got = 0;
+    *companion = 0;
+    rc = sqllock__run(db, id, args, 4, what);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock__fetch(db, id, &has_row, what);
+    if (rc == SQLLOCK_OK && has_row) {
+        *token = db->drv->column_int64(db->stmts[id], 0);
+        *companion = db->drv->column_int64(db->stmts[id], 1) > 0;
+        do
+            rc = sqllock__fetch(db, id, &more, what);
+        while (rc == SQLLOCK_OK && more);
+    }
+    sqllock__end(db, id);
+    if (rc == SQLLOCK_OK && !has_row)
+        rc = sqllock__fail(db, SQLLOCK_EDB, "%s: the acquire routine "
+                           "returned no row", what);
+    if (rc != SQLLOCK_OK)
+        *companion = 0;
+    *got = rc == SQLLOCK_OK && *token > 0;
+    return rc;
+}
+
 static int acquire_one_trip(sqllock_db *db, const sqllock_value *args,
-                            int *got, int64_t *token)
+                            int *got, int64_t *token, int wake,
+                            int *companion)
 {
     const sqllock_sql *one = sqllock__sql_of(db->drv,
                                              SQLLOCK_SQL_LEASE_ACQUIRE_ONE);
@@ -336,6 +374,15 @@ static int acquire_one_trip(sqllock_db *db, const sqllock_value *args,
     int rc, has_row = 0;
 
     *got = 0;
+    *companion = 0;
+    if (wake && !db->no_routine && sqllock__session_wake(db)) {
+        rc = acquire_wake(db, args, got, token, companion);
+        if (rc != SQLLOCK_ENOSCHEMA && rc != SQLLOCK_EPERM)
+            return rc;
+        /* The routine of an older sqllock_init(), or one this user may
+         * not run: no wake-ups from this connection's grants. */
+        db->no_wake_routine = 1;
+    }
     if (one == NULL || one->text == NULL || db->no_routine)
         return acquire_in_transaction(db, args, got, token);
     rc = sqllock__run(db, SQLLOCK_SQL_LEASE_ACQUIRE_ONE, args, 4, what);
@@ -361,7 +408,7 @@ static int lease_insert(sqllock_lease *l)
     sqllock_db *db = l->db;
     sqllock_value args[4];
     int64_t sent_us, token = 0;
-    int rc, got = 0;
+    int rc, got = 0, companion = 0;
     const char *what = "acquiring the lease";
 
     if (db->drv == NULL)
@@ -383,7 +430,9 @@ static int lease_insert(sqllock_lease *l)
         if (rc == SQLLOCK_OK)
             rc = first_int_then_drain(db, id, &got, &token, what);
     } else {
-        rc = acquire_one_trip(db, args, &got, &token);
+        rc = acquire_one_trip(db, args, &got, &token,
+                              !(l->flags & SQLLOCK_LEASE_NO_WAKEUP),
+                              &companion);
     }
     if (rc != SQLLOCK_OK) {
         forget(l);
@@ -396,6 +445,7 @@ static int lease_insert(sqllock_lease *l)
     }
     l->count = 1;
     l->token = token;
+    l->companion = companion;
     atomic_store(&l->deadline_us, sent_us + (l->ttl_ms - l->margin_ms) * 1000);
     atomic_store(&l->state, SQLLOCK_STATE_HELD);
     return sqllock__ok(db);
@@ -444,6 +494,27 @@ static int release_once(sqllock_lease *l, int64_t *affected)
     args[0] = sqllock__text(l->name);
     args[1] = sqllock__text(l->owner);
     args[2] = sqllock__int(l->token);
+    if (l->companion && sqllock__session_wake(db)) {
+        /* The delete and the companion lock's release in one round
+         * trip; the statements run again on a retry (C3) send it again,
+         * which changes nothing. */
+        sqllock_sql_id id = SQLLOCK_SQL_LEASE_RELEASE_WAKE;
+        int has_row = 0;
+
+        *affected = 0;
+        rc = sqllock__run(db, id, args, 3, "releasing the lease");
+        if (rc == SQLLOCK_OK)
+            rc = first_int_then_drain(db, id, &has_row, affected,
+                                      "releasing the lease");
+        if (rc == SQLLOCK_OK && !has_row)
+            rc = sqllock__fail(db, SQLLOCK_EDB, "releasing the lease: the "
+                               "release routine returned no row");
+        if (rc != SQLLOCK_ENOSCHEMA && rc != SQLLOCK_EPERM)
+            return rc;
+        /* Dropped since the grant: the plain release; the companion goes
+         * with the connection. */
+        db->no_wake_routine = 1;
+    }
     /* No channel, no notification: a lease that does not take part in
      * wake-ups does not pay for them either. */
     sqllock__wake_channel(l->name, channel);
@@ -689,15 +760,92 @@ static int64_t backoff_ms(const sqllock_lease *l, int attempt)
     return sqllock__rand_upto(cap);
 }
 
+/* The cap of the backoff before attempt `attempt`: what a waiter that
+ * can be woken waits at most. */
+static int64_t backoff_cap_ms(const sqllock_lease *l, int attempt)
+{
+    int64_t cap = l->backoff_min_ms;
+    int i;
+
+    for (i = 0; i < attempt && cap < l->backoff_max_ms &&
+                cap <= INT64_MAX / 2; i++)
+        cap *= 2;
+    return cap > l->backoff_max_ms ? l->backoff_max_ms : cap;
+}
+
+/*
+ * One pause of a waiter with session-lock wake-ups (WAKE_WAIT): blocks
+ * in the server on the name's companion lock for up to `ms`, so that the
+ * holder's release, or the end of its session, ends the pause at once.
+ * Each wait stays within half the statement timeout, so that the
+ * client's bound on a round trip (statement timeout plus lock wait,
+ * fixed at the connect) never cuts it; a longer pause is several waits.
+ * A wait that ends early without a wake-up (a server that counts whole
+ * seconds: MySQL 8.0 turns 0.3 s into 0) sleeps the rest of its time
+ * here. *woke says whether the lock was free or freed. Any failure is
+ * returned, for the caller to poll for the rest of its wait (on MySQL
+ * 8.0 a wait that would close a cycle of session locks fails as a
+ * deadlock); a lost connection is dropped and the next try reconnects.
+ */
+static int pause_on_companion(sqllock_lease *l, int64_t ms, uint64_t seen,
+                              int *woke)
+{
+    sqllock_db *db = l->db;
+    sqllock_sql_id id = SQLLOCK_SQL_WAKE_WAIT;
+    sqllock_value args[2];
+    int64_t end = sqllock__now_ms() + ms, bound, chunk, start, got, left;
+    int rc, has_row;
+
+    *woke = 0;
+    bound = db->params.statement_timeout_ms / 2;
+    for (;;) {
+        start = sqllock__now_ms();
+        chunk = end - start;
+        if (chunk <= 0)
+            return SQLLOCK_OK;
+        if (bound > 0 && chunk > bound)
+            chunk = bound;
+        args[0] = sqllock__text(l->name);
+        args[1] = sqllock__int(chunk);
+        has_row = 0;
+        got = 0;
+        rc = sqllock__run(db, id, args, 2, "waiting for the lock's holder");
+        if (rc == SQLLOCK_OK)
+            rc = first_int_then_drain(db, id, &has_row, &got,
+                                      "waiting for the lock's holder");
+        if (rc != SQLLOCK_OK)
+            return rc;
+        if (has_row && got == 1) {
+            *woke = 1;
+            return SQLLOCK_OK;
+        }
+        left = chunk - (sqllock__now_ms() - start);
+        if (left > 0 &&
+            sqllock__wake_wait(l->wake_key, seen, left)) {
+            *woke = 1;              /* a release in this process */
+            return SQLLOCK_OK;
+        }
+    }
+}
+
 /*
  * Waiting with wake-ups (L9). A waiter notes its key's in-process
  * generation before each try, so a release in this process between the
  * try and the sleep is not missed. On PostgreSQL it also LISTENs on the
  * name's channel after the first busy try, and tries once more at once
  * (a release before the LISTEN took effect sent a notification no one
- * heard); after that a notification ends its sleep. Polling with backoff
- * stays underneath both: notifications go with a lost connection, and a
- * lease that merely expires announces nothing.
+ * heard); after that a notification ends its sleep. Where the connection
+ * carries session-lock wake-ups instead (MySQL, MariaDB; not Galera), it
+ * pauses inside the server, blocked on the companion lock that the holder
+ * took with its grant, for up to the backoff's cap: the holder's release
+ * or death ends the pause. A pause that ended at once, or on a wake-up
+ * that the try then found the lease still held after (a holder that
+ * reconnected and lost its companion, a grant that could not take it, a
+ * second waiter woken by the first), is followed by one plain backoff
+ * before the next, so a companion that is missing costs at most one
+ * extra try per backoff, never a spin. Polling with backoff stays
+ * underneath all of them: notifications go with a lost connection, and
+ * a lease that merely expires announces nothing.
  */
 int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
 {
@@ -705,6 +853,7 @@ int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
     int64_t deadline, now, sleep_ms;
     uint64_t seen = 0;
     int attempt = 0, rc, woke, wakeups, notify, listening = 0;
+    int session = -1, plain_next = 0;
     sqllock__backoff_hook *hook;
 
     if (l == NULL)
@@ -745,6 +894,25 @@ int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
             }
             notify = 0;                 /* fall back to polling */
         }
+        if (session < 0)
+            session = wakeups && !notify && sqllock__session_wake(l->db);
+        if (session && !plain_next) {
+            sleep_ms = backoff_cap_ms(l, attempt);
+            if (sleep_ms > deadline - now)
+                sleep_ms = deadline - now;
+            hook = atomic_load(&sqllock__on_backoff);
+            if (hook != NULL)
+                hook(l->name, sleep_ms, 1);
+            if (pause_on_companion(l, sleep_ms, seen, &woke) != SQLLOCK_OK) {
+                woke = 0;
+                session = 0;            /* poll for the rest of this wait */
+            }
+            plain_next = woke;
+            if (attempt < 62)
+                attempt++;
+            continue;
+        }
+        plain_next = 0;
         sleep_ms = backoff_ms(l, attempt);
         if (sleep_ms > deadline - now)
             sleep_ms = deadline - now;
