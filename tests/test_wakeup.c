@@ -2,8 +2,11 @@
  * test_wakeup.c -- waiting for a lease (DESIGN L9) on every database: a
  * release wakes a waiter at once instead of at its next poll -- through a
  * condition variable for waiters in the same process (all databases), and
- * through LISTEN/NOTIFY across processes (PostgreSQL); elsewhere waiters
- * in other processes still get the lock by polling; a waiter on
+ * through LISTEN/NOTIFY across processes (PostgreSQL) and through the
+ * holder's companion session lock (MySQL/MariaDB: woken by a release and
+ * by the holder's death, falling back to backoff without a spin when the
+ * holder lost its companion, none for a NO_WAKEUP lease); on SQLite
+ * waiters in other processes still get the lock by polling; a waiter on
  * PostgreSQL survives losing its listening connection; waiting stays
  * mutually exclusive.
  *
@@ -23,6 +26,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 
@@ -38,6 +43,13 @@ static const char *g_url;
 static int is_postgres(void)
 {
     return strcmp(tu_url_driver(g_url), "postgres") == 0;
+}
+
+/* The server wakes waiters in other processes: NOTIFY on PostgreSQL, the
+ * companion session lock on MySQL/MariaDB. */
+static int pushes(void)
+{
+    return is_postgres() || strcmp(tu_url_driver(g_url), "mysql") == 0;
 }
 
 static sqllock_lease *new_lease(sqllock_db *db, const char *name,
@@ -197,9 +209,11 @@ static void test_wakeup_L9_same_process(void **state)
 /*
  * L9 across processes. PostgreSQL: the release's NOTIFY wakes the waiter
  * in another process at once, even for a name with quotes and non-ASCII
- * characters (the channel is a hash). Other databases have no push from
- * the server: the waiter in another process gets the lock by polling, and
- * the handoffs are checked only for coming at all and never overlapping.
+ * characters (the channel is a hash); MySQL/MariaDB: the holder's
+ * release lets go of the companion session lock the waiter is blocked
+ * on. SQLite has no push from the server: the waiter in another process
+ * gets the lock by polling, and the handoffs are checked only for coming
+ * at all and never overlapping.
  */
 static void test_wakeup_L9_other_process(void **state)
 {
@@ -211,7 +225,7 @@ static void test_wakeup_L9_other_process(void **state)
 
     snprintf(h->name, sizeof h->name, "wakeup \"proc\" \xc3\xbc %ld",
              (long)getpid());
-    h->backoff_ms = is_postgres() ? SLOW_POLL_MS : 50;
+    h->backoff_ms = pushes() ? SLOW_POLL_MS : 50;
     fflush(stdout);
     fflush(stderr);
     pid = fork();
@@ -222,9 +236,10 @@ static void test_wakeup_L9_other_process(void **state)
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     assert_int_equal(atomic_load(&h->overlaps), 0);
-    if (is_postgres() && slowest > WAKE_WITHIN_MS)
+    if (pushes() && slowest > WAKE_WITHIN_MS)
         fail_msg("L9: a release took %lld ms to wake a waiter in another "
-                 "process (backoff %d ms): NOTIFY did not wake it",
+                 "process (backoff %d ms): NOTIFY (PostgreSQL) or the "
+                 "companion lock (MySQL) did not wake it",
                  (long long)slowest, SLOW_POLL_MS);
     munmap(h, sizeof *h);
 }
@@ -527,6 +542,354 @@ static void test_wakeup_bad_flags(void **state)
     sqllock_close(db);
 }
 
+/* ------------------------------------------------------------------ */
+/* MySQL/MariaDB: wake-ups through the companion session lock          */
+/* ------------------------------------------------------------------ */
+
+/* What a waiter's pauses were (sqllock__on_backoff), for one lock name;
+ * in memory shared with the process that reads it. */
+typedef struct pauses {
+    char name[160];
+    _Atomic int n;                /* pauses */
+    _Atomic int on_lock;          /* of which blocked on the companion */
+    _Atomic int64_t first_at;     /* ms, the first pause began */
+    _Atomic int64_t first_ms;     /* how long the first was to last */
+    _Atomic int64_t last_at;      /* ms, the latest pause began */
+    _Atomic int64_t at[8];        /* ms, when each of the first 8 began */
+} pauses;
+
+static pauses *g_pauses;
+
+static void count_pause(const char *name, int64_t sleep_ms, int listening)
+{
+    pauses *p = g_pauses;
+    int i;
+
+    if (p == NULL || strcmp(name, p->name) != 0)
+        return;
+    i = atomic_fetch_add(&p->n, 1);
+    if (listening)
+        atomic_fetch_add(&p->on_lock, 1);
+    if (i == 0) {
+        atomic_store(&p->first_at, tu_now_ms());
+        atomic_store(&p->first_ms, sleep_ms);
+    }
+    if (i < 8)
+        atomic_store(&p->at[i], tu_now_ms());
+    atomic_store(&p->last_at, tu_now_ms());
+}
+
+/* The companion lock of `name` is held by some session (1) or not (0),
+ * asked on `db`: the same name the driver derives (drivers/mysql/my_sql.c). */
+static int companion_held(sqllock_db *db, const char *name)
+{
+    sqllock_value v = sqllock__text(name);
+    int64_t held = -1;
+    int has_row = 0;
+
+    EXPECT_RC(db, sqllock__exec_sql(db, "SELECT IS_USED_LOCK(CONCAT("
+                                    "'sqllock_', LEFT(SHA2(CONCAT("
+                                    "DATABASE(), '/', CAST(? AS BINARY)), "
+                                    "256), 40))) IS NOT NULL", &v, 1,
+                                    &has_row, &held, NULL),
+              SQLLOCK_OK, "IS_USED_LOCK");
+    assert_true(has_row);
+    return held == 1;
+}
+
+/*
+ * L9 on MySQL/MariaDB: a release wakes a waiter in another process at
+ * once. The waiter's backoff is 2 s (min = max), so each pause is one 2 s
+ * wait on the companion lock; the release comes 300 ms into it, and the
+ * waiter has the lock before that pause would have ended -- a poll could
+ * not have -- ROUNDS times in a row, the handoff within 1 s each.
+ */
+static void test_wakeup_L9_my_release_wakes_other_process(void **state)
+{
+    sqllock_db *db = open_db();
+    sqllock_lease *l;
+    pauses *p = tu_shared_map(sizeof *p);
+    _Atomic int64_t *got_at = tu_shared_map(sizeof(int64_t) * 2);
+    int i, st = 0;
+    pid_t pid;
+    (void)state;
+
+    snprintf(p->name, sizeof p->name, "mywake-release-%ld", (long)getpid());
+    l = new_lease(db, p->name, 5, 0);
+    for (i = 0; i < ROUNDS; i++) {
+        int64_t end, released, began;
+        int n0;
+
+        EXPECT_RC(db, sqllock_lease_acquire(l, 10000), SQLLOCK_OK, "hold");
+        assert_true(companion_held(db, p->name));
+        n0 = atomic_load(&p->n);
+        fflush(stdout);
+        fflush(stderr);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            sqllock_db *cdb = tu_child_open(g_url, "waiter");
+            sqllock_lease *cl = NULL;
+            sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+            int rc;
+
+            if (cdb == NULL)
+                _exit(2);
+            g_pauses = p;
+            atomic_store(&sqllock__on_backoff, count_pause);
+            o.ttl_ms = 60000;
+            o.backoff_min_ms = 2000;
+            o.backoff_max_ms = 2000;
+            rc = sqllock_lease_new(cdb, p->name, &o, &cl);
+            if (rc == SQLLOCK_OK)
+                rc = sqllock_lease_acquire(cl, 30000);
+            atomic_store(&got_at[0], tu_now_ms());
+            if (rc == SQLLOCK_OK)
+                rc = sqllock_lease_release(cl);
+            if (rc != SQLLOCK_OK)
+                fprintf(stderr, "waiter: %s: %s\n", sqllock_errname(rc),
+                        sqllock_errmsg(cdb));
+            sqllock_lease_free(cl);
+            sqllock_close(cdb);
+            _exit(rc == SQLLOCK_OK ? 0 : 1);
+        }
+        end = tu_now_ms() + 30000;
+        while (atomic_load(&p->n) == n0 && tu_now_ms() < end)
+            tu_sleep_ms(1);
+        assert_true(atomic_load(&p->n) > n0);
+        began = atomic_load(&p->last_at);
+        tu_sleep_ms(300);               /* the waiter is blocked by now */
+        released = tu_now_ms();
+        EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        /* One pause, on the companion, for the whole backoff (no jitter:
+         * it ends when the holder lets go). */
+        assert_int_equal(atomic_load(&p->n), n0 + 1);
+        assert_int_equal(atomic_load(&p->on_lock), atomic_load(&p->n));
+        assert_int_equal(atomic_load(&p->first_ms), 2000);
+        if (atomic_load(&got_at[0]) - released > 1000 ||
+            atomic_load(&got_at[0]) >= began + 2000)
+            fail_msg("L9: round %d: the waiter had the lock %lld ms after "
+                     "the release, %lld ms after its 2 s pause began: it "
+                     "was not woken", i,
+                     (long long)(atomic_load(&got_at[0]) - released),
+                     (long long)(atomic_load(&got_at[0]) - began));
+    }
+    sqllock_lease_free(l);
+    sqllock_close(db);
+    munmap(got_at, sizeof(int64_t) * 2);
+    munmap(p, sizeof *p);
+}
+
+/*
+ * L9 on MySQL/MariaDB: a holder killed with SIGKILL loses its session,
+ * and with it the companion lock: the waiter blocked on it wakes and
+ * tries at once (it finds the lease still held: only its expiry, by the
+ * server's clock, frees it; the companion is never a grant). The waiter's
+ * backoff is 4 s and the kill comes 300 ms into its first pause, so a
+ * try within 1 s of the kill was a wake-up; it then gets the lock after
+ * the dead holder's 2 s ttl, by its polls.
+ */
+static void test_wakeup_L9_my_holder_death_wakes(void **state)
+{
+    sqllock_db *db = open_db();
+    pauses *p = tu_shared_map(sizeof *p);
+    _Atomic int *ready = tu_shared_map(sizeof(int));
+    int64_t end, killed;
+    int st = 0;
+    pid_t holder, waiter;
+    (void)state;
+
+    snprintf(p->name, sizeof p->name, "mywake-death-%ld", (long)getpid());
+    fflush(stdout);
+    fflush(stderr);
+    holder = fork();
+    assert_true(holder >= 0);
+    if (holder == 0) {
+        sqllock_db *cdb = tu_child_open(g_url, "holder");
+        sqllock_lease *cl = NULL;
+        sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+
+        if (cdb == NULL)
+            _exit(2);
+        o.ttl_ms = 2000;
+        if (sqllock_lease_new(cdb, p->name, &o, &cl) != SQLLOCK_OK ||
+            sqllock_lease_try_acquire(cl) != SQLLOCK_OK)
+            _exit(1);
+        atomic_store(ready, 1);
+        for (;;)
+            pause();
+    }
+    end = tu_now_ms() + 30000;
+    while (!atomic_load(ready) && tu_now_ms() < end)
+        tu_sleep_ms(1);
+    assert_true(atomic_load(ready));
+    assert_true(companion_held(db, p->name));
+    waiter = fork();
+    assert_true(waiter >= 0);
+    if (waiter == 0) {
+        sqllock_db *cdb = tu_child_open(g_url, "waiter");
+        sqllock_lease *cl = NULL;
+        sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+        int rc;
+
+        if (cdb == NULL)
+            _exit(2);
+        g_pauses = p;
+        atomic_store(&sqllock__on_backoff, count_pause);
+        o.ttl_ms = 60000;
+        o.backoff_min_ms = 4000;
+        o.backoff_max_ms = 4000;
+        rc = sqllock_lease_new(cdb, p->name, &o, &cl);
+        if (rc == SQLLOCK_OK)
+            rc = sqllock_lease_acquire(cl, 60000);
+        if (rc == SQLLOCK_OK)
+            rc = sqllock_lease_release(cl);
+        if (rc != SQLLOCK_OK)
+            fprintf(stderr, "waiter: %s: %s\n", sqllock_errname(rc),
+                    sqllock_errmsg(cdb));
+        sqllock_lease_free(cl);
+        sqllock_close(cdb);
+        _exit(rc == SQLLOCK_OK ? 0 : 1);
+    }
+    while (atomic_load(&p->n) == 0 && tu_now_ms() < end)
+        tu_sleep_ms(1);
+    assert_true(atomic_load(&p->n) > 0);
+    tu_sleep_ms(300);                   /* the waiter is blocked by now */
+    killed = tu_now_ms();
+    assert_int_equal(kill(holder, SIGKILL), 0);
+    assert_int_equal(waitpid(holder, &st, 0), holder);
+    assert_int_equal(waitpid(waiter, &st, 0), waiter);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_true(atomic_load(&p->n) >= 2);
+    assert_int_equal(atomic_load(&p->first_ms), 4000);
+    if (atomic_load(&p->at[1]) - killed > 1000)
+        fail_msg("L9: the waiter tried again %lld ms after its holder was "
+                 "killed, 300 ms into a 4 s pause: the end of the holder's "
+                 "session did not wake it",
+                 (long long)(atomic_load(&p->at[1]) - killed));
+    sqllock_close(db);
+    munmap(ready, sizeof(int));
+    munmap(p, sizeof *p);
+}
+
+/* The waiter of the reconnect test: waits `wait_ms` for a lock that
+ * stays held, counting its pauses. */
+typedef struct spin_check {
+    pauses p;
+    char url[1024];
+    _Atomic int rc;
+} spin_check;
+
+static void *spin_waiter(void *arg)
+{
+    spin_check *c = arg;
+    sqllock_db *db = NULL;
+    sqllock_lease *l = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    int rc;
+
+    o.ttl_ms = 60000;
+    o.backoff_min_ms = 200;
+    o.backoff_max_ms = 200;
+    rc = sqllock_open(c->url, NULL, &db);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_lease_new(db, c->p.name, &o, &l);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_lease_acquire(l, 2000);
+    atomic_store(&c->rc, rc);
+    sqllock_lease_free(l);
+    sqllock_close(db);
+    return NULL;
+}
+
+/*
+ * L9 on MySQL/MariaDB: a holder whose connection was lost and who
+ * reconnected (its renewal sent again on a fresh connection, C3) still
+ * holds the lease, but its companion lock went with the old session. A
+ * waiter's wait on the companion then ends at once every time; it must
+ * fall back to its backoff rather than spin: over 2 s with a 200 ms
+ * backoff it pauses a few dozen times (each wait that ended at once is
+ * followed by a plain backoff), not thousands, and times out.
+ */
+static void test_wakeup_L9_my_holder_reconnected_no_spin(void **state)
+{
+    sqllock_db *db = open_db(), *admin = open_db();
+    sqllock_lease *l;
+    spin_check *c = calloc(1, sizeof *c);
+    char sql[64];
+    pthread_t th;
+    (void)state;
+
+    assert_non_null(c);
+    snprintf(c->p.name, sizeof c->p.name, "mywake-reconnect-%ld",
+             (long)getpid());
+    snprintf(c->url, sizeof c->url, "%s", g_url);
+    l = new_lease(db, c->p.name, 5, 0);
+    EXPECT_RC(db, sqllock_lease_try_acquire(l), SQLLOCK_OK, "hold");
+    assert_true(companion_held(admin, c->p.name));
+    snprintf(sql, sizeof sql, "KILL %lld", (long long)tu_backend_id(db));
+    EXPECT_RC(admin, sqllock__exec_sql(admin, sql, NULL, 0, NULL, NULL,
+                                       NULL), SQLLOCK_OK, "KILL");
+    EXPECT_RC(db, sqllock_lease_renew(l), SQLLOCK_OK,
+              "renew on a fresh connection");
+    assert_false(companion_held(admin, c->p.name));
+    g_pauses = &c->p;
+    atomic_store(&sqllock__on_backoff, count_pause);
+    assert_int_equal(pthread_create(&th, NULL, spin_waiter, c), 0);
+    pthread_join(th, NULL);
+    atomic_store(&sqllock__on_backoff, NULL);
+    g_pauses = NULL;
+    assert_int_equal(atomic_load(&c->rc), SQLLOCK_TIMEOUT);
+    assert_true(atomic_load(&c->p.on_lock) >= 1);
+    if (atomic_load(&c->p.n) > 100)
+        fail_msg("L9: a waiter whose holder has no companion lock paused "
+                 "%d times in 2 s with a 200 ms backoff: it spun",
+                 atomic_load(&c->p.n));
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    sqllock_lease_free(l);
+    free(c);
+    sqllock_close(admin);
+    sqllock_close(db);
+}
+
+/*
+ * L9, D1b on MySQL/MariaDB: a lease with wake-ups holds its companion
+ * lock exactly while it holds the lease (taken by the grant, let go by
+ * the release, in their one round trip each); a NO_WAKEUP lease takes
+ * none and runs none of the wake-up statements: it costs what it did.
+ */
+static void test_wakeup_L9_my_no_wakeup_no_companion(void **state)
+{
+    sqllock_db *db = open_db(), *other = open_db();
+    sqllock_lease *w, *n;
+    char name[160];
+    (void)state;
+
+    snprintf(name, sizeof name, "mywake-flags-%ld", (long)getpid());
+    w = new_lease(db, name, 5, 0);
+    EXPECT_RC(db, sqllock_lease_try_acquire(w), SQLLOCK_OK, "acquire");
+    assert_true(companion_held(other, name));
+    EXPECT_RC(db, sqllock_lease_release(w), SQLLOCK_OK, "release");
+    assert_false(companion_held(other, name));
+    sqllock_lease_free(w);
+    sqllock_close(db);
+
+    db = open_db();
+    n = new_lease(db, name, 5, SQLLOCK_LEASE_NO_WAKEUP);
+    EXPECT_RC(db, sqllock_lease_try_acquire(n), SQLLOCK_OK, "acquire");
+    assert_false(companion_held(other, name));
+    assert_non_null(db->stmts[SQLLOCK_SQL_LEASE_ACQUIRE_ONE]);
+    assert_null(db->stmts[SQLLOCK_SQL_LEASE_ACQUIRE_WAKE]);
+    EXPECT_RC(db, sqllock_lease_release(n), SQLLOCK_OK, "release");
+    assert_null(db->stmts[SQLLOCK_SQL_LEASE_RELEASE_WAKE]);
+    assert_null(db->stmts[SQLLOCK_SQL_WAKE_WAIT]);
+    sqllock_lease_free(n);
+    sqllock_close(db);
+    sqllock_close(other);
+}
+
 /* Creates the schema once per database (idempotent). */
 static int group_setup(void **state)
 {
@@ -543,6 +906,12 @@ int main(void)
         cmocka_unit_test(test_wakeup_L9_other_process),
         cmocka_unit_test(test_wakeup_L9_no_wakeup_still_polls),
         cmocka_unit_test(test_wakeup_L9_many_waiters_exclusive),
+    };
+    const struct CMUnitTest my_tests[] = {
+        cmocka_unit_test(test_wakeup_L9_my_release_wakes_other_process),
+        cmocka_unit_test(test_wakeup_L9_my_holder_death_wakes),
+        cmocka_unit_test(test_wakeup_L9_my_holder_reconnected_no_spin),
+        cmocka_unit_test(test_wakeup_L9_my_no_wakeup_no_companion),
     };
     const struct CMUnitTest pg_tests[] = {
         cmocka_unit_test(test_wakeup_L9_pg_listener_killed),
@@ -562,5 +931,8 @@ int main(void)
     /* LISTEN exists only on PostgreSQL. */
     rc = tu_status_merge(rc, TU_RUN_ON_DRIVER("wakeup listener", "postgres",
                                               &g_url, pg_tests, group_setup));
+    /* The companion session lock exists only on MySQL/MariaDB. */
+    rc = tu_status_merge(rc, TU_RUN_ON_DRIVER("wakeup session lock", "mysql",
+                                              &g_url, my_tests, group_setup));
     return rc;
 }
