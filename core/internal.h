@@ -72,6 +72,8 @@ struct sqllock_lease {
     int companion;                   /* the handle's connection took the
                                         companion session lock with the
                                         grant (LEASE_ACQUIRE_WAKE) */
+    int busy_companion;              /* the last try found the lease held
+                                        and its companion lock taken */
     _Atomic int64_t deadline_us;     /* local monotonic; L6 */
     _Atomic int state;               /* SQLLOCK_STATE_* */
     char owner[SQLLOCK_OWNER_LEN + 1];

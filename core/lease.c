@@ -414,6 +414,7 @@ static int lease_insert(sqllock_lease *l)
     if (db->drv == NULL)
         return sqllock__fail(db, SQLLOCK_EMISUSE, "%s: the handle has no "
                              "driver (its open failed)", what);
+    l->busy_companion = 0;
     rc = new_owner(l);
     if (rc != SQLLOCK_OK)
         return rc;
@@ -440,6 +441,7 @@ static int lease_insert(sqllock_lease *l)
     }
     if (!got) {
         forget(l);
+        l->busy_companion = companion;
         return sqllock__fail(db, SQLLOCK_BUSY, "lock '%s' is held by another "
                              "owner", l->name);
     }
@@ -838,12 +840,12 @@ static int pause_on_companion(sqllock_lease *l, int64_t ms, uint64_t seen,
  * carries session-lock wake-ups instead (MySQL, MariaDB; not Galera), it
  * pauses inside the server, blocked on the companion lock that the holder
  * took with its grant, for up to the backoff's cap: the holder's release
- * or death ends the pause. A pause that ended at once, or on a wake-up
- * that the try then found the lease still held after (a holder that
- * reconnected and lost its companion, a grant that could not take it, a
- * second waiter woken by the first), is followed by one plain backoff
- * before the next, so a companion that is missing costs at most one
- * extra try per backoff, never a spin. Polling with backoff stays
+ * or death ends the pause. After a wake-up whose try found the lease
+ * held, it waits on the companion again when the try saw it taken (the
+ * waiter woken first got the lease and its companion); when not (a
+ * holder that reconnected and lost its companion, a grant that could not
+ * take it), one plain backoff comes before the next wait, so a missing
+ * companion costs at most one extra try per backoff, never a spin. Polling with backoff stays
  * underneath all of them: notifications go with a lost connection, and
  * a lease that merely expires announces nothing.
  */
@@ -894,6 +896,10 @@ int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
             }
             notify = 0;                 /* fall back to polling */
         }
+        /* A wake-up whose try found the lease held by a holder with a
+         * companion (the waiter that got in first): wait on it again. */
+        if (plain_next && l->busy_companion)
+            plain_next = 0;
         if (session < 0)
             session = wakeups && !notify && sqllock__session_wake(l->db);
         if (session && !plain_next) {

@@ -216,14 +216,18 @@ typedef struct sqllock_stmt sqllock_stmt;
  * (L1, L2). The core sends these only where session_wake() allows.
  * LEASE_ACQUIRE_WAKE 1 name, 2 owner, 3 holder, 4 ttl_ms. LEASE_ACQUIRE_ONE
  *                (same rules, same one round trip) which, when it took
- *                the lease, also takes the companion lock without
- *                waiting, unless this connection has it already (a
+ *                the lease, also takes the companion lock, waiting at
+ *                most a moment (the waiters woken by the last release
+ *                pass it on at once), unless this connection has it (a
  *                session lock counted twice would outlive the release).
  *                Returns one row, (token, companion): token as
- *                LEASE_ACQUIRE_ONE; companion 1 when the connection holds
- *                the companion lock, 0 when another session held it at
- *                that moment (a waiter between its wake-up and its try:
- *                the lease is granted without, and its waiters poll).
+ *                LEASE_ACQUIRE_ONE; after a grant, companion 1 when the
+ *                connection holds the companion lock, 0 when another
+ *                session held it at that moment (a waiter between its
+ *                wake-up and its try: the lease is granted without, and
+ *                its waiters poll); when the lease is held (token 0),
+ *                companion 1 when some session holds the companion lock
+ *                (a waiter may block on it), else 0.
  *                SQLLOCK_ENOSCHEMA or SQLLOCK_EPERM as LEASE_ACQUIRE_ONE;
  *                the core then uses that one.
  * LEASE_RELEASE_WAKE 1 name, 2 owner, 3 token. LEASE_RELEASE, and the
