@@ -429,9 +429,11 @@ typedef struct sqllock_lease_options {
 } sqllock_lease_options;
 
 /* A waiting acquire only polls (with backoff): it neither listens for
- * PostgreSQL notifications nor waits for releases in this process; and a
- * release sends no wake-up (on PostgreSQL it then skips the NOTIFY; what
- * that saves per release is measured in docs/benchmarks.md). For locks
+ * PostgreSQL notifications, nor blocks on a MySQL holder's companion
+ * session lock, nor waits for releases in this process; and a release
+ * sends no wake-up (on PostgreSQL it then skips the NOTIFY; on MySQL the
+ * grant takes no companion lock; what that saves is measured in
+ * docs/benchmarks.md). For locks
  * nobody waits for, and for measuring what wake-ups are worth. (Behind a
  * pooler that cannot keep a LISTEN, the URL's pooler= parameter already
  * keeps waiters from LISTENing there: docs/poolers.md.) */
@@ -508,9 +510,13 @@ SQLLOCK_API int sqllock_lease_try_acquire(sqllock_lease *lease);
  * name through any handle of this process on the same URL wakes the waiter
  * at once; on PostgreSQL the waiter also LISTENs on a channel derived from
  * the name (on its handle's connection, for the duration of the wait) and
- * every release NOTIFYs it, so a release in any process wakes it. Polling
- * stays as the fallback, since a notification can be lost with a
- * connection.
+ * every release NOTIFYs it, so a release in any process wakes it. On
+ * MySQL and MariaDB (not a Galera node) a holder keeps a session lock
+ * derived from the name while it holds the lease, and the waiter pauses
+ * blocked on that lock, so a release, or the holder's death, in any
+ * process wakes it (since 0.2.0; docs/contract.md#renewal-and-waiting).
+ * Polling stays as the fallback, since a notification can be lost with a
+ * connection and an expiry announces nothing.
  *
  * Added in 0.1.0.
  */
