@@ -89,6 +89,7 @@ static int connect_db(sqllock_db *db)
         err.status = rc;
         return sqllock__fail_db(db, &err, "connect");
     }
+    db->conn_gen++;
     return SQLLOCK_OK;
 }
 
@@ -391,26 +392,29 @@ int sqllock__can_notify(const sqllock_db *db)
            db->drv->wait_notify != NULL;
 }
 
-int sqllock__session_wake(sqllock_db *db)
+int sqllock__session_wake(sqllock_db *db, int *usable)
 {
     sqllock_sql_id id;
     sqllock_dberr err;
-    int usable = 1;
+    int rc;
 
+    *usable = 0;
     if (db->drv == NULL || db->drv->version < 7 || db->no_wake_routine)
-        return 0;
+        return SQLLOCK_OK;
     for (id = SQLLOCK_SQL_COUNT_V6_; id < SQLLOCK_SQL_COUNT_V7_; id++) {
         const sqllock_sql *sql = sqllock__sql_of(db->drv, id);
         if (sql == NULL || sql->text == NULL)
-            return 0;
+            return SQLLOCK_OK;
     }
-    if (ensure_connected(db) != SQLLOCK_OK)
-        return 0;
+    rc = ensure_connected(db);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    *usable = 1;
     memset(&err, 0, sizeof err);
     if (db->drv->session_wake != NULL &&
-        db->drv->session_wake(db->conn, &usable, &err) != SQLLOCK_OK)
-        return 0;
-    return usable;
+        db->drv->session_wake(db->conn, usable, &err) != SQLLOCK_OK)
+        *usable = 0;
+    return SQLLOCK_OK;
 }
 
 int sqllock__listen(sqllock_db *db, const char *channel, int on)

@@ -48,6 +48,8 @@ struct sqllock_db {
     int no_wake_routine;       /* LEASE_ACQUIRE_WAKE cannot be used on
                                   this connection (not installed, not
                                   allowed): no session-lock wake-ups */
+    uint64_t conn_gen;         /* counts the connects: a session lock
+                                  taken on an older connection is gone */
     int borrowed;              /* sqllock_borrow(): the connection is the
                                   application's; never reconnected */
     char lost_why[200];        /* borrowed: why the connection was dropped */
@@ -72,6 +74,7 @@ struct sqllock_lease {
     int companion;                   /* the handle's connection took the
                                         companion session lock with the
                                         grant (LEASE_ACQUIRE_WAKE) */
+    uint64_t companion_gen;          /* db->conn_gen of that connection */
     int busy_companion;              /* the last try found the lease held
                                         and its companion lock taken */
     _Atomic int64_t deadline_us;     /* local monotonic; L6 */
@@ -211,9 +214,12 @@ int sqllock__exec_sql(sqllock_db *db, const char *sql,
 /* Notifications (core/db.c), for drivers with SQLLOCK_CAP_NOTIFY. They
  * leave the handle's message alone and drop a broken connection. */
 int sqllock__can_notify(const sqllock_db *db);
-/* 1 when the connection (opened now if need be) can carry session-lock
- * wake-ups (the version-7 statements, sqllock_driver.h), else 0. */
-int sqllock__session_wake(sqllock_db *db);
+/* *usable = 1 when the connection (opened now if need be) can carry
+ * session-lock wake-ups (the version-7 statements, sqllock_driver.h),
+ * else 0. Fails only when the connection cannot be opened (that status,
+ * the handle's message set), so that a caller does not wait for a second
+ * connect timeout in its own statement. */
+int sqllock__session_wake(sqllock_db *db, int *usable);
 int sqllock__listen(sqllock_db *db, const char *channel, int on);
 int sqllock__wait_notify(sqllock_db *db, int64_t timeout_ms, int *woke);
 

@@ -375,13 +375,20 @@ static int acquire_one_trip(sqllock_db *db, const sqllock_value *args,
 
     *got = 0;
     *companion = 0;
-    if (wake && !db->no_routine && sqllock__session_wake(db)) {
-        rc = acquire_wake(db, args, got, token, companion);
-        if (rc != SQLLOCK_ENOSCHEMA && rc != SQLLOCK_EPERM)
+    if (wake && !db->no_routine) {
+        int usable = 0;
+
+        rc = sqllock__session_wake(db, &usable);
+        if (rc != SQLLOCK_OK)
             return rc;
-        /* The routine of an older sqllock_init(), or one this user may
-         * not run: no wake-ups from this connection's grants. */
-        db->no_wake_routine = 1;
+        if (usable) {
+            rc = acquire_wake(db, args, got, token, companion);
+            if (rc != SQLLOCK_ENOSCHEMA && rc != SQLLOCK_EPERM)
+                return rc;
+            /* The routine of an older sqllock_init(), or one this user
+             * may not run: no wake-ups from this connection's grants. */
+            db->no_wake_routine = 1;
+        }
     }
     if (one == NULL || one->text == NULL || db->no_routine)
         return acquire_in_transaction(db, args, got, token);
@@ -448,6 +455,7 @@ static int lease_insert(sqllock_lease *l)
     l->count = 1;
     l->token = token;
     l->companion = companion;
+    l->companion_gen = db->conn_gen;
     atomic_store(&l->deadline_us, sent_us + (l->ttl_ms - l->margin_ms) * 1000);
     atomic_store(&l->state, SQLLOCK_STATE_HELD);
     return sqllock__ok(db);
@@ -496,10 +504,14 @@ static int release_once(sqllock_lease *l, int64_t *affected)
     args[0] = sqllock__text(l->name);
     args[1] = sqllock__text(l->owner);
     args[2] = sqllock__int(l->token);
-    if (l->companion && sqllock__session_wake(db)) {
+    /* The companion lives on the connection that took it with the
+     * grant: after a reconnect it is gone, and so is the reason to pay
+     * for the routine (a retry after a lost connection, C3, is a plain
+     * release). */
+    if (l->companion && db->conn != NULL && db->conn_gen == l->companion_gen &&
+        !db->no_wake_routine) {
         /* The delete and the companion lock's release in one round
-         * trip; the statements run again on a retry (C3) send it again,
-         * which changes nothing. */
+         * trip. */
         sqllock_sql_id id = SQLLOCK_SQL_LEASE_RELEASE_WAKE;
         int has_row = 0;
 
@@ -900,9 +912,17 @@ int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
          * companion (the waiter that got in first): wait on it again. */
         if (plain_next && l->busy_companion)
             plain_next = 0;
-        if (session < 0)
-            session = wakeups && !notify && sqllock__session_wake(l->db);
-        if (session && !plain_next) {
+        if (session < 0) {
+            int usable = 0;
+
+            /* Asked again after a failed connect, which the next try
+             * reports. */
+            if (!wakeups || notify)
+                session = 0;
+            else if (sqllock__session_wake(l->db, &usable) == SQLLOCK_OK)
+                session = usable;
+        }
+        if (session > 0 && !plain_next) {
             sleep_ms = backoff_cap_ms(l, attempt);
             if (sleep_ms > deadline - now)
                 sleep_ms = deadline - now;
