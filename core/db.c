@@ -487,6 +487,10 @@ const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
         return drv->version >= 7
                    ? &drv->dialect->sql_v7[id - SQLLOCK_SQL_COUNT_V6_]
                    : NULL;
+    if (id < SQLLOCK_SQL_COUNT_V8_)
+        return drv->version >= 8
+                   ? &drv->dialect->sql_v8[id - SQLLOCK_SQL_COUNT_V7_]
+                   : NULL;
     return NULL;
 }
 

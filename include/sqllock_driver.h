@@ -39,7 +39,7 @@
 extern "C" {
 #endif
 
-#define SQLLOCK_DRIVER_VERSION 7
+#define SQLLOCK_DRIVER_VERSION 8
 
 /* A driver's connection and prepared statement: the driver's own structs. */
 typedef struct sqllock_conn sqllock_conn;
@@ -242,6 +242,41 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                when the time ran out. The wait is the server's; the core
  *                keeps it below statement_timeout_ms, the client's bound
  *                on a round trip.
+ *
+ * Added in driver version 8, in the dialect's `sql_v8` (indexed by id -
+ * SQLLOCK_SQL_COUNT_V7_; it holds exactly these three, and its size never
+ * changes): batched renewal by the watchdog (contract L6, L7). The
+ * batch is ONE bound text argument, a JSON array of at most
+ * SQLLOCK_RENEW_BATCH_MAX leases, each [name, owner, token, ttl_ms]
+ * (name and owner JSON strings, token and ttl_ms integers); the core
+ * builds it, so nothing is pasted into SQL text and the statement's text
+ * is fixed (PostgreSQL: jsonb_to_recordset; MySQL 8.0 and MariaDB 10.6:
+ * JSON_TABLE; SQLite: json_each).
+ * LEASE_RENEW_MANY 1 batch. LEASE_RENEW for every lease of the batch in
+ *                one statement: each row whose name, owner and token all
+ *                match one element gets the expiry server now + that
+ *                element's ttl_ms, by the server's clock; rows that do not
+ *                match are left alone and do not fail the statement (a
+ *                lost lease does not fail the others). With
+ *                SQLLOCK_CAP_RETURNING it returns one row, (name, token),
+ *                per lease it renewed; without, it returns nothing and
+ *                LEASE_RENEWED_MANY says which. Durable as LEASE_RENEW.
+ *                A NULL text where the dialect has none: the core then
+ *                renews one lease per LEASE_RENEW.
+ * LEASE_RENEW_MANY_FAST 1 batch. The same for leases in fast mode, its
+ *                commit as LEASE_RENEW_FAST's. NULL where LEASE_RENEW_FAST
+ *                is NULL (or where the core should renew fast leases one
+ *                by one).
+ * LEASE_RENEWED_MANY 1 batch. Only without SQLLOCK_CAP_RETURNING, run on
+ *                the same connection right after LEASE_RENEW_MANY
+ *                succeeded: returns (name, token) of every lease row that
+ *                matches an element by name, owner and token. That is
+ *                exactly the rows the renewal changed: only the holder
+ *                writes its owner and token into a row, so a row that did
+ *                not match when the renewal ran cannot match later, and a
+ *                row it renewed stays ours until it expires (a row gone
+ *                meanwhile, deleted by hand, is reported lost, as it is).
+ *                NULL with SQLLOCK_CAP_RETURNING.
  */
 typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_ACQUIRE = 0,
@@ -279,6 +314,11 @@ typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_RELEASE_WAKE,
     SQLLOCK_SQL_WAKE_WAIT,
     SQLLOCK_SQL_COUNT_V7_,
+    /* driver version 8, in sqllock_dialect.sql_v8 */
+    SQLLOCK_SQL_LEASE_RENEW_MANY = SQLLOCK_SQL_COUNT_V7_,
+    SQLLOCK_SQL_LEASE_RENEW_MANY_FAST,
+    SQLLOCK_SQL_LEASE_RENEWED_MANY,
+    SQLLOCK_SQL_COUNT_V8_,
     /* Statements above are valid for the versions their comments give.
      * A statement added later is never put in an array that exists
      * already: a driver built before it has that array at the old size,
@@ -287,7 +327,7 @@ typedef enum sqllock_sql_id {
      * only from drivers of that version on (as SQLite's
      * sqlite3_io_methods grows: "methods above are valid for version
      * N"), and its ids follow here. */
-    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V7_
+    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V8_
 } sqllock_sql_id;
 
 /* One statement of a dialect. `args` lists, in placeholder order, which of
@@ -345,7 +385,16 @@ typedef struct sqllock_dialect {
      * LEASE_RELEASE_WAKE, WAKE_WAIT), whatever is added later. Read only
      * from drivers of version 7 on. */
     sqllock_sql sql_v7[3];
+
+    /* Driver version 8: the statements from SQLLOCK_SQL_COUNT_V7_ to
+     * SQLLOCK_SQL_COUNT_V8_, three (LEASE_RENEW_MANY,
+     * LEASE_RENEW_MANY_FAST, LEASE_RENEWED_MANY), whatever is added
+     * later. Read only from drivers of version 8 on. */
+    sqllock_sql sql_v8[3];
 } sqllock_dialect;
+
+/* The most leases one LEASE_RENEW_MANY carries (driver version 8). */
+#define SQLLOCK_RENEW_BATCH_MAX 1000
 
 /* A bound value. Text is passed with its length and need not be
  * NUL-terminated. */

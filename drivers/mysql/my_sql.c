@@ -50,6 +50,35 @@ static const char SQL_LEASE_RENEW[] =
 static const char SQL_LEASE_RELEASE[] =
     "DELETE FROM sqllock_lease WHERE name = ? AND owner = ? AND token = ?";
 
+/* Batched renewal (driver version 8, contract L7). The batch is one JSON
+ * array, [name, owner, token, ttl_ms] each, read with JSON_TABLE (MySQL
+ * 8.0, MariaDB 10.6). Names and owners are compared as bytes, as the
+ * columns are; the lease row is found by its primary key. The expiry is
+ * LEASE_RENEW's, by the server's clock. MySQL's UPDATE returns no rows,
+ * so the SELECT that follows on the same connection names the rows that
+ * match by name, owner and token, which are exactly those the UPDATE
+ * renewed (see LEASE_RENEWED_MANY in sqllock_driver.h). MariaDB 10.11
+ * reads the JSON_TABLE first and each lease row by its primary key
+ * (EXPLAIN: json_table ALL, then sqllock_lease eq_ref PRIMARY). */
+#define RENEW_BATCH_TABLE                                                     \
+    "JSON_TABLE(?, '$[*]' COLUMNS ("                                           \
+    "n VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[0]', "                       \
+    "o VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[1]', "                        \
+    "t BIGINT PATH '$[2]', ttl BIGINT PATH '$[3]')) AS b"
+#define RENEW_BATCH_MATCH                                                     \
+    "l.name = CAST(b.n AS BINARY) AND l.owner = CAST(b.o AS BINARY) "          \
+    "AND l.token = b.t"
+
+static const char SQL_LEASE_RENEW_MANY[] =
+    "UPDATE sqllock_lease AS l JOIN " RENEW_BATCH_TABLE " ON "
+    RENEW_BATCH_MATCH " SET l.expires_at = "
+    "GREATEST(l.expires_at + INTERVAL 1 MICROSECOND, "
+    "NOW(6) + INTERVAL (b.ttl * 1000) MICROSECOND)";
+
+static const char SQL_LEASE_RENEWED_MANY[] =
+    "SELECT l.name, l.token FROM " RENEW_BATCH_TABLE
+    " JOIN sqllock_lease AS l ON " RENEW_BATCH_MATCH;
+
 /* Milliseconds since the epoch are counted with TIMESTAMPDIFF from
  * 1970-01-01, which is exact because the session time zone is UTC, and
  * unlike UNIX_TIMESTAMP() it does not stop at the year 2038 on MariaDB. */
@@ -398,6 +427,15 @@ const sqllock_dialect sqllock__my_dialect = {
             { SQL_LEASE_RELEASE_WAKE, "123" },
         [SQLLOCK_SQL_WAKE_WAIT - SQLLOCK_SQL_COUNT_V6_] =
             { SQL_WAKE_WAIT, "121" },
+    },
+    .sql_v8 = {
+        [SQLLOCK_SQL_LEASE_RENEW_MANY - SQLLOCK_SQL_COUNT_V7_] =
+            { SQL_LEASE_RENEW_MANY, "1" },
+        /* No fast mode on MySQL. */
+        [SQLLOCK_SQL_LEASE_RENEW_MANY_FAST - SQLLOCK_SQL_COUNT_V7_] =
+            { NULL, NULL },
+        [SQLLOCK_SQL_LEASE_RENEWED_MANY - SQLLOCK_SQL_COUNT_V7_] =
+            { SQL_LEASE_RENEWED_MANY, "1" },
     },
 };
 

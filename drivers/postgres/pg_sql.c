@@ -81,6 +81,30 @@ static const char SQL_LEASE_RENEW_FAST[] =
     "WHERE name = $1 AND owner = $2 AND token = $3 "
     "AND EXISTS (SELECT 1 FROM async)";
 
+/* Batched renewal (driver version 8, contract L7): LEASE_RENEW for every
+ * element of the JSON array $1, [name, owner, token, ttl_ms] each, in one
+ * statement and one transaction. A row is renewed only where name, owner
+ * and token all match one element, by the server's clock (now(), the
+ * statement's start, as LEASE_RENEW); an element that matches no row is
+ * simply not returned, so one lost lease fails nothing else. RETURNING
+ * names the leases renewed. The name is compared in the "C" collation of
+ * the primary key, so the lookup uses it. The commit is made durable
+ * (or, for the fast variant, asynchronous) as in the single renewals. */
+#define LEASE_RENEW_MANY(cte)                                                 \
+    "WITH c AS (SELECT " cte ") "                                              \
+    "UPDATE sqllock_lease AS l "                                               \
+    "SET expires_at = now() + b.ttl * interval '1 millisecond' "               \
+    "FROM (SELECT (e->>0) COLLATE \"C\" AS name, e->>1 AS owner, "            \
+    "(e->>2)::bigint AS token, (e->>3)::float8 AS ttl "                        \
+    "FROM pg_catalog.jsonb_array_elements($1::jsonb) AS e) AS b "              \
+    "WHERE l.name = b.name AND l.owner = b.owner AND l.token = b.token "        \
+    "AND EXISTS (SELECT 1 FROM c) "                                            \
+    "RETURNING l.name, l.token"
+
+static const char SQL_LEASE_RENEW_MANY[] = LEASE_RENEW_MANY(DURABLE_COMMIT);
+static const char SQL_LEASE_RENEW_MANY_FAST[] =
+    LEASE_RENEW_MANY("set_config('synchronous_commit', 'off', true)");
+
 /* L10: a release need not be durable, so its commit does not wait for the
  * WAL flush. set_config(..., true) lasts for this statement's own
  * transaction, so it costs no extra round trip. L9: when the row was ours
@@ -242,12 +266,23 @@ const sqllock_dialect sqllock__pg_dialect = {
         /* Row locks: no database write lock to take. */
         [SQLLOCK_SQL_TXN_WRITE_LOCK - SQLLOCK_SQL_COUNT_V4_] = { NULL, NULL },
     },
+    /* No version 6 or 7 statements: PostgreSQL acquires in one statement
+     * and wakes waiters with NOTIFY. */
+    .sql_v8 = {
+        [SQLLOCK_SQL_LEASE_RENEW_MANY - SQLLOCK_SQL_COUNT_V7_] =
+            { SQL_LEASE_RENEW_MANY, "1" },
+        [SQLLOCK_SQL_LEASE_RENEW_MANY_FAST - SQLLOCK_SQL_COUNT_V7_] =
+            { SQL_LEASE_RENEW_MANY_FAST, "1" },
+        [SQLLOCK_SQL_LEASE_RENEWED_MANY - SQLLOCK_SQL_COUNT_V7_] =
+            { NULL, NULL },
+    },
 };
 
 int sqllock__pg_stmt_kind(const char *sql)
 {
     if (strcmp(sql, SQL_LEASE_ACQUIRE) == 0 ||
-        strcmp(sql, SQL_LEASE_RENEW) == 0)
+        strcmp(sql, SQL_LEASE_RENEW) == 0 ||
+        strcmp(sql, SQL_LEASE_RENEW_MANY) == 0)
         return PG_STMT_DURABLE;
     if (strcmp(sql, SQL_TXN_LOCK_TIMEOUT) == 0)
         return PG_STMT_LOCK_TIMEOUT;

@@ -43,6 +43,19 @@ static const char SQL_LEASE_RENEW[] =
 static const char SQL_LEASE_RELEASE[] =
     "DELETE FROM sqllock_lease WHERE name = ?1 AND owner = ?2 AND token = ?3";
 
+/* Batched renewal (driver version 8, contract L7): LEASE_RENEW for every
+ * element of the JSON array ?1, [name, owner, token, ttl_ms] each, in one
+ * statement (UPDATE ... FROM, SQLite 3.33; json_each; RETURNING, 3.35).
+ * NOW_MS is fixed for the statement, so every lease of the batch gets the
+ * same server time. RETURNING names the leases renewed. */
+static const char SQL_LEASE_RENEW_MANY[] =
+    "UPDATE sqllock_lease SET expires_at = " NOW_MS " + b.ttl "
+    "FROM (SELECT json_extract(value, '$[0]') AS n, "
+    "json_extract(value, '$[1]') AS o, json_extract(value, '$[2]') AS t, "
+    "json_extract(value, '$[3]') AS ttl FROM json_each(?1)) AS b "
+    "WHERE name = b.n AND owner = b.o AND token = b.t "
+    "RETURNING name, token";
+
 static const char SQL_LEASE_LIST[] =
     "SELECT name, owner, holder, token, acquired_at, expires_at, "
     "expires_at - " NOW_MS " FROM sqllock_lease ORDER BY name";
@@ -146,6 +159,15 @@ static const sqllock_dialect sq_dialect = {
          * this one matches and changes nothing. */
         [SQLLOCK_SQL_TXN_WRITE_LOCK - SQLLOCK_SQL_COUNT_V4_] =
             { "UPDATE sqllock_row SET name = name WHERE 0", "" },
+    },
+    .sql_v8 = {
+        [SQLLOCK_SQL_LEASE_RENEW_MANY - SQLLOCK_SQL_COUNT_V7_] =
+            { SQL_LEASE_RENEW_MANY, "1" },
+        /* No fast mode on SQLite; RETURNING names the renewed rows. */
+        [SQLLOCK_SQL_LEASE_RENEW_MANY_FAST - SQLLOCK_SQL_COUNT_V7_] =
+            { NULL, NULL },
+        [SQLLOCK_SQL_LEASE_RENEWED_MANY - SQLLOCK_SQL_COUNT_V7_] =
+            { NULL, NULL },
     },
 };
 
