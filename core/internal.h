@@ -79,6 +79,9 @@ struct sqllock_lease {
                                         and its companion lock taken */
     _Atomic int64_t deadline_us;     /* local monotonic; L6 */
     _Atomic int state;               /* SQLLOCK_STATE_* */
+    void *watch;                     /* the renewer's entry of this lease
+                                        while watched, else NULL; under
+                                        the renewer's mutex (watch.c) */
     char owner[SQLLOCK_OWNER_LEN + 1];
     char name[SQLLOCK_NAME_MAX + 1];
     char holder[SQLLOCK_HOLDER_MAX + 1];

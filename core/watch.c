@@ -4,9 +4,27 @@
  * One renewer per database handle: a thread with its own connection to the
  * handle's URL (never the caller's, which belongs to the caller's thread,
  * E3), started by the first sqllock_lease_watch() and stopped by
- * sqllock_close(). It keeps a list of watched leases, each with the time
- * its next renewal is due, and sleeps on a condition variable until the
- * earliest one (or until it is told of a new lease or asked to stop).
+ * sqllock_close(). It keeps its watched leases in a binary heap ordered
+ * by the time each one next needs attention (its renewal due, or while
+ * uncertain its local deadline if that comes first), and sleeps on a
+ * condition variable until the earliest (or until it is told of a new
+ * lease or asked to stop). Watch, unwatch and finding the next lease cost
+ * O(log n), so a handle can watch 100 000 leases.
+ *
+ * Batches (driver version 8, LEASE_RENEW_MANY). When the earliest lease
+ * is due, the renewer takes with it every lease whose renewal falls due
+ * within that lease's own safety margin from now (a renewal early by less
+ * than the margin changes nothing the holder relies on), up to
+ * SQLLOCK_RENEW_BATCH_MAX, and renews them in one statement per
+ * durability (durable, fast), which the server judges by its own clock
+ * and which matches every lease by name, owner and token. The statement
+ * says which leases it renewed (RETURNING, or LEASE_RENEWED_MANY on the
+ * same connection); each lease is then handled alone, exactly as a single
+ * renewal would have been: renewed -> deadline moved from the time the
+ * batch's statement was SENT; not renewed -> LOST; the statement failed
+ * (lost connection, busy database) -> every lease of that statement
+ * UNCERTAIN, retried. A driver without the batch statements gets one
+ * LEASE_RENEW per lease of the batch, each timed from its own send.
  *
  * The renewer works on copies of a lease's name, owner, token and ttl, and
  * writes back into the caller's handle only its two atomics: the local
@@ -30,16 +48,18 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "internal.h"
 
+#define NOT_QUEUED SIZE_MAX
+
 typedef struct watch_entry {
-    struct watch_entry *next;
     sqllock_lease *lease;
-    char name[SQLLOCK_NAME_MAX + 1];
     char owner[SQLLOCK_OWNER_LEN + 1];
     int64_t token;
     int64_t ttl_ms;
@@ -47,23 +67,40 @@ typedef struct watch_entry {
     int fast;                   /* SQLLOCK_LEASE_FAST */
     int64_t interval_us;
     int64_t retry_us;
-    int64_t due_us;            /* when the next renewal is due */
-    int state;                 /* last state reported to the callback */
-    int removed;               /* unwatched while its renewal or its
-                                  callback ran: dropped after */
+    int64_t due_us;             /* when the next renewal is due */
+    int64_t key_us;             /* the heap's order: when it needs the
+                                   renewer next */
+    size_t pos;                 /* index in the heap, or NOT_QUEUED */
+    int state;                  /* last state reported to the callback */
+    int inflight;               /* taken into the batch in progress */
+    int removed;                /* unwatched while in the batch or its
+                                   callback ran: dropped after */
+    /* The outcome of its renewal in the batch in progress. */
+    int rc;
+    int renewed;
+    int64_t sent_us;
     sqllock_watch_fn callback;
     void *ctx;
+    size_t name_len;
+    char name[];                /* NUL-terminated */
 } watch_entry;
 
 struct sqllock__renewer {
     pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t wake;       /* a new lease, or stop */
-    pthread_cond_t idle;       /* `busy` went back to NULL */
-    sqllock_db *db;            /* the renewer's own connection */
-    watch_entry *head;
-    sqllock_lease *busy;       /* being called back right now */
-    watch_entry *renewing;     /* whose renewal is in flight */
+    pthread_cond_t wake;        /* a new lease, or stop */
+    pthread_cond_t idle;        /* `busy` went back to NULL */
+    sqllock_db *db;             /* the renewer's own connection */
+    watch_entry **heap;         /* min-heap on key_us */
+    size_t n, cap;
+    watch_entry *batch[SQLLOCK_RENEW_BATCH_MAX];
+    size_t nbatch;
+    size_t ninflight;           /* entries out of the heap in a batch,
+                                   which come back to it: the heap keeps
+                                   room for them */
+    sqllock_lease *busy;        /* being called back right now */
+    char *json;                 /* the batch argument being built */
+    size_t json_len, json_cap;
     int stop;
 };
 
@@ -74,16 +111,84 @@ static void abs_time(int64_t us, struct timespec *ts)
     sqllock__mono_after(us, ts);
 }
 
-static void unlink_entry(struct sqllock__renewer *r, watch_entry *e)
-{
-    watch_entry **p;
+/* ---- the heap ---- */
 
-    for (p = &r->head; *p != NULL; p = &(*p)->next)
-        if (*p == e) {
-            *p = e->next;
-            return;
-        }
+static void heap_set(struct sqllock__renewer *r, size_t i, watch_entry *e)
+{
+    r->heap[i] = e;
+    e->pos = i;
 }
+
+static void sift_up(struct sqllock__renewer *r, size_t i)
+{
+    watch_entry *e = r->heap[i];
+
+    while (i > 0) {
+        size_t up = (i - 1) / 2;
+        if (r->heap[up]->key_us <= e->key_us)
+            break;
+        heap_set(r, i, r->heap[up]);
+        i = up;
+    }
+    heap_set(r, i, e);
+}
+
+static void sift_down(struct sqllock__renewer *r, size_t i)
+{
+    watch_entry *e = r->heap[i];
+
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= r->n)
+            break;
+        if (c + 1 < r->n && r->heap[c + 1]->key_us < r->heap[c]->key_us)
+            c++;
+        if (e->key_us <= r->heap[c]->key_us)
+            break;
+        heap_set(r, i, r->heap[c]);
+        i = c;
+    }
+    heap_set(r, i, e);
+}
+
+/* Queues `e` at its key; the heap's room was made when it was watched. */
+static void heap_push(struct sqllock__renewer *r, watch_entry *e)
+{
+    heap_set(r, r->n++, e);
+    sift_up(r, r->n - 1);
+}
+
+static void heap_remove(struct sqllock__renewer *r, watch_entry *e)
+{
+    size_t i = e->pos;
+
+    if (i == NOT_QUEUED)
+        return;
+    e->pos = NOT_QUEUED;
+    r->n--;
+    if (i == r->n)
+        return;
+    heap_set(r, i, r->heap[r->n]);
+    if (i > 0 && r->heap[i]->key_us < r->heap[(i - 1) / 2]->key_us)
+        sift_up(r, i);
+    else
+        sift_down(r, i);
+}
+
+/* The time `e` next needs the renewer: its renewal due or, while it is
+ * uncertain, its local deadline if that comes first (to report LOST on
+ * time). */
+static void set_key(watch_entry *e)
+{
+    int64_t deadline = sqllock__lease_deadline(e->lease);
+
+    e->key_us = e->due_us;
+    if (e->state == SQLLOCK_STATE_UNCERTAIN && deadline != 0 &&
+        deadline < e->key_us)
+        e->key_us = deadline;
+}
+
+/* ---- reporting ---- */
 
 /* Calls the callback with the mutex released and the lease marked busy. */
 static void report(struct sqllock__renewer *r, watch_entry *e, int state,
@@ -97,127 +202,354 @@ static void report(struct sqllock__renewer *r, watch_entry *e, int state,
     pthread_mutex_lock(&r->mu);
 }
 
-/* The watched lease that most needs attention: its renewal is due first,
- * or (while uncertain) its local deadline comes first. */
-static watch_entry *next_entry(struct sqllock__renewer *r, int64_t *when)
+/* `e` is LOST: it leaves the watch, the caller is told, the entry goes. */
+static void lose(struct sqllock__renewer *r, watch_entry *e, int status,
+                 const char *msg)
 {
-    watch_entry *e, *best = NULL;
-    int64_t t, best_t = 0;
-
-    for (e = r->head; e != NULL; e = e->next) {
-        t = e->due_us;
-        if (e->state == SQLLOCK_STATE_UNCERTAIN &&
-            sqllock__lease_deadline(e->lease) < t)
-            t = sqllock__lease_deadline(e->lease);
-        if (best == NULL || t < best_t) {
-            best = e;
-            best_t = t;
-        }
-    }
-    *when = best_t;
-    return best;
+    sqllock__lease_set_state(e->lease, SQLLOCK_STATE_LOST);
+    if (e->lease->watch == e)
+        e->lease->watch = NULL;
+    report(r, e, SQLLOCK_STATE_LOST, status, msg);
+    free(e);
 }
 
-/* One renewal of `e`, entered and left with the mutex held. */
-static void renew_one(struct sqllock__renewer *r, watch_entry *e)
+/* ---- the batch statement ---- */
+
+static int json_put(struct sqllock__renewer *r, const char *s, size_t len)
 {
-    char msg[SQLLOCK__ERRMSG_MAX];
-    int64_t sent_us, now, deadline, affected = 0;
+    if (r->json_len + len + 1 > r->json_cap) {
+        size_t cap = r->json_cap ? r->json_cap : 4096;
+        char *p;
+        while (cap < r->json_len + len + 1)
+            cap *= 2;
+        p = realloc(r->json, cap);
+        if (p == NULL)
+            return -1;
+        r->json = p;
+        r->json_cap = cap;
+    }
+    memcpy(r->json + r->json_len, s, len);
+    r->json_len += len;
+    r->json[r->json_len] = '\0';
+    return 0;
+}
+
+/* A JSON string. Names are valid UTF-8 without control characters
+ * (sqllock__name_ok) and owners hexadecimal, so only '"' and '\' need
+ * escaping. */
+static int json_str(struct sqllock__renewer *r, const char *s, size_t len)
+{
+    size_t i, from = 0;
+
+    if (json_put(r, "\"", 1) != 0)
+        return -1;
+    for (i = 0; i < len; i++)
+        if (s[i] == '"' || s[i] == '\\') {
+            if (json_put(r, s + from, i - from) != 0 ||
+                json_put(r, "\\", 1) != 0)
+                return -1;
+            from = i;
+        }
+    if (json_put(r, s + from, len - from) != 0)
+        return -1;
+    return json_put(r, "\"", 1);
+}
+
+/* [[name, owner, token, ttl_ms], ...] of v[0..n). */
+static int build_json(struct sqllock__renewer *r, watch_entry **v, size_t n)
+{
+    char num[64];
+    size_t i;
+    int len;
+
+    r->json_len = 0;
+    if (json_put(r, "[", 1) != 0)
+        return -1;
+    for (i = 0; i < n; i++) {
+        if (json_put(r, i ? ",[" : "[", i ? 2 : 1) != 0 ||
+            json_str(r, v[i]->name, v[i]->name_len) != 0 ||
+            json_put(r, ",", 1) != 0 ||
+            json_str(r, v[i]->owner, strlen(v[i]->owner)) != 0)
+            return -1;
+        len = snprintf(num, sizeof num, ",%lld,%lld]",
+                       (long long)v[i]->token, (long long)v[i]->ttl_ms);
+        if (json_put(r, num, (size_t)len) != 0)
+            return -1;
+    }
+    return json_put(r, "]", 1);
+}
+
+/* Orders a batch by (token, name), to find a returned row's lease. */
+static int cmp_entry(const void *a, const void *b)
+{
+    const watch_entry *x = *(watch_entry *const *)a;
+    const watch_entry *y = *(watch_entry *const *)b;
+
+    if (x->token != y->token)
+        return x->token < y->token ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* Marks the lease of v[0..n) that a returned (name, token) names. */
+static void mark_renewed(watch_entry **v, size_t n, const char *name,
+                         int64_t token)
+{
+    size_t lo = 0, hi = n;
+
+    if (name == NULL)
+        return;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = v[mid]->token < token ? -1 : v[mid]->token > token ? 1
+                : strcmp(v[mid]->name, name);
+        if (c == 0) {
+            v[mid]->renewed = 1;
+            return;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+}
+
+/* Reads the rows (name, token) of statement `id` into the batch's marks. */
+static int read_renewed(sqllock_db *db, sqllock_sql_id id, watch_entry **v,
+                        size_t n)
+{
+    int rc, has_row;
+
+    for (;;) {
+        rc = sqllock__fetch(db, id, &has_row, "renewing leases");
+        if (rc != SQLLOCK_OK)
+            return rc;
+        if (!has_row)
+            break;
+        mark_renewed(v, n, db->drv->column_text(db->stmts[id], 0),
+                     db->drv->column_int64(db->stmts[id], 1));
+    }
+    sqllock__end(db, id);
+    return SQLLOCK_OK;
+}
+
+/* Whether this connection's driver renews a batch of `fast` leases in one
+ * statement. */
+static int can_batch(sqllock_db *db, int fast)
+{
+    const sqllock_sql *many, *renewed;
+
+    if (db->drv == NULL)
+        return 0;
+    many = sqllock__sql_of(db->drv, fast ? SQLLOCK_SQL_LEASE_RENEW_MANY_FAST
+                                         : SQLLOCK_SQL_LEASE_RENEW_MANY);
+    if (many == NULL || many->text == NULL)
+        return 0;
+    if (db->drv->caps & SQLLOCK_CAP_RETURNING)
+        return 1;
+    renewed = sqllock__sql_of(db->drv, SQLLOCK_SQL_LEASE_RENEWED_MANY);
+    return renewed != NULL && renewed->text != NULL;
+}
+
+/* Renews v[0..n), all durable or all fast, with the mutex released; each
+ * entry's rc, renewed and sent_us say how. */
+static void renew_group(struct sqllock__renewer *r, watch_entry **v,
+                        size_t n, int fast, char *msg)
+{
+    sqllock_db *db = r->db;
+    sqllock_sql_id id = fast ? SQLLOCK_SQL_LEASE_RENEW_MANY_FAST
+                             : SQLLOCK_SQL_LEASE_RENEW_MANY;
+    sqllock_value arg;
+    int64_t sent_us, affected;
+    size_t i;
     int rc;
 
-    deadline = sqllock__lease_deadline(e->lease);
-    r->busy = e->lease;
-    if (deadline != 0 && sqllock__now_us() >= deadline) {
-        /* The local deadline passed without a successful renewal (a
-         * renewal that hung, or failures until now): L6/L7. */
-        sqllock__lease_set_state(e->lease, SQLLOCK_STATE_LOST);
-        unlink_entry(r, e);
-        report(r, e, SQLLOCK_STATE_LOST, SQLLOCK_TIMEOUT, "the lease's local "
-               "deadline passed before a renewal succeeded");
-        free(e);
-        goto done;
+    if (n == 0)
+        return;
+    if (!can_batch(db, fast)) {
+        /* One LEASE_RENEW per lease, each timed from its own send. */
+        for (i = 0; i < n; i++) {
+            affected = 0;
+            v[i]->sent_us = sqllock__now_us();
+            rc = sqllock__lease_renew_raw(db, v[i]->name, v[i]->owner,
+                                          v[i]->token, v[i]->ttl_ms,
+                                          v[i]->fast, &affected);
+            v[i]->rc = rc;
+            v[i]->renewed = rc == SQLLOCK_OK && affected > 0;
+            if (rc != SQLLOCK_OK)
+                memcpy(msg, sqllock_errmsg(db), SQLLOCK__ERRMSG_MAX);
+        }
+        return;
     }
-    r->busy = NULL;
-    r->renewing = e;
-    pthread_mutex_unlock(&r->mu);
-    sent_us = sqllock__now_us();
-    rc = sqllock__lease_renew_raw(r->db, e->name, e->owner, e->token,
-                                  e->ttl_ms, e->fast, &affected);
+    qsort(v, n, sizeof *v, cmp_entry);
+    for (i = 0; i < n; i++)
+        v[i]->renewed = 0;
+    if (build_json(r, v, n) != 0) {
+        rc = sqllock__fail(db, SQLLOCK_ENOMEM, "out of memory");
+        sent_us = sqllock__now_us();
+    } else {
+        arg = sqllock__text(r->json);
+        arg.len = r->json_len;
+        sent_us = sqllock__now_us();
+        rc = sqllock__run(db, id, &arg, 1, "renewing leases");
+        if (rc == SQLLOCK_OK && (db->drv->caps & SQLLOCK_CAP_RETURNING)) {
+            rc = read_renewed(db, id, v, n);
+        } else if (rc == SQLLOCK_OK) {
+            sqllock__end(db, id);
+            rc = sqllock__run(db, SQLLOCK_SQL_LEASE_RENEWED_MANY, &arg, 1,
+                              "reading which leases were renewed");
+            if (rc == SQLLOCK_OK)
+                rc = read_renewed(db, SQLLOCK_SQL_LEASE_RENEWED_MANY, v, n);
+        }
+    }
     if (rc != SQLLOCK_OK)
-        memcpy(msg, sqllock_errmsg(r->db), sizeof msg);
-    pthread_mutex_lock(&r->mu);
-    r->renewing = NULL;
+        memcpy(msg, sqllock_errmsg(db), SQLLOCK__ERRMSG_MAX);
+    for (i = 0; i < n; i++) {
+        v[i]->rc = rc;
+        v[i]->sent_us = sent_us;
+        if (rc != SQLLOCK_OK)
+            v[i]->renewed = 0;
+    }
+}
+
+/* The outcome of `e`'s renewal in the batch, entered and left with the
+ * mutex held, as a single renewal's used to be. */
+static void settle(struct sqllock__renewer *r, watch_entry *e,
+                   const char *msg)
+{
+    int64_t now;
+
+    e->inflight = 0;
+    r->ninflight--;
     if (e->removed) {
         /* Unwatched (released, freed) while the statement ran: the
          * lease is no longer ours to touch. */
-        unlink_entry(r, e);
         free(e);
-        goto done;
+        return;
     }
     r->busy = e->lease;
     now = sqllock__now_us();
-    if (rc == SQLLOCK_OK && affected == 0) {
-        sqllock__lease_set_state(e->lease, SQLLOCK_STATE_LOST);
-        unlink_entry(r, e);
-        report(r, e, SQLLOCK_STATE_LOST, SQLLOCK_LOST, "the lease was taken "
-               "over by another owner, or removed after it expired");
-        free(e);
+    if (e->rc == SQLLOCK_OK && !e->renewed) {
+        lose(r, e, SQLLOCK_LOST, "the lease was taken over by another "
+             "owner, or removed after it expired");
     } else if (now >= sqllock__lease_deadline(e->lease)) {
         /* An answer after the local deadline, even a success, comes too
          * late: the holder has already had to stop trusting the lease
          * (L6), and must be told so rather than find it held again. */
-        sqllock__lease_set_state(e->lease, SQLLOCK_STATE_LOST);
-        unlink_entry(r, e);
-        report(r, e, SQLLOCK_STATE_LOST, SQLLOCK_TIMEOUT,
-               rc == SQLLOCK_OK ? "the renewal answered only after the "
-               "lease's local deadline had passed" : msg);
-        free(e);
-    } else if (rc == SQLLOCK_OK) {
-        sqllock__lease_extend(e->lease,
-                              sent_us + (e->ttl_ms - e->margin_ms) * 1000);
-        sqllock__lease_set_state(e->lease, SQLLOCK_STATE_HELD);
-        e->due_us = now + e->interval_us;
-        if (e->state != SQLLOCK_STATE_HELD)
-            report(r, e, SQLLOCK_STATE_HELD, SQLLOCK_OK, "renewed");
-        if (e->removed) {
-            unlink_entry(r, e);
-            free(e);
-        }
+        lose(r, e, SQLLOCK_TIMEOUT, e->rc == SQLLOCK_OK
+             ? "the renewal answered only after the lease's local "
+               "deadline had passed" : msg);
     } else {
-        sqllock__lease_set_state(e->lease, SQLLOCK_STATE_UNCERTAIN);
-        e->due_us = now + e->retry_us;
-        if (e->state != SQLLOCK_STATE_UNCERTAIN)
-            report(r, e, SQLLOCK_STATE_UNCERTAIN, rc, msg);
+        if (e->rc == SQLLOCK_OK) {
+            sqllock__lease_extend(e->lease, e->sent_us +
+                                  (e->ttl_ms - e->margin_ms) * 1000);
+            sqllock__lease_set_state(e->lease, SQLLOCK_STATE_HELD);
+            e->due_us = now + e->interval_us;
+            if (e->state != SQLLOCK_STATE_HELD)
+                report(r, e, SQLLOCK_STATE_HELD, SQLLOCK_OK, "renewed");
+        } else {
+            sqllock__lease_set_state(e->lease, SQLLOCK_STATE_UNCERTAIN);
+            e->due_us = now + e->retry_us;
+            if (e->state != SQLLOCK_STATE_UNCERTAIN)
+                report(r, e, SQLLOCK_STATE_UNCERTAIN, e->rc, msg);
+        }
         if (e->removed) {
-            unlink_entry(r, e);
-            free(e);
+            free(e);            /* its callback unwatched it */
+        } else {
+            set_key(e);
+            heap_push(r, e);
         }
     }
-done:
     r->busy = NULL;
     pthread_cond_broadcast(&r->idle);
+}
+
+/* Renews the batch taken from the heap, entered and left with the mutex
+ * held. */
+static void renew_batch(struct sqllock__renewer *r)
+{
+    char msg[2][SQLLOCK__ERRMSG_MAX];
+    watch_entry *slow[SQLLOCK_RENEW_BATCH_MAX];
+    watch_entry *e;
+    size_t i, n = 0, nfast = 0;
+    int64_t deadline, now = sqllock__now_us();
+
+    for (i = 0; i < r->nbatch; i++) {
+        e = r->batch[i];
+        if (e->removed) {
+            r->ninflight--;
+            free(e);
+            continue;
+        }
+        deadline = sqllock__lease_deadline(e->lease);
+        if (deadline != 0 && now >= deadline) {
+            e->inflight = 0;
+            r->ninflight--;
+            /* The local deadline passed without a successful renewal
+             * (a renewal that hung, or failures until now): L6/L7. */
+            r->busy = e->lease;
+            lose(r, e, SQLLOCK_TIMEOUT, "the lease's local deadline passed "
+                 "before a renewal succeeded");
+            r->busy = NULL;
+            pthread_cond_broadcast(&r->idle);
+            continue;
+        }
+        /* Durable leases first, fast ones from the end. */
+        if (e->fast)
+            slow[SQLLOCK_RENEW_BATCH_MAX - ++nfast] = e;
+        else
+            slow[n++] = e;
+    }
+    r->nbatch = 0;
+    pthread_mutex_unlock(&r->mu);
+    msg[0][0] = msg[1][0] = '\0';
+    renew_group(r, slow, n, 0, msg[0]);
+    renew_group(r, slow + SQLLOCK_RENEW_BATCH_MAX - nfast, nfast, 1, msg[1]);
+    pthread_mutex_lock(&r->mu);
+    for (i = 0; i < n; i++)
+        settle(r, slow[i], msg[0]);
+    for (i = SQLLOCK_RENEW_BATCH_MAX - nfast; i < SQLLOCK_RENEW_BATCH_MAX; i++)
+        settle(r, slow[i], msg[1]);
+}
+
+/* Takes from the heap every lease whose renewal may be sent now: due, or
+ * due within its own safety margin (renewed that much early so that
+ * leases due close together share a statement), at most
+ * SQLLOCK_RENEW_BATCH_MAX. */
+static void take_batch(struct sqllock__renewer *r, int64_t now)
+{
+    watch_entry *e;
+
+    while (r->n > 0 && r->nbatch < SQLLOCK_RENEW_BATCH_MAX) {
+        e = r->heap[0];
+        if (e->key_us - e->margin_ms * 1000 > now)
+            break;
+        heap_remove(r, e);
+        e->inflight = 1;
+        r->ninflight++;
+        r->batch[r->nbatch++] = e;
+    }
 }
 
 static void *renewer_main(void *arg)
 {
     struct sqllock__renewer *r = arg;
     struct timespec ts;
-    watch_entry *e;
-    int64_t when;
+    int64_t now;
 
     pthread_mutex_lock(&r->mu);
     while (!r->stop) {
-        e = next_entry(r, &when);
-        if (e == NULL) {
+        if (r->n == 0) {
             pthread_cond_wait(&r->wake, &r->mu);
             continue;
         }
-        if (when > sqllock__now_us()) {
-            abs_time(when, &ts);
+        now = sqllock__now_us();
+        if (r->heap[0]->key_us > now) {
+            abs_time(r->heap[0]->key_us, &ts);
             pthread_cond_timedwait(&r->wake, &r->mu, &ts);
             continue;
         }
-        renew_one(r, e);
+        take_batch(r, now);
+        renew_batch(r);
     }
     pthread_mutex_unlock(&r->mu);
     return NULL;
@@ -266,7 +598,7 @@ static int renewer_start(sqllock_db *db)
 
 void sqllock__renewer_free(struct sqllock__renewer *r)
 {
-    watch_entry *e;
+    size_t i;
 
     if (r == NULL)
         return;
@@ -275,10 +607,15 @@ void sqllock__renewer_free(struct sqllock__renewer *r)
     pthread_cond_broadcast(&r->wake);
     pthread_mutex_unlock(&r->mu);
     pthread_join(r->thread, NULL);
-    while ((e = r->head) != NULL) {
-        r->head = e->next;
-        free(e);
+    /* The renewer stops between batches: every entry left is queued, and
+     * its lease (which unwatch would have taken out) still exists. */
+    for (i = 0; i < r->n; i++) {
+        if (r->heap[i]->lease->watch == r->heap[i])
+            r->heap[i]->lease->watch = NULL;
+        free(r->heap[i]);
     }
+    free(r->heap);
+    free(r->json);
     pthread_cond_destroy(&r->wake);
     pthread_cond_destroy(&r->idle);
     pthread_mutex_destroy(&r->mu);
@@ -294,24 +631,27 @@ void sqllock__renewer_forget(struct sqllock__renewer *r, sqllock_lease *lease)
     /* A callback that unwatches its own lease must not wait for itself:
      * the renewer drops the entry when the callback returns. */
     if (pthread_equal(pthread_self(), r->thread) && r->busy == lease) {
-        for (e = r->head; e != NULL; e = e->next)
-            if (e->lease == lease)
-                e->removed = 1;
+        e = lease->watch;
+        if (e != NULL) {
+            e->removed = 1;
+            lease->watch = NULL;
+        }
         pthread_mutex_unlock(&r->mu);
         return;
     }
     while (r->busy == lease)
         pthread_cond_wait(&r->idle, &r->mu);
-    for (e = r->head; e != NULL; e = e->next)
-        if (e->lease == lease && !e->removed) {
-            if (e == r->renewing) {
-                e->removed = 1;         /* the renewer drops it */
-            } else {
-                unlink_entry(r, e);
-                free(e);
-            }
-            break;
+    e = lease->watch;
+    if (e != NULL) {
+        lease->watch = NULL;
+        if (e->inflight) {
+            e->removed = 1;     /* in the batch in flight: the renewer
+                                   drops it when the batch returns */
+        } else {
+            heap_remove(r, e);
+            free(e);
         }
+    }
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -320,8 +660,9 @@ int sqllock_lease_watch(sqllock_lease *l, const sqllock_watch_options *opts)
     static const sqllock_watch_options defaults = SQLLOCK_WATCH_OPTIONS_INIT;
     struct sqllock__renewer *r;
     sqllock_db *db;
-    watch_entry *e, *it;
+    watch_entry *e;
     int64_t interval, retry, valid;
+    size_t len;
     int state, rc;
 
     if (l == NULL)
@@ -361,11 +702,13 @@ int sqllock_lease_watch(sqllock_lease *l, const sqllock_watch_options *opts)
             return rc;
     }
     r = db->renewer;
-    e = calloc(1, sizeof *e);
+    len = strlen(l->name);
+    e = calloc(1, sizeof *e + len + 1);
     if (e == NULL)
         return sqllock__fail(db, SQLLOCK_ENOMEM, "out of memory");
     e->lease = l;
-    strcpy(e->name, l->name);
+    memcpy(e->name, l->name, len + 1);
+    e->name_len = len;
     memcpy(e->owner, l->owner, sizeof e->owner);
     e->token = l->token;
     e->ttl_ms = l->ttl_ms;
@@ -374,6 +717,7 @@ int sqllock_lease_watch(sqllock_lease *l, const sqllock_watch_options *opts)
     e->interval_us = interval * 1000;
     e->retry_us = retry * 1000;
     e->state = SQLLOCK_STATE_HELD;
+    e->pos = NOT_QUEUED;
     e->callback = opts->callback;
     e->ctx = opts->ctx;
     /* The first renewal is due one interval after the lease's last
@@ -383,21 +727,32 @@ int sqllock_lease_watch(sqllock_lease *l, const sqllock_watch_options *opts)
         e->due_us = sqllock__now_us();
     else
         e->due_us = sqllock__lease_deadline(l) - (valid - interval) * 1000;
+    set_key(e);
     pthread_mutex_lock(&r->mu);
-    /* An entry already removed (its last renewal still in flight) does
-     * not count: the lease may be released and watched again meanwhile. */
-    for (it = r->head; it != NULL; it = it->next)
-        if (it->lease == l && !it->removed)
-            break;
-    if (it != NULL) {
+    /* An entry already removed (its last renewal still in flight) is no
+     * longer the lease's: it may be released and watched again meanwhile. */
+    if (l->watch != NULL) {
         pthread_mutex_unlock(&r->mu);
         free(e);
         return sqllock__fail(db, SQLLOCK_EINVAL, "lock '%s' is already "
                              "watched", l->name);
     }
-    e->next = r->head;
-    r->head = e;
-    pthread_cond_broadcast(&r->wake);
+    if (r->n + r->ninflight >= r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        watch_entry **h = realloc(r->heap, cap * sizeof *h);
+        if (h == NULL) {
+            pthread_mutex_unlock(&r->mu);
+            free(e);
+            return sqllock__fail(db, SQLLOCK_ENOMEM, "out of memory");
+        }
+        r->heap = h;
+        r->cap = cap;
+    }
+    l->watch = e;
+    heap_push(r, e);
+    /* Wake the renewer only when this lease is now the first due. */
+    if (e->pos == 0)
+        pthread_cond_broadcast(&r->wake);
     pthread_mutex_unlock(&r->mu);
     return sqllock__ok(db);
 }
