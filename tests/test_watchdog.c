@@ -661,6 +661,138 @@ static void test_watch_L7_many_leases_one_renewer(void **state)
     sqllock_close(other);
 }
 
+#define BATCH_N 20
+
+/* BATCH_N leases of `ttl` on `db`, each watched every `interval` ms with
+ * its own callback record; they are due together, so the renewer sends
+ * their renewals in one batch (LEASE_RENEW_MANY, driver version 8). */
+static void take_batch(sqllock_db *db, const char *what, int64_t ttl,
+                       int64_t interval, sqllock_lease **l, seen *s)
+{
+    char name[128];
+    int i;
+
+    memset(s, 0, sizeof *s * BATCH_N);
+    for (i = 0; i < BATCH_N; i++) {
+        char part[64];
+        snprintf(part, sizeof part, "%s-%d", what, i);
+        unique_name(name, sizeof name, part);
+        l[i] = take(db, name, ttl);
+    }
+    for (i = 0; i < BATCH_N; i++)
+        watch(l[i], db, interval, &s[i]);
+}
+
+/*
+ * L7, batched renewal: one lease of a batch taken over behind its
+ * holder's back is reported LOST (SQLLOCK_LOST) alone; the others of the
+ * same batch are renewed by it and stay HELD with no callback at all,
+ * well past the point where their acquire alone would have run out, and
+ * each is still its holder's row (release OK).
+ */
+static void test_watch_L7_batch_one_lost_others_held(void **state)
+{
+    const int64_t ttl = 3000;
+    const int victim = 7;
+    sqllock_db *db = open_db(0), *other = open_db(0);
+    sqllock_lease *l[BATCH_N], *l2 = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    const tu_sql *sql = tu_sql_for(sqllock_db_driver(db));
+    sqllock_value arg;
+    seen s[BATCH_N];
+    int64_t t0;
+    int i;
+    (void)state;
+
+    t0 = tu_now_ms();
+    take_batch(db, "batchlost", ttl, 1000, l, s);
+    arg = sqllock__text(sqllock_lease_name(l[victim]));
+    EXPECT_RC(other, sqllock__exec_sql(other, sql->delete_lease, &arg, 1,
+                                       NULL, NULL, NULL), SQLLOCK_OK,
+              "delete behind the holder's back");
+    o.ttl_ms = 60000;
+    EXPECT_RC(other, sqllock_lease_new(other, sqllock_lease_name(l[victim]),
+                                       &o, &l2), SQLLOCK_OK, "new");
+    EXPECT_RC(other, sqllock_lease_try_acquire(l2), SQLLOCK_OK, "take");
+    if (!wait_for(&s[victim].lost, 1, tu_scaled_ms(3000)))
+        fail_msg("L7: the renewer did not report the taken lease LOST");
+    assert_int_equal(atomic_load(&s[victim].last_status), SQLLOCK_LOST);
+    assert_int_equal(atomic_load(&s[victim].uncertain), 0);
+    assert_int_equal(sqllock_lease_state(l[victim]), SQLLOCK_STATE_LOST);
+    /* Past the local deadline their acquire gave (ttl - margin = 2.7 s)
+     * the others are held only if renewals went on for them. */
+    while (tu_now_ms() < t0 + 4000)
+        tu_sleep_ms(20);
+    for (i = 0; i < BATCH_N; i++) {
+        if (i == victim)
+            continue;
+        if (atomic_load(&s[i].calls) != 0)
+            fail_msg("L7: lease %d of the batch was reported %s (%s) "
+                     "because another one was lost", i,
+                     sqllock_lease_state_name(atomic_load(&s[i].last_state)),
+                     s[i].first_msg);
+        assert_int_equal(sqllock_lease_state(l[i]), SQLLOCK_STATE_HELD);
+    }
+    assert_int_equal(atomic_load(&s[victim].calls), 1);
+    for (i = 0; i < BATCH_N; i++) {
+        EXPECT_RC(db, sqllock_lease_release(l[i]),
+                  i == victim ? SQLLOCK_LOST : SQLLOCK_OK, "release");
+        sqllock_lease_free(l[i]);
+    }
+    EXPECT_RC(other, sqllock_lease_release(l2), SQLLOCK_OK, "release");
+    sqllock_lease_free(l2);
+    sqllock_close(other);
+    sqllock_close(db);
+}
+
+/*
+ * L7, batched renewal cut by a lost connection: a batch whose statement
+ * waits on one of its rows (locked by another transaction) and whose
+ * connection is then killed (SQLite: the busy timeout runs out) leaves
+ * EVERY lease of the batch as a single renewal's ECONNECT leaves one:
+ * UNCERTAIN, still held until its local deadline, none LOST; once the
+ * row is free, the next batch makes every one HELD again.
+ */
+static void test_watch_L7_batch_cut_by_lost_connection(void **state)
+{
+    sqllock_db *db = open_db(200), *blocker = open_db(0), *admin = open_db(0);
+    sqllock_lease *l[BATCH_N];
+    seen s[BATCH_N];
+    int i;
+    (void)state;
+
+    take_batch(db, "batchcut", 6000, 500, l, s);
+    block_row(blocker, sqllock_lease_name(l[BATCH_N / 2]));
+    if (strcmp(sqllock_db_driver(db), "sqlite") != 0)
+        assert_int_equal(kill_blocked(blocker, admin), 1);
+    for (i = 0; i < BATCH_N; i++)
+        if (!wait_for(&s[i].uncertain, 1, tu_scaled_ms(4000)))
+            fail_msg("L7: lease %d of the cut batch did not become "
+                     "UNCERTAIN (calls %d: %s)", i,
+                     atomic_load(&s[i].calls), s[i].first_msg);
+    for (i = 0; i < BATCH_N; i++) {
+        assert_int_equal(atomic_load(&s[i].lost), 0);
+        assert_true(sqllock_lease_held(l[i]));
+    }
+    sqllock__rollback(blocker);
+    for (i = 0; i < BATCH_N; i++)
+        if (!wait_for(&s[i].held, 1, tu_scaled_ms(3000)))
+            fail_msg("L7: lease %d did not return to HELD after the batch "
+                     "succeeded again", i);
+    for (i = 0; i < BATCH_N; i++) {
+        assert_int_equal(atomic_load(&s[i].lost), 0);
+        assert_int_equal(atomic_load(&s[i].bad_state), 0);
+        assert_int_equal(sqllock_lease_state(l[i]), SQLLOCK_STATE_HELD);
+    }
+    for (i = 0; i < BATCH_N; i++) {
+        EXPECT_RC(db, sqllock_lease_release(l[i]), SQLLOCK_OK, "release");
+        sqllock_lease_free(l[i]);
+    }
+    sqllock_close(admin);
+    sqllock_close(blocker);
+    sqllock_close(db);
+}
+
 /* E2/L7: bad input to the watch API gets a clear status and message. */
 static void test_watch_bad_input(void **state)
 {
@@ -728,6 +860,8 @@ int main(void)
         cmocka_unit_test(test_watch_L7_unwatch_does_not_wait_for_hung_renewal),
         cmocka_unit_test(test_watch_L7_release_stops_renewal),
         cmocka_unit_test(test_watch_L7_many_leases_one_renewer),
+        cmocka_unit_test(test_watch_L7_batch_one_lost_others_held),
+        cmocka_unit_test(test_watch_L7_batch_cut_by_lost_connection),
     };
     return TU_RUN_PER_URL("watchdog", &g_url, tests, group_setup, NULL);
 }
