@@ -234,6 +234,48 @@ static void test_driver_abi_D1_version_3_layout(void **state)
     sqllock_close(b);
 }
 
+/* D1/L7: the watchdog on a driver without the version 8 batch statements
+ * (here version 1 and 3 layouts) renews each lease with its own
+ * LEASE_RENEW, without reading sql_v8 past the dialect's end: leases of
+ * 1.5 s watched every 300 ms are still HELD after 2.5 s. */
+static void test_driver_abi_D1_old_driver_watch_renews_one_by_one(void **state)
+{
+    sqllock_db *dbs[2];
+    sqllock_lease *l[2][3];
+    char name[64];
+    int d, i;
+    sqllock_watch_options w = SQLLOCK_WATCH_OPTIONS_INIT;
+    (void)state;
+
+    dbs[0] = open_old("sqlitev1", "v1w.db");
+    dbs[1] = open_old("sqlitev3", "v3w.db");
+    w.interval_ms = 300;
+    for (d = 0; d < 2; d++)
+        for (i = 0; i < 3; i++) {
+            sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+            o.ttl_ms = 1500;
+            snprintf(name, sizeof name, "abi-watch-%d-%d", d, i);
+            l[d][i] = NULL;
+            EXPECT_RC(dbs[d], sqllock_lease_new(dbs[d], name, &o, &l[d][i]),
+                      SQLLOCK_OK, "new");
+            EXPECT_RC(dbs[d], sqllock_lease_try_acquire(l[d][i]), SQLLOCK_OK,
+                      "acquire");
+            EXPECT_RC(dbs[d], sqllock_lease_watch(l[d][i], &w), SQLLOCK_OK,
+                      "watch");
+        }
+    tu_sleep_ms(2500);
+    for (d = 0; d < 2; d++)
+        for (i = 0; i < 3; i++) {
+            assert_int_equal(sqllock_lease_state(l[d][i]),
+                             SQLLOCK_STATE_HELD);
+            EXPECT_RC(dbs[d], sqllock_lease_release(l[d][i]), SQLLOCK_OK,
+                      "release");
+            sqllock_lease_free(l[d][i]);
+        }
+    sqllock_close(dbs[0]);
+    sqllock_close(dbs[1]);
+}
+
 /* D2: the registry takes what it can use and refuses the rest. */
 static void test_driver_abi_D2_registration(void **state)
 {
@@ -257,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_driver_abi_D1_version_1_layout),
         cmocka_unit_test(test_driver_abi_D1_version_2_layout),
         cmocka_unit_test(test_driver_abi_D1_version_3_layout),
+        cmocka_unit_test(test_driver_abi_D1_old_driver_watch_renews_one_by_one),
         cmocka_unit_test(test_driver_abi_D2_registration),
     };
     int failed;
