@@ -673,6 +673,25 @@ typedef struct sqllock_watch_options {
  * UNCERTAIN and is retried until the local deadline; a renewal that finds
  * another owner makes it LOST at once.
  *
+ * Batched renewal (since 0.2.0, drivers of version 8: PostgreSQL,
+ * MySQL/MariaDB, SQLite). The renewer keeps the handle's watched leases
+ * ordered by when each is due (watch, unwatch and the next due lease cost
+ * O(log n); 100 000 leases of one handle are cheap), and renews every
+ * lease that is due -- or due within its own safety margin, renewed that
+ * much early so that leases due close together share a statement -- in
+ * one statement per 1 000 leases (SQLLOCK_RENEW_BATCH_MAX in
+ * sqllock_driver.h) and per durability (fast-mode leases in a statement
+ * of their own, their commit still asynchronous). Each lease is still
+ * renewed by the server's clock only where its name, owner and token all
+ * match, and each is judged alone: the statement reports which leases it
+ * renewed; one that it did not renew is LOST (SQLLOCK_LOST) while the
+ * others stay HELD; a statement that fails (lost connection, busy
+ * database) makes every lease of it UNCERTAIN, as a single renewal's
+ * failure does, retried until each one's local deadline. Each renewed
+ * lease's local deadline is counted from when the batch's statement was
+ * sent. MySQL/MariaDB learn which leases were renewed from a SELECT on
+ * the same connection right after the UPDATE (2 statements a batch).
+ *
  * Errors: SQLLOCK_ENOTHELD when the handle does not hold the lease,
  * SQLLOCK_EINVAL for bad intervals or a handle already watched,
  * SQLLOCK_ESYS when the thread cannot start, or the connection's error.
