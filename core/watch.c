@@ -468,7 +468,7 @@ static void settle(struct sqllock__renewer *r, watch_entry *e,
 static void renew_batch(struct sqllock__renewer *r)
 {
     char msg[2][SQLLOCK__ERRMSG_MAX];
-    watch_entry *slow[SQLLOCK_RENEW_BATCH_MAX];
+    watch_entry *send[SQLLOCK_RENEW_BATCH_MAX];
     watch_entry *e;
     size_t i, n = 0, nfast = 0;
     int64_t deadline, now = sqllock__now_us();
@@ -495,20 +495,20 @@ static void renew_batch(struct sqllock__renewer *r)
         }
         /* Durable leases first, fast ones from the end. */
         if (e->fast)
-            slow[SQLLOCK_RENEW_BATCH_MAX - ++nfast] = e;
+            send[SQLLOCK_RENEW_BATCH_MAX - ++nfast] = e;
         else
-            slow[n++] = e;
+            send[n++] = e;
     }
     r->nbatch = 0;
     pthread_mutex_unlock(&r->mu);
     msg[0][0] = msg[1][0] = '\0';
-    renew_group(r, slow, n, 0, msg[0]);
-    renew_group(r, slow + SQLLOCK_RENEW_BATCH_MAX - nfast, nfast, 1, msg[1]);
+    renew_group(r, send, n, 0, msg[0]);
+    renew_group(r, send + SQLLOCK_RENEW_BATCH_MAX - nfast, nfast, 1, msg[1]);
     pthread_mutex_lock(&r->mu);
     for (i = 0; i < n; i++)
-        settle(r, slow[i], msg[0]);
+        settle(r, send[i], msg[0]);
     for (i = SQLLOCK_RENEW_BATCH_MAX - nfast; i < SQLLOCK_RENEW_BATCH_MAX; i++)
-        settle(r, slow[i], msg[1]);
+        settle(r, send[i], msg[1]);
 }
 
 /* Takes from the heap every lease whose renewal may be sent now: due, or
