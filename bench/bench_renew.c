@@ -35,12 +35,18 @@
  *                  by the number of leases: handle + lease row copy +
  *                  renewer entry, as an application pays them.
  *
+ * With --results FILE it appends two rows per URL to the common CSV (suite
+ * `renew`, bench/README.md): `statements` (ops_per_s: statements/s in the
+ * window; value: renewer CPU, % of one core) and `memory` (value: bytes
+ * per lease), rows = the number of leases.
+ *
  * Lock names are "sqllock-bench-renew:<pid>:<i>"; rows of that prefix left
  * by an aborted earlier run are deleted at the start, and on MySQL the
  * per-name token rows too. This is a measuring program, not a test: a
  * failed call aborts the run with a message.
  */
 #include <dirent.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +58,8 @@
 
 #define PROG "bench_renew"
 #define PREFIX "sqllock-bench-renew:"
+
+static FILE *g_results;
 
 typedef struct config {
     long leases;
@@ -267,6 +275,18 @@ static void bench_url(const config *cfg, const char *url)
            "<= 10%% CPU, 0 lost)\n", 100.0 * (cpu1 - cpu0) / (w1 - w0), bad,
            worst, lost);
     fflush(stdout);
+    {
+        bu_result r = { "renew", sqllock_db_driver(db), "statements", 1,
+                        cfg->leases, st0 >= 0 ? (double)(st1 - st0) /
+                        (w1 - w0) : NAN, NAN, NAN, NAN, NULL,
+                        100.0 * (cpu1 - cpu0) / (w1 - w0), "% CPU" };
+        bu_results_put(g_results, &r);
+        r.scenario = "memory";
+        r.ops_per_s = NAN;
+        r.value = (rss1 - rss0) / (double)cfg->leases;
+        r.unit = "bytes/lease";
+        bu_results_put(g_results, &r);
+    }
     free(v);
     sqllock_close(db);
     delete_prefix(stats);
@@ -278,13 +298,14 @@ static void bench_url(const config *cfg, const char *url)
 static void usage(void)
 {
     fprintf(stderr,
-        "usage: " PROG " [--leases N] [--ttl S] [--seconds S] [--smoke] "
-        "URL...\n"
+        "usage: " PROG " [--leases N] [--ttl S] [--seconds S] [--results FILE]"
+        "\n                   [--smoke] URL...\n"
         "  --leases N   watched leases on the one handle (default 100000)\n"
         "  --ttl S      their ttl in seconds (default 30; renewed every "
         "ttl/3)\n"
         "  --seconds S  the measured window, after one ttl to settle "
         "(default 90)\n"
+        "  --results F  append the rows to the common results CSV\n"
         "  --smoke      200 leases of 3 s, a window of 0.2 s: a check that "
         "the program\n"
         "               runs (ctest's bench_smoke_renew_*); the URLs default "
@@ -326,12 +347,16 @@ int main(int argc, char **argv)
     if (args.nurls == 0)
         usage();
     cfg.secs = args.secs;
+    if (args.results != NULL)
+        g_results = bu_results_open(args.results);
     printf(PROG ": sqllock %s, %ld leases, ttl %.1f s, window %g s\n",
            sqllock_version_string(), cfg.leases, cfg.ttl_ms / 1000.0,
            cfg.secs);
     fflush(stdout);
     for (i = 0; i < args.nurls; i++)
         bench_url(&cfg, args.urls[i]);
+    if (g_results != NULL && (ferror(g_results) | fclose(g_results)) != 0)
+        bu_die("writing %s failed", args.results);
     bu_smoke_done();
     return 0;
 }
