@@ -394,11 +394,22 @@ static void renew_group(struct sqllock__renewer *r, watch_entry **v,
         if (rc == SQLLOCK_OK && (db->drv->caps & SQLLOCK_CAP_RETURNING)) {
             rc = read_renewed(db, id, v, n);
         } else if (rc == SQLLOCK_OK) {
+            /* Each element names a different row (a name's grant has one
+             * token), and each row the UPDATE matched counts 1 (its
+             * expiry always changes): n affected rows means all were
+             * renewed, and the SELECT is needed only when some were not. */
+            affected = db->drv->affected_rows(db->stmts[id]);
             sqllock__end(db, id);
-            rc = sqllock__run(db, SQLLOCK_SQL_LEASE_RENEWED_MANY, &arg, 1,
-                              "reading which leases were renewed");
-            if (rc == SQLLOCK_OK)
-                rc = read_renewed(db, SQLLOCK_SQL_LEASE_RENEWED_MANY, v, n);
+            if (affected == (int64_t)n) {
+                for (i = 0; i < n; i++)
+                    v[i]->renewed = 1;
+            } else {
+                rc = sqllock__run(db, SQLLOCK_SQL_LEASE_RENEWED_MANY, &arg, 1,
+                                  "reading which leases were renewed");
+                if (rc == SQLLOCK_OK)
+                    rc = read_renewed(db, SQLLOCK_SQL_LEASE_RENEWED_MANY, v,
+                                      n);
+            }
         }
     }
     if (rc != SQLLOCK_OK)

@@ -689,8 +689,9 @@ typedef struct sqllock_watch_options {
  * database) makes every lease of it UNCERTAIN, as a single renewal's
  * failure does, retried until each one's local deadline. Each renewed
  * lease's local deadline is counted from when the batch's statement was
- * sent. MySQL/MariaDB learn which leases were renewed from a SELECT on
- * the same connection right after the UPDATE (2 statements a batch).
+ * sent. MySQL/MariaDB learn which leases were renewed from the UPDATE's
+ * affected rows when all were, else from a SELECT on the same connection
+ * right after it.
  *
  * Errors: SQLLOCK_ENOTHELD when the handle does not hold the lease,
  * SQLLOCK_EINVAL for bad intervals or a handle already watched,

@@ -269,7 +269,9 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                by one).
  * LEASE_RENEWED_MANY 1 batch. Only without SQLLOCK_CAP_RETURNING, run on
  *                the same connection right after LEASE_RENEW_MANY
- *                succeeded: returns (name, token) of every lease row that
+ *                succeeded with fewer affected rows than the batch has
+ *                leases (then LEASE_RENEW_MANY must count every row it
+ *                matched as affected, as LEASE_RENEW does): returns (name, token) of every lease row that
  *                matches an element by name, owner and token. That is
  *                exactly the rows the renewal changed: only the holder
  *                writes its owner and token into a row, so a row that did
