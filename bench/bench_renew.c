@@ -47,6 +47,7 @@
  */
 #include <dirent.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,28 @@
 #define PREFIX "sqllock-bench-renew:"
 
 static FILE *g_results;
+
+/* What the watch callbacks said (the renewer thread writes). */
+static _Atomic long g_uncertain, g_lost_taken, g_lost_late;
+static char g_first_lost[256];
+
+static void on_change(void *ctx, sqllock_lease *l, int state, int status,
+                      const char *msg)
+{
+    (void)ctx;
+    if (state == SQLLOCK_STATE_UNCERTAIN) {
+        g_uncertain++;
+    } else if (state == SQLLOCK_STATE_LOST) {
+        if (g_lost_taken + g_lost_late == 0)
+            snprintf(g_first_lost, sizeof g_first_lost, "%s: %s: %s",
+                     sqllock_lease_name(l), sqllock_errname(status),
+                     msg != NULL ? msg : "");
+        if (status == SQLLOCK_LOST)
+            g_lost_taken++;
+        else
+            g_lost_late++;
+    }
+}
 
 typedef struct config {
     long leases;
@@ -170,12 +193,14 @@ static sqllock_lease *new_lease(sqllock_db *db, const char *name,
 static void take_and_watch(sqllock_db *db, sqllock_lease *l)
 {
     int rc = sqllock_lease_try_acquire(l);
+    sqllock_watch_options w = SQLLOCK_WATCH_OPTIONS_INIT;
 
     if (rc != SQLLOCK_OK)
         bu_die("sqllock_lease_try_acquire(%s): %s: %s",
                sqllock_lease_name(l), sqllock_errname(rc),
                sqllock_errmsg(db));
-    rc = sqllock_lease_watch(l, NULL);
+    w.callback = on_change;
+    rc = sqllock_lease_watch(l, &w);
     if (rc != SQLLOCK_OK)
         bu_die("sqllock_lease_watch(%s): %s: %s", sqllock_lease_name(l),
                sqllock_errname(rc), sqllock_errmsg(db));
@@ -201,6 +226,8 @@ static void bench_url(const config *cfg, const char *url)
     long i, worst = 0, lost = 0, bad;
     int rc;
 
+    g_uncertain = g_lost_taken = g_lost_late = 0;
+    g_first_lost[0] = '\0';
     if ((rc = sqllock_init(db)) != SQLLOCK_OK)
         bu_die("sqllock_init(%s): %s: %s", url, sqllock_errname(rc),
                sqllock_errmsg(db));
@@ -274,6 +301,10 @@ static void bench_url(const config *cfg, const char *url)
            "at once %ld; releases LOST %ld (target: <= 200 statements/s, "
            "<= 10%% CPU, 0 lost)\n", 100.0 * (cpu1 - cpu0) / (w1 - w0), bad,
            worst, lost);
+    printf("%s: callbacks over the whole run: %ld UNCERTAIN, %ld LOST taken "
+           "over, %ld LOST late%s%s\n", sqllock_db_driver(db),
+           (long)g_uncertain, (long)g_lost_taken, (long)g_lost_late,
+           g_first_lost[0] ? "; first: " : "", g_first_lost);
     fflush(stdout);
     {
         bu_result r = { "renew", sqllock_db_driver(db), "statements", 1,
