@@ -208,6 +208,56 @@ static void test_fast_L10_grants_skip_the_flush(void **state)
     sqllock_close(db);
 }
 
+/* L10/L7: durable and fast leases watched on one handle and due together
+ * are renewed in two batch statements (LEASE_RENEW_MANY and
+ * LEASE_RENEW_MANY_FAST); every one of them stays HELD over three ttls
+ * and is still its holder's at the end (release OK), and no one else
+ * can take any of them meanwhile. */
+static void test_fast_L7_L10_mixed_batch_renewed(void **state)
+{
+    enum { N = 10 };
+    sqllock_db *db = open_db(), *other = open_db();
+    sqllock_lease *l[2 * N], *probe;
+    sqllock_watch_options w = SQLLOCK_WATCH_OPTIONS_INIT;
+    char name[128];
+    int64_t end;
+    int i, rc;
+    (void)state;
+
+    EXPECT_RC(db, sqllock_watch_prepare(db), SQLLOCK_OK, "prepare");
+    for (i = 0; i < 2 * N; i++) {
+        unique_name(name, sizeof name, i < N ? "mix-durable" : "mix-fast");
+        l[i] = new_lease(db, name, 1500, i < N ? 0 : SQLLOCK_LEASE_FAST);
+        EXPECT_RC(db, sqllock_lease_try_acquire(l[i]), SQLLOCK_OK, "acquire");
+    }
+    w.interval_ms = 400;
+    for (i = 0; i < 2 * N; i++)
+        EXPECT_RC(db, sqllock_lease_watch(l[i], &w), SQLLOCK_OK, "watch");
+    end = tu_now_ms() + 4500;
+    while (tu_now_ms() < end) {
+        tu_sleep_ms(100);
+        for (i = 0; i < 2 * N; i++)
+            if (sqllock_lease_state(l[i]) != SQLLOCK_STATE_HELD)
+                fail_msg("L7: %s lease %d is %s", i < N ? "durable" : "fast",
+                         i, sqllock_lease_state_name(
+                             sqllock_lease_state(l[i])));
+    }
+    for (i = 0; i < 2 * N; i += 3) {
+        probe = new_lease(other, sqllock_lease_name(l[i]), 1000, 0);
+        rc = sqllock_lease_try_acquire(probe);
+        if (rc != SQLLOCK_BUSY)
+            fail_msg("L7: another handle got %s on watched lease %d",
+                     sqllock_errname(rc), i);
+        sqllock_lease_free(probe);
+    }
+    for (i = 0; i < 2 * N; i++) {
+        EXPECT_RC(db, sqllock_lease_release(l[i]), SQLLOCK_OK, "release");
+        sqllock_lease_free(l[i]);
+    }
+    sqllock_close(other);
+    sqllock_close(db);
+}
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -222,6 +272,7 @@ int main(void)
     const struct CMUnitTest pg_tests[] = {
         cmocka_unit_test(test_fast_L1_L4_L5_behaviour),
         cmocka_unit_test(test_fast_L10_grants_skip_the_flush),
+        cmocka_unit_test(test_fast_L7_L10_mixed_batch_renewed),
     };
     int rc = TU_RUN_PER_URL("fast", &g_url, tests, group_setup, NULL);
 
