@@ -291,8 +291,8 @@ static void bench_url(const config *cfg, const char *url)
     }
     sqllock_lease_release(warm);
     sqllock_lease_free(warm);
-    printf("%s: window %.1f s (after %.0f s to settle): ", sqllock_db_driver(db),
-           w1 - w0, cfg->ttl_ms / 1000.0);
+    printf("%s: window %.1f s (after %.0f s to settle): ",
+           sqllock_db_driver(db), w1 - w0, cfg->ttl_ms / 1000.0);
     if (st0 >= 0)
         printf("%.1f statements/s, ", (double)(st1 - st0) / (w1 - w0));
     else
