@@ -38,8 +38,9 @@ extern const sqllock_driver sqllock__sqlite_driver;
 #define DIALECT_V2_SIZE offsetof(sqllock_dialect, sql_v4)
 #define DIALECT_V3_SIZE offsetof(sqllock_dialect, sql_v4)
 /* Version 4 appended no method, version 5 adopt and txn_status, version
- * 6 upgrade, version 7 session_wake: a version 3 driver ends before
- * adopt. A method added later makes this fail. */
+ * 6 upgrade, version 7 session_wake, version 8 none (statements only,
+ * sql_v8): a version 3 driver ends before adopt. A method added later
+ * makes this fail. */
 typedef char driver_v7_is_whole[
     offsetof(sqllock_driver, session_wake) + sizeof(void (*)(void)) ==
     sizeof(sqllock_driver) ? 1 : -1];
