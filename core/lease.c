@@ -280,17 +280,14 @@ static int first_int_then_drain(sqllock_db *db, sqllock_sql_id id,
  * meanwhile (a client paused between the two statements), so the order of
  * tokens would no longer be the order of grants (L5).
  */
-static int acquire_in_transaction(sqllock_db *db, const sqllock_value *args,
-                                  int *got, int64_t *token)
+static int acquire_statements(sqllock_db *db, const sqllock_value *args,
+                              int *got, int64_t *token)
 {
     const char *what = "acquiring the lease";
     sqllock_value set[3];
     int rc;
 
     *got = 0;
-    rc = sqllock__begin(db, what);
-    if (rc != SQLLOCK_OK)
-        return rc;
     rc = sqllock__run(db, SQLLOCK_SQL_LEASE_ACQUIRE, args, 4, what);
     if (rc == SQLLOCK_OK) {
         *got = db->drv->affected_rows(db->stmts[SQLLOCK_SQL_LEASE_ACQUIRE]) > 0;
@@ -311,6 +308,20 @@ static int acquire_in_transaction(sqllock_db *db, const sqllock_value *args,
                 sqllock__end(db, SQLLOCK_SQL_LEASE_SET_TOKEN);
         }
     }
+    return rc;
+}
+
+static int acquire_in_transaction(sqllock_db *db, const sqllock_value *args,
+                                  int *got, int64_t *token)
+{
+    const char *what = "acquiring the lease";
+    int rc;
+
+    *got = 0;
+    rc = sqllock__begin(db, what);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    rc = acquire_statements(db, args, got, token);
     if (rc == SQLLOCK_OK && *got)
         return sqllock__commit(db, what);
     /* Nothing to keep: a busy attempt, or a failure whose status is the
@@ -1031,4 +1042,307 @@ int64_t sqllock_lease_remaining_ms(const sqllock_lease *l)
         return 0;
     left = (atomic_load(&l->deadline_us) - sqllock__now_us()) / 1000;
     return left > 0 ? left : 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Several names at once (contract L11).
+ * ---------------------------------------------------------------------- */
+
+static int by_name(const void *a, const void *b)
+{
+    const sqllock_lease *x = *(sqllock_lease *const *)a;
+    const sqllock_lease *y = *(sqllock_lease *const *)b;
+
+    return strcmp(x->name, y->name);    /* byte order: unsigned char */
+}
+
+/*
+ * Checks the array of a call on several leases and copies it into
+ * `sorted`, ordered by name (byte order), rejecting a name given twice.
+ */
+static int many_check(sqllock_db *db, sqllock_lease *const *leases, int n,
+                      sqllock_lease **sorted, const char *op)
+{
+    int i;
+
+    if (db == NULL)
+        return SQLLOCK_EINVAL;
+    if (leases == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "%s several leases: the "
+                             "array of leases is NULL", op);
+    if (n < 1)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "%s several leases: no "
+                             "lease given (n = %d)", op, n);
+    if (n > SQLLOCK_LEASE_MANY_MAX)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "%s several leases: %d "
+                             "given; the limit is %d at once", op, n,
+                             SQLLOCK_LEASE_MANY_MAX);
+    for (i = 0; i < n; i++) {
+        if (leases[i] == NULL)
+            return sqllock__fail(db, SQLLOCK_EINVAL, "%s several leases: "
+                                 "lease %d of %d is NULL", op, i + 1, n);
+        if (leases[i]->db != db)
+            return sqllock__fail(db, SQLLOCK_EINVAL, "%s several leases: "
+                                 "lease '%s' was made on another database "
+                                 "handle", op, leases[i]->name);
+        sorted[i] = leases[i];
+    }
+    qsort(sorted, (size_t)n, sizeof *sorted, by_name);
+    for (i = 1; i < n; i++)
+        if (strcmp(sorted[i - 1]->name, sorted[i]->name) == 0)
+            return sqllock__fail(db, SQLLOCK_EINVAL, "%s several leases: "
+                                 "lock '%s' is given twice", op,
+                                 sorted[i]->name);
+    return SQLLOCK_OK;
+}
+
+/*
+ * One attempt at taking every name of `s` (sorted by name), all or none,
+ * in one transaction: the acquire statement of each name in that order,
+ * then the commit; at the first name held by another owner, a rollback.
+ * Sorted, two such transactions lock their common names in the same
+ * order and never wait for each other in a cycle. *blocker is the index
+ * in `s` of the held name. Tokens drawn for names before it go with the
+ * rollback or stay unused (a sequence, an AUTO_INCREMENT): a gap in the
+ * counter, which L5 allows.
+ */
+static int many_insert(sqllock_db *db, sqllock_lease **s, int n, int *blocker)
+{
+    const char *what = "acquiring several leases";
+    int64_t tokens[SQLLOCK_LEASE_MANY_MAX], sent_us;
+    sqllock_value args[4];
+    int i, rc, got = 0;
+
+    *blocker = -1;
+    if (db->drv == NULL)
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "%s: the handle has no "
+                             "driver (its open failed)", what);
+    for (i = 0; i < n; i++) {
+        s[i]->busy_companion = 0;
+        if ((rc = new_owner(s[i])) != SQLLOCK_OK)
+            return rc;
+    }
+    sent_us = sqllock__now_us();
+    rc = sqllock__begin(db, what);
+    for (i = 0; rc == SQLLOCK_OK && i < n; i++) {
+        args[0] = sqllock__text(s[i]->name);
+        args[1] = sqllock__text(s[i]->owner);
+        args[2] = sqllock__text(s[i]->holder);
+        args[3] = sqllock__int(s[i]->ttl_ms);
+        tokens[i] = 0;
+        got = 0;
+        if (db->drv->caps & SQLLOCK_CAP_RETURNING) {
+            rc = sqllock__run(db, SQLLOCK_SQL_LEASE_ACQUIRE, args, 4, what);
+            if (rc == SQLLOCK_OK)
+                rc = first_int_then_drain(db, SQLLOCK_SQL_LEASE_ACQUIRE, &got,
+                                          &tokens[i], what);
+        } else {
+            rc = acquire_statements(db, args, &got, &tokens[i]);
+        }
+        if (rc == SQLLOCK_OK && !got) {
+            *blocker = i;
+            break;
+        }
+    }
+    if (rc == SQLLOCK_OK && *blocker < 0)
+        rc = sqllock__commit(db, what);
+    else if (db->conn != NULL)
+        sqllock__rollback(db);
+    if (rc != SQLLOCK_OK || *blocker >= 0) {
+        for (i = 0; i < n; i++)
+            forget(s[i]);
+        if (rc != SQLLOCK_OK)
+            return rc;
+        return sqllock__fail(db, SQLLOCK_BUSY, "lock '%s' is held by another "
+                             "owner; none of the %d locks was taken",
+                             s[*blocker]->name, n);
+    }
+    for (i = 0; i < n; i++) {
+        s[i]->count = 1;
+        s[i]->token = tokens[i];
+        s[i]->companion = 0;
+        atomic_store(&s[i]->deadline_us,
+                     sent_us + (s[i]->ttl_ms - s[i]->margin_ms) * 1000);
+        atomic_store(&s[i]->state, SQLLOCK_STATE_HELD);
+    }
+    return sqllock__ok(db);
+}
+
+/* One attempt, run again a few times when the database rolled it back
+ * (as sqllock_lease_try_acquire(): InnoDB can deadlock two transactions
+ * whose duplicate-key checks lock neighbouring gaps, whatever order
+ * their names come in; the rollback undid everything). */
+static int many_try(sqllock_db *db, sqllock_lease **s, int n, int *blocker)
+{
+    char why[SQLLOCK__ERRMSG_MAX];
+    int rc, attempt;
+
+    for (attempt = 0;; attempt++) {
+        rc = many_insert(db, s, n, blocker);
+        if (!rolled_back(rc))
+            return rc;
+        if (attempt == ROLLBACK_RETRIES)
+            break;
+        sqllock__sleep_ms(sqllock__rand_upto(s[0]->backoff_min_ms));
+    }
+    memcpy(why, db->errmsg, sizeof why);
+    *blocker = 0;
+    return sqllock__fail(db, SQLLOCK_BUSY, "the locks are being taken by "
+                         "other owners (%s); none was taken", why);
+}
+
+/*
+ * Waiting for several names (L9, L11): after a busy try, the waiter
+ * waits for the name that was found held (the blocker: nothing can be
+ * taken before it is free), through the same wake-ups as a waiter on that
+ * name alone -- in-process, LISTEN on PostgreSQL (each blocker met stays
+ * listened to for the rest of the wait, so a release of any of them ends
+ * the sleep), the blocker's companion session lock on MySQL/MariaDB --
+ * with the backoff of the blocker's lease underneath.
+ */
+int sqllock_lease_acquire_many(sqllock_db *db, sqllock_lease *const *leases,
+                               int n, int64_t wait_ms)
+{
+    sqllock_lease *s[SQLLOCK_LEASE_MANY_MAX], *b;
+    uint64_t seen[SQLLOCK_LEASE_MANY_MAX];
+    char listened[SQLLOCK_LEASE_MANY_MAX];
+    char channel[SQLLOCK__CHANNEL_MAX];
+    int64_t deadline, now, sleep_ms;
+    int i, rc, blocker, attempt = 0, woke, notify, listening = 0;
+    int session = -1, plain_next = 0, wake;
+    sqllock__backoff_hook *hook;
+
+    rc = many_check(db, leases, n, s, "acquiring");
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (wait_ms < 0)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the wait time must not "
+                             "be negative (got %lld ms)", (long long)wait_ms);
+    if ((rc = sqllock__refuse_borrowed(db, "a lease")) != SQLLOCK_OK)
+        return rc;
+    for (i = 0; i < n; i++) {
+        if ((rc = refuse_in_txn(s[i], "acquiring")) != SQLLOCK_OK)
+            return rc;
+        if (s[i]->count > 0)
+            return sqllock__fail(db, SQLLOCK_EMISUSE, "acquiring several "
+                                 "leases: the handle of lock '%s' holds it "
+                                 "already; a multi-name acquire takes only "
+                                 "names its handles do not hold", s[i]->name);
+        if (s[i]->flags & SQLLOCK_LEASE_FAST)
+            return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "acquiring "
+                                 "several leases: lock '%s' is in fast mode "
+                                 "(SQLLOCK_LEASE_FAST), which a multi-name "
+                                 "acquire does not take", s[i]->name);
+    }
+    memset(listened, 0, sizeof listened);
+    notify = db->drv != NULL && sqllock__can_notify(db);
+    now = sqllock__now_ms();
+    deadline = wait_ms > INT64_MAX - now ? INT64_MAX : now + wait_ms;
+    for (;;) {
+        for (i = 0; i < n; i++)
+            seen[i] = sqllock__wake_gen(s[i]->wake_key);
+        rc = many_try(db, s, n, &blocker);
+        if (rc != SQLLOCK_BUSY && rc != SQLLOCK_EDBBUSY)
+            break;
+        if (wait_ms == 0)
+            break;
+        if (blocker < 0)
+            blocker = 0;
+        b = s[blocker];
+        now = sqllock__now_ms();
+        if (now >= deadline) {
+            rc = sqllock__fail(db, SQLLOCK_TIMEOUT, "lock '%s' was still %s "
+                               "after waiting %lld ms; none of the %d locks "
+                               "was taken", b->name,
+                               rc == SQLLOCK_BUSY ? "held by another owner"
+                               : "out of reach (the database stayed busy)",
+                               (long long)wait_ms, n);
+            break;
+        }
+        wake = !(b->flags & SQLLOCK_LEASE_NO_WAKEUP);
+        if (notify && wake && !listened[blocker]) {
+            sqllock__wake_channel(b->name, channel);
+            if (sqllock__listen(db, channel, 1) == SQLLOCK_OK) {
+                listened[blocker] = 1;
+                listening = 1;
+                continue;           /* a release before the LISTEN */
+            }
+            notify = 0;
+        }
+        if (session < 0)
+            session = !notify && sqllock__session_wake(db);
+        if (session && wake && !plain_next) {
+            sleep_ms = backoff_cap_ms(b, attempt);
+            if (sleep_ms > deadline - now)
+                sleep_ms = deadline - now;
+            hook = atomic_load(&sqllock__on_backoff);
+            if (hook != NULL)
+                hook(b->name, sleep_ms, 1);
+            if (pause_on_companion(b, sleep_ms, seen[blocker], &woke) !=
+                SQLLOCK_OK) {
+                woke = 0;
+                session = 0;
+            }
+            plain_next = woke;
+            if (attempt < 62)
+                attempt++;
+            continue;
+        }
+        plain_next = 0;
+        sleep_ms = backoff_ms(b, attempt);
+        if (sleep_ms > deadline - now)
+            sleep_ms = deadline - now;
+        hook = atomic_load(&sqllock__on_backoff);
+        if (hook != NULL)
+            hook(b->name, sleep_ms, listening);
+        if (listening) {
+            if (sqllock__wait_notify(db, sleep_ms, &woke) != SQLLOCK_OK) {
+                listening = 0;
+                memset(listened, 0, sizeof listened);
+            }
+        } else if (wake) {
+            sqllock__wake_wait(b->wake_key, seen[blocker], sleep_ms);
+        } else {
+            sqllock__sleep_ms(sleep_ms);
+        }
+        if (attempt < 62)
+            attempt++;
+    }
+    /* UNLISTEN leaves the handle's status and message as they are. */
+    for (i = 0; i < n; i++)
+        if (listened[i]) {
+            sqllock__wake_channel(s[i]->name, channel);
+            sqllock__listen(db, channel, 0);
+        }
+    return rc;
+}
+
+/*
+ * Releases every lease of the array that its handle holds, in name
+ * order, each as sqllock_lease_release() does (one statement each: a
+ * release takes one row and waits for no other, so no order of releases
+ * can deadlock). Every lease is released whatever happens to the
+ * others; the status is the first failure's (SQLLOCK_LOST: that name
+ * had been lost), with its message, else SQLLOCK_OK.
+ */
+int sqllock_lease_release_many(sqllock_db *db, sqllock_lease *const *leases,
+                               int n)
+{
+    sqllock_lease *s[SQLLOCK_LEASE_MANY_MAX];
+    char first[SQLLOCK__ERRMSG_MAX];
+    int i, rc, worst = SQLLOCK_OK;
+
+    rc = many_check(db, leases, n, s, "releasing");
+    if (rc != SQLLOCK_OK)
+        return rc;
+    for (i = 0; i < n; i++) {
+        rc = sqllock_lease_release(s[i]);
+        if (rc != SQLLOCK_OK && worst == SQLLOCK_OK) {
+            worst = rc;
+            memcpy(first, db->errmsg, sizeof first);
+        }
+    }
+    if (worst != SQLLOCK_OK)
+        return sqllock__fail(db, worst, "%s", first);
+    return sqllock__ok(db);
 }

@@ -570,6 +570,58 @@ SQLLOCK_API int sqllock_lease_release(sqllock_lease *lease);
  * Added in 0.1.0. */
 SQLLOCK_API void sqllock_lease_free(sqllock_lease *lease);
 
+/* The most leases sqllock_lease_acquire_many() takes at once. */
+#define SQLLOCK_LEASE_MANY_MAX 64
+
+/*
+ * Takes several locks at once, all or none (contract L11): `leases` are
+ * `n` handles made by sqllock_lease_new() on `db`, for distinct names,
+ * none of them held. One transaction takes every name, in byte order of
+ * the names whatever order the array gives (so two multi-name acquires
+ * never wait for each other in a cycle), each as sqllock_lease_acquire()
+ * would (L1, L2: an expired row is taken over atomically), and commits
+ * only when it has them all; a name held by another owner rolls it back,
+ * leaving nothing taken. Each handle then holds its own name with its
+ * own owner id and its own fencing token, larger than every token issued
+ * before for that name (L5; tokens drawn for the other names of a
+ * rolled-back attempt leave gaps in the counter, nothing else), and is
+ * renewed, watched (sqllock_lease_watch(): each lease by itself, so a
+ * lost one is reported LOST alone), read and released as any lease.
+ *
+ * Waiting is as sqllock_lease_acquire()'s, on the name found held:
+ * `wait_ms` 0 tries once, SQLLOCK_WAIT_FOREVER has no deadline; a
+ * release of that name (on PostgreSQL, of any name found held during the
+ * wait) wakes the waiter, which then tries for all of them again.
+ * Returns SQLLOCK_OK (every handle holds its name), SQLLOCK_BUSY (wait_ms
+ * 0) or SQLLOCK_TIMEOUT (the message names the lock found held; no
+ * handle holds anything), or an error, which also leaves none held.
+ * Bad input, with a message on `db`, nothing sent: SQLLOCK_EINVAL for a
+ * NULL array or lease, n < 1 or n > SQLLOCK_LEASE_MANY_MAX, a lease made
+ * on another handle, a name given twice, a negative wait;
+ * SQLLOCK_EMISUSE for a handle that already holds its lease (no
+ * reentrant multi-name acquire) or a row-lock transaction open on `db`;
+ * SQLLOCK_EUNSUPPORTED for a lease in fast mode.
+ *
+ * Added in 0.2.0.
+ */
+SQLLOCK_API int sqllock_lease_acquire_many(sqllock_db *db,
+                                           sqllock_lease *const *leases,
+                                           int n, int64_t wait_ms);
+
+/*
+ * Releases every lease of the array, as sqllock_lease_release() each
+ * (one statement per name; a reentrant hold counts down). All are
+ * released whatever the others' outcome; the status and message are
+ * those of the first that failed (SQLLOCK_LOST: that name had been
+ * lost; SQLLOCK_ENOTHELD: that handle held nothing), else SQLLOCK_OK.
+ * The same bad input as sqllock_lease_acquire_many() is SQLLOCK_EINVAL.
+ *
+ * Added in 0.2.0.
+ */
+SQLLOCK_API int sqllock_lease_release_many(sqllock_db *db,
+                                           sqllock_lease *const *leases,
+                                           int n);
+
 /* The lock name.
  * Added in 0.1.0. */
 SQLLOCK_API const char *sqllock_lease_name(const sqllock_lease *lease);

@@ -1,0 +1,623 @@
+/*
+ * test_many.c -- taking several locks at once (contract L11), on every
+ * database: bad arrays rejected with a clear message and nothing sent;
+ * all or none when one name is held (nothing taken, nothing left behind);
+ * each name its own token, growing per name (L5); 8 processes taking
+ * random overlapping sets of 3 of 20 names, each doing read-increment-
+ * write on per-name counters, with exact counters and no deadlock error;
+ * a holder of a subset SIGKILLed, whose names the others get after its
+ * ttl; a multi-name waiter woken by the release of the name it waits for
+ * (L9), in this process and, where the server pushes wake-ups, in
+ * another.
+ *
+ * Runs once per URL in SQLLOCK_TEST_URLS, or on a fresh temporary SQLite
+ * file; SQLLOCK_TEST_REQUIRE as in test_conformance.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+#include "test_run.h"
+#include "test_spawn.h"
+
+#define SLOW_POLL_MS 20000      /* a waiter's backoff, min and max */
+#define WAKE_WITHIN_MS 2000     /* a handoff slower than this was a poll */
+
+static const char *g_url;
+
+static int pushes(void)
+{
+    const char *d = tu_url_driver(g_url);
+
+    return strcmp(d, "postgres") == 0 || strcmp(d, "mysql") == 0;
+}
+
+static sqllock_db *open_db(void)
+{
+    sqllock_db *db = NULL;
+
+    if (sqllock_open(g_url, NULL, &db) != SQLLOCK_OK)
+        fail_msg("open %s: %s", g_url, sqllock_errmsg(db));
+    return db;
+}
+
+static sqllock_lease *new_lease(sqllock_db *db, const char *name,
+                                int64_t ttl_ms, int64_t backoff_ms)
+{
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL;
+
+    o.ttl_ms = ttl_ms;
+    o.backoff_min_ms = backoff_ms;
+    o.backoff_max_ms = backoff_ms;
+    EXPECT_RC(db, sqllock_lease_new(db, name, &o, &l), SQLLOCK_OK, "new");
+    return l;
+}
+
+/* The test's own names: unique per run, so that parallel entries and
+ * earlier runs never meet. */
+static void mkname(char *out, size_t size, const char *what, int i)
+{
+    snprintf(out, size, "many-%ld-%s-%02d", (long)getpid(), what, i);
+}
+
+static int row_exists(sqllock_db *db, const char *name)
+{
+    tu_row r;
+
+    if (tu_find(db, name, &r) != SQLLOCK_OK)
+        fail_msg("list: %s", sqllock_errmsg(db));
+    return r.found == 1;
+}
+
+/*
+ * L11 bad input: a NULL array, no lease, too many, a NULL lease, a lease
+ * of another handle, a name given twice (in any position), a handle that
+ * already holds, a negative wait -- each a clear status and message,
+ * nothing taken.
+ */
+static void test_many_L11_bad_input(void **state)
+{
+    sqllock_db *db = open_db(), *other = open_db();
+    sqllock_lease *l[SQLLOCK_LEASE_MANY_MAX + 1], *dup[3], *mix[2];
+    char name[128];
+    int i;
+    (void)state;
+
+    for (i = 0; i <= SQLLOCK_LEASE_MANY_MAX; i++) {
+        mkname(name, sizeof name, "bad", i);
+        l[i] = new_lease(db, name, 60000, 5);
+    }
+    assert_int_equal(sqllock_lease_acquire_many(NULL, l, 2, 0),
+                     SQLLOCK_EINVAL);
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, NULL, 2, 0), SQLLOCK_EINVAL,
+              "NULL array");
+    expect_msg_any(db, "NULL array", "NULL");
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 0, 0), SQLLOCK_EINVAL,
+              "n = 0");
+    expect_msg_any(db, "n = 0", "no lease");
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, l, -1, 0), SQLLOCK_EINVAL,
+              "n = -1");
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, l,
+                                             SQLLOCK_LEASE_MANY_MAX + 1, 0),
+              SQLLOCK_EINVAL, "too many");
+    expect_msg_any(db, "too many", "limit");
+    mix[0] = l[0];
+    mix[1] = NULL;
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, mix, 2, 0), SQLLOCK_EINVAL,
+              "NULL lease");
+    expect_msg_any(db, "NULL lease", "lease 2 of 2 is NULL");
+    mkname(name, sizeof name, "bad", 1);
+    mix[1] = new_lease(other, name, 60000, 5);
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, mix, 2, 0), SQLLOCK_EINVAL,
+              "other handle");
+    expect_msg_any(db, "other handle", "another database handle");
+    sqllock_lease_free(mix[1]);
+    mkname(name, sizeof name, "bad", 0);
+    dup[0] = l[2];
+    dup[1] = l[0];
+    dup[2] = new_lease(db, name, 60000, 5);     /* l[0]'s name again */
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, dup, 3, 0), SQLLOCK_EINVAL,
+              "duplicate");
+    expect_msg_any(db, "duplicate", "given twice");
+    EXPECT_RC(db, sqllock_lease_release_many(db, dup, 3), SQLLOCK_EINVAL,
+              "duplicate release");
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 2, -1), SQLLOCK_EINVAL,
+              "negative wait");
+    /* Nothing of the above was taken. */
+    for (i = 0; i < 3; i++)
+        assert_false(row_exists(db, sqllock_lease_name(l[i])));
+    /* A handle that already holds is refused, and nothing else taken. */
+    EXPECT_RC(db, sqllock_lease_try_acquire(l[1]), SQLLOCK_OK, "single");
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 3, 0), SQLLOCK_EMISUSE,
+              "held already");
+    expect_msg_any(db, "held already", "holds it already");
+    assert_int_equal(sqllock_lease_count(l[1]), 1);
+    assert_false(row_exists(db, sqllock_lease_name(l[0])));
+    /* release_many of handles of which one holds nothing: the others
+     * are released, and the status says which held nothing. */
+    EXPECT_RC(db, sqllock_lease_release_many(db, l, 2), SQLLOCK_ENOTHELD,
+              "release, one not held");
+    assert_int_equal(sqllock_lease_count(l[1]), 0);
+    assert_false(row_exists(db, sqllock_lease_name(l[1])));
+    EXPECT_RC(db, sqllock_lease_release_many(db, NULL, 1), SQLLOCK_EINVAL,
+              "release NULL");
+    sqllock_lease_free(dup[2]);
+    for (i = 0; i <= SQLLOCK_LEASE_MANY_MAX; i++)
+        sqllock_lease_free(l[i]);
+    sqllock_close(other);
+    sqllock_close(db);
+}
+
+/*
+ * L11 all or none, L5 per name: with one of four names held by another
+ * owner, a multi-name try takes nothing (the other three stay free for
+ * anyone, no row left behind) and reports the held name; once it is
+ * free, one call takes all four, each handle with its own owner and a
+ * token larger than any that name had before; release_many frees them.
+ */
+static void test_many_L11_all_or_none(void **state)
+{
+    sqllock_db *db = open_db(), *db2 = open_db();
+    sqllock_lease *l[4], *held, *probe;
+    int64_t before[4];
+    char name[128];
+    int i, j;
+    (void)state;
+
+    for (i = 0; i < 4; i++) {
+        mkname(name, sizeof name, "aon", i);
+        l[i] = new_lease(db, name, 60000, 5);
+        /* a token for every name before, to compare with */
+        probe = new_lease(db2, name, 60000, 5);
+        EXPECT_RC(db2, sqllock_lease_try_acquire(probe), SQLLOCK_OK, "probe");
+        before[i] = sqllock_lease_token(probe);
+        EXPECT_RC(db2, sqllock_lease_release(probe), SQLLOCK_OK, "probe");
+        sqllock_lease_free(probe);
+    }
+    /* The array's order is not the names' order. */
+    {
+        sqllock_lease *t = l[0];
+        l[0] = l[3];
+        l[3] = t;
+        t = l[1];
+        l[1] = l[2];
+        l[2] = t;
+        int64_t u = before[0];
+        before[0] = before[3];
+        before[3] = u;
+        u = before[1];
+        before[1] = before[2];
+        before[2] = u;
+    }
+    held = new_lease(db2, sqllock_lease_name(l[2]), 60000, 5);
+    EXPECT_RC(db2, sqllock_lease_try_acquire(held), SQLLOCK_OK, "holder");
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 4, 0), SQLLOCK_BUSY,
+              "many, one held");
+    expect_msg_any(db, "many, one held", sqllock_lease_name(l[2]));
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 4, 150), SQLLOCK_TIMEOUT,
+              "many waiting, one held");
+    for (i = 0; i < 4; i++) {
+        assert_int_equal(sqllock_lease_count(l[i]), 0);
+        assert_int_equal(sqllock_lease_held(l[i]), 0);
+        if (i != 2)
+            assert_false(row_exists(db2, sqllock_lease_name(l[i])));
+    }
+    /* The others are free for anyone at once. */
+    for (i = 0; i < 4; i++) {
+        if (i == 2)
+            continue;
+        probe = new_lease(db2, sqllock_lease_name(l[i]), 60000, 5);
+        EXPECT_RC(db2, sqllock_lease_try_acquire(probe), SQLLOCK_OK,
+                  "free after the busy try");
+        EXPECT_RC(db2, sqllock_lease_release(probe), SQLLOCK_OK, "release");
+        sqllock_lease_free(probe);
+    }
+    EXPECT_RC(db2, sqllock_lease_release(held), SQLLOCK_OK, "holder release");
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 4, 0), SQLLOCK_OK,
+              "many, all free");
+    for (i = 0; i < 4; i++) {
+        tu_row r;
+
+        assert_int_equal(sqllock_lease_count(l[i]), 1);
+        assert_true(sqllock_lease_held(l[i]));
+        if (sqllock_lease_token(l[i]) <= before[i])
+            fail_msg("L5: lock '%s' got token %lld, not above %lld",
+                     sqllock_lease_name(l[i]),
+                     (long long)sqllock_lease_token(l[i]),
+                     (long long)before[i]);
+        assert_int_equal(tu_find(db2, sqllock_lease_name(l[i]), &r),
+                         SQLLOCK_OK);
+        assert_int_equal(r.found, 1);
+        assert_string_equal(r.owner, sqllock_lease_owner(l[i]));
+        assert_int_equal(r.token, sqllock_lease_token(l[i]));
+        for (j = 0; j < i; j++)
+            assert_string_not_equal(sqllock_lease_owner(l[i]),
+                                    sqllock_lease_owner(l[j]));
+    }
+    /* Renewed and released as any lease. */
+    EXPECT_RC(db, sqllock_lease_renew(l[1]), SQLLOCK_OK, "renew one");
+    EXPECT_RC(db, sqllock_lease_release_many(db, l, 4), SQLLOCK_OK,
+              "release many");
+    for (i = 0; i < 4; i++) {
+        assert_int_equal(sqllock_lease_count(l[i]), 0);
+        assert_false(row_exists(db2, sqllock_lease_name(l[i])));
+    }
+    sqllock_lease_free(held);
+    for (i = 0; i < 4; i++)
+        sqllock_lease_free(l[i]);
+    sqllock_close(db2);
+    sqllock_close(db);
+}
+
+/* ---- 8 processes, random sets of 3 of 20 names ---- */
+
+#define KIDS 8
+#define NAMES 20
+#define SET 3
+
+typedef struct contend {
+    char names[NAMES][96];
+    int64_t counter[NAMES];           /* read-increment-write, unlocked */
+    _Atomic int64_t done[NAMES];      /* increments made, counted apart */
+    _Atomic int inside[NAMES];        /* overlap detector */
+    _Atomic int overlaps;
+    _Atomic int64_t last_token[NAMES];
+    _Atomic int token_back;           /* a token not above the last one */
+    _Atomic int failures;
+    int64_t run_ms;
+} contend;
+
+static int contend_child(contend *c, int k)
+{
+    sqllock_db *db = tu_child_open(g_url, "contender");
+    sqllock_lease *l[NAMES];
+    sqllock_lease *set[SET];
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    unsigned seed = (unsigned)(getpid() * 2654435761u + (unsigned)k);
+    int64_t end = tu_now_ms() + c->run_ms;
+    int i, j, idx[SET], rc = SQLLOCK_OK, rounds = 0;
+
+    if (db == NULL)
+        return 1;
+    o.ttl_ms = 60000;
+    o.backoff_min_ms = 1;
+    o.backoff_max_ms = 50;
+    for (i = 0; i < NAMES; i++)
+        if (sqllock_lease_new(db, c->names[i], &o, &l[i]) != SQLLOCK_OK)
+            return 1;
+    while (tu_now_ms() < end) {
+        for (i = 0; i < SET; i++) {
+            int again;
+            do {
+                idx[i] = (int)(rand_r(&seed) % NAMES);
+                again = 0;
+                for (j = 0; j < i; j++)
+                    again |= idx[j] == idx[i];
+            } while (again);
+            set[i] = l[idx[i]];
+        }
+        rc = sqllock_lease_acquire_many(db, set, SET, 60000);
+        if (rc != SQLLOCK_OK)
+            break;
+        for (i = 0; i < SET; i++) {
+            int n = idx[i];
+            int64_t v, t = sqllock_lease_token(set[i]);
+
+            if (atomic_fetch_add(&c->inside[n], 1) != 0)
+                atomic_fetch_add(&c->overlaps, 1);
+            if (t <= atomic_exchange(&c->last_token[n], t))
+                atomic_fetch_add(&c->token_back, 1);
+            v = c->counter[n];
+            if (rounds % 4 == 0)
+                sched_yield();
+            c->counter[n] = v + 1;
+            atomic_fetch_add(&c->done[n], 1);
+            atomic_fetch_sub(&c->inside[n], 1);
+        }
+        rc = sqllock_lease_release_many(db, set, SET);
+        if (rc != SQLLOCK_OK)
+            break;
+        rounds++;
+    }
+    if (rc != SQLLOCK_OK) {
+        fprintf(stderr, "contender %d after %d rounds: %s: %s\n", k, rounds,
+                sqllock_errname(rc), sqllock_errmsg(db));
+        atomic_fetch_add(&c->failures, 1);
+    }
+    for (i = 0; i < NAMES; i++)
+        sqllock_lease_free(l[i]);
+    sqllock_close(db);
+    return rc == SQLLOCK_OK && rounds > 0 ? 0 : 1;
+}
+
+/*
+ * L11 + L1 under contention: 8 processes, each taking random sets of 3
+ * of 20 names (in random order) and incrementing each name's counter
+ * with an unlocked read-then-write while it holds the set. The counters
+ * are exact (a lost update means two holders), no two holders overlap,
+ * no call fails (a deadlock between multi-name acquires would come back
+ * as an error or a 60 s timeout), and each name's tokens only grow (L5).
+ */
+static void test_many_L11_processes_exact_counters(void **state)
+{
+    contend *c = tu_shared_map(sizeof *c);
+    pid_t pid[KIDS];
+    int i, st, bad = 0;
+    int64_t total = 0;
+    (void)state;
+
+    for (i = 0; i < NAMES; i++)
+        mkname(c->names[i], sizeof c->names[i], "cnt", i);
+    c->run_ms = tu_scaled_ms(5000);
+    fflush(stdout);
+    fflush(stderr);
+    for (i = 0; i < KIDS; i++) {
+        pid[i] = fork();
+        assert_true(pid[i] >= 0);
+        if (pid[i] == 0)
+            _exit(contend_child(c, i));
+    }
+    for (i = 0; i < KIDS; i++) {
+        assert_int_equal(waitpid(pid[i], &st, 0), pid[i]);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            bad++;
+    }
+    for (i = 0; i < NAMES; i++) {
+        if (c->counter[i] != atomic_load(&c->done[i]))
+            fail_msg("L11: counter of '%s' is %lld after %lld increments: "
+                     "two holders at once", c->names[i],
+                     (long long)c->counter[i],
+                     (long long)atomic_load(&c->done[i]));
+        total += c->counter[i];
+    }
+    assert_int_equal(atomic_load(&c->overlaps), 0);
+    assert_int_equal(atomic_load(&c->token_back), 0);
+    assert_int_equal(atomic_load(&c->failures), 0);
+    assert_int_equal(bad, 0);
+    assert_true(total >= KIDS * SET);
+    print_message("    %lld increments over %d names by %d processes\n",
+                  (long long)total, NAMES, KIDS);
+    munmap(c, sizeof *c);
+}
+
+/* ---- a holder of a subset killed ---- */
+
+typedef struct killed {
+    char names[4][96];
+    _Atomic int ready;
+    _Atomic int64_t tokens[4];
+} killed;
+
+/*
+ * L11 with L2: a process holding two of four names by a multi-name
+ * acquire is SIGKILLed; a multi-name waiter for all four gets them once
+ * the dead holder's ttl has passed by the server's clock (not before:
+ * the rows stay until then), with tokens above the dead holder's.
+ */
+static void test_many_L11_killed_holder_of_subset(void **state)
+{
+    killed *k = tu_shared_map(sizeof *k);
+    int64_t ttl = tu_scaled_ms(1500), start, took;
+    sqllock_db *db;
+    sqllock_lease *l[4];
+    pid_t pid;
+    int i;
+    (void)state;
+
+    for (i = 0; i < 4; i++)
+        mkname(k->names[i], sizeof k->names[i], "kill", i);
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        sqllock_db *cdb = tu_child_open(g_url, "holder");
+        sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+        sqllock_lease *h[2];
+
+        if (cdb == NULL)
+            _exit(1);
+        o.ttl_ms = ttl;
+        if (sqllock_lease_new(cdb, k->names[3], &o, &h[0]) != SQLLOCK_OK ||
+            sqllock_lease_new(cdb, k->names[1], &o, &h[1]) != SQLLOCK_OK ||
+            sqllock_lease_acquire_many(cdb, h, 2, 10000) != SQLLOCK_OK) {
+            fprintf(stderr, "holder: %s\n", sqllock_errmsg(cdb));
+            _exit(1);
+        }
+        atomic_store(&k->tokens[3], sqllock_lease_token(h[0]));
+        atomic_store(&k->tokens[1], sqllock_lease_token(h[1]));
+        atomic_store(&k->ready, 1);
+        for (;;)
+            pause();
+    }
+    start = tu_now_ms();
+    while (!atomic_load(&k->ready) && tu_now_ms() - start < 30000)
+        tu_sleep_ms(2);
+    assert_true(atomic_load(&k->ready));
+    tu_kill_wait(pid);
+    start = tu_now_ms();
+    db = open_db();
+    for (i = 0; i < 4; i++)
+        l[i] = new_lease(db, k->names[i], 60000, 20);
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 4, 0), SQLLOCK_BUSY,
+              "right after the kill");
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 4, ttl + 30000),
+              SQLLOCK_OK, "after the ttl");
+    took = tu_now_ms() - start;
+    for (i = 1; i < 4; i += 2)
+        if (sqllock_lease_token(l[i]) <= atomic_load(&k->tokens[i]))
+            fail_msg("L5: '%s' got token %lld after the dead holder's %lld",
+                     k->names[i], (long long)sqllock_lease_token(l[i]),
+                     (long long)atomic_load(&k->tokens[i]));
+    /* Not before the dead holder's lease could have expired (its ttl
+     * began before the kill; allow for the holder's setup). */
+    if (took > ttl + tu_scaled_ms(20000))
+        fail_msg("the names of the dead holder took %lld ms (ttl %lld)",
+                 (long long)took, (long long)ttl);
+    EXPECT_RC(db, sqllock_lease_release_many(db, l, 4), SQLLOCK_OK, "release");
+    for (i = 0; i < 4; i++)
+        sqllock_lease_free(l[i]);
+    sqllock_close(db);
+    munmap(k, sizeof *k);
+}
+
+/* ---- a multi-name waiter woken ---- */
+
+typedef struct waker {
+    char names[3][96];
+    _Atomic int held;
+    _Atomic int64_t released_at;
+    _Atomic int done;
+} waker;
+
+/* Holds the middle name by itself, until the waiter has gone to sleep;
+ * then lets it go. */
+static int hold_then_release(waker *w, int64_t settle_ms)
+{
+    sqllock_db *db = NULL;
+    sqllock_lease *l = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    int rc;
+
+    if (sqllock_open(g_url, NULL, &db) != SQLLOCK_OK)
+        return 1;
+    o.ttl_ms = 60000;
+    rc = sqllock_lease_new(db, w->names[1], &o, &l);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_lease_acquire(l, 10000);
+    if (rc != SQLLOCK_OK)
+        return 1;
+    atomic_store(&w->held, 1);
+    tu_sleep_ms(settle_ms);
+    atomic_store(&w->released_at, tu_now_ms());
+    rc = sqllock_lease_release(l);
+    sqllock_lease_free(l);
+    sqllock_close(db);
+    return rc == SQLLOCK_OK ? 0 : 1;
+}
+
+static void *holder_thread(void *p)
+{
+    hold_then_release(p, 400);
+    return NULL;
+}
+
+static void many_waiter(waker *w, const char *where, int must_wake)
+{
+    sqllock_db *db = open_db();
+    sqllock_lease *l[3];
+    int64_t end = tu_now_ms() + 30000, took;
+    int i;
+
+    for (i = 0; i < 3; i++)
+        l[i] = new_lease(db, w->names[2 - i], 60000, SLOW_POLL_MS);
+    while (!atomic_load(&w->held) && tu_now_ms() < end)
+        tu_sleep_ms(1);
+    assert_true(atomic_load(&w->held));
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 3, SLOW_POLL_MS * 3),
+              SQLLOCK_OK, "many waiter");
+    took = tu_now_ms() - atomic_load(&w->released_at);
+    if (must_wake && took > WAKE_WITHIN_MS)
+        fail_msg("L9/L11: a release %s took %lld ms to wake a multi-name "
+                 "waiter whose backoff is %d ms: it was not woken", where,
+                 (long long)took, SLOW_POLL_MS);
+    EXPECT_RC(db, sqllock_lease_release_many(db, l, 3), SQLLOCK_OK, "release");
+    for (i = 0; i < 3; i++)
+        sqllock_lease_free(l[i]);
+    sqllock_close(db);
+}
+
+/*
+ * L9 for L11: a waiter for three names, one held by a lease in another
+ * thread of this process, is woken by its release (in-process wake-up,
+ * every database) well inside its 20 s backoff, and then holds all three.
+ */
+static void test_many_L11_woken_same_process(void **state)
+{
+    waker *w = calloc(1, sizeof *w);
+    pthread_t th;
+    int i;
+    (void)state;
+
+    assert_non_null(w);
+    for (i = 0; i < 3; i++)
+        mkname(w->names[i], sizeof w->names[i], "wake-thr", i);
+    assert_int_equal(pthread_create(&th, NULL, holder_thread, w), 0);
+    many_waiter(w, "in this process", 1);
+    pthread_join(th, NULL);
+    free(w);
+}
+
+/*
+ * The same with the holder in another process: woken by NOTIFY
+ * (PostgreSQL) or by the holder's companion session lock (MySQL and
+ * MariaDB); on SQLite the waiter gets the names by polling.
+ */
+static void test_many_L11_woken_other_process(void **state)
+{
+    waker *w = tu_shared_map(sizeof *w);
+    pid_t pid;
+    int i, st = 0;
+    (void)state;
+
+    for (i = 0; i < 3; i++)
+        mkname(w->names[i], sizeof w->names[i], "wake-proc", i);
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(hold_then_release(w, 400));
+    if (pushes())
+        many_waiter(w, "in another process", 1);
+    else {
+        /* No push: the waiter polls; only check that it gets them. */
+        sqllock_db *db = open_db();
+        sqllock_lease *l[3];
+
+        for (i = 0; i < 3; i++)
+            l[i] = new_lease(db, w->names[i], 60000, 50);
+        while (!atomic_load(&w->held))
+            tu_sleep_ms(1);
+        EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 3, 30000),
+                  SQLLOCK_OK, "polling many waiter");
+        EXPECT_RC(db, sqllock_lease_release_many(db, l, 3), SQLLOCK_OK,
+                  "release");
+        for (i = 0; i < 3; i++)
+            sqllock_lease_free(l[i]);
+        sqllock_close(db);
+    }
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    munmap(w, sizeof *w);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    return tu_init_schema(g_url);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_many_L11_bad_input),
+        cmocka_unit_test(test_many_L11_all_or_none),
+        cmocka_unit_test(test_many_L11_processes_exact_counters),
+        cmocka_unit_test(test_many_L11_killed_holder_of_subset),
+        cmocka_unit_test(test_many_L11_woken_same_process),
+        cmocka_unit_test(test_many_L11_woken_other_process),
+    };
+
+    return TU_RUN_PER_URL("many", &g_url, tests, group_setup, NULL);
+}
