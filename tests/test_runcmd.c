@@ -763,6 +763,76 @@ static void test_runcmd_L3_signals_forwarded_then_released(void **state)
     expect_no_row(f, name);
 }
 
+/* L11 through `run --also`: with one of the names held, nothing is taken
+ * and the command does not run; with all free, the command runs holding
+ * every name, and sees them in SQLLOCK_NAMES (NAME first, one per line)
+ * with their tokens in SQLLOCK_TOKENS; all are released after it. A name
+ * given twice, and --also with --hold-at-least, are usage errors. Then a
+ * row of an --also name deleted behind the runner's back is found by
+ * its renewal: the lease is lost, the command stopped, exit 76. */
+static void test_runcmd_L11_also(void **state)
+{
+    fixture *f = *state;
+    const char *a = U(f, "also-a"), *b = U(f, "also-b"), *c = U(f, "also-c");
+    sqllock_lease *mine = lease_for(f, b, 30000);
+    char file[4300], pidf[4300], script[9000], buf[4300], want[2000];
+    int code;
+    job *j;
+
+    fpath(f, file, sizeof file, "env");
+    snprintf(script, sizeof script, "printf '%%s|%%s|%%s|%%s' "
+             "\"$SQLLOCK_NAME\" \"$SQLLOCK_TOKEN\" \"$SQLLOCK_NAMES\" "
+             "\"$SQLLOCK_TOKENS\" > '%s'", file);
+    EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK, "hold b");
+    EXPECT_EXIT(f, 75, "run", a, "--also", c, "--also", b, "--ttl", "5s",
+                "--", "sh", "-c", script);
+    assert_true(tu_contains_ci(f->err, b));
+    assert_false(file_exists(file));
+    expect_no_row(f, a);
+    expect_no_row(f, c);
+    EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release b");
+    EXPECT_EXIT(f, 64, "run", a, "--also", c, "--also=" , "--ttl", "5s",
+                "--", "true");
+    EXPECT_EXIT(f, 0, "run", a, "--also", c, "--also", b, "--ttl", "5s",
+                "--", "sh", "-c", script);
+    assert_true(tu_read_file(file, buf, sizeof buf) > 0);
+    snprintf(want, sizeof want, "%s|", a);
+    assert_true(strncmp(buf, want, strlen(want)) == 0);
+    snprintf(want, sizeof want, "|%s\n%s\n%s|", a, c, b);
+    if (strstr(buf, want) == NULL)
+        fail_msg("SQLLOCK_NAMES not as expected: %s", buf);
+    {
+        /* three positive tokens, NAME's first and equal to SQLLOCK_TOKEN */
+        const char *p = strrchr(buf, '|') + 1;
+        long long t1 = 0, t2 = 0, t3 = 0, t0 = strtoll(strchr(buf, '|') + 1,
+                                                       NULL, 10);
+        assert_int_equal(sscanf(p, "%lld %lld %lld", &t1, &t2, &t3), 3);
+        assert_true(t1 > 0 && t2 > 0 && t3 > 0 && t1 == t0);
+        assert_true(t1 != t2 && t2 != t3 && t1 != t3);
+    }
+    expect_no_row(f, a);
+    expect_no_row(f, b);
+    expect_no_row(f, c);
+    EXPECT_EXIT(f, 64, "run", a, "--also", a, "--ttl", "5s", "--", "true");
+    assert_true(tu_contains_ci(f->err, "twice"));
+    EXPECT_EXIT(f, 64, "run", a, "--also", b, "--ttl", "5s",
+                "--hold-at-least", "1s", "--", "true");
+    EXPECT_EXIT(f, 64, "run", a, "--also", "--ttl", "5s", "--", "true");
+
+    /* A lost --also name stops the command. */
+    fpath(f, pidf, sizeof pidf, "pid");
+    snprintf(script, sizeof script, "echo $$ > '%s'; exec sleep 30", pidf);
+    START(f, j, "run", a, "--also", b, "--ttl", "2s", "--kill-after", "0",
+          "--", "sh", "-c", script);
+    wait_started(f, j, pidf);
+    delete_row(f, b);
+    code = finish(f, j, 15000);
+    if (code != 76)
+        fail_msg("a lost --also name: exit %d, want 76; stderr: %s", code,
+                 f->err);
+    expect_no_row(f, a);
+}
+
 /* E2: bad run options exit 64, run nothing and lock nothing; the good
  * spellings of the same options work. */
 static void test_runcmd_E2_usage_errors(void **state)
@@ -829,6 +899,7 @@ int main(void)
         cmocka_unit_test(test_runcmd_L9_wait_times_out),
         cmocka_unit_test(test_runcmd_L3_signals_forwarded_then_released),
         cmocka_unit_test(test_runcmd_E2_usage_errors),
+        cmocka_unit_test(test_runcmd_L11_also),
     };
     return TU_RUN_PER_URL("runcmd", &g_url, tests, setup, teardown);
 }

@@ -200,6 +200,16 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
             cli_error("%s%soption '--%s' needs a value", cmd, sep,
                       opt->name);
             return cli_usage();
+        } else if (opt->secret == CLI_OPT_LIST) {
+            cli_list *l = (cli_list *)(void *)opt->value;
+            char *v = eq != NULL ? argv[i] + (eq + 1 - arg) : argv[++i];
+
+            if (l->n >= l->max) {
+                cli_error("%s%s--%s given more than %d times", cmd, sep,
+                          opt->name, l->max);
+                return cli_usage();
+            }
+            l->v[l->n++] = v;
         } else {
             /* "--db=URL" is overwritten after its '='. */
             char *v = eq != NULL ? argv[i] + (eq + 1 - arg) : argv[++i];

@@ -65,6 +65,17 @@ typedef struct cli_opt {
     int secret;
 } cli_opt;
 
+/* A repeatable option (run --also): its entry has `secret` set to
+ * CLI_OPT_LIST and `value` pointing to a cli_list (cast), to whose v[]
+ * each value is appended, at most `max` of them (more is a usage
+ * error). */
+#define CLI_OPT_LIST 2
+typedef struct cli_list {
+    const char **v;
+    int n;
+    int max;
+} cli_list;
+
 /* The entries of the options that name the database, for the option
  * table of every command that opens one. */
 #define CLI_OPTS_DB(ctx)                                                   \

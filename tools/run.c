@@ -120,6 +120,11 @@ typedef struct run_state {
     sqllock_db *db;
     sqllock_lease *lease;
     const char *name;
+    /* --also: the other names, taken with NAME all or none
+     * (sqllock_lease_acquire_many()), watched, and given up with it. */
+    sqllock_lease *also[SQLLOCK_LEASE_MANY_MAX - 1];
+    const char *also_names[SQLLOCK_LEASE_MANY_MAX - 1];
+    int nalso;
     const char *cmd0;          /* the command's name, for messages */
     const cli_db *where;       /* the database's URL, and its source */
     const sqllock_options *dbo; /* the options it was opened with */
@@ -390,6 +395,49 @@ static void take_note(run_state *st)
             st->name);
 }
 
+/* The earliest local deadline of the leases (NAME's and --also's): the
+ * job is covered only while every one is held. 0 when one is unknown. */
+static int64_t run_deadline_us(const run_state *st)
+{
+    int64_t d = sqllock_lease_deadline_us(st->lease), e;
+    int i;
+
+    for (i = 0; i < st->nalso && d != 0; i++) {
+        e = sqllock_lease_deadline_us(st->also[i]);
+        if (e == 0 || e < d)
+            d = e;
+    }
+    return d;
+}
+
+/* 1 when any of the leases is LOST. */
+static int any_lost(const run_state *st)
+{
+    int i;
+
+    if (sqllock_lease_state(st->lease) == SQLLOCK_STATE_LOST)
+        return 1;
+    for (i = 0; i < st->nalso; i++)
+        if (sqllock_lease_state(st->also[i]) == SQLLOCK_STATE_LOST)
+            return 1;
+    return 0;
+}
+
+/* Releases NAME's lease and those of --also (all of them, whatever each
+ * finds); the status of the first that failed, else SQLLOCK_OK. */
+static int release_all(run_state *st)
+{
+    sqllock_lease *all[SQLLOCK_LEASE_MANY_MAX];
+    int i;
+
+    if (st->nalso == 0)
+        return sqllock_lease_release(st->lease);
+    all[0] = st->lease;
+    for (i = 0; i < st->nalso; i++)
+        all[i + 1] = st->also[i];
+    return sqllock_lease_release_many(st->db, all, st->nalso + 1);
+}
+
 /* DESIGN X3: the lease's own state, before anything else, each time the
  * supervisor wakes. A renewal that hangs never calls back, but its
  * deadline passes all the same; and a runner that was stopped past its
@@ -399,10 +447,10 @@ static void check_lease(run_state *st)
     char why[300], late[32];
     int64_t now, deadline;
 
-    if (st->lost || sqllock_lease_state(st->lease) != SQLLOCK_STATE_LOST)
+    if (st->lost || !any_lost(st))
         return;
     now = cli_guard_now_us();
-    deadline = sqllock_lease_deadline_us(st->lease);
+    deadline = run_deadline_us(st);
     if (deadline == 0 || now < deadline) {
         /* The renewer found the lease taken; its note says more. */
         take_note(st);
@@ -462,7 +510,7 @@ static void guard_said(run_state *st, const cli_guard_msg *m)
         event(st, "the command %s", how_ended(how, sizeof how, m->arg));
         /* The guard saw it end after the deadline, which this supervisor
          * has not noticed yet (it was stopped just before it read this). */
-        deadline = sqllock_lease_deadline_us(st->lease);
+        deadline = run_deadline_us(st);
         if (!st->lost && deadline != 0 && m->value >= deadline)
             lose(st, "its local deadline passed before the command ended");
         break;
@@ -526,7 +574,7 @@ static void push_deadline(run_state *st)
 
     if (st->lost)
         return;
-    d = sqllock_lease_deadline_us(st->lease);
+    d = run_deadline_us(st);
     if (d != 0 && d != st->deadline_sent) {
         to_guard(st, CLI_GUARD_DEADLINE, 0, d);
         st->deadline_sent = d;
@@ -632,7 +680,7 @@ static int send_start(run_state *st)
     cli_guard_msg m;
     int rc = 0, err;
 
-    cap = 200 + strlen(st->name)
+    cap = 200 + 2 * strlen(st->name)
           + (db->url != NULL ? strlen(db->url) : 0)
           + (db->file != NULL ? strlen(db->file) : 0);
     buf = malloc(cap);
@@ -645,6 +693,46 @@ static int send_start(run_state *st)
     rc |= var_add(buf, cap, &len, "SQLLOCK_OWNER",
                   sqllock_lease_owner(st->lease));
     rc |= var_add(buf, cap, &len, "SQLLOCK_TOKEN", token);
+    if (st->nalso > 0 && rc == 0) {
+        /* Several locks: SQLLOCK_NAMES, the names one per line (a name
+         * has no control characters), NAME first, then --also's in their
+         * order; SQLLOCK_TOKENS, their tokens in the same order,
+         * separated by spaces. */
+        char *names, *tokens;
+        size_t nl = strlen(st->name) + 1, tl = 0;
+        int i;
+
+        for (i = 0; i < st->nalso; i++)
+            nl += strlen(st->also_names[i]) + 1;
+        names = malloc(nl);
+        tokens = malloc(21 * (size_t)(st->nalso + 1));
+        if (names == NULL || tokens == NULL)
+            rc = -1;
+        else {
+            strcpy(names, st->name);
+            tl = (size_t)sprintf(tokens, "%s", token);
+            for (i = 0; i < st->nalso; i++) {
+                strcat(names, "\n");
+                strcat(names, st->also_names[i]);
+                tl += (size_t)sprintf(tokens + tl, " %" PRId64,
+                                      sqllock_lease_token(st->also[i]));
+            }
+            cap += nl + tl + 64;
+            {
+                char *bigger = realloc(buf, cap);
+                if (bigger == NULL)
+                    rc = -1;
+                else
+                    buf = bigger;
+            }
+            if (rc == 0) {
+                rc |= var_add(buf, cap, &len, "SQLLOCK_NAMES", names);
+                rc |= var_add(buf, cap, &len, "SQLLOCK_TOKENS", tokens);
+            }
+        }
+        free(names);
+        free(tokens);
+    }
     if (st->export_db && rc == 0) {
         if (db->source == CLI_DB_OPTION || db->source == CLI_DB_VAR)
             rc |= var_add(buf, cap, &len, CLI_DB_ENV, db->url);
@@ -673,7 +761,7 @@ static int send_start(run_state *st)
  * (or from being supervised), and returns `code`. */
 static int give_back(run_state *st, int code)
 {
-    int rc = sqllock_lease_release(st->lease);
+    int rc = release_all(st);
 
     if (rc != SQLLOCK_OK)
         cli_db_error(st->db, rc, "run: releasing lock '%s'", st->name);
@@ -809,7 +897,7 @@ static int start_and_supervise(run_state *st)
     sqllock_watch_options wo = SQLLOCK_WATCH_OPTIONS_INIT;
     cli_guard_msg m;
     char how[64];
-    int rc, ws;
+    int rc, ws, i;
 
     if (wake_pipe(st->wake) != 0) {
         say(st, "pipe: %s", strerror(errno));
@@ -825,6 +913,8 @@ static int start_and_supervise(run_state *st)
     wo.callback = on_watch;
     wo.ctx = st;
     rc = sqllock_lease_watch(st->lease, &wo);
+    for (i = 0; rc == SQLLOCK_OK && i < st->nalso; i++)
+        rc = sqllock_lease_watch(st->also[i], &wo);
     if (rc != SQLLOCK_OK) {
         rc = cli_db_error(st->db, rc, "run: cannot renew lock '%s'",
                           st->name);
@@ -1025,7 +1115,7 @@ static int give_up(run_state *st, int code)
         /* After a deadline that passed (not a LOST answer) the row may
          * still be ours: give it back. Release says LOST otherwise. The
          * run has failed either way. */
-        rc = sqllock_lease_release(st->lease);
+        rc = release_all(st);
         if (rc != SQLLOCK_OK && rc != SQLLOCK_LOST)
             cli_db_error(st->db, rc, "run: releasing lock '%s'", st->name);
         if (st->ended && WIFEXITED(st->wstatus) && !st->leftover)
@@ -1042,7 +1132,7 @@ static int give_up(run_state *st, int code)
         if (end > cli_guard_now_us())
             return hold_until(st, code, end);
     }
-    rc = sqllock_lease_release(st->lease);
+    rc = release_all(st);
     wall_time(when, sizeof when, cli_guard_now_us());
     if (rc == SQLLOCK_OK) {
         event(st, "released lock '%s' (held %s)", st->name,
@@ -1107,7 +1197,7 @@ static void note_history(run_state *st, int64_t end_ms, int code,
 static int run_held(run_state *st)
 {
     char ttl[32], every[32];
-    int code;
+    int code, i;
 
     event(st, "acquired lock '%s': token %" PRId64 ", ttl %s, renewed "
           "every %s", st->name, sqllock_lease_token(st->lease),
@@ -1131,6 +1221,8 @@ static int run_held(run_state *st)
      * write to the pipe. */
     if (st->lease != NULL)
         sqllock_lease_unwatch(st->lease);
+    for (i = 0; i < st->nalso; i++)
+        sqllock_lease_unwatch(st->also[i]);
     if (st->wake[0] >= 0) {
         close(st->wake[0]);
         close(st->wake[1]);
@@ -1167,10 +1259,11 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
 {
     cli_ctx c = *ctx;
     cli_lease_args la = { NULL, NULL, NULL, 0, 0 };
+    cli_list also = { NULL, 0, 0 };
     cli_run_args ra;
     cli_guard_cfg gcfg;
     const char *name = NULL;
-    int help = 0, export_db = 0, npos, rest, rc;
+    int help = 0, export_db = 0, npos, rest, rc, i;
     sqllock_options dbo = SQLLOCK_OPTIONS_INIT;
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     run_state st;
@@ -1179,6 +1272,9 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
 
     memset(&ra, 0, sizeof ra);
     memset(&where, 0, sizeof where);
+    memset(&st, 0, sizeof st);
+    also.v = st.also_names;
+    also.max = SQLLOCK_LEASE_MANY_MAX - 1;
     {
         const cli_opt opts[] = {
             CLI_OPTS_DB(c), { "ttl", &la.ttl, NULL, 0 },
@@ -1193,6 +1289,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
             { "verbose", NULL, &ra.verbose, 0 },
             { "no-history", NULL, &ra.no_history, 0 },
             { "export-db", NULL, &export_db, 0 },
+            { "also", (const char **)(void *)&also, NULL, CLI_OPT_LIST },
             { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
         };
 
@@ -1209,10 +1306,14 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     rc = cli_lease_args_check("run", &la);
     if (rc == CLI_EXIT_OK)
         rc = cli_run_args_check(&ra, &la);
+    st.nalso = also.n;
+    if (rc == CLI_EXIT_OK && st.nalso > 0 && ra.hold_ms > 0) {
+        cli_error("run: --hold-at-least cannot be used with --also");
+        rc = cli_usage();
+    }
     if (rc != CLI_EXIT_OK)
         return rc;
 
-    memset(&st, 0, sizeof st);
     st.name = name;
     st.cmd0 = argv[rest];
     st.where = &where;
@@ -1274,15 +1375,31 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     lo.ttl_ms = la.ttl_ms;
     lo.holder = la.holder;
     rc = sqllock_lease_new(st.db, name, &lo, &st.lease);
+    for (i = 0; rc == SQLLOCK_OK && i < st.nalso; i++)
+        rc = sqllock_lease_new(st.db, st.also_names[i], &lo, &st.also[i]);
     if (rc == SQLLOCK_OK)
         rc = prepare_renewer(st.db);
     if (rc == SQLLOCK_OK && !ra.skip && la.wait_ms > 0)
         event(&st, "acquiring lock '%s', waiting up to %s while it is busy",
               name, span(wait, sizeof wait, la.wait_ms));
-    if (rc == SQLLOCK_OK)
+    if (rc == SQLLOCK_OK && st.nalso > 0) {
+        sqllock_lease *all[SQLLOCK_LEASE_MANY_MAX];
+
+        all[0] = st.lease;
+        for (i = 0; i < st.nalso; i++)
+            all[i + 1] = st.also[i];
+        rc = sqllock_lease_acquire_many(st.db, all, st.nalso + 1,
+                                        ra.skip ? 0 : la.wait_ms);
+    } else if (rc == SQLLOCK_OK) {
         rc = sqllock_lease_acquire(st.lease, ra.skip ? 0 : la.wait_ms);
+    }
     st.granted_us = cli_guard_now_us();
-    if (rc == SQLLOCK_BUSY || rc == SQLLOCK_TIMEOUT) {
+    if ((rc == SQLLOCK_BUSY || rc == SQLLOCK_TIMEOUT) && st.nalso > 0) {
+        /* The library's message names the lock found held. */
+        if (!ra.quiet)
+            cli_error("run: %s", sqllock_errmsg(st.db));
+        rc = (int)ra.busy_exit_code;
+    } else if (rc == SQLLOCK_BUSY || rc == SQLLOCK_TIMEOUT) {
         if (!ra.quiet)
             busy_message(&st);
         rc = (int)ra.busy_exit_code;
@@ -1297,6 +1414,8 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     if (st.sts >= 0)
         close(st.sts);
     sqllock_lease_free(st.lease);
+    for (i = 0; i < st.nalso; i++)
+        sqllock_lease_free(st.also[i]);
     sqllock_close(st.db);
     cli_db_free(&where);
     return rc;
