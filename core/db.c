@@ -59,6 +59,7 @@ static void drop_connection(sqllock_db *db)
     db->txn_fresh = 0;
     db->no_routine = 0;
     db->no_wake_routine = 0;
+    db->no_many_routine = 0;
     if (db->conn != NULL) {
         db->drv->disconnect(db->conn);
         db->conn = NULL;
@@ -462,6 +463,10 @@ typedef char sqllock__sql_v6_is_one[
     SQLLOCK_SQL_COUNT_V6_ - SQLLOCK_SQL_COUNT_V5_ == 1 ? 1 : -1];
 typedef char sqllock__sql_v7_is_three[
     SQLLOCK_SQL_COUNT_V7_ - SQLLOCK_SQL_COUNT_V6_ == 3 ? 1 : -1];
+typedef char sqllock__sql_v8_is_three[
+    SQLLOCK_SQL_COUNT_V8_ - SQLLOCK_SQL_COUNT_V7_ == 3 ? 1 : -1];
+typedef char sqllock__sql_v9_is_one[
+    SQLLOCK_SQL_COUNT_V9_ - SQLLOCK_SQL_COUNT_V8_ == 1 ? 1 : -1];
 
 const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
 {
@@ -490,6 +495,10 @@ const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
     if (id < SQLLOCK_SQL_COUNT_V8_)
         return drv->version >= 8
                    ? &drv->dialect->sql_v8[id - SQLLOCK_SQL_COUNT_V7_]
+                   : NULL;
+    if (id < SQLLOCK_SQL_COUNT_V9_)
+        return drv->version >= 9
+                   ? &drv->dialect->sql_v9[id - SQLLOCK_SQL_COUNT_V8_]
                    : NULL;
     return NULL;
 }
@@ -524,6 +533,8 @@ static int grow_lock_wait(sqllock_db *db, int64_t ms, const char *what)
         rc = sqllock__begin(db, what);
     return rc;
 }
+
+_Atomic uint64_t sqllock__statements_sent;
 
 int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
                  int nargs, const char *what)
@@ -574,6 +585,8 @@ int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
             bound[n++] = args[k];
         }
     }
+    atomic_fetch_add_explicit(&sqllock__statements_sent, 1,
+                              memory_order_relaxed);
     rc = db->drv->execute(db->stmts[id], bound, n, &err);
     if (rc != SQLLOCK_OK) {
         db->drv->reset(db->stmts[id]);
@@ -638,6 +651,8 @@ int sqllock__run_dyn(sqllock_db *db, const char *sql, const sqllock_value *args,
         }
     }
     slot->used = ++db->dyn_clock;
+    atomic_fetch_add_explicit(&sqllock__statements_sent, 1,
+                              memory_order_relaxed);
     rc = db->drv->execute(slot->stmt, args, nargs, &err);
     if (rc != SQLLOCK_OK) {
         db->drv->reset(slot->stmt);
@@ -700,6 +715,8 @@ int sqllock__begin(sqllock_db *db, const char *what)
     if (rc != SQLLOCK_OK)
         return rc;
     memset(&err, 0, sizeof err);
+    atomic_fetch_add_explicit(&sqllock__statements_sent, 1,
+                              memory_order_relaxed);
     rc = db->drv->begin(db->conn, &err);
     if (rc != SQLLOCK_OK) {
         err.status = rc;
@@ -718,6 +735,8 @@ int sqllock__commit(sqllock_db *db, const char *what)
         return sqllock__fail(db, SQLLOCK_ECONNECT, "%s: the connection was "
                              "lost before the commit", what);
     memset(&err, 0, sizeof err);
+    atomic_fetch_add_explicit(&sqllock__statements_sent, 1,
+                              memory_order_relaxed);
     rc = db->drv->commit(db->conn, &err);
     if (rc != SQLLOCK_OK) {
         err.status = rc;
@@ -733,6 +752,8 @@ void sqllock__rollback(sqllock_db *db)
     if (db->conn == NULL || db->drv->rollback == NULL)
         return;
     memset(&err, 0, sizeof err);
+    atomic_fetch_add_explicit(&sqllock__statements_sent, 1,
+                              memory_order_relaxed);
     if (db->drv->rollback(db->conn, &err) == SQLLOCK_ECONNECT)
         drop_connection(db);
 }
@@ -817,6 +838,7 @@ static int upgrade(sqllock_db *db)
     }
     db->no_routine = 0;
     db->no_wake_routine = 0;
+    db->no_many_routine = 0;
     return sqllock__ok(db);
 }
 

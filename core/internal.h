@@ -45,6 +45,9 @@ struct sqllock_db {
     int no_routine;            /* LEASE_ACQUIRE_ONE cannot be used on this
                                   connection (not installed, not allowed):
                                   the acquire runs its transaction */
+    int no_many_routine;       /* LEASE_ACQUIRE_MANY cannot be used on
+                                  this connection (not installed, not
+                                  allowed): a transaction of statements */
     int no_wake_routine;       /* LEASE_ACQUIRE_WAKE cannot be used on
                                   this connection (not installed, not
                                   allowed): no session-lock wake-ups */
@@ -174,6 +177,10 @@ void sqllock__end(sqllock_db *db, sqllock_sql_id id);
 
 /* Transactions on the handle's connection (core/db.c). rollback keeps
  * the handle's current error and only drops a broken connection. */
+/* Statements the core has sent, all handles together: one per execute,
+ * begin, commit and rollback (a prepare, once per connection, is not
+ * counted). For bench/bench_many.c's count of round trips; relaxed. */
+extern _Atomic uint64_t sqllock__statements_sent;
 int sqllock__begin(sqllock_db *db, const char *what);
 int sqllock__commit(sqllock_db *db, const char *what);
 void sqllock__rollback(sqllock_db *db);

@@ -1106,6 +1106,106 @@ static int many_check(sqllock_db *db, sqllock_lease *const *leases, int n,
  * rollback or stay unused (a sequence, an AUTO_INCREMENT): a gap in the
  * counter, which L5 allows.
  */
+/*
+ * The same attempt in one round trip, where the dialect has a routine
+ * for it (LEASE_ACQUIRE_MANY, sqllock_driver.h version 9) and the
+ * leases share their ttl and holder text (the routine takes one of
+ * each). SQLLOCK_ENOSCHEMA or SQLLOCK_EPERM: not installed or not
+ * allowed, nothing changed; the caller uses the transaction.
+ */
+static int many_one_trip(sqllock_db *db, sqllock_lease **s, int n,
+                         int *blocker, int64_t *tokens)
+{
+    sqllock_sql_id id = SQLLOCK_SQL_LEASE_ACQUIRE_MANY;
+    const char *what = "acquiring several leases";
+    sqllock_value args[4];
+    size_t len = 0, at = 0, ot = 0;
+    char *names, *owners, *end;
+    const char *p;
+    int i, rc, has_row = 0, more = 0;
+    int64_t k = 0;
+
+    for (i = 0; i < n; i++)
+        len += strlen(s[i]->name) + 1;
+    names = malloc(len);
+    owners = malloc((size_t)n * (SQLLOCK_OWNER_LEN + 1));
+    if (names == NULL || owners == NULL) {
+        free(names);
+        free(owners);
+        return sqllock__fail(db, SQLLOCK_ENOMEM, "out of memory");
+    }
+    for (i = 0; i < n; i++) {
+        size_t nl = strlen(s[i]->name);
+
+        if (i > 0) {
+            names[at++] = '\n';
+            owners[ot++] = '\n';
+        }
+        memcpy(names + at, s[i]->name, nl);
+        at += nl;
+        memcpy(owners + ot, s[i]->owner, SQLLOCK_OWNER_LEN);
+        ot += SQLLOCK_OWNER_LEN;
+    }
+    args[0] = sqllock__text("");
+    args[0].s = names;
+    args[0].len = at;
+    args[1] = sqllock__text("");
+    args[1].s = owners;
+    args[1].len = ot;
+    args[2] = sqllock__text(s[0]->holder);
+    args[3] = sqllock__int(s[0]->ttl_ms);
+    rc = sqllock__run(db, id, args, 4, what);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock__fetch(db, id, &has_row, what);
+    if (rc == SQLLOCK_OK && has_row) {
+        k = db->drv->column_int64(db->stmts[id], 0);
+        p = db->drv->column_text(db->stmts[id], 1);
+        for (i = 0; k == 0 && i < n; i++) {
+            tokens[i] = p != NULL ? strtoll(p, &end, 10) : 0;
+            if (p == NULL || end == p || tokens[i] <= 0) {
+                rc = sqllock__fail(db, SQLLOCK_EDB, "%s: the acquire "
+                                   "routine returned %d tokens, not %d",
+                                   what, i, n);
+                break;
+            }
+            p = end;
+        }
+        while (rc == SQLLOCK_OK &&
+               (rc = sqllock__fetch(db, id, &more, what)) == SQLLOCK_OK &&
+               more)
+            ;
+    }
+    sqllock__end(db, id);
+    free(names);
+    free(owners);
+    if (rc == SQLLOCK_OK && !has_row)
+        rc = sqllock__fail(db, SQLLOCK_EDB, "%s: the acquire routine "
+                           "returned no row", what);
+    if (rc == SQLLOCK_OK && (k < 0 || k > n))
+        rc = sqllock__fail(db, SQLLOCK_EDB, "%s: the acquire routine "
+                           "named position %lld of %d", what, (long long)k,
+                           n);
+    if (rc == SQLLOCK_OK)
+        *blocker = (int)k - 1;
+    return rc;
+}
+
+/* The routine takes one ttl and one holder text for all. */
+static int many_routine_fits(sqllock_db *db, sqllock_lease **s, int n)
+{
+    const sqllock_sql *sql = sqllock__sql_of(db->drv,
+                                             SQLLOCK_SQL_LEASE_ACQUIRE_MANY);
+    int i;
+
+    if (sql == NULL || sql->text == NULL || db->no_many_routine)
+        return 0;
+    for (i = 1; i < n; i++)
+        if (s[i]->ttl_ms != s[0]->ttl_ms ||
+            strcmp(s[i]->holder, s[0]->holder) != 0)
+            return 0;
+    return 1;
+}
+
 static int many_insert(sqllock_db *db, sqllock_lease **s, int n, int *blocker)
 {
     const char *what = "acquiring several leases";
@@ -1123,6 +1223,15 @@ static int many_insert(sqllock_db *db, sqllock_lease **s, int n, int *blocker)
             return rc;
     }
     sent_us = sqllock__now_us();
+    if (many_routine_fits(db, s, n)) {
+        rc = many_one_trip(db, s, n, blocker, tokens);
+        if (rc != SQLLOCK_ENOSCHEMA && rc != SQLLOCK_EPERM)
+            goto done;
+        /* Not installed (an older sqllock_init()), or not allowed: the
+         * transaction, from now on for this connection. */
+        db->no_many_routine = 1;
+        *blocker = -1;
+    }
     rc = sqllock__begin(db, what);
     for (i = 0; rc == SQLLOCK_OK && i < n; i++) {
         args[0] = sqllock__text(s[i]->name);
@@ -1148,6 +1257,7 @@ static int many_insert(sqllock_db *db, sqllock_lease **s, int n, int *blocker)
         rc = sqllock__commit(db, what);
     else if (db->conn != NULL)
         sqllock__rollback(db);
+done:
     if (rc != SQLLOCK_OK || *blocker >= 0) {
         for (i = 0; i < n; i++)
             forget(s[i]);

@@ -39,7 +39,7 @@
 extern "C" {
 #endif
 
-#define SQLLOCK_DRIVER_VERSION 8
+#define SQLLOCK_DRIVER_VERSION 9
 
 /* A driver's connection and prepared statement: the driver's own structs. */
 typedef struct sqllock_conn sqllock_conn;
@@ -279,6 +279,32 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                row it renewed stays ours until it expires (a row gone
  *                meanwhile, deleted by hand, is reported lost, as it is).
  *                NULL with SQLLOCK_CAP_RETURNING.
+ *
+ * Added in driver version 9, in the dialect's `sql_v9` (indexed by id -
+ * SQLLOCK_SQL_COUNT_V8_; it holds exactly this one, and its size never
+ * changes):
+ * LEASE_ACQUIRE_MANY 1 names, 2 owners, 3 holder, 4 ttl_ms. Several
+ *                leases at once, all or none (contract L11), in one round
+ *                trip: `names` are the names, distinct and sorted in
+ *                byte order, joined by line feeds ('\n', which no name
+ *                contains), `owners` their fresh owner ids in the same
+ *                order, joined the same way. The routine takes each name in
+ *                that order exactly as LEASE_ACQUIRE (or, without
+ *                RETURNING, LEASE_ACQUIRE_ONE) would, in ONE transaction
+ *                that it commits (durably) only when it took every name,
+ *                and rolls back (nothing left behind) at the first name
+ *                held by a live holder. Returns one row, (blocker,
+ *                tokens): blocker 0 and `tokens` the new tokens in the
+ *                names' order, as decimal numbers separated by spaces,
+ *                when it took them all; blocker k (from 1), the position
+ *                of the first held name, and `tokens` empty when it took
+ *                none. A deadlock or serialization failure is reported as
+ *                such (the transaction was rolled back). When the routine
+ *                is not installed (SQLLOCK_ENOSCHEMA) or not allowed
+ *                (SQLLOCK_EPERM) the core takes the names with
+ *                LEASE_ACQUIRE in a transaction of its own. A NULL text
+ *                where there is no such routine (the transaction is then
+ *                always used).
  */
 typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_ACQUIRE = 0,
@@ -321,6 +347,9 @@ typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_RENEW_MANY_FAST,
     SQLLOCK_SQL_LEASE_RENEWED_MANY,
     SQLLOCK_SQL_COUNT_V8_,
+    /* driver version 9, in sqllock_dialect.sql_v9 */
+    SQLLOCK_SQL_LEASE_ACQUIRE_MANY = SQLLOCK_SQL_COUNT_V8_,
+    SQLLOCK_SQL_COUNT_V9_,
     /* Statements above are valid for the versions their comments give.
      * A statement added later is never put in an array that exists
      * already: a driver built before it has that array at the old size,
@@ -329,7 +358,7 @@ typedef enum sqllock_sql_id {
      * only from drivers of that version on (as SQLite's
      * sqlite3_io_methods grows: "methods above are valid for version
      * N"), and its ids follow here. */
-    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V8_
+    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V9_
 } sqllock_sql_id;
 
 /* One statement of a dialect. `args` lists, in placeholder order, which of
@@ -393,6 +422,11 @@ typedef struct sqllock_dialect {
      * LEASE_RENEW_MANY_FAST, LEASE_RENEWED_MANY), whatever is added
      * later. Read only from drivers of version 8 on. */
     sqllock_sql sql_v8[3];
+
+    /* Driver version 9: the statement from SQLLOCK_SQL_COUNT_V8_ to
+     * SQLLOCK_SQL_COUNT_V9_, one (LEASE_ACQUIRE_MANY), whatever is added
+     * later. Read only from drivers of version 9 on. */
+    sqllock_sql sql_v9[1];
 } sqllock_dialect;
 
 /* The most leases one LEASE_RENEW_MANY carries (driver version 8). */

@@ -453,18 +453,18 @@ static int create_routine(sqllock_conn *c, const char *sql, int *skip,
  */
 int sqllock__my_upgrade(sqllock_conn *c, sqllock_dberr *err)
 {
-    static const char *const names[3] = {
+    static const char *const names[4] = {
         sqllock__my_routine_name, sqllock__my_wake_acquire_name,
-        sqllock__my_wake_release_name
+        sqllock__my_wake_release_name, sqllock__my_many_name
     };
-    const char *const creates[3] = {
+    const char *const creates[4] = {
         sqllock__my_sql_routine_create, sqllock__my_sql_wake_acquire_create,
-        sqllock__my_sql_wake_release_create
+        sqllock__my_sql_wake_release_create, sqllock__my_sql_many_create
     };
     const char *q = sqllock__my_sql_routines_present;
     MYSQL_RES *res;
     MYSQL_ROW row;
-    int have[3] = { 0, 0, 0 }, i, skip = 0, rc = SQLLOCK_OK;
+    int have[4] = { 0, 0, 0, 0 }, i, skip = 0, rc = SQLLOCK_OK;
 
     if (mysql_real_query(c->my, q, (unsigned long)strlen(q)) != 0)
         return sqllock__my_fail_conn(c->my, err, "looking for the sqllock "
@@ -474,11 +474,11 @@ int sqllock__my_upgrade(sqllock_conn *c, sqllock_dberr *err)
         return sqllock__my_fail_conn(c->my, err, "looking for the sqllock "
                                      "routines");
     while ((row = mysql_fetch_row(res)) != NULL)
-        for (i = 0; i < 3; i++)
+        for (i = 0; i < 4; i++)
             if (row[0] != NULL && strcmp(row[0], names[i]) == 0)
                 have[i] = 1;
     mysql_free_result(res);
-    for (i = 0; i < 3 && rc == SQLLOCK_OK && !skip; i++)
+    for (i = 0; i < 4 && rc == SQLLOCK_OK && !skip; i++)
         if (!have[i])
             rc = create_routine(c, creates[i], &skip, err);
     return rc;

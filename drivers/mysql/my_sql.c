@@ -371,12 +371,79 @@ static const char SQL_WAKE_WAIT[] =
     "SELECT IF(GET_LOCK(" WAKE_LOCK("CAST(? AS BINARY)") ", ? / 1000), "
     "RELEASE_LOCK(" WAKE_LOCK("CAST(? AS BINARY)") ") = 1, 0)";
 
+/*
+ * L11 in one round trip (LEASE_ACQUIRE_MANY, driver version 9): the
+ * statements of sqllock_acquire_v1 for each name, in the order given
+ * (the core sorts them), in ONE transaction, committed only when every
+ * name was taken; at the first name held (ROW_COUNT() 0) a rollback
+ * undoes the others, and the row says which. AUTO_INCREMENT values drawn
+ * for names before it are not given back: gaps in the counter (L5
+ * allows them). A deadlock rolls back and is RESIGNALed (1213), for the
+ * core to try again. The lists are split on CHAR(10) (no name contains
+ * a control character; CHAR() rather than '\n', which
+ * NO_BACKSLASH_ESCAPES would change). A multi-name grant takes no
+ * companion session lock: waiters on its names poll (docs/contract.md,
+ * L11).
+ */
+const char sqllock__my_many_name[] = "sqllock_acquire_many_v1";
+const char sqllock__my_sql_many_create[] =
+    "CREATE PROCEDURE sqllock_acquire_many_v1(IN p_names LONGBLOB, "
+    "IN p_owners LONGBLOB, IN p_holder VARBINARY(255), IN p_ttl_ms BIGINT)\n"
+    "SQL SECURITY INVOKER MODIFIES SQL DATA\n"
+    "BEGIN\n"
+    "  DECLARE v_i INT DEFAULT 0;\n"
+    "  DECLARE v_n INT DEFAULT 0;\n"
+    "  DECLARE v_blocker INT DEFAULT 0;\n"
+    "  DECLARE v_name VARBINARY(255);\n"
+    "  DECLARE v_owner CHAR(32) CHARACTER SET ascii;\n"
+    "  DECLARE v_token BIGINT DEFAULT 0;\n"
+    "  DECLARE v_tokens LONGTEXT CHARACTER SET ascii DEFAULT '';\n"
+    "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
+    "  SET v_n = LENGTH(p_owners) - LENGTH(REPLACE(p_owners, CHAR(10), "
+    "'')) + 1;\n"
+    "  START TRANSACTION;\n"
+    "  WHILE v_i < v_n AND v_blocker = 0 DO\n"
+    "    SET v_i = v_i + 1;\n"
+    "    SET v_name = SUBSTRING_INDEX(SUBSTRING_INDEX(p_names, CHAR(10), "
+    "v_i), CHAR(10), -1);\n"
+    "    SET v_owner = SUBSTRING_INDEX(SUBSTRING_INDEX(p_owners, CHAR(10), "
+    "v_i), CHAR(10), -1);\n"
+    "    INSERT INTO sqllock_lease "
+    "(name, owner, holder, token, acquired_at, expires_at) "
+    "VALUES (v_name, v_owner, p_holder, 0, NOW(6), "
+    "NOW(6) + INTERVAL (p_ttl_ms * 1000) MICROSECOND) "
+    "ON DUPLICATE KEY UPDATE "
+    "owner = IF(expires_at <= NOW(6), VALUES(owner), owner), "
+    "holder = IF(expires_at <= NOW(6), VALUES(holder), holder), "
+    "token = IF(expires_at <= NOW(6), 0, token), "
+    "acquired_at = IF(expires_at <= NOW(6), VALUES(acquired_at), "
+    "acquired_at), "
+    "expires_at = IF(expires_at <= NOW(6), VALUES(expires_at), "
+    "expires_at);\n"
+    "    IF ROW_COUNT() > 0 THEN\n"
+    "      REPLACE INTO sqllock_token (name) VALUES (v_name);\n"
+    "      SET v_token = LAST_INSERT_ID();\n"
+    "      UPDATE sqllock_lease SET token = v_token "
+    "WHERE name = v_name AND owner = v_owner;\n"
+    "      SET v_tokens = CONCAT(v_tokens, IF(v_i > 1, ' ', ''), v_token);\n"
+    "    ELSE\n"
+    "      SET v_blocker = v_i;\n"
+    "    END IF;\n"
+    "  END WHILE;\n"
+    "  IF v_blocker = 0 THEN COMMIT; ELSE ROLLBACK; SET v_tokens = ''; "
+    "END IF;\n"
+    "  SELECT v_blocker, v_tokens;\n"
+    "END";
+
+static const char SQL_LEASE_ACQUIRE_MANY[] =
+    "CALL sqllock_acquire_many_v1(?, ?, ?, ?)";
+
 /* Every routine upgrade() installs, one CREATE each. */
 const char sqllock__my_sql_routines_present[] =
     "SELECT ROUTINE_NAME FROM information_schema.ROUTINES "
     "WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE' "
     "AND ROUTINE_NAME IN ('sqllock_acquire_v1', 'sqllock_acquire_wake_v1', "
-    "'sqllock_release_wake_v1')";
+    "'sqllock_release_wake_v1', 'sqllock_acquire_many_v1')";
 
 const sqllock_dialect sqllock__my_dialect = {
     .sql = {
@@ -436,6 +503,10 @@ const sqllock_dialect sqllock__my_dialect = {
             { NULL, NULL },
         [SQLLOCK_SQL_LEASE_RENEWED_MANY - SQLLOCK_SQL_COUNT_V7_] =
             { SQL_LEASE_RENEWED_MANY, "1" },
+    },
+    .sql_v9 = {
+        [SQLLOCK_SQL_LEASE_ACQUIRE_MANY - SQLLOCK_SQL_COUNT_V8_] =
+            { SQL_LEASE_ACQUIRE_MANY, "1234" },
     },
 };
 

@@ -109,6 +109,7 @@ enum {
     PG_STMT_LOCK_TIMEOUT         /* TXN_LOCK_TIMEOUT */
 };
 int sqllock__pg_stmt_kind(const char *sql);
+int sqllock__pg_upgrade(sqllock_conn *c, sqllock_dberr *err);
 /* TXN_LOCK_TIMEOUT for this transaction only (transaction pooling). */
 extern const char sqllock__pg_sql_lock_timeout_local[];
 

@@ -27,8 +27,10 @@ static int classify_sqlstate(const char *state)
         strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0 ||
         strcmp(state, "3D000") == 0)
         return SQLLOCK_ECONNECT;
-    if (strcmp(state, "42P01") == 0)
-        return SQLLOCK_ENOSCHEMA;     /* undefined table or sequence */
+    if (strcmp(state, "42P01") == 0 || strcmp(state, "42883") == 0)
+        return SQLLOCK_ENOSCHEMA;     /* undefined table or sequence, or
+                                         a routine of sqllock's own that
+                                         sqllock_init() did not install */
     if (strcmp(state, "42501") == 0 || strcmp(state, "25006") == 0 ||
         strncmp(state, "28", 2) == 0)
         return SQLLOCK_EPERM;

@@ -225,6 +225,83 @@ static const char SQL_LEASE_GUARD[] =
     "EXISTS (SELECT 1 FROM sqllock_lease WHERE name = $1 AND token = $2 "
     "AND expires_at > pg_catalog.clock_timestamp() FOR SHARE)";
 
+/*
+ * L11 in one round trip (LEASE_ACQUIRE_MANY, driver version 9): a
+ * function that takes each name, in the order given (the core sorts
+ * them), exactly as SQL_LEASE_ACQUIRE does -- the name's advisory lock,
+ * then the insert or takeover with a token drawn after it -- inside a
+ * block whose exception undoes them all (a subtransaction) when a name
+ * is held: RAISE with the held name's position, caught, and answered as
+ * the row (position, ''). The tokens drawn before it stay drawn: a gap
+ * in the sequence (L5 allows it). Its commit is durable whatever the
+ * session says (DURABLE_COMMIT, as the single grant). Its name carries
+ * a version, as MySQL's routines; upgrade() creates it when it is
+ * missing, in a DO block that also takes "another session created it
+ * first" and "this user may not" as done (the core then uses a
+ * transaction of LEASE_ACQUIRE statements).
+ */
+#define ACQUIRE_MANY_SIGNATURE \
+    "sqllock_acquire_many_v1(text, text, text, double precision)"
+static const char SQL_ACQUIRE_MANY_CREATE[] =
+    "DO $sqllock_do$ BEGIN\n"
+    "IF pg_catalog.to_regprocedure('" ACQUIRE_MANY_SIGNATURE "') IS NULL "
+    "THEN\n"
+    "CREATE FUNCTION sqllock_acquire_many_v1(p_names text, p_owners text, "
+    "p_holder text, p_ttl_ms double precision)\n"
+    "RETURNS TABLE (o_blocker integer, o_tokens text)\n"
+    "LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $sqllock_f$\n"
+    "#variable_conflict use_column\n"
+    "DECLARE\n"
+    "  v_names text[] := pg_catalog.string_to_array(p_names, E'\\n');\n"
+    "  v_owners text[] := pg_catalog.string_to_array(p_owners, E'\\n');\n"
+    "  v_tokens text := '';\n"
+    "  v_token bigint;\n"
+    "BEGIN\n"
+    "  PERFORM " DURABLE_COMMIT ";\n"
+    "  BEGIN\n"
+    "    FOR i IN 1 .. pg_catalog.cardinality(v_names) LOOP\n"
+    "      PERFORM pg_advisory_xact_lock(" LOCK_CLASS ", "
+    "hashtext(v_names[i]));\n"
+    "      v_token := NULL;\n"
+    "      INSERT INTO sqllock_lease AS l "
+    "(name, owner, holder, token, acquired_at, expires_at) "
+    "VALUES (v_names[i], v_owners[i], p_holder, "
+    "nextval('sqllock_token_seq'), now(), "
+    "now() + p_ttl_ms * interval '1 millisecond') "
+    "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, "
+    "holder = EXCLUDED.holder, token = EXCLUDED.token, "
+    "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at "
+    "WHERE l.expires_at <= EXCLUDED.acquired_at "
+    "RETURNING l.token INTO v_token;\n"
+    "      IF v_token IS NULL THEN\n"
+    "        RAISE EXCEPTION USING ERRCODE = 'SQLL1', MESSAGE = i::text;\n"
+    "      END IF;\n"
+    "      v_tokens := v_tokens || CASE WHEN i > 1 THEN ' ' ELSE '' END "
+    "|| v_token::text;\n"
+    "    END LOOP;\n"
+    "  EXCEPTION WHEN SQLSTATE 'SQLL1' THEN\n"
+    "    RETURN QUERY SELECT SQLERRM::integer, ''::text;\n"
+    "    RETURN;\n"
+    "  END;\n"
+    "  RETURN QUERY SELECT 0, v_tokens;\n"
+    "END\n"
+    "$sqllock_f$;\n"
+    "END IF;\n"
+    "EXCEPTION WHEN duplicate_function OR unique_violation OR "
+    "insufficient_privilege OR read_only_sql_transaction THEN NULL;\n"
+    "END $sqllock_do$";
+
+static const char SQL_LEASE_ACQUIRE_MANY[] =
+    "SELECT o_blocker, o_tokens "
+    "FROM sqllock_acquire_many_v1($1, $2, $3, $4::float8)";
+
+/* sqllock_init() on a current schema: the function of
+ * LEASE_ACQUIRE_MANY, where it is missing. One round trip. */
+int sqllock__pg_upgrade(sqllock_conn *c, sqllock_dberr *err)
+{
+    return sqllock__pg_exec_script(c, SQL_ACQUIRE_MANY_CREATE, err);
+}
+
 extern const char sqllock__schema_postgres[];
 
 const sqllock_dialect sqllock__pg_dialect = {
@@ -276,11 +353,16 @@ const sqllock_dialect sqllock__pg_dialect = {
         [SQLLOCK_SQL_LEASE_RENEWED_MANY - SQLLOCK_SQL_COUNT_V7_] =
             { NULL, NULL },
     },
+    .sql_v9 = {
+        [SQLLOCK_SQL_LEASE_ACQUIRE_MANY - SQLLOCK_SQL_COUNT_V8_] =
+            { SQL_LEASE_ACQUIRE_MANY, "1234" },
+    },
 };
 
 int sqllock__pg_stmt_kind(const char *sql)
 {
     if (strcmp(sql, SQL_LEASE_ACQUIRE) == 0 ||
+        strcmp(sql, SQL_LEASE_ACQUIRE_MANY) == 0 ||
         strcmp(sql, SQL_LEASE_RENEW) == 0 ||
         strcmp(sql, SQL_LEASE_RENEW_MANY) == 0)
         return PG_STMT_DURABLE;

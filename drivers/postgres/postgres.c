@@ -51,4 +51,5 @@ const sqllock_driver sqllock__postgres_driver = {
     .wait_notify = sqllock__pg_wait_notify,
     .adopt = sqllock__pg_adopt,
     .txn_status = sqllock__pg_txn_status,
+    .upgrade = sqllock__pg_upgrade,
 };
