@@ -38,9 +38,9 @@ extern const sqllock_driver sqllock__sqlite_driver;
 #define DIALECT_V2_SIZE offsetof(sqllock_dialect, sql_v4)
 #define DIALECT_V3_SIZE offsetof(sqllock_dialect, sql_v4)
 /* Version 4 appended no method, version 5 adopt and txn_status, version
- * 6 upgrade, version 7 session_wake, version 8 none (statements only,
- * sql_v8): a version 3 driver ends before adopt. A method added later
- * makes this fail. */
+ * 6 upgrade, version 7 session_wake, versions 8 and 9 none (statements
+ * only, sql_v8 and sql_v9): a version 3 driver ends before adopt. A
+ * method added later makes this fail. */
 typedef char driver_v7_is_whole[
     offsetof(sqllock_driver, session_wake) + sizeof(void (*)(void)) ==
     sizeof(sqllock_driver) ? 1 : -1];
@@ -146,6 +146,25 @@ static void test_driver_abi_D1_version_1_layout(void **state)
     EXPECT_RC(a, sqllock_record_cas(a, "abi-rec", 1, "2", 1, &v), SQLLOCK_OK,
               "record cas");
     assert_int_equal(v, 2);
+
+    /* L11: several names at once without LEASE_ACQUIRE_MANY (a version 9
+     * statement): the transaction of LEASE_ACQUIRE statements. */
+    {
+        sqllock_lease *m[2];
+
+        m[0] = new_lease(a, "abi-m2", 0);
+        m[1] = new_lease(a, "abi-m1", 0);
+        EXPECT_RC(a, sqllock_lease_acquire_many(a, m, 2, 0), SQLLOCK_OK,
+                  "acquire_many on a version 1 driver");
+        assert_true(sqllock_lease_token(m[0]) > 0);
+        assert_true(sqllock_lease_token(m[1]) > 0);
+        EXPECT_RC(b, sqllock_lease_try_acquire(lb), SQLLOCK_OK, "other");
+        EXPECT_RC(a, sqllock_lease_release_many(a, m, 2), SQLLOCK_OK,
+                  "release_many");
+        EXPECT_RC(b, sqllock_lease_release(lb), SQLLOCK_OK, "release");
+        sqllock_lease_free(m[0]);
+        sqllock_lease_free(m[1]);
+    }
 
     sqllock_lease_free(la);
     sqllock_lease_free(lb);

@@ -602,6 +602,112 @@ static void test_many_L11_woken_other_process(void **state)
     munmap(w, sizeof *w);
 }
 
+/*
+ * L11 in one round trip, and without it. PostgreSQL and MySQL/MariaDB:
+ * with the routine sqllock_init() installs, an acquire of 10 names sends
+ * ONE statement (the core counts what it sends); with the routine
+ * dropped (a database made by an older sqllock_init()), the acquire
+ * falls back to its transaction -- still all or none, tokens still per
+ * name -- and sqllock_init() puts the routine back. SQLite: one
+ * transaction, on the one host.
+ */
+static void test_many_L11_round_trips_and_fallback(void **state)
+{
+    const char *drv = tu_url_driver(g_url);
+    int pg = strcmp(drv, "postgres") == 0, my = strcmp(drv, "mysql") == 0;
+    sqllock_db *db = open_db(), *other = open_db();
+    sqllock_lease *l[10], *held;
+    char name[128];
+    uint64_t before, sent;
+    int i, round;
+    (void)state;
+
+    for (i = 0; i < 10; i++) {
+        mkname(name, sizeof name, "trips", i);
+        l[i] = new_lease(db, name, 60000, 5);
+    }
+    /* Warm: the statements prepared. */
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 10, 0), SQLLOCK_OK,
+              "warm");
+    EXPECT_RC(db, sqllock_lease_release_many(db, l, 10), SQLLOCK_OK, "warm");
+    for (round = 0; round < 2; round++) {
+        int64_t t5 = 0;
+
+        before = atomic_load(&sqllock__statements_sent);
+        EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 10, 0), SQLLOCK_OK,
+                  "acquire 10");
+        sent = atomic_load(&sqllock__statements_sent) - before;
+        if ((pg || my) && round == 0 && sent != 1)
+            fail_msg("an acquire of 10 names sent %llu statements, not one",
+                     (unsigned long long)sent);
+        if (round == 1 && sent < 12)
+            fail_msg("without the routine, %llu statements: not the "
+                     "transaction", (unsigned long long)sent);
+        t5 = sqllock_lease_token(l[5]);
+        EXPECT_RC(db, sqllock_lease_release_many(db, l, 10), SQLLOCK_OK,
+                  "release 10");
+        /* All or none, on this path too. */
+        held = new_lease(other, sqllock_lease_name(l[7]), 60000, 5);
+        EXPECT_RC(other, sqllock_lease_try_acquire(held), SQLLOCK_OK, "hold");
+        EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 10, 0), SQLLOCK_BUSY,
+                  "one held");
+        for (i = 0; i < 10; i++)
+            if (i != 7)
+                assert_false(row_exists(other, sqllock_lease_name(l[i])));
+        EXPECT_RC(other, sqllock_lease_release(held), SQLLOCK_OK, "release");
+        sqllock_lease_free(held);
+        EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 10, 0), SQLLOCK_OK,
+                  "again");
+        assert_true(sqllock_lease_token(l[5]) > t5);
+        EXPECT_RC(db, sqllock_lease_release_many(db, l, 10), SQLLOCK_OK,
+                  "release");
+        if (round == 1 || !(pg || my))
+            break;
+        /* Drop the routine, as an older sqllock_init() would have left
+         * the database; a fresh handle finds it missing. */
+        EXPECT_RC(other, sqllock__exec_sql(other, pg
+                      ? "DROP FUNCTION sqllock_acquire_many_v1(text, text, "
+                        "text, double precision)"
+                      : "DROP PROCEDURE sqllock_acquire_many_v1",
+                      NULL, 0, NULL, NULL, NULL), SQLLOCK_OK, "drop");
+        for (i = 0; i < 10; i++)
+            sqllock_lease_free(l[i]);
+        sqllock_close(db);
+        db = open_db();
+        for (i = 0; i < 10; i++) {
+            mkname(name, sizeof name, "trips", i);
+            l[i] = new_lease(db, name, 60000, 5);
+        }
+    }
+    if (pg || my) {
+        /* sqllock_init() installs it again: one statement once more. */
+        EXPECT_RC(other, sqllock_init(other), SQLLOCK_OK, "init");
+        for (i = 0; i < 10; i++)
+            sqllock_lease_free(l[i]);
+        sqllock_close(db);
+        db = open_db();
+        for (i = 0; i < 10; i++) {
+            mkname(name, sizeof name, "trips", i);
+            l[i] = new_lease(db, name, 60000, 5);
+        }
+        EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 10, 0), SQLLOCK_OK,
+                  "warm after init");
+        EXPECT_RC(db, sqllock_lease_release_many(db, l, 10), SQLLOCK_OK, "r");
+        before = atomic_load(&sqllock__statements_sent);
+        EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 10, 0), SQLLOCK_OK,
+                  "after init");
+        sent = atomic_load(&sqllock__statements_sent) - before;
+        if (sent != 1)
+            fail_msg("after sqllock_init(), %llu statements, not one",
+                     (unsigned long long)sent);
+        EXPECT_RC(db, sqllock_lease_release_many(db, l, 10), SQLLOCK_OK, "r");
+    }
+    for (i = 0; i < 10; i++)
+        sqllock_lease_free(l[i]);
+    sqllock_close(other);
+    sqllock_close(db);
+}
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -613,6 +719,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_many_L11_bad_input),
         cmocka_unit_test(test_many_L11_all_or_none),
+        cmocka_unit_test(test_many_L11_round_trips_and_fallback),
         cmocka_unit_test(test_many_L11_processes_exact_counters),
         cmocka_unit_test(test_many_L11_killed_holder_of_subset),
         cmocka_unit_test(test_many_L11_woken_same_process),
