@@ -16,7 +16,9 @@
  *                call failed (a deadlock would show as an error).
  *
  * Usage: bench_many [--reps N] [--secs S] [--contend-secs S] URL...
- * (URLs default to $SQLLOCK_BENCH_URLS). Each URL's schema is created.
+ * (URLs default to $SQLLOCK_BENCH_URLS); --smoke: each part once, for a
+ * fraction of a second, on the tests' URLs (bench_util.h). Each URL's
+ * schema is created.
  * Figures are ratios measured in the same run; nothing here is a test.
  */
 #include <stdatomic.h>
@@ -32,6 +34,7 @@
 
 #include "sqllock.h"
 #include "internal.h"
+#include "bench_util.h"
 
 #define N10 10
 #define KIDS 8
@@ -265,10 +268,10 @@ static void bench_url(const char *url, int reps, double secs,
 
 int main(int argc, char **argv)
 {
-    int reps = 3, i, nurls = 0;
+    int reps = 3, i, nurls = 0, smoke = 0;
     double secs = 3, contend_secs = 30;
     const char *urls[16];
-    char *env, *tok, *save = NULL;
+    char *env, *tok, *save = NULL, *smoke_urls[16];
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
@@ -277,11 +280,23 @@ int main(int argc, char **argv)
             secs = atof(argv[++i]);
         else if (strcmp(argv[i], "--contend-secs") == 0 && i + 1 < argc)
             contend_secs = atof(argv[++i]);
+        else if (strcmp(argv[i], "--smoke") == 0)
+            smoke = 1;
         else if (nurls < 16)
             urls[nurls++] = argv[i];
     }
     if (reps < 1 || reps > 64)
         reps = 3;
+    if (smoke) {
+        reps = 1;
+        secs = BU_SMOKE_SECS;
+        contend_secs = 2 * BU_SMOKE_SECS;
+        if (nurls == 0) {
+            nurls = bu_smoke_urls(smoke_urls, 16);
+            for (i = 0; i < nurls; i++)
+                urls[i] = smoke_urls[i];
+        }
+    }
     if (nurls == 0 && (env = getenv("SQLLOCK_BENCH_URLS")) != NULL) {
         env = strdup(env);
         for (tok = strtok_r(env, " ", &save); tok != NULL && nurls < 16;
@@ -295,5 +310,7 @@ int main(int argc, char **argv)
     }
     for (i = 0; i < nurls; i++)
         bench_url(urls[i], reps, secs, contend_secs);
+    if (smoke)
+        bu_smoke_done();
     return 0;
 }
