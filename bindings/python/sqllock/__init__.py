@@ -30,7 +30,7 @@ from ._borrow import BorrowedDatabase, JoinedTransaction, borrow
 from ._convert import Duration, Op, add, eq, ge, gt, le, lt, ne, set_to, sub
 from ._db import (Database, ExecResult, LeaseInfo, Record, RecordUpdate, Row,
                   Table, connect, redact)
-from ._lease import Lease, LeaseState
+from ._lease import Lease, LeaseSet, LeaseState
 from ._lib import LibraryNotFound
 from ._lib import lib as _clib
 from ._reaper import Reaper, ReaperStats, start_reaper
@@ -56,7 +56,7 @@ def exception_for(status: int) -> type:
 __all__ = [
     "connect", "connect_async", "redact", "Database", "AsyncDatabase",
     "borrow", "BorrowedDatabase", "JoinedTransaction",
-    "Lease", "AsyncLease", "LeaseState", "Transaction", "AsyncTransaction",
+    "Lease", "LeaseSet", "AsyncLease", "LeaseState", "Transaction", "AsyncTransaction",
     "LockMode", "Reaper", "ReaperStats", "start_reaper", "LeaseInfo",
     "Record", "RecordUpdate", "Row", "Table", "ExecResult", "Op", "add",
     "sub", "set_to", "eq", "ne", "lt", "le", "gt", "ge", "Duration",

@@ -18,7 +18,7 @@ from . import _lib, errors
 from ._lib import lib
 
 if TYPE_CHECKING:
-    from ._lease import Lease
+    from ._lease import Lease, LeaseSet
     from ._txn import Transaction
 
 Value = Union[bytes, bytearray, memoryview, str]
@@ -307,6 +307,18 @@ class Database:
         The other keywords are those of sqllock.Lease."""
         from ._lease import Lease
         return Lease(self, name, ttl, wait, **options)
+
+    def lock_many(self, names: Sequence[str], ttl: cv.Duration,
+                  wait: Optional[cv.Duration] = None,
+                  **options: Any) -> "LeaseSet":
+        """Several lease locks taken together, all or none (contract L11):
+        ``with db.lock_many(["account:1", "account:2"], ttl=30, wait=10)
+        as locks:`` takes every name in one transaction or none (waiting
+        up to `wait` for the one found held), each with its own token
+        (``locks.tokens``), renews each, and releases them all at the end.
+        The other keywords are those of sqllock.Lease."""
+        from ._lease import LeaseSet
+        return LeaseSet(self, names, ttl, wait, **options)
 
     def attach(self, name: str, owner: str, token: int, ttl: cv.Duration,
                **options: Any) -> "Lease":

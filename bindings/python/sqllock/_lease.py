@@ -400,3 +400,116 @@ class Lease:
     def __repr__(self) -> str:
         return "<sqllock.Lease %r %s token=%d>" % (
             self.name, self.state.name.lower(), self.token)
+
+
+class LeaseSet:
+    """Several leases taken together, all or none (contract L11; a
+    sqllock_lease_acquire_many()).
+
+    Made by ``db.lock_many(names, ttl, wait)``. As a context manager it
+    takes every name in one transaction (in byte order of the names,
+    whatever order they are given in, so two such sets never deadlock)
+    or none, each name with its own lease, owner and token, puts each
+    under watchdog renewal (unless ``watch=False``), and releases them all
+    at the end of the block. The options are those of Lease, for every
+    name. `leases` are the Lease objects, in the order of `names`;
+    `tokens` maps each name to its token.
+    """
+
+    def __init__(self, db: Database, names: Sequence[str], ttl: cv.Duration,
+                 wait: Optional[cv.Duration] = None, **options: Any) -> None:
+        if isinstance(names, (str, bytes)):
+            raise TypeError("lock_many() takes a sequence of names, not one "
+                            "name")
+        self._db = db
+        self._wait_ms = cv.wait_ms(wait)
+        self.leases: List[Lease] = [Lease(db, n, ttl, wait, **options)
+                                    for n in names]
+
+    def _array(self) -> Any:
+        arr = (c_void_p * max(len(self.leases), 1))()
+        for i, l in enumerate(self.leases):
+            arr[i] = l._handle()
+        return arr
+
+    def acquire(self, wait: Optional[cv.Duration] = _UNSET) -> "LeaseSet":
+        """Takes every name or none, waiting up to `wait` (default: the
+        set's) for the name found held. Busy (wait 0) or Timeout names
+        that lock; nothing is held then."""
+        wait_ms = self._wait_ms if wait is _UNSET else cv.wait_ms(wait)
+        with self._db._lock:
+            arr = self._array()
+            dbh = self._db._handle()
+            if any(l._watch for l in self.leases):
+                rc = lib.sqllock_watch_prepare(dbh)
+                if rc != _lib.OK:
+                    raise self._db._fail(rc)
+            rc = lib.sqllock_lease_acquire_many(dbh, arr, len(self.leases),
+                                                wait_ms)
+            if rc != _lib.OK:
+                raise self._db._fail(rc)
+            for l in self.leases:
+                l._count = lib.sqllock_lease_count(l._h)
+                l._token = lib.sqllock_lease_token(l._h)
+                l._owner = lib.sqllock_lease_owner(l._h).decode()
+                l._hold()
+            for l in self.leases:
+                if l._watch:
+                    l._start_watch()
+        return self
+
+    def try_acquire(self) -> bool:
+        """One try: True when every name was taken, False when one is
+        held by another owner (then none was taken)."""
+        try:
+            self.acquire(0)
+        except errors.Busy:
+            return False
+        return True
+
+    def release(self) -> None:
+        """Releases every lease of the set (each whatever the others
+        find); raises the first failure (Lost: that name had been
+        lost)."""
+        with self._db._lock:
+            arr = self._array()
+            rc = lib.sqllock_lease_release_many(self._db._handle(), arr,
+                                                len(self.leases))
+            err = self._db._fail(rc) if rc != _lib.OK else None
+            for l in self.leases:
+                l._unhold()
+            if err is not None:
+                if isinstance(err, errors.Lost):
+                    for l in self.leases:
+                        if l.name in str(err):
+                            l._mark_lost(err)
+                raise err
+
+    @property
+    def tokens(self) -> dict:
+        return {l.name: l.token for l in self.leases}
+
+    @property
+    def held(self) -> bool:
+        return bool(self.leases) and all(l.held for l in self.leases)
+
+    def __iter__(self) -> Any:
+        return iter(self.leases)
+
+    def __len__(self) -> int:
+        return len(self.leases)
+
+    def __enter__(self) -> "LeaseSet":
+        return self.acquire()
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if not any(l.count for l in self.leases):
+            return
+        try:
+            self.release()
+        except errors.Error:
+            if exc_type is None:
+                raise
+
+    def __repr__(self) -> str:
+        return "<sqllock.LeaseSet %r>" % ([l.name for l in self.leases],)

@@ -183,3 +183,40 @@ def test_E4_exit_with_open_handles_and_watched_leases(url: str, name: str) -> No
         run = subprocess.run([sys.executable, "-c", script.format(i)], env=env,
                              capture_output=True, text=True, timeout=60)
         assert run.returncode == 0 and run.stdout == "end\n", run.stderr
+
+
+def test_L11_lock_many_all_or_none(url: str, name: str) -> None:
+    # Several names at once: with one held elsewhere nothing is taken
+    # (Busy names it, the others stay free); then all are taken, each
+    # with its own token, whatever order they were given in, and all are
+    # released at the end of the block. Bad lists are refused.
+    names = [name + "-c", name + "-a", name + "-b"]
+    with sqllock.connect(url) as a, sqllock.connect(url) as b:
+        with b.lock(names[2], ttl=30):
+            with pytest.raises(sqllock.Busy) as busy:
+                a.lock_many(names, ttl=30, wait=0).acquire()
+            assert names[2] in str(busy.value)
+            assert {i.name for i in a.list()}.isdisjoint(names[:2])
+            assert not a.lock_many(names, ttl=30).try_acquire()
+        with a.lock_many(names, ttl=30, wait=5) as locks:
+            assert locks.held and len(locks) == 3
+            tokens = locks.tokens
+            assert set(tokens) == set(names)
+            assert len(set(tokens.values())) == 3 and min(tokens.values()) > 0
+            rows = {i.name: i for i in b.list()}
+            for lease in locks:
+                assert rows[lease.name].owner == lease.owner
+                assert rows[lease.name].token == lease.token
+            with pytest.raises(sqllock.Busy):
+                b.lock(names[0], ttl=30, wait=0).acquire()
+        assert {i.name for i in b.list()}.isdisjoint(names)
+        # Tokens grow per name (L5).
+        with a.lock_many(list(reversed(names)), ttl=30) as again:
+            for n in names:
+                assert again.tokens[n] > tokens[n]
+        with pytest.raises(sqllock.InvalidArgument):
+            a.lock_many([names[0], names[0]], ttl=30).acquire()
+        with pytest.raises(sqllock.InvalidArgument):
+            a.lock_many([], ttl=30).acquire()
+        with pytest.raises(TypeError):
+            a.lock_many(name, ttl=30)
