@@ -767,9 +767,10 @@ static void test_runcmd_L3_signals_forwarded_then_released(void **state)
  * and the command does not run; with all free, the command runs holding
  * every name, and sees them in SQLLOCK_NAMES (NAME first, one per line)
  * with their tokens in SQLLOCK_TOKENS; all are released after it. A name
- * given twice, and --also with --hold-at-least, are usage errors. Then a
- * row of an --also name deleted behind the runner's back is found by
- * its renewal: the lease is lost, the command stopped, exit 76. */
+ * given twice, and --also with --hold-at-least, are usage errors. Then
+ * a run with --also outlives its ttl (every lease is renewed), and a row
+ * of an --also name deleted behind the runner's back is found by its
+ * renewal: the lease is lost, the command stopped, exit 76. */
 static void test_runcmd_L11_also(void **state)
 {
     fixture *f = *state;
@@ -825,6 +826,14 @@ static void test_runcmd_L11_also(void **state)
     START(f, j, "run", a, "--also", b, "--ttl", "2s", "--kill-after", "0",
           "--", "sh", "-c", script);
     wait_started(f, j, pidf);
+    /* Past the ttl, both names are still held: each is renewed. */
+    tu_sleep_ms(3000);
+    code = tu_wait_for(j->pid, 0);
+    if (code >= 0) {
+        collect(f, j);
+        fail_msg("run --also ended (exit %d) within 1.5 ttl: a lease was not "
+                 "renewed; stderr: %s", code, f->err);
+    }
     delete_row(f, b);
     code = finish(f, j, 15000);
     if (code != 76)
