@@ -839,6 +839,10 @@ static void test_runcmd_L11_also(void **state)
     if (code != 76)
         fail_msg("a lost --also name: exit %d, want 76; stderr: %s", code,
                  f->err);
+    snprintf(want, sizeof want, "lock '%s' lost", b);
+    if (strstr(f->err, want) == NULL)
+        fail_msg("the message does not name the lost --also lock: %s",
+                 f->err);
     expect_no_row(f, a);
 }
 

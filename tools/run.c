@@ -125,6 +125,7 @@ typedef struct run_state {
     sqllock_lease *also[SQLLOCK_LEASE_MANY_MAX - 1];
     const char *also_names[SQLLOCK_LEASE_MANY_MAX - 1];
     int nalso;
+    const char *lost_name;     /* the name found lost (NAME or --also's) */
     const char *cmd0;          /* the command's name, for messages */
     const cli_db *where;       /* the database's URL, and its source */
     const sqllock_options *dbo; /* the options it was opened with */
@@ -162,6 +163,7 @@ typedef struct run_state {
     int note_pending;
     int note_state;
     int note_status;
+    sqllock_lease *note_lease;
     char note_msg[400];
 } run_state;
 
@@ -318,9 +320,9 @@ static void on_watch(void *ctx, sqllock_lease *lease, int state, int status,
 {
     run_state *st = ctx;
 
-    (void)lease;
     pthread_mutex_lock(&st->mu);
     st->note_pending = 1;
+    st->note_lease = lease;
     st->note_state = state;
     st->note_status = status;
     snprintf(st->note_msg, sizeof st->note_msg, "%s", msg ? msg : "");
@@ -351,6 +353,7 @@ static void to_guard(run_state *st, int op, int arg, int64_t value)
 static void lose(run_state *st, const char *why)
 {
     char when[64], since[32], sig[32];
+    const char *name = st->lost_name != NULL ? st->lost_name : st->name;
 
     st->lost = 1;
     st->lost_us = cli_guard_now_us();
@@ -358,14 +361,14 @@ static void lose(run_state *st, const char *why)
     span(since, sizeof since, (st->lost_us - st->granted_us) / 1000);
     if (st->ended && !st->leftover)
         say(st, "lock '%s' lost (noticed at %s, %s after the grant): %s; "
-            "the command had already ended", st->name, when, since, why);
+            "the command had already ended", name, when, since, why);
     else if (st->ended)
         say(st, "lock '%s' lost (noticed at %s, %s after the grant): %s; "
-            "killing what the command left running", st->name, when, since,
+            "killing what the command left running", name, when, since,
             why);
     else
         say(st, "lock '%s' lost (noticed at %s, %s after the grant): %s; "
-            "stopping the command (%s)", st->name, when, since, why,
+            "stopping the command (%s)", name, when, since, why,
             cli_signame(st->lost_signal, sig, sizeof sig));
     to_guard(st, CLI_GUARD_LOST, 0, 0);
 }
@@ -380,6 +383,9 @@ static void take_note(run_state *st)
     pending = st->note_pending;
     state = st->note_state;
     status = st->note_status;
+    if (st->note_lease != NULL && state == SQLLOCK_STATE_LOST &&
+        st->lost_name == NULL)
+        st->lost_name = sqllock_lease_name(st->note_lease);
     memcpy(msg, st->note_msg, sizeof msg);
     st->note_pending = 0;
     pthread_mutex_unlock(&st->mu);
@@ -410,16 +416,19 @@ static int64_t run_deadline_us(const run_state *st)
     return d;
 }
 
-/* 1 when any of the leases is LOST. */
-static int any_lost(const run_state *st)
+/* 1 when any of the leases is LOST; notes its name for the message. */
+static int any_lost(run_state *st)
 {
     int i;
 
     if (sqllock_lease_state(st->lease) == SQLLOCK_STATE_LOST)
         return 1;
     for (i = 0; i < st->nalso; i++)
-        if (sqllock_lease_state(st->also[i]) == SQLLOCK_STATE_LOST)
+        if (sqllock_lease_state(st->also[i]) == SQLLOCK_STATE_LOST) {
+            if (st->lost_name == NULL)
+                st->lost_name = st->also_names[i];
             return 1;
+        }
     return 0;
 }
 
