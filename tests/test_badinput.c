@@ -404,6 +404,75 @@ static void test_badinput_E2_negative_wait(void **state)
     victim_untouched(f);
 }
 
+/* E2 for L11: the arrays of sqllock_lease_acquire_many() and
+ * sqllock_lease_release_many() -- NULL, empty, too long, a NULL entry, a
+ * name twice, a negative wait, a NULL handle -- are refused with a
+ * message, and nothing is taken (the victim's lease and the free names
+ * stay as they were). */
+static void test_badinput_E2_bad_many(void **state)
+{
+    fixture *f = *state;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l[3] = { NULL, NULL, NULL }, *v = NULL, *arr[3];
+    char n0[100], n1[100];
+    tu_row r;
+
+    o.ttl_ms = 10000;
+    assert_int_equal(sqllock_lease_new(f->db, uniq(n0, sizeof n0, "many0"),
+                                       &o, &l[0]), SQLLOCK_OK);
+    assert_int_equal(sqllock_lease_new(f->db, uniq(n1, sizeof n1, "many1"),
+                                       &o, &l[1]), SQLLOCK_OK);
+    assert_int_equal(sqllock_lease_new(f->db, n0, &o, &l[2]), SQLLOCK_OK);
+    assert_int_equal(sqllock_lease_new(f->db, VICTIM, &o, &v), SQLLOCK_OK);
+    assert_int_equal(sqllock_lease_acquire_many(NULL, l, 2, 0),
+                     SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_lease_acquire_many(f->db, NULL, 2, 0),
+                     SQLLOCK_EINVAL);
+    expect_msg(f->db, "NULL array", "NULL", NULL);
+    assert_int_equal(sqllock_lease_acquire_many(f->db, l, 0, 0),
+                     SQLLOCK_EINVAL);
+    expect_msg(f->db, "n 0", "no lease", NULL);
+    assert_int_equal(sqllock_lease_acquire_many(f->db, l,
+                                                SQLLOCK_LEASE_MANY_MAX + 1, 0),
+                     SQLLOCK_EINVAL);
+    expect_msg(f->db, "n 65", "limit", NULL);
+    arr[0] = l[0];
+    arr[1] = NULL;
+    assert_int_equal(sqllock_lease_acquire_many(f->db, arr, 2, 0),
+                     SQLLOCK_EINVAL);
+    expect_msg(f->db, "NULL entry", "NULL", NULL);
+    arr[0] = l[1];
+    arr[1] = l[0];
+    arr[2] = l[2];
+    assert_int_equal(sqllock_lease_acquire_many(f->db, arr, 3, 0),
+                     SQLLOCK_EINVAL);
+    expect_msg(f->db, "twice", "twice", NULL);
+    assert_int_equal(sqllock_lease_acquire_many(f->db, l, 2, -1),
+                     SQLLOCK_EINVAL);
+    expect_msg(f->db, "wait -1", "wait", NULL);
+    /* The victim is held by the fixture's other owner: busy, nothing. */
+    arr[0] = l[0];
+    arr[1] = v;
+    assert_int_equal(sqllock_lease_acquire_many(f->db, arr, 2, 0),
+                     SQLLOCK_BUSY);
+    assert_int_equal(sqllock_lease_release_many(f->db, NULL, 1),
+                     SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_lease_release_many(f->db, l, 0),
+                     SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_lease_release_many(NULL, l, 1), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_lease_held(l[0]), 0);
+    assert_int_equal(sqllock_lease_held(l[1]), 0);
+    assert_int_equal(tu_find(f->db, n0, &r), SQLLOCK_OK);
+    assert_int_equal(r.found, 0);
+    assert_int_equal(tu_find(f->db, n1, &r), SQLLOCK_OK);
+    assert_int_equal(r.found, 0);
+    sqllock_lease_free(l[0]);
+    sqllock_lease_free(l[1]);
+    sqllock_lease_free(l[2]);
+    sqllock_lease_free(v);
+    victim_untouched(f);
+}
+
 /* E2: attach checks the owner id and the token. */
 static void test_badinput_E2_bad_attach(void **state)
 {
@@ -694,6 +763,7 @@ int main(void)
         cmocka_unit_test(test_badinput_D3_hostile_names_round_trip),
         cmocka_unit_test(test_badinput_E2_bad_lease_options),
         cmocka_unit_test(test_badinput_E2_negative_wait),
+        cmocka_unit_test(test_badinput_E2_bad_many),
         cmocka_unit_test(test_badinput_E2_bad_attach),
         cmocka_unit_test(test_badinput_E2_failed_attach_clears_out),
         cmocka_unit_test(test_badinput_E2_null_handles),
