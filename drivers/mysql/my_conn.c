@@ -445,9 +445,10 @@ static int create_routine(sqllock_conn *c, const char *sql, int *skip,
 
 /*
  * sqllock_init() on a current schema: installs the routines this version
- * calls -- the acquire routine (LEASE_ACQUIRE_ONE) and the acquire and
+ * calls -- the acquire routine (LEASE_ACQUIRE_ONE), the acquire and
  * release with a companion lock (LEASE_ACQUIRE_WAKE, LEASE_RELEASE_WAKE)
- * -- where this database lacks them. One round trip when they are there.
+ * and the multi-name acquire (LEASE_ACQUIRE_MANY) -- where this database
+ * lacks them. One round trip when they are there.
  * A user without CREATE ROUTINE (or a server that refuses routines) is
  * not an error: the core does without them.
  */
