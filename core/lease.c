@@ -1379,9 +1379,15 @@ int sqllock_lease_acquire_many(sqllock_db *db, sqllock_lease *const *leases,
             }
             notify = 0;
         }
-        if (session < 0)
-            session = !notify && sqllock__session_wake(db);
-        if (session && wake && !plain_next) {
+        if (session < 0) {
+            int usable = 0;
+
+            if (notify)
+                session = 0;
+            else if (sqllock__session_wake(db, &usable) == SQLLOCK_OK)
+                session = usable;
+        }
+        if (session > 0 && wake && !plain_next) {
             sleep_ms = backoff_cap_ms(b, attempt);
             if (sleep_ms > deadline - now)
                 sleep_ms = deadline - now;
