@@ -524,7 +524,8 @@ static int grow_lock_wait(sqllock_db *db, int64_t ms, const char *what)
         return ensure_connected(db);
     db->params.lock_wait_ms = ms;
     if (db->conn == NULL || (db->drv->caps & SQLLOCK_CAP_SHARED_HOST) ||
-        (db->in_txn && !fresh && !sqllock__txn_pending(db)) ||
+        (db->in_txn && !fresh && !sqllock__txn_pending(db) &&
+         !db->begin_pending) ||
         db->borrowed)
         return ensure_connected(db);
     drop_connection(db);
@@ -535,6 +536,41 @@ static int grow_lock_wait(sqllock_db *db, int64_t ms, const char *what)
 }
 
 _Atomic uint64_t sqllock__statements_sent;
+
+/* Executes `st`; with a deferred BEGIN, BEGIN goes in the same round
+ * trip, and stays pending only when it did not run (then the connection
+ * is outside any transaction, as before). */
+static int execute(sqllock_db *db, sqllock_stmt *st,
+                   const sqllock_value *args, int nargs, sqllock_dberr *err)
+{
+    int in_txn = 0, rc;
+
+    if (!db->begin_pending)
+        return db->drv->execute(st, args, nargs, err);
+    rc = db->drv->execute_txn(st, args, nargs, SQLLOCK_EXEC_BEGIN, &in_txn,
+                              err);
+    if (rc == SQLLOCK_OK || in_txn)
+        db->begin_pending = 0;
+    return rc;
+}
+
+int sqllock__can_defer_begin(const sqllock_db *db)
+{
+    return db->drv->version >= 10 && db->drv->execute_txn != NULL &&
+           !db->borrowed;
+}
+
+int sqllock__begin_flush(sqllock_db *db, const char *what)
+{
+    int rc;
+
+    if (!db->begin_pending)
+        return SQLLOCK_OK;
+    rc = sqllock__begin(db, what);
+    if (rc == SQLLOCK_OK)
+        db->begin_pending = 0;
+    return rc;
+}
 
 int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
                  int nargs, const char *what)
@@ -587,7 +623,7 @@ int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
     }
     atomic_fetch_add_explicit(&sqllock__statements_sent, 1,
                               memory_order_relaxed);
-    rc = db->drv->execute(db->stmts[id], bound, n, &err);
+    rc = execute(db, db->stmts[id], bound, n, &err);
     if (rc != SQLLOCK_OK) {
         db->drv->reset(db->stmts[id]);
         err.status = rc;
@@ -596,8 +632,10 @@ int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
     return SQLLOCK_OK;
 }
 
-int sqllock__run_dyn(sqllock_db *db, const char *sql, const sqllock_value *args,
-                     int nargs, const char *what, sqllock_stmt **out)
+/* The cached prepared statement of `sql` (prepared now when it is not
+ * in the cache). */
+static int dyn_stmt(sqllock_db *db, const char *sql, const char *what,
+                    sqllock_stmt **out)
 {
     sqllock__dyn *slot = NULL;
     sqllock_dberr err;
@@ -651,15 +689,72 @@ int sqllock__run_dyn(sqllock_db *db, const char *sql, const sqllock_value *args,
         }
     }
     slot->used = ++db->dyn_clock;
+    *out = slot->stmt;
+    return SQLLOCK_OK;
+}
+
+int sqllock__run_dyn(sqllock_db *db, const char *sql, const sqllock_value *args,
+                     int nargs, const char *what, sqllock_stmt **out)
+{
+    sqllock_stmt *st = NULL;
+    sqllock_dberr err;
+    int rc;
+
+    *out = NULL;
+    rc = dyn_stmt(db, sql, what, &st);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    memset(&err, 0, sizeof err);
     atomic_fetch_add_explicit(&sqllock__statements_sent, 1,
                               memory_order_relaxed);
-    rc = db->drv->execute(slot->stmt, args, nargs, &err);
+    rc = execute(db, st, args, nargs, &err);
     if (rc != SQLLOCK_OK) {
-        db->drv->reset(slot->stmt);
+        db->drv->reset(st);
         err.status = rc;
         return fail_db(db, &err, what);
     }
-    *out = slot->stmt;
+    *out = st;
+    return SQLLOCK_OK;
+}
+
+int sqllock__run_dyn_commit(sqllock_db *db, const char *sql,
+                            const sqllock_value *args, int nargs,
+                            int64_t *affected, const char *what)
+{
+    sqllock_stmt *st = NULL;
+    sqllock_dberr err;
+    unsigned with = SQLLOCK_EXEC_COMMIT;
+    int in_txn = 0, rc;
+
+    if (affected != NULL)
+        *affected = 0;
+    if (!sqllock__can_defer_begin(db)) {
+        /* The statement, then COMMIT: two round trips. */
+        rc = sqllock__run_dyn(db, sql, args, nargs, what, &st);
+        if (rc != SQLLOCK_OK)
+            return rc;
+        if (affected != NULL)
+            *affected = db->drv->affected_rows(st);
+        db->drv->reset(st);
+        return sqllock__commit(db, "committing");
+    }
+    rc = dyn_stmt(db, sql, what, &st);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (db->begin_pending)
+        with |= SQLLOCK_EXEC_BEGIN;
+    memset(&err, 0, sizeof err);
+    rc = db->drv->execute_txn(st, args, nargs, with, &in_txn, &err);
+    if (rc == SQLLOCK_OK || in_txn)
+        db->begin_pending = 0;
+    if (rc != SQLLOCK_OK) {
+        db->drv->reset(st);
+        err.status = rc;
+        return fail_db(db, &err, what);
+    }
+    if (affected != NULL)
+        *affected = db->drv->affected_rows(st);
+    db->drv->reset(st);
     return SQLLOCK_OK;
 }
 
@@ -731,6 +826,11 @@ int sqllock__commit(sqllock_db *db, const char *what)
     sqllock_dberr err;
     int rc;
 
+    if (db->begin_pending) {
+        /* Nothing was sent: nothing to commit. */
+        db->begin_pending = 0;
+        return SQLLOCK_OK;
+    }
     if (db->conn == NULL)
         return sqllock__fail(db, SQLLOCK_ECONNECT, "%s: the connection was "
                              "lost before the commit", what);
@@ -749,6 +849,10 @@ void sqllock__rollback(sqllock_db *db)
 {
     sqllock_dberr err;
 
+    if (db->begin_pending) {
+        db->begin_pending = 0;   /* nothing was sent: nothing to undo */
+        return;
+    }
     if (db->conn == NULL || db->drv->rollback == NULL)
         return;
     memset(&err, 0, sizeof err);
@@ -776,7 +880,7 @@ int sqllock__exec_sql(sqllock_db *db, const char *sql,
     memset(&err, 0, sizeof err);
     rc = db->drv->prepare(db->conn, sql, &stmt, &err);
     if (rc == SQLLOCK_OK)
-        rc = db->drv->execute(stmt, args, nargs, &err);
+        rc = execute(db, stmt, args, nargs, &err);
     if (rc == SQLLOCK_OK)
         rc = db->drv->fetch(stmt, &row, &err);
     if (rc == SQLLOCK_OK) {

@@ -35,6 +35,10 @@ struct sqllock_db {
     struct sqllock_txn *txn;   /* that transaction (txn.c), or NULL */
     int txn_fresh;             /* a transaction was begun on the connection
                                   and nothing has run in it yet */
+    int begin_pending;         /* a row-lock transaction is begun but its
+                                  BEGIN not sent: it goes with the next
+                                  statement, in the same round trip
+                                  (driver version 10, execute_begin()) */
     int64_t lock_timeout_ms;   /* last TXN_LOCK_TIMEOUT sent on this
                                   connection; -1 when unknown */
     sqllock_connect_params params;
@@ -182,6 +186,22 @@ void sqllock__end(sqllock_db *db, sqllock_sql_id id);
  * counted). For bench/bench_many.c's count of round trips; relaxed. */
 extern _Atomic uint64_t sqllock__statements_sent;
 int sqllock__begin(sqllock_db *db, const char *what);
+/* Whether a BEGIN can wait for the next statement (sqllock__run(),
+ * sqllock__run_dyn()) and go in its round trip, db->begin_pending: the
+ * driver has execute_begin() (version 10), and the connection is the
+ * library's own. */
+int sqllock__can_defer_begin(const sqllock_db *db);
+/* Runs `sql` (cached as sqllock__run_dyn() caches it) as the last
+ * statement of the handle's transaction and commits: in one round trip
+ * with the driver's execute_txn() (and the deferred BEGIN too, if still
+ * pending), else the statement, then COMMIT. *affected: the rows it
+ * changed. On failure the caller rolls back. */
+int sqllock__run_dyn_commit(sqllock_db *db, const char *sql,
+                            const sqllock_value *args, int nargs,
+                            int64_t *affected, const char *what);
+/* Sends a deferred BEGIN now, on its own (before the application's own
+ * statements on the native connection). */
+int sqllock__begin_flush(sqllock_db *db, const char *what);
 int sqllock__commit(sqllock_db *db, const char *what);
 void sqllock__rollback(sqllock_db *db);
 

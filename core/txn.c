@@ -202,6 +202,7 @@ static void detach(sqllock_txn *t)
     }
     if (db->borrowed)
         db->lock_timeout_ms = -1;
+    db->begin_pending = 0;
     t->state = TXN_OVER;
     t->db->in_txn = 0;
     if (t->db->txn == t)
@@ -457,6 +458,21 @@ static int start_txn(sqllock_txn *t, sqllock_lock_mode mode, int *taken)
     *taken = 0;
     if (t->joined)
         return start_joined(t, mode, taken);
+    if (!(db->drv->caps & SQLLOCK_CAP_DB_LOCK) &&
+        sqllock__can_defer_begin(db)) {
+        /* BEGIN goes with the first statement of the transaction, in the
+         * same round trip (driver version 10): the lock timeout, a
+         * setting of the session, is set before it, when it changes
+         * (behind a transaction pooler the driver sets it again with
+         * BEGIN, for the transaction, as its begin() does). */
+        rc = set_lock_timeout_of(t, t->lock_timeout_ms);
+        if (rc != SQLLOCK_OK)
+            return rc;
+        db->begin_pending = 1;
+        t->state = TXN_OPEN;
+        *taken = 1;
+        return SQLLOCK_OK;
+    }
     if (!(db->drv->caps & SQLLOCK_CAP_DB_LOCK)) {
         rc = sqllock__begin(db, "beginning the transaction");
         if (rc != SQLLOCK_OK)
@@ -796,6 +812,14 @@ void *sqllock_txn_native(sqllock_txn *t)
         end_failed(t, sqllock_errcode(t->db));
         return NULL;
     }
+    /* A BEGIN still waiting for a statement to go with goes now: the
+     * application's statements are not ours to carry it. */
+    if (t->db->begin_pending &&
+        sqllock__begin_flush(t->db, "beginning the transaction") !=
+            SQLLOCK_OK) {
+        end_failed(t, sqllock_errcode(t->db));
+        return NULL;
+    }
     return sqllock_db_native(t->db);
 }
 
@@ -819,6 +843,77 @@ int sqllock_txn_commit(sqllock_txn *t)
     detach(t);
     t->ended_by = rc;
     return rc == SQLLOCK_OK ? sqllock__ok(t->db) : rc;
+}
+
+#define COMMIT_EXEC_ARGS_ON_STACK 16
+
+int sqllock_txn_commit_exec(sqllock_txn *t, const char *sql,
+                            const sqllock_cell *args, int nargs,
+                            int64_t *affected)
+{
+    sqllock_value stack[COMMIT_EXEC_ARGS_ON_STACK], *vals = stack;
+    sqllock_db *db;
+    int i, rc, taken;
+
+    if (affected != NULL)
+        *affected = 0;
+    if (t == NULL)
+        return SQLLOCK_EINVAL;
+    db = t->db;
+    if (sql == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "sqllock_txn_commit_exec: "
+                             "the statement is NULL");
+    if (nargs < 0 || (nargs > 0 && args == NULL))
+        return sqllock__fail(db, SQLLOCK_EINVAL, "sqllock_txn_commit_exec: "
+                             "%d arguments at %s", nargs,
+                             args == NULL ? "NULL" : "a pointer");
+    if ((rc = check_open(t, "commit")) != SQLLOCK_OK)
+        return rc;
+    if (t->joined)
+        return sqllock__fail(db, SQLLOCK_EMISUSE, "commit: the "
+                             "transaction is the application's (joined with "
+                             "sqllock_txn_join()): run the statement and "
+                             "commit on its connection, then free this "
+                             "sqllock_txn");
+    if (nargs > COMMIT_EXEC_ARGS_ON_STACK) {
+        vals = calloc((size_t)nargs, sizeof *vals);
+        if (vals == NULL)
+            return sqllock__fail(db, SQLLOCK_ENOMEM, "out of memory");
+    }
+    for (i = 0; i < nargs; i++)
+        vals[i] = args[i].text != NULL ? sqllock__text(args[i].text)
+                                       : sqllock__int(args[i].number);
+    /* No lock call yet: the transaction starts now, as for
+     * sqllock_txn_native() (SQLite takes the write lock, waiting). */
+    rc = SQLLOCK_OK;
+    if (t->state == TXN_PENDING) {
+        rc = start_txn(t, SQLLOCK_LOCK_WAIT, &taken);
+        if (rc == SQLLOCK_OK && !taken)
+            rc = sqllock__fail(db, SQLLOCK_ELOCKED, "the transaction "
+                               "could not start");
+    }
+    if (rc == SQLLOCK_OK)
+        rc = sqllock__run_dyn_commit(db, sql, nargs > 0 ? vals : NULL, nargs,
+                                     affected, "the statement and the "
+                                     "commit");
+    if (vals != stack)
+        free(vals);
+    /* Over either way: committed, or rolled back (nothing of it kept;
+     * nothing is sent on a lost connection). */
+    if (rc != SQLLOCK_OK) {
+        int code = db->errcode;
+        char msg[SQLLOCK__ERRMSG_MAX];
+
+        memcpy(msg, db->errmsg, sizeof msg);
+        if (affected != NULL)
+            *affected = 0;
+        sqllock__rollback(db);
+        db->errcode = code;
+        memcpy(db->errmsg, msg, sizeof msg);
+    }
+    detach(t);
+    t->ended_by = rc;
+    return rc == SQLLOCK_OK ? sqllock__ok(db) : rc;
 }
 
 int sqllock_txn_rollback(sqllock_txn *t)

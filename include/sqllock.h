@@ -1112,6 +1112,33 @@ SQLLOCK_API void *sqllock_txn_native(sqllock_txn *txn);
  * COMMITTED, so a read after the lock sees the latest committed row.
  * Added in 0.1.0. */
 SQLLOCK_API int sqllock_txn_commit(sqllock_txn *txn);
+/*
+ * Runs one last statement of the application's in the transaction -- a
+ * write, usually -- and commits, in ONE round trip on PostgreSQL (the
+ * statement and COMMIT pipelined; with BEGIN too when nothing of the
+ * transaction was sent yet); elsewhere the statement, then the commit.
+ * `sql`, `args` and `nargs` as sqllock_db_exec() takes them ($1, $2 on
+ * PostgreSQL; ? on SQLite and MySQL); the statement is prepared once per
+ * connection and kept, as the table calls' are. *affected (when not
+ * NULL) gets the rows it changed, 0 on failure.
+ *
+ * Either way the transaction is over when it returns (free it): on
+ * SQLLOCK_OK committed, statement and all; on a failure of the
+ * statement (SQLLOCK_EDB, SQLLOCK_ELOCKED, SQLLOCK_EDEADLOCK, ... with
+ * the database's message) or of the commit, rolled back, nothing of it
+ * kept, and the status returned as sqllock_txn_commit() returns a
+ * failed commit's (SQLLOCK_ECONNECT: the connection was lost, and
+ * whether the commit happened is not known). SQLLOCK_EMISUSE as
+ * sqllock_txn_commit() (over, failed, or joined: an application's
+ * transaction is committed on its connection); SQLLOCK_EINVAL for a
+ * NULL transaction or statement, or a negative `nargs` or NULL `args`
+ * with nargs > 0.
+ *
+ * Added in 0.2.0.
+ */
+SQLLOCK_API int sqllock_txn_commit_exec(sqllock_txn *txn, const char *sql,
+                                        const sqllock_cell *args, int nargs,
+                                        int64_t *affected);
 /* Rolls back (the locks end). OK on a transaction that is already over,
  * and the one way out of a failed one (R7; the database's transaction
  * was rolled back when it failed). Leaves the handle's last error

@@ -39,7 +39,7 @@
 extern "C" {
 #endif
 
-#define SQLLOCK_DRIVER_VERSION 9
+#define SQLLOCK_DRIVER_VERSION 10
 
 /* A driver's connection and prepared statement: the driver's own structs. */
 typedef struct sqllock_conn sqllock_conn;
@@ -509,6 +509,10 @@ typedef struct sqllock_connect_params {
     int64_t lock_wait_ms;
 } sqllock_connect_params;
 
+/* What execute_txn() (driver version 10) sends with the statement. */
+#define SQLLOCK_EXEC_BEGIN  (1u << 0)   /* BEGIN before it */
+#define SQLLOCK_EXEC_COMMIT (1u << 1)   /* COMMIT after it */
+
 /* A database error as a driver reports it: the status it classified the
  * error as, the database's own code as text (SQLSTATE, MySQL error number,
  * SQLite result code) and its message. */
@@ -674,6 +678,29 @@ typedef struct sqllock_driver {
      * node's); from what the connect learned, without a round trip.
      * Without it, they are used wherever the dialect has them. */
     int (*session_wake)(sqllock_conn *conn, int *usable, sqllock_dberr *err);
+
+    /* ---- version 10 ---- */
+
+    /* Optional: the statement, with BEGIN before it (`with` has
+     * SQLLOCK_EXEC_BEGIN) and/or COMMIT after it (SQLLOCK_EXEC_COMMIT),
+     * in ONE round trip (PostgreSQL: libpq's pipeline mode, the queries
+     * before one Sync). The core uses it on the library's own connection
+     * (never a borrowed one) for the first statement of a row-lock
+     * transaction it began, and for sqllock_txn_commit_exec(). The
+     * server runs them in order and stops at the first failure, whose
+     * status and message are those the statement (or BEGIN, or COMMIT)
+     * would have had on its own; a COMMIT that answers that it rolled
+     * back is a failure. On success the statement's result is read as
+     * after execute(); with COMMIT the transaction is over (committed).
+     * *in_txn says, on success and on failure, whether a transaction is
+     * open on the connection afterwards (the core rolls a failed one
+     * back; 0 when BEGIN itself failed, or COMMIT ended the transaction
+     * either way). The round trip is bounded as execute()'s, and the
+     * connection is left as execute() leaves it (out of pipeline mode,
+     * in its blocking mode) or given up (SQLLOCK_ECONNECT). */
+    int (*execute_txn)(sqllock_stmt *stmt, const sqllock_value *args,
+                       int nargs, unsigned with, int *in_txn,
+                       sqllock_dberr *err);
 } sqllock_driver;
 
 /*

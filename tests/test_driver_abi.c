@@ -39,10 +39,10 @@ extern const sqllock_driver sqllock__sqlite_driver;
 #define DIALECT_V3_SIZE offsetof(sqllock_dialect, sql_v4)
 /* Version 4 appended no method, version 5 adopt and txn_status, version
  * 6 upgrade, version 7 session_wake, versions 8 and 9 none (statements
- * only, sql_v8 and sql_v9): a version 3 driver ends before adopt. A
- * method added later makes this fail. */
-typedef char driver_v7_is_whole[
-    offsetof(sqllock_driver, session_wake) + sizeof(void (*)(void)) ==
+ * only, sql_v8 and sql_v9), version 10 execute_txn: a version 3 driver
+ * ends before adopt. A method added later makes this fail. */
+typedef char driver_v10_is_whole[
+    offsetof(sqllock_driver, execute_txn) + sizeof(void (*)(void)) ==
     sizeof(sqllock_driver) ? 1 : -1];
 
 typedef struct old_driver {

@@ -19,7 +19,7 @@
  * shared page, and the parent checks.
  *
  * The cases are in tests/rowlock/, by group (modes.c, contention.c,
- * faults.c), with what they share in rowlock/common.c.
+ * faults.c, pipeline.c), with what they share in rowlock/common.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -52,6 +52,11 @@ int main(void)
         cmocka_unit_test(test_rowlock_R6_free_without_commit_rolls_back),
         cmocka_unit_test(test_rowlock_R3_killed_connection),
         cmocka_unit_test(test_rowlock_E2_bad_input),
+        cmocka_unit_test(test_rowlock_R1_first_lock_carries_begin),
+        cmocka_unit_test(test_rowlock_R7_failed_first_lock_keeps_connection),
+        cmocka_unit_test(test_rowlock_R4_native_first_is_inside),
+        cmocka_unit_test(test_rowlock_R4_commit_exec_commits_with_write),
+        cmocka_unit_test(test_rowlock_R7_commit_exec_failure_rolls_back),
     };
     tu_not_on("sqlite", "test_rowlock_R3_deadlock_*",
               "SQLite has no row locks, a transaction takes the whole "

@@ -148,6 +148,11 @@ int sqllock__pg_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
 void sqllock__pg_finalize(sqllock_stmt *s);
 int sqllock__pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
                         sqllock_dberr *err);
+/* The statement with BEGIN and/or COMMIT in one round trip (pipeline
+ * mode). */
+int sqllock__pg_execute_txn(sqllock_stmt *s, const sqllock_value *args,
+                            int nargs, unsigned with, int *in_txn,
+                            sqllock_dberr *err);
 int sqllock__pg_fetch(sqllock_stmt *s, int *has_row, sqllock_dberr *err);
 int64_t sqllock__pg_column_int64(sqllock_stmt *s, int col);
 const char *sqllock__pg_column_text(sqllock_stmt *s, int col);

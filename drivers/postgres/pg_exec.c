@@ -354,8 +354,185 @@ void sqllock__pg_finalize(sqllock_stmt *s)
     free(s);
 }
 
-int sqllock__pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
-                        sqllock_dberr *err)
+/*
+ * The statement `s` with BEGIN before it (SQLLOCK_EXEC_BEGIN) and/or
+ * COMMIT after it (SQLLOCK_EXEC_COMMIT), in one round trip (driver
+ * version 10, execute_txn()): libpq's pipeline mode, the queries queued
+ * -- after BEGIN, behind a transaction pooler, the lock timeout for this
+ * transaction, as sqllock__pg_begin() sends it -- and one Sync after
+ * them. The round trip is bounded as round_trip() bounds one. The server
+ * runs them in order and stops at the first error: each query's results
+ * end with a NULL from PQgetResult(), a query after a failed one is
+ * PGRES_PIPELINE_ABORTED, and PGRES_PIPELINE_SYNC ends the round trip.
+ * The connection leaves pipeline mode before this returns, whatever
+ * happened, or is given up (c->broken: never used again). *in_txn: a
+ * transaction is open on the connection afterwards (maybe failed). The
+ * statement's result goes to s->res as execute() leaves it.
+ */
+#define PIPE_MAX 4
+static int pipeline(sqllock_stmt *s, int nargs, const char *const *vals,
+                    const int *lens, const int *formats, int binary,
+                    unsigned with, int *in_txn, sqllock_dberr *err)
+{
+    sqllock_conn *c = s->conn;
+    int64_t bound = c->statement_ms + c->lock_wait_ms;
+    int64_t deadline = sqllock__now_ms() + bound;
+    PGresult *res[PIPE_MAX] = { NULL, NULL, NULL, NULL };
+    char timeout[32];
+    const char *tv[1];
+    int nq = 0, q, r, rc = SQLLOCK_OK, ok = 1, synced = 0, i, stmt_q;
+    PGTransactionStatusType ts;
+
+    *in_txn = c->in_txn;
+    c->sync_canceled = 0;
+    if (PQenterPipelineMode(c->pg) != 1)
+        return sqllock__pg_fail(c->pg, NULL, err);
+    c->in_txn = 1;                     /* no C2 check inside */
+    if (with & SQLLOCK_EXEC_BEGIN) {
+        ok = PQsendQueryParams(c->pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
+        nq++;
+        if (ok && c->pooler == PG_POOLER_TRANSACTION &&
+            c->txn_lock_timeout_ms >= 0) {
+            snprintf(timeout, sizeof timeout, "%lldms",
+                     (long long)(c->txn_lock_timeout_ms > 2147483647
+                                 ? 2147483647 : c->txn_lock_timeout_ms));
+            tv[0] = timeout;
+            ok = PQsendQueryParams(c->pg, "SELECT pg_catalog.set_config("
+                                   "'lock_timeout', $1, true)", 1, NULL, tv,
+                                   NULL, NULL, 0);
+            nq++;
+        }
+    }
+    stmt_q = nq;
+    if (ok && s->sql != NULL)
+        ok = PQsendQueryParams(c->pg, s->sql, nargs, NULL, vals,
+                               binary ? lens : NULL, binary ? formats : NULL,
+                               0);
+    else if (ok)
+        ok = PQsendQueryPrepared(c->pg, s->name, nargs, vals,
+                                 binary ? lens : NULL,
+                                 binary ? formats : NULL, 0);
+    nq++;
+    if (ok && (with & SQLLOCK_EXEC_COMMIT)) {
+        ok = PQsendQueryParams(c->pg, "COMMIT", 0, NULL, NULL, NULL, NULL,
+                               0);
+        nq++;
+    }
+    if (ok)
+        ok = PQpipelineSync(c->pg);
+    if (!ok) {
+        /* Part of it queued, maybe: the connection's state is not worth
+         * guessing. */
+        rc = sqllock__pg_fail(c->pg, NULL, err);
+        c->broken = 1;
+        goto out;
+    }
+    while ((r = PQflush(c->pg)) != 0) {
+        if (r < 0) {
+            rc = sqllock__pg_fail(c->pg, NULL, err);
+            goto out;
+        }
+        rc = wait_step(c, POLLIN | POLLOUT, deadline, bound, err);
+        if (rc != SQLLOCK_OK)
+            goto out;
+        if (PQconsumeInput(c->pg) == 0) {
+            rc = sqllock__pg_fail(c->pg, NULL, err);
+            goto out;
+        }
+    }
+    /* The results: query q's, then a NULL; after the last, the Sync. */
+    q = 0;
+    while (!synced && PQstatus(c->pg) != CONNECTION_BAD) {
+        PGresult *one;
+
+        while (PQisBusy(c->pg)) {
+            rc = wait_step(c, POLLIN, deadline, bound, err);
+            if (rc != SQLLOCK_OK)
+                goto out;
+            if (PQconsumeInput(c->pg) == 0)
+                break;                 /* closed: its last words below */
+        }
+        one = PQgetResult(c->pg);
+        if (one == NULL) {
+            if (PQstatus(c->pg) == CONNECTION_BAD || ++q > nq)
+                break;
+            continue;
+        }
+        if (PQresultStatus(one) == PGRES_PIPELINE_SYNC) {
+            PQclear(one);
+            synced = 1;
+            break;
+        }
+        if (q < nq) {
+            PQclear(res[q]);
+            res[q] = one;
+        } else {
+            PQclear(one);
+        }
+    }
+    if (!synced) {
+        /* The connection is gone (or answered out of order): the first
+         * failed result says why. */
+        for (i = 0; i < nq; i++)
+            if (res[i] != NULL &&
+                PQresultStatus(res[i]) != PGRES_COMMAND_OK &&
+                PQresultStatus(res[i]) != PGRES_TUPLES_OK &&
+                PQresultStatus(res[i]) != PGRES_PIPELINE_ABORTED)
+                break;
+        rc = sqllock__pg_fail(c->pg, i < nq ? res[i] : NULL, err);
+        if (rc == SQLLOCK_OK || PQstatus(c->pg) != CONNECTION_BAD) {
+            c->broken = 1;
+            if (rc == SQLLOCK_OK)
+                rc = sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "the "
+                                       "pipeline got no complete answer; "
+                                       "the connection is dropped");
+        }
+        goto out;
+    }
+    if (PQexitPipelineMode(c->pg) != 1) {
+        rc = sqllock__pg_fail(c->pg, NULL, err);
+        c->broken = 1;
+        goto out;
+    }
+    PQsetnonblocking(c->pg, c->was_nonblocking);
+    /* The first failure in order is the one to report: BEGIN's, the lock
+     * timeout's, the statement's, COMMIT's. */
+    for (i = 0; i < nq; i++) {
+        ExecStatusType st = res[i] != NULL ? PQresultStatus(res[i])
+                                           : PGRES_FATAL_ERROR;
+        if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+            rc = sqllock__pg_fail(c->pg, res[i], err);
+            goto out;
+        }
+    }
+    /* A COMMIT in a failed transaction answers ROLLBACK: not a
+     * success (cannot happen after a statement that succeeded, but the
+     * answer is what counts). */
+    if ((with & SQLLOCK_EXEC_COMMIT) &&
+        strcmp(PQcmdStatus(res[nq - 1]), "COMMIT") != 0) {
+        rc = sqllock_dberr_set(err, SQLLOCK_EDB, "", "the database rolled "
+                               "the transaction back instead of "
+                               "committing it");
+        goto out;
+    }
+    s->res = res[stmt_q];
+    res[stmt_q] = NULL;
+out:
+    ts = PQtransactionStatus(c->pg);
+    c->in_txn = !c->broken && PQstatus(c->pg) == CONNECTION_OK &&
+                (ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR);
+    *in_txn = c->in_txn;
+    if (rc != SQLLOCK_OK && PQpipelineStatus(c->pg) != PQ_PIPELINE_OFF)
+        c->broken = 1;            /* still inside the pipeline: unusable */
+    if (rc == SQLLOCK_OK && c->broken)
+        rc = SQLLOCK_ECONNECT;
+    for (i = 0; i < PIPE_MAX; i++)
+        PQclear(res[i]);
+    return rc;
+}
+
+static int pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
+                      unsigned with, int *in_txn, sqllock_dberr *err)
 {
     const char *vals[PG_MAX_PARAMS];
     int lens[PG_MAX_PARAMS], formats[PG_MAX_PARAMS];
@@ -422,7 +599,10 @@ int sqllock__pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
     if (rc == SQLLOCK_OK)
         rc = sqllock__pg_check_usable(s->conn, err);
     s->conn->durable = s->kind == PG_STMT_DURABLE;
-    if (rc == SQLLOCK_OK && s->sql != NULL) {
+    if (rc == SQLLOCK_OK && with != 0) {
+        rc = undeclared_pooler(pipeline(s, nargs, vals, lens, formats,
+                                        binary, with, in_txn, err), err);
+    } else if (rc == SQLLOCK_OK && s->sql != NULL) {
         sent = PQsendQueryParams(s->conn->pg, s->sql, nargs, NULL, vals,
                                  binary ? lens : NULL,
                                  binary ? formats : NULL, 0);
@@ -446,6 +626,29 @@ int sqllock__pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
         s->conn->txn_lock_timeout_ms = args[0].i;
     for (i = 0; i < nargs; i++)
         free(texts[i]);
+    return rc;
+}
+
+int sqllock__pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
+                        sqllock_dberr *err)
+{
+    return pg_execute(s, args, nargs, 0, NULL, err);
+}
+
+int sqllock__pg_execute_txn(sqllock_stmt *s, const sqllock_value *args,
+                            int nargs, unsigned with, int *in_txn,
+                            sqllock_dberr *err)
+{
+    int open = s->conn->in_txn, rc;
+
+    with &= SQLLOCK_EXEC_BEGIN | SQLLOCK_EXEC_COMMIT;
+    if (with == 0) {
+        rc = pg_execute(s, args, nargs, 0, NULL, err);
+        *in_txn = s->conn->in_txn;
+        return rc;
+    }
+    rc = pg_execute(s, args, nargs, with, &open, err);
+    *in_txn = open;
     return rc;
 }
 

@@ -52,4 +52,5 @@ const sqllock_driver sqllock__postgres_driver = {
     .adopt = sqllock__pg_adopt,
     .txn_status = sqllock__pg_txn_status,
     .upgrade = sqllock__pg_upgrade,
+    .execute_txn = sqllock__pg_execute_txn,
 };

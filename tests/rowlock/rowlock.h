@@ -140,4 +140,12 @@ void test_rowlock_R4_commit_reports_what_happened(void **state);
 void test_rowlock_R3_killed_connection(void **state);
 void test_rowlock_E2_bad_input(void **state);
 
+/* rowlock/pipeline.c: BEGIN with the first statement (driver version
+   10), the same meaning */
+void test_rowlock_R1_first_lock_carries_begin(void **state);
+void test_rowlock_R7_failed_first_lock_keeps_connection(void **state);
+void test_rowlock_R4_native_first_is_inside(void **state);
+void test_rowlock_R4_commit_exec_commits_with_write(void **state);
+void test_rowlock_R7_commit_exec_failure_rolls_back(void **state);
+
 #endif /* SQLLOCK_TEST_ROWLOCK_H */
