@@ -33,7 +33,7 @@ void fu_sql(char *read, char *write, size_t n, int dollar)
 /* INV_ROWS, the rows of the table, is in drivers.h: the usage says it. */
 #define INV_QTY 1000000000000LL     /* never runs out */
 #define CAS_MAX_ATTEMPTS 100000     /* a livelock guard, never reached */
-#define OPT_POINTS 7
+#define OPT_POINTS 9
 
 static const char *const inv_columns[1] = { "qty" };
 
@@ -144,6 +144,62 @@ static int forupdate_tx(worker *w)
             }
             what = "sqllock_txn_commit";
             rc = sqllock_txn_commit(txn);
+        }
+        if (rc != SQLLOCK_OK && sqllock_retryable(rc)) {
+            sqllock_txn_free(txn);
+            txn = NULL;
+            w->busy++;
+            continue;
+        }
+        break;
+    }
+    if (rc != SQLLOCK_OK)
+        wfail(w, "%s(id %lld): %s: %s", what, (long long)key.number,
+              sqllock_errname(rc), sqllock_errmsg(w->db));
+    sqllock_txn_free(txn);
+    return rc == SQLLOCK_OK ? 0 : -1;
+}
+
+/* FOR UPDATE through the library alone, the write committed with it:
+ * begin, lock the row (waiting; its BEGIN goes with it where the driver
+ * can), read qty with sqllock_table_get() in the transaction, and write
+ * qty - 1 with sqllock_txn_commit_exec() (the UPDATE and COMMIT in one
+ * round trip where the driver can). Retried as forupdate_tx(). */
+static int forupdate_commit_tx(worker *w)
+{
+    sqllock_cell key = SQLLOCK_NUMBER(pick_id(w));
+    sqllock_txn *txn = NULL;
+    int attempt, rc;
+    const char *what = "sqllock_txn_begin";
+    char read[160], write[200];
+    int64_t qty = 0, version = 0, affected = 0;
+
+    fu_sql(read, write, sizeof read,
+           strcmp(sqllock_db_driver(w->db), "postgres") == 0);
+    for (attempt = 0; attempt < CAS_MAX_ATTEMPTS; attempt++) {
+        what = "sqllock_txn_begin";
+        rc = sqllock_txn_begin(w->db, NULL, &txn);
+        if (rc == SQLLOCK_OK) {
+            what = "sqllock_txn_lock_rows";
+            rc = sqllock_txn_lock_rows(txn, &w->inv, &key, 1,
+                                       SQLLOCK_LOCK_WAIT, NULL);
+        }
+        if (rc == SQLLOCK_OK) {
+            what = "sqllock_table_get";
+            rc = sqllock_table_get(w->db, &w->inv, &key, inv_columns, 1,
+                                   &qty, &version);
+        }
+        if (rc == SQLLOCK_OK) {
+            sqllock_cell a[2];
+            a[0] = (sqllock_cell)SQLLOCK_NUMBER(qty - 1);
+            a[1] = key;
+            what = "sqllock_txn_commit_exec";
+            rc = sqllock_txn_commit_exec(txn, write, a, 2, &affected);
+            if (rc == SQLLOCK_OK && affected != 1) {
+                sqllock_txn_free(txn);
+                return wfail(w, "row %lld: the UPDATE changed %lld rows",
+                             (long long)key.number, (long long)affected);
+            }
         }
         if (rc != SQLLOCK_OK && sqllock_retryable(rc)) {
             sqllock_txn_free(txn);
@@ -281,10 +337,11 @@ static void opt_csv_row(const config *cfg, const char *driver,
 void bench_optimistic(const config *cfg, const char *url)
 {
     /* The points of one client count, in table order; kind 0 floor,
-     * 1 CAS, 2 UPDATE, 3 FOR UPDATE. */
+     * 1 CAS, 2 UPDATE, 3 FOR UPDATE, 4 FOR UPDATE committed with the
+     * write. */
     static const struct { int kind, nrows; } pts[OPT_POINTS] = {
-        { 0, 0 }, { 3, 1 }, { 1, 1 }, { 2, 1 },
-        { 3, INV_ROWS }, { 1, INV_ROWS }, { 2, INV_ROWS },
+        { 0, 0 }, { 3, 1 }, { 4, 1 }, { 1, 1 }, { 2, 1 },
+        { 3, INV_ROWS }, { 4, INV_ROWS }, { 1, INV_ROWS }, { 2, INV_ROWS },
     };
     const bench_driver *bd;
     worker *ws;
@@ -309,13 +366,14 @@ void bench_optimistic(const config *cfg, const char *url)
     if (ws == NULL)
         bu_die("out of memory");
     for (c = 0; c < cfg->nclients; c++) {
-        pair_fn fns[4];
+        pair_fn fns[5];
         int n = cfg->clients[c];
 
         fns[0] = bd->floor_pair;
         fns[1] = cas_tx;
         fns[2] = update_tx;
         fns[3] = forupdate_tx;
+        fns[4] = forupdate_commit_tx;
         open_workers(bd, url, ws, n);
         for (i = 0; i < n; i++) {
             ws[i].fu_rmw = bd->fu_rmw;
@@ -328,9 +386,10 @@ void bench_optimistic(const config *cfg, const char *url)
         if (c == 0)
             bd->describe(&ws[0], desc, sizeof desc);
         for (s = 0; s < OPT_POINTS; s++) {
-            static const char *const labels[4] = {
+            static const char *const labels[5] = {
                 NULL, "CAS get+cas (retried)", "conditional UPDATE",
-                "FOR UPDATE lock+read+write" };
+                "FOR UPDATE lock+read+write",
+                "FOR UPDATE, commit_exec" };
             rows[c][s].label = pts[s].kind == 0 ? bd->floor_label
                                                 : labels[pts[s].kind];
             rows[c][s].clients = n;
@@ -395,7 +454,7 @@ void bench_optimistic(const config *cfg, const char *url)
                 res_put(cfg, "optimistic", bd->name, "floor", r, 0, NULL, 0,
                         r->med.cpu_us, "us CPU/tx");
             } else {
-                res_put(cfg, pts[s].kind == 3 ? "rowlock" : "optimistic",
+                res_put(cfg, pts[s].kind >= 3 ? "rowlock" : "optimistic",
                         bd->name, r->label, r, pts[s].nrows, "floor", fl,
                         cas ? r->med.conflicts : r->med.cpu_us,
                         cas ? "conflicts/tx" : "us CPU/tx");
@@ -407,6 +466,9 @@ void bench_optimistic(const config *cfg, const char *url)
            "  FOR UPDATE = sqllock_txn_begin() + sqllock_txn_lock_rows(WAIT) "
            "+ SELECT qty and\n"
            "  UPDATE qty on its connection, by hand + sqllock_txn_commit();\n"
+           "  FOR UPDATE, commit_exec = sqllock_txn_begin() + "
+           "sqllock_txn_lock_rows(WAIT) +\n"
+           "  sqllock_table_get(qty) + sqllock_txn_commit_exec(UPDATE qty);\n"
            "  CAS = sqllock_table_get() + sqllock_table_cas(qty - 1 if "
            "qty >= 1), retried at once on\n"
            "  SQLLOCK_CONFLICT (no backoff), latency including the retries; "
