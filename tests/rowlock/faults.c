@@ -465,11 +465,17 @@ void test_rowlock_E2_bad_input(void **state)
                   "transaction|commit|over|ended");
     expect_status(db, sqllock_txn_commit(t), SQLLOCK_EMISUSE,
                   "commit after commit", "transaction|commit|over|ended");
+    expect_status(db, sqllock_txn_commit_exec(t, "SELECT 1", NULL, 0, NULL),
+                  SQLLOCK_EMISUSE, "commit_exec after commit",
+                  "transaction|commit|over|ended");
     EXPECT_RC(db, sqllock_txn_rollback(t), SQLLOCK_OK,
               "rollback after commit");
     sqllock_txn_free(t);
     expect_status(NULL, sqllock_txn_commit(NULL), SQLLOCK_EINVAL,
                   "commit of a NULL transaction", NULL);
+    expect_status(NULL, sqllock_txn_commit_exec(NULL, "SELECT 1", NULL, 0,
+                                                NULL),
+                  SQLLOCK_EINVAL, "commit_exec of a NULL transaction", NULL);
     rc = sqllock_txn_rollback(NULL);
     if (rc != SQLLOCK_EINVAL && rc != SQLLOCK_OK)
         fail_msg("rollback of a NULL transaction: %s", sqllock_errname(rc));
