@@ -297,6 +297,56 @@ void sqllock__lease_set_state(sqllock_lease *l, int state);
 void sqllock__lease_extend(sqllock_lease *l, int64_t deadline_us);
 int64_t sqllock__lease_deadline(const sqllock_lease *l);
 
+/* Shared by the files of leases (core/lease.c, lease_wait.c,
+ * lease_many.c). */
+/* The handle no longer holds: renewal stops first (L7). */
+void sqllock__lease_forget(sqllock_lease *l);
+/* A fresh random owner id in l->owner. */
+int sqllock__lease_new_owner(sqllock_lease *l);
+/* The acquire's statements in the caller's transaction (no RETURNING):
+ * LEASE_ACQUIRE, then TOKEN_NEXT and LEASE_SET_TOKEN while the row is
+ * locked. args: name, owner, holder, ttl_ms. */
+int sqllock__lease_acquire_statements(sqllock_db *db,
+                                      const sqllock_value *args, int *got,
+                                      int64_t *token);
+/* SQLLOCK_EMISUSE, nothing sent, while a row-lock transaction is open on
+ * the lease's handle (R8). */
+int sqllock__lease_refuse_in_txn(sqllock_lease *l, const char *what);
+/* The first column of the first row of statement `id`, then the rest of
+ * the result drained, so that the statement has fully run. */
+int sqllock__first_int(sqllock_db *db, sqllock_sql_id id, int *has_row,
+                       int64_t *value, const char *what);
+/* 1 for a status that says the database rolled the statement back
+ * (deadlock, serialization failure, lock wait timed out): running it
+ * again is safe. */
+int sqllock__rolled_back(int rc);
+/* How often a lease statement that the database rolled back is run
+ * again. */
+#define SQLLOCK__ROLLBACK_RETRIES 3
+
+/* A blocking acquire's wait between two tries (core/lease_wait.c, L9),
+ * for one name or several: start, then a pause after each busy try on
+ * the lease `b` found held (index `i` of the names; `seen` its
+ * in-process wake-up generation read before the try), then end, which
+ * stops listening. The caller checks `deadline` (sqllock__now_ms()). */
+typedef struct sqllock__wait {
+    sqllock_db *db;
+    int64_t deadline;
+    int n;                      /* names waited on */
+    int attempt;                /* pauses so far */
+    int notify;                 /* LISTEN/NOTIFY may be used */
+    int session;                /* session-lock wake-ups: 1, 0, -1 unknown */
+    int plain_next;             /* one plain backoff before the next pause
+                                   on a companion lock */
+    int listening;              /* some LISTEN is on */
+    char listened[SQLLOCK_LEASE_MANY_MAX];   /* per name: LISTEN sent */
+} sqllock__wait;
+void sqllock__wait_start(sqllock__wait *w, sqllock_db *db, int n,
+                         int64_t wait_ms);
+void sqllock__wait_pause(sqllock__wait *w, sqllock_lease *b, int i,
+                         uint64_t seen);
+void sqllock__wait_end(sqllock__wait *w, sqllock_lease *const *leases);
+
 /* Value constructors. */
 sqllock_value sqllock__int(int64_t v);
 sqllock_value sqllock__text(const char *s);
