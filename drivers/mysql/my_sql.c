@@ -18,16 +18,24 @@
  * one spelling that MySQL 8.0 and MariaDB both accept. The token is 0
  * here; TOKEN_NEXT and LEASE_SET_TOKEN set it in the same transaction.
  */
-static const char SQL_LEASE_ACQUIRE[] =
-    "INSERT INTO sqllock_lease "
-    "(name, owner, holder, token, acquired_at, expires_at) "
-    "VALUES (?, ?, ?, 0, NOW(6), NOW(6) + INTERVAL (? * 1000) MICROSECOND) "
-    "ON DUPLICATE KEY UPDATE "
-    "owner = IF(expires_at <= NOW(6), VALUES(owner), owner), "
-    "holder = IF(expires_at <= NOW(6), VALUES(holder), holder), "
-    "token = IF(expires_at <= NOW(6), 0, token), "
-    "acquired_at = IF(expires_at <= NOW(6), VALUES(acquired_at), acquired_at), "
-    "expires_at = IF(expires_at <= NOW(6), VALUES(expires_at), expires_at)";
+/* The insert-or-takeover, with its four values as SQL text: placeholders
+ * here, a routine's parameters or variables in the routines below (the
+ * same statement everywhere, so that every acquire path takes over by
+ * the same rule). */
+#define ACQUIRE_UPSERT(name, owner, holder, ttl_ms)                           \
+    "INSERT INTO sqllock_lease "                                               \
+    "(name, owner, holder, token, acquired_at, expires_at) "                   \
+    "VALUES (" name ", " owner ", " holder ", 0, NOW(6), "                     \
+    "NOW(6) + INTERVAL (" ttl_ms " * 1000) MICROSECOND) "                      \
+    "ON DUPLICATE KEY UPDATE "                                                 \
+    "owner = IF(expires_at <= NOW(6), VALUES(owner), owner), "                 \
+    "holder = IF(expires_at <= NOW(6), VALUES(holder), holder), "              \
+    "token = IF(expires_at <= NOW(6), 0, token), "                             \
+    "acquired_at = IF(expires_at <= NOW(6), VALUES(acquired_at), "             \
+    "acquired_at), "                                                           \
+    "expires_at = IF(expires_at <= NOW(6), VALUES(expires_at), expires_at)"
+
+static const char SQL_LEASE_ACQUIRE[] = ACQUIRE_UPSERT("?", "?", "?", "?");
 
 /* L5: REPLACE gives the name's counter row a new AUTO_INCREMENT value,
  * which is the token (insert_id()). The counter belongs to the table, so
@@ -230,18 +238,7 @@ const char sqllock__my_sql_routine_create[] =
     "  DECLARE v_token BIGINT DEFAULT 0;\n"
     "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
     "  START TRANSACTION;\n"
-    "  INSERT INTO sqllock_lease "
-    "(name, owner, holder, token, acquired_at, expires_at) "
-    "VALUES (p_name, p_owner, p_holder, 0, NOW(6), "
-    "NOW(6) + INTERVAL (p_ttl_ms * 1000) MICROSECOND) "
-    "ON DUPLICATE KEY UPDATE "
-    "owner = IF(expires_at <= NOW(6), VALUES(owner), owner), "
-    "holder = IF(expires_at <= NOW(6), VALUES(holder), holder), "
-    "token = IF(expires_at <= NOW(6), 0, token), "
-    "acquired_at = IF(expires_at <= NOW(6), VALUES(acquired_at), "
-    "acquired_at), "
-    "expires_at = IF(expires_at <= NOW(6), VALUES(expires_at), "
-    "expires_at);\n"
+    "  " ACQUIRE_UPSERT("p_name", "p_owner", "p_holder", "p_ttl_ms") ";\n"
     "  IF ROW_COUNT() > 0 THEN\n"
     "    REPLACE INTO sqllock_token (name) VALUES (p_name);\n"
     "    SET v_token = LAST_INSERT_ID();\n"
@@ -310,18 +307,7 @@ const char sqllock__my_sql_wake_acquire_create[] =
     "  END;\n"
     "  SET v_lock = " WAKE_LOCK("p_name") ";\n"
     "  START TRANSACTION;\n"
-    "  INSERT INTO sqllock_lease "
-    "(name, owner, holder, token, acquired_at, expires_at) "
-    "VALUES (p_name, p_owner, p_holder, 0, NOW(6), "
-    "NOW(6) + INTERVAL (p_ttl_ms * 1000) MICROSECOND) "
-    "ON DUPLICATE KEY UPDATE "
-    "owner = IF(expires_at <= NOW(6), VALUES(owner), owner), "
-    "holder = IF(expires_at <= NOW(6), VALUES(holder), holder), "
-    "token = IF(expires_at <= NOW(6), 0, token), "
-    "acquired_at = IF(expires_at <= NOW(6), VALUES(acquired_at), "
-    "acquired_at), "
-    "expires_at = IF(expires_at <= NOW(6), VALUES(expires_at), "
-    "expires_at);\n"
+    "  " ACQUIRE_UPSERT("p_name", "p_owner", "p_holder", "p_ttl_ms") ";\n"
     "  IF ROW_COUNT() > 0 THEN\n"
     "    REPLACE INTO sqllock_token (name) VALUES (p_name);\n"
     "    SET v_token = LAST_INSERT_ID();\n"
@@ -408,18 +394,7 @@ const char sqllock__my_sql_many_create[] =
     "v_i), CHAR(10), -1);\n"
     "    SET v_owner = SUBSTRING_INDEX(SUBSTRING_INDEX(p_owners, CHAR(10), "
     "v_i), CHAR(10), -1);\n"
-    "    INSERT INTO sqllock_lease "
-    "(name, owner, holder, token, acquired_at, expires_at) "
-    "VALUES (v_name, v_owner, p_holder, 0, NOW(6), "
-    "NOW(6) + INTERVAL (p_ttl_ms * 1000) MICROSECOND) "
-    "ON DUPLICATE KEY UPDATE "
-    "owner = IF(expires_at <= NOW(6), VALUES(owner), owner), "
-    "holder = IF(expires_at <= NOW(6), VALUES(holder), holder), "
-    "token = IF(expires_at <= NOW(6), 0, token), "
-    "acquired_at = IF(expires_at <= NOW(6), VALUES(acquired_at), "
-    "acquired_at), "
-    "expires_at = IF(expires_at <= NOW(6), VALUES(expires_at), "
-    "expires_at);\n"
+    "    " ACQUIRE_UPSERT("v_name", "v_owner", "p_holder", "p_ttl_ms") ";\n"
     "    IF ROW_COUNT() > 0 THEN\n"
     "      REPLACE INTO sqllock_token (name) VALUES (v_name);\n"
     "      SET v_token = LAST_INSERT_ID();\n"
