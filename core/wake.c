@@ -11,9 +11,9 @@
  * a slot; the cost of that is a spurious try, never a missed wake-up.
  *
  * Across processes, PostgreSQL carries the wake-up (LISTEN/NOTIFY on a
- * channel named after the lock, see lease.c), MySQL and MariaDB a
+ * channel named after the lock, see lease_wait.c), MySQL and MariaDB a
  * companion session lock that the holder keeps and waiters block on
- * (driver version 7, lease.c); SQLite and Galera poll.
+ * (driver version 7, lease_wait.c); SQLite and Galera poll.
  */
 #include <pthread.h>
 #include <string.h>
