@@ -15,12 +15,17 @@
  *                memory while it holds the set: counters exact, and no
  *                call failed (a deadlock would show as an error).
  *
- * Usage: bench_many [--reps N] [--secs S] [--contend-secs S] URL...
- * (URLs default to $SQLLOCK_BENCH_URLS); --smoke: each part once, for a
- * fraction of a second, on the tests' URLs (bench_util.h). Each URL's
- * schema is created.
+ * Usage: bench_many [--reps N] [--seconds S] [--contend-secs S] [--quick]
+ *                   [--results FILE] URL...
+ * (URLs default to $SQLLOCK_BENCH_URLS; --secs is --seconds); --quick:
+ * 2 s rounds and 10 s of contention; --results: three rows per URL in
+ * the common CSV (suite many); --smoke: each part once, for a fraction of
+ * a second, on the tests' URLs (bench_util.h). Each URL's schema is
+ * created. It exits 1 when a counter is not exact or a call failed in the
+ * contention (exclusion or all-or-none broken), after printing it.
  * Figures are ratios measured in the same run; nothing here is a test.
  */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -161,6 +166,9 @@ static int contender(const char *url, shared *sh, int k, double secs)
     return 0;
 }
 
+static FILE *g_results;
+static int g_bad;
+
 static void bench_url(const char *url, int reps, double secs,
                       double contend_secs)
 {
@@ -229,6 +237,22 @@ static void bench_url(const char *url, int reps, double secs,
            "acquire_many+release_many %.0f, 10 x (acquire+release) %.0f, "
            "ratio %.2fx\n", reps, secs, many_med, single_med,
            single_med > 0 ? many_med / single_med : 0.0);
+    {
+        bu_result row = { "many", sqllock_db_driver(db),
+                          "acquire_many(10)+release_many", 1, 0, many_med,
+                          NAN, NAN, single_med > 0 ? many_med / single_med
+                          : NAN, "10 single pairs", (double)(s1 - s0),
+                          "statements/acquire" };
+
+        bu_results_put(g_results, &row);
+        row.scenario = "10 single pairs";
+        row.ops_per_s = single_med;
+        row.ratio = NAN;
+        row.vs = NULL;
+        row.value = (double)(s3 - s2) / 2.0;
+        row.unit = "statements/10 acquires";
+        bu_results_put(g_results, &row);
+    }
     for (i = 0; i < N10; i++)
         sqllock_lease_free(l[i]);
     sqllock_close(db);
@@ -263,6 +287,20 @@ static void bench_url(const char *url, int reps, double secs,
            atomic_load(&sh->sets) / contend_secs, (long long)total,
            exact ? "exact" : "WRONG", atomic_load(&sh->failures),
            atomic_load(&sh->deadlocks));
+    {
+        const char *drv = strncmp(url, "postgres", 8) == 0 ? "postgres"
+                          : strncmp(url, "mysql", 5) == 0 ||
+                            strncmp(url, "mariadb", 7) == 0 ? "mysql"
+                          : "sqlite";
+        bu_result row = { "many", drv, "8 processes, 3 of 20 names", KIDS,
+                          0, atomic_load(&sh->sets) / contend_secs, NAN, NAN,
+                          NAN, NULL, (double)atomic_load(&sh->deadlocks),
+                          "deadlock errors" };
+
+        bu_results_put(g_results, &row);
+    }
+    if (!exact || atomic_load(&sh->failures) > 0)
+        g_bad = 1;
     munmap(sh, sizeof *sh);
 }
 
@@ -270,14 +308,20 @@ int main(int argc, char **argv)
 {
     int reps = 3, i, nurls = 0, smoke = 0;
     double secs = 3, contend_secs = 30;
-    const char *urls[16];
+    const char *urls[16], *results = NULL;
     char *env, *tok, *save = NULL, *smoke_urls[16];
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
             reps = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--secs") == 0 && i + 1 < argc)
+        else if ((strcmp(argv[i], "--secs") == 0 ||
+                  strcmp(argv[i], "--seconds") == 0) && i + 1 < argc)
             secs = atof(argv[++i]);
+        else if (strcmp(argv[i], "--quick") == 0) {
+            secs = 2;
+            contend_secs = 10;
+        } else if (strcmp(argv[i], "--results") == 0 && i + 1 < argc)
+            results = argv[++i];
         else if (strcmp(argv[i], "--contend-secs") == 0 && i + 1 < argc)
             contend_secs = atof(argv[++i]);
         else if (strcmp(argv[i], "--smoke") == 0)
@@ -304,12 +348,23 @@ int main(int argc, char **argv)
             urls[nurls++] = tok;
     }
     if (nurls == 0) {
-        fprintf(stderr, "usage: bench_many [--reps N] [--secs S] "
-                "[--contend-secs S] URL...\n");
+        fprintf(stderr, "usage: bench_many [--reps N] [--seconds S] "
+                "[--contend-secs S] [--quick] [--results FILE] URL...\n");
         return 64;
     }
+    if (results != NULL)
+        g_results = bu_results_open(results);
     for (i = 0; i < nurls; i++)
         bench_url(urls[i], reps, secs, contend_secs);
+    if (g_results != NULL && (ferror(g_results) | fclose(g_results)) != 0) {
+        fprintf(stderr, "bench_many: writing %s failed\n", results);
+        return 1;
+    }
+    if (g_bad) {
+        fprintf(stderr, "bench_many: a counter was not exact or a call "
+                "failed under contention (see above)\n");
+        return 1;
+    }
     if (smoke)
         bu_smoke_done();
     return 0;

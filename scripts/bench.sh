@@ -17,7 +17,7 @@
 # bench/results.
 #
 # --only takes a comma-separated list of: drivers, optimistic, handoff,
-# redis, tooz, scale, memory (default: all). --append keeps DIR's
+# many, redis, tooz, scale, memory (default: all). --append keeps DIR's
 # results.csv and bench.log and adds to them (to run some suites again, or
 # the rest of a run that stopped), and redraws the chart from the whole.
 #
@@ -112,6 +112,8 @@ titles = {
     "scale": "Scale: pairs/s with live rows in the lock table",
     "reaper": "Reaper on expired rows (rows/s), and 8 clients beside it",
     "memory": "Memory of a process holding leases",
+    "many": "Several names at once: 10 names all or none (sets/s), and 8 processes on random sets of 3 of 20",
+    "renew": "Batched renewal: one handle watching many leases",
 }
 def num(v, d=0):
     if v in ("", None):
@@ -146,7 +148,7 @@ fi
 
 secs_args=()
 out=bench/results
-only="drivers,optimistic,handoff,redis,tooz,scale,memory"
+only="drivers,optimistic,handoff,many,redis,tooz,scale,memory"
 append=0
 while [ $# -gt 0 ]; do
   case $1 in
@@ -222,6 +224,8 @@ want optimistic && run "row locks and optimistic updates" \
 want handoff && run "contended: 8 clients on one name, 1 ms critical section" \
   "$bin/bench_handoff" "${secs_args[@]}" --hold-ms 1 --results "$csv" \
   "$lite" "$pg" "$my"
+want many && run "several names at once: acquire_many(10) against 10 single acquires" \
+  "$bin/bench_many" "${secs_args[@]}" --results "$csv" "$lite" "$pg" "$my"
 want redis && run "Redis: SET NX PX + Lua compare-and-delete" \
   "$bin/bench_redis" "${secs_args[@]}" --results "$csv" "$SQLLOCK_BENCH_REDIS_URL"
 want tooz && run "OpenStack tooz on PostgreSQL, MySQL and Redis" \
