@@ -1,5 +1,5 @@
 /*
- * bench_many.c -- several names at once (issue 18 item 4, contract L11):
+ * bench_many.c -- several names at once (issue 18 item 4, contract L12):
  *
  *   round trips  statements the library sends for one acquire_many of 10
  *                names and for its release_many, against 10 single

@@ -1,5 +1,5 @@
 /*
- * lease_many.c -- several leases at once, all or none (DESIGN L11):
+ * lease_many.c -- several leases at once, all or none (DESIGN L12):
  * sqllock_lease_acquire_many() and sqllock_lease_release_many().
  */
 #include <stdlib.h>
@@ -261,7 +261,7 @@ static int many_try(sqllock_db *db, sqllock_lease **s, int n, int *blocker)
 }
 
 /*
- * Waiting for several names (L9, L11): after a busy try, the waiter
+ * Waiting for several names (L9, L12): after a busy try, the waiter
  * waits for the name that was found held (the blocker: nothing can be
  * taken before it is free), through the same wake-ups as a waiter on that
  * name alone -- in-process, LISTEN on PostgreSQL (each blocker met stays

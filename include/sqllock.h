@@ -574,7 +574,7 @@ SQLLOCK_API void sqllock_lease_free(sqllock_lease *lease);
 #define SQLLOCK_LEASE_MANY_MAX 64
 
 /*
- * Takes several locks at once, all or none (contract L11): `leases` are
+ * Takes several locks at once, all or none (contract L12): `leases` are
  * `n` handles made by sqllock_lease_new() on `db`, for distinct names,
  * none of them held. One transaction takes every name, in byte order of
  * the names whatever order the array gives (so two multi-name acquires

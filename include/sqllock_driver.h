@@ -284,7 +284,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  * SQLLOCK_SQL_COUNT_V8_; it holds exactly this one, and its size never
  * changes):
  * LEASE_ACQUIRE_MANY 1 names, 2 owners, 3 holder, 4 ttl_ms. Several
- *                leases at once, all or none (contract L11), in one round
+ *                leases at once, all or none (contract L12), in one round
  *                trip: `names` are the names, distinct and sorted in
  *                byte order, joined by line feeds ('\n', which no name
  *                contains), `owners` their fresh owner ids in the same

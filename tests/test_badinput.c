@@ -404,7 +404,7 @@ static void test_badinput_E2_negative_wait(void **state)
     victim_untouched(f);
 }
 
-/* E2 for L11: the arrays of sqllock_lease_acquire_many() and
+/* E2 for L12: the arrays of sqllock_lease_acquire_many() and
  * sqllock_lease_release_many() -- NULL, empty, too long, a NULL entry, a
  * name twice, a negative wait, a NULL handle -- are refused with a
  * message, and nothing is taken (the victim's lease and the free names

@@ -147,7 +147,7 @@ static void test_driver_abi_D1_version_1_layout(void **state)
               "record cas");
     assert_int_equal(v, 2);
 
-    /* L11: several names at once without LEASE_ACQUIRE_MANY (a version 9
+    /* L12: several names at once without LEASE_ACQUIRE_MANY (a version 9
      * statement): the transaction of LEASE_ACQUIRE statements. */
     {
         sqllock_lease *m[2];

@@ -1,5 +1,5 @@
 /*
- * test_many.c -- taking several locks at once (contract L11), on every
+ * test_many.c -- taking several locks at once (contract L12), on every
  * database: bad arrays rejected with a clear message and nothing sent;
  * all or none when one name is held (nothing taken, nothing left behind);
  * each name its own token, growing per name (L5); 8 processes taking
@@ -80,12 +80,12 @@ static int row_exists(sqllock_db *db, const char *name)
 }
 
 /*
- * L11 bad input: a NULL array, no lease, too many, a NULL lease, a lease
+ * L12 bad input: a NULL array, no lease, too many, a NULL lease, a lease
  * of another handle, a name given twice (in any position), a handle that
  * already holds, a negative wait -- each a clear status and message,
  * nothing taken.
  */
-static void test_many_L11_bad_input(void **state)
+static void test_many_L12_bad_input(void **state)
 {
     sqllock_db *db = open_db(), *other = open_db();
     sqllock_lease *l[SQLLOCK_LEASE_MANY_MAX + 1], *dup[3], *mix[2];
@@ -159,13 +159,13 @@ static void test_many_L11_bad_input(void **state)
 }
 
 /*
- * L11 all or none, L5 per name: with one of four names held by another
+ * L12 all or none, L5 per name: with one of four names held by another
  * owner, a multi-name try takes nothing (the other three stay free for
  * anyone, no row left behind) and reports the held name; once it is
  * free, one call takes all four, each handle with its own owner and a
  * token larger than any that name had before; release_many frees them.
  */
-static void test_many_L11_all_or_none(void **state)
+static void test_many_L12_all_or_none(void **state)
 {
     sqllock_db *db = open_db(), *db2 = open_db();
     sqllock_lease *l[4], *held, *probe;
@@ -341,7 +341,7 @@ static int contend_child(contend *c, int k)
 }
 
 /*
- * L11 + L1 under contention: 8 processes, each taking random sets of 3
+ * L12 + L1 under contention: 8 processes, each taking random sets of 3
  * of 20 names (in random order) and incrementing each name's counter
  * with an unlocked read-then-write while it holds the set. The counters
  * are exact (a lost update means two holders), no two holders overlap,
@@ -365,7 +365,7 @@ static int64_t pg_deadlocks(void)
     return n;
 }
 
-static void test_many_L11_processes_exact_counters(void **state)
+static void test_many_L12_processes_exact_counters(void **state)
 {
     contend *c = tu_shared_map(sizeof *c);
     int pg = strcmp(tu_url_driver(g_url), "postgres") == 0;
@@ -395,7 +395,7 @@ static void test_many_L11_processes_exact_counters(void **state)
     }
     for (i = 0; i < NAMES; i++) {
         if (c->counter[i] != atomic_load(&c->done[i]))
-            fail_msg("L11: counter of '%s' is %lld after %lld increments: "
+            fail_msg("L12: counter of '%s' is %lld after %lld increments: "
                      "two holders at once", c->names[i],
                      (long long)c->counter[i],
                      (long long)atomic_load(&c->done[i]));
@@ -418,7 +418,7 @@ static void test_many_L11_processes_exact_counters(void **state)
                 tu_sleep_ms(100);
         }
         if (after != deadlocks)
-            fail_msg("L11: PostgreSQL counted %lld deadlocks while the sets "
+            fail_msg("L12: PostgreSQL counted %lld deadlocks while the sets "
                      "were taken: not in one order",
                      (long long)(after - deadlocks));
     }
@@ -436,12 +436,12 @@ typedef struct killed {
 } killed;
 
 /*
- * L11 with L2: a process holding two of four names by a multi-name
+ * L12 with L2: a process holding two of four names by a multi-name
  * acquire is SIGKILLed; a multi-name waiter for all four gets them once
  * the dead holder's ttl has passed by the server's clock (not before:
  * the rows stay until then), with tokens above the dead holder's.
  */
-static void test_many_L11_killed_holder_of_subset(void **state)
+static void test_many_L12_killed_holder_of_subset(void **state)
 {
     killed *k = tu_shared_map(sizeof *k);
     int64_t ttl = tu_scaled_ms(1500), start, took;
@@ -565,7 +565,7 @@ static void many_waiter(waker *w, const char *where, int must_wake)
               SQLLOCK_OK, "many waiter");
     took = tu_now_ms() - atomic_load(&w->released_at);
     if (must_wake && took > WAKE_WITHIN_MS)
-        fail_msg("L9/L11: a release %s took %lld ms to wake a multi-name "
+        fail_msg("L9/L12: a release %s took %lld ms to wake a multi-name "
                  "waiter whose backoff is %d ms: it was not woken", where,
                  (long long)took, SLOW_POLL_MS);
     EXPECT_RC(db, sqllock_lease_release_many(db, l, 3), SQLLOCK_OK, "release");
@@ -575,11 +575,11 @@ static void many_waiter(waker *w, const char *where, int must_wake)
 }
 
 /*
- * L9 for L11: a waiter for three names, one held by a lease in another
+ * L9 for L12: a waiter for three names, one held by a lease in another
  * thread of this process, is woken by its release (in-process wake-up,
  * every database) well inside its 20 s backoff, and then holds all three.
  */
-static void test_many_L11_woken_same_process(void **state)
+static void test_many_L12_woken_same_process(void **state)
 {
     waker *w = calloc(1, sizeof *w);
     pthread_t th;
@@ -600,7 +600,7 @@ static void test_many_L11_woken_same_process(void **state)
  * (PostgreSQL) or by the holder's companion session lock (MySQL and
  * MariaDB); on SQLite the waiter gets the names by polling.
  */
-static void test_many_L11_woken_other_process(void **state)
+static void test_many_L12_woken_other_process(void **state)
 {
     waker *w = tu_shared_map(sizeof *w);
     pid_t pid;
@@ -640,7 +640,7 @@ static void test_many_L11_woken_other_process(void **state)
 }
 
 /*
- * L11 in one round trip, and without it. PostgreSQL and MySQL/MariaDB:
+ * L12 in one round trip, and without it. PostgreSQL and MySQL/MariaDB:
  * with the routine sqllock_init() installs, an acquire of 10 names sends
  * ONE statement (the core counts what it sends); with the routine
  * dropped (a database made by an older sqllock_init()), the acquire
@@ -648,7 +648,7 @@ static void test_many_L11_woken_other_process(void **state)
  * name -- and sqllock_init() puts the routine back. SQLite: one
  * transaction, on the one host.
  */
-static void test_many_L11_round_trips_and_fallback(void **state)
+static void test_many_L12_round_trips_and_fallback(void **state)
 {
     const char *drv = tu_url_driver(g_url);
     int pg = strcmp(drv, "postgres") == 0, my = strcmp(drv, "mysql") == 0;
@@ -754,13 +754,13 @@ static int group_setup(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_many_L11_bad_input),
-        cmocka_unit_test(test_many_L11_all_or_none),
-        cmocka_unit_test(test_many_L11_round_trips_and_fallback),
-        cmocka_unit_test(test_many_L11_processes_exact_counters),
-        cmocka_unit_test(test_many_L11_killed_holder_of_subset),
-        cmocka_unit_test(test_many_L11_woken_same_process),
-        cmocka_unit_test(test_many_L11_woken_other_process),
+        cmocka_unit_test(test_many_L12_bad_input),
+        cmocka_unit_test(test_many_L12_all_or_none),
+        cmocka_unit_test(test_many_L12_round_trips_and_fallback),
+        cmocka_unit_test(test_many_L12_processes_exact_counters),
+        cmocka_unit_test(test_many_L12_killed_holder_of_subset),
+        cmocka_unit_test(test_many_L12_woken_same_process),
+        cmocka_unit_test(test_many_L12_woken_other_process),
     };
 
     return TU_RUN_PER_URL("many", &g_url, tests, group_setup, NULL);

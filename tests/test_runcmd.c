@@ -763,7 +763,7 @@ static void test_runcmd_L3_signals_forwarded_then_released(void **state)
     expect_no_row(f, name);
 }
 
-/* L11 through `run --also`: with one of the names held, nothing is taken
+/* L12 through `run --also`: with one of the names held, nothing is taken
  * and the command does not run; with all free, the command runs holding
  * every name, and sees them in SQLLOCK_NAMES (NAME first, one per line)
  * with their tokens in SQLLOCK_TOKENS; all are released after it. A name
@@ -771,7 +771,7 @@ static void test_runcmd_L3_signals_forwarded_then_released(void **state)
  * a run with --also outlives its ttl (every lease is renewed), and a row
  * of an --also name deleted behind the runner's back is found by its
  * renewal: the lease is lost, the command stopped, exit 76. */
-static void test_runcmd_L11_also(void **state)
+static void test_runcmd_L12_also(void **state)
 {
     fixture *f = *state;
     const char *a = U(f, "also-a"), *b = U(f, "also-b"), *c = U(f, "also-c");
@@ -912,7 +912,7 @@ int main(void)
         cmocka_unit_test(test_runcmd_L9_wait_times_out),
         cmocka_unit_test(test_runcmd_L3_signals_forwarded_then_released),
         cmocka_unit_test(test_runcmd_E2_usage_errors),
-        cmocka_unit_test(test_runcmd_L11_also),
+        cmocka_unit_test(test_runcmd_L12_also),
     };
     return TU_RUN_PER_URL("runcmd", &g_url, tests, setup, teardown);
 }

@@ -687,13 +687,13 @@ static void take_batch(sqllock_db *db, const char *what, int64_t ttl,
 }
 
 /*
- * L7, batched renewal: one lease of a batch taken over behind its
+ * L11 (L7 batched): one lease of a batch taken over behind its
  * holder's back is reported LOST (SQLLOCK_LOST) alone; the others of the
  * same batch are renewed by it and stay HELD with no callback at all,
  * well past the point where their acquire alone would have run out, and
  * each is still its holder's row (release OK).
  */
-static void test_watch_L7_batch_one_lost_others_held(void **state)
+static void test_watch_L11_batch_one_lost_others_held(void **state)
 {
     const int64_t ttl = 3000;
     const int victim = 7;
@@ -749,14 +749,14 @@ static void test_watch_L7_batch_one_lost_others_held(void **state)
 }
 
 /*
- * L7, batched renewal cut by a lost connection: a batch whose statement
+ * L11 (L7 batched), renewal cut by a lost connection: a batch whose statement
  * waits on one of its rows (locked by another transaction) and whose
  * connection is then killed (SQLite: the busy timeout runs out) leaves
  * EVERY lease of the batch as a single renewal's ECONNECT leaves one:
  * UNCERTAIN, still held until its local deadline, none LOST; once the
  * row is free, the next batch makes every one HELD again.
  */
-static void test_watch_L7_batch_cut_by_lost_connection(void **state)
+static void test_watch_L11_batch_cut_by_lost_connection(void **state)
 {
     sqllock_db *db = open_db(200), *blocker = open_db(0), *admin = open_db(0);
     sqllock_lease *l[BATCH_N];
@@ -863,8 +863,8 @@ int main(void)
         cmocka_unit_test(test_watch_L7_unwatch_does_not_wait_for_hung_renewal),
         cmocka_unit_test(test_watch_L7_release_stops_renewal),
         cmocka_unit_test(test_watch_L7_many_leases_one_renewer),
-        cmocka_unit_test(test_watch_L7_batch_one_lost_others_held),
-        cmocka_unit_test(test_watch_L7_batch_cut_by_lost_connection),
+        cmocka_unit_test(test_watch_L11_batch_one_lost_others_held),
+        cmocka_unit_test(test_watch_L11_batch_cut_by_lost_connection),
     };
     return TU_RUN_PER_URL("watchdog", &g_url, tests, group_setup, NULL);
 }

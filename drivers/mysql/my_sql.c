@@ -358,7 +358,7 @@ static const char SQL_WAKE_WAIT[] =
     "RELEASE_LOCK(" WAKE_LOCK("CAST(? AS BINARY)") ") = 1, 0)";
 
 /*
- * L11 in one round trip (LEASE_ACQUIRE_MANY, driver version 9): the
+ * L12 in one round trip (LEASE_ACQUIRE_MANY, driver version 9): the
  * statements of sqllock_acquire_v1 for each name, in the order given
  * (the core sorts them), in ONE transaction, committed only when every
  * name was taken; at the first name held (ROW_COUNT() 0) a rollback
@@ -369,7 +369,7 @@ static const char SQL_WAKE_WAIT[] =
  * a control character; CHAR() rather than '\n', which
  * NO_BACKSLASH_ESCAPES would change). A multi-name grant takes no
  * companion session lock: waiters on its names poll (docs/contract.md,
- * L11).
+ * L12).
  */
 const char sqllock__my_many_name[] = "sqllock_acquire_many_v1";
 const char sqllock__my_sql_many_create[] =

@@ -226,7 +226,7 @@ static const char SQL_LEASE_GUARD[] =
     "AND expires_at > pg_catalog.clock_timestamp() FOR SHARE)";
 
 /*
- * L11 in one round trip (LEASE_ACQUIRE_MANY, driver version 9): a
+ * L12 in one round trip (LEASE_ACQUIRE_MANY, driver version 9): a
  * function that takes each name, in the order given (the core sorts
  * them), exactly as SQL_LEASE_ACQUIRE does -- the name's advisory lock,
  * then the insert or takeover with a token drawn after it -- inside a

@@ -311,7 +311,7 @@ class Database:
     def lock_many(self, names: Sequence[str], ttl: cv.Duration,
                   wait: Optional[cv.Duration] = None,
                   **options: Any) -> "LeaseSet":
-        """Several lease locks taken together, all or none (contract L11):
+        """Several lease locks taken together, all or none (contract L12):
         ``with db.lock_many(["account:1", "account:2"], ttl=30, wait=10)
         as locks:`` takes every name in one transaction or none (waiting
         up to `wait` for the one found held), each with its own token

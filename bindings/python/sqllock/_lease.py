@@ -403,7 +403,7 @@ class Lease:
 
 
 class LeaseSet:
-    """Several leases taken together, all or none (contract L11; a
+    """Several leases taken together, all or none (contract L12; a
     sqllock_lease_acquire_many()).
 
     Made by ``db.lock_many(names, ttl, wait)``. As a context manager it

@@ -185,7 +185,7 @@ def test_E4_exit_with_open_handles_and_watched_leases(url: str, name: str) -> No
         assert run.returncode == 0 and run.stdout == "end\n", run.stderr
 
 
-def test_L11_lock_many_all_or_none(url: str, name: str) -> None:
+def test_L12_lock_many_all_or_none(url: str, name: str) -> None:
     # Several names at once: with one held elsewhere nothing is taken
     # (Busy names it, the others stay free); then all are taken, each
     # with its own token, whatever order they were given in, and all are
