@@ -356,6 +356,51 @@ sqllock_value sqllock__text(const char *s);
  * "record key" for the message. */
 int sqllock__check_name(sqllock_db *db, const char *name, const char *what);
 
+/*
+ * Derived names (core/lease.c). A semaphore, a shared lock, a fair queue
+ * or an election named NAME keeps its rows in the lease table under
+ * names NAME + SQLLOCK__SEP + tag: the separator is a control character,
+ * which no name a user gives may contain, so a derived name never meets
+ * a user's lock; and all rows of NAME lie in the byte range
+ * [NAME "\x1f", NAME " "), which LEASE_RANGE reads with one index range
+ * scan. NAME itself (checked as a lock name, at most
+ * SQLLOCK_PRIMITIVE_NAME_MAX bytes) may also be an ordinary lease row of
+ * the primitive. A tag is printable ASCII, at most SQLLOCK__TAG_MAX
+ * bytes, so a derived name fits the lease table's 255 bytes.
+ */
+#define SQLLOCK__SEP '\x1f'
+#define SQLLOCK__TAG_MAX (SQLLOCK_NAME_MAX - SQLLOCK_PRIMITIVE_NAME_MAX - 1)
+#define SQLLOCK__DERIVED_MAX SQLLOCK_NAME_MAX
+/* Checks `base` (a lock name of at most SQLLOCK_PRIMITIVE_NAME_MAX bytes;
+ * `what` names it in the message, e.g. "semaphore name") and writes
+ * base SEP tag into out[SQLLOCK__DERIVED_MAX + 1]; tag NULL writes only
+ * the range's low end's prefix (base SEP). */
+int sqllock__derived_name(sqllock_db *db, char *out, const char *base,
+                          const char *tag, const char *what);
+/* The byte range of every derived name of `base` (already checked):
+ * lo = base SEP, hi = base " ", each of SQLLOCK__DERIVED_MAX + 1 bytes. */
+void sqllock__derived_range(const char *base, char *lo, char *hi);
+/* A lease handle for a derived name (made by sqllock__derived_name()):
+ * as sqllock_lease_new() without the lock-name check. */
+int sqllock__lease_new_derived(sqllock_db *db, const char *derived,
+                               const sqllock_lease_options *opts,
+                               sqllock_lease **out);
+/* The lease rows with lo <= name < hi (LEASE_RANGE, driver version 11;
+ * SQLLOCK_EUNSUPPORTED before), expired ones included (remaining_ms <= 0),
+ * each handed to `cb` (its texts live until cb returns) until it returns
+ * non-zero, which is then returned (core/db.c). */
+int sqllock__lease_range(sqllock_db *db, const char *lo, const char *hi,
+                         int (*cb)(void *ctx, const sqllock_lease_info *),
+                         void *ctx, const char *what);
+/* The lease row of exactly `name` (a lock name or a derived name), with
+ * its owner and holder copied into buf; *found 0 when there is none
+ * (expired rows are found: check info->remaining_ms). */
+#define SQLLOCK__LEASE_GET_BUF (SQLLOCK_OWNER_LEN + SQLLOCK_HOLDER_MAX + 2)
+int sqllock__lease_get(sqllock_db *db, const char *name,
+                       sqllock_lease_info *info,
+                       char buf[SQLLOCK__LEASE_GET_BUF], int *found,
+                       const char *what);
+
 /* Identifiers of the application's tables (core/versioned.c):
  * [A-Za-z_][A-Za-z0-9_]*, at most 63 bytes, "schema.table" when
  * `qualified`. */

@@ -36,6 +36,47 @@ int sqllock__check_name(sqllock_db *db, const char *name, const char *what)
     return SQLLOCK_OK;
 }
 
+int sqllock__derived_name(sqllock_db *db, char *out, const char *base,
+                          const char *tag, const char *what)
+{
+    size_t blen, tlen, i;
+    int rc;
+
+    if ((rc = sqllock__check_name(db, base, what)) != SQLLOCK_OK)
+        return rc;
+    blen = strlen(base);
+    if (blen > SQLLOCK_PRIMITIVE_NAME_MAX)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the %s is %zu bytes long; "
+                             "the limit is %d bytes (SQLLOCK_PRIMITIVE_NAME_MAX)",
+                             what, blen, SQLLOCK_PRIMITIVE_NAME_MAX);
+    tlen = tag != NULL ? strlen(tag) : 0;
+    if (tlen > SQLLOCK__TAG_MAX)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "derived name tag too "
+                             "long");
+    for (i = 0; i < tlen; i++)
+        if (tag[i] < 0x21 || tag[i] > 0x7e)
+            return sqllock__fail(db, SQLLOCK_EINVAL, "derived name tag "
+                                 "not printable");
+    memcpy(out, base, blen);
+    out[blen] = SQLLOCK__SEP;
+    if (tlen > 0)
+        memcpy(out + blen + 1, tag, tlen);
+    out[blen + 1 + tlen] = '\0';
+    return SQLLOCK_OK;
+}
+
+void sqllock__derived_range(const char *base, char *lo, char *hi)
+{
+    size_t blen = strlen(base);
+
+    memcpy(lo, base, blen);
+    lo[blen] = SQLLOCK__SEP;
+    lo[blen + 1] = '\0';
+    memcpy(hi, base, blen);
+    hi[blen] = ' ';             /* the byte after the separator */
+    hi[blen + 1] = '\0';
+}
+
 static int apply_options(sqllock_db *db, sqllock_lease *l,
                          const sqllock_lease_options *opts)
 {
@@ -106,7 +147,7 @@ static int apply_options(sqllock_db *db, sqllock_lease *l,
     return SQLLOCK_OK;
 }
 
-static int lease_make(sqllock_db *db, const char *name,
+static int lease_make(sqllock_db *db, const char *name, int derived,
                       const sqllock_lease_options *opts, sqllock_lease **out)
 {
     sqllock_lease *l;
@@ -121,9 +162,13 @@ static int lease_make(sqllock_db *db, const char *name,
     rc = sqllock__refuse_borrowed(db, "a lease");
     if (rc != SQLLOCK_OK)
         return rc;
-    rc = sqllock__check_name(db, name, "lock name");
-    if (rc != SQLLOCK_OK)
+    if (derived) {
+        if (name == NULL || strlen(name) > SQLLOCK__DERIVED_MAX)
+            return sqllock__fail(db, SQLLOCK_EINVAL, "bad derived name");
+    } else if ((rc = sqllock__check_name(db, name, "lock name")) !=
+               SQLLOCK_OK) {
         return rc;
+    }
     l = calloc(1, sizeof *l);
     if (l == NULL)
         return sqllock__fail(db, SQLLOCK_ENOMEM, "out of memory");
@@ -144,7 +189,16 @@ static int lease_make(sqllock_db *db, const char *name,
 int sqllock_lease_new(sqllock_db *db, const char *name,
                       const sqllock_lease_options *opts, sqllock_lease **out)
 {
-    int rc = lease_make(db, name, opts, out);
+    int rc = lease_make(db, name, 0, opts, out);
+
+    return rc == SQLLOCK_OK ? sqllock__ok(db) : rc;
+}
+
+int sqllock__lease_new_derived(sqllock_db *db, const char *derived,
+                               const sqllock_lease_options *opts,
+                               sqllock_lease **out)
+{
+    int rc = lease_make(db, derived, 1, opts, out);
 
     return rc == SQLLOCK_OK ? sqllock__ok(db) : rc;
 }
@@ -174,7 +228,7 @@ int sqllock_lease_attach(sqllock_db *db, const char *name, const char *owner,
             return sqllock__fail(db, SQLLOCK_EINVAL, "the fencing token must "
                                  "be positive (got %lld)", (long long)token);
     }
-    rc = lease_make(db, name, opts, out);
+    rc = lease_make(db, name, 0, opts, out);
     if (rc != SQLLOCK_OK)
         return rc;
     memcpy((*out)->owner, owner, SQLLOCK_OWNER_LEN + 1);

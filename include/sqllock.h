@@ -157,6 +157,10 @@ SQLLOCK_API const char *sqllock_errname(int status);
 #define SQLLOCK_NAME_MAX 255
 #define SQLLOCK_OWNER_LEN 32
 #define SQLLOCK_HOLDER_MAX 255
+/* A semaphore's, shared lock's, fair lock's or election's name: a lock
+ * name of at most this many bytes (the rest of the lease table's 255
+ * bytes names the rows it keeps under it). Added in 0.9.0. */
+#define SQLLOCK_PRIMITIVE_NAME_MAX 200
 
 /* Waits longer than this are "forever" (see sqllock_lease_acquire()). */
 #define SQLLOCK_WAIT_FOREVER INT64_MAX

@@ -39,7 +39,7 @@
 extern "C" {
 #endif
 
-#define SQLLOCK_DRIVER_VERSION 10
+#define SQLLOCK_DRIVER_VERSION 11
 
 /* A driver's connection and prepared statement: the driver's own structs. */
 typedef struct sqllock_conn sqllock_conn;
@@ -305,6 +305,20 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                LEASE_ACQUIRE in a transaction of its own. A NULL text
  *                where there is no such routine (the transaction is then
  *                always used).
+ *
+ * Added in driver version 11, in the dialect's `sql_v11` (indexed by id -
+ * SQLLOCK_SQL_COUNT_V9_; it holds exactly this one, and its size never
+ * changes):
+ * LEASE_RANGE    1 lo, 2 hi. The lease rows whose name n has lo <= n < hi
+ *                in byte order (a range of the primary key, so an index
+ *                range scan), ordered by name, with the columns of
+ *                LEASE_LIST: (name, owner, holder, token, acquired_at_ms,
+ *                expires_at_ms, remaining_ms), expired rows included
+ *                (remaining_ms <= 0). The core reads one name with it
+ *                (hi = name + "\x01": names have no control characters)
+ *                and the rows a semaphore, a shared lock, a fair queue or
+ *                an election keeps under one name (lo = name + "\x1f", hi =
+ *                name + " "; see sqllock__derived_name() in the core).
  */
 typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_ACQUIRE = 0,
@@ -350,6 +364,9 @@ typedef enum sqllock_sql_id {
     /* driver version 9, in sqllock_dialect.sql_v9 */
     SQLLOCK_SQL_LEASE_ACQUIRE_MANY = SQLLOCK_SQL_COUNT_V8_,
     SQLLOCK_SQL_COUNT_V9_,
+    /* driver version 11, in sqllock_dialect.sql_v11 */
+    SQLLOCK_SQL_LEASE_RANGE = SQLLOCK_SQL_COUNT_V9_,
+    SQLLOCK_SQL_COUNT_V11_,
     /* Statements above are valid for the versions their comments give.
      * A statement added later is never put in an array that exists
      * already: a driver built before it has that array at the old size,
@@ -358,7 +375,7 @@ typedef enum sqllock_sql_id {
      * only from drivers of that version on (as SQLite's
      * sqlite3_io_methods grows: "methods above are valid for version
      * N"), and its ids follow here. */
-    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V9_
+    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V11_
 } sqllock_sql_id;
 
 /* One statement of a dialect. `args` lists, in placeholder order, which of
@@ -427,6 +444,11 @@ typedef struct sqllock_dialect {
      * SQLLOCK_SQL_COUNT_V9_, one (LEASE_ACQUIRE_MANY), whatever is added
      * later. Read only from drivers of version 9 on. */
     sqllock_sql sql_v9[1];
+
+    /* Driver version 11: the statement from SQLLOCK_SQL_COUNT_V9_ to
+     * SQLLOCK_SQL_COUNT_V11_, one (LEASE_RANGE), whatever is added later.
+     * Read only from drivers of version 11 on. */
+    sqllock_sql sql_v11[1];
 } sqllock_dialect;
 
 /* The most leases one LEASE_RENEW_MANY carries (driver version 8). */

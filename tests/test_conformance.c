@@ -59,6 +59,7 @@ int main(void)
         cmocka_unit_test(test_conformance_list_expired_row_negative),
         cmocka_unit_test(test_conformance_L3_attach_renew_release),
         cmocka_unit_test(test_conformance_D3_names_round_trip),
+        cmocka_unit_test(test_conformance_D1_derived_rows_range),
     };
     /* Through PgBouncer (tests/pooled.sh) the empty target cannot be
      * reached: by design, not a case that could not run. */

@@ -57,6 +57,26 @@ static void rows_free(list_rows *lr)
     free(lr->rows);
 }
 
+/* A copy of a row's name for people: a row a semaphore, a shared lock,
+ * a fair queue or an election keeps under NAME (NAME, the separator
+ * 0x1f, a tag; see core/internal.h) is shown as "NAME [tag]". */
+static char *display_name(const char *name)
+{
+    const char *sep = strchr(name, '\x1f');
+    size_t blen;
+    char *out;
+
+    if (sep == NULL)
+        return copy_text(name);
+    blen = (size_t)(sep - name);
+    out = malloc(strlen(name) + 3);
+    if (out == NULL)
+        return NULL;
+    memcpy(out, name, blen);
+    sprintf(out + blen, " [%s]", sep + 1);
+    return out;
+}
+
 /* The sqllock_list() callback: appends a copy of the row. */
 static int collect_row(void *ctx, const sqllock_lease_info *info)
 {
@@ -73,7 +93,7 @@ static int collect_row(void *ctx, const sqllock_lease_info *info)
         lr->cap = cap;
     }
     r = &lr->rows[lr->count];
-    r->name = copy_text(info->name);
+    r->name = display_name(info->name);
     r->owner = copy_text(info->owner);
     r->holder = copy_text(info->holder);
     r->token = info->token;

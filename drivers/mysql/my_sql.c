@@ -100,6 +100,14 @@ static const char SQL_LEASE_LIST[] =
     "CAST(TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at) DIV 1000 AS SIGNED) "
     "FROM sqllock_lease ORDER BY name";
 
+/* LEASE_RANGE: LEASE_LIST's columns for lo <= name < hi (VARBINARY
+ * compares bytes). */
+static const char SQL_LEASE_RANGE[] =
+    "SELECT name, owner, holder, token, " EPOCH_MS("acquired_at") ", "
+    EPOCH_MS("expires_at") ", "
+    "CAST(TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at) DIV 1000 AS SIGNED) "
+    "FROM sqllock_lease WHERE name >= ? AND name < ? ORDER BY name";
+
 static const char SQL_SCHEMA_VERSION[] =
     "SELECT CAST(`value` AS SIGNED) FROM sqllock_meta "
     "WHERE `key` = 'schema_version'";
@@ -482,6 +490,10 @@ const sqllock_dialect sqllock__my_dialect = {
     .sql_v9 = {
         [SQLLOCK_SQL_LEASE_ACQUIRE_MANY - SQLLOCK_SQL_COUNT_V8_] =
             { SQL_LEASE_ACQUIRE_MANY, "1234" },
+    },
+    .sql_v11 = {
+        [SQLLOCK_SQL_LEASE_RANGE - SQLLOCK_SQL_COUNT_V9_] =
+            { SQL_LEASE_RANGE, "12" },
     },
 };
 

@@ -126,6 +126,15 @@ static const char SQL_LEASE_LIST[] =
     "(extract(epoch FROM expires_at - now()) * 1000)::bigint "
     "FROM sqllock_lease ORDER BY name";
 
+/* LEASE_RANGE: LEASE_LIST's columns for lo <= name < hi (the column's "C"
+ * collation compares bytes, and its primary key index serves the range). */
+static const char SQL_LEASE_RANGE[] =
+    "SELECT name, owner, holder, token, "
+    "(extract(epoch FROM acquired_at) * 1000)::bigint, "
+    "(extract(epoch FROM expires_at) * 1000)::bigint, "
+    "(extract(epoch FROM expires_at - now()) * 1000)::bigint "
+    "FROM sqllock_lease WHERE name >= $1 AND name < $2 ORDER BY name";
+
 static const char SQL_SCHEMA_VERSION[] =
     "SELECT value::bigint FROM sqllock_meta WHERE key = 'schema_version'";
 
@@ -356,6 +365,10 @@ const sqllock_dialect sqllock__pg_dialect = {
     .sql_v9 = {
         [SQLLOCK_SQL_LEASE_ACQUIRE_MANY - SQLLOCK_SQL_COUNT_V8_] =
             { SQL_LEASE_ACQUIRE_MANY, "1234" },
+    },
+    .sql_v11 = {
+        [SQLLOCK_SQL_LEASE_RANGE - SQLLOCK_SQL_COUNT_V9_] =
+            { SQL_LEASE_RANGE, "12" },
     },
 };
 

@@ -60,6 +60,13 @@ static const char SQL_LEASE_LIST[] =
     "SELECT name, owner, holder, token, acquired_at, expires_at, "
     "expires_at - " NOW_MS " FROM sqllock_lease ORDER BY name";
 
+/* LEASE_RANGE: LEASE_LIST's columns for lo <= name < hi (the BINARY
+ * collation compares bytes; the primary key's index serves the range). */
+static const char SQL_LEASE_RANGE[] =
+    "SELECT name, owner, holder, token, acquired_at, expires_at, "
+    "expires_at - " NOW_MS " FROM sqllock_lease "
+    "WHERE name >= ? AND name < ? ORDER BY name";
+
 static const char SQL_SCHEMA_VERSION[] =
     "SELECT CAST(value AS INTEGER) FROM sqllock_meta "
     "WHERE key = 'schema_version'";
@@ -168,6 +175,10 @@ static const sqllock_dialect sq_dialect = {
             { NULL, NULL },
         [SQLLOCK_SQL_LEASE_RENEWED_MANY - SQLLOCK_SQL_COUNT_V7_] =
             { NULL, NULL },
+    },
+    .sql_v11 = {
+        [SQLLOCK_SQL_LEASE_RANGE - SQLLOCK_SQL_COUNT_V9_] =
+            { SQL_LEASE_RANGE, "12" },
     },
 };
 

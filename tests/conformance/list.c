@@ -12,6 +12,7 @@
 #include "test_util.h"
 #include "test_run.h"
 #include "conformance.h"
+#include "internal.h"
 
 /* ------------------------------------------------------------------ */
 /* sqllock_list, attach, names                                        */
@@ -213,4 +214,96 @@ void test_conformance_D3_names_round_trip(void **state)
                   sqllock_lease_token(guard));
     ASSERT_RC(sqllock_lease_release(guard), SQLLOCK_OK, f->db);
     sqllock_lease_free(guard);
+}
+
+/* The rows a semaphore, shared lock, fair queue or election keeps under
+ * one name (derived names, core/internal.h; LEASE_RANGE, driver version
+ * 11): the range of NAME holds exactly NAME's derived rows -- not NAME
+ * itself, not "NAME2" or "NAME!" (bytes just above the range) -- ordered
+ * by name, and reading one name finds that row alone. Derived rows are
+ * ordinary leases (L1: a second handle is BUSY). */
+typedef struct range_seen {
+    char names[8][SQLLOCK_NAME_MAX + 1];
+    int n;
+} range_seen;
+
+static int range_cb(void *ctx, const sqllock_lease_info *info)
+{
+    range_seen *rs = ctx;
+
+    if (rs->n < 8)
+        snprintf(rs->names[rs->n], sizeof rs->names[0], "%s", info->name);
+    rs->n++;
+    return 0;
+}
+
+void test_conformance_D1_derived_rows_range(void **state)
+{
+    fixture *f = *state;
+    char base[128], other[160], da[SQLLOCK_NAME_MAX + 1],
+        db_[SQLLOCK_NAME_MAX + 1], lo[SQLLOCK_NAME_MAX + 1],
+        hi[SQLLOCK_NAME_MAX + 1], buf[SQLLOCK__LEASE_GET_BUF];
+    sqllock_lease *l[5], *busy = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease_info info;
+    range_seen rs;
+    int i, found;
+
+    snprintf(base, sizeof base, "%s", cf_lock_name(f, "range", "base"));
+    o.ttl_ms = 30000;
+    ASSERT_RC(sqllock__derived_name(f->db, da, base, "p1", "semaphore name"),
+              SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock__derived_name(f->db, db_, base, "p0", "semaphore name"),
+              SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock__lease_new_derived(f->db, da, &o, &l[0]), SQLLOCK_OK,
+              f->db);
+    ASSERT_RC(sqllock__lease_new_derived(f->db, db_, &o, &l[1]), SQLLOCK_OK,
+              f->db);
+    l[2] = cf_new_lease(f->db, base, 30000);
+    snprintf(other, sizeof other, "%s2", base);
+    l[3] = cf_new_lease(f->db, other, 30000);
+    snprintf(other, sizeof other, "%s!", base);
+    l[4] = cf_new_lease(f->db, other, 30000);
+    for (i = 0; i < 5; i++)
+        ASSERT_RC(sqllock_lease_try_acquire(l[i]), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock__lease_new_derived(f->db, da, &o, &busy), SQLLOCK_OK,
+              f->db);
+    ASSERT_RC(sqllock_lease_try_acquire(busy), SQLLOCK_BUSY, f->db);
+    sqllock_lease_free(busy);
+
+    sqllock__derived_range(base, lo, hi);
+    memset(&rs, 0, sizeof rs);
+    ASSERT_RC(sqllock__lease_range(f->db, lo, hi, range_cb, &rs, "range"),
+              SQLLOCK_OK, f->db);
+    assert_int_equal(rs.n, 2);
+    assert_string_equal(rs.names[0], db_);     /* "p0" before "p1" */
+    assert_string_equal(rs.names[1], da);
+
+    ASSERT_RC(sqllock__lease_get(f->db, base, &info, buf, &found, "get"),
+              SQLLOCK_OK, f->db);
+    assert_int_equal(found, 1);
+    assert_string_equal(info.owner, sqllock_lease_owner(l[2]));
+    assert_int_equal(info.token, sqllock_lease_token(l[2]));
+    assert_true(info.remaining_ms > 0);
+    ASSERT_RC(sqllock__lease_get(f->db, da, &info, buf, &found, "get"),
+              SQLLOCK_OK, f->db);
+    assert_int_equal(found, 1);
+    assert_string_equal(info.owner, sqllock_lease_owner(l[0]));
+    for (i = 0; i < 5; i++) {
+        ASSERT_RC(sqllock_lease_release(l[i]), SQLLOCK_OK, f->db);
+        sqllock_lease_free(l[i]);
+    }
+    ASSERT_RC(sqllock__lease_get(f->db, base, &info, buf, &found, "get"),
+              SQLLOCK_OK, f->db);
+    assert_int_equal(found, 0);
+
+    /* Bad bases: over SQLLOCK_PRIMITIVE_NAME_MAX, a control character. */
+    memset(lo, 'x', SQLLOCK_PRIMITIVE_NAME_MAX + 1);
+    lo[SQLLOCK_PRIMITIVE_NAME_MAX + 1] = '\0';
+    ASSERT_RC(sqllock__derived_name(f->db, da, lo, "p0", "semaphore name"),
+              SQLLOCK_EINVAL, f->db);
+    assert_non_null(strstr(sqllock_errmsg(f->db), "SQLLOCK_PRIMITIVE_NAME_MAX"));
+    ASSERT_RC(sqllock__derived_name(f->db, da, "a\x1f" "b", "p0",
+                                    "semaphore name"),
+              SQLLOCK_EINVAL, f->db);
 }
