@@ -47,6 +47,9 @@
 #                           skipping
 #   SQLLOCK_TEST_QUICK=1    only the plain build, the least-privilege and
 #                           password checks and the package check
+#   SQLLOCK_UPGRADE_FROM    the commit whose tool sets up the database of
+#                           the upgrade-in-place stage (tests/upgrade.sh;
+#                           default f6f7f58, the last before issue 19)
 #   SQLLOCK_FUZZ_SECONDS    seconds each libFuzzer target runs (default 30;
 #                           0 builds them and replays their corpus only)
 #   SQLLOCK_TEST_JOBS       tests ctest runs at once (default: 3 per core,
@@ -501,6 +504,33 @@ fi
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   bg fuzz run_fuzz
 fi
+# The previous version's tool, for the upgrade-in-place stage: the last
+# commit before the schema's users of issue 19 (SQLLOCK_UPGRADE_FROM),
+# built from this clone's history.
+upgrade_from=${SQLLOCK_UPGRADE_FROM:-f6f7f58}
+build_previous() {
+  local prev="$work/previous"
+  rm -rf "$prev"; mkdir -p "$prev"
+  git archive "$upgrade_from" | tar -x -C "$prev"
+  cmake -S "$prev" -B "$prev/build" -DCMAKE_BUILD_TYPE=Release \
+    -DSQLLOCK_BUILD_TESTS=OFF -DSQLLOCK_BUILD_EXAMPLES=OFF \
+    -DSQLLOCK_BUILD_BENCH=OFF "${cmake_driver_args[@]}" >/dev/null
+  cmake --build "$prev/build" --target sqllock_cli >/dev/null
+  echo "previous version $upgrade_from built: $prev/build/tools/sqllock"
+}
+upgrade_check=0
+if [ "${SQLLOCK_TEST_QUICK:-0}" = 1 ]; then
+  :
+elif command -v git >/dev/null &&
+     git cat-file -e "$upgrade_from^{commit}" 2>/dev/null; then
+  upgrade_check=1
+  bg previous build_previous
+elif is_ci; then
+  echo "FAIL: the upgrade stage needs commit $upgrade_from (SQLLOCK_UPGRADE_FROM) in this clone's history" >&2
+  exit 1
+else
+  echo "WARNING: commit $upgrade_from is not in this clone: the upgrade-in-place stage does not run" >&2
+fi
 stage "plain ctest"
 run_ctest build/test plain "$ctest_jobs" -LE valgrind
 
@@ -744,6 +774,15 @@ if [ -n "$srv" ] && [ "$have_mysql" = 1 ]; then
   echo "option files: $leak_n cases, no password in the tool's output or the server log"
 fi
 # ------------------------------------------------------------------
+
+if [ "$upgrade_check" = 1 ]; then
+  bg_wait previous
+  stage "upgrade in place"
+  echo "== upgrade in place: a database of version $upgrade_from upgraded while its clients hold leases"
+  # shellcheck disable=SC2086
+  tests/upgrade.sh "$work/previous/build/tools/sqllock" build/test/tools/sqllock \
+    "$work/upgrade" $SQLLOCK_TEST_URLS
+fi
 
 stage "package consumers"
 echo "== install, then build a consumer with find_package(sqllock) and pkg-config"

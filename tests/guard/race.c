@@ -175,7 +175,7 @@ static int race_rounds(void)
      * the tool's factor (race_ttl), so fewer under the tools, where the
      * plain build's 200 have already shown the property. */
     if (n <= 0)
-        n = getenv("SQLLOCK_TEST_UNDER_VALGRIND") != NULL ? 20 :
+        n = getenv("SQLLOCK_TEST_UNDER_VALGRIND") != NULL ? 6 :
             tu_slowdown_tool() > 1 ? 50 : 200;
     return n > RACE_MAX ? RACE_MAX : n;
 }
