@@ -469,6 +469,8 @@ typedef char sqllock__sql_v9_is_one[
     SQLLOCK_SQL_COUNT_V9_ - SQLLOCK_SQL_COUNT_V8_ == 1 ? 1 : -1];
 typedef char sqllock__sql_v11_is_one[
     SQLLOCK_SQL_COUNT_V11_ - SQLLOCK_SQL_COUNT_V9_ == 1 ? 1 : -1];
+typedef char sqllock__sql_v13_is_three[
+    SQLLOCK_SQL_COUNT_V13_ - SQLLOCK_SQL_COUNT_V11_ == 3 ? 1 : -1];
 
 const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
 {
@@ -505,6 +507,10 @@ const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id)
     if (id < SQLLOCK_SQL_COUNT_V11_)
         return drv->version >= 11
                    ? &drv->dialect->sql_v11[id - SQLLOCK_SQL_COUNT_V9_]
+                   : NULL;
+    if (id < SQLLOCK_SQL_COUNT_V13_)
+        return drv->version >= 13
+                   ? &drv->dialect->sql_v13[id - SQLLOCK_SQL_COUNT_V11_]
                    : NULL;
     return NULL;
 }

@@ -92,6 +92,10 @@ struct sqllock_lease {
     char owner[SQLLOCK_OWNER_LEN + 1];
     char name[SQLLOCK_NAME_MAX + 1];
     char holder[SQLLOCK_HOLDER_MAX + 1];
+    const char *wake_name;           /* the name whose channel a release
+                                        notifies, when not `name` (a
+                                        reader of core/rw.c wakes its
+                                        writer's waiters); NULL: name */
 };
 
 /* SQLLOCK_EMISUSE for a call that needs a connection of the library's

@@ -595,7 +595,8 @@ static int release_once(sqllock_lease *l, int64_t *affected)
     }
     /* No channel, no notification: a lease that does not take part in
      * wake-ups does not pay for them either. */
-    sqllock__wake_channel(l->name, channel);
+    sqllock__wake_channel(l->wake_name != NULL ? l->wake_name : l->name,
+                          channel);
     args[3] = sqllock__text(l->flags & SQLLOCK_LEASE_NO_WAKEUP ? NULL
                                                                : channel);
     rc = sqllock__run(db, SQLLOCK_SQL_LEASE_RELEASE, args, 4,

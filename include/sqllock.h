@@ -798,6 +798,105 @@ SQLLOCK_API int sqllock_lease_attach(sqllock_db *db, const char *name,
                                      sqllock_lease **out);
 
 /* ------------------------------------------------------------------------ */
+/* Shared and exclusive holds on one name (contract M2)                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A shared/exclusive (read/write) lock: many shared holders of NAME at
+ * once, or one exclusive holder, never both. Each hold is a lease of its
+ * own (owner, server-clock expiry, renewal, LOST), read and renewed
+ * through sqllock_rw_lease(). Policy: writer preference. A writer first
+ * takes an ordinary lease on a row of its own under NAME, from when no
+ * new reader is let in, then waits until the readers already inside have
+ * left (released, or expired by the server's clock, at most their ttl
+ * after they last renewed), keeping that row renewed; only then is it
+ * granted. So a writer waits at most for the readers inside when it
+ * arrived, whatever stream of readers follows, and readers wait for each
+ * writer that came before them. Tokens: the exclusive holder's token is
+ * its row's lease token, which grows with every exclusive grant of NAME
+ * (L5): a write fenced by it (sqllock_table_fenced_update()) is refused
+ * after any later exclusive grant. Each shared grant has a token too,
+ * from the same counter, on a row of its own.
+ *
+ * The rows live in the lease table under NAME (sqllock list shows them
+ * as 'NAME [w]' and 'NAME [r...]'); NAME itself is not one of them: an
+ * ordinary lease on NAME (sqllock_lease_new(), `sqllock run NAME`) and a
+ * shared/exclusive lock on NAME do not exclude each other.
+ *
+ * Needs driver version 13 (SQLLOCK_EUNSUPPORTED before) and, on
+ * PostgreSQL and MySQL/MariaDB, the routine that sqllock_init() installs
+ * (SQLLOCK_ENOSCHEMA until it has run with this version).
+ *
+ * A sqllock_rw belongs to its sqllock_db and its thread, as a lease does.
+ */
+typedef struct sqllock_rw sqllock_rw;
+
+/*
+ * Makes a shared (`shared` != 0) or exclusive handle for `name` (a lock
+ * name of at most SQLLOCK_PRIMITIVE_NAME_MAX bytes) on `db`. `opts` as
+ * for sqllock_lease_new(): every hold lasts ttl_ms after each acquire or
+ * renewal, and waits back off as a lease's. Nothing is sent. Free with
+ * sqllock_rw_free(). SQLLOCK_EINVAL for a NULL, empty, oversized or
+ * malformed name, missing options or a ttl <= 0.
+ *
+ * Added in 0.9.0.
+ */
+SQLLOCK_API int sqllock_rw_new(sqllock_db *db, const char *name, int shared,
+                               const sqllock_lease_options *opts,
+                               sqllock_rw **out);
+
+/*
+ * Tries once. Shared: SQLLOCK_OK, or SQLLOCK_BUSY while a writer holds
+ * or waits. Exclusive: SQLLOCK_OK, or SQLLOCK_BUSY while a writer holds
+ * or readers are inside (nothing is kept: the writer's row is let go at
+ * once). SQLLOCK_EMISUSE on a handle that already holds (not reentrant).
+ *
+ * Added in 0.9.0.
+ */
+SQLLOCK_API int sqllock_rw_try_acquire(sqllock_rw *rw);
+
+/*
+ * As sqllock_rw_try_acquire(), waiting up to wait_ms (SQLLOCK_TIMEOUT
+ * after it; SQLLOCK_WAIT_FOREVER waits forever). A writer's wait for the
+ * readers inside holds its row and keeps it renewed; a release of a
+ * reader or a writer of NAME wakes the waiters (L9: NOTIFY on
+ * PostgreSQL, a session lock for readers waiting on a writer on
+ * MySQL/MariaDB, in-process wake-ups everywhere; polling with backoff
+ * underneath).
+ *
+ * Added in 0.9.0.
+ */
+SQLLOCK_API int sqllock_rw_acquire(sqllock_rw *rw, int64_t wait_ms);
+
+/*
+ * Releases the hold: SQLLOCK_OK, SQLLOCK_LOST as sqllock_lease_release()
+ * (the row was lost before), SQLLOCK_ENOTHELD when the handle holds
+ * nothing.
+ *
+ * Added in 0.9.0.
+ */
+SQLLOCK_API int sqllock_rw_release(sqllock_rw *rw);
+
+/*
+ * The lease of the handle's hold, borrowed until sqllock_rw_free(): its
+ * token, state, remaining time, owner; it may be watched
+ * (sqllock_lease_watch()) and renewed (sqllock_lease_renew()). Exclusive:
+ * the writer's row. Shared: the reader's row of the current hold (a new
+ * row, name and token at each acquire). Release through
+ * sqllock_rw_release(). NULL for a NULL handle.
+ *
+ * Added in 0.9.0.
+ */
+SQLLOCK_API sqllock_lease *sqllock_rw_lease(sqllock_rw *rw);
+
+/* 1 for a shared handle, 0 for an exclusive one. Added in 0.9.0. */
+SQLLOCK_API int sqllock_rw_shared(const sqllock_rw *rw);
+
+/* Frees the handle; a hold still held is NOT released (its row stays
+ * until its ttl). Accepts NULL. Added in 0.9.0. */
+SQLLOCK_API void sqllock_rw_free(sqllock_rw *rw);
+
+/* ------------------------------------------------------------------------ */
 /* Reaping expired leases (contract P1-P4)                                   */
 /* ------------------------------------------------------------------------ */
 

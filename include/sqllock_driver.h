@@ -39,7 +39,7 @@
 extern "C" {
 #endif
 
-#define SQLLOCK_DRIVER_VERSION 11
+#define SQLLOCK_DRIVER_VERSION 13
 
 /* A driver's connection and prepared statement: the driver's own structs. */
 typedef struct sqllock_conn sqllock_conn;
@@ -318,7 +318,39 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                (hi = name + "\x01": names have no control characters)
  *                and the rows a semaphore, a shared lock, a fair queue or
  *                an election keeps under one name (lo = name + "\x1f", hi =
- *                name + " "; see sqllock__derived_name() in the core).
+ *                name + " "; see sqllock__derived_name() in the core). *
+ * Added in driver version 13, in the dialect's `sql_v13` (indexed by id -
+ * SQLLOCK_SQL_COUNT_V11_; it holds exactly these three, and its size never
+ * changes): shared and exclusive holds on one name (contract M2). The
+ * writer is an ordinary lease on the derived name W = NAME "\x1f" "w";
+ * each reader is a lease row of its own, R = NAME "\x1f" "r" and 16
+ * random hex digits. No side ever relies on a row having expired without
+ * deleting it under its row lock first, so that a renewal in flight
+ * either commits before (and keeps its row) or finds no row (LOST).
+ * RW_READ_ACQUIRE 1 W, 2 R, 3 owner, 4 holder, 5 ttl_ms. In ONE round
+ *                trip and one transaction, serialized against every grant
+ *                of W (PostgreSQL: the shared form of the advisory lock
+ *                LEASE_ACQUIRE takes on W, then a fresh snapshot; MySQL: a
+ *                shared lock on W's row of the token counter, which a
+ *                grant REPLACEs): deletes W's row if it has expired by the
+ *                server's clock, and when no row of W is left, inserts the
+ *                reader's lease row R (owner, holder, expiry server now +
+ *                ttl, a token from the counter of LEASE_ACQUIRE). Returns
+ *                one row, (token): the token when it inserted, 0 when W is
+ *                held. SQLLOCK_ENOSCHEMA or SQLLOCK_EPERM when its routine
+ *                is not installed or not allowed. A NULL text where the
+ *                dialect has no routine: the core then runs RW_EXPIRE on
+ *                (W, W "\x01") and RW_READ_INSERT in one transaction of its
+ *                own (begin() must then lock out every other writer of the
+ *                lease table, as SQLite's BEGIN IMMEDIATE does).
+ * RW_EXPIRE      1 lo, 2 hi. Deletes the lease rows with lo <= name < hi
+ *                that have expired by the server's clock, taking each row's
+ *                lock (a renewal that has it makes the delete wait, and
+ *                then see its new expiry). Affected rows: the rows deleted.
+ * RW_READ_INSERT 1 W, 2 R, 3 owner, 4 holder, 5 ttl_ms. Only where
+ *                RW_READ_ACQUIRE is NULL, inside the core's transaction:
+ *                inserts R as RW_READ_ACQUIRE does when no row of W
+ *                exists. Returns (token) when it inserted, no row when not.
  */
 typedef enum sqllock_sql_id {
     SQLLOCK_SQL_LEASE_ACQUIRE = 0,
@@ -367,6 +399,11 @@ typedef enum sqllock_sql_id {
     /* driver version 11, in sqllock_dialect.sql_v11 */
     SQLLOCK_SQL_LEASE_RANGE = SQLLOCK_SQL_COUNT_V9_,
     SQLLOCK_SQL_COUNT_V11_,
+    /* driver version 13, in sqllock_dialect.sql_v13 */
+    SQLLOCK_SQL_RW_READ_ACQUIRE = SQLLOCK_SQL_COUNT_V11_,
+    SQLLOCK_SQL_RW_EXPIRE,
+    SQLLOCK_SQL_RW_READ_INSERT,
+    SQLLOCK_SQL_COUNT_V13_,
     /* Statements above are valid for the versions their comments give.
      * A statement added later is never put in an array that exists
      * already: a driver built before it has that array at the old size,
@@ -375,7 +412,7 @@ typedef enum sqllock_sql_id {
      * only from drivers of that version on (as SQLite's
      * sqlite3_io_methods grows: "methods above are valid for version
      * N"), and its ids follow here. */
-    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V11_
+    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V13_
 } sqllock_sql_id;
 
 /* One statement of a dialect. `args` lists, in placeholder order, which of
@@ -449,6 +486,12 @@ typedef struct sqllock_dialect {
      * SQLLOCK_SQL_COUNT_V11_, one (LEASE_RANGE), whatever is added later.
      * Read only from drivers of version 11 on. */
     sqllock_sql sql_v11[1];
+
+    /* Driver version 13: the statements from SQLLOCK_SQL_COUNT_V11_ to
+     * SQLLOCK_SQL_COUNT_V13_, three (RW_READ_ACQUIRE, RW_EXPIRE,
+     * RW_READ_INSERT), whatever is added later. Read only from drivers of
+     * version 13 on. */
+    sqllock_sql sql_v13[3];
 } sqllock_dialect;
 
 /* The most leases one LEASE_RENEW_MANY carries (driver version 8). */

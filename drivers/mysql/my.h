@@ -193,6 +193,8 @@ extern const char sqllock__my_sql_wake_release_create[];
 extern const char sqllock__my_sql_routines_present[];
 extern const char sqllock__my_many_name[];
 extern const char sqllock__my_sql_many_create[];
+extern const char sqllock__my_read_name[];
+extern const char sqllock__my_sql_read_create[];
 int sqllock__my_session_wake(sqllock_conn *c, int *usable,
                              sqllock_dberr *err);
 int sqllock__my_upgrade(sqllock_conn *c, sqllock_dberr *err);

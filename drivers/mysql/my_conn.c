@@ -447,25 +447,28 @@ static int create_routine(sqllock_conn *c, const char *sql, int *skip,
  * sqllock_init() on a current schema: installs the routines this version
  * calls -- the acquire routine (LEASE_ACQUIRE_ONE), the acquire and
  * release with a companion lock (LEASE_ACQUIRE_WAKE, LEASE_RELEASE_WAKE)
- * and the multi-name acquire (LEASE_ACQUIRE_MANY) -- where this database
+ * the multi-name acquire (LEASE_ACQUIRE_MANY) and a reader's grant
+ * (RW_READ_ACQUIRE) -- where this database
  * lacks them. One round trip when they are there.
  * A user without CREATE ROUTINE (or a server that refuses routines) is
  * not an error: the core does without them.
  */
 int sqllock__my_upgrade(sqllock_conn *c, sqllock_dberr *err)
 {
-    static const char *const names[4] = {
+    static const char *const names[5] = {
         sqllock__my_routine_name, sqllock__my_wake_acquire_name,
-        sqllock__my_wake_release_name, sqllock__my_many_name
+        sqllock__my_wake_release_name, sqllock__my_many_name,
+        sqllock__my_read_name
     };
-    const char *const creates[4] = {
+    const char *const creates[5] = {
         sqllock__my_sql_routine_create, sqllock__my_sql_wake_acquire_create,
-        sqllock__my_sql_wake_release_create, sqllock__my_sql_many_create
+        sqllock__my_sql_wake_release_create, sqllock__my_sql_many_create,
+        sqllock__my_sql_read_create
     };
     const char *q = sqllock__my_sql_routines_present;
     MYSQL_RES *res;
     MYSQL_ROW row;
-    int have[4] = { 0, 0, 0, 0 }, i, skip = 0, rc = SQLLOCK_OK;
+    int have[5] = { 0, 0, 0, 0, 0 }, i, skip = 0, rc = SQLLOCK_OK;
 
     if (mysql_real_query(c->my, q, (unsigned long)strlen(q)) != 0)
         return sqllock__my_fail_conn(c->my, err, "looking for the sqllock "
@@ -475,11 +478,11 @@ int sqllock__my_upgrade(sqllock_conn *c, sqllock_dberr *err)
         return sqllock__my_fail_conn(c->my, err, "looking for the sqllock "
                                      "routines");
     while ((row = mysql_fetch_row(res)) != NULL)
-        for (i = 0; i < 4; i++)
+        for (i = 0; i < 5; i++)
             if (row[0] != NULL && strcmp(row[0], names[i]) == 0)
                 have[i] = 1;
     mysql_free_result(res);
-    for (i = 0; i < 4 && rc == SQLLOCK_OK && !skip; i++)
+    for (i = 0; i < 5 && rc == SQLLOCK_OK && !skip; i++)
         if (!have[i])
             rc = create_routine(c, creates[i], &skip, err);
     return rc;

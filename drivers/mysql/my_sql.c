@@ -421,12 +421,81 @@ const char sqllock__my_sql_many_create[] =
 static const char SQL_LEASE_ACQUIRE_MANY[] =
     "CALL sqllock_acquire_many_v1(?, ?, ?, ?)";
 
+/*
+ * M2, a reader's grant (RW_READ_ACQUIRE, driver version 13), in one round
+ * trip and one transaction. READ COMMITTED takes no gap locks, so the
+ * absence of the writer's row W cannot be locked; what every grant of W
+ * does lock is W's row of sqllock_token, which it REPLACEs (an exclusive
+ * lock held to its commit, after its upsert of W). The reader holds that
+ * row in share mode (creating it first when missing: INSERT IGNORE then
+ * holds it too) until it commits, so a grant of W either committed
+ * before -- and the reader's next consistent read, a fresh one per
+ * statement, sees W -- or waits until the reader's row is committed,
+ * where the writer's check of the readers finds it. Readers only share
+ * the lock. A W found expired is deleted under its row lock before the
+ * reader goes in (a writer's renewal in flight makes the DELETE wait and
+ * see the new expiry; a late one then finds no row: LOST). Only then is
+ * the lease row locked, and only when W expired: a writer taking over an
+ * expired W (lease row, then token row) can deadlock with it; the
+ * deadlock is RESIGNALed (1213) and the core tries again. The reader's
+ * token is drawn from the counter as a grant's is, on its own name.
+ */
+const char sqllock__my_read_name[] = "sqllock_read_acquire_v1";
+const char sqllock__my_sql_read_create[] =
+    "CREATE PROCEDURE sqllock_read_acquire_v1(IN p_w VARBINARY(255), "
+    "IN p_name VARBINARY(255), IN p_owner CHAR(32) CHARACTER SET ascii, "
+    "IN p_holder VARBINARY(255), IN p_ttl_ms BIGINT)\n"
+    "SQL SECURITY INVOKER MODIFIES SQL DATA\n"
+    "BEGIN\n"
+    "  DECLARE v_token BIGINT DEFAULT 0;\n"
+    "  DECLARE v_n INT DEFAULT 0;\n"
+    "  DECLARE v_live INT DEFAULT 0;\n"
+    "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
+    "  START TRANSACTION;\n"
+    "  SELECT COUNT(*) INTO v_n FROM sqllock_token WHERE name = p_w "
+    "LOCK IN SHARE MODE;\n"
+    "  IF v_n = 0 THEN\n"
+    "    INSERT IGNORE INTO sqllock_token (name) VALUES (p_w);\n"
+    "    SELECT COUNT(*) INTO v_n FROM sqllock_token WHERE name = p_w "
+    "LOCK IN SHARE MODE;\n"
+    "  END IF;\n"
+    "  SELECT COUNT(*), COALESCE(MAX(expires_at > NOW(6)), 0) "
+    "INTO v_n, v_live FROM sqllock_lease WHERE name = p_w;\n"
+    "  IF v_n > 0 AND v_live = 0 THEN\n"
+    "    DELETE FROM sqllock_lease WHERE name = p_w AND expires_at <= NOW(6);\n"
+    "    SELECT COUNT(*) INTO v_n FROM sqllock_lease WHERE name = p_w;\n"
+    "  END IF;\n"
+    "  IF v_n = 0 THEN\n"
+    "    INSERT INTO sqllock_lease "
+    "(name, owner, holder, token, acquired_at, expires_at) "
+    "VALUES (p_name, p_owner, p_holder, 0, NOW(6), "
+    "NOW(6) + INTERVAL (p_ttl_ms * 1000) MICROSECOND);\n"
+    "    REPLACE INTO sqllock_token (name) VALUES (p_name);\n"
+    "    SET v_token = LAST_INSERT_ID();\n"
+    "    UPDATE sqllock_lease SET token = v_token "
+    "WHERE name = p_name AND owner = p_owner;\n"
+    "  END IF;\n"
+    "  COMMIT;\n"
+    "  SELECT v_token;\n"
+    "END";
+
+static const char SQL_RW_READ_ACQUIRE[] =
+    "CALL sqllock_read_acquire_v1(?, ?, ?, ?, ?)";
+
+/* RW_EXPIRE: a DELETE locks each row of the range (READ COMMITTED keeps
+ * only the locks of rows it deletes) and reads a row locked by a renewal
+ * again once that commits. */
+static const char SQL_RW_EXPIRE[] =
+    "DELETE FROM sqllock_lease WHERE name >= ? AND name < ? "
+    "AND expires_at <= NOW(6)";
+
 /* Every routine upgrade() installs, one CREATE each. */
 const char sqllock__my_sql_routines_present[] =
     "SELECT ROUTINE_NAME FROM information_schema.ROUTINES "
     "WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE' "
     "AND ROUTINE_NAME IN ('sqllock_acquire_v1', 'sqllock_acquire_wake_v1', "
-    "'sqllock_release_wake_v1', 'sqllock_acquire_many_v1')";
+    "'sqllock_release_wake_v1', 'sqllock_acquire_many_v1', "
+    "'sqllock_read_acquire_v1')";
 
 const sqllock_dialect sqllock__my_dialect = {
     .sql = {
@@ -494,6 +563,13 @@ const sqllock_dialect sqllock__my_dialect = {
     .sql_v11 = {
         [SQLLOCK_SQL_LEASE_RANGE - SQLLOCK_SQL_COUNT_V9_] =
             { SQL_LEASE_RANGE, "12" },
+    },
+    .sql_v13 = {
+        [SQLLOCK_SQL_RW_READ_ACQUIRE - SQLLOCK_SQL_COUNT_V11_] =
+            { SQL_RW_READ_ACQUIRE, "12345" },
+        [SQLLOCK_SQL_RW_EXPIRE - SQLLOCK_SQL_COUNT_V11_] =
+            { SQL_RW_EXPIRE, "12" },
+        [SQLLOCK_SQL_RW_READ_INSERT - SQLLOCK_SQL_COUNT_V11_] = { NULL, NULL },
     },
 };
 

@@ -304,11 +304,74 @@ static const char SQL_LEASE_ACQUIRE_MANY[] =
     "SELECT o_blocker, o_tokens "
     "FROM sqllock_acquire_many_v1($1, $2, $3, $4::float8)";
 
-/* sqllock_init() on a current schema: the function of
- * LEASE_ACQUIRE_MANY, where it is missing. One round trip. */
+/*
+ * M2, a reader's grant (RW_READ_ACQUIRE, driver version 13), in one round
+ * trip: a function, because the check of the writer's row W must come
+ * AFTER the shared advisory lock on W's key (the key every grant of W
+ * takes exclusively in LEASE_ACQUIRE), and a statement's snapshot is
+ * taken before any lock it waits for: a single statement that waited for
+ * a writer's grant would not see the W it committed. In a VOLATILE
+ * plpgsql function each statement takes a fresh snapshot (READ
+ * COMMITTED). A W that has expired is deleted first, under its row lock
+ * (a renewal in flight makes the DELETE wait and then see the new
+ * expiry), so that a writer's late renewal finds no row (LOST) rather
+ * than extending a W that readers already passed. The shared lock only
+ * orders readers against grants of W; readers do not wait for each
+ * other. Durable as a grant. upgrade() creates it as the multi-name
+ * function.
+ */
+#define READ_ACQUIRE_SIGNATURE \
+    "sqllock_read_acquire_v1(text, text, text, text, double precision)"
+static const char SQL_READ_ACQUIRE_CREATE[] =
+    "DO $sqllock_do$ BEGIN\n"
+    "IF pg_catalog.to_regprocedure('" READ_ACQUIRE_SIGNATURE "') IS NULL "
+    "THEN\n"
+    "CREATE FUNCTION sqllock_read_acquire_v1(p_w text, p_name text, "
+    "p_owner text, p_holder text, p_ttl_ms double precision)\n"
+    "RETURNS bigint\n"
+    "LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $sqllock_f$\n"
+    "DECLARE\n"
+    "  v_token bigint;\n"
+    "BEGIN\n"
+    "  PERFORM " DURABLE_COMMIT ";\n"
+    "  PERFORM pg_advisory_xact_lock_shared(" LOCK_CLASS ", hashtext(p_w));\n"
+    "  DELETE FROM sqllock_lease WHERE name = p_w AND expires_at <= now();\n"
+    "  IF EXISTS (SELECT 1 FROM sqllock_lease WHERE name = p_w) THEN\n"
+    "    RETURN 0;\n"
+    "  END IF;\n"
+    "  INSERT INTO sqllock_lease "
+    "(name, owner, holder, token, acquired_at, expires_at) "
+    "VALUES (p_name, p_owner, p_holder, nextval('sqllock_token_seq'), now(), "
+    "now() + p_ttl_ms * interval '1 millisecond') "
+    "RETURNING token INTO v_token;\n"
+    "  RETURN v_token;\n"
+    "END\n"
+    "$sqllock_f$;\n"
+    "END IF;\n"
+    "EXCEPTION WHEN duplicate_function OR unique_violation OR "
+    "insufficient_privilege OR read_only_sql_transaction THEN NULL;\n"
+    "END $sqllock_do$";
+
+static const char SQL_RW_READ_ACQUIRE[] =
+    "SELECT sqllock_read_acquire_v1($1, $2, $3, $4, $5::float8)";
+
+/* RW_EXPIRE: the writer's check of the readers (and nothing else) relies
+ * on this DELETE, which locks each row and re-reads a row a renewal
+ * changed meanwhile (READ COMMITTED); durable, as the grant it leads to. */
+static const char SQL_RW_EXPIRE[] =
+    "WITH durable AS (SELECT " DURABLE_COMMIT ") "
+    "DELETE FROM sqllock_lease WHERE name >= $1 AND name < $2 "
+    "AND expires_at <= now() AND EXISTS (SELECT 1 FROM durable)";
+
+/* sqllock_init() on a current schema: the functions of
+ * LEASE_ACQUIRE_MANY and RW_READ_ACQUIRE, where they are missing. */
 int sqllock__pg_upgrade(sqllock_conn *c, sqllock_dberr *err)
 {
-    return sqllock__pg_exec_script(c, SQL_ACQUIRE_MANY_CREATE, err);
+    int rc = sqllock__pg_exec_script(c, SQL_ACQUIRE_MANY_CREATE, err);
+
+    if (rc == SQLLOCK_OK)
+        rc = sqllock__pg_exec_script(c, SQL_READ_ACQUIRE_CREATE, err);
+    return rc;
 }
 
 extern const char sqllock__schema_postgres[];
@@ -370,6 +433,13 @@ const sqllock_dialect sqllock__pg_dialect = {
         [SQLLOCK_SQL_LEASE_RANGE - SQLLOCK_SQL_COUNT_V9_] =
             { SQL_LEASE_RANGE, "12" },
     },
+    .sql_v13 = {
+        [SQLLOCK_SQL_RW_READ_ACQUIRE - SQLLOCK_SQL_COUNT_V11_] =
+            { SQL_RW_READ_ACQUIRE, "12345" },
+        [SQLLOCK_SQL_RW_EXPIRE - SQLLOCK_SQL_COUNT_V11_] =
+            { SQL_RW_EXPIRE, "12" },
+        [SQLLOCK_SQL_RW_READ_INSERT - SQLLOCK_SQL_COUNT_V11_] = { NULL, NULL },
+    },
 };
 
 int sqllock__pg_stmt_kind(const char *sql)
@@ -377,7 +447,9 @@ int sqllock__pg_stmt_kind(const char *sql)
     if (strcmp(sql, SQL_LEASE_ACQUIRE) == 0 ||
         strcmp(sql, SQL_LEASE_ACQUIRE_MANY) == 0 ||
         strcmp(sql, SQL_LEASE_RENEW) == 0 ||
-        strcmp(sql, SQL_LEASE_RENEW_MANY) == 0)
+        strcmp(sql, SQL_LEASE_RENEW_MANY) == 0 ||
+        strcmp(sql, SQL_RW_READ_ACQUIRE) == 0 ||
+        strcmp(sql, SQL_RW_EXPIRE) == 0)
         return PG_STMT_DURABLE;
     if (strcmp(sql, SQL_TXN_LOCK_TIMEOUT) == 0)
         return PG_STMT_LOCK_TIMEOUT;

@@ -126,6 +126,21 @@ static const char SQL_LEASE_GUARD[] =
     "EXISTS (SELECT 1 FROM sqllock_lease WHERE name = ?1 AND token = ?2 "
     "AND expires_at > " NOW_MS ")";
 
+/* M2 (driver version 13). SQLite has no routine: the core runs RW_EXPIRE
+ * on W and RW_READ_INSERT in one transaction, which BEGIN IMMEDIATE
+ * makes the only writer of the database (a grant of W waits for it). */
+static const char SQL_RW_EXPIRE[] =
+    "DELETE FROM sqllock_lease WHERE name >= ?1 AND name < ?2 "
+    "AND expires_at <= " NOW_MS;
+
+static const char SQL_RW_READ_INSERT[] =
+    "INSERT INTO sqllock_lease "
+    "(name, owner, holder, token, acquired_at, expires_at) "
+    "SELECT ?2, ?3, ?4, (SELECT token + 1 FROM sqllock_fence WHERE id = 1), "
+    NOW_MS ", " NOW_MS " + ?5 "
+    "WHERE NOT EXISTS (SELECT 1 FROM sqllock_lease WHERE name = ?1) "
+    "RETURNING token";
+
 extern const char sqllock__schema_sqlite[];
 
 static const sqllock_dialect sq_dialect = {
@@ -179,6 +194,13 @@ static const sqllock_dialect sq_dialect = {
     .sql_v11 = {
         [SQLLOCK_SQL_LEASE_RANGE - SQLLOCK_SQL_COUNT_V9_] =
             { SQL_LEASE_RANGE, "12" },
+    },
+    .sql_v13 = {
+        [SQLLOCK_SQL_RW_READ_ACQUIRE - SQLLOCK_SQL_COUNT_V11_] = { NULL, NULL },
+        [SQLLOCK_SQL_RW_EXPIRE - SQLLOCK_SQL_COUNT_V11_] =
+            { SQL_RW_EXPIRE, "12" },
+        [SQLLOCK_SQL_RW_READ_INSERT - SQLLOCK_SQL_COUNT_V11_] =
+            { SQL_RW_READ_INSERT, "12345" },
     },
 };
 
