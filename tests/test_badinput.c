@@ -473,6 +473,62 @@ static void test_badinput_E2_bad_many(void **state)
     victim_untouched(f);
 }
 
+/* E2 for M2: a shared/exclusive handle refuses a NULL handle or output,
+ * a NULL, empty, oversized (above SQLLOCK_PRIMITIVE_NAME_MAX) or
+ * control-character name, missing options and a ttl <= 0, a negative
+ * wait, and a release of nothing -- each with a message -- and *out
+ * stays NULL; nothing is sent. */
+static void test_badinput_E2_bad_rw(void **state)
+{
+    fixture *f = *state;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_rw *rw = (sqllock_rw *)&o;
+    char name[100], big[SQLLOCK_PRIMITIVE_NAME_MAX + 2];
+
+    o.ttl_ms = 10000;
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    uniq(name, sizeof name, "rw");
+    assert_int_equal(sqllock_rw_new(NULL, name, 1, &o, &rw), SQLLOCK_EINVAL);
+    assert_null(rw);
+    assert_int_equal(sqllock_rw_new(f->db, name, 1, &o, NULL),
+                     SQLLOCK_EINVAL);
+    expect_msg(f->db, "rw NULL out", "NULL", NULL);
+    assert_int_equal(sqllock_rw_new(f->db, NULL, 1, &o, &rw), SQLLOCK_EINVAL);
+    expect_msg(f->db, "rw NULL name", "name|NULL", NULL);
+    assert_int_equal(sqllock_rw_new(f->db, "", 0, &o, &rw), SQLLOCK_EINVAL);
+    expect_msg(f->db, "rw empty name", "name|empty", NULL);
+    assert_int_equal(sqllock_rw_new(f->db, big, 1, &o, &rw), SQLLOCK_EINVAL);
+    expect_msg(f->db, "rw long name", "name|limit", NULL);
+    assert_int_equal(sqllock_rw_new(f->db, "a\x1f" "w", 1, &o, &rw),
+                     SQLLOCK_EINVAL);
+    expect_msg(f->db, "rw control name", "control", NULL);
+    assert_int_equal(sqllock_rw_new(f->db, name, 1, NULL, &rw),
+                     SQLLOCK_EINVAL);
+    expect_msg(f->db, "rw no options", "ttl", NULL);
+    o.ttl_ms = 0;
+    assert_int_equal(sqllock_rw_new(f->db, name, 0, &o, &rw), SQLLOCK_EINVAL);
+    expect_msg(f->db, "rw ttl 0", "ttl|positive", NULL);
+    o.ttl_ms = -5;
+    assert_int_equal(sqllock_rw_new(f->db, name, 1, &o, &rw), SQLLOCK_EINVAL);
+    expect_msg(f->db, "rw ttl -5", "ttl", NULL);
+    assert_null(rw);
+    o.ttl_ms = 10000;
+    assert_int_equal(sqllock_rw_new(f->db, name, 1, &o, &rw), SQLLOCK_OK);
+    assert_int_equal(sqllock_rw_acquire(rw, -1), SQLLOCK_EINVAL);
+    expect_msg(f->db, "rw wait -1", "wait", NULL);
+    assert_int_equal(sqllock_rw_release(rw), SQLLOCK_ENOTHELD);
+    expect_msg(f->db, "rw release idle", "does not hold", NULL);
+    assert_int_equal(sqllock_rw_try_acquire(NULL), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_rw_acquire(NULL, 0), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_rw_release(NULL), SQLLOCK_EINVAL);
+    assert_null(sqllock_rw_lease(NULL));
+    assert_int_equal(sqllock_rw_shared(NULL), 0);
+    sqllock_rw_free(NULL);
+    sqllock_rw_free(rw);
+    victim_untouched(f);
+}
+
 /* E2: attach checks the owner id and the token. */
 static void test_badinput_E2_bad_attach(void **state)
 {
@@ -764,6 +820,7 @@ int main(void)
         cmocka_unit_test(test_badinput_E2_bad_lease_options),
         cmocka_unit_test(test_badinput_E2_negative_wait),
         cmocka_unit_test(test_badinput_E2_bad_many),
+        cmocka_unit_test(test_badinput_E2_bad_rw),
         cmocka_unit_test(test_badinput_E2_bad_attach),
         cmocka_unit_test(test_badinput_E2_failed_attach_clears_out),
         cmocka_unit_test(test_badinput_E2_null_handles),

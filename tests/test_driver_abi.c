@@ -221,8 +221,8 @@ static void expect_no_guard(sqllock_db *db)
 }
 
 /* D1/D2: a version 3 driver: everything but the guard works (its row
- * lock scope method is read); the guard and sqllock_borrow() are
- * SQLLOCK_EUNSUPPORTED. Older layouts refuse them the same way. */
+ * lock scope method is read); the guard, sqllock_borrow() and
+ * shared/exclusive locks are SQLLOCK_EUNSUPPORTED. Older layouts refuse them the same way. */
 static void test_driver_abi_D1_version_3_layout(void **state)
 {
     sqllock_db *a = open_old("sqlitev3", "v3.db");
@@ -249,6 +249,26 @@ static void test_driver_abi_D1_version_3_layout(void **state)
         assert_int_equal(sqllock_borrow("sqlitev1", sqllock_db_native(b),
                                         NULL, &c), SQLLOCK_EUNSUPPORTED);
         sqllock_close(c);
+    }
+    /* M2: shared/exclusive locks need the version 13 statements (sql_v13,
+     * never read from an older dialect): SQLLOCK_EUNSUPPORTED, and the
+     * writer's row is not left behind. */
+    {
+        sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+        sqllock_rw *rw = NULL;
+
+        o.ttl_ms = 5000;
+        EXPECT_RC(a, sqllock_rw_new(a, "abi-rw", 0, &o, &rw), SQLLOCK_OK,
+                  "rw_new");
+        EXPECT_RC(a, sqllock_rw_try_acquire(rw), SQLLOCK_EUNSUPPORTED,
+                  "rw on a version 3 driver");
+        assert_non_null(strstr(sqllock_errmsg(a), "version 13"));
+        sqllock_rw_free(rw);
+        EXPECT_RC(b, sqllock_rw_new(b, "abi-rw", 1, &o, &rw), SQLLOCK_OK,
+                  "rw_new");
+        EXPECT_RC(b, sqllock_rw_acquire(rw, 100), SQLLOCK_EUNSUPPORTED,
+                  "rw on a version 1 driver");
+        sqllock_rw_free(rw);
     }
     sqllock_close(a);
     sqllock_close(b);
