@@ -901,6 +901,74 @@ static void test_runcmd_E2_usage_errors(void **state)
     expect_no_row(f, name);
 }
 
+/* Counts the rows of NAME's shared/exclusive lock (NAME 0x1f ...). */
+typedef struct rw_rows {
+    const char *base;
+    int n;
+} rw_rows;
+
+static int count_rw_rows(void *ctx, const sqllock_lease_info *info)
+{
+    rw_rows *r = ctx;
+    size_t n = strlen(r->base);
+
+    if (strncmp(info->name, r->base, n) == 0 && info->name[n] == '\x1f')
+        r->n++;
+    return 0;
+}
+
+/*
+ * M2 through the tool: a --shared run goes in beside a shared hold of
+ * the test's and gets NAME and its own token; an --exclusive run is busy
+ * (75) while the test's reader holds, a --shared run busy while the
+ * test's writer holds; a plain run on NAME is another lock (it runs
+ * beside the writer); --shared with --exclusive is a usage error; every
+ * hold is released (no row of the pair left).
+ */
+static void test_runcmd_M2_shared_and_exclusive(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "rw");
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_rw *r = NULL, *w = NULL;
+    char file[4300], script[9000], buf[512], want[200];
+    rw_rows rows = { name, 0 };
+
+    o.ttl_ms = 30000;
+    EXPECT_RC(f->db, sqllock_rw_new(f->db, name, 1, &o, &r), SQLLOCK_OK, "r");
+    EXPECT_RC(f->db, sqllock_rw_new(f->db, name, 0, &o, &w), SQLLOCK_OK, "w");
+    EXPECT_RC(f->db, sqllock_rw_try_acquire(r), SQLLOCK_OK, "reader");
+    fpath(f, file, sizeof file, "env");
+    snprintf(script, sizeof script,
+             "echo \"$SQLLOCK_NAME $SQLLOCK_TOKEN\" > '%s'", file);
+    EXPECT_EXIT(f, 0, "run", name, "--shared", "--ttl", "5s", "--", "sh",
+                "-c", script);
+    tu_read_file(file, buf, sizeof buf);
+    snprintf(want, sizeof want, "%s ", name);
+    assert_true(strncmp(buf, want, strlen(want)) == 0);
+    assert_true(atoll(buf + strlen(want)) > 0);
+    EXPECT_EXIT(f, 75, "run", name, "--exclusive", "--ttl", "5s", "--",
+                "true");
+    assert_true(tu_contains_ci(f->err, "readers"));
+    EXPECT_RC(f->db, sqllock_rw_release(r), SQLLOCK_OK, "reader release");
+    EXPECT_RC(f->db, sqllock_rw_try_acquire(w), SQLLOCK_OK, "writer");
+    EXPECT_EXIT(f, 75, "run", name, "--shared", "--ttl", "5s", "--", "true");
+    EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--", "true");
+    EXPECT_RC(f->db, sqllock_rw_release(w), SQLLOCK_OK, "writer release");
+    fpath(f, file, sizeof file, "excl");
+    EXPECT_EXIT(f, 0, "run", name, "--exclusive", "--ttl", "5s", "--wait",
+                "5s", "--", "touch", file);
+    assert_true(file_exists(file));
+    EXPECT_EXIT(f, 64, "run", name, "--shared", "--exclusive", "--ttl", "5s",
+                "--", "true");
+    EXPECT_RC(f->db, sqllock_list(f->db, count_rw_rows, &rows), SQLLOCK_OK,
+              "list");
+    assert_int_equal(rows.n, 0);
+    expect_no_row(f, name);
+    sqllock_rw_free(r);
+    sqllock_rw_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -913,6 +981,7 @@ int main(void)
         cmocka_unit_test(test_runcmd_L3_signals_forwarded_then_released),
         cmocka_unit_test(test_runcmd_E2_usage_errors),
         cmocka_unit_test(test_runcmd_L12_also),
+        cmocka_unit_test(test_runcmd_M2_shared_and_exclusive),
     };
     return TU_RUN_PER_URL("runcmd", &g_url, tests, setup, teardown);
 }

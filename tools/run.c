@@ -119,6 +119,9 @@ static const int run_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD };
 typedef struct run_state {
     sqllock_db *db;
     sqllock_lease *lease;
+    /* --shared / --exclusive: the shared/exclusive lock on NAME
+     * (sqllock_rw); `lease` is then its hold's lease. */
+    sqllock_rw *rw;
     const char *name;
     /* --also: the other names, taken with NAME all or none
      * (sqllock_lease_acquire_many()), watched, and given up with it. */
@@ -439,6 +442,8 @@ static int release_all(run_state *st)
     sqllock_lease *all[SQLLOCK_LEASE_MANY_MAX];
     int i;
 
+    if (st->rw != NULL)
+        return sqllock_rw_release(st->rw);
     if (st->nalso == 0)
         return sqllock_lease_release(st->lease);
     all[0] = st->lease;
@@ -698,7 +703,7 @@ static int send_start(run_state *st)
     snprintf(token, sizeof token, "%" PRId64,
              sqllock_lease_token(st->lease));
     rc |= var_add(buf, cap, &len, "SQLLOCK_NAME",
-                  sqllock_lease_name(st->lease));
+                  st->rw != NULL ? st->name : sqllock_lease_name(st->lease));
     rc |= var_add(buf, cap, &len, "SQLLOCK_OWNER",
                   sqllock_lease_owner(st->lease));
     rc |= var_add(buf, cap, &len, "SQLLOCK_TOKEN", token);
@@ -1250,7 +1255,7 @@ static void busy_message(run_state *st)
     snprintf(msg, sizeof msg, "%s", sqllock_errmsg(st->db));
     memset(&h, 0, sizeof h);
     h.name = st->name;
-    if (sqllock_list(st->db, find_holder, &h) != 1) {
+    if (st->rw != NULL || sqllock_list(st->db, find_holder, &h) != 1) {
         say(st, "not running '%s': %s", st->cmd0, msg);
         return;
     }
@@ -1272,7 +1277,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     cli_run_args ra;
     cli_guard_cfg gcfg;
     const char *name = NULL;
-    int help = 0, export_db = 0, npos, rest, rc, i;
+    int help = 0, export_db = 0, shared = 0, exclusive = 0, npos, rest, rc, i;
     sqllock_options dbo = SQLLOCK_OPTIONS_INIT;
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     run_state st;
@@ -1299,6 +1304,8 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
             { "no-history", NULL, &ra.no_history, 0 },
             { "export-db", NULL, &export_db, 0 },
             { "also", (const char **)(void *)&also, NULL, CLI_OPT_LIST },
+            { "shared", NULL, &shared, 0 },
+            { "exclusive", NULL, &exclusive, 0 },
             { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
         };
 
@@ -1320,6 +1327,16 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
         cli_error("run: --hold-at-least cannot be used with --also");
         rc = cli_usage();
     }
+    if (rc == CLI_EXIT_OK && shared && exclusive) {
+        cli_error("run: --shared and --exclusive exclude each other");
+        rc = cli_usage();
+    }
+    if (rc == CLI_EXIT_OK && (shared || exclusive) &&
+        (st.nalso > 0 || ra.hold_ms > 0)) {
+        cli_error("run: --%s cannot be used with --also or --hold-at-least",
+                  shared ? "shared" : "exclusive");
+        rc = cli_usage();
+    }
     if (rc != CLI_EXIT_OK)
         return rc;
 
@@ -1335,7 +1352,9 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     st.hold_ms = ra.hold_ms;
     st.verbose = ra.verbose;
     st.quiet = ra.quiet;
-    st.history = !ra.no_history;
+    /* Many shared runs hold at once: NAME's history is of its
+     * exclusive runs (and plain ones) only. */
+    st.history = !ra.no_history && !shared;
     if (la.holder != NULL) {
         snprintf(st.history_who, sizeof st.history_who, "%s", la.holder);
     } else {
@@ -1383,7 +1402,12 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     }
     lo.ttl_ms = la.ttl_ms;
     lo.holder = la.holder;
-    rc = sqllock_lease_new(st.db, name, &lo, &st.lease);
+    if (shared || exclusive) {
+        rc = sqllock_rw_new(st.db, name, shared, &lo, &st.rw);
+        st.lease = sqllock_rw_lease(st.rw);
+    } else {
+        rc = sqllock_lease_new(st.db, name, &lo, &st.lease);
+    }
     for (i = 0; rc == SQLLOCK_OK && i < st.nalso; i++)
         rc = sqllock_lease_new(st.db, st.also_names[i], &lo, &st.also[i]);
     if (rc == SQLLOCK_OK)
@@ -1399,6 +1423,8 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
             all[i + 1] = st.also[i];
         rc = sqllock_lease_acquire_many(st.db, all, st.nalso + 1,
                                         ra.skip ? 0 : la.wait_ms);
+    } else if (rc == SQLLOCK_OK && st.rw != NULL) {
+        rc = sqllock_rw_acquire(st.rw, ra.skip ? 0 : la.wait_ms);
     } else if (rc == SQLLOCK_OK) {
         rc = sqllock_lease_acquire(st.lease, ra.skip ? 0 : la.wait_ms);
     }
@@ -1422,7 +1448,10 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     end_guard(&st);
     if (st.sts >= 0)
         close(st.sts);
-    sqllock_lease_free(st.lease);
+    if (st.rw != NULL)
+        sqllock_rw_free(st.rw);
+    else
+        sqllock_lease_free(st.lease);
     for (i = 0; i < st.nalso; i++)
         sqllock_lease_free(st.also[i]);
     sqllock_close(st.db);
