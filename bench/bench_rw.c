@@ -15,8 +15,9 @@
  * --seconds each, and each mode's ratio to the lease's. Nothing here is
  * a test; a failed call ends the program with status 1.
  *
- * Usage: bench_rw [--reps N] [--seconds S] URL...
- * (URLs default to $SQLLOCK_BENCH_URLS.)
+ * Usage: bench_rw [--reps N] [--seconds S] [--smoke] URL...
+ * (URLs default to $SQLLOCK_BENCH_URLS; --smoke: each mode once for a
+ * fraction of a second on the tests' URLs, bench_util.h.)
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "sqllock.h"
+#include "bench_util.h"
 
 #define MAX_CLIENTS 8
 
@@ -144,7 +146,7 @@ int main(int argc, char **argv)
     _Atomic int64_t *counts;
     const char *env = getenv("SQLLOCK_BENCH_URLS");
     char *urls[16], *envcopy = NULL, *save = NULL, *tok;
-    int nurls = 0, reps = 3, u, c, m, r;
+    int nurls = 0, reps = 3, smoke = 0, u, c, m, r;
     double secs = 2, v[16], med[MODES];
 
     for (r = 1; r < argc; r++) {
@@ -153,8 +155,15 @@ int main(int argc, char **argv)
         else if ((strcmp(argv[r], "--seconds") == 0 ||
                   strcmp(argv[r], "--secs") == 0) && r + 1 < argc)
             secs = atof(argv[++r]);
+        else if (strcmp(argv[r], "--smoke") == 0)
+            smoke = 1;
         else if (nurls < 16)
             urls[nurls++] = argv[r];
+    }
+    if (smoke) {
+        nurls = bu_smoke_urls(urls, 16);
+        reps = 1;
+        secs = BU_SMOKE_SECS;
     }
     if (nurls == 0 && env != NULL) {
         envcopy = strdup(env);
@@ -196,5 +205,7 @@ int main(int argc, char **argv)
         sqllock_close(db);
     }
     free(envcopy);
+    if (smoke)
+        bu_smoke_done();
     return 0;
 }

@@ -402,6 +402,11 @@ static int write_acquire(sqllock_rw *rw, int64_t wait_ms)
             if (rc != SQLLOCK_OK)
                 break;
             rc = readers_gone(rw, &gone);
+            if (rc == SQLLOCK_EDBBUSY && wait_ms != 0) {
+                /* A database too busy to answer: another look later. */
+                rc = SQLLOCK_OK;
+                gone = 0;
+            }
             if (rc != SQLLOCK_OK || gone)
                 break;
             if (wait_ms == 0) {
@@ -430,7 +435,7 @@ static int write_acquire(sqllock_rw *rw, int64_t wait_ms)
         break;
     }
     sqllock__wait_end(&w, &rw->w);
-    return rc;
+    return rc == SQLLOCK_OK ? sqllock__ok(db) : rc;
 }
 
 /* ---- the calls ---------------------------------------------------------- */
