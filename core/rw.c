@@ -130,6 +130,7 @@ int sqllock_rw_shared(const sqllock_rw *rw)
 static int check_driver(sqllock_rw *rw)
 {
     const sqllock_sql *e;
+    int rc, scope = 0;
 
     if (rw->db->drv == NULL)
         return sqllock__fail(rw->db, SQLLOCK_EMISUSE, "acquiring the %s "
@@ -140,6 +141,17 @@ static int check_driver(sqllock_rw *rw)
         return sqllock__fail(rw->db, SQLLOCK_EUNSUPPORTED, "the %s driver "
                              "has no shared/exclusive locks (driver version "
                              "13)", rw->db->drv->name);
+    /* A reader's share lock orders it against a writer's grant only on
+     * the node that holds it: on a Galera cluster a reader and a writer
+     * on two nodes could both get in. Refused, as the connect found it
+     * (no round trip). */
+    rc = sqllock_row_lock_scope(rw->db, &scope);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (scope == SQLLOCK_ROW_LOCKS_NODE)
+        return sqllock__fail(rw->db, SQLLOCK_EUNSUPPORTED, "shared/exclusive "
+                             "locks are not available on a Galera cluster "
+                             "(a reader's lock is one node's)");
     return SQLLOCK_OK;
 }
 

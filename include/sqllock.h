@@ -825,7 +825,9 @@ SQLLOCK_API int sqllock_lease_attach(sqllock_db *db, const char *name,
  *
  * Needs driver version 13 (SQLLOCK_EUNSUPPORTED before) and, on
  * PostgreSQL and MySQL/MariaDB, the routine that sqllock_init() installs
- * (SQLLOCK_ENOSCHEMA until it has run with this version).
+ * (SQLLOCK_ENOSCHEMA until it has run with this version). Not on a
+ * MariaDB Galera cluster (SQLLOCK_EUNSUPPORTED: a reader's lock there is
+ * one node's, sqllock_row_lock_scope()).
  *
  * A sqllock_rw belongs to its sqllock_db and its thread, as a lease does.
  */

@@ -85,6 +85,18 @@ void test_galera_c_R1_row_locks_are_node_local(void **state)
                sqllock_row_lock_scope_name(scope));
     }
 #endif
+    {
+        /* M2: a reader's share lock would be one node's: shared/exclusive
+         * locks are refused on a Galera node, nothing taken. */
+        sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+        sqllock_rw *rw = NULL;
+
+        lo.ttl_ms = 10000;
+        TU_ASSERT_RC(sqllock_rw_new(d1, "galera-rw", 1, &lo, &rw), SQLLOCK_OK,
+                     d1);
+        TU_ASSERT_RC(sqllock_rw_try_acquire(rw), SQLLOCK_EUNSUPPORTED, d1);
+        sqllock_rw_free(rw);
+    }
 
     /* Two nodes: both lock the row at once. */
     TU_ASSERT_RC(sqllock_txn_begin(d1, &to, &t1), SQLLOCK_OK, d1);
