@@ -34,6 +34,7 @@ from ._lease import Lease, LeaseSet, LeaseState
 from ._lib import LibraryNotFound
 from ._lib import lib as _clib
 from ._reaper import Reaper, ReaperStats, start_reaper
+from ._rw import RWLease
 from ._txn import LockMode, Transaction
 from .aio import AsyncDatabase, AsyncLease, AsyncTransaction, connect_async
 from .errors import *  # noqa: F401,F403  (one class per status)
@@ -56,7 +57,8 @@ def exception_for(status: int) -> type:
 __all__ = [
     "connect", "connect_async", "redact", "Database", "AsyncDatabase",
     "borrow", "BorrowedDatabase", "JoinedTransaction",
-    "Lease", "LeaseSet", "AsyncLease", "LeaseState", "Transaction", "AsyncTransaction",
+    "Lease", "LeaseSet", "AsyncLease", "LeaseState", "RWLease",
+    "Transaction", "AsyncTransaction",
     "LockMode", "Reaper", "ReaperStats", "start_reaper", "LeaseInfo",
     "Record", "RecordUpdate", "Row", "Table", "ExecResult", "Op", "add",
     "sub", "set_to", "eq", "ne", "lt", "le", "gt", "ge", "Duration",

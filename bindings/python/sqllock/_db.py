@@ -19,6 +19,7 @@ from ._lib import lib
 
 if TYPE_CHECKING:
     from ._lease import Lease, LeaseSet
+    from ._rw import RWLease
     from ._txn import Transaction
 
 Value = Union[bytes, bytearray, memoryview, str]
@@ -183,7 +184,7 @@ class Database:
         self._leases: "weakref.WeakValueDictionary[int, Lease]" = \
             weakref.WeakValueDictionary()
         self._held: Dict[int, "Lease"] = {}
-        self._pending: List[int] = []
+        self._pending: List[Any] = []
         self._txn: Optional["Transaction"] = None
 
     def _in_callback(self) -> ContextManager[Any]:
@@ -204,7 +205,7 @@ class Database:
         lock held, right after the call that returned `rc`."""
         return _lib.error_for(rc, lib.sqllock_errmsg(self._h))
 
-    def _defer_free(self, h: int) -> None:
+    def _defer_free(self, h: Any) -> None:
         """A Lease was collected: its handle is freed under the lock (by
         the next lease made, or close()), never from the collector."""
         self._pending.append(h)
@@ -212,7 +213,11 @@ class Database:
     def _drain(self) -> None:
         """Frees the handles of collected Leases; with the lock held."""
         while self._pending:
-            lib.sqllock_lease_free(self._pending.pop())
+            h = self._pending.pop()
+            if isinstance(h, tuple):        # (free function, handle)
+                h[0](h[1])
+            else:
+                lib.sqllock_lease_free(h)
 
     def _call(self, fn: Callable[..., int], *args: Any) -> None:
         """fn(handle, *args) under the handle's lock; raises on failure."""
@@ -319,6 +324,20 @@ class Database:
         The other keywords are those of sqllock.Lease."""
         from ._lease import LeaseSet
         return LeaseSet(self, names, ttl, wait, **options)
+
+    def rw_lock(self, name: str, ttl: cv.Duration, shared: bool = True,
+                wait: Optional[cv.Duration] = None,
+                **options: Any) -> "RWLease":
+        """A shared (``shared=True``) or exclusive hold of `name`'s
+        shared/exclusive lock (contract M2), not yet acquired: many shared
+        holders at once or one exclusive holder; a waiting exclusive
+        holder stops new shared ones and waits only for those inside.
+        Used as ``with db.rw_lock(name, ttl=30, shared=False, wait=60) as
+        lease:`` like lock(); the lease's token is the hold's (an
+        exclusive one fences writes). Not the plain lease on `name`. Not
+        reentrant. Added in 0.9.0."""
+        from ._rw import RWLease
+        return RWLease(self, name, ttl, wait, shared=shared, **options)
 
     def attach(self, name: str, owner: str, token: int, ttl: cv.Duration,
                **options: Any) -> "Lease":

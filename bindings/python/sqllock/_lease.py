@@ -110,7 +110,7 @@ class Lease:
         with db._lock:
             dbh = db._handle()
             if _attach is None:
-                rc = lib.sqllock_lease_new(dbh, raw_name, byref(opts), byref(h))
+                rc = self._new_c(dbh, raw_name, opts, h)
             else:
                 rc = lib.sqllock_lease_attach(
                     dbh, raw_name, cv.text(_attach[0], "owner"), _attach[1],
@@ -143,6 +143,21 @@ class Lease:
                                 "was closed)")
         return self._h
 
+    # The C calls that make, take, give up and free the handle (RWLease,
+    # _rw.py, makes them those of a shared/exclusive hold).
+
+    def _new_c(self, dbh: int, raw_name: bytes, opts: Any, h: c_void_p) -> int:
+        return lib.sqllock_lease_new(dbh, raw_name, byref(opts), byref(h))
+
+    def _acquire_c(self, h: int, wait_ms: int) -> int:
+        return lib.sqllock_lease_acquire(h, wait_ms)
+
+    def _release_c(self, h: int) -> int:
+        return lib.sqllock_lease_release(h)
+
+    def _free_c(self) -> None:
+        lib.sqllock_lease_free(self._h)
+
     def _hold(self) -> None:
         # A new hold: the database keeps the Lease (and its callback)
         # alive while it is held, whatever the caller keeps.
@@ -164,7 +179,7 @@ class Lease:
         self._db._leases.pop(self._h, None)
         with self._hlock:
             self._finalizer.detach()
-            lib.sqllock_lease_free(self._h)
+            self._free_c()
             self._h = None
         self._count = 0
 
@@ -216,7 +231,7 @@ class Lease:
             rc = lib.sqllock_watch_prepare(self._db._h)
             if rc != _lib.OK:
                 raise self._db._fail(rc)
-        rc = lib.sqllock_lease_acquire(h, wait_ms)
+        rc = self._acquire_c(h, wait_ms)
         if rc != _lib.OK:
             err = self._db._fail(rc)
             if rc == errors.Lost.status:
@@ -234,7 +249,7 @@ class Lease:
     def _release_locked(self) -> None:
         """release() with the database's lock held."""
         h = self._handle()
-        rc = lib.sqllock_lease_release(h)
+        rc = self._release_c(h)
         err = self._db._fail(rc) if rc != _lib.OK else None
         self._unhold()
         if err is not None:

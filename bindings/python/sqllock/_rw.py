@@ -1,0 +1,61 @@
+"""Shared and exclusive holds on one name (contract M2): sqllock_rw_*."""
+from __future__ import annotations
+
+import weakref
+from ctypes import byref, c_void_p
+from typing import Any, Optional
+
+from . import _convert as cv
+from ._db import Database
+from ._lease import Lease
+from ._lib import lib
+
+
+class RWLease(Lease):
+    """A shared or exclusive hold of a name's shared/exclusive lock (a
+    sqllock_rw), made by ``db.rw_lock(name, ttl, shared=..., wait=...)``.
+
+    Many shared holders at once, or one exclusive holder. An exclusive
+    holder that waits stops new shared holders and waits only for those
+    already in (writer preference). Everything else is a Lease's: the
+    context manager, watchdog renewal, `token` (an exclusive hold's grows
+    with every exclusive grant of the name: it fences writes), `owner`,
+    `state`, `lost`. Not reentrant (a second acquire raises Misuse).
+    `shared` says which kind it is.
+    """
+
+    def __init__(self, db: Database, name: str, ttl: cv.Duration,
+                 wait: Optional[cv.Duration] = None, *, shared: bool = True,
+                 **options: Any) -> None:
+        self.shared: bool = bool(shared)
+        self._rw: Optional[int] = None
+        super().__init__(db, name, ttl, wait, **options)
+        # The C lease belongs to the sqllock_rw: a collected RWLease frees
+        # the sqllock_rw (under the database's lock, as a Lease).
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, db._defer_free,
+                                           (lib.sqllock_rw_free, self._rw))
+        self._finalizer.atexit = False
+
+    def _new_c(self, dbh: int, raw_name: bytes, opts: Any, h: c_void_p) -> int:
+        rw = c_void_p()
+        rc = lib.sqllock_rw_new(dbh, raw_name, 1 if self.shared else 0,
+                                byref(opts), byref(rw))
+        if rc == 0:
+            self._rw = rw.value
+            h.value = lib.sqllock_rw_lease(self._rw)
+        return rc
+
+    def _acquire_c(self, h: int, wait_ms: int) -> int:
+        return lib.sqllock_rw_acquire(self._rw, wait_ms)
+
+    def _release_c(self, h: int) -> int:
+        return lib.sqllock_rw_release(self._rw)
+
+    def _free_c(self) -> None:
+        lib.sqllock_rw_free(self._rw)
+        self._rw = None
+
+    def __repr__(self) -> str:
+        return "<sqllock.RWLease %s %r>" % (
+            "shared" if self.shared else "exclusive", self.name)
