@@ -44,6 +44,12 @@ new_runs() {
   local url=$1
   "$new" --db "$url" run upgrade-new --ttl 5s -- true ||
     fail "a new run on the upgraded database"
+  if [ "$drv" != galera ]; then
+    "$new" --db "$url" run upgrade-rw --shared --ttl 5s -- true ||
+      fail "a new shared run (M2) on the upgraded database"
+    "$new" --db "$url" run upgrade-rw --exclusive --ttl 5s -- true ||
+      fail "a new exclusive run (M2) on the upgraded database"
+  fi
 }
 
 # URL with its database name replaced by NAME (postgres, mysql).
