@@ -1103,7 +1103,7 @@ static int get_row(void *ctx, const sqllock_lease_info *in)
     g->info->owner = g->buf;
     g->info->holder = g->buf + SQLLOCK_OWNER_LEN + 1;
     g->found = 1;
-    return 1;
+    return -1;          /* no status: told apart from an error's */
 }
 
 int sqllock__lease_get(sqllock_db *db, const char *name,
@@ -1129,8 +1129,8 @@ int sqllock__lease_get(sqllock_db *db, const char *name,
     g.buf = buf;
     g.found = 0;
     rc = sqllock__lease_range(db, name, hi, get_row, &g, what);
-    if (rc < 0)
-        return rc;
+    if (rc > 0)
+        return rc;      /* the statement failed: not "no row" */
     *found = g.found;
     return sqllock__ok(db);
 }

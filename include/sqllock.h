@@ -1738,6 +1738,193 @@ SQLLOCK_API int sqllock_db_exec(sqllock_db *db, const char *sql,
                                 int *has_row, int64_t *first,
                                 int64_t *affected);
 
+/* ------------------------------------------------------------------------ */
+/* Leader election (contract M4)                                             */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * An election named NAME has one leader at a time: the holder of an
+ * ordinary lease on a row of its own, NAME 0x1f "leader" (so an election
+ * and a lock of the same name never meet; `sqllock list` shows it as
+ * "NAME [leader]"). The leadership therefore keeps every rule of leases:
+ * expiry by the server's clock (L2), a fencing token per term that grows
+ * with each new leader (L5: fence the leader's writes with it), a local
+ * deadline at which the leader stops counting on it (L6), renewal by the
+ * watchdog (L7), wake-ups of the waiting candidates (L9).
+ *
+ * A candidate (sqllock_leader_start()) is a campaign thread with
+ * connections of its own (one for the campaign, one for the renewer). It
+ * waits for the leadership with wake-ups -- a hand-over (resign, stop)
+ * wakes the waiting candidates at once: PostgreSQL NOTIFY, the MySQL
+ * holder's companion session lock, in-process wake-ups; after a crash the
+ * row expires at its ttl and a candidate polling with backoff (at most
+ * min(250 ms, ttl/8) between tries) takes it over -- then keeps it
+ * renewed until it is lost, resigned or stopped.
+ *
+ * THREADS. The callbacks run ON THE CAMPAIGN THREAD, one at a time, never
+ * while the candidate's mutex is held. A callback may call
+ * sqllock_leader_is_leader(), sqllock_leader_token(),
+ * sqllock_leader_remaining_ms(), sqllock_leader_name() and
+ * sqllock_leader_resign() (which then returns at once and takes effect
+ * when the callback returns) on its candidate, and anything on handles
+ * of its own; never sqllock_leader_stop() (which joins that thread).
+ * While a callback runs the campaign waits, and a lost leadership is
+ * reported only after it returns: keep callbacks short. Every other call
+ * below is thread-safe unless it says otherwise.
+ */
+typedef struct sqllock_leader sqllock_leader;
+
+/* Elected: this candidate is the leader of term `token` (its fencing
+ * token). */
+typedef void (*sqllock_leader_elected_fn)(void *ctx, sqllock_leader *leader,
+                                          int64_t token);
+/* The leadership of term `token` has ended; the leader must not act any
+ * more (sqllock_leader_is_leader() is already 0). `status`:
+ * SQLLOCK_TIMEOUT, the local deadline (L6) passed before a renewal
+ * succeeded (a stalled database or a paused process: reported when the
+ * campaign thread runs again, at the deadline if it can); SQLLOCK_LOST, a
+ * renewal found the row taken over or removed; SQLLOCK_OK, it was handed
+ * over (sqllock_leader_resign(), sqllock_leader_stop()). `msg` says more,
+ * borrowed for the call. */
+typedef void (*sqllock_leader_lost_fn)(void *ctx, sqllock_leader *leader,
+                                       int64_t token, int status,
+                                       const char *msg);
+/* A leader was seen whose term differs from the last one this candidate
+ * saw (itself included, right after elected): its holder text and token,
+ * borrowed for the call. Seen while campaigning, at each try. */
+typedef void (*sqllock_leader_observed_fn)(void *ctx, sqllock_leader *leader,
+                                           const char *holder, int64_t token);
+
+typedef struct sqllock_leader_options {
+    int struct_version;
+    /* The leadership lease's ttl, by the server's clock. Required, > 0.
+     * A crashed leader is replaced about this long after its last
+     * renewal. */
+    int64_t ttl_ms;
+    /* L6: default ttl/10, < ttl. */
+    int64_t safety_margin_ms;
+    /* Between renewals: default ttl/3, < ttl - margin. */
+    int64_t renew_interval_ms;
+    /* After sqllock_leader_resign(), the candidate stays out of the
+     * campaign until another leader is seen or this long has passed
+     * (so that the hand-over goes to another candidate when there is
+     * one). Default (0): the ttl. Negative: SQLLOCK_EINVAL. */
+    int64_t resign_hold_ms;
+    /* The candidate's identity, shown to everyone as the leader's holder
+     * text (at most SQLLOCK_HOLDER_MAX bytes). Default "host:pid". */
+    const char *holder;
+    /* For the candidate's connections; may be NULL. */
+    const sqllock_options *db_options;
+    sqllock_leader_elected_fn on_elected;     /* each may be NULL */
+    sqllock_leader_lost_fn on_lost;
+    sqllock_leader_observed_fn on_observed;
+    void *ctx;
+} sqllock_leader_options;
+
+#define SQLLOCK_LEADER_OPTIONS_VERSION 1
+#define SQLLOCK_LEADER_OPTIONS_INIT \
+    { SQLLOCK_LEADER_OPTIONS_VERSION, 0, 0, 0, 0, NULL, NULL, NULL, NULL, \
+      NULL, NULL }
+
+/*
+ * Starts a candidate for the election `name` on the database `url`: opens
+ * its connections (here, so that a bad URL or an unreachable database is
+ * reported here), then campaigns on its own thread until
+ * sqllock_leader_stop(). Inputs are copied. Errors, with `why` (may be
+ * NULL) filled, cut to why_size, and *out NULL: SQLLOCK_EINVAL for a NULL
+ * url or out or opts, a NULL or empty name, a name over
+ * SQLLOCK_PRIMITIVE_NAME_MAX bytes, not valid UTF-8 or with control
+ * characters, ttl_ms <= 0, a bad margin, interval or resign hold, a bad
+ * holder text; the connection's error; SQLLOCK_ESYS when the thread
+ * cannot start.
+ *
+ * Added in 0.9.0.
+ */
+SQLLOCK_API int sqllock_leader_start(const char *url, const char *name,
+                                     const sqllock_leader_options *opts,
+                                     sqllock_leader **out, char *why,
+                                     size_t why_size);
+
+/* 1 while this candidate is the leader AND the leadership's local
+ * deadline (L6) has not passed; 0 otherwise (also for NULL). Check it
+ * before each action, and fence the action with sqllock_leader_token().
+ * Thread-safe (atomics only).
+ * Added in 0.9.0. */
+SQLLOCK_API int sqllock_leader_is_leader(const sqllock_leader *leader);
+/* The term (fencing token) while leader, else 0. Thread-safe.
+ * Added in 0.9.0. */
+SQLLOCK_API int64_t sqllock_leader_token(const sqllock_leader *leader);
+/* How long the leader may still act without a further renewal, in ms
+ * (0 when not leader). Thread-safe.
+ * Added in 0.9.0. */
+SQLLOCK_API int64_t sqllock_leader_remaining_ms(const sqllock_leader *leader);
+/* The election's name, as given. Added in 0.9.0. */
+SQLLOCK_API const char *sqllock_leader_name(const sqllock_leader *leader);
+
+/*
+ * Hands the leadership over: the candidate stops acting at once
+ * (sqllock_leader_is_leader() is 0 when this returns, or, from a
+ * callback, at once too), its campaign thread releases the lease -- which
+ * wakes the waiting candidates at once -- and it stays out of the
+ * campaign until another leader is seen or resign_hold_ms has passed.
+ * The lost callback runs with SQLLOCK_OK. Waits for the release, except
+ * from a callback. SQLLOCK_OK: handed over (from a callback: will be);
+ * SQLLOCK_ENOTHELD: not the leader; SQLLOCK_LOST: the leadership had
+ * already been lost; another status: the release failed (the lease then
+ * expires at its ttl; sqllock_leader_error() has the message).
+ *
+ * Added in 0.9.0.
+ */
+SQLLOCK_API int sqllock_leader_resign(sqllock_leader *leader);
+
+/* Resigns if leader (as above), stops the campaign, joins its thread,
+ * closes its connections and frees the candidate. It returns within one
+ * statement's time plus one pause of the campaign (at most 250 ms). Not
+ * from a callback (it would join its own thread: it then does nothing).
+ * Accepts NULL.
+ * Added in 0.9.0. */
+SQLLOCK_API void sqllock_leader_stop(sqllock_leader *leader);
+
+/* Copies the last error the campaign met (a lost connection, a busy
+ * database: it retries by itself), "" when none, into buf[size].
+ * Thread-safe. Added in 0.9.0. */
+SQLLOCK_API void sqllock_leader_error(sqllock_leader *leader, char *buf,
+                                      size_t size);
+
+/* The current leader of an election, as anyone may read it. */
+typedef struct sqllock_leader_info {
+    char holder[SQLLOCK_HOLDER_MAX + 1];  /* its identity */
+    int64_t token;                        /* its term */
+    int64_t remaining_ms;                 /* until its lease expires, by
+                                             the server's clock */
+} sqllock_leader_info;
+
+/*
+ * Reads the current leader of election `name` on `db` (one statement):
+ * SQLLOCK_OK with *out filled; SQLLOCK_NOTFOUND when there is none (no
+ * row, or its lease has expired: *out zeroed). SQLLOCK_EINVAL for a NULL
+ * out, or a name as sqllock_leader_start() refuses. Only the holder text
+ * and token are shown, never the owner id.
+ *
+ * Added in 0.9.0.
+ */
+SQLLOCK_API int sqllock_leader_get(sqllock_db *db, const char *name,
+                                   sqllock_leader_info *out);
+
+/*
+ * A lease handle on the leadership row of election `name`, for a caller
+ * that campaigns by itself with the lease calls (acquire with a wait,
+ * watch, release: `sqllock run NAME --leader` does): holding it IS being
+ * the leader, and it excludes and is excluded by every sqllock_leader of
+ * the same election. As sqllock_lease_new() otherwise (the name's rules
+ * are sqllock_leader_start()'s).
+ *
+ * Added in 0.9.0.
+ */
+SQLLOCK_API int sqllock_leader_lease_new(sqllock_db *db, const char *name,
+                                         const sqllock_lease_options *opts,
+                                         sqllock_lease **out);
+
 #ifdef __cplusplus
 }
 #endif
