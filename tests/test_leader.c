@@ -1,0 +1,541 @@
+/*
+ * test_leader.c -- leader election (DESIGN M4: at most one leader acts at
+ * a time, its actions fenced by its token; a leader stops acting at its
+ * local deadline; a hand-over wakes the next candidate at once), with
+ * real processes against real databases.
+ *
+ * SQLLOCK_LEADER_PROCS candidate processes (default 5; valgrind runs 3)
+ * campaign for one election. Each acts only while
+ * sqllock_leader_is_leader() says so: each action is a fenced write
+ * (sqllock_table_fenced_update(), val + 1, fence = its term) on the
+ * test's own row, and each process logs its acting times (monotonic,
+ * sampled before is_leader()) and its accepted writes in shared memory.
+ * The parent SIGKILLs the leader, then SIGSTOPs the next one (and
+ * SIGCONTs it after a third has led for a while: it must report lost and
+ * its write with the stale term must be refused), then has the third
+ * hand over (resign). Checked: acting intervals of different processes
+ * never overlap; accepted writes, in the order they were started, never
+ * go back in term; the row's count is the number of accepted writes and
+ * its fence the largest term; terms grow with each election; the time to
+ * the next leader (printed) is within ttl + margin after the crash and
+ * the stop, and shorter than the ttl after a hand-over (it did not wait
+ * for an expiry); everyone observes the last leader; sqllock_leader_get()
+ * names each leader.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+#include "test_run.h"
+
+#define MAX_PROCS 8
+#define MAX_SPANS 64
+#define MAX_WRITES 8192
+#define MAX_EVENTS 256
+
+static const char *g_url;
+static long g_seq;
+
+static const sqllock_table FENCED = { TU_FENCED_TABLE, "id", NULL };
+
+enum { EV_ELECTED = 1, EV_LOST = 2 };
+
+typedef struct span {
+    int64_t start_us, end_us, token;
+} span;
+
+typedef struct wrec {
+    int64_t at_us, token;
+} wrec;
+
+typedef struct event {
+    int type, who, status;
+    int64_t token, at_us;
+} event;
+
+typedef struct child_sh {
+    pid_t pid;
+    int ready;
+    int resign_req;            /* parent -> child */
+    int resign_rc;
+    int64_t resign_at_us;      /* when the child called resign */
+    int nspans;
+    span spans[MAX_SPANS];
+    int nwrites;
+    wrec writes[MAX_WRITES];
+    int inflight;              /* a write sent, its outcome not noted */
+    int refused;               /* fenced writes refused while acting */
+    int errors;
+    int64_t probe_token;       /* a lost term to try once more */
+    int probe_rc;              /* its fenced write's status, -1 none */
+    int64_t probed_token;
+    int64_t observed;          /* last term observed */
+    int done;
+} child_sh;
+
+typedef struct shared {
+    int quit;
+    int nev;
+    event ev[MAX_EVENTS];
+    child_sh c[MAX_PROCS];
+} shared;
+
+static shared *g_sh;
+static int g_me;
+
+static int nprocs(void)
+{
+    const char *e = getenv("SQLLOCK_LEADER_PROCS");
+    int n = e != NULL ? atoi(e) : 5;
+
+    return n < 3 ? 3 : n > MAX_PROCS ? MAX_PROCS : n;
+}
+
+static void add_event(int type, int who, int64_t token, int status)
+{
+    int i = __atomic_fetch_add(&g_sh->nev, 1, __ATOMIC_SEQ_CST);
+
+    if (i >= MAX_EVENTS)
+        return;
+    g_sh->ev[i].who = who;
+    g_sh->ev[i].token = token;
+    g_sh->ev[i].status = status;
+    g_sh->ev[i].at_us = sqllock_now_us();
+    __atomic_store_n(&g_sh->ev[i].type, type, __ATOMIC_SEQ_CST);
+}
+
+static void on_elected(void *ctx, sqllock_leader *l, int64_t token)
+{
+    (void)ctx;
+    (void)l;
+    add_event(EV_ELECTED, g_me, token, 0);
+}
+
+static void on_lost(void *ctx, sqllock_leader *l, int64_t token, int status,
+                    const char *msg)
+{
+    (void)ctx;
+    (void)l;
+    (void)msg;
+    add_event(EV_LOST, g_me, token, status);
+    if (status != SQLLOCK_OK)
+        __atomic_store_n(&g_sh->c[g_me].probe_token, token, __ATOMIC_SEQ_CST);
+}
+
+static void on_observed(void *ctx, sqllock_leader *l, const char *holder,
+                        int64_t token)
+{
+    (void)ctx;
+    (void)l;
+    (void)holder;
+    __atomic_store_n(&g_sh->c[g_me].observed, token, __ATOMIC_SEQ_CST);
+}
+
+static int fenced_add(sqllock_db *db, int64_t id, int64_t token)
+{
+    sqllock_cell key = SQLLOCK_NUMBER(id);
+    sqllock_cell set = { "val", SQLLOCK_OP_ADD, NULL, 1 };
+
+    return sqllock_table_fenced_update(db, &FENCED, &key, "fence", token,
+                                       &set, 1, NULL, 0);
+}
+
+/* A candidate: acts (fenced writes) while leader, until told to quit. */
+static void candidate(int me, const char *name, int64_t row, int64_t ttl)
+{
+    sqllock_leader_options o = SQLLOCK_LEADER_OPTIONS_INIT;
+    child_sh *c = &g_sh->c[me];
+    sqllock_leader *l = NULL;
+    sqllock_db *db;
+    char holder[32], why[640];
+    int64_t t, tok, open_tok = 0;
+    int rc;
+
+    g_me = me;
+    c->probe_rc = -1;
+    db = tu_child_open(g_url, "candidate");
+    if (db == NULL)
+        _exit(2);
+    snprintf(holder, sizeof holder, "cand-%d", me);
+    o.ttl_ms = ttl;
+    o.holder = holder;
+    o.on_elected = on_elected;
+    o.on_lost = on_lost;
+    o.on_observed = on_observed;
+    rc = sqllock_leader_start(g_url, name, &o, &l, why, sizeof why);
+    if (rc != SQLLOCK_OK) {
+        fprintf(stderr, "candidate %d: %s\n", me, why);
+        _exit(3);
+    }
+    __atomic_store_n(&c->ready, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&g_sh->quit, __ATOMIC_SEQ_CST)) {
+        if (__atomic_load_n(&c->resign_req, __ATOMIC_SEQ_CST) &&
+            sqllock_leader_is_leader(l)) {
+            c->resign_at_us = sqllock_now_us();
+            c->resign_rc = sqllock_leader_resign(l);
+            __atomic_store_n(&c->resign_req, 0, __ATOMIC_SEQ_CST);
+        }
+        /* The time first, then the check: a process stopped between the
+         * two finds itself no longer leader when it runs again. */
+        t = sqllock_now_us();
+        tok = sqllock_leader_token(l);
+        if (tok > 0) {
+            if (open_tok != tok && c->nspans < MAX_SPANS) {
+                c->spans[c->nspans].start_us = t;
+                c->spans[c->nspans].token = tok;
+                c->nspans++;
+                open_tok = tok;
+            }
+            if (c->nspans > 0)
+                c->spans[c->nspans - 1].end_us = t;
+            __atomic_store_n(&c->inflight, 1, __ATOMIC_SEQ_CST);
+            rc = fenced_add(db, row, tok);
+            if (rc == SQLLOCK_OK && c->nwrites < MAX_WRITES) {
+                c->writes[c->nwrites].at_us = t;
+                c->writes[c->nwrites].token = tok;
+                c->nwrites++;
+            } else if (rc == SQLLOCK_LOST) {
+                c->refused++;
+            } else if (rc != SQLLOCK_OK) {
+                c->errors++;
+                fprintf(stderr, "candidate %d: fenced write: %s\n", me,
+                        sqllock_errmsg(db));
+            }
+            __atomic_store_n(&c->inflight, 0, __ATOMIC_SEQ_CST);
+        } else {
+            int64_t probe = __atomic_load_n(&c->probe_token,
+                                            __ATOMIC_SEQ_CST);
+
+            open_tok = 0;
+            if (probe != 0 && probe != c->probed_token) {
+                /* A stale leader's write with the term it lost. */
+                c->probe_rc = fenced_add(db, row, probe);
+                c->probed_token = probe;
+            }
+        }
+        tu_sleep_ms(5);
+    }
+    sqllock_leader_stop(l);
+    sqllock_close(db);
+    __atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
+    _exit(0);
+}
+
+/* Waits up to `ms` for an election after event index `from` by another
+ * candidate than `not_who`; returns its event index, or -1. */
+static int wait_elected(int from, int not_who, int64_t ms)
+{
+    int64_t end = tu_now_ms() + ms;
+    int i, n;
+
+    while (tu_now_ms() < end) {
+        n = __atomic_load_n(&g_sh->nev, __ATOMIC_SEQ_CST);
+        for (i = from; i < n && i < MAX_EVENTS; i++)
+            if (__atomic_load_n(&g_sh->ev[i].type, __ATOMIC_SEQ_CST) ==
+                    EV_ELECTED && g_sh->ev[i].who != not_who)
+                return i;
+        tu_sleep_ms(2);
+    }
+    return -1;
+}
+
+/* The count of accepted writes of candidate `who` with term `token`. */
+static int writes_of(int who, int64_t token)
+{
+    child_sh *c = &g_sh->c[who];
+    int i, n = 0, nw = __atomic_load_n(&c->nwrites, __ATOMIC_SEQ_CST);
+
+    for (i = 0; i < nw; i++)
+        if (c->writes[i].token == token)
+            n++;
+    return n;
+}
+
+static void wait_writes(int who, int64_t token, int want, int64_t ms)
+{
+    int64_t end = tu_now_ms() + ms;
+
+    while (writes_of(who, token) < want) {
+        if (tu_now_ms() > end)
+            fail_msg("candidate %d made fewer than %d writes as leader of "
+                     "term %lld", who, want, (long long)token);
+        tu_sleep_ms(5);
+    }
+}
+
+/* sqllock_leader_get() names the leader `who` of term `token`. */
+static void expect_get(sqllock_db *db, const char *name, int who,
+                       int64_t token)
+{
+    sqllock_leader_info info;
+    char want[32];
+
+    snprintf(want, sizeof want, "cand-%d", who);
+    EXPECT_RC(db, sqllock_leader_get(db, name, &info), SQLLOCK_OK,
+              "sqllock_leader_get");
+    if (strcmp(info.holder, want) != 0 || info.token != token)
+        fail_msg("sqllock_leader_get: holder '%s' token %lld, want '%s' "
+                 "%lld", info.holder, (long long)info.token, want,
+                 (long long)token);
+    assert_true(info.remaining_ms > 0);
+}
+
+static int cmp_wrec(const void *a, const void *b)
+{
+    const wrec *x = a, *y = b;
+
+    return x->at_us < y->at_us ? -1 : x->at_us > y->at_us;
+}
+
+/* M4: no two processes' acting intervals overlap; accepted writes in
+ * start order never go back in term; the row counts them all. */
+static void check_log(sqllock_db *db, int n, int64_t row, int killed)
+{
+    static const sqllock_table reader = { TU_FENCED_TABLE, "id", "id" };
+    static const char *const cols[] = { "val", "fence" };
+    sqllock_cell key = SQLLOCK_NUMBER(row);
+    int64_t v[2], total = 0, maxtok = 0;
+    wrec *all;
+    int a, b, i, j, k = 0;
+
+    for (a = 0; a < n; a++)
+        for (b = a + 1; b < n; b++)
+            for (i = 0; i < g_sh->c[a].nspans; i++)
+                for (j = 0; j < g_sh->c[b].nspans; j++) {
+                    span *x = &g_sh->c[a].spans[i], *y = &g_sh->c[b].spans[j];
+                    if (x->start_us <= y->end_us && y->start_us <= x->end_us)
+                        fail_msg("M4: candidates %d (term %lld, %lld..%lld "
+                                 "us) and %d (term %lld, %lld..%lld us) "
+                                 "acted as leader at the same time", a,
+                                 (long long)x->token, (long long)x->start_us,
+                                 (long long)x->end_us, b, (long long)y->token,
+                                 (long long)y->start_us, (long long)y->end_us);
+                }
+    for (a = 0; a < n; a++) {
+        total += g_sh->c[a].nwrites;
+        if (g_sh->c[a].refused != 0 || g_sh->c[a].errors != 0)
+            fail_msg("candidate %d: %d fenced writes refused and %d failed "
+                     "while it was leader", a, g_sh->c[a].refused,
+                     g_sh->c[a].errors);
+    }
+    all = calloc((size_t)total + 1, sizeof *all);
+    assert_non_null(all);
+    for (a = 0; a < n; a++)
+        for (i = 0; i < g_sh->c[a].nwrites; i++) {
+            all[k++] = g_sh->c[a].writes[i];
+            if (g_sh->c[a].writes[i].token > maxtok)
+                maxtok = g_sh->c[a].writes[i].token;
+        }
+    qsort(all, (size_t)k, sizeof *all, cmp_wrec);
+    for (i = 1; i < k; i++)
+        if (all[i].token < all[i - 1].token)
+            fail_msg("M4/L5: an accepted write of term %lld started after "
+                     "one of term %lld", (long long)all[i].token,
+                     (long long)all[i - 1].token);
+    free(all);
+    EXPECT_RC(db, sqllock_table_get(db, &reader, &key, cols, 2, v, NULL),
+              SQLLOCK_OK, "read the fenced row");
+    /* The killed leader's last write may have committed unnoted. */
+    if (v[0] < total || v[0] > total + g_sh->c[killed].inflight ||
+        v[1] < maxtok || (v[1] > maxtok && !g_sh->c[killed].inflight))
+        fail_msg("the row has val %lld fence %lld; the candidates counted "
+                 "%lld accepted writes (%d more maybe), largest term %lld",
+                 (long long)v[0], (long long)v[1], (long long)total,
+                 g_sh->c[killed].inflight, (long long)maxtok);
+    printf("# %lld accepted leader writes, largest term %lld\n",
+           (long long)total, (long long)maxtok);
+}
+
+static void test_leader_M4_kill_stop_handover(void **state)
+{
+    sqllock_db *db = NULL;
+    char name[96];
+    const char *ins;
+    sqllock_value arg;
+    int64_t row, ttl = tu_scaled_ms(1000), t0, kill_us, stop_us, dt;
+    int n = nprocs(), i, e1, e2, e3, e4, l1, l2, l3, l4, ws, st;
+    (void)state;
+
+    g_sh = tu_shared_map(sizeof *g_sh);
+    snprintf(name, sizeof name, "leader-M4-%ld-%lld-%ld", (long)getpid(),
+             (long long)tu_now_ms(), ++g_seq);
+    db = tu_child_open(g_url, "parent");
+    assert_non_null(db);
+    row = (int64_t)getpid() * 1000 + (++g_seq % 1000);
+    arg = sqllock__int(row);
+    ins = tu_fenced_insert(sqllock_db_driver(db));
+    EXPECT_RC(db, sqllock__exec_sql(db, ins, &arg, 1, NULL, NULL, NULL),
+              SQLLOCK_OK, "insert the fenced row");
+    fflush(NULL);
+    for (i = 0; i < n; i++) {
+        pid_t pid = fork();
+
+        assert_true(pid >= 0);
+        if (pid == 0)
+            candidate(i, name, row, ttl);
+        g_sh->c[i].pid = pid;
+    }
+    t0 = tu_now_ms();
+    for (i = 0; i < n; i++)
+        while (!__atomic_load_n(&g_sh->c[i].ready, __ATOMIC_SEQ_CST)) {
+            if (tu_now_ms() - t0 > tu_scaled_ms(20000))
+                fail_msg("candidate %d did not start", i);
+            tu_sleep_ms(5);
+        }
+
+    /* The first leader. */
+    e1 = wait_elected(0, -1, tu_scaled_ms(10000));
+    if (e1 < 0)
+        fail_msg("no leader was elected");
+    l1 = g_sh->ev[e1].who;
+    wait_writes(l1, g_sh->ev[e1].token, 5, tu_scaled_ms(5000));
+    expect_get(db, name, l1, g_sh->ev[e1].token);
+
+    /* Crash: SIGKILL; the next leader within ttl + margin. */
+    kill_us = sqllock_now_us();
+    kill(g_sh->c[l1].pid, SIGKILL);
+    waitpid(g_sh->c[l1].pid, &ws, 0);
+    e2 = wait_elected(e1 + 1, l1, ttl + tu_scaled_ms(5000));
+    if (e2 < 0)
+        fail_msg("no new leader after the leader was killed");
+    l2 = g_sh->ev[e2].who;
+    dt = (g_sh->ev[e2].at_us - kill_us) / 1000;
+    printf("# %s: next leader %lld ms after the leader was SIGKILLed "
+           "(ttl %lld ms)\n", sqllock_db_driver(db), (long long)dt,
+           (long long)ttl);
+    if (dt > ttl + tu_scaled_ms(1500))
+        fail_msg("crash failover took %lld ms, ttl %lld ms", (long long)dt,
+                 (long long)ttl);
+    assert_true(g_sh->ev[e2].token > g_sh->ev[e1].token);
+    wait_writes(l2, g_sh->ev[e2].token, 5, tu_scaled_ms(5000));
+    expect_get(db, name, l2, g_sh->ev[e2].token);
+
+    /* Pause: SIGSTOP; the next leader within ttl + margin; the paused
+     * one, continued, must not act and must report the loss; its write
+     * with the old term is refused. */
+    stop_us = sqllock_now_us();
+    kill(g_sh->c[l2].pid, SIGSTOP);
+    e3 = wait_elected(e2 + 1, l2, ttl + tu_scaled_ms(5000));
+    if (e3 < 0)
+        fail_msg("no new leader after the leader was stopped");
+    l3 = g_sh->ev[e3].who;
+    dt = (g_sh->ev[e3].at_us - stop_us) / 1000;
+    printf("# %s: next leader %lld ms after the leader was SIGSTOPped\n",
+           sqllock_db_driver(db), (long long)dt);
+    if (dt > ttl + tu_scaled_ms(1500))
+        fail_msg("failover after a pause took %lld ms, ttl %lld ms",
+                 (long long)dt, (long long)ttl);
+    assert_true(g_sh->ev[e3].token > g_sh->ev[e2].token);
+    wait_writes(l3, g_sh->ev[e3].token, 5, tu_scaled_ms(5000));
+    kill(g_sh->c[l2].pid, SIGCONT);
+    t0 = tu_now_ms();
+    while (__atomic_load_n(&g_sh->c[l2].probed_token, __ATOMIC_SEQ_CST) !=
+           g_sh->ev[e2].token) {
+        if (tu_now_ms() - t0 > tu_scaled_ms(10000))
+            fail_msg("M4: the continued leader did not report its loss");
+        tu_sleep_ms(5);
+    }
+    st = g_sh->c[l2].probe_rc;
+    if (st != SQLLOCK_LOST)
+        fail_msg("M4/L5: the stale leader's write with term %lld got %s, "
+                 "want SQLLOCK_LOST (refused)", (long long)g_sh->ev[e2].token,
+                 sqllock_errname(st));
+    for (i = e2 + 1; i < g_sh->nev; i++)
+        if (g_sh->ev[i].type == EV_LOST && g_sh->ev[i].who == l2)
+            break;
+    assert_true(i < g_sh->nev);
+    if (g_sh->ev[i].status != SQLLOCK_TIMEOUT &&
+        g_sh->ev[i].status != SQLLOCK_LOST)
+        fail_msg("the paused leader's loss: %s",
+                 sqllock_errname(g_sh->ev[i].status));
+    expect_get(db, name, l3, g_sh->ev[e3].token);
+
+    /* Hand-over: the leader resigns; the next one well before a ttl. */
+    __atomic_store_n(&g_sh->c[l3].resign_req, 1, __ATOMIC_SEQ_CST);
+    e4 = wait_elected(e3 + 1, l3, ttl + tu_scaled_ms(5000));
+    if (e4 < 0)
+        fail_msg("no new leader after the hand-over");
+    l4 = g_sh->ev[e4].who;
+    assert_int_equal(g_sh->c[l3].resign_rc, SQLLOCK_OK);
+    dt = (g_sh->ev[e4].at_us - g_sh->c[l3].resign_at_us) / 1000;
+    printf("# %s: next leader %lld ms after the leader resigned\n",
+           sqllock_db_driver(db), (long long)dt);
+    if (dt >= ttl)
+        fail_msg("M4: the hand-over took %lld ms, as long as an expiry "
+                 "(ttl %lld ms): the release did not wake a candidate",
+                 (long long)dt, (long long)ttl);
+    assert_true(g_sh->ev[e4].token > g_sh->ev[e3].token);
+    wait_writes(l4, g_sh->ev[e4].token, 5, tu_scaled_ms(5000));
+    expect_get(db, name, l4, g_sh->ev[e4].token);
+    /* Every live candidate observes the last leader. */
+    t0 = tu_now_ms();
+    for (i = 0; i < n; i++) {
+        if (i == l1)
+            continue;
+        while (__atomic_load_n(&g_sh->c[i].observed, __ATOMIC_SEQ_CST) !=
+               g_sh->ev[e4].token) {
+            if (tu_now_ms() - t0 > tu_scaled_ms(10000))
+                fail_msg("candidate %d did not observe leader %d (term "
+                         "%lld)", i, l4, (long long)g_sh->ev[e4].token);
+            tu_sleep_ms(5);
+        }
+    }
+
+    __atomic_store_n(&g_sh->quit, 1, __ATOMIC_SEQ_CST);
+    for (i = 0; i < n; i++) {
+        if (i == l1)
+            continue;
+        waitpid(g_sh->c[i].pid, &ws, 0);
+        if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+            fail_msg("candidate %d ended with status 0x%x", i, ws);
+    }
+    /* Terms grow with each election. */
+    for (i = 0, t0 = 0; i < g_sh->nev && i < MAX_EVENTS; i++)
+        if (g_sh->ev[i].type == EV_ELECTED) {
+            if (g_sh->ev[i].token <= t0)
+                fail_msg("L5: term %lld elected after term %lld",
+                         (long long)g_sh->ev[i].token, (long long)t0);
+            t0 = g_sh->ev[i].token;
+        }
+    check_log(db, n, row, l1);
+    /* After the last candidate stopped, no leader. */
+    {
+        sqllock_leader_info info;
+        EXPECT_RC(db, sqllock_leader_get(db, name, &info), SQLLOCK_NOTFOUND,
+                  "sqllock_leader_get after every candidate stopped");
+    }
+    sqllock_close(db);
+}
+
+static int group_setup(void **state)
+{
+    sqllock_db *db = NULL;
+    int rc;
+    (void)state;
+
+    if (tu_init_schema(g_url) != 0)
+        return -1;
+    rc = sqllock_open(g_url, NULL, &db);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock__exec_sql(db, TU_FENCED_DDL, NULL, 0, NULL, NULL, NULL);
+    if (rc != SQLLOCK_OK)
+        fprintf(stderr, "setup: %s\n", sqllock_errmsg(db));
+    sqllock_close(db);
+    return rc == SQLLOCK_OK ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_leader_M4_kill_stop_handover),
+    };
+
+    return TU_RUN_PER_URL("leader", &g_url, tests, group_setup, NULL);
+}
