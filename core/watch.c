@@ -234,17 +234,25 @@ static int json_put(struct sqllock__renewer *r, const char *s, size_t len)
     return 0;
 }
 
-/* A JSON string. Names are valid UTF-8 without control characters
- * (sqllock__name_ok) and owners hexadecimal, so only '"' and '\' need
- * escaping. */
+/* A JSON string. Names are valid UTF-8 and owners hexadecimal; a
+ * user's name has no control characters (sqllock__name_ok), but a
+ * derived name (internal.h) has its separator 0x1f, which JSON wants
+ * written as \u001f. */
 static int json_str(struct sqllock__renewer *r, const char *s, size_t len)
 {
+    char esc[8];
     size_t i, from = 0;
 
     if (json_put(r, "\"", 1) != 0)
         return -1;
     for (i = 0; i < len; i++)
-        if (s[i] == '"' || s[i] == '\\') {
+        if ((unsigned char)s[i] < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", (unsigned char)s[i]);
+            if (json_put(r, s + from, i - from) != 0 ||
+                json_put(r, esc, 6) != 0)
+                return -1;
+            from = i + 1;
+        } else if (s[i] == '"' || s[i] == '\\') {
             if (json_put(r, s + from, i - from) != 0 ||
                 json_put(r, "\\", 1) != 0)
                 return -1;

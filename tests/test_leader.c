@@ -10,7 +10,8 @@
  * (sqllock_table_fenced_update(), val + 1, fence = its term) on the
  * test's own row, and each process logs its acting times (monotonic,
  * sampled before is_leader()) and its accepted writes in shared memory.
- * The parent SIGKILLs the leader, then SIGSTOPs the next one (and
+ * The first leader, renewed, leads past two ttls; the parent then
+ * SIGKILLs it, then SIGSTOPs the next one (and
  * SIGCONTs it after a third has led for a while: it must report lost and
  * its write with the stale term must be refused), then has the third
  * hand over (resign). Checked: acting intervals of different processes
@@ -396,6 +397,15 @@ static void test_leader_M4_kill_stop_handover(void **state)
         fail_msg("no leader was elected");
     l1 = g_sh->ev[e1].who;
     wait_writes(l1, g_sh->ev[e1].token, 5, tu_scaled_ms(5000));
+    expect_get(db, name, l1, g_sh->ev[e1].token);
+    /* L7: renewed by the watchdog, it stays leader past two ttls. */
+    tu_sleep_ms(2 * ttl + ttl / 2);
+    for (i = 0; i < g_sh->nev; i++)
+        if (g_sh->ev[i].type != EV_ELECTED || i != e1)
+            fail_msg("M4/L7: an event (%s, candidate %d, status %s) while "
+                     "the first leader should have been renewed",
+                     g_sh->ev[i].type == EV_LOST ? "lost" : "elected",
+                     g_sh->ev[i].who, sqllock_errname(g_sh->ev[i].status));
     expect_get(db, name, l1, g_sh->ev[e1].token);
 
     /* Crash: SIGKILL; the next leader within ttl + margin. */
