@@ -70,6 +70,18 @@
  * never changed: the renewer thread runs meanwhile, and libpq reads its
  * PG* variables on each connect.
  *
+ * --leader (DESIGN M4): the lease is the leadership of the election NAME
+ * (sqllock_leader_lease_new(): the row NAME 0x1f "leader", which every
+ * sqllock_leader of that election campaigns for), and the runner waits
+ * for it -- forever unless --wait or --skip says otherwise; a hand-over
+ * wakes it at once -- then runs the command as for a lock: X1-X3 hold,
+ * the command is stopped when the leadership is lost and the exit code
+ * is then 76; SIGTERM or SIGINT reach the command, and when it has ended
+ * the release hands the leadership over; a command that ends by itself
+ * hands it over too, and its exit code is the tool's. The runner
+ * campaigns once: after a loss it exits (76), and whoever started it
+ * (a service manager) starts it again to campaign again.
+ *
  * --quiet leaves out the message about a busy lock (errors are still
  * printed); that message names the holder and the time it has left, as
  * `list` shows them (never the owner id, which can release the lock).
@@ -140,6 +152,8 @@ typedef struct run_state {
     int64_t hold_ms;           /* --hold-at-least, 0 for none */
     int verbose;               /* --verbose */
     int quiet;                 /* --quiet */
+    int leader;                /* --leader: the lease is NAME's
+                                  leadership */
     int history;               /* note the run in the name's history */
     int64_t history_token;     /* the token it is noted under */
     int64_t history_start_ms;  /* its start, by this host's wall clock */
@@ -702,8 +716,7 @@ static int send_start(run_state *st)
         return -1;
     snprintf(token, sizeof token, "%" PRId64,
              sqllock_lease_token(st->lease));
-    rc |= var_add(buf, cap, &len, "SQLLOCK_NAME",
-                  st->rw != NULL ? st->name : sqllock_lease_name(st->lease));
+    rc |= var_add(buf, cap, &len, "SQLLOCK_NAME", st->name);
     rc |= var_add(buf, cap, &len, "SQLLOCK_OWNER",
                   sqllock_lease_owner(st->lease));
     rc |= var_add(buf, cap, &len, "SQLLOCK_TOKEN", token);
@@ -1213,6 +1226,9 @@ static int run_held(run_state *st)
     char ttl[32], every[32];
     int code, i;
 
+    if (st->leader)
+        event(st, "elected leader of '%s' (the token below is the term)",
+              st->name);
     event(st, "acquired lock '%s': token %" PRId64 ", ttl %s, renewed "
           "every %s", st->name, sqllock_lease_token(st->lease),
           span(ttl, sizeof ttl, st->ttl_ms),
@@ -1254,7 +1270,7 @@ static void busy_message(run_state *st)
 
     snprintf(msg, sizeof msg, "%s", sqllock_errmsg(st->db));
     memset(&h, 0, sizeof h);
-    h.name = st->name;
+    h.name = sqllock_lease_name(st->lease);   /* --leader: its row */
     if (st->rw != NULL || sqllock_list(st->db, find_holder, &h) != 1) {
         say(st, "not running '%s': %s", st->cmd0, msg);
         return;
@@ -1277,7 +1293,8 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     cli_run_args ra;
     cli_guard_cfg gcfg;
     const char *name = NULL;
-    int help = 0, export_db = 0, shared = 0, exclusive = 0, npos, rest, rc, i;
+    int help = 0, export_db = 0, shared = 0, exclusive = 0, leader = 0;
+    int npos, rest, rc, i;
     sqllock_options dbo = SQLLOCK_OPTIONS_INIT;
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     run_state st;
@@ -1303,6 +1320,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
             { "verbose", NULL, &ra.verbose, 0 },
             { "no-history", NULL, &ra.no_history, 0 },
             { "export-db", NULL, &export_db, 0 },
+            { "leader", NULL, &leader, 0 },
             { "also", (const char **)(void *)&also, NULL, CLI_OPT_LIST },
             { "shared", NULL, &shared, 0 },
             { "exclusive", NULL, &exclusive, 0 },
@@ -1337,10 +1355,24 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
                   shared ? "shared" : "exclusive");
         rc = cli_usage();
     }
+    if (rc == CLI_EXIT_OK && leader && (shared || exclusive)) {
+        cli_error("run: --leader cannot be used with --shared or "
+                  "--exclusive");
+        rc = cli_usage();
+    }
+    if (rc == CLI_EXIT_OK && leader && (st.nalso > 0 || ra.hold_ms > 0)) {
+        cli_error("run: --leader cannot be used with --also or "
+                  "--hold-at-least");
+        rc = cli_usage();
+    }
     if (rc != CLI_EXIT_OK)
         return rc;
+    /* A candidate waits for the leadership until it gets it. */
+    if (leader && la.wait == NULL && !ra.skip)
+        la.wait_ms = SQLLOCK_WAIT_FOREVER;
 
     st.name = name;
+    st.leader = leader;
     st.cmd0 = argv[rest];
     st.where = &where;
     st.dbo = &dbo;
@@ -1352,9 +1384,9 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     st.hold_ms = ra.hold_ms;
     st.verbose = ra.verbose;
     st.quiet = ra.quiet;
-    /* Many shared runs hold at once: NAME's history is of its
-     * exclusive runs (and plain ones) only. */
-    st.history = !ra.no_history && !shared;
+    /* NAME's history is of its exclusive runs (and plain ones) only:
+     * many shared runs hold at once, and an election is not a lock. */
+    st.history = !ra.no_history && !shared && !leader;
     if (la.holder != NULL) {
         snprintf(st.history_who, sizeof st.history_who, "%s", la.holder);
     } else {
@@ -1405,6 +1437,8 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     if (shared || exclusive) {
         rc = sqllock_rw_new(st.db, name, shared, &lo, &st.rw);
         st.lease = sqllock_rw_lease(st.rw);
+    } else if (leader) {
+        rc = sqllock_leader_lease_new(st.db, name, &lo, &st.lease);
     } else {
         rc = sqllock_lease_new(st.db, name, &lo, &st.lease);
     }
@@ -1412,7 +1446,10 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
         rc = sqllock_lease_new(st.db, st.also_names[i], &lo, &st.also[i]);
     if (rc == SQLLOCK_OK)
         rc = prepare_renewer(st.db);
-    if (rc == SQLLOCK_OK && !ra.skip && la.wait_ms > 0)
+    if (rc == SQLLOCK_OK && leader && !ra.skip &&
+        la.wait_ms == SQLLOCK_WAIT_FOREVER)
+        event(&st, "campaigning for the leadership of '%s'", name);
+    else if (rc == SQLLOCK_OK && !ra.skip && la.wait_ms > 0)
         event(&st, "acquiring lock '%s', waiting up to %s while it is busy",
               name, span(wait, sizeof wait, la.wait_ms));
     if (rc == SQLLOCK_OK && st.nalso > 0) {
