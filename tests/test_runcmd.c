@@ -13,7 +13,9 @@
  *   - --skip and --wait (L9);
  *   - SIGTERM, SIGINT and SIGHUP to the tool reach the command, and the
  *     lock is released afterwards (L3: the release names the owner);
- *   - usage errors exit 64 (E2) and lock nothing.
+ *   - usage errors exit 64 (E2) and lock nothing;
+ *   - --leader (M4): the command runs only while elected, a loss stops
+ *     it (76), SIGTERM and its own end hand the leadership over.
  *
  * The tool is started in a process group of its own, as cron starts a
  * job, so that it behaves the same whether or not the tests run under a
@@ -763,6 +765,126 @@ static void test_runcmd_L3_signals_forwarded_then_released(void **state)
     expect_no_row(f, name);
 }
 
+/* M4 through `run --leader`: the command starts only once the runner is
+ * elected (the test holds the leadership first, through the same row,
+ * sqllock_leader_lease_new()); the release wakes the runner, whose
+ * command sees NAME and the term; a takeover stops the command and the
+ * runner exits 76. Then two runners: SIGTERM to the leader stops its
+ * command and hands over -- the other's command starts sooner than a
+ * ttl, so not by expiry -- and a command that ends by itself hands over
+ * too: the tool exits with its code and the row is gone. --leader with
+ * --also is a usage error. */
+static void test_runcmd_M4_leader(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "leader");
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    char started[4300], started2[4300], got[4300], env[4300], stop[4300];
+    char script[14000], script2[9000], buf[600], want[400], row[300];
+    sqllock_lease *mine = NULL;
+    int64_t t;
+    long tok;
+    int code, i;
+    job *j, *j2;
+
+    EXPECT_EXIT(f, 64, "run", name, "--leader", "--also", "x", "--ttl",
+                "2s", "--", "true");
+    lo.ttl_ms = 30000;
+    EXPECT_RC(f->db, sqllock_leader_lease_new(f->db, name, &lo, &mine),
+              SQLLOCK_OK, "leader_lease_new");
+    for (i = 0; i < 4 && f->leases[i] != NULL; i++)
+        ;
+    assert_true(i < 4);
+    f->leases[i] = mine;
+    snprintf(row, sizeof row, "%s", sqllock_lease_name(mine));
+    EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK,
+              "take the leadership first");
+
+    fpath(f, started, sizeof started, "started");
+    fpath(f, got, sizeof got, "got");
+    fpath(f, env, sizeof env, "env");
+    snprintf(script, sizeof script,
+             "trap 'echo TERM > \"%s\"; exit 0' TERM; "
+             "echo \"$SQLLOCK_NAME $SQLLOCK_TOKEN\" > '%s'; echo $$ > '%s'; "
+             "while :; do sleep 0.1; done", got, env, started);
+    START(f, j, "run", name, "--leader", "--ttl", g_ttl, "--", "sh", "-c",
+          script);
+    /* Not elected: the command does not run. */
+    tu_sleep_ms(3 * g_ttl_ms);
+    if (file_exists(started) || tu_wait_for(j->pid, 0) >= 0)
+        fail_msg("run --leader started the command (or ended) while "
+                 "another candidate led");
+    EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK,
+              "hand the leadership over");
+    wait_started(f, j, started);
+    assert_true(tu_read_file(env, buf, sizeof buf) > 0);
+    snprintf(want, sizeof want, "%s ", name);
+    if (strncmp(buf, want, strlen(want)) != 0)
+        fail_msg("the command saw '%s', want NAME and the term", buf);
+    tok = strtol(buf + strlen(want), NULL, 10);
+    assert_true(tok > 0);
+    /* Lost: the row deleted and taken; the command is stopped, exit 76. */
+    delete_row(f, row);
+    EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK,
+              "take the leadership over");
+    assert_true(sqllock_lease_token(mine) > tok);
+    code = finish(f, j, 15000);
+    if (code != 76)
+        fail_msg("run --leader after a loss: exit %d, want 76; stderr: %s",
+                 code, f->err);
+    assert_true(tu_read_file(got, buf, sizeof buf) > 0);
+    assert_string_equal(buf, "TERM\n");
+    EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
+
+    /* Hand-over on SIGTERM, to a runner that waits. */
+    fpath(f, started, sizeof started, "started");
+    fpath(f, got, sizeof got, "got");
+    fpath(f, env, sizeof env, "env");
+    snprintf(script, sizeof script,
+             "trap 'echo TERM > \"%s\"; exit 0' TERM; "
+             "echo \"$SQLLOCK_NAME $SQLLOCK_TOKEN\" > '%s'; echo $$ > '%s'; "
+             "while :; do sleep 0.1; done", got, env, started);
+    START(f, j, "run", name, "--leader", "--ttl", "30s", "--", "sh", "-c",
+          script);
+    wait_started(f, j, started);
+    fpath(f, started2, sizeof started2, "started");
+    fpath(f, stop, sizeof stop, "stop");
+    snprintf(script2, sizeof script2,
+             "echo $$ > '%s'; while [ ! -e '%s' ]; do sleep 0.05; done; "
+             "exit 5", started2, stop);
+    START(f, j2, "run", name, "--leader", "--ttl", "30s", "--", "sh", "-c",
+          script2);
+    tu_sleep_ms(g_ttl_ms);
+    assert_false(file_exists(started2));
+    t = tu_now_ms();
+    assert_int_equal(kill(j->pid, SIGTERM), 0);
+    wait_started(f, j2, started2);
+    t = tu_now_ms() - t;
+    printf("# run --leader: the next runner's command started %lld ms "
+           "after SIGTERM to the leader\n", (long long)t);
+    code = finish(f, j, 15000);
+    if (code != 0)
+        fail_msg("the leader stopped by SIGTERM: exit %d, want its "
+                 "command's 0; stderr: %s", code, f->err);
+    assert_true(tu_read_file(got, buf, sizeof buf) > 0);
+    assert_string_equal(buf, "TERM\n");
+    /* Handed over by the release, not by the expiry of the 30 s ttl. */
+    if (t >= tu_scaled_ms(10000))
+        fail_msg("the hand-over took %lld ms (ttl 30 s)", (long long)t);
+    /* The command ends by itself: its code, and the row is released. */
+    {
+        FILE *fp = fopen(stop, "w");
+
+        assert_non_null(fp);
+        fclose(fp);
+    }
+    code = finish(f, j2, 15000);
+    if (code != 5)
+        fail_msg("run --leader whose command exited 5: exit %d; stderr: %s",
+                 code, f->err);
+    expect_no_row(f, row);
+}
+
 /* L12 through `run --also`: with one of the names held, nothing is taken
  * and the command does not run; with all free, the command runs holding
  * every name, and sees them in SQLLOCK_NAMES (NAME first, one per line)
@@ -982,6 +1104,7 @@ int main(void)
         cmocka_unit_test(test_runcmd_E2_usage_errors),
         cmocka_unit_test(test_runcmd_L12_also),
         cmocka_unit_test(test_runcmd_M2_shared_and_exclusive),
+        cmocka_unit_test(test_runcmd_M4_leader),
     };
     return TU_RUN_PER_URL("runcmd", &g_url, tests, setup, teardown);
 }
