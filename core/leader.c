@@ -387,6 +387,12 @@ int sqllock_leader_start(const char *url, const char *name,
         return fail_why(why, why_size, SQLLOCK_EINVAL, "sqllock_leader_"
                         "start: the margin, renewal interval and resign "
                         "hold must not be negative");
+    if (opts->safety_margin_ms >= opts->ttl_ms)
+        return fail_why(why, why_size, SQLLOCK_EINVAL, "sqllock_leader_"
+                        "start: the safety margin (%lld ms) must be smaller "
+                        "than the ttl (%lld ms)",
+                        (long long)opts->safety_margin_ms,
+                        (long long)opts->ttl_ms);
     valid = opts->ttl_ms - (opts->safety_margin_ms ? opts->safety_margin_ms
                                                    : opts->ttl_ms / 10);
     if (opts->renew_interval_ms > 0 && opts->renew_interval_ms >= valid)

@@ -639,6 +639,143 @@ static void test_badinput_E2_null_handles(void **state)
     victim_untouched(f);
 }
 
+/* E2 for leader elections (M4): sqllock_leader_start(),
+ * sqllock_leader_get() and sqllock_leader_lease_new() refuse NULL, empty,
+ * oversized (> SQLLOCK_PRIMITIVE_NAME_MAX) and control-character names,
+ * a ttl <= 0, negative times, an interval too long for the ttl, NULL
+ * options, URL and out, each with a message that says what; a name of
+ * exactly the limit is accepted; the NULL handles are harmless. */
+static void test_badinput_E2_bad_leader(void **state)
+{
+    static const struct {
+        const char *label;
+        const char *name;
+        size_t len;
+        const char *any;
+    } names[] = {
+        { "NULL name", NULL, 0, "NULL" },
+        { "empty name", "", 0, "empty" },
+        { "201-byte name", NULL, 201, "200|long|PRIMITIVE" },
+        { "256-byte name", NULL, 256, "200|255|long" },
+        { "control character", "a\x1f" "leader", 0, "control" },
+        { "not UTF-8", "\xff\xfe", 0, "UTF-8" },
+    };
+    fixture *f = *state;
+    sqllock_leader_options o = SQLLOCK_LEADER_OPTIONS_INIT;
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_leader_info info;
+    sqllock_leader *ld;
+    sqllock_lease *l;
+    char why[700], ok[SQLLOCK_PRIMITIVE_NAME_MAX + 1];
+    size_t i;
+    int rc;
+
+    o.ttl_ms = 10000;
+    lo.ttl_ms = 10000;
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char *big = NULL;
+        const char *name = names[i].name;
+
+        if (names[i].len > 0) {
+            big = malloc(names[i].len + 1);
+            assert_non_null(big);
+            memset(big, 'e', names[i].len);
+            big[names[i].len] = '\0';
+            name = big;
+        }
+        ld = (sqllock_leader *)(uintptr_t)1;
+        rc = sqllock_leader_start(f->url, name, &o, &ld, why, sizeof why);
+        if (rc != SQLLOCK_EINVAL || ld != NULL)
+            fail_msg("leader_start(%s) = %s, want SQLLOCK_EINVAL",
+                     names[i].label, sqllock_errname(rc));
+        if (!tu_contains_ci(why, "election name"))
+            fail_msg("leader_start(%s): the message '%s' does not name the "
+                     "election name", names[i].label, why);
+        {
+            char any[64], *w, *save = NULL;
+            int hit = 0;
+
+            snprintf(any, sizeof any, "%s", names[i].any);
+            for (w = strtok_r(any, "|", &save); w != NULL;
+                 w = strtok_r(NULL, "|", &save))
+                hit |= tu_contains_ci(why, w);
+            if (!hit)
+                fail_msg("leader_start(%s): '%s' mentions none of %s",
+                         names[i].label, why, names[i].any);
+        }
+        EXPECT_RC(f->db, sqllock_leader_get(f->db, name, &info),
+                  SQLLOCK_EINVAL, names[i].label);
+        expect_msg(f->db, names[i].label, "election name", names[i].any);
+        l = (sqllock_lease *)(uintptr_t)1;
+        EXPECT_RC(f->db, sqllock_leader_lease_new(f->db, name, &lo, &l),
+                  SQLLOCK_EINVAL, names[i].label);
+        assert_null(l);
+        expect_msg(f->db, names[i].label, "election name", names[i].any);
+        free(big);
+    }
+    /* Options. */
+    o.ttl_ms = 0;
+    assert_int_equal(sqllock_leader_start(f->url, "e", &o, &ld, why,
+                                          sizeof why), SQLLOCK_EINVAL);
+    assert_null(ld);
+    assert_true(tu_contains_ci(why, "ttl"));
+    o.ttl_ms = -5;
+    assert_int_equal(sqllock_leader_start(f->url, "e", &o, &ld, why,
+                                          sizeof why), SQLLOCK_EINVAL);
+    assert_true(tu_contains_ci(why, "ttl"));
+    o.ttl_ms = 1000;
+    o.resign_hold_ms = -1;
+    assert_int_equal(sqllock_leader_start(f->url, "e", &o, &ld, why,
+                                          sizeof why), SQLLOCK_EINVAL);
+    assert_true(tu_contains_ci(why, "negative"));
+    o.resign_hold_ms = 0;
+    o.renew_interval_ms = 950;
+    assert_int_equal(sqllock_leader_start(f->url, "e", &o, &ld, why,
+                                          sizeof why), SQLLOCK_EINVAL);
+    assert_true(tu_contains_ci(why, "interval"));
+    o.renew_interval_ms = 0;
+    o.safety_margin_ms = 1000;
+    assert_int_equal(sqllock_leader_start(f->url, "e", &o, &ld, why,
+                                          sizeof why), SQLLOCK_EINVAL);
+    assert_true(tu_contains_ci(why, "margin"));
+    o.safety_margin_ms = 0;
+    assert_int_equal(sqllock_leader_start(f->url, "e", NULL, &ld, why,
+                                          sizeof why), SQLLOCK_EINVAL);
+    assert_true(tu_contains_ci(why, "ttl"));
+    assert_int_equal(sqllock_leader_start(NULL, "e", &o, &ld, why,
+                                          sizeof why), SQLLOCK_EINVAL);
+    assert_true(tu_contains_ci(why, "URL"));
+    assert_int_equal(sqllock_leader_start(f->url, "e", &o, NULL, why,
+                                          sizeof why), SQLLOCK_EINVAL);
+    assert_true(tu_contains_ci(why, "output"));
+    assert_int_equal(sqllock_leader_start("nosuch://x", "e", &o, &ld, why,
+                                          sizeof why), SQLLOCK_ESCHEME);
+    assert_null(ld);
+    EXPECT_RC(f->db, sqllock_leader_get(f->db, "e", NULL), SQLLOCK_EINVAL,
+              "leader_get NULL out");
+    expect_msg(f->db, "NULL out", NULL, "output|NULL");
+    assert_int_equal(sqllock_leader_get(NULL, "e", &info), SQLLOCK_EINVAL);
+    lo.ttl_ms = 0;
+    EXPECT_RC(f->db, sqllock_leader_lease_new(f->db, "e", &lo, &l),
+              SQLLOCK_EINVAL, "leader_lease_new ttl 0");
+    expect_msg(f->db, "ttl 0", "ttl", NULL);
+    /* A name of exactly the limit: fine, and nobody leads it. */
+    memset(ok, 'e', SQLLOCK_PRIMITIVE_NAME_MAX);
+    ok[SQLLOCK_PRIMITIVE_NAME_MAX] = '\0';
+    EXPECT_RC(f->db, sqllock_leader_get(f->db, ok, &info), SQLLOCK_NOTFOUND,
+              "leader_get at the limit");
+    /* NULL handles. */
+    assert_int_equal(sqllock_leader_is_leader(NULL), 0);
+    assert_int_equal(sqllock_leader_token(NULL), 0);
+    assert_int_equal(sqllock_leader_remaining_ms(NULL), 0);
+    assert_int_equal(sqllock_leader_resign(NULL), SQLLOCK_EINVAL);
+    assert_string_equal(sqllock_leader_name(NULL), "");
+    sqllock_leader_error(NULL, why, sizeof why);
+    assert_string_equal(why, "");
+    sqllock_leader_stop(NULL);
+    victim_untouched(f);
+}
+
 /* ------------------------------------------------------------------ */
 /* URLs and connections                                                */
 /* ------------------------------------------------------------------ */
@@ -824,6 +961,7 @@ int main(void)
         cmocka_unit_test(test_badinput_E2_bad_attach),
         cmocka_unit_test(test_badinput_E2_failed_attach_clears_out),
         cmocka_unit_test(test_badinput_E2_null_handles),
+        cmocka_unit_test(test_badinput_E2_bad_leader),
         cmocka_unit_test(test_badinput_E2_bad_urls),
         cmocka_unit_test(test_badinput_E1_init_after_failed_open_keeps_reason),
         cmocka_unit_test(test_badinput_S1_missing_schema),
