@@ -110,8 +110,11 @@ static const char *bad_name(const char *name)
 
 static void set_error(sqllock_leader *L, const char *msg)
 {
+    size_t n = strnlen(msg, sizeof L->error - 1);
+
     pthread_mutex_lock(&L->mu);
-    snprintf(L->error, sizeof L->error, "%s", msg);
+    memcpy(L->error, msg, n);
+    L->error[n] = '\0';
     pthread_mutex_unlock(&L->mu);
 }
 
@@ -304,6 +307,11 @@ static void lead(sqllock_leader *L)
 end:
     atomic_store(&L->acting, 0);
     atomic_store(&L->term, 0);
+    /* A loss is reported before the release, which may wait as long as
+     * the stalled database that caused it; a hand-over after it, with
+     * the release's outcome. */
+    if (elected && !resigned && L->opts.on_lost != NULL)
+        L->opts.on_lost(L->opts.ctx, L, token, status, msg);
     /* Given back even after a deadline that passed: the row may still be
      * ours, and a release wakes the next candidate now rather than at
      * the expiry. LOST here only confirms the loss. */
@@ -318,7 +326,7 @@ end:
      * its ttl (the handle stays, other threads read its atomics). */
     if (rc != SQLLOCK_OK && sqllock_lease_count(L->lease) > 0)
         sqllock__lease_forget(L->lease);
-    if (elected && L->opts.on_lost != NULL)
+    if (elected && resigned && L->opts.on_lost != NULL)
         L->opts.on_lost(L->opts.ctx, L, token, status, msg);
     pthread_mutex_lock(&L->mu);
     L->leading = 0;
