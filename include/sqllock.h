@@ -1879,7 +1879,8 @@ SQLLOCK_API int sqllock_leader_resign(sqllock_leader *leader);
 
 /* Resigns if leader (as above), stops the campaign, joins its thread,
  * closes its connections and frees the candidate. It returns within one
- * statement's time plus one pause of the campaign (at most 250 ms). Not
+ * statement's time plus one pause of the campaign (at most 250 ms). Call
+ * it once no other thread uses the candidate any more (as any free). Not
  * from a callback (it would join its own thread: it then does nothing).
  * Accepts NULL.
  * Added in 0.9.0. */
