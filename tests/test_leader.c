@@ -374,6 +374,9 @@ static void test_leader_M4_kill_stop_handover(void **state)
     ins = tu_fenced_insert(sqllock_db_driver(db));
     EXPECT_RC(db, sqllock__exec_sql(db, ins, &arg, 1, NULL, NULL, NULL),
               SQLLOCK_OK, "insert the fenced row");
+    /* The children get no handle of the parent's (and no memory of it to
+     * leak). */
+    sqllock_close(db);
     fflush(NULL);
     for (i = 0; i < n; i++) {
         pid_t pid = fork();
@@ -383,6 +386,8 @@ static void test_leader_M4_kill_stop_handover(void **state)
             candidate(i, name, row, ttl);
         g_sh->c[i].pid = pid;
     }
+    db = tu_child_open(g_url, "parent");
+    assert_non_null(db);
     t0 = tu_now_ms();
     for (i = 0; i < n; i++)
         while (!__atomic_load_n(&g_sh->c[i].ready, __ATOMIC_SEQ_CST)) {
