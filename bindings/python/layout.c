@@ -33,6 +33,7 @@ int main(void)
     sqllock_reaper_options ro = SQLLOCK_REAPER_OPTIONS_INIT;
     sqllock_txn_options to = SQLLOCK_TXN_OPTIONS_INIT;
     sqllock_retry_options rt = SQLLOCK_RETRY_OPTIONS_INIT;
+    sqllock_leader_options ldo = SQLLOCK_LEADER_OPTIONS_INIT;
 
     SIZE(sqllock_options);
     FIELD(sqllock_options, struct_version);
@@ -84,6 +85,29 @@ int main(void)
     INIT(sqllock_reaper_options, ro, batch);
     INIT_PTR(sqllock_reaper_options, ro, db_options);
 
+    /* Leader election (added in 0.9.0). */
+    SIZE(sqllock_leader_options);
+    FIELD(sqllock_leader_options, struct_version);
+    FIELD(sqllock_leader_options, ttl_ms);
+    FIELD(sqllock_leader_options, safety_margin_ms);
+    FIELD(sqllock_leader_options, renew_interval_ms);
+    FIELD(sqllock_leader_options, resign_hold_ms);
+    FIELD(sqllock_leader_options, holder);
+    FIELD(sqllock_leader_options, db_options);
+    FIELD(sqllock_leader_options, on_elected);
+    FIELD(sqllock_leader_options, on_lost);
+    FIELD(sqllock_leader_options, on_observed);
+    FIELD(sqllock_leader_options, ctx);
+    INIT(sqllock_leader_options, ldo, struct_version);
+    INIT(sqllock_leader_options, ldo, ttl_ms);
+    INIT(sqllock_leader_options, ldo, resign_hold_ms);
+    INIT_PTR(sqllock_leader_options, ldo, holder);
+    INIT_PTR(sqllock_leader_options, ldo, on_lost);
+    SIZE(sqllock_leader_info);
+    FIELD(sqllock_leader_info, holder);
+    FIELD(sqllock_leader_info, token);
+    FIELD(sqllock_leader_info, remaining_ms);
+
     SIZE(sqllock_reaper_stats);
     FIELD(sqllock_reaper_stats, reaped);
     FIELD(sqllock_reaper_stats, passes);
@@ -130,6 +154,7 @@ int main(void)
     printf("sizeof sqllock_lock_mode %zu\n", sizeof(sqllock_lock_mode));
 
     CONST(SQLLOCK_VERSION_MAJOR);
+    CONST(SQLLOCK_PRIMITIVE_NAME_MAX);
     CONST(SQLLOCK_NAME_MAX);
     CONST(SQLLOCK_OWNER_LEN);
     CONST(SQLLOCK_HOLDER_MAX);

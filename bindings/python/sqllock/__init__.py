@@ -12,7 +12,8 @@ A binding of libsqllock (the C library, through ctypes) for Python::
 Lease locks (db.lock), row locks (db.transaction, db.row_lock), versioned
 records with a retry helper (db.record_update), compare-and-set on the
 application's tables (db.table_cas), the guard of a lease for the
-application's own writes (lease.guard), the reaper (sqllock.Reaper), an
+application's own writes (lease.guard), the reaper (sqllock.Reaper),
+leader election (sqllock.Leader, db.leader(name)), an
 asyncio face (sqllock.connect_async), and row locks, records and guarded
 writes on the application's own DB-API connection, inside its
 transaction (sqllock.borrow(conn), bdb.join()). Every status of the C
@@ -31,6 +32,7 @@ from ._convert import Duration, Op, add, eq, ge, gt, le, lt, ne, set_to, sub
 from ._db import (Database, ExecResult, LeaseInfo, Record, RecordUpdate, Row,
                   Table, connect, redact)
 from ._lease import Lease, LeaseSet, LeaseState
+from ._leader import Leader, LeaderInfo, leader_get
 from ._lib import LibraryNotFound
 from ._lib import lib as _clib
 from ._reaper import Reaper, ReaperStats, start_reaper
@@ -63,5 +65,5 @@ __all__ = [
     "Record", "RecordUpdate", "Row", "Table", "ExecResult", "Op", "add",
     "sub", "set_to", "eq", "ne", "lt", "le", "gt", "ge", "Duration",
     "Error", "LibraryNotFound", "exception_for", "library_version",
-    "library_path",
+    "library_path", "Leader", "LeaderInfo", "leader_get",
 ] + errors.__all__

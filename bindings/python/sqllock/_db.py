@@ -563,6 +563,13 @@ class Database:
     def __iter__(self) -> Iterator[LeaseInfo]:
         return iter(self.list())
 
+    def leader(self, name: str) -> Any:
+        """The current leader of election `name` (a sqllock.LeaderInfo:
+        holder, token, remaining seconds), or None when there is none
+        (contract M4). Added in 0.9.0."""
+        from . import _leader
+        return _leader.leader_get(self, name)
+
     def reap(self, grace: cv.Duration = 0, batch: int = 1000) -> int:
         """One pass of the reaper (contract P1, P4): deletes lease rows
         expired more than `grace` ago, `batch` per statement; returns how

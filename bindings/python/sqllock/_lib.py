@@ -41,6 +41,7 @@ ABI_MAJOR = 0
 NAME_MAX = 255
 OWNER_LEN = 32
 HOLDER_MAX = 255
+PRIMITIVE_NAME_MAX = 200
 VALUE_MAX = 1024 * 1024
 WAIT_FOREVER = 2**63 - 1
 SCHEMA_VERSION = 1
@@ -74,6 +75,7 @@ WATCH_OPTIONS_VERSION = 1
 REAPER_OPTIONS_VERSION = 1
 TXN_OPTIONS_VERSION = 1
 RETRY_OPTIONS_VERSION = 1
+LEADER_OPTIONS_VERSION = 1
 
 OK = 0
 
@@ -207,8 +209,46 @@ class Cell(Structure):
                 ("number", c_int64)]
 
 
+# Leader election (added in 0.9.0): the three callbacks.
+# void (*)(void *ctx, sqllock_leader *, int64_t token)
+LEADER_ELECTED_FN = CFUNCTYPE(None, c_void_p, c_void_p, c_int64)
+# void (*)(void *ctx, sqllock_leader *, int64_t token, int status,
+#          const char *msg)
+LEADER_LOST_FN = CFUNCTYPE(None, c_void_p, c_void_p, c_int64, c_int, c_char_p)
+# void (*)(void *ctx, sqllock_leader *, const char *holder, int64_t token)
+LEADER_OBSERVED_FN = CFUNCTYPE(None, c_void_p, c_void_p, c_char_p, c_int64)
+
+
+class LeaderOptions(_Versioned):
+    """sqllock_leader_options (SQLLOCK_LEADER_OPTIONS_INIT)."""
+
+    C_NAME = "sqllock_leader_options"
+    VERSION = LEADER_OPTIONS_VERSION
+    _fields_ = [("struct_version", c_int),
+                ("ttl_ms", c_int64),
+                ("safety_margin_ms", c_int64),
+                ("renew_interval_ms", c_int64),
+                ("resign_hold_ms", c_int64),
+                ("holder", c_char_p),
+                ("db_options", POINTER(Options)),
+                ("on_elected", LEADER_ELECTED_FN),
+                ("on_lost", LEADER_LOST_FN),
+                ("on_observed", LEADER_OBSERVED_FN),
+                ("ctx", c_void_p)]
+
+
+class LeaderInfo(Structure):
+    """sqllock_leader_info."""
+
+    C_NAME = "sqllock_leader_info"
+    _fields_ = [("holder", c_char * (HOLDER_MAX + 1)),
+                ("token", c_int64),
+                ("remaining_ms", c_int64)]
+
+
 STRUCTS = (Options, LeaseOptions, WatchOptions, ReaperOptions, ReaperStats,
-           LeaseInfo, TxnOptions, RetryOptions, Table, Cell)
+           LeaseInfo, TxnOptions, RetryOptions, Table, Cell, LeaderOptions,
+           LeaderInfo)
 
 # int (*sqllock_update_fn)(void *ctx, const void *old, size_t old_len,
 #                          const void **out, size_t *out_len)
@@ -319,6 +359,20 @@ PROTOTYPES = {
     "sqllock_borrow": (c_int, [c_char_p, c_void_p, POINTER(Options), _PP]),
     "sqllock_db_borrowed": (c_int, [_P]),
     "sqllock_txn_join": (c_int, [_P, POINTER(TxnOptions), _PP]),
+    # Leader election (contract M4; added in 0.9.0).
+    "sqllock_leader_start": (c_int, [c_char_p, c_char_p,
+                                     POINTER(LeaderOptions), _PP, c_char_p,
+                                     c_size_t]),
+    "sqllock_leader_is_leader": (c_int, [_P]),
+    "sqllock_leader_token": (c_int64, [_P]),
+    "sqllock_leader_remaining_ms": (c_int64, [_P]),
+    "sqllock_leader_name": (c_char_p, [_P]),
+    "sqllock_leader_resign": (c_int, [_P]),
+    "sqllock_leader_stop": (None, [_P]),
+    "sqllock_leader_error": (None, [_P, c_char_p, c_size_t]),
+    "sqllock_leader_get": (c_int, [_P, c_char_p, POINTER(LeaderInfo)]),
+    "sqllock_leader_lease_new": (c_int, [_P, c_char_p, POINTER(LeaseOptions),
+                                         _PP]),
 }
 
 

@@ -1,0 +1,74 @@
+"""Leader election through the binding (contract M4), on every driver."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import sqllock
+
+from conftest import slowdown
+
+
+def test_M4_elect_observe_resign_stop(url: str, name: str,
+                                      db: sqllock.Database) -> None:
+    events = []
+    seen = threading.Event()
+
+    def cand(tag: str) -> sqllock.Leader:
+        def observed(holder: str, term: int) -> None:
+            events.append((tag, "observed", holder, term))
+            seen.set()
+        return sqllock.Leader(
+            url, name, ttl=10 * slowdown(), holder=tag,
+            on_elected=lambda term: events.append((tag, "elected", term)),
+            on_lost=lambda term, err, msg: events.append(
+                (tag, "lost", term, err)),
+            on_observed=observed)
+
+    a = cand("a")
+    deadline = time.monotonic() + 10 * slowdown()
+    while not a.is_leader:
+        assert time.monotonic() < deadline, a.error()
+        time.sleep(0.01)
+    term_a = a.token
+    assert term_a > 0 and a.remaining > 0
+    info = db.leader(name)
+    assert info is not None
+    assert (info.holder, info.token) == ("a", term_a)
+    with cand("b") as b:
+        deadline = time.monotonic() + 10 * slowdown()
+        while ("b", "observed", "a", term_a) not in events:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert not b.is_leader and b.token == 0
+        assert not b.resign()                 # not the leader
+        t0 = time.monotonic()
+        assert a.resign()                     # hands over
+        assert not a.is_leader and a.token == 0
+        while not b.is_leader:
+            # Well before the ttl of 10 s: the release woke it.
+            assert time.monotonic() - t0 < 5 * slowdown()
+            time.sleep(0.005)
+        assert b.token > term_a
+        assert ("a", "lost", term_a, None) in events
+        assert db.leader(name).holder == "b"
+        a.stop()
+        a.stop()                              # harmless
+    # b stopped too, handing over to no one.
+    assert db.leader(name) is None
+    assert ("b", "lost", events[-1][2], None) == events[-1]
+
+
+def test_E2_bad_input(url: str) -> None:
+    with pytest.raises(sqllock.InvalidArgument, match="empty"):
+        sqllock.Leader(url, "", ttl=5)
+    with pytest.raises(sqllock.InvalidArgument, match="200|long"):
+        sqllock.Leader(url, "x" * 201, ttl=5)
+    with pytest.raises(sqllock.InvalidArgument, match="ttl"):
+        sqllock.Leader(url, "e", ttl=0)
+    with sqllock.connect(url) as db:
+        with pytest.raises(sqllock.InvalidArgument):
+            db.leader("")
+        assert db.leader("py-nobody-leads-this") is None
