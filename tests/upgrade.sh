@@ -50,6 +50,8 @@ new_runs() {
     "$new" --db "$url" run upgrade-rw --exclusive --ttl 5s -- true ||
       fail "a new exclusive run (M2) on the upgraded database"
   fi
+  "$new" --db "$url" run upgrade-leader --leader --ttl 5s -- true ||
+    fail "a new leader run (M4) on the upgraded database"
 }
 
 # URL with its database name replaced by NAME (postgres, mysql).
