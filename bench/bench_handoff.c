@@ -3,7 +3,8 @@
  * waiter holds it, with and without wake-ups (DESIGN L9), on every driver.
  *
  *   bench_handoff [--seconds 10] [--quick] [--reps 3] [--waiters 8]
- *                 [--hold-ms 2] [--ttl-ms 10000] [--barge] [--csv FILE]
+ *                 [--hold-ms 2] [--ttl-ms 10000] [--barge] [--fair]
+ *                 [--csv FILE]
  *                 [--results FILE] URL...
  *
  *   e.g. the benchmarks' contended scenario (8 clients on one name, a 1 ms
@@ -41,6 +42,10 @@
  * every release N - 1 workers are waiting in sqllock_lease_acquire().
  * --barge drops the rule, and the "self" column then shows the share of
  * grants the releaser took back.
+ *
+ * --fair adds the four modes again with SQLLOCK_LEASE_FAIR (contract M3:
+ * waiters queue, the oldest is served next), measured in the same run, in
+ * turn with the others: the cost of fair waiting against unfair waiting.
  *
  * Mutual exclusion is checked at the same time: under the lock each
  * holder reads a shared counter, sleeps for the hold, and writes it back
@@ -138,6 +143,7 @@ typedef struct config {
     int64_t hold_ms;
     int64_t ttl_ms;
     int barge;
+    int fair;                    /* --fair: the fair modes too */
     int64_t warmup_ns, floor_ns;     /* WARMUP_NS, FLOOR_NS; less for --smoke */
     const char *csv_path;
     FILE *csv;
@@ -169,8 +175,18 @@ static const mode modes[] = {
     { "threads, wake-ups on", "threads, wake-ups", 0, 0 },
     { "threads, wake-ups off", "threads, polling", 0,
       SQLLOCK_LEASE_NO_WAKEUP },
+    /* --fair only: */
+    { "processes, wake-ups on, fair", "processes, wake-ups, fair", 1,
+      SQLLOCK_LEASE_FAIR },
+    { "processes, wake-ups off, fair", "processes, polling, fair", 1,
+      SQLLOCK_LEASE_NO_WAKEUP | SQLLOCK_LEASE_FAIR },
+    { "threads, wake-ups on, fair", "threads, wake-ups, fair", 0,
+      SQLLOCK_LEASE_FAIR },
+    { "threads, wake-ups off, fair", "threads, polling, fair", 0,
+      SQLLOCK_LEASE_NO_WAKEUP | SQLLOCK_LEASE_FAIR },
 };
-#define NMODES (int)(sizeof modes / sizeof modes[0])
+#define MAXMODES (int)(sizeof modes / sizeof modes[0])
+#define NMODES (cfg->fair ? MAXMODES : MAXMODES / 2)
 
 /* One row of the results. */
 typedef struct row {
@@ -680,7 +696,7 @@ static void median_row(row *runs, int reps, row *out)
 static void bench_url(const config *cfg, const char *url, floor_pt *fl)
 {
     shared *sh = shared_new();
-    row rs[NMODES], runs[NMODES][MAX_REPS];
+    row rs[MAXMODES], runs[MAXMODES][MAX_REPS];
     int mi, k;
 
     measure_floor(cfg, url, sh, fl);
@@ -742,7 +758,7 @@ static void usage(void)
         "usage: bench_handoff [--seconds N] [--quick] [--reps N] "
         "[--waiters N]\n"
         "                     [--hold-ms N] [--ttl-ms N] [--barge] "
-        "[--csv FILE]\n"
+        "[--fair] [--csv FILE]\n"
         "                     [--results FILE] [--smoke] URL...\n"
         "  --seconds N     measured time per run, after 1 s of warm-up "
         "(default 10)\n"
@@ -758,6 +774,8 @@ static void usage(void)
         "  --ttl-ms N      lease ttl (default 10000)\n"
         "  --barge         the releaser queues again at once instead of "
         "standing aside\n"
+        "  --fair          the four modes again with SQLLOCK_LEASE_FAIR "
+        "(fair waiting, M3)\n"
         "  --csv FILE      also write the rows as CSV, in this program's own "
         "columns\n"
         "  --results FILE  also append the rows to FILE in the common results "
@@ -804,6 +822,8 @@ int main(int argc, char **argv)
             cfg.ttl_ms = bu_parse_long(argv[++i], 1000, 86400000L, "--ttl-ms");
         } else if (strcmp(a, "--barge") == 0) {
             cfg.barge = 1;
+        } else if (strcmp(a, "--fair") == 0) {
+            cfg.fair = 1;
         } else if (strcmp(a, "--csv") == 0 && i + 1 < argc) {
             cfg.csv_path = argv[++i];
         } else {

@@ -351,6 +351,14 @@ void sqllock__wait_pause(sqllock__wait *w, sqllock_lease *b, int i,
                          uint64_t seen);
 void sqllock__wait_end(sqllock__wait *w, sqllock_lease *const *leases);
 
+/* Fair waiting (core/lease_fair.c, contract M3). sqllock__lease_try_plain
+ * is sqllock_lease_try_acquire() without a fair lease's look at its
+ * queue; sqllock__fair_try and sqllock__fair_acquire are the fair
+ * lease's try and waiting acquire (arguments already checked). */
+int sqllock__lease_try_plain(sqllock_lease *l);
+int sqllock__fair_try(sqllock_lease *l);
+int sqllock__fair_acquire(sqllock_lease *l, int64_t wait_ms);
+
 /* Value constructors. */
 sqllock_value sqllock__int(int64_t v);
 sqllock_value sqllock__text(const char *s);

@@ -103,10 +103,12 @@ static int apply_options(sqllock_db *db, sqllock_lease *l,
                              "must be smaller than the ttl (%lld ms)",
                              (long long)l->margin_ms, (long long)l->ttl_ms);
     l->flags = opts->struct_version >= 2 ? opts->flags : 0;
-    if (l->flags & ~(SQLLOCK_LEASE_NO_WAKEUP | SQLLOCK_LEASE_FAST))
+    if (l->flags & ~(SQLLOCK_LEASE_NO_WAKEUP | SQLLOCK_LEASE_FAST |
+                     SQLLOCK_LEASE_FAIR))
         return sqllock__fail(db, SQLLOCK_EINVAL, "unknown lease flags 0x%x",
                              l->flags & ~(SQLLOCK_LEASE_NO_WAKEUP |
-                                          SQLLOCK_LEASE_FAST));
+                                          SQLLOCK_LEASE_FAST |
+                                          SQLLOCK_LEASE_FAIR));
     if ((l->flags & SQLLOCK_LEASE_FAST) && db->drv != NULL) {
         const sqllock_sql *a, *r;
         a = sqllock__sql_of(db->drv, SQLLOCK_SQL_LEASE_ACQUIRE_FAST);
@@ -176,6 +178,16 @@ static int lease_make(sqllock_db *db, const char *name, int derived,
     if (rc != SQLLOCK_OK) {
         free(l);
         return rc;
+    }
+    /* A fair lease's queue rows are derived names (lease_fair.c, M3). */
+    if ((l->flags & SQLLOCK_LEASE_FAIR) &&
+        strlen(name) > SQLLOCK_PRIMITIVE_NAME_MAX) {
+        free(l);
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the lock name of a fair "
+                             "lease (SQLLOCK_LEASE_FAIR) is %zu bytes long; "
+                             "the limit is %d bytes "
+                             "(SQLLOCK_PRIMITIVE_NAME_MAX)", strlen(name),
+                             SQLLOCK_PRIMITIVE_NAME_MAX);
     }
     l->db = db;
     strcpy(l->name, name);
@@ -780,7 +792,15 @@ int sqllock_lease_release(sqllock_lease *l)
 }
 
 
+/* A fair lease's try first looks at its queue (lease_fair.c, M3). */
 int sqllock_lease_try_acquire(sqllock_lease *l)
+{
+    if (l != NULL && (l->flags & SQLLOCK_LEASE_FAIR))
+        return sqllock__fair_try(l);
+    return sqllock__lease_try_plain(l);
+}
+
+int sqllock__lease_try_plain(sqllock_lease *l)
 {
     char why[SQLLOCK__ERRMSG_MAX];
     int rc, attempt;

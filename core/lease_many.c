@@ -299,6 +299,11 @@ int sqllock_lease_acquire_many(sqllock_db *db, sqllock_lease *const *leases,
                                  "several leases: lock '%s' is in fast mode "
                                  "(SQLLOCK_LEASE_FAST), which a multi-name "
                                  "acquire does not take", s[i]->name);
+        if (s[i]->flags & SQLLOCK_LEASE_FAIR)
+            return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "acquiring "
+                                 "several leases: lock '%s' waits fairly "
+                                 "(SQLLOCK_LEASE_FAIR), which a multi-name "
+                                 "acquire does not do", s[i]->name);
     }
     sqllock__wait_start(&w, db, n, wait_ms);
     for (;;) {

@@ -210,6 +210,8 @@ int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
                              "be negative (got %lld ms)", (long long)wait_ms);
     if ((rc = sqllock__lease_refuse_in_txn(l, "acquiring")) != SQLLOCK_OK)
         return rc;
+    if (l->flags & SQLLOCK_LEASE_FAIR)
+        return sqllock__fair_acquire(l, wait_ms);       /* lease_fair.c */
     sqllock__wait_start(&w, l->db, 1, wait_ms);
     for (;;) {
         /* The in-process generation before the try, so that a release in

@@ -463,6 +463,23 @@ typedef struct sqllock_lease_options {
  * statement: there sqllock_lease_new() fails with SQLLOCK_EUNSUPPORTED. */
 #define SQLLOCK_LEASE_FAST (1u << 1)
 
+/* Fair (FIFO) waiting (contract M3), opt-in: a waiting
+ * sqllock_lease_acquire() joins a queue kept in the lease table (one
+ * lease row per waiter, named after the lock, with the lease's ttl, kept
+ * alive by the waiter while it waits) and the oldest live waiter gets the
+ * lock next; only it is woken by a release, and each waiter is woken only
+ * by the one ahead of it (no thundering herd). A waiter that dies leaves
+ * the queue when its row expires: it delays the others by at most its
+ * ttl. A waiter whose enqueue committed before another's began is served
+ * first. sqllock_lease_try_acquire() (and an acquire with wait_ms 0) of a
+ * fair lease fails with SQLLOCK_BUSY while any waiter is queued. The lock
+ * itself is the ordinary lease row, so exclusion (L1-L10) is unchanged,
+ * and handles without this flag on the same name still exclude but do
+ * not queue: they can barge in ahead of the queue. The lock name is at
+ * most SQLLOCK_PRIMITIVE_NAME_MAX bytes; sqllock_lease_acquire_many()
+ * refuses fair leases (SQLLOCK_EUNSUPPORTED). Added in 0.3.0. */
+#define SQLLOCK_LEASE_FAIR (1u << 2)
+
 #define SQLLOCK_LEASE_OPTIONS_VERSION 2
 #define SQLLOCK_LEASE_OPTIONS_INIT { SQLLOCK_LEASE_OPTIONS_VERSION, 0, 0, 0, 0, NULL, 0 }
 
