@@ -710,6 +710,81 @@ static void test_runcmd_L9_wait_times_out(void **state)
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
 }
 
+/* The live queue rows of fair waiters on `name` (M3). */
+typedef struct fair_q {
+    char prefix[300];
+    int live;
+} fair_q;
+
+static int fair_row(void *ctx, const sqllock_lease_info *in)
+{
+    fair_q *q = ctx;
+
+    if (strncmp(in->name, q->prefix, strlen(q->prefix)) == 0 &&
+        in->remaining_ms > 0)
+        q->live++;
+    return 0;
+}
+
+static void await_fair_queue(fixture *f, const char *name, int n)
+{
+    int64_t end = tu_now_ms() + tu_scaled_ms(START_MS);
+    fair_q q;
+
+    for (;;) {
+        snprintf(q.prefix, sizeof q.prefix, "%s\x1fq", name);
+        q.live = 0;
+        EXPECT_RC(f->db, sqllock_list(f->db, fair_row, &q), SQLLOCK_OK,
+                  "list");
+        if (q.live == n)
+            return;
+        if (tu_now_ms() > end)
+            fail_msg("%d fair waiters queued on '%s', want %d", q.live, name,
+                     n);
+        tu_sleep_ms(10);
+    }
+}
+
+/* M3: `run --fair`: two runs queued behind a holder run in the order
+ * they started waiting; meanwhile a --fair --skip run finds the lock busy
+ * (75), and --fair with --also is a usage error (64). */
+static void test_runcmd_M3_fair_runs_in_order(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "fair");
+    sqllock_lease *mine = lease_for(f, name, 30000);
+    char file[4300], sa[9000], sb[9000], got[64];
+    job *a, *b;
+    int code;
+
+    fpath(f, file, sizeof file, "order");
+    snprintf(sa, sizeof sa, "echo A >> '%s'; sleep 0.2", file);
+    snprintf(sb, sizeof sb, "echo B >> '%s'", file);
+    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--fair", "--also",
+                "other", "--", "true");
+    assert_true(tu_contains_ci(f->err, "--fair"));
+    EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK, "hold");
+    START(f, a, "run", name, "--ttl", "10s", "--fair", "--wait", "60s", "--",
+          "sh", "-c", sa);
+    await_fair_queue(f, name, 1);
+    START(f, b, "run", name, "--ttl", "10s", "--fair", "--wait", "60s", "--",
+          "sh", "-c", sb);
+    await_fair_queue(f, name, 2);
+    EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--fair", "--skip", "--",
+                "true");
+    EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
+    code = finish(f, a, 30000);
+    if (code != 0)
+        fail_msg("run --fair A: exit %d; stderr: %s", code, f->err);
+    code = finish(f, b, 30000);
+    if (code != 0)
+        fail_msg("run --fair B: exit %d; stderr: %s", code, f->err);
+    tu_read_file(file, got, sizeof got);
+    assert_string_equal(got, "A\nB\n");
+    expect_no_row(f, name);
+    await_fair_queue(f, name, 0);
+}
+
 /* SIGTERM, SIGINT and SIGHUP to the tool reach the command (its trap
  * writes which one came); the tool exits with the command's status and
  * the lock is released afterwards (L3: the row is gone). A command that
@@ -1105,6 +1180,7 @@ int main(void)
         cmocka_unit_test(test_runcmd_L12_also),
         cmocka_unit_test(test_runcmd_M2_shared_and_exclusive),
         cmocka_unit_test(test_runcmd_M4_leader),
+        cmocka_unit_test(test_runcmd_M3_fair_runs_in_order),
     };
     return TU_RUN_PER_URL("runcmd", &g_url, tests, setup, teardown);
 }

@@ -1294,7 +1294,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     cli_guard_cfg gcfg;
     const char *name = NULL;
     int help = 0, export_db = 0, shared = 0, exclusive = 0, leader = 0;
-    int npos, rest, rc, i;
+    int fair = 0, npos, rest, rc, i;
     sqllock_options dbo = SQLLOCK_OPTIONS_INIT;
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     run_state st;
@@ -1321,6 +1321,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
             { "no-history", NULL, &ra.no_history, 0 },
             { "export-db", NULL, &export_db, 0 },
             { "leader", NULL, &leader, 0 },
+            { "fair", NULL, &fair, 0 },
             { "also", (const char **)(void *)&also, NULL, CLI_OPT_LIST },
             { "shared", NULL, &shared, 0 },
             { "exclusive", NULL, &exclusive, 0 },
@@ -1363,6 +1364,16 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     if (rc == CLI_EXIT_OK && leader && (st.nalso > 0 || ra.hold_ms > 0)) {
         cli_error("run: --leader cannot be used with --also or "
                   "--hold-at-least");
+        rc = cli_usage();
+    }
+    if (rc == CLI_EXIT_OK && fair && (shared || exclusive || leader)) {
+        cli_error("run: --fair cannot be used with --%s",
+                  shared ? "shared" : exclusive ? "exclusive" : "leader");
+        rc = cli_usage();
+    }
+    /* Fair waiting (DESIGN M3) is for one name. */
+    if (rc == CLI_EXIT_OK && st.nalso > 0 && fair) {
+        cli_error("run: --fair cannot be used with --also");
         rc = cli_usage();
     }
     if (rc != CLI_EXIT_OK)
@@ -1434,6 +1445,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     }
     lo.ttl_ms = la.ttl_ms;
     lo.holder = la.holder;
+    lo.flags = fair ? SQLLOCK_LEASE_FAIR : 0;
     if (shared || exclusive) {
         rc = sqllock_rw_new(st.db, name, shared, &lo, &st.rw);
         st.lease = sqllock_rw_lease(st.rw);
