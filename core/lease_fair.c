@@ -42,8 +42,8 @@
 #include "internal.h"
 
 #define QUEUE_TAG 'q'
-/* Polling (no wake-ups), the backoff cap of the head is
- * backoff_min x 2^NEAR_ATTEMPTS, of the others twice that. */
+/* Polling (no wake-ups), the backoff cap of the head and of the second
+ * in line is backoff_min x 2^NEAR_ATTEMPTS, of the others twice that. */
 #define NEAR_ATTEMPTS 2
 
 /* What a scan of NAME's queue found. */
@@ -52,6 +52,7 @@ typedef struct fair_scan {
     size_t prefix_len;
     int64_t mine;              /* own ticket; 0: not queued */
     int live;                  /* live queue rows (own one excluded) */
+    int before;                /* live rows with a smaller ticket */
     int64_t ahead;             /* the nearest live ticket below mine, or 0 */
     int64_t ahead_left_ms;     /* its remaining ttl, by the server's clock */
     char ahead_name[SQLLOCK__DERIVED_MAX + 1];
@@ -66,6 +67,8 @@ static int scan_row(void *ctx, const sqllock_lease_info *in)
     if (in->remaining_ms <= 0 || in->token == f->mine)
         return 0;               /* expired (a dead waiter), or our own */
     f->live++;
+    if (f->mine != 0 && in->token < f->mine)
+        f->before++;
     if (f->mine != 0 && in->token < f->mine && in->token > f->ahead) {
         f->ahead = in->token;
         f->ahead_left_ms = in->remaining_ms;
@@ -280,12 +283,14 @@ int sqllock__fair_acquire(sqllock_lease *l, int64_t wait_ms)
         /* Where nothing wakes a waiter (SQLite across processes,
          * Galera, SQLLOCK_LEASE_NO_WAKEUP), a handoff waits for the next
          * waiter's poll, and a waiter moves up while it sleeps: the head
-         * polls at most 4 x backoff_min apart, the others 8 x (a waiter
-         * still far back would otherwise sleep through its turn). */
+         * and the second poll at most 4 x backoff_min apart, the others
+         * 8 x (a waiter still far back would otherwise sleep through its
+         * turn). */
         if ((l->flags & SQLLOCK_LEASE_NO_WAKEUP) ||
             (!w.notify && w.session == 0)) {
-            if (w.attempt > NEAR_ATTEMPTS + t)
-                w.attempt = NEAR_ATTEMPTS + t;
+            int near = NEAR_ATTEMPTS + (f.before > 1);
+            if (w.attempt > near)
+                w.attempt = near;
         }
         /* Pause no longer than the wait, the next renewal of our row, and
          * (a waiter ahead) that row's remaining ttl: a dead waiter ahead

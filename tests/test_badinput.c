@@ -369,6 +369,30 @@ static void test_badinput_E2_bad_lease_options(void **state)
         assert_null(l);
         expect_msg(f->db, "NULL options", "ttl", NULL);
     }
+    /* M3: a fair lease's name is at most SQLLOCK_PRIMITIVE_NAME_MAX bytes
+     * (its queue rows are derived names); a flag beyond the known ones is
+     * refused. */
+    {
+        sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+        sqllock_lease *l = (sqllock_lease *)(uintptr_t)1;
+        char name[SQLLOCK_PRIMITIVE_NAME_MAX + 2];
+
+        memset(name, 'n', sizeof name - 1);
+        name[sizeof name - 1] = '\0';
+        o.ttl_ms = 1000;
+        o.flags = SQLLOCK_LEASE_FAIR;
+        assert_int_equal(sqllock_lease_new(f->db, name, &o, &l),
+                         SQLLOCK_EINVAL);
+        assert_null(l);
+        expect_msg(f->db, "fair name too long",
+                   "fair|SQLLOCK_PRIMITIVE_NAME_MAX", NULL);
+        o.flags = SQLLOCK_LEASE_FAIR << 5;
+        l = (sqllock_lease *)(uintptr_t)1;
+        assert_int_equal(sqllock_lease_new(f->db, VICTIM, &o, &l),
+                         SQLLOCK_EINVAL);
+        assert_null(l);
+        expect_msg(f->db, "unknown flag", "flags", NULL);
+    }
     victim_untouched(f);
 }
 
