@@ -56,6 +56,9 @@ class Lease:
     safety_margin, backoff=(min, max), renew_every, retry_every: the
                 lease and watch options of include/sqllock.h.
     no_wakeup, fast: SQLLOCK_LEASE_NO_WAKEUP, SQLLOCK_LEASE_FAST.
+    fair:       SQLLOCK_LEASE_FAIR: waiters queue and are served oldest
+                first (contract M3); a try finds the lock busy while any
+                waiter is queued.
 
     `lost` (a bool), `lost_event` (a threading.Event), `state`, `held`,
     `remaining`, `token` and `owner` may be read from any thread.
@@ -72,6 +75,7 @@ class Lease:
                  renew_every: Optional[cv.Duration] = None,
                  retry_every: Optional[cv.Duration] = None,
                  no_wakeup: bool = False, fast: bool = False,
+                 fair: bool = False,
                  _attach: Optional[Tuple[str, int]] = None) -> None:
         self._db = db
         self._h: Optional[int] = None
@@ -97,7 +101,8 @@ class Lease:
             safety_margin_ms=cv.duration_ms(safety_margin, "safety_margin"),
             holder=self._holder,
             flags=(_lib.LEASE_NO_WAKEUP if no_wakeup else 0) |
-                  (_lib.LEASE_FAST if fast else 0))
+                  (_lib.LEASE_FAST if fast else 0) |
+                  (_lib.LEASE_FAIR if fair else 0))
         if backoff is not None:
             lo, hi = backoff
             opts.backoff_min_ms = cv.duration_ms(lo, "backoff")

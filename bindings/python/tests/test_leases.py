@@ -220,3 +220,45 @@ def test_L12_lock_many_all_or_none(url: str, name: str) -> None:
             a.lock_many([], ttl=30).acquire()
         with pytest.raises(TypeError):
             a.lock_many(name, ttl=30)
+
+
+def _queued(db: sqllock.Database, name: str) -> int:
+    """Live fair-queue rows of `name` (NAME 0x1f q...)."""
+    return sum(1 for r in db.list()
+               if r.name.startswith(name + "\x1fq") and r.remaining > 0)
+
+
+def test_M3_fair_waiters_served_in_arrival_order(url: str, name: str) -> None:
+    # 4 threads, each with its own connection, queue behind a holder one
+    # after another (each once the previous one's queue row is there);
+    # they get the lock in that order, and a fair try is busy meanwhile.
+    order: list = []
+    errors: list = []
+
+    def waiter(i: int) -> None:
+        try:
+            with sqllock.connect(url) as db:
+                with db.lock(name, ttl=30, wait=60 * slowdown(), fair=True):
+                    order.append(i)
+                    time.sleep(0.02)
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    with sqllock.connect(url) as a:
+        holder = a.lock(name, ttl=30).acquire()
+        threads = []
+        for i in range(4):
+            t = threading.Thread(target=waiter, args=(i,))
+            t.start()
+            threads.append(t)
+            end = time.monotonic() + 20 * slowdown()
+            while _queued(a, name) != i + 1:
+                assert time.monotonic() < end, "waiter %d never queued" % i
+                time.sleep(0.01)
+        assert not a.lock(name, ttl=30, fair=True).try_acquire()
+        holder.release()
+        for t in threads:
+            t.join(timeout=60 * slowdown())
+        assert not errors, errors
+        assert order == [0, 1, 2, 3]
+        assert _queued(a, name) == 0
