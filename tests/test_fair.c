@@ -125,6 +125,51 @@ static void await_queue(sqllock_db *db, const char *name, int n)
     }
 }
 
+/* A holder whose handle is closed: the parent forks waiters with no
+ * handle of its own open (a forked child would inherit its connection and
+ * memory). The lease row is held; release_detached() attaches to it by
+ * owner and token and releases it. */
+typedef struct detached {
+    char owner[SQLLOCK_OWNER_LEN + 1];
+    int64_t token;
+} detached;
+
+static void hold_detached(const char *name, detached *d)
+{
+    sqllock_db *db = open_db();
+    sqllock_lease *h = new_lease(db, name, 60000, 0, 0);
+
+    assert_non_null(h);
+    EXPECT_RC(db, sqllock_lease_try_acquire(h), SQLLOCK_OK, "holder");
+    snprintf(d->owner, sizeof d->owner, "%s", sqllock_lease_owner(h));
+    d->token = sqllock_lease_token(h);
+    sqllock_lease_free(h);
+    sqllock_close(db);
+}
+
+static void release_detached(const char *name, const detached *d)
+{
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_db *db = open_db();
+    sqllock_lease *h = NULL;
+
+    o.ttl_ms = 60000;
+    EXPECT_RC(db, sqllock_lease_attach(db, name, d->owner, d->token, &o, &h),
+              SQLLOCK_OK, "attach");
+    EXPECT_RC(db, sqllock_lease_release(h), SQLLOCK_OK, "holder release");
+    sqllock_lease_free(h);
+    sqllock_close(db);
+}
+
+/* await_queue() on a handle of its own, closed before it returns. */
+static void await_queue_own(const char *name, int n)
+{
+    sqllock_db *db = open_db();
+
+    await_queue(db, name, n);
+    sqllock_close(db);
+}
+
 /* A waiter process: a fair acquire, its grant recorded, `hold_ms` inside,
  * the release. Exit 0, or 1 after saying why. */
 static void waiter_child(shm *m, const char *name, int idx, int64_t ttl_ms,
@@ -196,22 +241,20 @@ static void expect_exit0(pid_t pid, const char *what)
 static void test_fair_M3_served_in_arrival_order(void **state)
 {
     shm *m = tu_shared_map(sizeof *m);
-    sqllock_db *db = open_db();
-    sqllock_lease *h;
+    sqllock_db *db;
+    detached h;
     char name[64];
     pid_t pid[WAITERS];
     int i;
     (void)state;
 
     snprintf(name, sizeof name, "fair-order-%ld", (long)getpid());
-    h = new_lease(db, name, 60000, 0, 0);
-    assert_non_null(h);
-    EXPECT_RC(db, sqllock_lease_try_acquire(h), SQLLOCK_OK, "holder");
+    hold_detached(name, &h);
     for (i = 0; i < WAITERS; i++) {
         pid[i] = spawn_waiter(m, name, i, tu_scaled_ms(10000), 20);
-        await_queue(db, name, i + 1);
+        await_queue_own(name, i + 1);
     }
-    EXPECT_RC(db, sqllock_lease_release(h), SQLLOCK_OK, "holder release");
+    release_detached(name, &h);
     for (i = 0; i < WAITERS; i++)
         expect_exit0(pid[i], "waiter");
     assert_int_equal(atomic_load(&m->next), WAITERS);
@@ -224,8 +267,8 @@ static void test_fair_M3_served_in_arrival_order(void **state)
             assert_true(m->token[i] > m->token[i - 1]);
     }
     /* Each granted waiter deleted its row. */
+    db = open_db();
     assert_int_equal(queue_rows(db, name, NULL), 0);
-    sqllock_lease_free(h);
     sqllock_close(db);
     munmap(m, sizeof *m);
 }
@@ -240,29 +283,26 @@ static void test_fair_M3_dead_waiters_delay_at_most_ttl(void **state)
 {
     enum { N = 5 };       /* 0, 3, 4 live; 1 and 2 killed */
     shm *m = tu_shared_map(sizeof *m);
-    sqllock_db *db = open_db();
-    sqllock_lease *h;
+    detached h;
     char name[64];
     pid_t pid[N];
-    int64_t ttl = tu_scaled_ms(2000), margin = tu_scaled_ms(1500),
+    int64_t ttl = tu_scaled_ms(1000), margin = tu_scaled_ms(1500),
             killed_at, delay;
     int i, st;
     (void)state;
 
     snprintf(name, sizeof name, "fair-dead-%ld", (long)getpid());
-    h = new_lease(db, name, 60000, 0, 0);
-    assert_non_null(h);
-    EXPECT_RC(db, sqllock_lease_try_acquire(h), SQLLOCK_OK, "holder");
+    hold_detached(name, &h);
     for (i = 0; i < N; i++) {
         pid[i] = spawn_waiter(m, name, i, i == 1 || i == 2 ? ttl : 60000, 10);
-        await_queue(db, name, i + 1);
+        await_queue_own(name, i + 1);
     }
     kill(pid[1], SIGKILL);
     kill(pid[2], SIGKILL);
     killed_at = tu_now_ms();
     waitpid(pid[1], &st, 0);
     waitpid(pid[2], &st, 0);
-    EXPECT_RC(db, sqllock_lease_release(h), SQLLOCK_OK, "holder release");
+    release_detached(name, &h);
     expect_exit0(pid[0], "waiter 0");
     expect_exit0(pid[3], "waiter 3");
     expect_exit0(pid[4], "waiter 4");
@@ -278,8 +318,6 @@ static void test_fair_M3_dead_waiters_delay_at_most_ttl(void **state)
         fail_msg("two dead waiters delayed the next by %lld ms; at most "
                  "their ttl %lld ms (+ %lld ms) allowed", (long long)delay,
                  (long long)ttl, (long long)margin);
-    sqllock_lease_free(h);
-    sqllock_close(db);
     munmap(m, sizeof *m);
 }
 
@@ -292,18 +330,17 @@ static void test_fair_M3_try_busy_while_queued(void **state)
 {
     shm *m = tu_shared_map(sizeof *m);
     sqllock_db *db = open_db();
-    sqllock_lease *h, *f, *u;
+    sqllock_lease *f, *u;
+    detached d;
     char name[64];
     pid_t pid;
     int st, live = -1;
-    int64_t ttl = tu_scaled_ms(1500), end;
+    int64_t ttl = tu_scaled_ms(500), end;
     (void)state;
 
     snprintf(name, sizeof name, "fair-try-%ld", (long)getpid());
-    h = new_lease(db, name, 60000, 0, 0);
     f = new_lease(db, name, 60000, 0, SQLLOCK_LEASE_FAIR);
     u = new_lease(db, name, 60000, 0, 0);
-    assert_non_null(h);
     assert_non_null(f);
     assert_non_null(u);
     /* An empty queue: a fair try is an ordinary one. */
@@ -313,12 +350,20 @@ static void test_fair_M3_try_busy_while_queued(void **state)
     EXPECT_RC(db, sqllock_lease_release(f), SQLLOCK_OK, "release");
     EXPECT_RC(db, sqllock_lease_release(f), SQLLOCK_OK, "release");
 
-    EXPECT_RC(db, sqllock_lease_try_acquire(h), SQLLOCK_OK, "holder");
+    sqllock_lease_free(f);
+    sqllock_lease_free(u);
+    sqllock_close(db);
+    hold_detached(name, &d);
     pid = spawn_waiter(m, name, 0, ttl, 10);
-    await_queue(db, name, 1);
+    await_queue_own(name, 1);
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
-    EXPECT_RC(db, sqllock_lease_release(h), SQLLOCK_OK, "holder release");
+    release_detached(name, &d);
+    db = open_db();
+    f = new_lease(db, name, 60000, 0, SQLLOCK_LEASE_FAIR);
+    u = new_lease(db, name, 60000, 0, 0);
+    assert_non_null(f);
+    assert_non_null(u);
     /* The lock is free, a (dead) waiter is queued. */
     EXPECT_RC(db, sqllock_lease_try_acquire(f), SQLLOCK_BUSY, "fair try");
     assert_non_null(strstr(sqllock_errmsg(db), "queued"));
@@ -334,7 +379,6 @@ static void test_fair_M3_try_busy_while_queued(void **state)
     assert_int_equal(live, 0);
     EXPECT_RC(db, sqllock_lease_try_acquire(f), SQLLOCK_OK, "fair try");
     EXPECT_RC(db, sqllock_lease_release(f), SQLLOCK_OK, "release");
-    sqllock_lease_free(h);
     sqllock_lease_free(f);
     sqllock_lease_free(u);
     sqllock_close(db);
