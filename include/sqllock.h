@@ -477,7 +477,8 @@ typedef struct sqllock_lease_options {
  * and handles without this flag on the same name still exclude but do
  * not queue: they can barge in ahead of the queue. The lock name is at
  * most SQLLOCK_PRIMITIVE_NAME_MAX bytes; sqllock_lease_acquire_many()
- * refuses fair leases (SQLLOCK_EUNSUPPORTED). Added in 0.3.0. */
+ * refuses fair leases (SQLLOCK_EUNSUPPORTED), and so does a driver of
+ * version 10 or older (no LEASE_RANGE). Added in 0.9.0. */
 #define SQLLOCK_LEASE_FAIR (1u << 2)
 
 #define SQLLOCK_LEASE_OPTIONS_VERSION 2
