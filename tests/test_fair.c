@@ -494,7 +494,7 @@ static void test_fair_M3_only_head_woken(void **state)
     char name[64];
     pthread_t t[WAITERS];
     herd hs[WAITERS];
-    int i, most = 0;
+    int i, total = 0;
     (void)state;
 
     snprintf(name, sizeof name, "fair-herd-%ld", (long)getpid());
@@ -520,17 +520,21 @@ static void test_fair_M3_only_head_woken(void **state)
     printf("fair: pauses per waiter (arrival order):");
     for (i = 0; i < WAITERS; i++) {
         printf(" %d", hs[i].pauses);
-        if (hs[i].pauses > most)
-            most = hs[i].pauses;
+        total += hs[i].pauses;
         assert_int_equal(m->order[i], i);
     }
     printf("\n");
     /* A waiter pauses on the one ahead and is woken once when it is
      * granted, then pauses on the lock as the head and is woken by its
-     * release: 2 (1 for the first); 3 allows one spurious wake-up. */
-    if (most > 3)
-        fail_msg("a waiter paused %d times: woken by grants that were not "
-                 "its turn (a herd)", most);
+     * release: 2 (1 for the first), 15 in all. A herd (every waiter woken
+     * by every grant) makes the k-th pause about k times: 36 and more.
+     * In-process wake-up keys share 256 slots (core/wake.c): a waiter
+     * whose key shares the lock's slot is woken, spuriously, by each
+     * release (up to 7 more); 3 per waiter allows one such. */
+    if (total > 3 * WAITERS)
+        fail_msg("the waiters paused %d times in all, more than %d: woken "
+                 "by grants that were not their turn (a herd)", total,
+                 3 * WAITERS);
     sqllock_lease_free(h);
     sqllock_close(db);
     munmap(m, sizeof *m);
