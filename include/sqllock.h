@@ -677,6 +677,102 @@ SQLLOCK_API const char *sqllock_lease_owner(const sqllock_lease *lease);
 SQLLOCK_API int64_t sqllock_lease_remaining_ms(const sqllock_lease *lease);
 
 /* ------------------------------------------------------------------------ */
+/* Semaphores (contract M1)                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* A semaphore handle: at most one permit of one semaphore. Not
+ * thread-safe; it belongs to the handle `db` it was made on. */
+typedef struct sqllock_sem sqllock_sem;
+
+/* The most permits a semaphore has. */
+#define SQLLOCK_SEM_PERMITS_MAX 1000
+
+/*
+ * Makes a handle for semaphore `name` with `permits` permits (contract
+ * M1). Each permit is a lease of its own in the lease table -- permit i
+ * is the row "name [p<i>]" in `sqllock list` -- with its own owner id,
+ * expiry by the server's clock, fencing token and LOST, made with `opts`
+ * as sqllock_lease_new() makes a lease (ttl_ms required). A holder that
+ * dies leaves its permit to expire after its ttl, as a lease.
+ *
+ * The number of permits is the acquirer's own; nothing stores it. An
+ * acquirer with N takes only permits 0..N-1, so the database never holds
+ * more than N live permits of acquirers that agree on N. Changing N:
+ * after an acquirer lowers N, holders of permits >= the new N keep them
+ * until they release or lose them (the live count falls to the new N as
+ * they leave; until then it stays at most the old N); raising N takes
+ * effect at once for the acquirers that use it. Acquirers that disagree
+ * on N see at most max(N) live permits.
+ *
+ * Nothing is sent to the database. Errors, with a message on `db`:
+ * SQLLOCK_EINVAL for a NULL db, out or opts, a NULL or empty name, one
+ * over SQLLOCK_PRIMITIVE_NAME_MAX bytes, not valid UTF-8 or with control
+ * characters, permits < 1 or > SQLLOCK_SEM_PERMITS_MAX, and what
+ * sqllock_lease_new() refuses in `opts`.
+ *
+ * Added in 0.9.0.
+ */
+SQLLOCK_API int sqllock_sem_new(sqllock_db *db, const char *name,
+                                int permits, const sqllock_lease_options *opts,
+                                sqllock_sem **out);
+/*
+ * Takes a permit if one is free, without waiting: a random permit first
+ * (one round trip while the semaphore has room), then, if that one is
+ * held, the free and expired ones among permits 0..N-1 (one read of the
+ * semaphore's rows, then a try of each, in random order). Returns
+ * SQLLOCK_OK (sqllock_sem_permit() says which permit,
+ * sqllock_sem_lease() is its lease) or SQLLOCK_BUSY when all N are held.
+ * SQLLOCK_EMISUSE when the handle already holds a permit (one permit per
+ * handle).
+ * Added in 0.9.0.
+ */
+SQLLOCK_API int sqllock_sem_try_acquire(sqllock_sem *sem);
+/*
+ * As sqllock_sem_try_acquire(), waiting up to wait_ms for a permit
+ * (0 tries once; SQLLOCK_WAIT_FOREVER), with the backoff of `opts` and
+ * the wake-ups of leases: between tries the waiter pauses on one held
+ * permit, a fresh random one each round, whose release wakes it (on
+ * PostgreSQL a NOTIFY, on MySQL the holder's companion lock, in the
+ * process at once); a release of a permit it does not pause on is found
+ * at its next try. SQLLOCK_TIMEOUT when none came free in time.
+ * Added in 0.9.0.
+ */
+SQLLOCK_API int sqllock_sem_acquire(sqllock_sem *sem, int64_t wait_ms);
+/*
+ * Releases the permit the handle holds (its lease, as
+ * sqllock_lease_release()). SQLLOCK_LOST when it had been taken over or
+ * removed after it expired; SQLLOCK_ENOTHELD when the handle holds none
+ * (never acquired, already released, or released or found lost through
+ * its lease).
+ * Added in 0.9.0.
+ */
+SQLLOCK_API int sqllock_sem_release(sqllock_sem *sem);
+/* The lease of the permit held, for its token, owner, state, deadline,
+ * renewal and watch (sqllock_lease_token(), sqllock_lease_watch(), ...),
+ * borrowed from the semaphore handle; NULL when it holds none.
+ * Added in 0.9.0. */
+SQLLOCK_API sqllock_lease *sqllock_sem_lease(const sqllock_sem *sem);
+/* The permit held, 0..permits-1, or -1 when none.
+ * Added in 0.9.0. */
+SQLLOCK_API int sqllock_sem_permit(const sqllock_sem *sem);
+/* The handle's number of permits, and the semaphore's name.
+ * Added in 0.9.0. */
+SQLLOCK_API int sqllock_sem_permits(const sqllock_sem *sem);
+SQLLOCK_API const char *sqllock_sem_name(const sqllock_sem *sem);
+/* Frees the handle. A permit still held is NOT released: it stays until
+ * it expires. Accepts NULL.
+ * Added in 0.9.0. */
+SQLLOCK_API void sqllock_sem_free(sqllock_sem *sem);
+/*
+ * *live = the permits of semaphore `name` that are live now, by the
+ * server's clock, whatever N they were taken under (one read of its
+ * rows). SQLLOCK_EINVAL for a bad name or a NULL `live`.
+ * Added in 0.9.0.
+ */
+SQLLOCK_API int sqllock_sem_count(sqllock_db *db, const char *name,
+                                  int *live);
+
+/* ------------------------------------------------------------------------ */
 /* Watchdog renewal (contract L6, L7)                                        */
 /* ------------------------------------------------------------------------ */
 

@@ -797,6 +797,87 @@ static void test_badinput_E2_bad_leader(void **state)
     sqllock_leader_error(NULL, why, sizeof why);
     assert_string_equal(why, "");
     sqllock_leader_stop(NULL);
+
+/* E2 for M1: semaphores -- a NULL, empty, too long or control-character
+ * name, permits < 1 or > SQLLOCK_SEM_PERMITS_MAX, a ttl <= 0, no options,
+ * a negative wait, a release with nothing held, a second acquire on one
+ * handle, NULL handles -- get EINVAL, EMISUSE or ENOTHELD with a message,
+ * and take nothing. */
+static void test_badinput_E2_bad_semaphores(void **state)
+{
+    fixture *f = *state;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_sem *s = (sqllock_sem *)(uintptr_t)1;
+    char name[100], big[SQLLOCK_PRIMITIVE_NAME_MAX + 2];
+    int live = -1;
+
+    o.ttl_ms = 10000;
+    uniq(name, sizeof name, "sem");
+    assert_int_equal(sqllock_sem_new(NULL, name, 3, &o, &s), SQLLOCK_EINVAL);
+    assert_null(s);
+    assert_int_equal(sqllock_sem_new(f->db, name, 3, &o, NULL),
+                     SQLLOCK_EINVAL);
+    expect_msg(f->db, "NULL out", NULL, "NULL|output|pointer");
+    s = (sqllock_sem *)(uintptr_t)1;
+    assert_int_equal(sqllock_sem_new(f->db, NULL, 3, &o, &s), SQLLOCK_EINVAL);
+    assert_null(s);
+    expect_msg(f->db, "NULL name", "semaphore name", "NULL");
+    assert_int_equal(sqllock_sem_new(f->db, "", 3, &o, &s), SQLLOCK_EINVAL);
+    expect_msg(f->db, "empty name", "semaphore name", "empty");
+    memset(big, 'n', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    assert_int_equal(sqllock_sem_new(f->db, big, 3, &o, &s), SQLLOCK_EINVAL);
+    expect_msg(f->db, "long name", "semaphore name", "200");
+    big[SQLLOCK_PRIMITIVE_NAME_MAX] = '\0';            /* 200 bytes: fine */
+    assert_int_equal(sqllock_sem_new(f->db, big, 3, &o, &s), SQLLOCK_OK);
+    sqllock_sem_free(s);
+    assert_int_equal(sqllock_sem_new(f->db, "a\x1f" "p0", 3, &o, &s),
+                     SQLLOCK_EINVAL);
+    expect_msg(f->db, "control name", "semaphore name", "control");
+    assert_int_equal(sqllock_sem_new(f->db, name, 0, &o, &s), SQLLOCK_EINVAL);
+    assert_null(s);
+    expect_msg(f->db, "0 permits", "permits", "0");
+    assert_int_equal(sqllock_sem_new(f->db, name, -1, &o, &s), SQLLOCK_EINVAL);
+    expect_msg(f->db, "-1 permits", "permits", "-1");
+    assert_int_equal(sqllock_sem_new(f->db, name, SQLLOCK_SEM_PERMITS_MAX + 1,
+                                     &o, &s), SQLLOCK_EINVAL);
+    expect_msg(f->db, "1001 permits", "permits", "1000");
+    assert_int_equal(sqllock_sem_new(f->db, name, 3, NULL, &s), SQLLOCK_EINVAL);
+    expect_msg(f->db, "NULL options", "ttl", NULL);
+    o.ttl_ms = 0;
+    assert_int_equal(sqllock_sem_new(f->db, name, 3, &o, &s), SQLLOCK_EINVAL);
+    expect_msg(f->db, "ttl 0", "ttl", NULL);
+    o.ttl_ms = -5;
+    assert_int_equal(sqllock_sem_new(f->db, name, 3, &o, &s), SQLLOCK_EINVAL);
+    expect_msg(f->db, "ttl -5", "ttl", NULL);
+    assert_null(s);
+    o.ttl_ms = 10000;
+    assert_int_equal(sqllock_sem_new(f->db, name, 3, &o, &s), SQLLOCK_OK);
+    assert_int_equal(sqllock_sem_release(s), SQLLOCK_ENOTHELD);
+    expect_msg(f->db, "release unheld", "semaphore", "permit|hold");
+    assert_int_equal(sqllock_sem_acquire(s, -1), SQLLOCK_EINVAL);
+    expect_msg(f->db, "wait -1", "wait", NULL);
+    assert_int_equal(sqllock_sem_count(f->db, name, &live), SQLLOCK_OK);
+    assert_int_equal(live, 0);
+    assert_int_equal(sqllock_sem_try_acquire(s), SQLLOCK_OK);
+    assert_int_equal(sqllock_sem_try_acquire(s), SQLLOCK_EMISUSE);
+    expect_msg(f->db, "second acquire", "already holds", "permit");
+    assert_int_equal(sqllock_sem_acquire(s, 0), SQLLOCK_EMISUSE);
+    assert_int_equal(sqllock_sem_count(f->db, name, &live), SQLLOCK_OK);
+    assert_int_equal(live, 1);
+    assert_int_equal(sqllock_sem_release(s), SQLLOCK_OK);
+    assert_int_equal(sqllock_sem_release(s), SQLLOCK_ENOTHELD);
+    sqllock_sem_free(s);
+    assert_int_equal(sqllock_sem_count(f->db, "", &live), SQLLOCK_EINVAL);
+    expect_msg(f->db, "count empty name", "semaphore name", "empty");
+    assert_int_equal(sqllock_sem_count(f->db, name, NULL), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_sem_count(NULL, name, &live), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_sem_try_acquire(NULL), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_sem_acquire(NULL, 0), SQLLOCK_EINVAL);
+    assert_int_equal(sqllock_sem_release(NULL), SQLLOCK_EINVAL);
+    assert_null(sqllock_sem_lease(NULL));
+    assert_int_equal(sqllock_sem_permit(NULL), -1);
+    sqllock_sem_free(NULL);
     victim_untouched(f);
 }
 
@@ -986,6 +1067,8 @@ int main(void)
         cmocka_unit_test(test_badinput_E2_failed_attach_clears_out),
         cmocka_unit_test(test_badinput_E2_null_handles),
         cmocka_unit_test(test_badinput_E2_bad_leader),
+
+        cmocka_unit_test(test_badinput_E2_bad_semaphores),
         cmocka_unit_test(test_badinput_E2_bad_urls),
         cmocka_unit_test(test_badinput_E1_init_after_failed_open_keeps_reason),
         cmocka_unit_test(test_badinput_S1_missing_schema),
