@@ -1043,6 +1043,71 @@ static void test_runcmd_L12_also(void **state)
     expect_no_row(f, a);
 }
 
+/* M1: `run NAME --permits N` runs CMD holding one permit of semaphore
+ * NAME -- one the test does not hold -- with SQLLOCK_NAME, SQLLOCK_PERMIT
+ * and the permit's SQLLOCK_TOKEN, and releases it after; with all N
+ * permits held it runs nothing and exits 75; bad --permits is 64. */
+static void test_runcmd_M1_permits(void **state)
+{
+    fixture *f = *state;
+    const char *name = U(f, "sem");
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_sem *mine = NULL, *mine2 = NULL;
+    char file[4300], script[9000], buf[4300], want[600];
+    long long permit = -1, token = 0;
+    int live = -1;
+    const char *p;
+
+    lo.ttl_ms = 30000;
+    EXPECT_RC(f->db, sqllock_sem_new(f->db, name, 2, &lo, &mine), SQLLOCK_OK,
+              "sem new");
+    EXPECT_RC(f->db, sqllock_sem_new(f->db, name, 2, &lo, &mine2), SQLLOCK_OK,
+              "sem new");
+    EXPECT_RC(f->db, sqllock_sem_try_acquire(mine), SQLLOCK_OK, "hold one");
+    fpath(f, file, sizeof file, "env");
+    snprintf(script, sizeof script, "printf '%%s|%%s|%%s' \"$SQLLOCK_NAME\" "
+             "\"$SQLLOCK_PERMIT\" \"$SQLLOCK_TOKEN\" > '%s'", file);
+    EXPECT_EXIT(f, 0, "run", name, "--permits", "2", "--ttl", "5s", "--",
+                "sh", "-c", script);
+    assert_true(tu_read_file(file, buf, sizeof buf) > 0);
+    snprintf(want, sizeof want, "%s|", name);
+    if (strncmp(buf, want, strlen(want)) != 0)
+        fail_msg("SQLLOCK_NAME not the semaphore's: %s", buf);
+    p = buf + strlen(want);
+    assert_int_equal(sscanf(p, "%lld|%lld", &permit, &token), 2);
+    assert_true(permit == 1 - sqllock_sem_permit(mine));
+    assert_true(token > sqllock_lease_token(sqllock_sem_lease(mine)));
+    /* Released after CMD. */
+    EXPECT_RC(f->db, sqllock_sem_count(f->db, name, &live), SQLLOCK_OK,
+              "count");
+    assert_int_equal(live, 1);
+    /* All permits held: CMD does not run. */
+    EXPECT_RC(f->db, sqllock_sem_try_acquire(mine2), SQLLOCK_OK, "hold two");
+    fpath(f, file, sizeof file, "touched");
+    EXPECT_EXIT(f, 75, "run", name, "--permits", "2", "--ttl", "5s", "--",
+                "touch", file);
+    assert_true(tu_contains_ci(f->err, "semaphore"));
+    assert_false(file_exists(file));
+    /* A larger N takes the permit above them (at most max(N) live). */
+    EXPECT_EXIT(f, 0, "run", name, "--permits", "3", "--ttl", "5s", "--",
+                "touch", file);
+    assert_true(file_exists(file));
+    EXPECT_EXIT(f, 64, "run", name, "--permits", "0", "--ttl", "5s", "--",
+                "true");
+    EXPECT_EXIT(f, 64, "run", name, "--permits", "1001", "--ttl", "5s", "--",
+                "true");
+    EXPECT_EXIT(f, 64, "run", name, "--permits", "two", "--ttl", "5s", "--",
+                "true");
+    EXPECT_EXIT(f, 64, "run", name, "--permits", "2", "--also", "x", "--ttl",
+                "5s", "--", "true");
+    EXPECT_EXIT(f, 64, "run", name, "--permits", "2", "--hold-at-least",
+                "1s", "--ttl", "5s", "--", "true");
+    EXPECT_RC(f->db, sqllock_sem_release(mine), SQLLOCK_OK, "release");
+    EXPECT_RC(f->db, sqllock_sem_release(mine2), SQLLOCK_OK, "release");
+    sqllock_sem_free(mine);
+    sqllock_sem_free(mine2);
+}
+
 /* E2: bad run options exit 64, run nothing and lock nothing; the good
  * spellings of the same options work. */
 static void test_runcmd_E2_usage_errors(void **state)
@@ -1181,6 +1246,7 @@ int main(void)
         cmocka_unit_test(test_runcmd_M2_shared_and_exclusive),
         cmocka_unit_test(test_runcmd_M4_leader),
         cmocka_unit_test(test_runcmd_M3_fair_runs_in_order),
+        cmocka_unit_test(test_runcmd_M1_permits),
     };
     return TU_RUN_PER_URL("runcmd", &g_url, tests, setup, teardown);
 }

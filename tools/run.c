@@ -140,6 +140,9 @@ typedef struct run_state {
     sqllock_lease *also[SQLLOCK_LEASE_MANY_MAX - 1];
     const char *also_names[SQLLOCK_LEASE_MANY_MAX - 1];
     int nalso;
+    /* --permits: the semaphore whose permit `lease` is (DESIGN M1). */
+    sqllock_sem *sem;
+    int permits;
     const char *lost_name;     /* the name found lost (NAME or --also's) */
     const char *cmd0;          /* the command's name, for messages */
     const cli_db *where;       /* the database's URL, and its source */
@@ -402,7 +405,8 @@ static void take_note(run_state *st)
     status = st->note_status;
     if (st->note_lease != NULL && state == SQLLOCK_STATE_LOST &&
         st->lost_name == NULL)
-        st->lost_name = sqllock_lease_name(st->note_lease);
+        st->lost_name = st->note_lease == st->lease
+                            ? st->name : sqllock_lease_name(st->note_lease);
     memcpy(msg, st->note_msg, sizeof msg);
     st->note_pending = 0;
     pthread_mutex_unlock(&st->mu);
@@ -458,6 +462,10 @@ static int release_all(run_state *st)
 
     if (st->rw != NULL)
         return sqllock_rw_release(st->rw);
+    /* A permit: released through its semaphore, whose messages name it
+     * (a lease that renewal found lost is not held any more). */
+    if (st->sem != NULL && sqllock_sem_permit(st->sem) >= 0)
+        return sqllock_sem_release(st->sem);
     if (st->nalso == 0)
         return sqllock_lease_release(st->lease);
     all[0] = st->lease;
@@ -717,6 +725,13 @@ static int send_start(run_state *st)
     snprintf(token, sizeof token, "%" PRId64,
              sqllock_lease_token(st->lease));
     rc |= var_add(buf, cap, &len, "SQLLOCK_NAME", st->name);
+    if (st->sem != NULL) {
+        /* --permits: which permit, 0..N-1 (SQLLOCK_TOKEN is its lease's). */
+        char permit[16];
+
+        snprintf(permit, sizeof permit, "%d", sqllock_sem_permit(st->sem));
+        rc |= var_add(buf, cap, &len, "SQLLOCK_PERMIT", permit);
+    }
     rc |= var_add(buf, cap, &len, "SQLLOCK_OWNER",
                   sqllock_lease_owner(st->lease));
     rc |= var_add(buf, cap, &len, "SQLLOCK_TOKEN", token);
@@ -1229,6 +1244,9 @@ static int run_held(run_state *st)
     if (st->leader)
         event(st, "elected leader of '%s' (the token below is the term)",
               st->name);
+    if (st->sem != NULL)
+        event(st, "acquired permit %d of %d of semaphore '%s'",
+              sqllock_sem_permit(st->sem), st->permits, st->name);
     event(st, "acquired lock '%s': token %" PRId64 ", ttl %s, renewed "
           "every %s", st->name, sqllock_lease_token(st->lease),
           span(ttl, sizeof ttl, st->ttl_ms),
@@ -1292,9 +1310,10 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     cli_list also = { NULL, 0, 0 };
     cli_run_args ra;
     cli_guard_cfg gcfg;
-    const char *name = NULL;
+    const char *name = NULL, *permits = NULL;
     int help = 0, export_db = 0, shared = 0, exclusive = 0, leader = 0;
     int fair = 0, npos, rest, rc, i;
+    int64_t npermits = 0;
     sqllock_options dbo = SQLLOCK_OPTIONS_INIT;
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     run_state st;
@@ -1325,6 +1344,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
             { "also", (const char **)(void *)&also, NULL, CLI_OPT_LIST },
             { "shared", NULL, &shared, 0 },
             { "exclusive", NULL, &exclusive, 0 },
+            { "permits", &permits, NULL, 0 },
             { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
         };
 
@@ -1376,6 +1396,23 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
         cli_error("run: --fair cannot be used with --also");
         rc = cli_usage();
     }
+    if (rc == CLI_EXIT_OK && permits != NULL &&
+        (shared || exclusive || leader || fair)) {
+        cli_error("run: --permits cannot be used with --%s",
+                  shared ? "shared" : exclusive ? "exclusive"
+                  : leader ? "leader" : "fair");
+        rc = cli_usage();
+    }
+    if (rc == CLI_EXIT_OK && permits != NULL) {
+        /* --permits N: a permit of semaphore NAME (DESIGN M1). */
+        rc = cli_parse_int("run", "permits", permits, 1,
+                           SQLLOCK_SEM_PERMITS_MAX, &npermits);
+        if (rc == CLI_EXIT_OK && (st.nalso > 0 || ra.hold_ms > 0)) {
+            cli_error("run: --permits cannot be used with %s",
+                      st.nalso > 0 ? "--also" : "--hold-at-least");
+            rc = cli_usage();
+        }
+    }
     if (rc != CLI_EXIT_OK)
         return rc;
     /* A candidate waits for the leadership until it gets it. */
@@ -1384,6 +1421,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
 
     st.name = name;
     st.leader = leader;
+    st.permits = (int)npermits;
     st.cmd0 = argv[rest];
     st.where = &where;
     st.dbo = &dbo;
@@ -1451,6 +1489,8 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
         st.lease = sqllock_rw_lease(st.rw);
     } else if (leader) {
         rc = sqllock_leader_lease_new(st.db, name, &lo, &st.lease);
+    } else if (st.permits > 0) {
+        rc = sqllock_sem_new(st.db, name, st.permits, &lo, &st.sem);
     } else {
         rc = sqllock_lease_new(st.db, name, &lo, &st.lease);
     }
@@ -1474,6 +1514,9 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
                                         ra.skip ? 0 : la.wait_ms);
     } else if (rc == SQLLOCK_OK && st.rw != NULL) {
         rc = sqllock_rw_acquire(st.rw, ra.skip ? 0 : la.wait_ms);
+    } else if (rc == SQLLOCK_OK && st.sem != NULL) {
+        rc = sqllock_sem_acquire(st.sem, ra.skip ? 0 : la.wait_ms);
+        st.lease = sqllock_sem_lease(st.sem);
     } else if (rc == SQLLOCK_OK) {
         rc = sqllock_lease_acquire(st.lease, ra.skip ? 0 : la.wait_ms);
     }
@@ -1482,6 +1525,11 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
         /* The library's message names the lock found held. */
         if (!ra.quiet)
             cli_error("run: %s", sqllock_errmsg(st.db));
+        rc = (int)ra.busy_exit_code;
+    } else if ((rc == SQLLOCK_BUSY || rc == SQLLOCK_TIMEOUT) &&
+               st.sem != NULL) {
+        if (!ra.quiet)
+            say(&st, "not running '%s': %s", st.cmd0, sqllock_errmsg(st.db));
         rc = (int)ra.busy_exit_code;
     } else if (rc == SQLLOCK_BUSY || rc == SQLLOCK_TIMEOUT) {
         if (!ra.quiet)
@@ -1499,6 +1547,8 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
         close(st.sts);
     if (st.rw != NULL)
         sqllock_rw_free(st.rw);
+    else if (st.sem != NULL)
+        sqllock_sem_free(st.sem);   /* and its permit's lease, its own */
     else
         sqllock_lease_free(st.lease);
     for (i = 0; i < st.nalso; i++)
