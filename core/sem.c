@@ -154,6 +154,12 @@ static int read_permits(sqllock_db *db, const char *base, range_ctx *r)
     return rc < 0 ? rc : SQLLOCK_OK;
 }
 
+/* For bench/bench_sem.c, which measures the other order: when set, a try
+ * reads the rows first and tries only slots it saw free (two round trips
+ * at least, never a try of a held slot). */
+extern int sqllock__sem_range_first;
+int sqllock__sem_range_first;
+
 /* One try: slot `first` directly, then the free and expired slots below
  * N that the range read shows, in random order. */
 static int try_round(sqllock_sem *s, int first)
@@ -162,23 +168,27 @@ static int try_round(sqllock_sem *s, int first)
     int freev[SQLLOCK_SEM_PERMITS_MAX];
     sqllock_lease *l;
     range_ctx r;
-    int rc, i, k, nfree = 0;
+    int rc = SQLLOCK_BUSY, i, k, nfree = 0, direct;
 
-    if ((rc = slot_lease(s, first, &l)) != SQLLOCK_OK)
-        return rc;
-    rc = sqllock_lease_try_acquire(l);
-    if (rc == SQLLOCK_OK)
-        s->held = first;
-    if (rc != SQLLOCK_BUSY || s->permits == 1)
-        goto done;
+    direct = !sqllock__sem_range_first || s->permits == 1;
+    if (direct) {
+        if ((rc = slot_lease(s, first, &l)) != SQLLOCK_OK)
+            return rc;
+        rc = sqllock_lease_try_acquire(l);
+        if (rc == SQLLOCK_OK)
+            s->held = first;
+        if (rc != SQLLOCK_BUSY || s->permits == 1)
+            goto done;
+    }
     memset(live, 0, (size_t)s->permits);
     r.permits = s->permits;
     r.live = live;
     if ((rc = read_permits(s->db, s->name, &r)) != SQLLOCK_OK)
         return rc;
     for (i = 0; i < s->permits; i++)
-        if (!live[i] && i != first)
+        if (!live[i] && !(direct && i == first))
             freev[nfree++] = i;
+    rc = SQLLOCK_BUSY;
     while (nfree > 0) {
         k = (int)sqllock__rand_upto(nfree - 1);
         i = freev[k];
