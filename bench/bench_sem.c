@@ -99,16 +99,26 @@ static const char *driver_of(const char *url)
     return "sqlite";
 }
 
-static void point(client *cs, int n, bu_pair_fn fn, const bu_args *a,
-                  bu_point *out)
+/* The scenarios of one client count, in a rotating order from rep to
+ * rep (so that a load that comes and goes on the machine falls on all
+ * of them alike); out[k] is scenario k's median. */
+#define NSCEN 5
+static const char *const scen_name[NSCEN] = {
+    "lease", "sem own", "sem shared", "sem own, range first",
+    "sem shared, range first"
+};
+
+static void points(client *cs, int n, const bu_args *a, bu_point *out)
 {
+    static const bu_pair_fn fns[NSCEN] = {
+        pair_lease, pair_own, pair_shared, pair_own, pair_shared
+    };
     bu_client *bc[BU_MAX_CLIENTS];
-    bu_point reps[16];
+    bu_point reps[NSCEN][16];
     bu_run run;
-    int i, r;
+    int i, r, j, k;
 
     memset(&run, 0, sizeof run);
-    run.pair = fn;
     run.secs = a->secs;
     /* The clock starts before the warm-up ends (bench_util.c): a short
      * one in smoke mode, whose points last 0.2 s. */
@@ -116,8 +126,15 @@ static void point(client *cs, int n, bu_pair_fn fn, const bu_args *a,
     for (i = 0; i < n; i++)
         bc[i] = &cs[i].base;
     for (r = 0; r < a->reps; r++)
-        bu_point_run(bc, n, &run, &reps[r]);
-    bu_point_median(reps, a->reps, out);
+        for (j = 0; j < NSCEN; j++) {
+            k = (j + r) % NSCEN;
+            run.pair = fns[k];
+            sqllock__sem_range_first = k >= 3;
+            bu_point_run(bc, n, &run, &reps[k][r]);
+        }
+    sqllock__sem_range_first = 0;
+    for (k = 0; k < NSCEN; k++)
+        bu_point_median(reps[k], a->reps, &out[k]);
 }
 
 static void report(const char *url, const char *scenario, int n,
@@ -150,7 +167,7 @@ static void bench_url(const char *url, const int *clients, int nclients,
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
     client *cs = calloc((size_t)max, sizeof *cs);
     char name[128], shared_name[128];
-    int k, i, n, rc;
+    int k, i, j, n, rc;
 
     if (cs == NULL)
         bu_die("out of memory");
@@ -170,7 +187,7 @@ static void bench_url(const char *url, const int *clients, int nclients,
             bu_die("new: %s", sqllock_errmsg(cs[i].db));
     }
     for (k = 0; k < nclients; k++) {
-        bu_point lease, p;
+        bu_point p[NSCEN];
 
         n = clients[k];
         snprintf(shared_name, sizeof shared_name, "bench-sem-%ld-shared-%d",
@@ -182,19 +199,9 @@ static void bench_url(const char *url, const int *clients, int nclients,
                                 &cs[i].shared) != SQLLOCK_OK)
                 bu_die("new: %s", sqllock_errmsg(cs[i].db));
         }
-        sqllock__sem_range_first = 0;
-        point(cs, n, pair_lease, a, &lease);
-        report(url, "lease", n, &lease, lease.rate);
-        point(cs, n, pair_own, a, &p);
-        report(url, "sem own", n, &p, lease.rate);
-        point(cs, n, pair_shared, a, &p);
-        report(url, "sem shared", n, &p, lease.rate);
-        sqllock__sem_range_first = 1;
-        point(cs, n, pair_own, a, &p);
-        report(url, "sem own, range first", n, &p, lease.rate);
-        point(cs, n, pair_shared, a, &p);
-        report(url, "sem shared, range first", n, &p, lease.rate);
-        sqllock__sem_range_first = 0;
+        points(cs, n, a, p);
+        for (j = 0; j < NSCEN; j++)
+            report(url, scen_name[j], n, &p[j], p[0].rate);
     }
     for (i = 0; i < max; i++) {
         bu_lat_free(&cs[i].base.lat);
