@@ -17,7 +17,7 @@
 # bench/results.
 #
 # --only takes a comma-separated list of: drivers, optimistic, handoff,
-# many, redis, tooz, scale, memory (default: all). --append keeps DIR's
+# many, sem, redis, tooz, scale, memory (default: all). --append keeps DIR's
 # results.csv and bench.log and adds to them (to run some suites again, or
 # the rest of a run that stopped), and redraws the chart from the whole.
 #
@@ -148,7 +148,7 @@ fi
 
 secs_args=()
 out=bench/results
-only="drivers,optimistic,handoff,many,redis,tooz,scale,memory"
+only="drivers,optimistic,handoff,many,sem,redis,tooz,scale,memory"
 append=0
 while [ $# -gt 0 ]; do
   case $1 in
@@ -226,6 +226,8 @@ want handoff && run "contended: 8 clients on one name, 1 ms critical section" \
   "$lite" "$pg" "$my"
 want many && run "several names at once: acquire_many(10) against 10 single acquires" \
   "$bin/bench_many" "${secs_args[@]}" --results "$csv" "$lite" "$pg" "$my"
+want sem && run "semaphores: permit pairs beside the lease's, 1 and 8 clients" \
+  "$bin/bench_sem" "${secs_args[@]}" --results "$csv" "$lite" "$pg" "$my"
 want redis && run "Redis: SET NX PX + Lua compare-and-delete" \
   "$bin/bench_redis" "${secs_args[@]}" --results "$csv" "$SQLLOCK_BENCH_REDIS_URL"
 want tooz && run "OpenStack tooz on PostgreSQL, MySQL and Redis" \
