@@ -245,7 +245,15 @@ int sqllock_sem_new(sqllock_db *db, const char *name, int permits,
     s->db = db;
     s->permits = permits;
     s->held = -1;
-    s->opts = *opts;
+    /* Field by field: a caller's struct of an older version is shorter
+     * (flags came with version 2). */
+    s->opts.struct_version = SQLLOCK_LEASE_OPTIONS_VERSION;
+    s->opts.ttl_ms = opts->ttl_ms;
+    s->opts.safety_margin_ms = opts->safety_margin_ms;
+    s->opts.backoff_min_ms = opts->backoff_min_ms;
+    s->opts.backoff_max_ms = opts->backoff_max_ms;
+    s->opts.holder = opts->holder;
+    s->opts.flags = opts->struct_version >= 2 ? opts->flags : 0;
     if (opts->holder != NULL) {
         snprintf(s->holder, sizeof s->holder, "%s", opts->holder);
         s->opts.holder = s->holder;
