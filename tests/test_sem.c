@@ -428,6 +428,7 @@ static void test_sem_M1_L2_killed_holders_permits_return_after_ttl(
 
 typedef struct waiter_sh {
     char name[128];
+    int go;                         /* the parent holds all N */
     int started;
     int64_t got_us;
     int rc;
@@ -436,11 +437,18 @@ typedef struct waiter_sh {
 static int waiter(void *arg)
 {
     waiter_sh *w = arg;
-    sqllock_db *db = tu_child_open(g_url, "sem waiter");
+    sqllock_db *db;
     sqllock_sem *s = NULL;
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
 
-    if (db == NULL)
+    int64_t t0 = tu_now_ms();
+
+    while (!__atomic_load_n(&w->go, __ATOMIC_SEQ_CST))
+        if (tu_now_ms() - t0 > 300000)
+            return 4;              /* the parent failed before "go" */
+        else
+            tu_sleep_ms(5);
+    if ((db = tu_child_open(g_url, "sem waiter")) == NULL)
         return 2;
     o.ttl_ms = 60000;
     /* A poll would take 20 s; SQLite, which has no cross-process push,
@@ -462,7 +470,7 @@ static int waiter(void *arg)
 static void test_sem_M1_L9_busy_then_woken_by_release(void **state)
 {
     waiter_sh *w = tu_shared_map(sizeof *w);
-    sqllock_db *db = open_db();
+    sqllock_db *db;
     sqllock_sem *h[N], *extra;
     int64_t released_us;
     pid_t pid;
@@ -471,6 +479,12 @@ static void test_sem_M1_L9_busy_then_woken_by_release(void **state)
 
     assert_non_null(w);
     sem_name(w->name, sizeof w->name, "wake");
+    /* A waiter in another process, whose polls come 20 s apart: forked
+     * before this process has a handle (valgrind would see a child's
+     * copy of it lost), it starts once all N permits are held. */
+    pid = tu_fork_child(waiter, w, 600);
+    assert_true(pid > 0);
+    db = open_db();
     for (i = 0; i < N; i++) {
         h[i] = new_sem(db, w->name, N, 60000, 0);
         EXPECT_RC(db, sqllock_sem_try_acquire(h[i]), SQLLOCK_OK, "try");
@@ -486,9 +500,7 @@ static void test_sem_M1_L9_busy_then_woken_by_release(void **state)
     assert_null(sqllock_sem_lease(extra));
     EXPECT_RC(db, sqllock_sem_acquire(extra, 200), SQLLOCK_TIMEOUT,
               "N+1th waiting 200 ms");
-    /* A waiter in another process, whose polls come 20 s apart. */
-    pid = tu_fork_child(waiter, w, 600);
-    assert_true(pid > 0);
+    __atomic_store_n(&w->go, 1, __ATOMIC_SEQ_CST);
     while (!__atomic_load_n(&w->started, __ATOMIC_SEQ_CST))
         tu_sleep_ms(5);
     /* Long enough for its first tries and its LISTENs (PostgreSQL; a
