@@ -354,7 +354,7 @@ static void test_sem_M1_L2_killed_holders_permits_return_after_ttl(
 
     assert_non_null(h);
     sem_name(h->name, sizeof h->name, "kill");
-    h->ttl_ms = tu_scaled_ms(2000);
+    h->ttl_ms = tu_scaled_ms(1500);
     for (i = 0; i < N; i++) {
         args[i].h = h;
         args[i].idx = i;
@@ -505,7 +505,7 @@ static void test_sem_M1_L9_busy_then_woken_by_release(void **state)
         tu_sleep_ms(5);
     /* Long enough for its first tries and its LISTENs (PostgreSQL; a
      * first LISTEN is followed by a try at once). */
-    tu_sleep_ms(tu_scaled_ms(1000));
+    tu_sleep_ms(tu_scaled_ms(600));
     assert_int_equal(w->got_us, 0);
     released_us = tu_now_us();
     for (i = 0; i < N; i++)
