@@ -1067,7 +1067,6 @@ int main(void)
         cmocka_unit_test(test_badinput_E2_failed_attach_clears_out),
         cmocka_unit_test(test_badinput_E2_null_handles),
         cmocka_unit_test(test_badinput_E2_bad_leader),
-
         cmocka_unit_test(test_badinput_E2_bad_semaphores),
         cmocka_unit_test(test_badinput_E2_bad_urls),
         cmocka_unit_test(test_badinput_E1_init_after_failed_open_keeps_reason),
