@@ -797,6 +797,7 @@ static void test_badinput_E2_bad_leader(void **state)
     sqllock_leader_error(NULL, why, sizeof why);
     assert_string_equal(why, "");
     sqllock_leader_stop(NULL);
+}
 
 /* E2 for M1: semaphores -- a NULL, empty, too long or control-character
  * name, permits < 1 or > SQLLOCK_SEM_PERMITS_MAX, a ttl <= 0, no options,
