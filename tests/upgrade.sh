@@ -54,6 +54,8 @@ new_runs() {
     fail "a new leader run (M4) on the upgraded database"
   "$new" --db "$url" run upgrade-fair --fair --wait 5s --ttl 5s -- true ||
     fail "a new fair run (M3) on the upgraded database"
+  "$new" --db "$url" run upgrade-sem --permits 2 --ttl 5s -- true ||
+    fail "a new semaphore run (M1) on the upgraded database"
 }
 
 # URL with its database name replaced by NAME (postgres, mysql).
