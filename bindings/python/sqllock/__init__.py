@@ -13,7 +13,9 @@ Lease locks (db.lock), row locks (db.transaction, db.row_lock), versioned
 records with a retry helper (db.record_update), compare-and-set on the
 application's tables (db.table_cas), the guard of a lease for the
 application's own writes (lease.guard), the reaper (sqllock.Reaper),
-leader election (sqllock.Leader, db.leader(name)), an
+semaphores (db.semaphore), shared/exclusive locks (db.rw_lock), fair
+waiting (db.lock(..., fair=True)), leader election (sqllock.Leader,
+db.leader(name)), an
 asyncio face (sqllock.connect_async), and row locks, records and guarded
 writes on the application's own DB-API connection, inside its
 transaction (sqllock.borrow(conn), bdb.join()). Every status of the C
@@ -37,6 +39,7 @@ from ._lib import LibraryNotFound
 from ._lib import lib as _clib
 from ._reaper import Reaper, ReaperStats, start_reaper
 from ._rw import RWLease
+from ._sem import SemaphoreLease
 from ._txn import LockMode, Transaction
 from .aio import AsyncDatabase, AsyncLease, AsyncTransaction, connect_async
 from .errors import *  # noqa: F401,F403  (one class per status)
@@ -60,6 +63,7 @@ __all__ = [
     "connect", "connect_async", "redact", "Database", "AsyncDatabase",
     "borrow", "BorrowedDatabase", "JoinedTransaction",
     "Lease", "LeaseSet", "AsyncLease", "LeaseState", "RWLease",
+    "SemaphoreLease",
     "Transaction", "AsyncTransaction",
     "LockMode", "Reaper", "ReaperStats", "start_reaper", "LeaseInfo",
     "Record", "RecordUpdate", "Row", "Table", "ExecResult", "Op", "add",

@@ -339,6 +339,25 @@ class Database:
         from ._rw import RWLease
         return RWLease(self, name, ttl, wait, shared=shared, **options)
 
+    def semaphore(self, name: str, permits: int, ttl: cv.Duration,
+                  wait: Optional[cv.Duration] = None,
+                  **options: Any) -> "SemaphoreLease":
+        """One permit of semaphore `name`, which admits at most `permits`
+        holders at once (contract M1), not yet acquired: used as ``with
+        db.semaphore("exports", 3, ttl=30, wait=60) as permit:`` like
+        lock(). The permit is a lease of its own (token, renewal, loss);
+        ``permit.permit`` says which one (0..permits-1). Not reentrant.
+        Added in 0.9.0."""
+        from ._sem import SemaphoreLease
+        return SemaphoreLease(self, name, permits, ttl, wait, **options)
+
+    def semaphore_count(self, name: str) -> int:
+        """The permits of semaphore `name` live now by the database's
+        clock, whatever number of permits they were taken under."""
+        live = c_int()
+        self._call(lib.sqllock_sem_count, cv.text(name, "name"), byref(live))
+        return live.value
+
     def attach(self, name: str, owner: str, token: int, ttl: cv.Duration,
                **options: Any) -> "Lease":
         """A lease acquired elsewhere (``sqllock acquire`` prints the
