@@ -125,17 +125,32 @@ creds_dir=""
 # Background jobs (fixtures that start while the trees build): bg NAME
 # CMD... runs CMD with its output in $work/NAME.log and its time in the
 # stage table; bg_wait NAME waits for it and fails the run, showing the
-# log, when it failed.
+# log, when it failed. The job writes its exit status to $work/NAME.rc,
+# and bg_wait reads it from there: bash forgets a finished job's status
+# once it forks a child that gets the same pid, and with pid_max 32768 a
+# run of 25 minutes wraps the pids (CI once saw "wait: pid ... is not a
+# child of this shell" for the fuzz job, 1300 s after it ended).
 declare -A bg_pids=()
 bg() {
   local name=$1; shift
+  rm -f "$work/$name.rc"
   ( stage_bg_begin "$name"; rc=0; "$@" >"$work/$name.log" 2>&1 || rc=$?
-    stage_bg_end "$name" "$rc"; exit "$rc" ) &
+    stage_bg_end "$name" "$rc"; echo "$rc" >"$work/$name.rc.tmp"
+    mv "$work/$name.rc.tmp" "$work/$name.rc"; exit "$rc" ) &
   bg_pids[$name]=$!
 }
+# Waits until job NAME has written its status (or is gone without one).
+bg_done() {
+  local name=$1 pid=${bg_pids[$1]}
+  wait "$pid" 2>/dev/null || true
+  while [ ! -e "$work/$name.rc" ] && kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+  done
+}
 bg_wait() {
-  local name=$1 rc=0
-  wait "${bg_pids[$name]}" || rc=$?
+  local name=$1 rc
+  bg_done "$name"
+  rc=$(cat "$work/$name.rc" 2>/dev/null) || rc="no status (the job was killed)"
   unset -v 'bg_pids[$name]'
   cat "$work/$name.log"
   if [ "$rc" != 0 ]; then
@@ -153,7 +168,7 @@ cleanup() {
   # finds all it started.
   for name in "${!bg_pids[@]}"; do
     echo "waiting for \"$name\" to finish before stopping it"
-    wait "${bg_pids[$name]}" 2>/dev/null || true
+    bg_done "$name"
   done
   if [ -n "$galera" ]; then
     scripts/galera.sh stop "$galera" || true
