@@ -443,44 +443,56 @@ static void test_leader_M4_kill_stop_handover(void **state)
     wait_writes(l2, g_sh->ev[e2].token, 5, tu_scaled_ms(5000));
     expect_get(db, name, l2, g_sh->ev[e2].token);
 
-    /* Pause: SIGSTOP; the next leader within ttl + margin; the paused
-     * one, continued, must not act and must report the loss; its write
-     * with the old term is refused. */
-    stop_us = sqllock_now_us();
-    kill(g_sh->c[l2].pid, SIGSTOP);
-    e3 = wait_elected(e2 + 1, l2, ttl + tu_scaled_ms(5000));
-    if (e3 < 0)
-        fail_msg("no new leader after the leader was stopped");
-    l3 = g_sh->ev[e3].who;
-    dt = (g_sh->ev[e3].at_us - stop_us) / 1000;
-    printf("# %s: next leader %lld ms after the leader was SIGSTOPped\n",
-           sqllock_db_driver(db), (long long)dt);
-    if (dt > ttl + tu_scaled_ms(1500))
-        fail_msg("failover after a pause took %lld ms, ttl %lld ms",
-                 (long long)dt, (long long)ttl);
-    assert_true(g_sh->ev[e3].token > g_sh->ev[e2].token);
-    wait_writes(l3, g_sh->ev[e3].token, 5, tu_scaled_ms(5000));
-    kill(g_sh->c[l2].pid, SIGCONT);
-    t0 = tu_now_ms();
-    while (__atomic_load_n(&g_sh->c[l2].probed_token, __ATOMIC_SEQ_CST) !=
-           g_sh->ev[e2].token) {
-        if (tu_now_ms() - t0 > tu_scaled_ms(10000))
-            fail_msg("M4: the continued leader did not report its loss");
-        tu_sleep_ms(5);
+    /* Not on SQLite: a process stopped inside a write transaction (its
+     * renewal, its fenced write) keeps SQLite's one write lock, and every
+     * other writer of the file -- every candidate -- waits for it (R5);
+     * CI saw no new leader for that reason. The pause runs on PostgreSQL
+     * and MySQL, where a stopped client holds nothing but its rows. */
+    if (strcmp(sqllock_db_driver(db), "sqlite") == 0) {
+        printf("# sqlite: the pause case does not apply (one write lock "
+               "for the whole file)\n");
+        l3 = l2;
+        e3 = e2;
+    } else {
+        /* Pause: SIGSTOP; the next leader within ttl + margin; the paused
+         * one, continued, must not act and must report the loss; its write
+         * with the old term is refused. */
+        stop_us = sqllock_now_us();
+        kill(g_sh->c[l2].pid, SIGSTOP);
+        e3 = wait_elected(e2 + 1, l2, ttl + tu_scaled_ms(5000));
+        if (e3 < 0)
+            fail_msg("no new leader after the leader was stopped");
+        l3 = g_sh->ev[e3].who;
+        dt = (g_sh->ev[e3].at_us - stop_us) / 1000;
+        printf("# %s: next leader %lld ms after the leader was SIGSTOPped\n",
+               sqllock_db_driver(db), (long long)dt);
+        if (dt > ttl + tu_scaled_ms(1500))
+            fail_msg("failover after a pause took %lld ms, ttl %lld ms",
+                     (long long)dt, (long long)ttl);
+        assert_true(g_sh->ev[e3].token > g_sh->ev[e2].token);
+        wait_writes(l3, g_sh->ev[e3].token, 5, tu_scaled_ms(5000));
+        kill(g_sh->c[l2].pid, SIGCONT);
+        t0 = tu_now_ms();
+        while (__atomic_load_n(&g_sh->c[l2].probed_token, __ATOMIC_SEQ_CST) !=
+               g_sh->ev[e2].token) {
+            if (tu_now_ms() - t0 > tu_scaled_ms(10000))
+                fail_msg("M4: the continued leader did not report its loss");
+            tu_sleep_ms(5);
+        }
+        st = g_sh->c[l2].probe_rc;
+        if (st != SQLLOCK_LOST)
+            fail_msg("M4/L5: the stale leader's write with term %lld got %s, "
+                     "want SQLLOCK_LOST (refused)", (long long)g_sh->ev[e2].token,
+                     sqllock_errname(st));
+        for (i = e2 + 1; i < g_sh->nev; i++)
+            if (g_sh->ev[i].type == EV_LOST && g_sh->ev[i].who == l2)
+                break;
+        assert_true(i < g_sh->nev);
+        if (g_sh->ev[i].status != SQLLOCK_TIMEOUT &&
+            g_sh->ev[i].status != SQLLOCK_LOST)
+            fail_msg("the paused leader's loss: %s",
+                     sqllock_errname(g_sh->ev[i].status));
     }
-    st = g_sh->c[l2].probe_rc;
-    if (st != SQLLOCK_LOST)
-        fail_msg("M4/L5: the stale leader's write with term %lld got %s, "
-                 "want SQLLOCK_LOST (refused)", (long long)g_sh->ev[e2].token,
-                 sqllock_errname(st));
-    for (i = e2 + 1; i < g_sh->nev; i++)
-        if (g_sh->ev[i].type == EV_LOST && g_sh->ev[i].who == l2)
-            break;
-    assert_true(i < g_sh->nev);
-    if (g_sh->ev[i].status != SQLLOCK_TIMEOUT &&
-        g_sh->ev[i].status != SQLLOCK_LOST)
-        fail_msg("the paused leader's loss: %s",
-                 sqllock_errname(g_sh->ev[i].status));
     expect_get(db, name, l3, g_sh->ev[e3].token);
 
     /* Hand-over: the leader resigns; the next one well before a ttl. */
@@ -540,6 +552,29 @@ static void test_leader_M4_kill_stop_handover(void **state)
     sqllock_close(db);
 }
 
+/* After a failed case the candidates would run on (one perhaps
+ * stopped), holding ctest's output pipe: end those not reaped yet (a
+ * child still ours: waitpid WNOHANG says 0; a reaped pid is never
+ * signalled, whoever has it now). */
+static int group_teardown(void **state)
+{
+    int i;
+
+    (void)state;
+    if (g_sh == NULL)
+        return 0;
+    for (i = 0; i < MAX_PROCS; i++) {
+        pid_t p = g_sh->c[i].pid;
+
+        if (p > 0 && waitpid(p, NULL, WNOHANG) == 0) {
+            kill(p, SIGCONT);
+            kill(p, SIGKILL);
+            waitpid(p, NULL, 0);
+        }
+    }
+    return 0;
+}
+
 static int group_setup(void **state)
 {
     sqllock_db *db = NULL;
@@ -563,5 +598,6 @@ int main(void)
         cmocka_unit_test(test_leader_M4_kill_stop_handover),
     };
 
-    return TU_RUN_PER_URL("leader", &g_url, tests, group_setup, NULL);
+    return TU_RUN_PER_URL("leader", &g_url, tests, group_setup,
+                          group_teardown);
 }
