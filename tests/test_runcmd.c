@@ -907,6 +907,11 @@ static void test_runcmd_M4_leader(void **state)
     if (code != 76)
         fail_msg("run --leader after a loss: exit %d, want 76; stderr: %s",
                  code, f->err);
+    /* The messages say what was lost: the leadership, not a lock. */
+    snprintf(want, sizeof want, "the leadership of '%s' lost", name);
+    if (strstr(f->err, want) == NULL)
+        fail_msg("the loss message does not name the leadership: %s",
+                 f->err);
     assert_true(tu_read_file(got, buf, sizeof buf) > 0);
     assert_string_equal(buf, "TERM\n");
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");

@@ -143,7 +143,8 @@ typedef struct run_state {
     /* --permits: the semaphore whose permit `lease` is (DESIGN M1). */
     sqllock_sem *sem;
     int permits;
-    const char *lost_name;     /* the name found lost (NAME or --also's) */
+    const char *lost_name;     /* the name found lost (name, or an
+                                  --also name) */
     const char *cmd0;          /* the command's name, for messages */
     const cli_db *where;       /* the database's URL, and its source */
     const sqllock_options *dbo; /* the options it was opened with */
@@ -157,6 +158,9 @@ typedef struct run_state {
     int quiet;                 /* --quiet */
     int leader;                /* --leader: the lease is NAME's
                                   leadership */
+    char what[300];            /* what the messages call what is held:
+                                  "lock 'NAME'", "the leadership of
+                                  'NAME'", ... (set in main) */
     int history;               /* note the run in the name's history */
     int64_t history_token;     /* the token it is noted under */
     int64_t history_start_ms;  /* its start, by this host's wall clock */
@@ -373,21 +377,27 @@ static void to_guard(run_state *st, int op, int arg, int64_t value)
 static void lose(run_state *st, const char *why)
 {
     char when[64], since[32], sig[32];
-    const char *name = st->lost_name != NULL ? st->lost_name : st->name;
+    char also[300];
+    const char *name = st->what;
+
+    if (st->lost_name != NULL && st->lost_name != st->name) {
+        snprintf(also, sizeof also, "lock '%s'", st->lost_name);
+        name = also;
+    }
 
     st->lost = 1;
     st->lost_us = cli_guard_now_us();
     wall_time(when, sizeof when, st->lost_us);
     span(since, sizeof since, (st->lost_us - st->granted_us) / 1000);
     if (st->ended && !st->leftover)
-        say(st, "lock '%s' lost (noticed at %s, %s after the grant): %s; "
+        say(st, "%s lost (noticed at %s, %s after the grant): %s; "
             "the command had already ended", name, when, since, why);
     else if (st->ended)
-        say(st, "lock '%s' lost (noticed at %s, %s after the grant): %s; "
+        say(st, "%s lost (noticed at %s, %s after the grant): %s; "
             "killing what the command left running", name, when, since,
             why);
     else
-        say(st, "lock '%s' lost (noticed at %s, %s after the grant): %s; "
+        say(st, "%s lost (noticed at %s, %s after the grant): %s; "
             "stopping the command (%s)", name, when, since, why,
             cli_signame(st->lost_signal, sig, sizeof sig));
     to_guard(st, CLI_GUARD_LOST, 0, 0);
@@ -415,11 +425,11 @@ static void take_note(run_state *st)
     if (state == SQLLOCK_STATE_LOST)
         lose(st, msg);
     else if (state == SQLLOCK_STATE_UNCERTAIN)
-        say(st, "renewing lock '%s' failed (%s; will retry while its time "
-            "lasts): %s", st->name, sqllock_errname(status), msg);
+        say(st, "renewing %s failed (%s; will retry while its time "
+            "lasts): %s", st->what, sqllock_errname(status), msg);
     else if (state == SQLLOCK_STATE_HELD)
-        say(st, "lock '%s' renewed late: renewing it works again",
-            st->name);
+        say(st, "%s renewed late: renewing it works again",
+            st->what);
 }
 
 /* The earliest local deadline of the leases (NAME's and --also's): the
@@ -806,7 +816,7 @@ static int give_back(run_state *st, int code)
     int rc = release_all(st);
 
     if (rc != SQLLOCK_OK)
-        cli_db_error(st->db, rc, "run: releasing lock '%s'", st->name);
+        cli_db_error(st->db, rc, "run: releasing %s", st->what);
     return code;
 }
 
@@ -958,8 +968,8 @@ static int start_and_supervise(run_state *st)
     for (i = 0; rc == SQLLOCK_OK && i < st->nalso; i++)
         rc = sqllock_lease_watch(st->also[i], &wo);
     if (rc != SQLLOCK_OK) {
-        rc = cli_db_error(st->db, rc, "run: cannot renew lock '%s'",
-                          st->name);
+        rc = cli_db_error(st->db, rc, "run: cannot renew %s",
+                          st->what);
         return give_back(st, rc == CLI_EXIT_USAGE ? CLI_EXIT_DB : rc);
     }
     st->own_group = !terminal_foreground();
@@ -1116,29 +1126,29 @@ static int hold_until(run_state *st, int code, int64_t end_us)
          * own ttl reached past the window: wait for its end here, and
          * release then. Should this process die meanwhile, the lease
          * expires at its ttl, which is later. */
-        event(st, "holding lock '%s' until %s (%s after the grant, "
-              "--hold-at-least), then releasing it", st->name, when,
+        event(st, "holding %s until %s (%s after the grant, "
+              "--hold-at-least), then releasing it", st->what, when,
               span(dur, sizeof dur, st->hold_ms));
         what = "releasing";
         if (hold_wait(st, end_us))
             rc = sqllock_lease_release(held);
         else
-            event(st, "interrupted: lock '%s' is left to expire", st->name);
+            event(st, "interrupted: %s is left to expire", st->what);
     } else if (rc == SQLLOCK_OK) {
-        event(st, "lock '%s' stays held until %s (%s after the grant, "
-              "--hold-at-least), then expires", st->name, when,
+        event(st, "%s stays held until %s (%s after the grant, "
+              "--hold-at-least), then expires", st->what, when,
               span(dur, sizeof dur, st->hold_ms));
     }
     if (rc == SQLLOCK_LOST) {
-        cli_db_error(db, rc, "run: %s lock '%s' found it lost", what,
-                     st->name);
-        say(st, "exit 76, not the command's %d: lock '%s' was not held for "
-            "all of the command's run", code, st->name);
+        cli_db_error(db, rc, "run: %s %s found it lost", what,
+                     st->what);
+        say(st, "exit 76, not the command's %d: %s was not held for "
+            "all of the command's run", code, st->what);
         code = CLI_EXIT_LOST;
     } else if (rc != SQLLOCK_OK) {
-        cli_db_error(db, rc, "run: warning: cannot keep lock '%s' until %s "
+        cli_db_error(db, rc, "run: warning: cannot keep %s until %s "
                      "(--hold-at-least); it expires at its ttl instead",
-                     st->name, when);
+                     st->what, when);
     }
     sqllock_lease_free(held);
     sqllock_close(db);
@@ -1159,13 +1169,13 @@ static int give_up(run_state *st, int code)
          * run has failed either way. */
         rc = release_all(st);
         if (rc != SQLLOCK_OK && rc != SQLLOCK_LOST)
-            cli_db_error(st->db, rc, "run: releasing lock '%s'", st->name);
+            cli_db_error(st->db, rc, "run: releasing %s", st->what);
         if (st->ended && WIFEXITED(st->wstatus) && !st->leftover)
-            say(st, "exit 76, not the command's %d: lock '%s' was not "
-                "held for all of the command's run", code, st->name);
+            say(st, "exit 76, not the command's %d: %s was not "
+                "held for all of the command's run", code, st->what);
         else
-            say(st, "the command was stopped because lock '%s' was lost",
-                st->name);
+            say(st, "the command was stopped because %s was lost",
+                st->what);
         return CLI_EXIT_LOST;
     }
     if (st->hold_ms > 0 && st->cmd > 0) {
@@ -1177,19 +1187,19 @@ static int give_up(run_state *st, int code)
     rc = release_all(st);
     wall_time(when, sizeof when, cli_guard_now_us());
     if (rc == SQLLOCK_OK) {
-        event(st, "released lock '%s' (held %s)", st->name,
+        event(st, "released %s (held %s)", st->what,
               span(held, sizeof held,
                    (cli_guard_now_us() - st->granted_us) / 1000));
     } else if (rc == SQLLOCK_LOST) {
         /* When it was lost is unknown: perhaps while the command ran. */
-        cli_db_error(st->db, rc, "run: releasing lock '%s' at %s found it "
-                     "lost", st->name, when);
-        say(st, "exit 76, not the command's %d: lock '%s' was not held for "
-            "all of the command's run", code, st->name);
+        cli_db_error(st->db, rc, "run: releasing %s at %s found it "
+                     "lost", st->what, when);
+        say(st, "exit 76, not the command's %d: %s was not held for "
+            "all of the command's run", code, st->what);
         code = CLI_EXIT_LOST;
     } else {
-        cli_db_error(st->db, rc, "run: warning: cannot release lock '%s' "
-                     "(it stays held until it expires)", st->name);
+        cli_db_error(st->db, rc, "run: warning: cannot release %s "
+                     "(it stays held until it expires)", st->what);
     }
     return code;
 }
@@ -1221,8 +1231,8 @@ static void note_history(run_state *st, int64_t end_ms, int code,
         rc = sqllock_open(st->where->url, st->dbo, &own);
         if (rc != SQLLOCK_OK) {
             if (!st->quiet)
-                cli_db_error(own, rc, "run: warning: the run of lock '%s' "
-                             "is not in its history", st->name);
+                cli_db_error(own, rc, "run: warning: the run of %s "
+                             "is not in its history", st->what);
             sqllock_close(own);
             return;
         }
@@ -1231,8 +1241,8 @@ static void note_history(run_state *st, int64_t end_ms, int code,
     rc = cli_history_note(db, st->name, st->history_token, st->history_who,
                           st->history_start_ms, end_ms, code, status);
     if (rc != SQLLOCK_OK && !st->quiet)
-        cli_db_error(db, rc, "run: warning: the run of lock '%s' is not in "
-                     "its history", st->name);
+        cli_db_error(db, rc, "run: warning: the run of %s is not in "
+                     "its history", st->what);
     sqllock_close(own);
 }
 
@@ -1247,8 +1257,8 @@ static int run_held(run_state *st)
     if (st->sem != NULL)
         event(st, "acquired permit %d of %d of semaphore '%s'",
               sqllock_sem_permit(st->sem), st->permits, st->name);
-    event(st, "acquired lock '%s': token %" PRId64 ", ttl %s, renewed "
-          "every %s", st->name, sqllock_lease_token(st->lease),
+    event(st, "acquired %s: token %" PRId64 ", ttl %s, renewed "
+          "every %s", st->what, sqllock_lease_token(st->lease),
           span(ttl, sizeof ttl, st->ttl_ms),
           span(every, sizeof every, st->every_ms));
     if (pthread_mutex_init(&st->mu, NULL) != 0) {
@@ -1421,6 +1431,11 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
 
     st.name = name;
     st.leader = leader;
+    snprintf(st.what, sizeof st.what,
+             leader ? "the leadership of '%s'"
+             : npermits > 0 ? "a permit of semaphore '%s'"
+             : shared ? "shared lock '%s'"
+             : exclusive ? "exclusive lock '%s'" : "lock '%s'", name);
     st.permits = (int)npermits;
     st.cmd0 = argv[rest];
     st.where = &where;
@@ -1502,8 +1517,8 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
         la.wait_ms == SQLLOCK_WAIT_FOREVER)
         event(&st, "campaigning for the leadership of '%s'", name);
     else if (rc == SQLLOCK_OK && !ra.skip && la.wait_ms > 0)
-        event(&st, "acquiring lock '%s', waiting up to %s while it is busy",
-              name, span(wait, sizeof wait, la.wait_ms));
+        event(&st, "acquiring %s, waiting up to %s while it is busy",
+              st.what, span(wait, sizeof wait, la.wait_ms));
     if (rc == SQLLOCK_OK && st.nalso > 0) {
         sqllock_lease *all[SQLLOCK_LEASE_MANY_MAX];
 
