@@ -359,13 +359,6 @@ void test_failover_sync_L1_L5_L6_L10_E1_clients_through_failover(
     while (!a_all_ok(sh, 3) && !LD(&sh->failed) &&
            tu_now_ms() - t < 10000 * g_slow)
         tu_sleep_ms(5);
-    /* The kill comes while at least two names are held, so that (i) has
-     * leases to look for. */
-    t = tu_now_ms();
-    while (LD(&sh->holding[0]) + LD(&sh->holding[1]) +
-           LD(&sh->holding[2]) < 2 && tu_now_ms() - t < 5000 * g_slow)
-        tu_sleep_us(200);
-
     /* E1's probe: a handle connected to the primary before the kill,
      * whose next lease call meets the cut connection. */
     probe_o.ttl_ms = g_a_ttl;
@@ -380,6 +373,16 @@ void test_failover_sync_L1_L5_L6_L10_E1_clients_through_failover(
             tu_kill_wait(pids[i]);
         fail_msg("the probe handle: %s", sqllock_errmsg(probe));
     }
+
+    /* The kill comes while at least two names are held, so that (i) has
+     * leases to look for: right after this wait, with nothing between
+     * (the probe above is set up first; holds last a few ms, and CI saw
+     * none left at the kill when the probe's round trips came between,
+     * under ASan at a load of 8). */
+    t = tu_now_ms();
+    while (LD(&sh->holding[0]) + LD(&sh->holding[1]) +
+           LD(&sh->holding[2]) < 2 && tu_now_ms() - t < 5000 * g_slow)
+        tu_sleep_us(200);
 
     ST(&sh->killing, 1);
     ST(&sh->t_kill, tu_now_us());
