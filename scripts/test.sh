@@ -524,10 +524,12 @@ run_ctest() {
     2>&1 | tee "$dir/ctest-$label.log" || rc=$?
   unset SQLLOCK_TEST_DB_PER_UNIT
   cpu_note "$label" "$njobs" "$t0" "$cpu0"
+  # (sed, not head: head's early exit can kill sort with SIGPIPE between
+  # two writes, and under pipefail that ended a run: "FAILED(141)".)
   echo "slowest entries ($label, s):"
   awk '/ Test +#[0-9]+: / { for (i = 1; i < NF; i++) if ($i ~ /^#[0-9]+:$/) n = $(i + 1);
                             printf "  %8s  %s\n", $(NF - 1), n }' "$dir/ctest-$label.log" |
-    sort -rn | head -n 8
+    sort -rn | sed -n '1,8p'
   [ "$rc" = 0 ] || exit "$rc"
   check_report "$SQLLOCK_TEST_REPORT" "$label" "$dir" "$@"
 }
