@@ -18,15 +18,20 @@
  * one spelling that MySQL 8.0 and MariaDB both accept. The token is 0
  * here; TOKEN_NEXT and LEASE_SET_TOKEN set it in the same transaction.
  */
-/* The insert-or-takeover, with its four values as SQL text: placeholders
- * here, a routine's parameters or variables in the routines below (the
- * same statement everywhere, so that every acquire path takes over by
- * the same rule). */
-#define ACQUIRE_UPSERT(name, owner, holder, ttl_ms)                           \
+/* A new lease row with token 0, its four values as SQL text:
+ * placeholders here, a routine's parameters or variables in the routines
+ * below. The reader's grant inserts it as it is; every other grant
+ * through ACQUIRE_UPSERT. */
+#define LEASE_INSERT(name, owner, holder, ttl_ms)                             \
     "INSERT INTO sqllock_lease "                                               \
     "(name, owner, holder, token, acquired_at, expires_at) "                   \
     "VALUES (" name ", " owner ", " holder ", 0, NOW(6), "                     \
-    "NOW(6) + INTERVAL (" ttl_ms " * 1000) MICROSECOND) "                      \
+    "NOW(6) + INTERVAL (" ttl_ms " * 1000) MICROSECOND)"
+
+/* The insert-or-takeover (the same statement everywhere, so that every
+ * acquire path takes over by the same rule). */
+#define ACQUIRE_UPSERT(name, owner, holder, ttl_ms)                           \
+    LEASE_INSERT(name, owner, holder, ttl_ms) " "                              \
     "ON DUPLICATE KEY UPDATE "                                                 \
     "owner = IF(expires_at <= NOW(6), VALUES(owner), owner), "                 \
     "holder = IF(expires_at <= NOW(6), VALUES(holder), holder), "              \
@@ -223,6 +228,46 @@ static const char SQL_LEASE_GUARD[] =
 extern const char sqllock__schema_mysql[];
 
 /*
+ * The routines' shared parts. Their texts must stay byte for byte what
+ * they were: upgrade() creates a routine only where none of its name
+ * exists, so a routine never changes under its name (a new text gets a
+ * new name). The pieces are written once here and put together below;
+ * `indent` is the leading spaces of each line, so that the texts keep
+ * their layout.
+ *
+ * TOKEN_DRAW: L5 inside a routine, TOKEN_NEXT and LEASE_SET_TOKEN with
+ * the routine's own values: REPLACE gives the name's counter row a new
+ * AUTO_INCREMENT value, LAST_INSERT_ID() reads it into v_token, and the
+ * lease row the grant just wrote gets it.
+ */
+#define TOKEN_DRAW(indent, name, owner)                                       \
+    indent "REPLACE INTO sqllock_token (name) VALUES (" name ");\n"          \
+    indent "SET v_token = LAST_INSERT_ID();\n"                                \
+    indent "UPDATE sqllock_lease SET token = v_token "                         \
+    "WHERE name = " name " AND owner = " owner ";\n"
+
+/* A grant of one name in a routine: the insert-or-takeover, and when it
+ * took the row (ROW_COUNT() 1 inserted, 2 taken over; 0 held), the
+ * token; the caller's text goes on inside the IF (an ELSE, END IF). */
+#define GRANT_STEP(indent, name, owner, holder, ttl_ms)                       \
+    indent ACQUIRE_UPSERT(name, owner, holder, ttl_ms) ";\n"                  \
+    indent "IF ROW_COUNT() > 0 THEN\n"                                        \
+    TOKEN_DRAW(indent "  ", name, owner)
+
+/* The parameters of the single-name acquire routines, and what follows
+ * every routine's parameter list. */
+#define ACQUIRE_PARAMS                                                        \
+    "(IN p_name VARBINARY(255), "                                              \
+    "IN p_owner CHAR(32) CHARACTER SET ascii, IN p_holder VARBINARY(255), "    \
+    "IN p_ttl_ms BIGINT)\n"
+#define ROUTINE_BEGIN "SQL SECURITY INVOKER MODIFIES SQL DATA\nBEGIN\n"
+
+/* A failure rolls the routine's transaction back and reports the
+ * statement's own error. */
+#define EXIT_ROLLBACK                                                         \
+    "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
+
+/*
  * L1, L5, L10 in one round trip (LEASE_ACQUIRE_ONE): the statements of
  * the core's acquire transaction -- SQL_LEASE_ACQUIRE, then, when it took
  * the row (ROW_COUNT() 1 inserted, 2 taken over; 0 held, as the
@@ -238,20 +283,11 @@ extern const char sqllock__schema_mysql[];
  */
 const char sqllock__my_routine_name[] = "sqllock_acquire_v1";
 const char sqllock__my_sql_routine_create[] =
-    "CREATE PROCEDURE sqllock_acquire_v1(IN p_name VARBINARY(255), "
-    "IN p_owner CHAR(32) CHARACTER SET ascii, IN p_holder VARBINARY(255), "
-    "IN p_ttl_ms BIGINT)\n"
-    "SQL SECURITY INVOKER MODIFIES SQL DATA\n"
-    "BEGIN\n"
+    "CREATE PROCEDURE sqllock_acquire_v1" ACQUIRE_PARAMS ROUTINE_BEGIN
     "  DECLARE v_token BIGINT DEFAULT 0;\n"
-    "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
+    EXIT_ROLLBACK
     "  START TRANSACTION;\n"
-    "  " ACQUIRE_UPSERT("p_name", "p_owner", "p_holder", "p_ttl_ms") ";\n"
-    "  IF ROW_COUNT() > 0 THEN\n"
-    "    REPLACE INTO sqllock_token (name) VALUES (p_name);\n"
-    "    SET v_token = LAST_INSERT_ID();\n"
-    "    UPDATE sqllock_lease SET token = v_token "
-    "WHERE name = p_name AND owner = p_owner;\n"
+    GRANT_STEP("  ", "p_name", "p_owner", "p_holder", "p_ttl_ms")
     "  END IF;\n"
     "  COMMIT;\n"
     "  SELECT v_token;\n"
@@ -301,11 +337,7 @@ static const char SQL_LEASE_ACQUIRE_ONE[] =
 
 const char sqllock__my_wake_acquire_name[] = "sqllock_acquire_wake_v1";
 const char sqllock__my_sql_wake_acquire_create[] =
-    "CREATE PROCEDURE sqllock_acquire_wake_v1(IN p_name VARBINARY(255), "
-    "IN p_owner CHAR(32) CHARACTER SET ascii, IN p_holder VARBINARY(255), "
-    "IN p_ttl_ms BIGINT)\n"
-    "SQL SECURITY INVOKER MODIFIES SQL DATA\n"
-    "BEGIN\n"
+    "CREATE PROCEDURE sqllock_acquire_wake_v1" ACQUIRE_PARAMS ROUTINE_BEGIN
     "  DECLARE v_token BIGINT DEFAULT 0;\n"
     "  DECLARE v_wake INT DEFAULT 0;\n"
     "  DECLARE v_lock VARCHAR(64) CHARACTER SET ascii;\n"
@@ -315,12 +347,7 @@ const char sqllock__my_sql_wake_acquire_create[] =
     "  END;\n"
     "  SET v_lock = " WAKE_LOCK("p_name") ";\n"
     "  START TRANSACTION;\n"
-    "  " ACQUIRE_UPSERT("p_name", "p_owner", "p_holder", "p_ttl_ms") ";\n"
-    "  IF ROW_COUNT() > 0 THEN\n"
-    "    REPLACE INTO sqllock_token (name) VALUES (p_name);\n"
-    "    SET v_token = LAST_INSERT_ID();\n"
-    "    UPDATE sqllock_lease SET token = v_token "
-    "WHERE name = p_name AND owner = p_owner;\n"
+    GRANT_STEP("  ", "p_name", "p_owner", "p_holder", "p_ttl_ms")
     "    BEGIN\n"
     "      DECLARE CONTINUE HANDLER FOR SQLEXCEPTION SET v_wake = 0;\n"
     "      IF IS_USED_LOCK(v_lock) <=> CONNECTION_ID() THEN\n"
@@ -340,8 +367,7 @@ const char sqllock__my_wake_release_name[] = "sqllock_release_wake_v1";
 const char sqllock__my_sql_wake_release_create[] =
     "CREATE PROCEDURE sqllock_release_wake_v1(IN p_name VARBINARY(255), "
     "IN p_owner CHAR(32) CHARACTER SET ascii, IN p_token BIGINT)\n"
-    "SQL SECURITY INVOKER MODIFIES SQL DATA\n"
-    "BEGIN\n"
+    ROUTINE_BEGIN
     "  DECLARE v_n BIGINT DEFAULT 0;\n"
     "  DELETE FROM sqllock_lease "
     "WHERE name = p_name AND owner = p_owner AND token = p_token;\n"
@@ -383,8 +409,7 @@ const char sqllock__my_many_name[] = "sqllock_acquire_many_v1";
 const char sqllock__my_sql_many_create[] =
     "CREATE PROCEDURE sqllock_acquire_many_v1(IN p_names LONGBLOB, "
     "IN p_owners LONGBLOB, IN p_holder VARBINARY(255), IN p_ttl_ms BIGINT)\n"
-    "SQL SECURITY INVOKER MODIFIES SQL DATA\n"
-    "BEGIN\n"
+    ROUTINE_BEGIN
     "  DECLARE v_i INT DEFAULT 0;\n"
     "  DECLARE v_n INT DEFAULT 0;\n"
     "  DECLARE v_blocker INT DEFAULT 0;\n"
@@ -392,7 +417,7 @@ const char sqllock__my_sql_many_create[] =
     "  DECLARE v_owner CHAR(32) CHARACTER SET ascii;\n"
     "  DECLARE v_token BIGINT DEFAULT 0;\n"
     "  DECLARE v_tokens LONGTEXT CHARACTER SET ascii DEFAULT '';\n"
-    "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
+    EXIT_ROLLBACK
     "  SET v_n = LENGTH(p_owners) - LENGTH(REPLACE(p_owners, CHAR(10), "
     "'')) + 1;\n"
     "  START TRANSACTION;\n"
@@ -402,12 +427,7 @@ const char sqllock__my_sql_many_create[] =
     "v_i), CHAR(10), -1);\n"
     "    SET v_owner = SUBSTRING_INDEX(SUBSTRING_INDEX(p_owners, CHAR(10), "
     "v_i), CHAR(10), -1);\n"
-    "    " ACQUIRE_UPSERT("v_name", "v_owner", "p_holder", "p_ttl_ms") ";\n"
-    "    IF ROW_COUNT() > 0 THEN\n"
-    "      REPLACE INTO sqllock_token (name) VALUES (v_name);\n"
-    "      SET v_token = LAST_INSERT_ID();\n"
-    "      UPDATE sqllock_lease SET token = v_token "
-    "WHERE name = v_name AND owner = v_owner;\n"
+    GRANT_STEP("    ", "v_name", "v_owner", "p_holder", "p_ttl_ms")
     "      SET v_tokens = CONCAT(v_tokens, IF(v_i > 1, ' ', ''), v_token);\n"
     "    ELSE\n"
     "      SET v_blocker = v_i;\n"
@@ -445,12 +465,11 @@ const char sqllock__my_sql_read_create[] =
     "CREATE PROCEDURE sqllock_read_acquire_v1(IN p_w VARBINARY(255), "
     "IN p_name VARBINARY(255), IN p_owner CHAR(32) CHARACTER SET ascii, "
     "IN p_holder VARBINARY(255), IN p_ttl_ms BIGINT)\n"
-    "SQL SECURITY INVOKER MODIFIES SQL DATA\n"
-    "BEGIN\n"
+    ROUTINE_BEGIN
     "  DECLARE v_token BIGINT DEFAULT 0;\n"
     "  DECLARE v_n INT DEFAULT 0;\n"
     "  DECLARE v_live INT DEFAULT 0;\n"
-    "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
+    EXIT_ROLLBACK
     "  START TRANSACTION;\n"
     "  SELECT COUNT(*) INTO v_n FROM sqllock_token WHERE name = p_w "
     "LOCK IN SHARE MODE;\n"
@@ -466,14 +485,8 @@ const char sqllock__my_sql_read_create[] =
     "    SELECT COUNT(*) INTO v_n FROM sqllock_lease WHERE name = p_w;\n"
     "  END IF;\n"
     "  IF v_n = 0 THEN\n"
-    "    INSERT INTO sqllock_lease "
-    "(name, owner, holder, token, acquired_at, expires_at) "
-    "VALUES (p_name, p_owner, p_holder, 0, NOW(6), "
-    "NOW(6) + INTERVAL (p_ttl_ms * 1000) MICROSECOND);\n"
-    "    REPLACE INTO sqllock_token (name) VALUES (p_name);\n"
-    "    SET v_token = LAST_INSERT_ID();\n"
-    "    UPDATE sqllock_lease SET token = v_token "
-    "WHERE name = p_name AND owner = p_owner;\n"
+    "    " LEASE_INSERT("p_name", "p_owner", "p_holder", "p_ttl_ms") ";\n"
+    TOKEN_DRAW("    ", "p_name", "p_owner")
     "  END IF;\n"
     "  COMMIT;\n"
     "  SELECT v_token;\n"
