@@ -12,6 +12,27 @@
  * key only make some acquires wait a moment; nothing else. */
 #define LOCK_CLASS "1936814924"
 
+/* A new lease row's values, as SQL text (the statements' parameters, or
+ * a function's parameters and variables), with a token drawn from the
+ * sequence, and its columns. */
+#define LEASE_COLUMNS "(name, owner, holder, token, acquired_at, expires_at)"
+#define LEASE_VALUES(name, owner, holder, ttl_ms)                             \
+    name ", " owner ", " holder ", nextval('sqllock_token_seq'), now(), "      \
+    "now() + " ttl_ms " * interval '1 millisecond'"
+
+/* The insert or takeover of `rows` (a SELECT or VALUES of LEASE_VALUES),
+ * RETURNING `returning`: the same text in LEASE_ACQUIRE and in the
+ * multi-name function, so that both take over by the same rule. The
+ * function's texts must stay byte for byte what they were (upgrade()
+ * creates a function only where none of its name exists). */
+#define LEASE_UPSERT(rows, returning)                                         \
+    "INSERT INTO sqllock_lease AS l " LEASE_COLUMNS " " rows " "               \
+    "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, "                \
+    "holder = EXCLUDED.holder, token = EXCLUDED.token, "                       \
+    "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at "    \
+    "WHERE l.expires_at <= EXCLUDED.acquired_at "                              \
+    "RETURNING " returning
+
 /* L1 in one statement: insert the lease, or take over a row whose lease
  * has expired by the server clock. The transaction-scoped advisory lock on
  * the name's hash is taken before nextval(), so acquires of one name take
@@ -20,17 +41,9 @@
  * name to commit. now() is the statement's start; if the statement waited,
  * the new lease is that much shorter, never longer, than the ttl. */
 #define LEASE_ACQUIRE(turn_extra)                                             \
-    "INSERT INTO sqllock_lease AS l "                                          \
-    "(name, owner, holder, token, acquired_at, expires_at) "                   \
-    "SELECT $1, $2, $3, nextval('sqllock_token_seq'), now(), "                 \
-    "now() + $4::float8 * interval '1 millisecond' "                           \
-    "FROM (SELECT pg_advisory_xact_lock(" LOCK_CLASS ", hashtext($1))"         \
-    turn_extra ") AS turn "                                                    \
-    "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, "                \
-    "holder = EXCLUDED.holder, token = EXCLUDED.token, "                       \
-    "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at "    \
-    "WHERE l.expires_at <= EXCLUDED.acquired_at "                              \
-    "RETURNING token"
+    LEASE_UPSERT("SELECT " LEASE_VALUES("$1", "$2", "$3", "$4::float8") " "   \
+                 "FROM (SELECT pg_advisory_xact_lock(" LOCK_CLASS ", "         \
+                 "hashtext($1))" turn_extra ") AS turn", "token")
 
 /*
  * L10 whatever the session says. The URL goes to libpq whole, so
@@ -272,16 +285,9 @@ static const char SQL_ACQUIRE_MANY_CREATE[] =
     "      PERFORM pg_advisory_xact_lock(" LOCK_CLASS ", "
     "hashtext(v_names[i]));\n"
     "      v_token := NULL;\n"
-    "      INSERT INTO sqllock_lease AS l "
-    "(name, owner, holder, token, acquired_at, expires_at) "
-    "VALUES (v_names[i], v_owners[i], p_holder, "
-    "nextval('sqllock_token_seq'), now(), "
-    "now() + p_ttl_ms * interval '1 millisecond') "
-    "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, "
-    "holder = EXCLUDED.holder, token = EXCLUDED.token, "
-    "acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at "
-    "WHERE l.expires_at <= EXCLUDED.acquired_at "
-    "RETURNING l.token INTO v_token;\n"
+    "      " LEASE_UPSERT("VALUES (" LEASE_VALUES("v_names[i]", "v_owners[i]",
+                                             "p_holder", "p_ttl_ms") ")",
+                         "l.token INTO v_token") ";\n"
     "      IF v_token IS NULL THEN\n"
     "        RAISE EXCEPTION USING ERRCODE = 'SQLL1', MESSAGE = i::text;\n"
     "      END IF;\n"
@@ -339,10 +345,8 @@ static const char SQL_READ_ACQUIRE_CREATE[] =
     "  IF EXISTS (SELECT 1 FROM sqllock_lease WHERE name = p_w) THEN\n"
     "    RETURN 0;\n"
     "  END IF;\n"
-    "  INSERT INTO sqllock_lease "
-    "(name, owner, holder, token, acquired_at, expires_at) "
-    "VALUES (p_name, p_owner, p_holder, nextval('sqllock_token_seq'), now(), "
-    "now() + p_ttl_ms * interval '1 millisecond') "
+    "  INSERT INTO sqllock_lease " LEASE_COLUMNS " "
+    "VALUES (" LEASE_VALUES("p_name", "p_owner", "p_holder", "p_ttl_ms") ") "
     "RETURNING token INTO v_token;\n"
     "  RETURN v_token;\n"
     "END\n"
