@@ -254,6 +254,9 @@ int sqllock__can_notify(const sqllock_db *db);
  * the handle's message set), so that a caller does not wait for a second
  * connect timeout in its own statement. */
 int sqllock__session_wake(sqllock_db *db, int *usable);
+/* A routine was refused on this connection (core/lease.c): marks it, and
+ * the routines its refusal implies, as not to be tried again. */
+void sqllock__routine_refused(sqllock_db *db, sqllock_sql_id id);
 int sqllock__listen(sqllock_db *db, const char *channel, int on);
 int sqllock__wait_notify(sqllock_db *db, int64_t timeout_ms, int *woke);
 

@@ -400,6 +400,41 @@ static int acquire_in_transaction(sqllock_db *db, const sqllock_value *args,
 }
 
 /*
+ * A routine of the dialect was refused on this connection (`id` is the
+ * statement that calls it; SQLLOCK_EPERM, no EXECUTE on it, or
+ * SQLLOCK_ENOSCHEMA, not installed): the connection takes the
+ * statements instead from now on, and does not ask again. The acquire
+ * routine (LEASE_ACQUIRE_ONE, sqllock_acquire_v1 on MySQL) is the oldest
+ * routine and the one the README tells a least-privilege user to be
+ * granted: where it is refused, so are the later ones (the wake-up and
+ * the multi-name routines were not installed either, or the user has no
+ * EXECUTE at all), which are then not tried, each a failed round trip
+ * saved. The converse does not hold: a user granted EXECUTE on
+ * sqllock_acquire_v1 alone, or a schema made by a version with that
+ * routine only, refuses the later routines and still runs the acquire
+ * routine, so a refusal of a later one marks that one only.
+ */
+void sqllock__routine_refused(sqllock_db *db, sqllock_sql_id id)
+{
+    switch (id) {
+    case SQLLOCK_SQL_LEASE_ACQUIRE_ONE:
+        db->no_routine = 1;
+        db->no_wake_routine = 1;
+        db->no_many_routine = 1;
+        break;
+    case SQLLOCK_SQL_LEASE_ACQUIRE_WAKE:
+    case SQLLOCK_SQL_LEASE_RELEASE_WAKE:
+        db->no_wake_routine = 1;
+        break;
+    case SQLLOCK_SQL_LEASE_ACQUIRE_MANY:
+        db->no_many_routine = 1;
+        break;
+    default:
+        break;
+    }
+}
+
+/*
  * Without RETURNING: the whole acquire in one round trip where the
  * dialect has a routine for it (LEASE_ACQUIRE_ONE: the statements of
  * acquire_in_transaction(), in the same order, run by the server), else,
@@ -465,7 +500,7 @@ static int acquire_one_trip(sqllock_db *db, const sqllock_value *args,
                 return rc;
             /* The routine of an older sqllock_init(), or one this user
              * may not run: no wake-ups from this connection's grants. */
-            db->no_wake_routine = 1;
+            sqllock__routine_refused(db, SQLLOCK_SQL_LEASE_ACQUIRE_WAKE);
         }
     }
     if (one == NULL || one->text == NULL || db->no_routine)
@@ -478,7 +513,7 @@ static int acquire_one_trip(sqllock_db *db, const sqllock_value *args,
         /* Not installed (sqllock_init() of an older version made the
          * schema), or the user may not run it: the statements, from now
          * on for this connection. Neither failure changed anything. */
-        db->no_routine = 1;
+        sqllock__routine_refused(db, SQLLOCK_SQL_LEASE_ACQUIRE_ONE);
         return acquire_in_transaction(db, args, got, token);
     }
     if (rc == SQLLOCK_OK && !has_row)
@@ -603,7 +638,7 @@ static int release_once(sqllock_lease *l, int64_t *affected)
             return rc;
         /* Dropped since the grant: the plain release; the companion goes
          * with the connection. */
-        db->no_wake_routine = 1;
+        sqllock__routine_refused(db, SQLLOCK_SQL_LEASE_RELEASE_WAKE);
     }
     /* No channel, no notification: a lease that does not take part in
      * wake-ups does not pay for them either. */

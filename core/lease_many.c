@@ -188,7 +188,7 @@ static int many_insert(sqllock_db *db, sqllock_lease **s, int n, int *blocker)
             goto done;
         /* Not installed (an older sqllock_init()), or not allowed: the
          * transaction, from now on for this connection. */
-        db->no_many_routine = 1;
+        sqllock__routine_refused(db, SQLLOCK_SQL_LEASE_ACQUIRE_MANY);
         *blocker = -1;
     }
     rc = sqllock__begin(db, what);

@@ -49,6 +49,9 @@ int main(void)
         cmocka_unit_test(test_conformance_L5_token_increases_after_row_deleted),
         cmocka_unit_test(test_conformance_L5_token_increases_across_acquire_paths),
         cmocka_unit_test(test_conformance_S1_acquire_without_routine),
+        cmocka_unit_test_teardown(
+            test_conformance_S2_refused_routines_tried_once,
+            cf_restore_routines),
         cmocka_unit_test(test_conformance_L8_reentrancy_counts),
         cmocka_unit_test(test_conformance_L8_reentry_after_loss_reports_lost),
         cmocka_unit_test(test_conformance_L6_remaining_conservative),
@@ -70,6 +73,10 @@ int main(void)
               "the one-round-trip acquire routine is MySQL's");
     tu_not_on("postgres", "test_conformance_S1_acquire_without_routine",
               "the one-round-trip acquire routine is MySQL's");
+    tu_not_on("sqlite", "test_conformance_S2_refused_routines_tried_once",
+              "the routines whose refusal is counted are MySQL's");
+    tu_not_on("postgres", "test_conformance_S2_refused_routines_tried_once",
+              "the routines whose refusal is counted are MySQL's");
     return TU_RUN_PER_URL("conformance", &g_url, tests, cf_group_setup,
                           cf_group_teardown);
 }

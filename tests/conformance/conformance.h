@@ -56,6 +56,8 @@ void test_conformance_L5_token_increases(void **state);
 void test_conformance_L5_token_increases_after_row_deleted(void **state);
 void test_conformance_L5_token_increases_across_acquire_paths(void **state);
 void test_conformance_S1_acquire_without_routine(void **state);
+void test_conformance_S2_refused_routines_tried_once(void **state);
+int cf_restore_routines(void **state);
 
 /* conformance/hold.c: re-entry (L8), time left (L6), owner ids (L3),
    waiting (L9) */

@@ -495,3 +495,160 @@ void test_conformance_S1_acquire_without_routine(void **state)
     sqllock_lease_free(l);
     sqllock_close(db);
 }
+
+/* Statements the core sent for `rc = expr` (sqllock__statements_sent;
+ * this case runs no other thread). */
+#define SENT(n, expr, want, db)                                               \
+    do {                                                                       \
+        uint64_t before_ = atomic_load(&sqllock__statements_sent);             \
+        ASSERT_RC(expr, want, db);                                             \
+        (n) = atomic_load(&sqllock__statements_sent) - before_;                \
+    } while (0)
+
+static const char *const refused_routines[] = {
+    "sqllock_acquire_v1", "sqllock_acquire_wake_v1",
+    "sqllock_acquire_many_v1",
+};
+static int g_routines_replaced;     /* refuse_routine() replaced them */
+
+/* A routine in the place of one of sqllock's that answers every call as
+ * the server answers a user without EXECUTE on it (error 1370,
+ * ER_PROCACCESS_DENIED_ERROR). */
+static void refuse_routine(sqllock_db *db, const char *name)
+{
+    char sql[400];
+    sqllock_dberr err;
+    int rc;
+
+    g_routines_replaced = 1;
+    snprintf(sql, sizeof sql, "DROP PROCEDURE %s", name);
+    ASSERT_RC(sqllock_db_exec(db, sql, NULL, 0, NULL, NULL, NULL),
+              SQLLOCK_OK, db);
+    snprintf(sql, sizeof sql, "CREATE PROCEDURE %s(a LONGBLOB, b LONGBLOB, "
+             "c LONGBLOB, d BIGINT) SIGNAL SQLSTATE '42000' SET "
+             "MYSQL_ERRNO = 1370, MESSAGE_TEXT = 'execute command denied "
+             "(test_conformance: as to a user without EXECUTE)'", name);
+    memset(&err, 0, sizeof err);
+    rc = db->drv->exec_script(db->conn, sql, &err);
+    if (rc != SQLLOCK_OK)
+        fail_msg("%s: %s", sql, err.msg);
+}
+
+/*
+ * S2 (MySQL): a connection whose user may not run sqllock's routines
+ * takes the statements, and each refusal costs one failed round trip per
+ * connection at most: the refusal of the acquire routine
+ * (sqllock_acquire_v1) says that the wake-up and the multi-name routines
+ * are refused too, and they are not tried. The wake-up routine is tried
+ * before it, and its own refusal does not say that sqllock_acquire_v1 is
+ * refused (a user granted EXECUTE on that one alone, as the README
+ * tells, runs it): a lease with wake-ups pays two, once. Counted by the
+ * core's statement counter: an acquire's first time on the connection
+ * against its next. As the least-privilege user (scripts/test.sh), the
+ * server refuses them; else the routines are replaced here with ones
+ * that answer as it does (error 1370), and put back at the end.
+ */
+void test_conformance_S2_refused_routines_tried_once(void **state)
+{
+    fixture *f = *state;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_db *db = cf_open_db();
+    sqllock_lease *plain = NULL, *wake, *m[2];
+    uint64_t first, next, many_first, many_next;
+    int refused, i;
+
+    /* Refused as it is (the least-privilege user)? */
+    wake = cf_new_lease(db, cf_lock_name(f, "refused", "w"), 30000);
+    ASSERT_RC(sqllock_lease_try_acquire(wake), SQLLOCK_OK, db);
+    refused = db->no_routine;
+    ASSERT_RC(sqllock_lease_release(wake), SQLLOCK_OK, db);
+    sqllock_lease_free(wake);
+    sqllock_close(db);
+    if (!refused)
+        for (i = 0; i < 3; i++)
+            refuse_routine(f->db, refused_routines[i]);
+
+    /* A lease with wake-ups first: the wake-up routine, then
+     * sqllock_acquire_v1, then the statements; from then on the
+     * statements alone, for a multi-name acquire too. */
+    db = cf_open_db();
+    wake = cf_new_lease(db, cf_lock_name(f, "refused", "w"), 30000);
+    m[0] = cf_new_lease(db, cf_lock_name(f, "refused", "m0"), 30000);
+    m[1] = cf_new_lease(db, cf_lock_name(f, "refused", "m1"), 30000);
+    ASSERT_RC(sqllock_db_exec(db, "SELECT 1", NULL, 0, NULL, NULL, NULL),
+              SQLLOCK_OK, db);
+    SENT(first, sqllock_lease_try_acquire(wake), SQLLOCK_OK, db);
+    ASSERT_RC(sqllock_lease_release(wake), SQLLOCK_OK, db);
+    SENT(next, sqllock_lease_try_acquire(wake), SQLLOCK_OK, db);
+    ASSERT_RC(sqllock_lease_release(wake), SQLLOCK_OK, db);
+    if (first != next + 2)
+        fail_msg("first acquire %llu statements, next %llu: not the two "
+                 "refused routines once", (unsigned long long)first,
+                 (unsigned long long)next);
+    SENT(many_first, sqllock_lease_acquire_many(db, m, 2, 0), SQLLOCK_OK, db);
+    ASSERT_RC(sqllock_lease_release_many(db, m, 2), SQLLOCK_OK, db);
+    SENT(many_next, sqllock_lease_acquire_many(db, m, 2, 0), SQLLOCK_OK, db);
+    ASSERT_RC(sqllock_lease_release_many(db, m, 2), SQLLOCK_OK, db);
+    if (many_first != many_next)
+        fail_msg("first multi-name acquire %llu statements, next %llu: "
+                 "its routine was tried after sqllock_acquire_v1 was "
+                 "refused", (unsigned long long)many_first,
+                 (unsigned long long)many_next);
+    assert_true(db->no_routine && db->no_wake_routine && db->no_many_routine);
+    sqllock_lease_free(m[0]);
+    sqllock_lease_free(m[1]);
+    sqllock_lease_free(wake);
+    sqllock_close(db);
+
+    /* A lease without wake-ups first: sqllock_acquire_v1 once; a lease
+     * with wake-ups then does not try its routine. */
+    db = cf_open_db();
+    o.struct_version = 2;
+    o.ttl_ms = 30000;
+    o.flags = SQLLOCK_LEASE_NO_WAKEUP;
+    ASSERT_RC(sqllock_lease_new(db, cf_lock_name(f, "refused", "p"), &o,
+                                &plain), SQLLOCK_OK, db);
+    wake = cf_new_lease(db, cf_lock_name(f, "refused", "w"), 30000);
+    ASSERT_RC(sqllock_db_exec(db, "SELECT 1", NULL, 0, NULL, NULL, NULL),
+              SQLLOCK_OK, db);
+    SENT(first, sqllock_lease_try_acquire(plain), SQLLOCK_OK, db);
+    ASSERT_RC(sqllock_lease_release(plain), SQLLOCK_OK, db);
+    SENT(next, sqllock_lease_try_acquire(plain), SQLLOCK_OK, db);
+    ASSERT_RC(sqllock_lease_release(plain), SQLLOCK_OK, db);
+    if (first != next + 1)
+        fail_msg("first acquire %llu statements, next %llu: not the "
+                 "refused routine once", (unsigned long long)first,
+                 (unsigned long long)next);
+    SENT(first, sqllock_lease_try_acquire(wake), SQLLOCK_OK, db);
+    ASSERT_RC(sqllock_lease_release(wake), SQLLOCK_OK, db);
+    if (first != next)
+        fail_msg("a lease with wake-ups: %llu statements, not the %llu of "
+                 "the statements alone: its routine was tried after "
+                 "sqllock_acquire_v1 was refused", (unsigned long long)first,
+                 (unsigned long long)next);
+    sqllock_lease_free(plain);
+    sqllock_lease_free(wake);
+    sqllock_close(db);
+}
+
+/* After test_conformance_S2_refused_routines_tried_once, passed or not:
+ * the routines it replaced are dropped, and sqllock_init() installs
+ * sqllock's again, for the cases that follow. */
+int cf_restore_routines(void **state)
+{
+    fixture *f = *state;
+    char sql[100];
+    int i;
+
+    if (!g_routines_replaced)
+        return 0;
+    g_routines_replaced = 0;
+    for (i = 0; i < 3; i++) {
+        snprintf(sql, sizeof sql, "DROP PROCEDURE IF EXISTS %s",
+                 refused_routines[i]);
+        if (sqllock_db_exec(f->db, sql, NULL, 0, NULL, NULL, NULL) !=
+            SQLLOCK_OK)
+            return -1;
+    }
+    return sqllock_init(f->db) == SQLLOCK_OK ? 0 : -1;
+}
