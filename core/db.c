@@ -60,6 +60,7 @@ static void drop_connection(sqllock_db *db)
     db->no_routine = 0;
     db->no_wake_routine = 0;
     db->no_many_routine = 0;
+    db->wake_known = 0;
     if (db->conn != NULL) {
         db->drv->disconnect(db->conn);
         db->conn = NULL;
@@ -393,6 +394,12 @@ int sqllock__can_notify(const sqllock_db *db)
            db->drv->wait_notify != NULL;
 }
 
+/* The answer depends on the driver (its version-7 statements) and on the
+ * connection (the driver's session_wake(): a Galera node, a borrowed
+ * connection), so it is worked out once per connect and kept until the
+ * connection is dropped; a refused routine (no_wake_routine) is checked
+ * every time, as it may be learnt at any call. A failed session_wake()
+ * answers 0 for this call and is asked again at the next. */
 int sqllock__session_wake(sqllock_db *db, int *usable)
 {
     sqllock_sql_id id;
@@ -402,10 +409,19 @@ int sqllock__session_wake(sqllock_db *db, int *usable)
     *usable = 0;
     if (db->drv == NULL || db->drv->version < 7 || db->no_wake_routine)
         return SQLLOCK_OK;
+    if (db->conn != NULL && db->wake_known) {
+        *usable = db->wake_usable;
+        return SQLLOCK_OK;
+    }
     for (id = SQLLOCK_SQL_COUNT_V6_; id < SQLLOCK_SQL_COUNT_V7_; id++) {
         const sqllock_sql *sql = sqllock__sql_of(db->drv, id);
-        if (sql == NULL || sql->text == NULL)
+        if (sql == NULL || sql->text == NULL) {
+            if (db->conn != NULL) {
+                db->wake_known = 1;
+                db->wake_usable = 0;
+            }
             return SQLLOCK_OK;
+        }
     }
     rc = ensure_connected(db);
     if (rc != SQLLOCK_OK)
@@ -413,8 +429,12 @@ int sqllock__session_wake(sqllock_db *db, int *usable)
     *usable = 1;
     memset(&err, 0, sizeof err);
     if (db->drv->session_wake != NULL &&
-        db->drv->session_wake(db->conn, usable, &err) != SQLLOCK_OK)
+        db->drv->session_wake(db->conn, usable, &err) != SQLLOCK_OK) {
         *usable = 0;
+        return SQLLOCK_OK;
+    }
+    db->wake_known = 1;
+    db->wake_usable = *usable;
     return SQLLOCK_OK;
 }
 

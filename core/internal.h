@@ -55,6 +55,11 @@ struct sqllock_db {
     int no_wake_routine;       /* LEASE_ACQUIRE_WAKE cannot be used on
                                   this connection (not installed, not
                                   allowed): no session-lock wake-ups */
+    int wake_known;            /* wake_usable holds sqllock__session_wake()'s
+                                  answer for this connection (0 until
+                                  asked; dropping the connection clears
+                                  it) */
+    int wake_usable;
     uint64_t conn_gen;         /* counts the connects: a session lock
                                   taken on an older connection is gone */
     int borrowed;              /* sqllock_borrow(): the connection is the
