@@ -1,7 +1,7 @@
 /*
  * bench_rw.c -- shared and exclusive holds (issue 19 item 2, contract
  * M2) beside the plain lease, in the same run, with 1 and 8 client
- * processes (each its own connection):
+ * processes (--clients), each with a connection of its own:
  *
  *   lease      acquire + release of a plain lease, each client its own
  *              name (the floor: one statement each way);
@@ -11,14 +11,26 @@
  *              (the writer's row, the check that no reader is inside,
  *              the release).
  *
- * Pairs per second over all clients, the median of --reps rounds of
- * --seconds each, and each mode's ratio to the lease's. Nothing here is
- * a test; a failed call ends the program with status 1.
+ * The clients of a point connect and warm up, wait at a barrier (memory
+ * shared with this process), then run pairs until --seconds have passed
+ * since it; the rate is all their pairs over that window. The modes of a
+ * client count run in a rotating order from rep to rep (so that a load
+ * that comes and goes on the machine falls on all of them alike); the
+ * median of --reps points, and each mode's ratio to the lease's at the
+ * same client count, measured in the same run.
  *
- * Usage: bench_rw [--reps N] [--seconds S] [--smoke] URL...
- * (URLs default to $SQLLOCK_BENCH_URLS; --smoke: each mode once for a
- * fraction of a second on the tests' URLs, bench_util.h.)
+ * Usage: bench_rw [--seconds S] [--reps N] [--quick] [--clients 1,8]
+ *                 [--results FILE] [--smoke] URL...
+ * --seconds 5 and --reps 3 by default (--quick: 2 s; --secs is
+ * --seconds); URLs default to $SQLLOCK_BENCH_URLS. --results appends rows
+ * of suite `rw` to the common CSV (bench/README.md). --smoke: each mode
+ * once for 0.2 s on the tests' URLs (bench_util.h; ctest's
+ * bench_smoke_rw_<driver>). Figures, not a test: a failed call ends the
+ * program with status 1.
  */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,48 +38,76 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "sqllock.h"
 #include "bench_util.h"
 
-#define MAX_CLIENTS 8
+#define PROG "bench_rw"
 
 enum { MODE_LEASE, MODE_SHARED, MODE_EXCLUSIVE, MODES };
 static const char *const mode_name[MODES] = { "lease", "shared",
                                               "exclusive" };
 
-static double now_s(void)
-{
-    struct timespec ts;
+/* What a point's client processes share with this one. */
+typedef struct shared {
+    _Atomic int ready;               /* clients past their warm-up */
+    _Atomic int go;                  /* set once all are ready */
+    _Atomic int failed;              /* a client gave up */
+    _Atomic int64_t start_ns;        /* the barrier, CLOCK_MONOTONIC */
+    _Atomic int64_t count[BU_MAX_CLIENTS];
+    char err[600];                   /* the first failure's message */
+} shared;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+static shared *g_sh;
+static FILE *g_results;
+
+/* In a client: says why, and ends the client with status 1. */
+static void __attribute__((noreturn))
+client_die(const char *what, sqllock_db *db, int rc)
+{
+    int expected = 0;
+
+    if (atomic_compare_exchange_strong(&g_sh->failed, &expected, 1))
+        snprintf(g_sh->err, sizeof g_sh->err, "%s: %s: %s", what,
+                 sqllock_errname(rc), db != NULL ? sqllock_errmsg(db) : "");
+    _exit(1);
 }
 
-static void die(const char *what, sqllock_db *db, int rc)
+static void pair(int mode, sqllock_db *db, sqllock_lease *l, sqllock_rw *rw)
 {
-    fprintf(stderr, "bench_rw: %s: %s: %s\n", what, sqllock_errname(rc),
-            db != NULL ? sqllock_errmsg(db) : "");
-    exit(1);
+    int rc;
+
+    if (mode == MODE_LEASE) {
+        if ((rc = sqllock_lease_try_acquire(l)) != SQLLOCK_OK)
+            client_die("lease acquire", db, rc);
+        if ((rc = sqllock_lease_release(l)) != SQLLOCK_OK)
+            client_die("lease release", db, rc);
+    } else {
+        if ((rc = sqllock_rw_try_acquire(rw)) != SQLLOCK_OK)
+            client_die(mode == MODE_SHARED ? "shared acquire"
+                                           : "exclusive acquire", db, rc);
+        if ((rc = sqllock_rw_release(rw)) != SQLLOCK_OK)
+            client_die(mode == MODE_SHARED ? "shared release"
+                                           : "exclusive release", db, rc);
+    }
 }
 
-/* One client: pairs of `mode` for `secs`; the count into *out. */
-static void client(const char *url, int mode, int id, double secs,
-                   _Atomic int64_t *out)
+/* One client process: warm-up, the barrier, then pairs of `mode` until
+ * `secs` after it; the count into the shared memory. */
+static void __attribute__((noreturn))
+client(const char *url, int mode, int id, double secs, int warmup)
 {
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
     sqllock_db *db = NULL;
     sqllock_lease *l = NULL;
     sqllock_rw *rw = NULL;
     char name[96];
-    int64_t n = 0;
-    double end;
-    int rc;
+    int64_t n = 0, end;
+    int rc, i;
 
     if ((rc = sqllock_open(url, NULL, &db)) != SQLLOCK_OK)
-        die("open", db, rc);
+        client_die("open", db, rc);
     o.ttl_ms = 30000;
     if (mode == MODE_SHARED)
         snprintf(name, sizeof name, "bench-rw-%ld-shared", (long)getppid());
@@ -79,133 +119,173 @@ static void client(const char *url, int mode, int id, double secs,
     else
         rc = sqllock_rw_new(db, name, mode == MODE_SHARED, &o, &rw);
     if (rc != SQLLOCK_OK)
-        die("new", db, rc);
-    end = now_s() + secs;
-    while (now_s() < end) {
-        if (mode == MODE_LEASE) {
-            if ((rc = sqllock_lease_try_acquire(l)) != SQLLOCK_OK)
-                die("lease acquire", db, rc);
-            if ((rc = sqllock_lease_release(l)) != SQLLOCK_OK)
-                die("lease release", db, rc);
-        } else {
-            if ((rc = sqllock_rw_try_acquire(rw)) != SQLLOCK_OK)
-                die("rw acquire", db, rc);
-            if ((rc = sqllock_rw_release(rw)) != SQLLOCK_OK)
-                die("rw release", db, rc);
-        }
+        client_die("new", db, rc);
+    for (i = 0; i < warmup; i++)
+        pair(mode, db, l, rw);
+    atomic_fetch_add(&g_sh->ready, 1);
+    while (!atomic_load(&g_sh->go))
+        bu_sleep_ns(100000);
+    end = atomic_load(&g_sh->start_ns) + (int64_t)(secs * 1e9);
+    while (bu_now_ns() < end) {
+        pair(mode, db, l, rw);
         n++;
     }
-    atomic_store(out, n);
+    atomic_store(&g_sh->count[id], n);
     sqllock_lease_free(l);
     sqllock_rw_free(rw);
     sqllock_close(db);
+    _exit(0);
 }
 
-/* One round: `clients` processes of `mode`; pairs per second. */
-static double round_of(const char *url, int mode, int clients, double secs,
-                       _Atomic int64_t *counts)
+/* One point: `n` client processes of `mode`; pairs per second. */
+static double point(const char *url, int mode, int n, const bu_args *a)
 {
-    pid_t pid[MAX_CLIENTS];
-    int64_t total = 0;
-    int i, st;
+    pid_t pid[BU_MAX_CLIENTS];
+    int64_t total = 0, deadline;
+    int i, st, bad = 0;
 
-    fflush(stdout);
-    for (i = 0; i < clients; i++) {
-        atomic_store(&counts[i], 0);
+    memset(g_sh, 0, sizeof *g_sh);
+    fflush(NULL);
+    for (i = 0; i < n; i++) {
         pid[i] = fork();
-        if (pid[i] < 0) {
-            perror("fork");
-            exit(1);
-        }
-        if (pid[i] == 0) {
-            client(url, mode, i, secs, &counts[i]);
-            _exit(0);
-        }
+        if (pid[i] < 0)
+            bu_die("fork: %s", strerror(errno));
+        if (pid[i] == 0)
+            client(url, mode, i, a->secs, a->smoke ? 2 : 20);
     }
-    for (i = 0; i < clients; i++) {
+    /* Connections and warm-ups: a minute at most. */
+    deadline = bu_now_ms() + 60000;
+    while (atomic_load(&g_sh->ready) < n && !atomic_load(&g_sh->failed) &&
+           bu_now_ms() < deadline)
+        bu_sleep_ms(1);
+    if (atomic_load(&g_sh->ready) < n && !atomic_load(&g_sh->failed)) {
+        snprintf(g_sh->err, sizeof g_sh->err,
+                 "%d of %d clients not ready after 60 s",
+                 n - atomic_load(&g_sh->ready), n);
+        atomic_store(&g_sh->failed, 1);
+    }
+    atomic_store(&g_sh->start_ns, bu_now_ns());
+    atomic_store(&g_sh->go, 1);
+    for (i = 0; i < n; i++) {
+        if (atomic_load(&g_sh->failed) && waitpid(pid[i], &st, WNOHANG) == 0)
+            kill(pid[i], SIGKILL);
         if (waitpid(pid[i], &st, 0) != pid[i] || !WIFEXITED(st) ||
-            WEXITSTATUS(st) != 0) {
-            fprintf(stderr, "bench_rw: a client failed\n");
-            exit(1);
-        }
-        total += atomic_load(&counts[i]);
+            WEXITSTATUS(st) != 0)
+            bad = 1;
+        total += atomic_load(&g_sh->count[i]);
     }
-    return (double)total / secs;
+    if (atomic_load(&g_sh->failed))
+        bu_die("%s, %d clients: %s", mode_name[mode], n, g_sh->err);
+    if (bad)
+        bu_die("%s, %d clients: a client failed", mode_name[mode], n);
+    return (double)total / a->secs;
 }
 
-static int cmp_double(const void *a, const void *b)
+static void report(const char *driver, int mode, int n, double rate,
+                   double lease_rate)
 {
-    double x = *(const double *)a, y = *(const double *)b;
+    double ratio = lease_rate > 0 ? rate / lease_rate : NAN;
+    bu_result res;
 
-    return x < y ? -1 : x > y;
+    printf("  %-10s %2d clients %9.0f pairs/s  x%.2f of the lease\n",
+           mode_name[mode], n, rate, ratio);
+    fflush(stdout);
+    memset(&res, 0, sizeof res);
+    res.suite = "rw";
+    res.driver = driver;
+    res.scenario = mode_name[mode];
+    res.clients = n;
+    res.rows = -1;
+    res.ops_per_s = rate;
+    res.p50_us = NAN;
+    res.p99_us = NAN;
+    res.ratio = ratio;
+    res.vs = "lease";
+    res.value = NAN;
+    bu_results_put(g_results, &res);
+}
+
+static void bench_url(const char *url, const int *clients, int nclients,
+                      const bu_args *a)
+{
+    char driver[32];
+    sqllock_db *db = bu_open(url);
+    int rc, k, r, j, m;
+
+    if ((rc = sqllock_init(db)) != SQLLOCK_OK)
+        bu_die("init: %s: %s", sqllock_errname(rc), sqllock_errmsg(db));
+    snprintf(driver, sizeof driver, "%s", sqllock_db_driver(db));
+    sqllock_close(db);
+    printf("%s\n", driver);
+    for (k = 0; k < nclients; k++) {
+        double v[MODES][16], med[MODES];
+
+        for (r = 0; r < a->reps; r++)
+            for (j = 0; j < MODES; j++) {
+                m = (j + r) % MODES;
+                v[m][r] = point(url, m, clients[k], a);
+            }
+        for (m = 0; m < MODES; m++)
+            med[m] = bu_median(v[m], a->reps);
+        for (m = 0; m < MODES; m++)
+            report(driver, m, clients[k], med[m], med[MODE_LEASE]);
+    }
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: " PROG " [--seconds S] [--reps N] [--quick] "
+            "[--clients 1,8] [--results FILE] [--smoke] URL...\n"
+            "  (URLs default to $SQLLOCK_BENCH_URLS, space-separated)\n");
+    exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    static const int client_counts[2] = { 1, 8 };
-    _Atomic int64_t *counts;
+    bu_args args = { 5, 3, 16, NULL, 0, { NULL }, 0 };
+    int clients[8] = { 1, 8 }, nclients = 2, max = 8, i, took;
     const char *env = getenv("SQLLOCK_BENCH_URLS");
-    char *urls[16], *envcopy = NULL, *save = NULL, *tok;
-    int nurls = 0, reps = 3, smoke = 0, u, c, m, r;
-    double secs = 2, v[16], med[MODES];
+    char *envcopy = NULL, *save = NULL, *tok;
 
-    for (r = 1; r < argc; r++) {
-        if (strcmp(argv[r], "--reps") == 0 && r + 1 < argc)
-            reps = atoi(argv[++r]);
-        else if ((strcmp(argv[r], "--seconds") == 0 ||
-                  strcmp(argv[r], "--secs") == 0) && r + 1 < argc)
-            secs = atof(argv[++r]);
-        else if (strcmp(argv[r], "--smoke") == 0)
-            smoke = 1;
-        else if (nurls < 16)
-            urls[nurls++] = argv[r];
-    }
-    if (smoke) {
-        nurls = bu_smoke_urls(urls, 16);
-        reps = 1;
-        secs = BU_SMOKE_SECS;
-    }
-    if (nurls == 0 && env != NULL) {
-        envcopy = strdup(env);
-        for (tok = strtok_r(envcopy, " ", &save); tok != NULL && nurls < 16;
-             tok = strtok_r(NULL, " ", &save))
-            urls[nurls++] = tok;
-    }
-    if (nurls == 0 || reps < 1 || reps > 16 || secs <= 0) {
-        fprintf(stderr, "usage: bench_rw [--reps N] [--seconds S] URL...\n");
-        return 64;
-    }
-    counts = mmap(NULL, sizeof *counts * MAX_CLIENTS, PROT_READ | PROT_WRITE,
-                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (counts == MAP_FAILED)
-        return 1;
-    printf("driver,clients,mode,pairs_per_s,ratio_to_lease\n");
-    for (u = 0; u < nurls; u++) {
-        sqllock_db *db = NULL;
-        int rc = sqllock_open(urls[u], NULL, &db);
-
-        if (rc == SQLLOCK_OK)
-            rc = sqllock_init(db);
-        if (rc != SQLLOCK_OK)
-            die("init", db, rc);
-        for (c = 0; c < 2; c++) {
-            for (m = 0; m < MODES; m++) {
-                for (r = 0; r < reps; r++)
-                    v[r] = round_of(urls[u], m, client_counts[c], secs,
-                                    counts);
-                qsort(v, (size_t)reps, sizeof v[0], cmp_double);
-                med[m] = v[reps / 2];
-            }
-            for (m = 0; m < MODES; m++)
-                printf("%s,%d,%s,%.0f,%.2f\n", sqllock_db_driver(db),
-                       client_counts[c], mode_name[m], med[m],
-                       med[m] / med[MODE_LEASE]);
-            fflush(stdout);
+    bu_init(PROG, "run aborted (its leases expire after 30 s)");
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--secs") == 0 && i + 1 < argc) {
+            args.secs = bu_parse_secs(argv[++i], 86400, "--secs");
+        } else if ((took = bu_args_take(&args, argc, argv, &i)) != 0) {
+            if (took < 0)
+                usage();
+        } else if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc) {
+            nclients = bu_parse_clients(argv[++i], clients, &max);
+        } else {
+            usage();
         }
-        sqllock_close(db);
     }
+    (void)max;
+    bu_args_finish(&args, 1);
+    if (args.nurls == 0 && env != NULL) {
+        if ((envcopy = strdup(env)) == NULL)
+            bu_die("out of memory");
+        for (tok = strtok_r(envcopy, " ", &save);
+             tok != NULL && args.nurls < BU_MAX_URLS;
+             tok = strtok_r(NULL, " ", &save))
+            args.urls[args.nurls++] = tok;
+    }
+    if (args.nurls == 0)
+        usage();
+    g_sh = mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (g_sh == MAP_FAILED)
+        bu_die("mmap: %s", strerror(errno));
+    if (args.results != NULL)
+        g_results = bu_results_open(args.results);
+    printf(PROG ": sqllock %s, %d rep(s) of %g s a point, client "
+           "processes\n", sqllock_version_string(), args.reps, args.secs);
+    for (i = 0; i < args.nurls; i++)
+        bench_url(args.urls[i], clients, nclients, &args);
+    if (g_results != NULL && (ferror(g_results) | fclose(g_results)) != 0)
+        bu_die("writing %s failed", args.results);
+    munmap(g_sh, sizeof *g_sh);
     free(envcopy);
-    if (smoke)
-        bu_smoke_done();
+    bu_smoke_done();
     return 0;
 }
