@@ -17,9 +17,13 @@
 # bench/results.
 #
 # --only takes a comma-separated list of: drivers, optimistic, handoff,
-# many, sem, redis, tooz, scale, memory (default: all). --append keeps DIR's
-# results.csv and bench.log and adds to them (to run some suites again, or
-# the rest of a run that stopped), and redraws the chart from the whole.
+# many, sem, rw, leader, redis, tooz, scale, memory (default: all). rw is
+# bench_rw (shared and exclusive holds beside the lease); leader is
+# bench_leader (failover after a resign and after a crash, counted in
+# rounds: 10, --quick 5, a crash lasting up to its ttl of 2 s). --append
+# keeps DIR's results.csv and bench.log and adds to them (to run some
+# suites again, or the rest of a run that stopped), and redraws the chart
+# from the whole.
 #
 # Measurements need a quiet machine: anything else running on it (a build,
 # a test run) shows up as noise in the figures.
@@ -113,6 +117,9 @@ titles = {
     "reaper": "Reaper on expired rows (rows/s), and 8 clients beside it",
     "memory": "Memory of a process holding leases",
     "many": "Several names at once: 10 names all or none (sets/s), and 8 processes on random sets of 3 of 20",
+    "sem": "Semaphores: permit pairs/s beside the exclusive lease's (ratio vs lease)",
+    "rw": "Shared and exclusive holds: pairs/s beside the exclusive lease's (ratio vs lease), client processes",
+    "leader": "Leader failover: hand-over (resign) and crash (SIGKILL) to the next election (p50 µs; value = max ms; ratio: p50 vs the floor's p50, or vs the ttl)",
     "renew": "Batched renewal: one handle watching many leases",
 }
 def num(v, d=0):
@@ -148,7 +155,7 @@ fi
 
 secs_args=()
 out=bench/results
-only="drivers,optimistic,handoff,many,sem,redis,tooz,scale,memory"
+only="drivers,optimistic,handoff,many,sem,rw,leader,redis,tooz,scale,memory"
 append=0
 while [ $# -gt 0 ]; do
   case $1 in
@@ -157,7 +164,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --append) append=1; shift ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scripts/bench.sh: unknown argument $1 (see --help)" >&2; exit 64 ;;
   esac
 done
@@ -228,6 +235,10 @@ want many && run "several names at once: acquire_many(10) against 10 single acqu
   "$bin/bench_many" "${secs_args[@]}" --results "$csv" "$lite" "$pg" "$my"
 want sem && run "semaphores: permit pairs beside the lease's, 1 and 8 clients" \
   "$bin/bench_sem" "${secs_args[@]}" --results "$csv" "$lite" "$pg" "$my"
+want rw && run "shared and exclusive holds beside the lease, 1 and 8 client processes" \
+  "$bin/bench_rw" "${secs_args[@]}" --results "$csv" "$lite" "$pg" "$my"
+want leader && run "leader failover: hand-over and crash, 3 candidates, ttl 2 s" \
+  "$bin/bench_leader" "${secs_args[@]}" --results "$csv" "$lite" "$pg" "$my"
 want redis && run "Redis: SET NX PX + Lua compare-and-delete" \
   "$bin/bench_redis" "${secs_args[@]}" --results "$csv" "$SQLLOCK_BENCH_REDIS_URL"
 want tooz && run "OpenStack tooz on PostgreSQL, MySQL and Redis" \
