@@ -49,19 +49,8 @@ static sqllock_db *open_db(void)
 
 static int group_setup(void **state)
 {
-    sqllock_db *db = NULL;
-    int rc;
     (void)state;
-
-    if (tu_init_schema(g_url) != 0)
-        return -1;
-    rc = sqllock_open(g_url, NULL, &db);
-    if (rc == SQLLOCK_OK)
-        rc = sqllock__exec_sql(db, TU_FENCED_DDL, NULL, 0, NULL, NULL, NULL);
-    if (rc != SQLLOCK_OK)
-        fprintf(stderr, "setup: %s\n", sqllock_errmsg(db));
-    sqllock_close(db);
-    return rc == SQLLOCK_OK ? 0 : -1;
+    return tu_init_schema_ddl(g_url, TU_FENCED_DDL);
 }
 
 /* A new row of the fenced table (val 0, no fence yet); returns its id. */
@@ -69,38 +58,9 @@ static int64_t fenced_row(sqllock_db *db)
 {
     int64_t id = (int64_t)getpid() * 100000 + (tu_now_ms() % 1000) * 100 +
                  (++g_seq % 100);
-    sqllock_value arg = sqllock__int(id);
-    const char *sql = tu_fenced_insert(sqllock_db_driver(db));
 
-    EXPECT_RC(db, sqllock__exec_sql(db, sql, &arg, 1, NULL, NULL, NULL),
-              SQLLOCK_OK, "insert a fenced row");
+    tu_fenced_new_row(db, id);
     return id;
-}
-
-/* Reads val and fence of row `id`. */
-static void fenced_read(sqllock_db *db, int64_t id, int64_t *val,
-                        int64_t *fence)
-{
-    /* sqllock_table_get() wants a version column: the key does. */
-    static const sqllock_table reader = { TU_FENCED_TABLE, "id", "id" };
-    static const char *const cols[] = { "val", "fence" };
-    sqllock_cell key = SQLLOCK_NUMBER(id);
-    int64_t v[2];
-
-    EXPECT_RC(db, sqllock_table_get(db, &reader, &key, cols, 2, v, NULL),
-              SQLLOCK_OK, "read the fenced row");
-    *val = v[0];
-    *fence = v[1];
-}
-
-/* One fenced write of val = `val` with `token`. */
-static int fenced_set(sqllock_db *db, int64_t id, int64_t token, int64_t val)
-{
-    sqllock_cell key = SQLLOCK_NUMBER(id);
-    sqllock_cell set = { "val", SQLLOCK_OP_SET, NULL, val };
-
-    return sqllock_table_fenced_update(db, &FENCED, &key, "fence", token,
-                                       &set, 1, NULL, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -115,20 +75,20 @@ static void test_fence_L5_stale_token_rejected(void **state)
     int64_t id = fenced_row(db), val, fence;
     (void)state;
 
-    EXPECT_RC(db, fenced_set(db, id, 5, 50), SQLLOCK_OK, "first write, 5");
-    fenced_read(db, id, &val, &fence);
+    EXPECT_RC(db, tu_fenced_set(db, id, 5, 50), SQLLOCK_OK, "first write, 5");
+    tu_fenced_read(db, id, &val, &fence);
     assert_int_equal(val, 50);
     assert_int_equal(fence, 5);
-    EXPECT_RC(db, fenced_set(db, id, 3, 30), SQLLOCK_LOST, "stale token 3");
+    EXPECT_RC(db, tu_fenced_set(db, id, 3, 30), SQLLOCK_LOST, "stale token 3");
     expect_msg_any(db, "stale write", "stale");
-    fenced_read(db, id, &val, &fence);
+    tu_fenced_read(db, id, &val, &fence);
     if (val != 50 || fence != 5)
         fail_msg("L5: a stale write changed the row: val %lld fence %lld",
                  (long long)val, (long long)fence);
-    EXPECT_RC(db, fenced_set(db, id, 5, 51), SQLLOCK_OK, "same hold again");
-    EXPECT_RC(db, fenced_set(db, id, 9, 90), SQLLOCK_OK, "newer token 9");
-    EXPECT_RC(db, fenced_set(db, id, 5, 52), SQLLOCK_LOST, "now stale 5");
-    fenced_read(db, id, &val, &fence);
+    EXPECT_RC(db, tu_fenced_set(db, id, 5, 51), SQLLOCK_OK, "same hold again");
+    EXPECT_RC(db, tu_fenced_set(db, id, 9, 90), SQLLOCK_OK, "newer token 9");
+    EXPECT_RC(db, tu_fenced_set(db, id, 5, 52), SQLLOCK_LOST, "now stale 5");
+    tu_fenced_read(db, id, &val, &fence);
     assert_int_equal(val, 90);
     assert_int_equal(fence, 9);
     sqllock_close(db);
@@ -149,7 +109,7 @@ static void test_fence_L5_conditions_missing_row_version(void **state)
     EXPECT_RC(db, sqllock_table_fenced_update(db, &FENCED, &key, "fence", 4,
                                               &set, 1, &big, 1),
               SQLLOCK_CONFLICT, "condition val >= 1000 fails");
-    fenced_read(db, id, &val, &fence);
+    tu_fenced_read(db, id, &val, &fence);
     assert_int_equal(val, 0);
     assert_int_equal(fence, 0);
     EXPECT_RC(db, sqllock_table_fenced_update(db, &FENCED, &missing, "fence",
@@ -158,12 +118,12 @@ static void test_fence_L5_conditions_missing_row_version(void **state)
     EXPECT_RC(db, sqllock_table_fenced_update(db, &FENCED, &key, "fence", 4,
                                               NULL, 0, NULL, 0),
               SQLLOCK_OK, "fence only");
-    fenced_read(db, id, &val, &fence);
+    tu_fenced_read(db, id, &val, &fence);
     assert_int_equal(fence, 4);
     EXPECT_RC(db, sqllock_table_fenced_update(db, &FENCED_V, &key, "fence",
                                               6, &set, 1, NULL, 0),
               SQLLOCK_OK, "with a version column");
-    fenced_read(db, id, &val, &fence);
+    tu_fenced_read(db, id, &val, &fence);
     assert_int_equal(fence, 6);
     assert_int_equal(val, 7);
     EXPECT_RC(db, sqllock_table_get(db, &FENCED_V, &key, NULL, 0, NULL,
@@ -218,7 +178,7 @@ static void test_fence_E2_bad_input(void **state)
                   &key, "fence", 1, &set, 1, NULL, 0),
               SQLLOCK_EINVAL, "missing table");
     expect_msg_any(db, "missing table", "sqllock_no_such_table");
-    fenced_read(db, id, &val, &fence);
+    tu_fenced_read(db, id, &val, &fence);
     if (val != 0 || fence != 0)
         fail_msg("a refused call changed the row: val %lld fence %lld",
                  (long long)val, (long long)fence);
@@ -417,7 +377,7 @@ static void paused_child(paused_shared *sh, const char *name, int64_t id,
     o.ttl_ms = ttl;
     if (db == NULL || sqllock_lease_new(db, name, &o, &l) != SQLLOCK_OK ||
         sqllock_lease_try_acquire(l) != SQLLOCK_OK ||
-        fenced_set(db, id, sqllock_lease_token(l), 1) != SQLLOCK_OK) {
+        tu_fenced_set(db, id, sqllock_lease_token(l), 1) != SQLLOCK_OK) {
         fprintf(stderr, "paused holder: %s\n", sqllock_errmsg(db));
         __atomic_store_n(&sh->ready, -1, __ATOMIC_SEQ_CST);
         _exit(2);
@@ -430,7 +390,7 @@ static void paused_child(paused_shared *sh, const char *name, int64_t id,
     sh->held_after = sqllock_lease_held(l);
     sh->renew_rc = sqllock_lease_renew(l);
     /* The late write it would have made: the storage refuses it. */
-    sh->write_rc = fenced_set(db, id, sh->token, 111);
+    sh->write_rc = tu_fenced_set(db, id, sh->token, 111);
     sh->release_rc = sqllock_lease_release(l);
     sqllock_lease_free(l);
     sqllock_close(db);
@@ -478,7 +438,7 @@ static void test_fault2_L4_L5_L6_paused_holder_fenced_write(void **state)
     if (!(token > sh->token))
         fail_msg("L5: new token %lld, paused holder's %lld",
                  (long long)token, (long long)sh->token);
-    EXPECT_RC(db, fenced_set(db, id, token, 2), SQLLOCK_OK,
+    EXPECT_RC(db, tu_fenced_set(db, id, token, 2), SQLLOCK_OK,
               "the new holder's write");
     __atomic_store_n(&sh->ready, 2, __ATOMIC_SEQ_CST);
     assert_int_equal(kill(pid, SIGCONT), 0);
@@ -493,7 +453,7 @@ static void test_fault2_L4_L5_L6_paused_holder_fenced_write(void **state)
                  sqllock_errname(sh->write_rc));
     /* LOST ended the hold: nothing left to release. */
     assert_int_equal(sh->release_rc, SQLLOCK_ENOTHELD);
-    fenced_read(db, id, &val, &fence);
+    tu_fenced_read(db, id, &val, &fence);
     if (val != 2 || fence != token)
         fail_msg("L5: the row has val %lld fence %lld, want the new "
                  "holder's 2 and %lld", (long long)val, (long long)fence,

@@ -44,8 +44,6 @@
 static const char *g_url;
 static long g_seq;
 
-static const sqllock_table FENCED = { TU_FENCED_TABLE, "id", NULL };
-
 enum { EV_ELECTED = 1, EV_LOST = 2 };
 
 typedef struct span {
@@ -140,15 +138,6 @@ static void on_observed(void *ctx, sqllock_leader *l, const char *holder,
     __atomic_store_n(&g_sh->c[g_me].observed, token, __ATOMIC_SEQ_CST);
 }
 
-static int fenced_add(sqllock_db *db, int64_t id, int64_t token)
-{
-    sqllock_cell key = SQLLOCK_NUMBER(id);
-    sqllock_cell set = { "val", SQLLOCK_OP_ADD, NULL, 1 };
-
-    return sqllock_table_fenced_update(db, &FENCED, &key, "fence", token,
-                                       &set, 1, NULL, 0);
-}
-
 /* A candidate: acts (fenced writes) while leader, until told to quit. */
 static void candidate(int me, const char *name, int64_t row, int64_t ttl)
 {
@@ -198,7 +187,7 @@ static void candidate(int me, const char *name, int64_t row, int64_t ttl)
             if (c->nspans > 0)
                 c->spans[c->nspans - 1].end_us = t;
             __atomic_store_n(&c->inflight, 1, __ATOMIC_SEQ_CST);
-            rc = fenced_add(db, row, tok);
+            rc = tu_fenced_add(db, row, tok);
             if (rc == SQLLOCK_OK && c->nwrites < MAX_WRITES) {
                 c->writes[c->nwrites].at_us = t;
                 c->writes[c->nwrites].token = tok;
@@ -228,7 +217,7 @@ static void candidate(int me, const char *name, int64_t row, int64_t ttl)
             open_tok = 0;
             if (probe != 0 && probe != c->probed_token) {
                 /* A stale leader's write with the term it lost. */
-                c->probe_rc = fenced_add(db, row, probe);
+                c->probe_rc = tu_fenced_add(db, row, probe);
                 c->probed_token = probe;
             }
         }
@@ -310,9 +299,6 @@ static int cmp_wrec(const void *a, const void *b)
  * start order never go back in term; the row counts them all. */
 static void check_log(sqllock_db *db, int n, int64_t row, int killed)
 {
-    static const sqllock_table reader = { TU_FENCED_TABLE, "id", "id" };
-    static const char *const cols[] = { "val", "fence" };
-    sqllock_cell key = SQLLOCK_NUMBER(row);
     int64_t v[2], total = 0, maxtok = 0;
     wrec *all;
     int a, b, i, j, k = 0;
@@ -352,8 +338,7 @@ static void check_log(sqllock_db *db, int n, int64_t row, int killed)
                      "one of term %lld", (long long)all[i].token,
                      (long long)all[i - 1].token);
     free(all);
-    EXPECT_RC(db, sqllock_table_get(db, &reader, &key, cols, 2, v, NULL),
-              SQLLOCK_OK, "read the fenced row");
+    tu_fenced_read(db, row, &v[0], &v[1]);
     /* The killed leader's last write may have committed unnoted. */
     if (v[0] < total || v[0] > total + g_sh->c[killed].inflight ||
         v[1] < maxtok || (v[1] > maxtok && !g_sh->c[killed].inflight))
@@ -369,8 +354,6 @@ static void test_leader_M4_kill_stop_handover(void **state)
 {
     sqllock_db *db = NULL;
     char name[96];
-    const char *ins;
-    sqllock_value arg;
     int64_t row, ttl = tu_scaled_ms(1000), t0, kill_us, stop_us, dt;
     int n = nprocs(), i, e1, e2, e3, e4, l1, l2, l3, l4, ws, st;
     (void)state;
@@ -381,10 +364,7 @@ static void test_leader_M4_kill_stop_handover(void **state)
     db = tu_child_open(g_url, "parent");
     assert_non_null(db);
     row = (int64_t)getpid() * 1000 + (++g_seq % 1000);
-    arg = sqllock__int(row);
-    ins = tu_fenced_insert(sqllock_db_driver(db));
-    EXPECT_RC(db, sqllock__exec_sql(db, ins, &arg, 1, NULL, NULL, NULL),
-              SQLLOCK_OK, "insert the fenced row");
+    tu_fenced_new_row(db, row);
     /* The children get no handle of the parent's (and no memory of it to
      * leak). */
     sqllock_close(db);
@@ -577,19 +557,8 @@ static int group_teardown(void **state)
 
 static int group_setup(void **state)
 {
-    sqllock_db *db = NULL;
-    int rc;
     (void)state;
-
-    if (tu_init_schema(g_url) != 0)
-        return -1;
-    rc = sqllock_open(g_url, NULL, &db);
-    if (rc == SQLLOCK_OK)
-        rc = sqllock__exec_sql(db, TU_FENCED_DDL, NULL, 0, NULL, NULL, NULL);
-    if (rc != SQLLOCK_OK)
-        fprintf(stderr, "setup: %s\n", sqllock_errmsg(db));
-    sqllock_close(db);
-    return rc == SQLLOCK_OK ? 0 : -1;
+    return tu_init_schema_ddl(g_url, TU_FENCED_DDL);
 }
 
 int main(void)

@@ -37,7 +37,6 @@
 #include "test_spawn.h"
 
 static const char *g_url;
-static const sqllock_table FENCED = { TU_FENCED_TABLE, "id", NULL };
 
 static sqllock_db *open_db(void)
 {
@@ -515,15 +514,6 @@ static void test_rw_M2_killed_reader_delays_writer_at_most_ttl(void **state)
 
 /* ---- fencing ---- */
 
-static int fenced_set(sqllock_db *db, int64_t id, int64_t token, int64_t val)
-{
-    sqllock_cell key = SQLLOCK_NUMBER(id);
-    sqllock_cell set = { "val", SQLLOCK_OP_SET, NULL, val };
-
-    return sqllock_table_fenced_update(db, &FENCED, &key, "fence", token,
-                                       &set, 1, NULL, 0);
-}
-
 /*
  * L5 for M2: each exclusive grant's token is greater than every earlier
  * one of the name (across a reader's hold in between, and a takeover of
@@ -535,20 +525,17 @@ static void test_rw_L5_exclusive_token_fences_writes(void **state)
     sqllock_db *db = open_db(), *db2 = open_db();
     sqllock_rw *a, *b, *r;
     int64_t id = (int64_t)getpid() * 1000 + 7, ta, tb, tr, tc;
-    sqllock_value arg = sqllock__int(id);
     char name[96];
     (void)state;
 
-    EXPECT_RC(db, sqllock__exec_sql(db, tu_fenced_insert(sqllock_db_driver(db)),
-                                    &arg, 1, NULL, NULL, NULL),
-              SQLLOCK_OK, "insert the fenced row");
+    tu_fenced_new_row(db, id);
     mkname(name, sizeof name, "fence");
     a = new_rw(db, name, 0, 1500, 20);
     b = new_rw(db2, name, 0, 30000, 20);
     r = new_rw(db2, name, 1, 30000, 20);
     EXPECT_RC(db, sqllock_rw_acquire(a, 5000), SQLLOCK_OK, "a");
     ta = sqllock_lease_token(sqllock_rw_lease(a));
-    EXPECT_RC(db, fenced_set(db, id, ta, 1), SQLLOCK_OK, "a writes");
+    EXPECT_RC(db, tu_fenced_set(db, id, ta, 1), SQLLOCK_OK, "a writes");
     EXPECT_RC(db, sqllock_rw_release(a), SQLLOCK_OK, "a release");
     EXPECT_RC(db2, sqllock_rw_acquire(r, 5000), SQLLOCK_OK, "reader");
     tr = sqllock_lease_token(sqllock_rw_lease(r));
@@ -557,22 +544,22 @@ static void test_rw_L5_exclusive_token_fences_writes(void **state)
     EXPECT_RC(db2, sqllock_rw_acquire(b, 5000), SQLLOCK_OK, "b");
     tb = sqllock_lease_token(sqllock_rw_lease(b));
     assert_true(tb > tr);
-    EXPECT_RC(db2, fenced_set(db2, id, tb, 2), SQLLOCK_OK, "b writes");
-    EXPECT_RC(db, fenced_set(db, id, ta, 3), SQLLOCK_LOST, "a's stale write");
+    EXPECT_RC(db2, tu_fenced_set(db2, id, tb, 2), SQLLOCK_OK, "b writes");
+    EXPECT_RC(db, tu_fenced_set(db, id, ta, 3), SQLLOCK_LOST, "a's stale write");
     EXPECT_RC(db2, sqllock_rw_release(b), SQLLOCK_OK, "b release");
     /* A writer whose hold expired (no renewal) is taken over: a larger
      * token, and the old holder's write is refused after the new one's. */
     EXPECT_RC(db, sqllock_rw_acquire(a, 5000), SQLLOCK_OK, "a again");
     tc = sqllock_lease_token(sqllock_rw_lease(a));
     assert_true(tc > tb);
-    EXPECT_RC(db, fenced_set(db, id, tc, 4), SQLLOCK_OK, "a writes again");
+    EXPECT_RC(db, tu_fenced_set(db, id, tc, 4), SQLLOCK_OK, "a writes again");
     EXPECT_RC(db2, sqllock_rw_acquire(b, tu_scaled_ms(10000)),
               SQLLOCK_OK, "b after a's expiry");
     assert_true(sqllock_lease_token(sqllock_rw_lease(b)) > tc);
-    EXPECT_RC(db2, fenced_set(db2, id, sqllock_lease_token(
+    EXPECT_RC(db2, tu_fenced_set(db2, id, sqllock_lease_token(
                                            sqllock_rw_lease(b)), 5),
               SQLLOCK_OK, "b writes");
-    EXPECT_RC(db, fenced_set(db, id, tc, 6), SQLLOCK_LOST, "a's late write");
+    EXPECT_RC(db, tu_fenced_set(db, id, tc, 6), SQLLOCK_LOST, "a's late write");
     EXPECT_RC(db, sqllock_rw_release(a), SQLLOCK_LOST, "a's release: lost");
     EXPECT_RC(db2, sqllock_rw_release(b), SQLLOCK_OK, "b release");
     sqllock_rw_free(a);
@@ -584,19 +571,8 @@ static void test_rw_L5_exclusive_token_fences_writes(void **state)
 
 static int group_setup(void **state)
 {
-    sqllock_db *db = NULL;
-    int rc;
     (void)state;
-
-    if (tu_init_schema(g_url) != 0)
-        return -1;
-    rc = sqllock_open(g_url, NULL, &db);
-    if (rc == SQLLOCK_OK)
-        rc = sqllock__exec_sql(db, TU_FENCED_DDL, NULL, 0, NULL, NULL, NULL);
-    if (rc != SQLLOCK_OK)
-        fprintf(stderr, "setup: %s\n", sqllock_errmsg(db));
-    sqllock_close(db);
-    return rc == SQLLOCK_OK ? 0 : -1;
+    return tu_init_schema_ddl(g_url, TU_FENCED_DDL);
 }
 
 int main(void)

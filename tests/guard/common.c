@@ -21,19 +21,8 @@ static const char GUARD_DDL[] =
 
 int guard_group_setup(void **state)
 {
-    sqllock_db *db = NULL;
-    int rc;
     (void)state;
-
-    if (tu_init_schema(g_url) != 0)
-        return -1;
-    rc = sqllock_open(g_url, NULL, &db);
-    if (rc == SQLLOCK_OK)
-        rc = sqllock_db_exec(db, GUARD_DDL, NULL, 0, NULL, NULL, NULL);
-    if (rc != SQLLOCK_OK)
-        fprintf(stderr, "setup: %s\n", sqllock_errmsg(db));
-    sqllock_close(db);
-    return rc == SQLLOCK_OK ? 0 : -1;
+    return tu_init_schema_ddl(g_url, GUARD_DDL);
 }
 
 /* The handles guard_open() made, for guard_teardown(); a case closes

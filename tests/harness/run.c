@@ -251,6 +251,22 @@ int tu_init_schema(const char *url)
     return rc == SQLLOCK_OK ? 0 : -1;
 }
 
+int tu_init_schema_ddl(const char *url, const char *ddl)
+{
+    sqllock_db *db = NULL;
+    int rc;
+
+    if (tu_init_schema(url) != 0)
+        return -1;
+    rc = sqllock_open(url, NULL, &db);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock__exec_sql(db, ddl, NULL, 0, NULL, NULL, NULL);
+    if (rc != SQLLOCK_OK)
+        fprintf(stderr, "setup: %s\n", sqllock_errmsg(db));
+    sqllock_close(db);
+    return rc == SQLLOCK_OK ? 0 : -1;
+}
+
 void *tu_shared_map(size_t size)
 {
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,

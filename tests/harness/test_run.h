@@ -82,6 +82,11 @@ sqllock_db *tu_child_open(const char *url, const char *what);
  * setup. 0, or -1 after printing why. */
 int tu_init_schema(const char *url);
 
+/* tu_init_schema(), then `ddl` (a CREATE TABLE IF NOT EXISTS of the
+ * test's own table, e.g. TU_FENCED_DDL) on a handle of its own: for a
+ * group setup. 0, or -1 after printing why ("setup: <message>"). */
+int tu_init_schema_ddl(const char *url, const char *ddl);
+
 /* Zeroed memory shared with forked children. */
 void *tu_shared_map(size_t size);
 

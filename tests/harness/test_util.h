@@ -174,6 +174,22 @@ static const char TU_FENCED_DDL[] =
  * placeholders. */
 const char *tu_fenced_insert(const char *driver);
 
+/* The fenced table's rows, for the tests that write them (test_faults,
+ * test_rw, test_leader), kept once here:
+ *   tu_fenced_new_row()  inserts row `id` (val 0, no fence yet); fails
+ *                        the test when it cannot;
+ *   tu_fenced_set()      one fenced write, val = `val`, with `token`
+ *                        (sqllock_table_fenced_update(), fence column
+ *                        "fence"): its status, SQLLOCK_LOST when refused;
+ *   tu_fenced_add()      the same, val + 1;
+ *   tu_fenced_read()     val and fence of row `id`; fails the test when it
+ *                        cannot read them. */
+void tu_fenced_new_row(sqllock_db *db, int64_t id);
+int tu_fenced_set(sqllock_db *db, int64_t id, int64_t token, int64_t val);
+int tu_fenced_add(sqllock_db *db, int64_t id, int64_t token);
+void tu_fenced_read(sqllock_db *db, int64_t id, int64_t *val,
+                    int64_t *fence);
+
 /* ------------------------------------------------------------------ */
 /* Looking at the lease table                                          */
 /* ------------------------------------------------------------------ */

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "test_run.h"
 
 char tu_empty_mysql[72] = TU_EMPTY_NAME;
 
@@ -427,6 +428,51 @@ const char *tu_fenced_insert(const char *driver)
     return strcmp(driver, "postgres") == 0
         ? "INSERT INTO " TU_FENCED_TABLE " (id, val) VALUES ($1, 0)"
         : "INSERT INTO " TU_FENCED_TABLE " (id, val) VALUES (?, 0)";
+}
+
+void tu_fenced_new_row(sqllock_db *db, int64_t id)
+{
+    sqllock_value arg = sqllock__int(id);
+
+    EXPECT_RC(db, sqllock__exec_sql(db, tu_fenced_insert(sqllock_db_driver(db)),
+                                    &arg, 1, NULL, NULL, NULL),
+              SQLLOCK_OK, "insert the fenced row");
+}
+
+static int tu_fenced_write(sqllock_db *db, int64_t id, int64_t token,
+                           int op, int64_t val)
+{
+    static const sqllock_table fenced = { TU_FENCED_TABLE, "id", NULL };
+    sqllock_cell key = SQLLOCK_NUMBER(id);
+    sqllock_cell set = { "val", op, NULL, val };
+
+    return sqllock_table_fenced_update(db, &fenced, &key, "fence", token,
+                                       &set, 1, NULL, 0);
+}
+
+int tu_fenced_set(sqllock_db *db, int64_t id, int64_t token, int64_t val)
+{
+    return tu_fenced_write(db, id, token, SQLLOCK_OP_SET, val);
+}
+
+int tu_fenced_add(sqllock_db *db, int64_t id, int64_t token)
+{
+    return tu_fenced_write(db, id, token, SQLLOCK_OP_ADD, 1);
+}
+
+void tu_fenced_read(sqllock_db *db, int64_t id, int64_t *val,
+                    int64_t *fence)
+{
+    /* sqllock_table_get() wants a version column: the key does. */
+    static const sqllock_table reader = { TU_FENCED_TABLE, "id", "id" };
+    static const char *const cols[] = { "val", "fence" };
+    sqllock_cell key = SQLLOCK_NUMBER(id);
+    int64_t v[2];
+
+    EXPECT_RC(db, sqllock_table_get(db, &reader, &key, cols, 2, v, NULL),
+              SQLLOCK_OK, "read the fenced row");
+    *val = v[0];
+    *fence = v[1];
 }
 
 int tu_row_cb(void *ctx, const sqllock_lease_info *info)
