@@ -644,12 +644,6 @@ static void test_fair_E2_bad_input(void **state)
     sqllock_close(db);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    return tu_init_schema(g_url);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -662,5 +656,5 @@ int main(void)
         cmocka_unit_test(test_fair_M3_exclusion_counter),
     };
 
-    return TU_RUN_PER_URL("fair", &g_url, tests, group_setup, NULL);
+    return TU_RUN_PER_URL("fair", &g_url, tests, tu_group_schema, NULL);
 }

@@ -47,12 +47,6 @@ static sqllock_db *open_db(void)
     return db;
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    return tu_init_schema_ddl(g_url, TU_FENCED_DDL);
-}
-
 /* A new row of the fenced table (val 0, no fence yet); returns its id. */
 static int64_t fenced_row(sqllock_db *db)
 {
@@ -474,5 +468,5 @@ int main(void)
         cmocka_unit_test(test_fault2_L4_L5_L6_paused_holder_fenced_write),
     };
 
-    return TU_RUN_PER_URL("faults", &g_url, tests, group_setup, NULL);
+    return TU_RUN_PER_URL("faults", &g_url, tests, tu_group_fenced, NULL);
 }

@@ -555,18 +555,12 @@ static int group_teardown(void **state)
     return 0;
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    return tu_init_schema_ddl(g_url, TU_FENCED_DDL);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_leader_M4_kill_stop_handover),
     };
 
-    return TU_RUN_PER_URL("leader", &g_url, tests, group_setup,
+    return TU_RUN_PER_URL("leader", &g_url, tests, tu_group_fenced,
                           group_teardown);
 }

@@ -745,12 +745,6 @@ static void test_many_L12_round_trips_and_fallback(void **state)
     sqllock_close(db);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    return tu_init_schema(g_url);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -763,5 +757,5 @@ int main(void)
         cmocka_unit_test(test_many_L12_woken_other_process),
     };
 
-    return TU_RUN_PER_URL("many", &g_url, tests, group_setup, NULL);
+    return TU_RUN_PER_URL("many", &g_url, tests, tu_group_schema, NULL);
 }

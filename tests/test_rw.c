@@ -569,12 +569,6 @@ static void test_rw_L5_exclusive_token_fences_writes(void **state)
     sqllock_close(db2);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    return tu_init_schema_ddl(g_url, TU_FENCED_DDL);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -585,5 +579,5 @@ int main(void)
         cmocka_unit_test(test_rw_M2_readers_never_overlap_writer),
     };
 
-    return TU_RUN_PER_URL("rw", &g_url, tests, group_setup, NULL);
+    return TU_RUN_PER_URL("rw", &g_url, tests, tu_group_fenced, NULL);
 }

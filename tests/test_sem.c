@@ -650,12 +650,6 @@ static void test_sem_M1_L4_L5_permit_is_a_lease(void **state)
     sqllock_close(db);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    return tu_init_schema(g_url);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -667,5 +661,5 @@ int main(void)
         cmocka_unit_test(test_sem_M1_never_more_than_n_inside),
     };
 
-    return TU_RUN_PER_URL("sem", &g_url, tests, group_setup, NULL);
+    return TU_RUN_PER_URL("sem", &g_url, tests, tu_group_schema, NULL);
 }

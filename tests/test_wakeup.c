@@ -898,12 +898,6 @@ static void test_wakeup_L9_my_no_wakeup_no_companion(void **state)
     sqllock_close(other);
 }
 
-/* Creates the schema once per database (idempotent). */
-static int group_setup(void **state)
-{
-    (void)state;
-    return tu_init_schema(g_url);
-}
 
 int main(void)
 {
@@ -934,13 +928,15 @@ int main(void)
     tu_not_on("pooled", "test_wakeup_L9_pg_listener_killed",
               "through a pooler the waiter's connection is the pooler's "
               "(test_pooler b covers wake-ups through poolers)");
-    rc = TU_RUN_PER_URL("wakeup", &g_url, tests, group_setup, NULL);
+    rc = TU_RUN_PER_URL("wakeup", &g_url, tests, tu_group_schema, NULL);
 
     /* LISTEN exists only on PostgreSQL. */
     rc = tu_status_merge(rc, TU_RUN_ON_DRIVER("wakeup listener", "postgres",
-                                              &g_url, pg_tests, group_setup));
+                                              &g_url, pg_tests,
+                                              tu_group_schema));
     /* The companion session lock exists only on MySQL/MariaDB. */
     rc = tu_status_merge(rc, TU_RUN_ON_DRIVER("wakeup session lock", "mysql",
-                                              &g_url, my_tests, group_setup));
+                                              &g_url, my_tests,
+                                              tu_group_schema));
     return rc;
 }

@@ -844,12 +844,6 @@ static void test_watch_bad_input(void **state)
     sqllock_close(db);
 }
 
-/* Creates the schema once per database (idempotent). */
-static int group_setup(void **state)
-{
-    (void)state;
-    return tu_init_schema(g_url);
-}
 
 int main(void)
 {
@@ -866,5 +860,5 @@ int main(void)
         cmocka_unit_test(test_watch_L11_batch_one_lost_others_held),
         cmocka_unit_test(test_watch_L11_batch_cut_by_lost_connection),
     };
-    return TU_RUN_PER_URL("watchdog", &g_url, tests, group_setup, NULL);
+    return TU_RUN_PER_URL("watchdog", &g_url, tests, tu_group_schema, NULL);
 }

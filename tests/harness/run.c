@@ -14,6 +14,7 @@
 #include "test_run.h"
 
 char tu_missing_driver[64];
+const char *tu_url;
 
 void tu_required_drivers_present(void **state)
 {
@@ -178,7 +179,7 @@ int tu_run_per_url(const char *unit, const char **url,
             failed++;
             continue;
         }
-        *url = urls.url[i];
+        *url = tu_url = urls.url[i];
         skips = tu_skips;
         n = _cmocka_run_group_tests(group, sel, nsel, setup, teardown);
         skips = tu_skips - skips;
@@ -267,6 +268,18 @@ int tu_init_schema_ddl(const char *url, const char *ddl)
     return rc == SQLLOCK_OK ? 0 : -1;
 }
 
+int tu_group_schema(void **state)
+{
+    (void)state;
+    return tu_init_schema(tu_url);
+}
+
+int tu_group_fenced(void **state)
+{
+    (void)state;
+    return tu_init_schema_ddl(tu_url, TU_FENCED_DDL);
+}
+
 void *tu_shared_map(size_t size)
 {
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -333,7 +346,7 @@ int tu_run_on_driver(const char *unit, const char *driver,
         size_t nsel;
         if (drv == NULL || strcmp(drv, driver) != 0)
             continue;
-        *url = urls.url[i];
+        *url = tu_url = urls.url[i];
         snprintf(group, sizeof group, "%s [%s]", unit, driver);
         nsel = tu_select(urls.url[i], drv, group, tests, ntests, sel);
         if (nsel > 0)

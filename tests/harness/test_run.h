@@ -87,6 +87,19 @@ int tu_init_schema(const char *url);
  * group setup. 0, or -1 after printing why ("setup: <message>"). */
 int tu_init_schema_ddl(const char *url, const char *ddl);
 
+/* The URL of the group running now: tu_run_per_url() and
+ * tu_run_on_driver() set it (with the test file's own URL variable)
+ * before each group, for the shared group setups below. */
+extern const char *tu_url;
+
+/* Group setups for TU_RUN_PER_URL and TU_RUN_ON_DRIVER, for the units
+ * whose setup is only that: tu_group_schema() creates the schema on
+ * tu_url (tu_init_schema), tu_group_fenced() the schema and the fenced
+ * table (tu_init_schema_ddl with TU_FENCED_DDL). 0, or -1 after printing
+ * why. */
+int tu_group_schema(void **state);
+int tu_group_fenced(void **state);
+
 /* Zeroed memory shared with forked children. */
 void *tu_shared_map(size_t size);
 
