@@ -26,6 +26,7 @@
 
 #include "test_util.h"
 #include "test_run.h"
+#include "test_spawn.h"
 
 #define WAITERS 8
 #define MAXPROCS 16
@@ -171,25 +172,35 @@ static void await_queue_own(const char *name, int n)
     sqllock_close(db);
 }
 
+typedef struct waiter_arg {
+    shm *m;
+    const char *name;
+    int idx;
+    int64_t ttl_ms, hold_ms;
+} waiter_arg;
+
 /* A waiter process: a fair acquire, its grant recorded, `hold_ms` inside,
  * the release. Exit 0, or 1 after saying why. */
-static void waiter_child(shm *m, const char *name, int idx, int64_t ttl_ms,
-                         int64_t hold_ms)
+static int waiter_child(void *arg, int i)
 {
+    const waiter_arg *a = arg;
+    shm *m = a->m;
+    int idx = a->idx;
     sqllock_db *db = tu_child_open(g_url, "fair waiter");
     sqllock_lease *l;
     int rc, pos;
 
+    (void)i;
     if (db == NULL)
-        _exit(1);
-    l = new_lease(db, name, ttl_ms, 0, SQLLOCK_LEASE_FAIR);
+        return 1;
+    l = new_lease(db, a->name, a->ttl_ms, 0, SQLLOCK_LEASE_FAIR);
     if (l == NULL)
-        _exit(1);
+        return 1;
     rc = sqllock_lease_acquire(l, 60000);
     if (rc != SQLLOCK_OK) {
         fprintf(stderr, "waiter %d: %s: %s\n", idx, sqllock_errname(rc),
                 sqllock_errmsg(db));
-        _exit(1);
+        return 1;
     }
     atomic_store(&m->granted_at[idx], tu_now_ms());
     if (atomic_fetch_add(&m->in_lock, 1) != 0)
@@ -199,38 +210,33 @@ static void waiter_child(shm *m, const char *name, int idx, int64_t ttl_ms,
         m->order[pos] = idx;
         m->token[pos] = sqllock_lease_token(l);
     }
-    tu_sleep_ms(hold_ms);
+    tu_sleep_ms(a->hold_ms);
     atomic_fetch_sub(&m->in_lock, 1);
     if (sqllock_lease_release(l) != SQLLOCK_OK) {
         fprintf(stderr, "waiter %d: release: %s\n", idx, sqllock_errmsg(db));
-        _exit(1);
+        return 1;
     }
     sqllock_lease_free(l);
     sqllock_close(db);
-    _exit(0);
+    return 0;
 }
 
 static pid_t spawn_waiter(shm *m, const char *name, int idx, int64_t ttl_ms,
                           int64_t hold_ms)
 {
-    pid_t pid;
+    waiter_arg a = { m, name, idx, ttl_ms, hold_ms };
 
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        waiter_child(m, name, idx, ttl_ms, hold_ms);
-    return pid;
+    return tu_fork(waiter_child, &a);
 }
 
 static void expect_exit0(pid_t pid, const char *what)
 {
-    int st = 0;
+    int code = tu_wait(pid);
 
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        fail_msg("%s: exit status 0x%x", what, st);
+    if (code != 0)
+        fail_msg("%s: ended with %s %d", what,
+                 code >= 1000 ? "signal" : "status",
+                 code >= 1000 ? code - 1000 : code);
 }
 
 /*
@@ -547,6 +553,52 @@ static void test_fair_M3_only_head_woken(void **state)
  * under the lock ends exactly at the number of grants; every process was
  * served.
  */
+typedef struct excl {
+    shm *m;
+    const char *name;
+    int seconds;
+} excl;
+
+/* Contender i: fair acquires, an unlocked read-sleep-write of the counter
+ * inside, for x->seconds. */
+static int contender(void *arg, int i)
+{
+    const excl *x = arg;
+    shm *m = x->m;
+    sqllock_db *db = tu_child_open(g_url, "fair contender");
+    sqllock_lease *l;
+    int64_t end = tu_now_ms() + x->seconds * 1000, v;
+    int rc;
+
+    if (db == NULL)
+        return 1;
+    l = new_lease(db, x->name, tu_scaled_ms(5000), 0, SQLLOCK_LEASE_FAIR);
+    if (l == NULL)
+        return 1;
+    while (tu_now_ms() < end) {
+        rc = sqllock_lease_acquire(l, 60000);
+        if (rc != SQLLOCK_OK) {
+            fprintf(stderr, "contender %d: %s\n", i, sqllock_errmsg(db));
+            return 1;
+        }
+        if (atomic_fetch_add(&m->in_lock, 1) != 0)
+            atomic_fetch_add(&m->overlaps, 1);
+        v = m->counter;
+        tu_sleep_us(1000);
+        m->counter = v + 1;
+        atomic_fetch_sub(&m->in_lock, 1);
+        atomic_fetch_add(&m->grants[i], 1);
+        if (sqllock_lease_release(l) != SQLLOCK_OK) {
+            fprintf(stderr, "contender %d: release: %s\n", i,
+                    sqllock_errmsg(db));
+            return 1;
+        }
+    }
+    sqllock_lease_free(l);
+    sqllock_close(db);
+    return 0;
+}
+
 static void test_fair_M3_exclusion_counter(void **state)
 {
     enum { PROCS = 6 };
@@ -555,54 +607,17 @@ static void test_fair_M3_exclusion_counter(void **state)
     int seconds = env != NULL && atoi(env) > 0 ? atoi(env)
                   : tu_slowdown_tool() > 1 ? 4 : 8;
     char name[64];
+    excl x;
     pid_t pid[PROCS];
     int64_t total = 0;
     int i;
     (void)state;
 
     snprintf(name, sizeof name, "fair-excl-%ld", (long)getpid());
-    fflush(stdout);
-    fflush(stderr);
-    for (i = 0; i < PROCS; i++) {
-        pid[i] = fork();
-        assert_true(pid[i] >= 0);
-        if (pid[i] == 0) {
-            sqllock_db *db = tu_child_open(g_url, "fair contender");
-            sqllock_lease *l;
-            int64_t end = tu_now_ms() + seconds * 1000, v;
-            int rc;
-
-            if (db == NULL)
-                _exit(1);
-            l = new_lease(db, name, tu_scaled_ms(5000), 0,
-                          SQLLOCK_LEASE_FAIR);
-            if (l == NULL)
-                _exit(1);
-            while (tu_now_ms() < end) {
-                rc = sqllock_lease_acquire(l, 60000);
-                if (rc != SQLLOCK_OK) {
-                    fprintf(stderr, "contender %d: %s\n", i,
-                            sqllock_errmsg(db));
-                    _exit(1);
-                }
-                if (atomic_fetch_add(&m->in_lock, 1) != 0)
-                    atomic_fetch_add(&m->overlaps, 1);
-                v = m->counter;
-                tu_sleep_us(1000);
-                m->counter = v + 1;
-                atomic_fetch_sub(&m->in_lock, 1);
-                atomic_fetch_add(&m->grants[i], 1);
-                if (sqllock_lease_release(l) != SQLLOCK_OK) {
-                    fprintf(stderr, "contender %d: release: %s\n", i,
-                            sqllock_errmsg(db));
-                    _exit(1);
-                }
-            }
-            sqllock_lease_free(l);
-            sqllock_close(db);
-            _exit(0);
-        }
-    }
+    x.m = m;
+    x.name = name;
+    x.seconds = seconds;
+    tu_fork_n(pid, PROCS, contender, &x);
     for (i = 0; i < PROCS; i++)
         expect_exit0(pid[i], "contender");
     printf("fair: grants per process in %d s:", seconds);

@@ -35,6 +35,7 @@
 
 #include "test_util.h"
 #include "test_run.h"
+#include "test_spawn.h"
 
 #define MAX_PROCS 8
 #define MAX_SPANS 64
@@ -138,9 +139,18 @@ static void on_observed(void *ctx, sqllock_leader *l, const char *holder,
     __atomic_store_n(&g_sh->c[g_me].observed, token, __ATOMIC_SEQ_CST);
 }
 
+/* What every candidate campaigns for. */
+typedef struct election {
+    const char *name;
+    int64_t row, ttl;
+} election;
+
 /* A candidate: acts (fenced writes) while leader, until told to quit. */
-static void candidate(int me, const char *name, int64_t row, int64_t ttl)
+static int candidate(void *arg, int me)
 {
+    const election *e = arg;
+    const char *name = e->name;
+    int64_t row = e->row, ttl = e->ttl;
     sqllock_leader_options o = SQLLOCK_LEADER_OPTIONS_INIT;
     child_sh *c = &g_sh->c[me];
     sqllock_leader *l = NULL;
@@ -226,7 +236,7 @@ static void candidate(int me, const char *name, int64_t row, int64_t ttl)
     sqllock_leader_stop(l);
     sqllock_close(db);
     __atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
-    _exit(0);
+    return 0;
 }
 
 /* Waits up to `ms` for an election after event index `from` by another
@@ -354,6 +364,8 @@ static void test_leader_M4_kill_stop_handover(void **state)
 {
     sqllock_db *db = NULL;
     char name[96];
+    election el;
+    pid_t pids[MAX_PROCS];
     int64_t row, ttl = tu_scaled_ms(1000), t0, kill_us, stop_us, dt;
     int n = nprocs(), i, e1, e2, e3, e4, l1, l2, l3, l4, ws, st;
     (void)state;
@@ -368,15 +380,12 @@ static void test_leader_M4_kill_stop_handover(void **state)
     /* The children get no handle of the parent's (and no memory of it to
      * leak). */
     sqllock_close(db);
-    fflush(NULL);
-    for (i = 0; i < n; i++) {
-        pid_t pid = fork();
-
-        assert_true(pid >= 0);
-        if (pid == 0)
-            candidate(i, name, row, ttl);
-        g_sh->c[i].pid = pid;
-    }
+    el.name = name;
+    el.row = row;
+    el.ttl = ttl;
+    tu_fork_n(pids, n, candidate, &el);
+    for (i = 0; i < n; i++)
+        g_sh->c[i].pid = pids[i];
     db = tu_child_open(g_url, "parent");
     assert_non_null(db);
     t0 = tu_now_ms();
@@ -510,9 +519,11 @@ static void test_leader_M4_kill_stop_handover(void **state)
     for (i = 0; i < n; i++) {
         if (i == l1)
             continue;
-        waitpid(g_sh->c[i].pid, &ws, 0);
-        if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
-            fail_msg("candidate %d ended with status 0x%x", i, ws);
+        st = tu_wait(g_sh->c[i].pid);
+        if (st != 0)
+            fail_msg("candidate %d ended with %s %d", i,
+                     st >= 1000 ? "signal" : "status",
+                     st >= 1000 ? st - 1000 : st);
     }
     /* Terms grow with each election. */
     for (i = 0, t0 = 0; i < g_sh->nev && i < MAX_EVENTS; i++)
@@ -532,35 +543,15 @@ static void test_leader_M4_kill_stop_handover(void **state)
     sqllock_close(db);
 }
 
-/* After a failed case the candidates would run on (one perhaps
- * stopped), holding ctest's output pipe: end those not reaped yet (a
- * child still ours: waitpid WNOHANG says 0; a reaped pid is never
- * signalled, whoever has it now). */
-static int group_teardown(void **state)
-{
-    int i;
-
-    (void)state;
-    if (g_sh == NULL)
-        return 0;
-    for (i = 0; i < MAX_PROCS; i++) {
-        pid_t p = g_sh->c[i].pid;
-
-        if (p > 0 && waitpid(p, NULL, WNOHANG) == 0) {
-            kill(p, SIGCONT);
-            kill(p, SIGKILL);
-            waitpid(p, NULL, 0);
-        }
-    }
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_leader_M4_kill_stop_handover),
     };
 
+    /* After a failed case the candidates would run on (one perhaps
+     * stopped), holding ctest's output pipe: tu_end_children() ends
+     * those not reaped yet. */
     return TU_RUN_PER_URL("leader", &g_url, tests, tu_group_fenced,
-                          group_teardown);
+                          tu_end_children);
 }

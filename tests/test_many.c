@@ -277,8 +277,9 @@ typedef struct contend {
     int64_t run_ms;
 } contend;
 
-static int contend_child(contend *c, int k)
+static int contend_child(void *arg, int k)
 {
+    contend *c = arg;
     sqllock_db *db = tu_child_open(g_url, "contender");
     sqllock_lease *l[NAMES];
     sqllock_lease *set[SET];
@@ -370,7 +371,7 @@ static void test_many_L12_processes_exact_counters(void **state)
     contend *c = tu_shared_map(sizeof *c);
     int pg = strcmp(tu_url_driver(g_url), "postgres") == 0;
     pid_t pid[KIDS];
-    int i, st, bad = 0;
+    int i, bad;
     int64_t total = 0, deadlocks = pg ? pg_deadlocks() : 0;
     (void)state;
 
@@ -380,19 +381,8 @@ static void test_many_L12_processes_exact_counters(void **state)
      * loaded machine) takes fewer sets in it, each checked the same. Not
      * scaled, so valgrind does not spend 40 s of 8 processes here. */
     c->run_ms = 5000;
-    fflush(stdout);
-    fflush(stderr);
-    for (i = 0; i < KIDS; i++) {
-        pid[i] = fork();
-        assert_true(pid[i] >= 0);
-        if (pid[i] == 0)
-            _exit(contend_child(c, i));
-    }
-    for (i = 0; i < KIDS; i++) {
-        assert_int_equal(waitpid(pid[i], &st, 0), pid[i]);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-            bad++;
-    }
+    tu_fork_n(pid, KIDS, contend_child, c);
+    bad = tu_wait_all(pid, KIDS);
     for (i = 0; i < NAMES; i++) {
         if (c->counter[i] != atomic_load(&c->done[i]))
             fail_msg("L12: counter of '%s' is %lld after %lld increments: "
@@ -431,9 +421,36 @@ static void test_many_L12_processes_exact_counters(void **state)
 
 typedef struct killed {
     char names[4][96];
+    int64_t ttl;
     _Atomic int ready;
     _Atomic int64_t tokens[4];
 } killed;
+
+/* Holds names 3 and 1 by one multi-name acquire (ttl k->ttl), notes
+ * their tokens, and holds them until killed. */
+static int subset_holder(void *arg, int i)
+{
+    killed *k = arg;
+    sqllock_db *cdb = tu_child_open(g_url, "holder");
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *h[2];
+
+    (void)i;
+    if (cdb == NULL)
+        return 1;
+    o.ttl_ms = k->ttl;
+    if (sqllock_lease_new(cdb, k->names[3], &o, &h[0]) != SQLLOCK_OK ||
+        sqllock_lease_new(cdb, k->names[1], &o, &h[1]) != SQLLOCK_OK ||
+        sqllock_lease_acquire_many(cdb, h, 2, 10000) != SQLLOCK_OK) {
+        fprintf(stderr, "holder: %s\n", sqllock_errmsg(cdb));
+        return 1;
+    }
+    atomic_store(&k->tokens[3], sqllock_lease_token(h[0]));
+    atomic_store(&k->tokens[1], sqllock_lease_token(h[1]));
+    atomic_store(&k->ready, 1);
+    for (;;)
+        pause();
+}
 
 /*
  * L12 with L2: a process holding two of four names by a multi-name
@@ -453,30 +470,8 @@ static void test_many_L12_killed_holder_of_subset(void **state)
 
     for (i = 0; i < 4; i++)
         mkname(k->names[i], sizeof k->names[i], "kill", i);
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        sqllock_db *cdb = tu_child_open(g_url, "holder");
-        sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
-        sqllock_lease *h[2];
-
-        if (cdb == NULL)
-            _exit(1);
-        o.ttl_ms = ttl;
-        if (sqllock_lease_new(cdb, k->names[3], &o, &h[0]) != SQLLOCK_OK ||
-            sqllock_lease_new(cdb, k->names[1], &o, &h[1]) != SQLLOCK_OK ||
-            sqllock_lease_acquire_many(cdb, h, 2, 10000) != SQLLOCK_OK) {
-            fprintf(stderr, "holder: %s\n", sqllock_errmsg(cdb));
-            _exit(1);
-        }
-        atomic_store(&k->tokens[3], sqllock_lease_token(h[0]));
-        atomic_store(&k->tokens[1], sqllock_lease_token(h[1]));
-        atomic_store(&k->ready, 1);
-        for (;;)
-            pause();
-    }
+    k->ttl = ttl;
+    pid = tu_fork(subset_holder, k);
     start = tu_now_ms();
     while (!atomic_load(&k->ready) && tu_now_ms() - start < 30000)
         tu_sleep_ms(2);
@@ -549,6 +544,12 @@ static void *holder_thread(void *p)
     return NULL;
 }
 
+static int holder_process(void *p, int i)
+{
+    (void)i;
+    return hold_then_release(p, 400);
+}
+
 static void many_waiter(waker *w, const char *where, int must_wake)
 {
     sqllock_db *db = open_db();
@@ -604,17 +605,12 @@ static void test_many_L12_woken_other_process(void **state)
 {
     waker *w = tu_shared_map(sizeof *w);
     pid_t pid;
-    int i, st = 0;
+    int i;
     (void)state;
 
     for (i = 0; i < 3; i++)
         mkname(w->names[i], sizeof w->names[i], "wake-proc", i);
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        _exit(hold_then_release(w, 400));
+    pid = tu_fork(holder_process, w);
     if (pushes())
         many_waiter(w, "in another process", 1);
     else {
@@ -634,8 +630,7 @@ static void test_many_L12_woken_other_process(void **state)
             sqllock_lease_free(l[i]);
         sqllock_close(db);
     }
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(tu_wait(pid), 0);
     munmap(w, sizeof *w);
 }
 

@@ -166,8 +166,12 @@ static void note_max(_Atomic int *max, int v)
         ;
 }
 
-static int contend_child(contend *c, int writer, unsigned seed)
+/* Contender i: a reader for i < READERS, then a writer. */
+static int contend_child(void *arg, int i)
 {
+    contend *c = arg;
+    int writer = i >= READERS;
+    unsigned seed = 17u * (unsigned)i + 1;
     sqllock_db *db = tu_child_open(g_url, "rw contender");
     sqllock_rw *rw = NULL;
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
@@ -251,7 +255,7 @@ static void test_rw_M2_readers_never_overlap_writer(void **state)
     contend *c = tu_shared_map(sizeof *c);
     const char *secs = getenv("SQLLOCK_RW_SECONDS");
     pid_t pid[READERS + WRITERS];
-    int i, j, n, st, bad = 0, reads = 0, writes = 0, overlaps = 0;
+    int i, j, n, bad, reads = 0, writes = 0, overlaps = 0;
     int64_t last_token = 0, last_exit = 0;
     (void)state;
 
@@ -260,19 +264,8 @@ static void test_rw_M2_readers_never_overlap_writer(void **state)
      * plain build, 8 s under ASan and TSan. */
     c->run_ms = (secs != NULL ? atoi(secs)
                  : tu_slowdown_tool() > 1 ? 8 : 20) * 1000;
-    fflush(stdout);
-    fflush(stderr);
-    for (i = 0; i < READERS + WRITERS; i++) {
-        pid[i] = fork();
-        assert_true(pid[i] >= 0);
-        if (pid[i] == 0)
-            _exit(contend_child(c, i >= READERS, 17u * (unsigned)i + 1));
-    }
-    for (i = 0; i < READERS + WRITERS; i++) {
-        assert_int_equal(waitpid(pid[i], &st, 0), pid[i]);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-            bad++;
-    }
+    tu_fork_n(pid, READERS + WRITERS, contend_child, c);
+    bad = tu_wait_all(pid, READERS + WRITERS);
     assert_int_equal(bad, 0);
     assert_int_equal(atomic_load(&c->failures), 0);
     n = atomic_load(&c->nlog);
@@ -336,8 +329,9 @@ typedef struct stream {
 /* A reader that holds for hold_ms, lets go and comes back at once,
  * until run_until_ms; readers start staggered so that one is always
  * inside (without a writer). */
-static int stream_child(stream *s, int i)
+static int stream_child(void *arg, int i)
 {
+    stream *s = arg;
     sqllock_db *db = tu_child_open(g_url, "rw stream reader");
     sqllock_rw *rw = NULL;
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
@@ -386,7 +380,7 @@ static void test_rw_M2_writer_bound_while_readers_arrive(void **state)
     sqllock_db *db;
     sqllock_rw *wr;
     pid_t pid[3];
-    int i, st, inside;
+    int inside;
     int64_t t0, waited, bound;
     (void)state;
 
@@ -395,14 +389,7 @@ static void test_rw_M2_writer_bound_while_readers_arrive(void **state)
     bound = s->hold_ms + tu_scaled_ms(600);
     /* A cap: the readers stop once the writer is done. */
     s->run_until_ms = tu_now_ms() + tu_scaled_ms(5000) + 2 * bound + 2000;
-    fflush(stdout);
-    fflush(stderr);
-    for (i = 0; i < 3; i++) {
-        pid[i] = fork();
-        assert_true(pid[i] >= 0);
-        if (pid[i] == 0)
-            _exit(stream_child(s, i));
-    }
+    tu_fork_n(pid, 3, stream_child, s);
     db = open_db();
     wr = new_rw(db, s->name, 0, tu_scaled_ms(10000), 20);
     /* The stream is running: every reader in, and a few holds over. */
@@ -417,10 +404,7 @@ static void test_rw_M2_writer_bound_while_readers_arrive(void **state)
     inside += atomic_load(&s->readers_in);
     EXPECT_RC(db, sqllock_rw_release(wr), SQLLOCK_OK, "writer release");
     atomic_store(&s->stop, 1);
-    for (i = 0; i < 3; i++) {
-        assert_int_equal(waitpid(pid[i], &st, 0), pid[i]);
-        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    }
+    assert_int_equal(tu_wait_all(pid, 3), 0);
     print_message("    writer granted after %lld ms in a stream of readers "
                   "holding %lld ms (bound %lld ms; %lld shared holds, at "
                   "most %d at once)\n", (long long)waited,
@@ -443,9 +427,34 @@ static void test_rw_M2_writer_bound_while_readers_arrive(void **state)
 
 typedef struct killed {
     char name[96];
+    int64_t ttl;
     _Atomic int ready;
     _Atomic int64_t granted_ms;
 } killed;
+
+/* Takes a shared hold with ttl k->ttl, says when, and holds it until
+ * killed. */
+static int killed_reader(void *arg, int i)
+{
+    killed *k = arg;
+    sqllock_db *cdb = tu_child_open(g_url, "rw killed reader");
+    sqllock_rw *rw = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    int64_t sent;
+
+    (void)i;
+    o.ttl_ms = k->ttl;
+    if (cdb == NULL || sqllock_rw_new(cdb, k->name, 1, &o, &rw) !=
+                           SQLLOCK_OK)
+        return 2;
+    sent = tu_now_ms();
+    if (sqllock_rw_try_acquire(rw) != SQLLOCK_OK)
+        return 3;
+    atomic_store(&k->granted_ms, sent);
+    atomic_store(&k->ready, 1);
+    for (;;)
+        pause();
+}
 
 /*
  * M2 with L2: a reader SIGKILLed while it holds delays a writer until its
@@ -465,28 +474,8 @@ static void test_rw_M2_killed_reader_delays_writer_at_most_ttl(void **state)
     (void)state;
 
     mkname(k->name, sizeof k->name, "killed");
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        sqllock_db *cdb = tu_child_open(g_url, "rw killed reader");
-        sqllock_rw *rw = NULL;
-        sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
-        int64_t sent;
-
-        o.ttl_ms = ttl;
-        if (cdb == NULL || sqllock_rw_new(cdb, k->name, 1, &o, &rw) !=
-                               SQLLOCK_OK)
-            _exit(2);
-        sent = tu_now_ms();
-        if (sqllock_rw_try_acquire(rw) != SQLLOCK_OK)
-            _exit(3);
-        atomic_store(&k->granted_ms, sent);
-        atomic_store(&k->ready, 1);
-        for (;;)
-            pause();
-    }
+    k->ttl = ttl;
+    pid = tu_fork(killed_reader, k);
     while (!atomic_load(&k->ready))
         tu_sleep_ms(5);
     kill(pid, SIGKILL);

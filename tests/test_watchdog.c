@@ -22,6 +22,7 @@
 
 #include "test_util.h"
 #include "test_run.h"
+#include "test_spawn.h"
 
 static const char *g_url;
 
@@ -121,6 +122,50 @@ static int wait_for(_Atomic int *v, int want, int64_t ms)
     return atomic_load(v) >= want;
 }
 
+/* The other process of the 5x case: once *go, tries the lease every
+ * 20 ms for 5 ttls, counting its tries, grants and failures. */
+typedef struct tryer {
+    const char *name;
+    int64_t ttl;
+    int *got_it, *tries, *fail, *go;
+} tryer;
+
+static int try_all_along(void *arg, int i)
+{
+    const tryer *t = arg;
+    sqllock_db *cdb = tu_child_open(g_url, "contender");
+    sqllock_lease *cl = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    int64_t stop, end;
+    int rc;
+
+    (void)i;
+    o.ttl_ms = t->ttl;
+    if (cdb == NULL || sqllock_lease_new(cdb, t->name, &o, &cl) != 0)
+        return 2;
+    stop = tu_now_ms() + 30000;
+    while (__atomic_load_n(t->go, __ATOMIC_SEQ_CST) == 0 &&
+           tu_now_ms() < stop)
+        tu_sleep_ms(1);
+    end = tu_now_ms() + 5 * t->ttl;
+    while (tu_now_ms() < end - 100) {
+        rc = sqllock_lease_try_acquire(cl);
+        (*t->tries)++;
+        if (rc == SQLLOCK_OK) {
+            (*t->got_it)++;
+            sqllock_lease_release(cl);
+        } else if (rc != SQLLOCK_BUSY && rc != SQLLOCK_EDBBUSY) {
+            fprintf(stderr, "contender: %s: %s\n", sqllock_errname(rc),
+                    sqllock_errmsg(cdb));
+            (*t->fail)++;
+        }
+        tu_sleep_ms(20);
+    }
+    sqllock_lease_free(cl);
+    sqllock_close(cdb);
+    return 0;
+}
+
 /*
  * L7: a job that runs for 5x its ttl under automatic renewal keeps the
  * lock the whole time -- the holder's state stays HELD and another
@@ -134,9 +179,10 @@ static void test_watch_L7_job_runs_5x_ttl(void **state)
     seen s;
     char name[128];
     int *got_it, *tries, *fail, *go;
+    tryer t;
     pid_t pid;
     int64_t end;
-    int st = 0, not_held = 0;
+    int not_held = 0;
     (void)state;
 
     memset(&s, 0, sizeof s);
@@ -145,45 +191,16 @@ static void test_watch_L7_job_runs_5x_ttl(void **state)
     tries = got_it + 1;
     fail = got_it + 2;
     go = got_it + 3;
-    fflush(stdout);
-    fflush(stderr);
+    t.name = name;
+    t.ttl = ttl;
+    t.got_it = got_it;
+    t.tries = tries;
+    t.fail = fail;
+    t.go = go;
     /* Fork before this process opens anything or starts the renewer: a
      * child would inherit database state (and memory only the renewer
      * thread's stack refers to) that valgrind reports as lost in it. */
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        sqllock_db *cdb = tu_child_open(g_url, "contender");
-        sqllock_lease *cl = NULL;
-        sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
-        int64_t stop;
-        int rc;
-
-        o.ttl_ms = ttl;
-        if (cdb == NULL || sqllock_lease_new(cdb, name, &o, &cl) != 0)
-            _exit(2);
-        stop = tu_now_ms() + 30000;
-        while (__atomic_load_n(go, __ATOMIC_SEQ_CST) == 0 &&
-               tu_now_ms() < stop)
-            tu_sleep_ms(1);
-        end = tu_now_ms() + 5 * ttl;
-        while (tu_now_ms() < end - 100) {
-            rc = sqllock_lease_try_acquire(cl);
-            (*tries)++;
-            if (rc == SQLLOCK_OK) {
-                (*got_it)++;
-                sqllock_lease_release(cl);
-            } else if (rc != SQLLOCK_BUSY && rc != SQLLOCK_EDBBUSY) {
-                fprintf(stderr, "contender: %s: %s\n", sqllock_errname(rc),
-                        sqllock_errmsg(cdb));
-                (*fail)++;
-            }
-            tu_sleep_ms(20);
-        }
-        sqllock_lease_free(cl);
-        sqllock_close(cdb);
-        _exit(0);
-    }
+    pid = tu_fork(try_all_along, &t);
     db = open_db(0);
     l = take(db, name, ttl);
     watch(l, db, 0, &s);
@@ -196,8 +213,7 @@ static void test_watch_L7_job_runs_5x_ttl(void **state)
             not_held++;
         tu_sleep_ms(10);
     }
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(tu_wait(pid), 0);
     if (not_held != 0)
         fail_msg("L7: the renewed job lost its lease (%d checks found it "
                  "not held; %d callbacks, the first: %s); the other process "
@@ -228,6 +244,53 @@ typedef struct stop_shared {
     int exit_why;
 } stop_shared;
 
+typedef struct stop_arg {
+    const char *name;
+    int64_t ttl;
+    stop_shared *sh;
+} stop_arg;
+
+/* The holder that is stopped: takes and watches the lease, says so, and
+ * once resumed (ready 2) records what its lease says. */
+static int stopped_holder(void *arg, int i)
+{
+    const stop_arg *a = arg;
+    stop_shared *sh = a->sh;
+    sqllock_db *cdb = tu_child_open(g_url, "stopped holder");
+    sqllock_lease *cl = NULL;
+    sqllock_watch_options w = SQLLOCK_WATCH_OPTIONS_INIT;
+    sqllock_lease_options co = SQLLOCK_LEASE_OPTIONS_INIT;
+    int64_t end;
+
+    (void)i;
+    co.ttl_ms = a->ttl;
+    w.callback = on_change;
+    w.ctx = &sh->s;
+    if (cdb == NULL || sqllock_watch_prepare(cdb) != 0 ||
+        sqllock_lease_new(cdb, a->name, &co, &cl) != 0 ||
+        sqllock_lease_acquire(cl, 10000) != 0 ||
+        sqllock_lease_watch(cl, &w) != 0) {
+        fprintf(stderr, "stopped holder: %s\n",
+                cdb ? sqllock_errmsg(cdb) : "cannot open");
+        return 2;
+    }
+    sh->token = sqllock_lease_token(cl);
+    __atomic_store_n(&sh->ready, 1, __ATOMIC_SEQ_CST);
+    /* Stopped somewhere in here; on resuming, the lease must read
+     * LOST without waiting for anything. */
+    while (__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) != 2)
+        tu_sleep_ms(1);
+    sh->state_after = sqllock_lease_state(cl);
+    sh->held_after = sqllock_lease_held(cl);
+    end = tu_now_ms() + 5000;
+    while (atomic_load(&sh->s.lost) == 0 && tu_now_ms() < end)
+        tu_sleep_ms(5);
+    sh->release_rc = sqllock_lease_release(cl);
+    sqllock_lease_free(cl);
+    sqllock_close(cdb);
+    return 0;
+}
+
 /*
  * L6/L7/L5: a holder stopped (SIGSTOP, renewer thread and all) past its
  * ttl loses the lease to another process; when it resumes it reports
@@ -241,51 +304,17 @@ static void test_watch_L6_L7_stopped_holder_loses(void **state)
     sqllock_lease *l = NULL;
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
     stop_shared *sh;
+    stop_arg a;
     char name[128];
     pid_t pid;
-    int st = 0;
     (void)state;
 
     unique_name(name, sizeof name, "stop");
     sh = tu_shared_map(sizeof *sh);
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        sqllock_db *cdb = tu_child_open(g_url, "stopped holder");
-        sqllock_lease *cl = NULL;
-        sqllock_watch_options w = SQLLOCK_WATCH_OPTIONS_INIT;
-        sqllock_lease_options co = SQLLOCK_LEASE_OPTIONS_INIT;
-        int64_t end;
-
-        co.ttl_ms = ttl;
-        w.callback = on_change;
-        w.ctx = &sh->s;
-        if (cdb == NULL || sqllock_watch_prepare(cdb) != 0 ||
-            sqllock_lease_new(cdb, name, &co, &cl) != 0 ||
-            sqllock_lease_acquire(cl, 10000) != 0 ||
-            sqllock_lease_watch(cl, &w) != 0) {
-            fprintf(stderr, "stopped holder: %s\n",
-                    cdb ? sqllock_errmsg(cdb) : "cannot open");
-            _exit(2);
-        }
-        sh->token = sqllock_lease_token(cl);
-        __atomic_store_n(&sh->ready, 1, __ATOMIC_SEQ_CST);
-        /* Stopped somewhere in here; on resuming, the lease must read
-         * LOST without waiting for anything. */
-        while (__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) != 2)
-            tu_sleep_ms(1);
-        sh->state_after = sqllock_lease_state(cl);
-        sh->held_after = sqllock_lease_held(cl);
-        end = tu_now_ms() + 5000;
-        while (atomic_load(&sh->s.lost) == 0 && tu_now_ms() < end)
-            tu_sleep_ms(5);
-        sh->release_rc = sqllock_lease_release(cl);
-        sqllock_lease_free(cl);
-        sqllock_close(cdb);
-        _exit(0);
-    }
+    a.name = name;
+    a.ttl = ttl;
+    a.sh = sh;
+    pid = tu_fork(stopped_holder, &a);
     {
         int64_t end = tu_now_ms() + 10000;
         while (__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) != 1 &&
@@ -303,8 +332,7 @@ static void test_watch_L6_L7_stopped_holder_loses(void **state)
               "take over from the stopped holder");
     __atomic_store_n(&sh->ready, 2, __ATOMIC_SEQ_CST);
     assert_int_equal(kill(pid, SIGCONT), 0);
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(tu_wait(pid), 0);
     assert_int_equal(sh->state_after, SQLLOCK_STATE_LOST);
     assert_int_equal(sh->held_after, 0);
     if (atomic_load(&sh->s.lost) != 1)

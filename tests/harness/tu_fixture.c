@@ -152,6 +152,64 @@ pid_t tu_fork_child(int (*fn)(void *), void *arg, unsigned alarm_s)
     return pid;
 }
 
+/* The children tu_fork_n() started, for tu_end_children(). */
+#define TU_FORKED_MAX 256
+static pid_t tu_forked[TU_FORKED_MAX];
+static int tu_nforked;
+
+void tu_fork_n(pid_t *pids, int n, int (*fn)(void *arg, int i), void *arg)
+{
+    int i;
+
+    fflush(stdout);
+    fflush(stderr);
+    for (i = 0; i < n; i++) {
+        pids[i] = fork();
+        if (pids[i] < 0)
+            fail_msg("fork: %s", strerror(errno));
+        if (pids[i] == 0)
+            _exit(fn(arg, i));
+        if (tu_nforked < TU_FORKED_MAX)
+            tu_forked[tu_nforked++] = pids[i];
+    }
+}
+
+pid_t tu_fork(int (*fn)(void *arg, int i), void *arg)
+{
+    pid_t pid;
+
+    tu_fork_n(&pid, 1, fn, arg);
+    return pid;
+}
+
+int tu_wait_all(const pid_t *pids, int n)
+{
+    int i, bad = 0;
+
+    for (i = 0; i < n; i++)
+        if (tu_wait(pids[i]) != 0)
+            bad++;
+    return bad;
+}
+
+int tu_end_children(void **state)
+{
+    int i;
+
+    (void)state;
+    for (i = 0; i < tu_nforked; i++) {
+        pid_t p = tu_forked[i];
+
+        if (p > 0 && waitpid(p, NULL, WNOHANG) == 0) {
+            kill(p, SIGCONT);
+            kill(p, SIGKILL);
+            waitpid(p, NULL, 0);
+        }
+    }
+    tu_nforked = 0;
+    return 0;
+}
+
 int tu_reap_children(pid_t *pids, int n, int64_t ms, void (*on_hang)(void))
 {
     int64_t end = tu_now_ms() + ms;

@@ -75,6 +75,30 @@ int tu_run_script(const char *script, const char *cmd, const char *dir,
  * returned. Flushes stdio first. Returns the pid, or -1 (saying why). */
 pid_t tu_fork_child(int (*fn)(void *), void *arg, unsigned alarm_s);
 
+/*
+ * Children of a case, without alarm() or a deadline: what test_leader,
+ * test_rw, test_fair, test_many, test_watchdog and test_wakeup fork.
+ *
+ *   tu_fork_n()   flushes stdio, then forks n children: child i runs
+ *                 fn(arg, i) and _exits with what it returned (a child
+ *                 never returns into cmocka); pids[i] is its pid. A fork
+ *                 that fails fails the test. Every pid is noted for
+ *                 tu_end_children().
+ *   tu_fork()     the same for one child, run as fn(arg, 0).
+ *   tu_wait_all() waits for pids[0..n) with no deadline; returns how many
+ *                 ended other than by exit status 0.
+ *   tu_end_children()
+ *                 a group teardown: each child tu_fork_n() started and
+ *                 nobody reaped yet (waitpid WNOHANG says 0: a reaped pid
+ *                 is never signalled, whoever has it now) is continued,
+ *                 SIGKILLed and reaped, so that a failed case leaves none
+ *                 running (stopped, or holding ctest's output pipe).
+ */
+void tu_fork_n(pid_t *pids, int n, int (*fn)(void *arg, int i), void *arg);
+pid_t tu_fork(int (*fn)(void *arg, int i), void *arg);
+int tu_wait_all(const pid_t *pids, int n);
+int tu_end_children(void **state);
+
 /* Waits up to `ms` in all for the children pids[0..n) (a pid <= 0 is
  * skipped); kills and reaps those still running then, calling on_hang
  * (may be NULL) first to say what they were doing. Returns how many hung
