@@ -33,6 +33,7 @@
 
 #include "test_util.h"
 #include "test_run.h"
+#include "test_spawn.h"
 
 #define SLOW_POLL_MS 20000      /* the waiters' backoff, min and max */
 #define WAKE_WITHIN_MS 2000     /* a handoff slower than this was a poll */
@@ -215,26 +216,25 @@ static void test_wakeup_L9_same_process(void **state)
  * gets the lock by polling, and the handoffs are checked only for coming
  * at all and never overlapping.
  */
+static int waiter_process(void *arg, int i)
+{
+    (void)i;
+    return waiter_rounds(arg) == SQLLOCK_OK ? 0 : 1;
+}
+
 static void test_wakeup_L9_other_process(void **state)
 {
     handoff *h = tu_shared_map(sizeof *h);
     int64_t slowest;
     pid_t pid;
-    int st = 0;
     (void)state;
 
     snprintf(h->name, sizeof h->name, "wakeup \"proc\" \xc3\xbc %ld",
              (long)getpid());
     h->backoff_ms = pushes() ? SLOW_POLL_MS : 50;
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        _exit(waiter_rounds(h) == SQLLOCK_OK ? 0 : 1);
+    pid = tu_fork(waiter_process, h);
     slowest = holder_rounds(h, 300);
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(tu_wait(pid), 0);
     assert_int_equal(atomic_load(&h->overlaps), 0);
     if (pushes() && slowest > WAKE_WITHIN_MS)
         fail_msg("L9: a release took %lld ms to wake a waiter in another "
@@ -421,61 +421,59 @@ static void test_wakeup_L9_pg_notify_only_when_wanted(void **state)
  * L9/L1: many waiters in several processes and threads on one name with
  * wake-ups on: every one of them gets the lock in turn, never two at once.
  */
+enum { MANY_PROCS = 4, MANY_ITERS = 10 };
+
+typedef struct many {
+    char name[128];
+    _Atomic int in_lock;
+    _Atomic int overlaps;
+    _Atomic int entries;
+    _Atomic int failures;
+} many;
+
+/* One of the processes: MANY_ITERS turns inside, each counted. */
+static int many_waiter(void *arg, int i)
+{
+    many *m = arg;
+    sqllock_db *db = tu_child_open(g_url, "many waiters");
+    sqllock_lease *l = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    int k, rc;
+
+    (void)i;
+    o.ttl_ms = 60000;
+    if (db == NULL || sqllock_lease_new(db, m->name, &o, &l) != 0)
+        return 2;
+    for (k = 0; k < MANY_ITERS; k++) {
+        rc = sqllock_lease_acquire(l, 60000);
+        if (rc != SQLLOCK_OK) {
+            fprintf(stderr, "many: %s\n", sqllock_errmsg(db));
+            atomic_fetch_add(&m->failures, 1);
+            break;
+        }
+        if (atomic_fetch_add(&m->in_lock, 1) != 0)
+            atomic_fetch_add(&m->overlaps, 1);
+        tu_sleep_ms(2);
+        atomic_fetch_add(&m->entries, 1);
+        atomic_fetch_sub(&m->in_lock, 1);
+        if (sqllock_lease_release(l) != SQLLOCK_OK)
+            atomic_fetch_add(&m->failures, 1);
+    }
+    sqllock_lease_free(l);
+    sqllock_close(db);
+    return 0;
+}
+
 static void test_wakeup_L9_many_waiters_exclusive(void **state)
 {
-    enum { PROCS = 4, ITERS = 10 };
-    typedef struct many {
-        _Atomic int in_lock;
-        _Atomic int overlaps;
-        _Atomic int entries;
-        _Atomic int failures;
-    } many;
+    enum { PROCS = MANY_PROCS, ITERS = MANY_ITERS };
     many *m = tu_shared_map(sizeof *m);
-    char name[128];
     pid_t pids[PROCS];
-    int i, st;
     (void)state;
 
-    snprintf(name, sizeof name, "wakeup-many-%ld", (long)getpid());
-    fflush(stdout);
-    fflush(stderr);
-    for (i = 0; i < PROCS; i++) {
-        pids[i] = fork();
-        assert_true(pids[i] >= 0);
-        if (pids[i] == 0) {
-            sqllock_db *db = tu_child_open(g_url, "many waiters");
-            sqllock_lease *l = NULL;
-            sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
-            int k, rc;
-
-            o.ttl_ms = 60000;
-            if (db == NULL || sqllock_lease_new(db, name, &o, &l) != 0)
-                _exit(2);
-            for (k = 0; k < ITERS; k++) {
-                rc = sqllock_lease_acquire(l, 60000);
-                if (rc != SQLLOCK_OK) {
-                    fprintf(stderr, "many: %s\n", sqllock_errmsg(db));
-                    atomic_fetch_add(&m->failures, 1);
-                    break;
-                }
-                if (atomic_fetch_add(&m->in_lock, 1) != 0)
-                    atomic_fetch_add(&m->overlaps, 1);
-                tu_sleep_ms(2);
-                atomic_fetch_add(&m->entries, 1);
-                atomic_fetch_sub(&m->in_lock, 1);
-                if (sqllock_lease_release(l) != SQLLOCK_OK)
-                    atomic_fetch_add(&m->failures, 1);
-            }
-            sqllock_lease_free(l);
-            sqllock_close(db);
-            _exit(0);
-        }
-    }
-    for (i = 0; i < PROCS; i++) {
-        st = 0;
-        assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
-        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    }
+    snprintf(m->name, sizeof m->name, "wakeup-many-%ld", (long)getpid());
+    tu_fork_n(pids, PROCS, many_waiter, m);
+    assert_int_equal(tu_wait_all(pids, PROCS), 0);
     assert_int_equal(atomic_load(&m->failures), 0);
     assert_int_equal(atomic_load(&m->overlaps), 0);
     assert_int_equal(atomic_load(&m->entries), PROCS * ITERS);
@@ -488,31 +486,30 @@ static void test_wakeup_L9_many_waiters_exclusive(void **state)
  * generator reseeds in a new process); otherwise such children would back
  * off in lockstep.
  */
+enum { JITTER_DRAWS = 8 };
+
+/* Child k: JITTER_DRAWS draws into seq[k * JITTER_DRAWS ...]. */
+static int draw_jitter(void *arg, int k)
+{
+    int64_t *seq = arg;
+    int i;
+
+    for (i = 0; i < JITTER_DRAWS; i++)
+        seq[k * JITTER_DRAWS + i] = sqllock__rand_upto(INT64_C(1) << 40);
+    return 0;
+}
+
 static void test_wakeup_L9_jitter_differs_after_fork(void **state)
 {
-    enum { KIDS = 2, DRAWS = 8 };
+    enum { KIDS = 2, DRAWS = JITTER_DRAWS };
     int64_t *seq = tu_shared_map(sizeof(int64_t) * KIDS * DRAWS);
     pid_t pid[KIDS];
-    int i, k, st, same = 1;
+    int i, same = 1;
     (void)state;
 
     (void)sqllock__rand_upto(1000000);      /* the parent is seeded */
-    fflush(stdout);
-    fflush(stderr);
-    for (k = 0; k < KIDS; k++) {
-        pid[k] = fork();
-        assert_true(pid[k] >= 0);
-        if (pid[k] == 0) {
-            for (i = 0; i < DRAWS; i++)
-                seq[k * DRAWS + i] = sqllock__rand_upto(INT64_C(1) << 40);
-            _exit(0);
-        }
-    }
-    for (k = 0; k < KIDS; k++) {
-        st = 0;
-        assert_int_equal(waitpid(pid[k], &st, 0), pid[k]);
-        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    }
+    tu_fork_n(pid, KIDS, draw_jitter, seq);
+    assert_int_equal(tu_wait_all(pid, KIDS), 0);
     for (i = 0; i < DRAWS; i++)
         if (seq[i] != seq[DRAWS + i])
             same = 0;
@@ -600,6 +597,73 @@ static int companion_held(sqllock_db *db, const char *name)
     return held == 1;
 }
 
+/* A waiter of the MySQL cases, in a process of its own: its pauses
+ * counted in `p`, backoff `backoff_ms` (min = max), an acquire waiting
+ * `wait_ms`, the time it returned in *got_at (when not NULL), then the
+ * release. Exit 0, or 1 after saying why. */
+typedef struct my_waiter_arg {
+    pauses *p;
+    int64_t backoff_ms, wait_ms;
+    _Atomic int64_t *got_at;
+} my_waiter_arg;
+
+static int my_waiter(void *arg, int i)
+{
+    const my_waiter_arg *a = arg;
+    sqllock_db *cdb = tu_child_open(g_url, "waiter");
+    sqllock_lease *cl = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    int rc;
+
+    (void)i;
+    if (cdb == NULL)
+        return 2;
+    g_pauses = a->p;
+    atomic_store(&sqllock__on_backoff, count_pause);
+    o.ttl_ms = 60000;
+    o.backoff_min_ms = a->backoff_ms;
+    o.backoff_max_ms = a->backoff_ms;
+    rc = sqllock_lease_new(cdb, a->p->name, &o, &cl);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_lease_acquire(cl, a->wait_ms);
+    if (a->got_at != NULL)
+        atomic_store(a->got_at, tu_now_ms());
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_lease_release(cl);
+    if (rc != SQLLOCK_OK)
+        fprintf(stderr, "waiter: %s: %s\n", sqllock_errname(rc),
+                sqllock_errmsg(cdb));
+    sqllock_lease_free(cl);
+    sqllock_close(cdb);
+    return rc == SQLLOCK_OK ? 0 : 1;
+}
+
+/* A holder of the MySQL cases: takes p->name with a 2 s ttl, sets
+ * *ready, and holds it until killed. */
+typedef struct my_holder_arg {
+    pauses *p;
+    _Atomic int *ready;
+} my_holder_arg;
+
+static int my_holder(void *arg, int i)
+{
+    const my_holder_arg *a = arg;
+    sqllock_db *cdb = tu_child_open(g_url, "holder");
+    sqllock_lease *cl = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+
+    (void)i;
+    if (cdb == NULL)
+        return 2;
+    o.ttl_ms = 2000;
+    if (sqllock_lease_new(cdb, a->p->name, &o, &cl) != SQLLOCK_OK ||
+        sqllock_lease_try_acquire(cl) != SQLLOCK_OK)
+        return 1;
+    atomic_store(a->ready, 1);
+    for (;;)
+        pause();
+}
+
 /*
  * L9 on MySQL/MariaDB: a release wakes a waiter in another process at
  * once. The waiter's backoff is 2 s (min = max), so each pause is one 2 s
@@ -614,7 +678,8 @@ static void test_wakeup_L9_my_release_wakes_other_process(void **state)
     sqllock_lease *l;
     pauses *p = tu_shared_map(sizeof *p);
     _Atomic int64_t *got_at = tu_shared_map(sizeof(int64_t) * 2);
-    int i, st = 0;
+    my_waiter_arg wa = { p, 2000, 30000, got_at };
+    int i;
     pid_t pid;
     (void)state;
 
@@ -627,36 +692,7 @@ static void test_wakeup_L9_my_release_wakes_other_process(void **state)
         EXPECT_RC(db, sqllock_lease_acquire(l, 10000), SQLLOCK_OK, "hold");
         assert_true(companion_held(db, p->name));
         n0 = atomic_load(&p->n);
-        fflush(stdout);
-        fflush(stderr);
-        pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-            sqllock_db *cdb = tu_child_open(g_url, "waiter");
-            sqllock_lease *cl = NULL;
-            sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
-            int rc;
-
-            if (cdb == NULL)
-                _exit(2);
-            g_pauses = p;
-            atomic_store(&sqllock__on_backoff, count_pause);
-            o.ttl_ms = 60000;
-            o.backoff_min_ms = 2000;
-            o.backoff_max_ms = 2000;
-            rc = sqllock_lease_new(cdb, p->name, &o, &cl);
-            if (rc == SQLLOCK_OK)
-                rc = sqllock_lease_acquire(cl, 30000);
-            atomic_store(&got_at[0], tu_now_ms());
-            if (rc == SQLLOCK_OK)
-                rc = sqllock_lease_release(cl);
-            if (rc != SQLLOCK_OK)
-                fprintf(stderr, "waiter: %s: %s\n", sqllock_errname(rc),
-                        sqllock_errmsg(cdb));
-            sqllock_lease_free(cl);
-            sqllock_close(cdb);
-            _exit(rc == SQLLOCK_OK ? 0 : 1);
-        }
+        pid = tu_fork(my_waiter, &wa);
         end = tu_now_ms() + 30000;
         while (atomic_load(&p->n) == n0 && tu_now_ms() < end)
             tu_sleep_ms(1);
@@ -665,8 +701,7 @@ static void test_wakeup_L9_my_release_wakes_other_process(void **state)
         tu_sleep_ms(300);               /* the waiter is blocked by now */
         released = tu_now_ms();
         EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
-        assert_int_equal(waitpid(pid, &st, 0), pid);
-        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        assert_int_equal(tu_wait(pid), 0);
         /* One pause, on the companion, for the whole backoff (no jitter:
          * it ends when the holder lets go). */
         assert_int_equal(atomic_load(&p->n), n0 + 1);
@@ -701,63 +736,21 @@ static void test_wakeup_L9_my_holder_death_wakes(void **state)
     sqllock_db *db = open_db();
     pauses *p = tu_shared_map(sizeof *p);
     _Atomic int *ready = tu_shared_map(sizeof(int));
+    my_holder_arg ha = { p, ready };
+    my_waiter_arg wa = { p, 4000, 60000, NULL };
     int64_t end, killed;
-    int st = 0;
+    int st;
     pid_t holder, waiter;
     (void)state;
 
     snprintf(p->name, sizeof p->name, "mywake-death-%ld", (long)getpid());
-    fflush(stdout);
-    fflush(stderr);
-    holder = fork();
-    assert_true(holder >= 0);
-    if (holder == 0) {
-        sqllock_db *cdb = tu_child_open(g_url, "holder");
-        sqllock_lease *cl = NULL;
-        sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
-
-        if (cdb == NULL)
-            _exit(2);
-        o.ttl_ms = 2000;
-        if (sqllock_lease_new(cdb, p->name, &o, &cl) != SQLLOCK_OK ||
-            sqllock_lease_try_acquire(cl) != SQLLOCK_OK)
-            _exit(1);
-        atomic_store(ready, 1);
-        for (;;)
-            pause();
-    }
+    holder = tu_fork(my_holder, &ha);
     end = tu_now_ms() + 30000;
     while (!atomic_load(ready) && tu_now_ms() < end)
         tu_sleep_ms(1);
     assert_true(atomic_load(ready));
     assert_true(companion_held(db, p->name));
-    waiter = fork();
-    assert_true(waiter >= 0);
-    if (waiter == 0) {
-        sqllock_db *cdb = tu_child_open(g_url, "waiter");
-        sqllock_lease *cl = NULL;
-        sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
-        int rc;
-
-        if (cdb == NULL)
-            _exit(2);
-        g_pauses = p;
-        atomic_store(&sqllock__on_backoff, count_pause);
-        o.ttl_ms = 60000;
-        o.backoff_min_ms = 4000;
-        o.backoff_max_ms = 4000;
-        rc = sqllock_lease_new(cdb, p->name, &o, &cl);
-        if (rc == SQLLOCK_OK)
-            rc = sqllock_lease_acquire(cl, 60000);
-        if (rc == SQLLOCK_OK)
-            rc = sqllock_lease_release(cl);
-        if (rc != SQLLOCK_OK)
-            fprintf(stderr, "waiter: %s: %s\n", sqllock_errname(rc),
-                    sqllock_errmsg(cdb));
-        sqllock_lease_free(cl);
-        sqllock_close(cdb);
-        _exit(rc == SQLLOCK_OK ? 0 : 1);
-    }
+    waiter = tu_fork(my_waiter, &wa);
     while (atomic_load(&p->n) == 0 && tu_now_ms() < end)
         tu_sleep_ms(1);
     assert_true(atomic_load(&p->n) > 0);
