@@ -472,9 +472,7 @@ static void test_many_L12_killed_holder_of_subset(void **state)
         mkname(k->names[i], sizeof k->names[i], "kill", i);
     k->ttl = ttl;
     pid = tu_fork(subset_holder, k);
-    start = tu_now_ms();
-    while (!atomic_load(&k->ready) && tu_now_ms() - start < 30000)
-        tu_sleep_ms(2);
+    TU_WAIT_WHILE(!atomic_load(&k->ready), tu_now_ms() + 30000, 2);
     assert_true(atomic_load(&k->ready));
     tu_kill_wait(pid);
     start = tu_now_ms();
@@ -559,8 +557,7 @@ static void many_waiter(waker *w, const char *where, int must_wake)
 
     for (i = 0; i < 3; i++)
         l[i] = new_lease(db, w->names[2 - i], 60000, SLOW_POLL_MS);
-    while (!atomic_load(&w->held) && tu_now_ms() < end)
-        tu_sleep_ms(1);
+    TU_WAIT_WHILE(!atomic_load(&w->held), end, 1);
     assert_true(atomic_load(&w->held));
     EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 3, SLOW_POLL_MS * 3),
               SQLLOCK_OK, "many waiter");

@@ -109,8 +109,7 @@ static int waiter_rounds(handoff *h)
     rc = sqllock_lease_new(db, h->name, &o, &l);
     for (i = 0; rc == SQLLOCK_OK && i < ROUNDS; i++) {
         int64_t end = tu_now_ms() + 60000;
-        while (atomic_load(&h->holder_round) < i + 1 && tu_now_ms() < end)
-            tu_sleep_ms(1);
+        TU_WAIT_WHILE(atomic_load(&h->holder_round) < i + 1, end, 1);
         atomic_store(&h->waiting, i + 1);
         rc = sqllock_lease_acquire(l, 60000);
         if (rc != SQLLOCK_OK)
@@ -152,24 +151,21 @@ static int64_t holder_rounds(handoff *h, int64_t settle_ms)
         /* Wait for the waiter to finish the previous round, then take
          * the lock before it starts the next. */
         end = tu_now_ms() + 30000;
-        while (atomic_load(&h->got) < i && tu_now_ms() < end)
-            tu_sleep_ms(1);
+        TU_WAIT_WHILE(atomic_load(&h->got) < i, end, 1);
         assert_int_equal(atomic_load(&h->got), i);
         EXPECT_RC(db, sqllock_lease_acquire(l, 30000), SQLLOCK_OK,
                   "holder acquire");
         if (atomic_fetch_add(&h->in_lock, 1) != 0)
             atomic_fetch_add(&h->overlaps, 1);
         atomic_store(&h->holder_round, i + 1);
-        while (atomic_load(&h->waiting) < i + 1 && tu_now_ms() < end)
-            tu_sleep_ms(1);
+        TU_WAIT_WHILE(atomic_load(&h->waiting) < i + 1, end, 1);
         tu_sleep_ms(settle_ms);          /* the waiter is asleep by now */
         atomic_fetch_sub(&h->in_lock, 1);
         atomic_store(&h->released_at, tu_now_ms());
         EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
         end = tu_now_ms() + SLOW_POLL_MS + 30000;
-        while (atomic_load(&h->got) < i + 1 && atomic_load(&h->rc) == 0 &&
-               tu_now_ms() < end)
-            tu_sleep_ms(1);
+        TU_WAIT_WHILE(atomic_load(&h->got) < i + 1 &&
+                      atomic_load(&h->rc) == 0, end, 1);
         assert_int_equal(atomic_load(&h->rc), SQLLOCK_OK);
         assert_int_equal(atomic_load(&h->got), i + 1);
         took = atomic_load(&h->acquired_at) - atomic_load(&h->released_at);
@@ -694,8 +690,7 @@ static void test_wakeup_L9_my_release_wakes_other_process(void **state)
         n0 = atomic_load(&p->n);
         pid = tu_fork(my_waiter, &wa);
         end = tu_now_ms() + 30000;
-        while (atomic_load(&p->n) == n0 && tu_now_ms() < end)
-            tu_sleep_ms(1);
+        TU_WAIT_WHILE(atomic_load(&p->n) == n0, end, 1);
         assert_true(atomic_load(&p->n) > n0);
         began = atomic_load(&p->last_at);
         tu_sleep_ms(300);               /* the waiter is blocked by now */
@@ -746,13 +741,11 @@ static void test_wakeup_L9_my_holder_death_wakes(void **state)
     snprintf(p->name, sizeof p->name, "mywake-death-%ld", (long)getpid());
     holder = tu_fork(my_holder, &ha);
     end = tu_now_ms() + 30000;
-    while (!atomic_load(ready) && tu_now_ms() < end)
-        tu_sleep_ms(1);
+    TU_WAIT_WHILE(!atomic_load(ready), end, 1);
     assert_true(atomic_load(ready));
     assert_true(companion_held(db, p->name));
     waiter = tu_fork(my_waiter, &wa);
-    while (atomic_load(&p->n) == 0 && tu_now_ms() < end)
-        tu_sleep_ms(1);
+    TU_WAIT_WHILE(atomic_load(&p->n) == 0, end, 1);
     assert_true(atomic_load(&p->n) > 0);
     tu_sleep_ms(300);                   /* the waiter is blocked by now */
     killed = tu_now_ms();

@@ -115,10 +115,7 @@ static void watch(sqllock_lease *l, sqllock_db *db, int64_t interval_ms,
 /* Waits up to ms for *v to reach at least `want`. */
 static int wait_for(_Atomic int *v, int want, int64_t ms)
 {
-    int64_t end = tu_now_ms() + ms;
-
-    while (atomic_load(v) < want && tu_now_ms() < end)
-        tu_sleep_ms(5);
+    TU_WAIT_WHILE(atomic_load(v) < want, tu_now_ms() + ms, 5);
     return atomic_load(v) >= want;
 }
 
@@ -144,9 +141,7 @@ static int try_all_along(void *arg, int i)
     if (cdb == NULL || sqllock_lease_new(cdb, t->name, &o, &cl) != 0)
         return 2;
     stop = tu_now_ms() + 30000;
-    while (__atomic_load_n(t->go, __ATOMIC_SEQ_CST) == 0 &&
-           tu_now_ms() < stop)
-        tu_sleep_ms(1);
+    TU_WAIT_WHILE(__atomic_load_n(t->go, __ATOMIC_SEQ_CST) == 0, stop, 1);
     end = tu_now_ms() + 5 * t->ttl;
     while (tu_now_ms() < end - 100) {
         rc = sqllock_lease_try_acquire(cl);
@@ -283,8 +278,7 @@ static int stopped_holder(void *arg, int i)
     sh->state_after = sqllock_lease_state(cl);
     sh->held_after = sqllock_lease_held(cl);
     end = tu_now_ms() + 5000;
-    while (atomic_load(&sh->s.lost) == 0 && tu_now_ms() < end)
-        tu_sleep_ms(5);
+    TU_WAIT_WHILE(atomic_load(&sh->s.lost) == 0, end, 5);
     sh->release_rc = sqllock_lease_release(cl);
     sqllock_lease_free(cl);
     sqllock_close(cdb);
@@ -315,13 +309,9 @@ static void test_watch_L6_L7_stopped_holder_loses(void **state)
     a.ttl = ttl;
     a.sh = sh;
     pid = tu_fork(stopped_holder, &a);
-    {
-        int64_t end = tu_now_ms() + 10000;
-        while (__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) != 1 &&
-               tu_now_ms() < end)
-            tu_sleep_ms(5);
-        assert_int_equal(sh->ready, 1);
-    }
+    TU_WAIT_WHILE(__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) != 1,
+                  tu_now_ms() + 10000, 5);
+    assert_int_equal(sh->ready, 1);
     db = open_db(0);
     assert_int_equal(kill(pid, SIGSTOP), 0);
     o.ttl_ms = 60000;
@@ -531,8 +521,7 @@ static void test_watch_L6_hung_renewal_is_lost(void **state)
     watch(l, db, 300, &s);
     block_row(blocker, name);
     end = tu_now_ms() + 3 * ttl;
-    while (sqllock_lease_state(l) != SQLLOCK_STATE_LOST && tu_now_ms() < end)
-        tu_sleep_ms(5);
+    TU_WAIT_WHILE(sqllock_lease_state(l) != SQLLOCK_STATE_LOST, end, 5);
     assert_int_equal(sqllock_lease_state(l), SQLLOCK_STATE_LOST);
     assert_int_equal(sqllock_lease_held(l), 0);
     assert_int_equal(atomic_load(&s.held), 0);

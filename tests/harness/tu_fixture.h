@@ -99,6 +99,18 @@ pid_t tu_fork(int (*fn)(void *arg, int i), void *arg);
 int tu_wait_all(const pid_t *pids, int n);
 int tu_end_children(void **state);
 
+/* Polls: sleeps `step_ms` at a time while `cond` holds and tu_now_ms()
+ * is before `end_ms` (a deadline on the monotonic clock, evaluated
+ * once). It checks nothing: the caller checks `cond` (or what it waited
+ * for) after, as its case requires -- a flag another process or thread
+ * sets, a count it moves, a lease's state. */
+#define TU_WAIT_WHILE(cond, end_ms, step_ms)                                 \
+    do {                                                                     \
+        int64_t tu_end_ = (end_ms);                                          \
+        while ((cond) && tu_now_ms() < tu_end_)                              \
+            tu_sleep_ms(step_ms);                                            \
+    } while (0)
+
 /* Waits up to `ms` in all for the children pids[0..n) (a pid <= 0 is
  * skipped); kills and reaps those still running then, calling on_hang
  * (may be NULL) first to say what they were doing. Returns how many hung

@@ -433,9 +433,9 @@ const char *tu_fenced_insert(const char *driver)
 void tu_fenced_new_row(sqllock_db *db, int64_t id)
 {
     sqllock_value arg = sqllock__int(id);
+    const char *sql = tu_fenced_insert(sqllock_db_driver(db));
 
-    EXPECT_RC(db, sqllock__exec_sql(db, tu_fenced_insert(sqllock_db_driver(db)),
-                                    &arg, 1, NULL, NULL, NULL),
+    EXPECT_RC(db, sqllock__exec_sql(db, sql, &arg, 1, NULL, NULL, NULL),
               SQLLOCK_OK, "insert the fenced row");
 }
 
