@@ -24,17 +24,14 @@
 
 #include "test_util.h"
 #include "test_run.h"
+#include "tu_pgtrace.h"
 #include "rowlock.h"
 
 /* libpq's calls, when it is linked in (weak: NULL otherwise). */
-extern void PQtrace(void *conn, FILE *f) __attribute__((weak));
-extern void PQuntrace(void *conn) __attribute__((weak));
-extern void PQsetTraceFlags(void *conn, int flags) __attribute__((weak));
 extern int PQpipelineStatus(const void *conn) __attribute__((weak));
 extern int PQtransactionStatus(const void *conn) __attribute__((weak));
 extern void *PQexec(void *conn, const char *sql) __attribute__((weak));
 extern void PQclear(void *res) __attribute__((weak));
-#define TRACE_SUPPRESS_TIMESTAMPS 1   /* PQTRACE_SUPPRESS_TIMESTAMPS */
 #define PIPELINE_OFF 0                /* PQ_PIPELINE_OFF */
 #define TRANS_IDLE 0                  /* PQTRANS_IDLE */
 
@@ -42,7 +39,7 @@ static int pg_traced(const fixture *f)
 {
     if (!is_driver(f, "postgres"))
         return 0;
-    if (PQtrace == NULL || PQuntrace == NULL || PQsetTraceFlags == NULL ||
+    if (!tu_pgtrace_linked() ||
         PQpipelineStatus == NULL || PQtransactionStatus == NULL ||
         PQexec == NULL || PQclear == NULL)
         fail_msg("libpq's PQtrace/PQpipelineStatus are not linked into "
@@ -50,55 +47,31 @@ static int pg_traced(const fixture *f)
     return 1;
 }
 
-/* The message of a client line of a protocol trace ("F", length, type
- * and fields, after a timestamp unless suppressed), or NULL. */
-static char *client_msg(char *line)
+/* What a trace's round trips carried (tu_pgtrace_stop()'s `look`):
+ * `seen` within the round trip so far, `with` in some round trip. */
+typedef struct carried {
+    int seen, with;
+} carried;
+
+/* with: a BEGIN was parsed in the same round trip as the lock statement
+ * was bound (the only statement of the library's in the traced calls:
+ * the lock rows exist and the timeout is set). */
+static void begin_with_lock(void *ctx, const char *msg)
 {
-    char *p = strncmp(line, "F\t", 2) == 0 ? line : strstr(line, "\tF\t");
+    carried *c = ctx;
 
-    if (p == NULL)
-        return NULL;
-    p = strchr(p + (p == line ? 2 : 3), '\t');
-    return p != NULL ? p + 1 : NULL;
-}
-
-/* Starts tracing `pg` into `tr` (PQtrace() resets the flags). */
-static void trace_on(void *pg, FILE *tr)
-{
-    PQtrace(pg, tr);
-    PQsetTraceFlags(pg, TRACE_SUPPRESS_TIMESTAMPS);
-}
-
-/* The round trips a protocol trace shows: the client's Sync (the
- * extended protocol, pipelined or not) and Query (the simple one)
- * messages; *begin_with_lock: a BEGIN was parsed in the same round trip
- * as the lock statement was bound (the only statement of the library's
- * in the traced calls: the lock rows exist and the timeout is set). */
-static int count_round_trips(FILE *tr, int *begin_with_lock)
-{
-    char line[2048];
-    int n = 0, begin_seen = 0;
-
-    *begin_with_lock = 0;
-    rewind(tr);
-    while (fgets(line, sizeof line, tr) != NULL) {
-        char *msg = client_msg(line);
-        if (msg == NULL)
-            continue;
-        if (strncmp(msg, "Parse", 5) == 0 && strstr(msg, "\"BEGIN\""))
-            begin_seen = 1;
-        /* The lock: its text (unnamed, behind a pooler), or its
-         * prepared statement's name in the Bind. */
-        if (begin_seen && (strstr(msg, "FOR UPDATE") != NULL ||
-                           (strncmp(msg, "Bind", 4) == 0 &&
-                            strstr(msg, "\"sqllock_") != NULL)))
-            *begin_with_lock = 1;
-        if (strncmp(msg, "Sync", 4) == 0 || strncmp(msg, "Query", 5) == 0) {
-            n++;
-            begin_seen = 0;
-        }
+    if (msg == NULL) {
+        c->seen = 0;
+        return;
     }
-    return n;
+    if (strncmp(msg, "Parse", 5) == 0 && strstr(msg, "\"BEGIN\""))
+        c->seen = 1;
+    /* The lock: its text (unnamed, behind a pooler), or its prepared
+     * statement's name in the Bind. */
+    if (c->seen && (strstr(msg, "FOR UPDATE") != NULL ||
+                    (strncmp(msg, "Bind", 4) == 0 &&
+                     strstr(msg, "\"sqllock_") != NULL)))
+        c->with = 1;
 }
 
 static void expect_pipeline_off(const fixture *f, void *pg, const char *when)
@@ -128,8 +101,9 @@ void test_rowlock_R1_first_lock_carries_begin(void **state)
     sqllock_db *db2;
     sqllock_txn *t = NULL, *t2 = NULL;
     void *pg = NULL;
-    FILE *tr = NULL;
-    int got = -1, rc, trips = 0, with = 0, commit_trips = 0, unused;
+    tu_pgtrace tr;
+    carried lock = { 0, 0 };
+    int got = -1, rc, trips = 0, commit_trips = 0;
 
     kv_row(f, 9);
     db2 = open_second();
@@ -146,9 +120,7 @@ void test_rowlock_R1_first_lock_carries_begin(void **state)
     if (pg_traced(f) && !tu_url_pooled(g_url)) {
         pg = sqllock_db_native(f->db);
         assert_non_null(pg);
-        tr = tmpfile();
-        assert_non_null(tr);
-        trace_on(pg, tr);
+        tu_pgtrace_start(&tr, pg);
     }
     EXPECT_RC(f->db, sqllock_txn_begin(f->db, NULL, &t), SQLLOCK_OK, "begin");
     got = -1;
@@ -157,9 +129,7 @@ void test_rowlock_R1_first_lock_carries_begin(void **state)
               SQLLOCK_OK, "lock row 9");
     assert_int_equal(got, 1);
     if (pg != NULL) {
-        PQuntrace(pg);
-        trips = count_round_trips(tr, &with);
-        fclose(tr);
+        trips = tu_pgtrace_stop(&tr, begin_with_lock, &lock);
         expect_pipeline_off(f, pg, "after the first lock");
     }
     /* Held inside the transaction: another handle cannot have it. */
@@ -171,27 +141,22 @@ void test_rowlock_R1_first_lock_carries_begin(void **state)
         fail_msg("row 9, locked by the first lock of a transaction, is not "
                  "held: NOWAIT from another handle got %s (%s)",
                  sqllock_errname(rc), sqllock_errmsg(db2));
-    if (pg != NULL) {
-        tr = tmpfile();
-        assert_non_null(tr);
-        trace_on(pg, tr);
-    }
+    if (pg != NULL)
+        tu_pgtrace_start(&tr, pg);
     EXPECT_RC(f->db, sqllock_txn_commit(t), SQLLOCK_OK, "commit");
     sqllock_txn_free(t);
     sqllock_close(db2);
     if (pg == NULL)
         return;
-    PQuntrace(pg);
-    commit_trips = count_round_trips(tr, &unused);
-    fclose(tr);
+    commit_trips = tu_pgtrace_stop(&tr, NULL, NULL);
     expect_pipeline_off(f, pg, "after the commit");
     printf("    R1 [%s] begin + first lock: %d round trip(s), BEGIN with "
            "the FOR UPDATE: %s; commit: %d\n", f->driver, trips,
-           with ? "yes" : "no", commit_trips);
-    if (trips != 1 || !with)
+           lock.with ? "yes" : "no", commit_trips);
+    if (trips != 1 || !lock.with)
         fail_msg("begin + the first lock took %d round trips (want 1, BEGIN "
                  "pipelined with the FOR UPDATE: %s)", trips,
-                 with ? "yes" : "no");
+                 lock.with ? "yes" : "no");
     if (commit_trips != 1)
         fail_msg("the commit took %d round trips (want 1)", commit_trips);
 }
@@ -335,32 +300,22 @@ void test_rowlock_R4_native_first_is_inside(void **state)
                  "survived the rollback (v = %lld, want 1)", (long long)n);
 }
 
-/* The round trips of sqllock_txn_commit_exec() in a trace; *commit_in:
- * a COMMIT was parsed in the same round trip as the UPDATE. */
-static int count_commit_trips(FILE *tr, int *commit_in)
+/* For the round trips of sqllock_txn_commit_exec() in a trace: with, a
+ * COMMIT was parsed in the same round trip as the UPDATE. */
+static void commit_with_update(void *ctx, const char *msg)
 {
-    char line[2048];
-    int n = 0, update_seen = 0;
+    carried *c = ctx;
 
-    *commit_in = 0;
-    rewind(tr);
-    while (fgets(line, sizeof line, tr) != NULL) {
-        char *msg = client_msg(line);
-        if (msg == NULL)
-            continue;
-        if (strncmp(msg, "Bind", 4) == 0 || strncmp(msg, "Parse", 5) == 0) {
-            if (strstr(msg, "UPDATE") != NULL || strstr(msg, "sqllock_") !=
-                NULL)
-                update_seen = 1;
-            if (update_seen && strstr(msg, "\"COMMIT\"") != NULL)
-                *commit_in = 1;
-        }
-        if (strncmp(msg, "Sync", 4) == 0 || strncmp(msg, "Query", 5) == 0) {
-            n++;
-            update_seen = 0;
-        }
+    if (msg == NULL) {
+        c->seen = 0;
+        return;
     }
-    return n;
+    if (strncmp(msg, "Bind", 4) == 0 || strncmp(msg, "Parse", 5) == 0) {
+        if (strstr(msg, "UPDATE") != NULL || strstr(msg, "sqllock_") != NULL)
+            c->seen = 1;
+        if (c->seen && strstr(msg, "\"COMMIT\"") != NULL)
+            c->with = 1;
+    }
 }
 
 /* R4, R6: sqllock_txn_commit_exec() writes and commits: the write is
@@ -379,9 +334,10 @@ void test_rowlock_R4_commit_exec_commits_with_write(void **state)
     sqllock_db *db2;
     sqllock_txn *t = NULL, *t2 = NULL;
     void *pg = NULL;
-    FILE *tr = NULL;
+    tu_pgtrace tr;
+    carried commit = { 0, 0 };
     int64_t affected = -1;
-    int got = -1, trips = 0, commit_in = 0, i;
+    int got = -1, trips = 0, i;
 
     kv_row(f, 9);
     snprintf(sql, sizeof sql, f->sql->kv_set, f->kv);
@@ -392,25 +348,18 @@ void test_rowlock_R4_commit_exec_commits_with_write(void **state)
          * timeout may have made the handle connect again). */
         if (i == 1 && pg_traced(f) && !tu_url_pooled(g_url))
             pg = sqllock_db_native(f->db);
-        if (i == 1 && pg != NULL) {
-            tr = tmpfile();
-            assert_non_null(tr);
-        }
         t = NULL;
         EXPECT_RC(f->db, sqllock_txn_begin(f->db, NULL, &t), SQLLOCK_OK,
                   "begin");
         EXPECT_RC(f->db, sqllock_txn_lock_rows(t, &kt, &key, 1,
                                                SQLLOCK_LOCK_WAIT, &got),
                   SQLLOCK_OK, "lock row 9");
-        if (tr != NULL)
-            trace_on(pg, tr);
+        if (i == 1 && pg != NULL)
+            tu_pgtrace_start(&tr, pg);
         EXPECT_RC(f->db, sqllock_txn_commit_exec(t, sql, a, 2, &affected),
                   SQLLOCK_OK, "commit_exec");
-        if (tr != NULL) {
-            PQuntrace(pg);
-            trips = count_commit_trips(tr, &commit_in);
-            fclose(tr);
-            tr = NULL;
+        if (i == 1 && pg != NULL) {
+            trips = tu_pgtrace_stop(&tr, commit_with_update, &commit);
             expect_pipeline_off(f, pg, "after commit_exec");
             if (PQtransactionStatus(pg) != TRANS_IDLE)
                 fail_msg("after commit_exec the connection is still in a "
@@ -435,27 +384,22 @@ void test_rowlock_R4_commit_exec_commits_with_write(void **state)
     }
     if (pg != NULL) {
         printf("    R4 [%s] commit_exec: %d round trip(s), COMMIT with the "
-               "UPDATE: %s\n", f->driver, trips, commit_in ? "yes" : "no");
-        if (trips != 1 || !commit_in)
+               "UPDATE: %s\n", f->driver, trips, commit.with ? "yes" : "no");
+        if (trips != 1 || !commit.with)
             fail_msg("commit_exec took %d round trips (want 1, COMMIT "
                      "pipelined with the statement: %s)", trips,
-                     commit_in ? "yes" : "no");
+                     commit.with ? "yes" : "no");
     }
     /* No lock call first: the transaction begins with it. */
     a[0] = (sqllock_cell)SQLLOCK_NUMBER(43);
     EXPECT_RC(f->db, sqllock_txn_begin(f->db, NULL, &t), SQLLOCK_OK,
               "begin (no lock)");
-    if (pg != NULL) {
-        tr = tmpfile();
-        assert_non_null(tr);
-        trace_on(pg, tr);
-    }
+    if (pg != NULL)
+        tu_pgtrace_start(&tr, pg);
     EXPECT_RC(f->db, sqllock_txn_commit_exec(t, sql, a, 2, &affected),
               SQLLOCK_OK, "commit_exec as the only statement");
     if (pg != NULL) {
-        PQuntrace(pg);
-        trips = count_commit_trips(tr, &commit_in);
-        fclose(tr);
+        trips = tu_pgtrace_stop(&tr, commit_with_update, &commit);
         if (trips != 1)
             fail_msg("begin + commit_exec took %d round trips (want 1)",
                      trips);
