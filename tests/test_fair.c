@@ -45,15 +45,6 @@ typedef struct shm {
     _Atomic int64_t grants[MAXPROCS];
 } shm;
 
-static sqllock_db *open_db(void)
-{
-    sqllock_db *db = NULL;
-
-    if (sqllock_open(g_url, NULL, &db) != SQLLOCK_OK)
-        fail_msg("open %s: %s", g_url, sqllock_errmsg(db));
-    return db;
-}
-
 static sqllock_lease *new_lease(sqllock_db *db, const char *name,
                                 int64_t ttl_ms, int64_t backoff_max_ms,
                                 unsigned flags)
@@ -138,7 +129,7 @@ typedef struct detached {
 
 static void hold_detached(const char *name, detached *d)
 {
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     sqllock_lease *h = new_lease(db, name, 60000, 0, 0);
 
     assert_non_null(h);
@@ -152,7 +143,7 @@ static void hold_detached(const char *name, detached *d)
 static void release_detached(const char *name, const detached *d)
 {
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     sqllock_lease *h = NULL;
 
     o.ttl_ms = 60000;
@@ -166,7 +157,7 @@ static void release_detached(const char *name, const detached *d)
 /* await_queue() on a handle of its own, closed before it returns. */
 static void await_queue_own(const char *name, int n)
 {
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
 
     await_queue(db, name, n);
     sqllock_close(db);
@@ -274,7 +265,7 @@ static void test_fair_M3_served_in_arrival_order(void **state)
             assert_true(m->token[i] > m->token[i - 1]);
     }
     /* Each granted waiter deleted its row. */
-    db = open_db();
+    db = tu_open_or_fail(g_url);
     assert_int_equal(queue_rows(db, name, NULL), 0);
     sqllock_close(db);
     munmap(m, sizeof *m);
@@ -336,7 +327,7 @@ static void test_fair_M3_dead_waiters_delay_at_most_ttl(void **state)
 static void test_fair_M3_try_busy_while_queued(void **state)
 {
     shm *m = tu_shared_map(sizeof *m);
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     sqllock_lease *f, *u;
     detached d;
     char name[64];
@@ -366,7 +357,7 @@ static void test_fair_M3_try_busy_while_queued(void **state)
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
     release_detached(name, &d);
-    db = open_db();
+    db = tu_open_or_fail(g_url);
     f = new_lease(db, name, 60000, 0, SQLLOCK_LEASE_FAIR);
     u = new_lease(db, name, 60000, 0, 0);
     assert_non_null(f);
@@ -396,7 +387,7 @@ static void test_fair_M3_try_busy_while_queued(void **state)
  * expire), and the waiter behind it moves up. */
 static void test_fair_M3_timeout_removes_entry(void **state)
 {
-    sqllock_db *db = open_db(), *w = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url), *w = tu_open_or_fail(g_url);
     sqllock_lease *h, *f;
     char name[64];
     int64_t t0, took;
@@ -496,7 +487,7 @@ static void *herd_thread(void *p)
 static void test_fair_M3_only_head_woken(void **state)
 {
     shm *m = tu_shared_map(sizeof *m);
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     sqllock_lease *h;
     char name[64];
     pthread_t t[WAITERS];
@@ -635,7 +626,7 @@ static void test_fair_M3_exclusion_counter(void **state)
 /* E2: what fair leases refuse. */
 static void test_fair_E2_bad_input(void **state)
 {
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     sqllock_lease *l = NULL, *ls[2];
     char longname[SQLLOCK_PRIMITIVE_NAME_MAX + 2];
     (void)state;

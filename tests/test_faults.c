@@ -38,15 +38,6 @@ static void unique_name(char *buf, size_t size, const char *what)
              (long long)tu_now_ms(), ++g_seq);
 }
 
-static sqllock_db *open_db(void)
-{
-    sqllock_db *db = NULL;
-
-    if (sqllock_open(g_url, NULL, &db) != SQLLOCK_OK)
-        fail_msg("open %s: %s", g_url, sqllock_errmsg(db));
-    return db;
-}
-
 /* A new row of the fenced table (val 0, no fence yet); returns its id. */
 static int64_t fenced_row(sqllock_db *db)
 {
@@ -65,7 +56,7 @@ static int64_t fenced_row(sqllock_db *db)
  * SQLLOCK_LOST and changes nothing; equal and higher tokens apply. */
 static void test_fence_L5_stale_token_rejected(void **state)
 {
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     int64_t id = fenced_row(db), val, fence;
     (void)state;
 
@@ -93,7 +84,7 @@ static void test_fence_L5_stale_token_rejected(void **state)
  * bumped like sqllock_table_update(). */
 static void test_fence_L5_conditions_missing_row_version(void **state)
 {
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     int64_t id = fenced_row(db), val, fence, version;
     sqllock_cell key = SQLLOCK_NUMBER(id), missing = SQLLOCK_NUMBER(-id);
     sqllock_cell set = { "val", SQLLOCK_OP_SET, NULL, 7 };
@@ -129,7 +120,7 @@ static void test_fence_L5_conditions_missing_row_version(void **state)
 /* E2: bad input is refused and changes nothing. */
 static void test_fence_E2_bad_input(void **state)
 {
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     int64_t id = fenced_row(db), val, fence;
     sqllock_cell key = SQLLOCK_NUMBER(id);
     sqllock_cell set = { "val", SQLLOCK_OP_SET, NULL, 7 };
@@ -289,7 +280,7 @@ static void test_fault1_L2_L5_P1_R1_killed_holder(void **state)
     wait_ready(&sh->ready, 15000);
     assert_int_equal(kill(pid, SIGKILL), 0);
     assert_int_equal(tu_wait(pid), 1000 + SIGKILL);
-    db = open_db();
+    db = tu_open_or_fail(g_url);
     row_ms = row_lock_after_kill(db, row);
     printf("    R1: the killed holder's row lock was free after %lld ms\n",
            (long long)row_ms);
@@ -403,7 +394,7 @@ static void test_fault2_L4_L5_L6_paused_holder_fenced_write(void **state)
     const int64_t ttl = 1000;
     paused_shared *sh = tu_shared_map(sizeof *sh);
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     int64_t id = fenced_row(db), val, fence, token;
     sqllock_lease *l = NULL;
     char name[128];
@@ -421,7 +412,7 @@ static void test_fault2_L4_L5_L6_paused_holder_fenced_write(void **state)
     assert_true(pid >= 0);
     if (pid == 0)
         paused_child(sh, name, id, ttl);
-    db = open_db();
+    db = tu_open_or_fail(g_url);
     wait_ready(&sh->ready, 15000);
     assert_int_equal(kill(pid, SIGSTOP), 0);
     o.ttl_ms = 30000;

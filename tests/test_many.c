@@ -41,15 +41,6 @@ static int pushes(void)
     return strcmp(d, "postgres") == 0 || strcmp(d, "mysql") == 0;
 }
 
-static sqllock_db *open_db(void)
-{
-    sqllock_db *db = NULL;
-
-    if (sqllock_open(g_url, NULL, &db) != SQLLOCK_OK)
-        fail_msg("open %s: %s", g_url, sqllock_errmsg(db));
-    return db;
-}
-
 static sqllock_lease *new_lease(sqllock_db *db, const char *name,
                                 int64_t ttl_ms, int64_t backoff_ms)
 {
@@ -87,7 +78,7 @@ static int row_exists(sqllock_db *db, const char *name)
  */
 static void test_many_L12_bad_input(void **state)
 {
-    sqllock_db *db = open_db(), *other = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url), *other = tu_open_or_fail(g_url);
     sqllock_lease *l[SQLLOCK_LEASE_MANY_MAX + 1], *dup[3], *mix[2];
     char name[128];
     int i;
@@ -167,7 +158,7 @@ static void test_many_L12_bad_input(void **state)
  */
 static void test_many_L12_all_or_none(void **state)
 {
-    sqllock_db *db = open_db(), *db2 = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url), *db2 = tu_open_or_fail(g_url);
     sqllock_lease *l[4], *held, *probe;
     int64_t before[4];
     char name[128];
@@ -354,7 +345,7 @@ static int contend_child(void *arg, int k)
  */
 static int64_t pg_deadlocks(void)
 {
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     int64_t n = -1;
     int has_row = 0;
 
@@ -476,7 +467,7 @@ static void test_many_L12_killed_holder_of_subset(void **state)
     assert_true(atomic_load(&k->ready));
     tu_kill_wait(pid);
     start = tu_now_ms();
-    db = open_db();
+    db = tu_open_or_fail(g_url);
     for (i = 0; i < 4; i++)
         l[i] = new_lease(db, k->names[i], 60000, 20);
     EXPECT_RC(db, sqllock_lease_acquire_many(db, l, 4, 0), SQLLOCK_BUSY,
@@ -550,7 +541,7 @@ static int holder_process(void *p, int i)
 
 static void many_waiter(waker *w, const char *where, int must_wake)
 {
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     sqllock_lease *l[3];
     int64_t end = tu_now_ms() + 30000, took;
     int i;
@@ -612,7 +603,7 @@ static void test_many_L12_woken_other_process(void **state)
         many_waiter(w, "in another process", 1);
     else {
         /* No push: the waiter polls; only check that it gets them. */
-        sqllock_db *db = open_db();
+        sqllock_db *db = tu_open_or_fail(g_url);
         sqllock_lease *l[3];
 
         for (i = 0; i < 3; i++)
@@ -644,7 +635,7 @@ static void test_many_L12_round_trips_and_fallback(void **state)
 {
     const char *drv = tu_url_driver(g_url);
     int pg = strcmp(drv, "postgres") == 0, my = strcmp(drv, "mysql") == 0;
-    sqllock_db *db = open_db(), *other = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url), *other = tu_open_or_fail(g_url);
     sqllock_lease *l[10], *held;
     char name[128];
     uint64_t before, sent;
@@ -702,7 +693,7 @@ static void test_many_L12_round_trips_and_fallback(void **state)
         for (i = 0; i < 10; i++)
             sqllock_lease_free(l[i]);
         sqllock_close(db);
-        db = open_db();
+        db = tu_open_or_fail(g_url);
         for (i = 0; i < 10; i++) {
             mkname(name, sizeof name, "trips", i);
             l[i] = new_lease(db, name, 60000, 5);
@@ -714,7 +705,7 @@ static void test_many_L12_round_trips_and_fallback(void **state)
         for (i = 0; i < 10; i++)
             sqllock_lease_free(l[i]);
         sqllock_close(db);
-        db = open_db();
+        db = tu_open_or_fail(g_url);
         for (i = 0; i < 10; i++) {
             mkname(name, sizeof name, "trips", i);
             l[i] = new_lease(db, name, 60000, 5);

@@ -38,15 +38,6 @@
 
 static const char *g_url;
 
-static sqllock_db *open_db(void)
-{
-    sqllock_db *db = NULL;
-
-    if (sqllock_open(g_url, NULL, &db) != SQLLOCK_OK)
-        fail_msg("open %s: %s", g_url, sqllock_errmsg(db));
-    return db;
-}
-
 static void mkname(char *out, size_t size, const char *what)
 {
     snprintf(out, size, "rw-%ld-%s", (long)getpid(), what);
@@ -85,7 +76,8 @@ static int64_t mono_us(void)
  */
 static void test_rw_M2_basics(void **state)
 {
-    sqllock_db *db = open_db(), *db2 = open_db(), *db3 = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url), *db2 = tu_open_or_fail(g_url);
+    sqllock_db *db3 = tu_open_or_fail(g_url);
     sqllock_rw *r1, *r2, *wr;
     sqllock_lease *plain = NULL;
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
@@ -390,7 +382,7 @@ static void test_rw_M2_writer_bound_while_readers_arrive(void **state)
     /* A cap: the readers stop once the writer is done. */
     s->run_until_ms = tu_now_ms() + tu_scaled_ms(5000) + 2 * bound + 2000;
     tu_fork_n(pid, 3, stream_child, s);
-    db = open_db();
+    db = tu_open_or_fail(g_url);
     wr = new_rw(db, s->name, 0, tu_scaled_ms(10000), 20);
     /* The stream is running: every reader in, and a few holds over. */
     while (atomic_load(&s->started) < 3 || atomic_load(&s->holds) < 6)
@@ -480,7 +472,7 @@ static void test_rw_M2_killed_reader_delays_writer_at_most_ttl(void **state)
         tu_sleep_ms(5);
     kill(pid, SIGKILL);
     assert_int_equal(tu_wait(pid), 1000 + SIGKILL);
-    db = open_db();
+    db = tu_open_or_fail(g_url);
     wr = new_rw(db, k->name, 0, tu_scaled_ms(10000), 50);
     EXPECT_RC(db, sqllock_rw_acquire(wr, ttl + tu_scaled_ms(5000)),
               SQLLOCK_OK, "writer after the killed reader");
@@ -511,7 +503,7 @@ static void test_rw_M2_killed_reader_delays_writer_at_most_ttl(void **state)
  */
 static void test_rw_L5_exclusive_token_fences_writes(void **state)
 {
-    sqllock_db *db = open_db(), *db2 = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url), *db2 = tu_open_or_fail(g_url);
     sqllock_rw *a, *b, *r;
     int64_t id = (int64_t)getpid() * 1000 + 7, ta, tb, tr, tc;
     char name[96];

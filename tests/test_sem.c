@@ -50,15 +50,6 @@ static void sem_name(char *out, size_t size, const char *what)
              tu_now_us());
 }
 
-static sqllock_db *open_db(void)
-{
-    sqllock_db *db = NULL;
-
-    if (sqllock_open(g_url, NULL, &db) != SQLLOCK_OK)
-        fail_msg("open %s: %s", g_url, sqllock_errmsg(db));
-    return db;
-}
-
 static sqllock_sem *new_sem(sqllock_db *db, const char *name, int permits,
                             int64_t ttl_ms, int64_t backoff_ms)
 {
@@ -381,7 +372,7 @@ static void test_sem_M1_L2_killed_holders_permits_return_after_ttl(
     killed_us = tu_now_us();
     tu_wait(pids[0]);
     tu_wait(pids[1]);
-    db = open_db();
+    db = tu_open_or_fail(g_url);
     t = new_sem(db, h->name, N, 60000, 0);
     /* Before the ttl the dead holders' permits are still theirs. */
     rc = sqllock_sem_try_acquire(t);
@@ -487,7 +478,7 @@ static void test_sem_M1_L9_busy_then_woken_by_release(void **state)
      * copy of it lost), it starts once all N permits are held. */
     pid = tu_fork_child(waiter, w, 600);
     assert_true(pid > 0);
-    db = open_db();
+    db = tu_open_or_fail(g_url);
     for (i = 0; i < N; i++) {
         h[i] = new_sem(db, w->name, N, 60000, 0);
         EXPECT_RC(db, sqllock_sem_try_acquire(h[i]), SQLLOCK_OK, "try");
@@ -530,7 +521,7 @@ static void test_sem_M1_L9_busy_then_woken_by_release(void **state)
  * N = 1, so that is the only permit. */
 static void test_sem_M1_L9_same_process_n1(void **state)
 {
-    sqllock_db *db = open_db(), *db2 = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url), *db2 = tu_open_or_fail(g_url);
     sqllock_sem *a, *b;
     char name[128];
     (void)state;
@@ -558,7 +549,7 @@ static void test_sem_M1_L9_same_process_n1(void **state)
 
 static void test_sem_M1_lowered_n(void **state)
 {
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     sqllock_sem *h[N], *low, *low2, *high;
     char name[128];
     int i, top = -1, other = -1;
@@ -619,7 +610,7 @@ static void test_sem_M1_lowered_n(void **state)
 
 static void test_sem_M1_L4_L5_permit_is_a_lease(void **state)
 {
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     sqllock_sem *a, *b;
     sqllock_lease *la;
     char name[128];

@@ -67,15 +67,6 @@ static sqllock_lease *new_lease(sqllock_db *db, const char *name,
     return l;
 }
 
-static sqllock_db *open_db(void)
-{
-    sqllock_db *db = NULL;
-
-    if (sqllock_open(g_url, NULL, &db) != SQLLOCK_OK)
-        fail_msg("open %s: %s", g_url, sqllock_errmsg(db));
-    return db;
-}
-
 /* Shared between the holder and a waiter (thread or process). */
 typedef struct handoff {
     char name[160];
@@ -142,7 +133,7 @@ static void *waiter_thread(void *p)
  * the waiter had it. Returns the slowest handoff in ms. */
 static int64_t holder_rounds(handoff *h, int64_t settle_ms)
 {
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     sqllock_lease *l = new_lease(db, h->name, 5, 0);
     int64_t slowest = 0, end, took;
     int i;
@@ -307,7 +298,7 @@ static void *lone_waiter(void *p)
  */
 static void test_wakeup_L9_pg_listener_killed(void **state)
 {
-    sqllock_db *db = open_db(), *admin = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url), *admin = tu_open_or_fail(g_url);
     sqllock_lease *l;
     lone w;
     pthread_t th;
@@ -373,7 +364,7 @@ static void test_wakeup_L9_pg_listener_killed(void **state)
  */
 static void test_wakeup_L9_pg_notify_only_when_wanted(void **state)
 {
-    sqllock_db *db = open_db(), *admin = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url), *admin = tu_open_or_fail(g_url);
     sqllock_lease *plain, *quiet;
     char name[128], channel[SQLLOCK__CHANNEL_MAX];
     sqllock_value arg;
@@ -516,7 +507,7 @@ static void test_wakeup_L9_jitter_differs_after_fork(void **state)
 
 static void test_wakeup_bad_flags(void **state)
 {
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
     sqllock_lease *l = NULL;
     (void)state;
@@ -670,7 +661,7 @@ static int my_holder(void *arg, int i)
  */
 static void test_wakeup_L9_my_release_wakes_other_process(void **state)
 {
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     sqllock_lease *l;
     pauses *p = tu_shared_map(sizeof *p);
     _Atomic int64_t *got_at = tu_shared_map(sizeof(int64_t) * 2);
@@ -728,7 +719,7 @@ static void test_wakeup_L9_my_release_wakes_other_process(void **state)
  */
 static void test_wakeup_L9_my_holder_death_wakes(void **state)
 {
-    sqllock_db *db = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url);
     pauses *p = tu_shared_map(sizeof *p);
     _Atomic int *ready = tu_shared_map(sizeof(int));
     my_holder_arg ha = { p, ready };
@@ -809,7 +800,7 @@ static void *spin_waiter(void *arg)
  */
 static void test_wakeup_L9_my_holder_reconnected_no_spin(void **state)
 {
-    sqllock_db *db = open_db(), *admin = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url), *admin = tu_open_or_fail(g_url);
     sqllock_lease *l;
     spin_check *c = calloc(1, sizeof *c);
     char sql[64];
@@ -856,7 +847,7 @@ static void test_wakeup_L9_my_holder_reconnected_no_spin(void **state)
  */
 static void test_wakeup_L9_my_no_wakeup_no_companion(void **state)
 {
-    sqllock_db *db = open_db(), *other = open_db();
+    sqllock_db *db = tu_open_or_fail(g_url), *other = tu_open_or_fail(g_url);
     sqllock_lease *w, *n;
     char name[160];
     (void)state;
@@ -870,7 +861,7 @@ static void test_wakeup_L9_my_no_wakeup_no_companion(void **state)
     sqllock_lease_free(w);
     sqllock_close(db);
 
-    db = open_db();
+    db = tu_open_or_fail(g_url);
     n = new_lease(db, name, 5, SQLLOCK_LEASE_NO_WAKEUP);
     EXPECT_RC(db, sqllock_lease_try_acquire(n), SQLLOCK_OK, "acquire");
     assert_false(companion_held(other, name));
