@@ -39,7 +39,11 @@
 
 #define MAX_PROCS 8
 #define MAX_SPANS 64
-#define MAX_WRITES 8192
+/* Writes logged per candidate, for the term-order check; writes past
+ * the log are still counted (unlogged), for the row's count. A leader
+ * writes about 150 times a second under valgrind, so the log holds over
+ * 7 minutes of one term. */
+#define MAX_WRITES 65536
 #define MAX_EVENTS 256
 
 static const char *g_url;
@@ -70,6 +74,8 @@ typedef struct child_sh {
     span spans[MAX_SPANS];
     int nwrites;
     wrec writes[MAX_WRITES];
+    int64_t unlogged;          /* accepted writes past the log */
+    int64_t unlogged_maxtok;   /* and their largest term */
     int inflight;              /* a write sent, its outcome not noted */
     int refused;               /* fenced writes refused while acting */
     int stale;                 /* refused after the term had ended */
@@ -202,6 +208,10 @@ static int candidate(void *arg, int me)
                 c->writes[c->nwrites].at_us = t;
                 c->writes[c->nwrites].token = tok;
                 c->nwrites++;
+            } else if (rc == SQLLOCK_OK) {
+                c->unlogged++;
+                if (tok > c->unlogged_maxtok)
+                    c->unlogged_maxtok = tok;
             } else if (rc == SQLLOCK_LOST) {
                 /* Refused by the fence: a later term wrote first. A
                  * violation only if this candidate still holds term
@@ -327,13 +337,19 @@ static void check_log(sqllock_db *db, int n, int64_t row, int killed)
                                  (long long)y->start_us, (long long)y->end_us);
                 }
     for (a = 0; a < n; a++) {
-        total += g_sh->c[a].nwrites;
+        total += g_sh->c[a].nwrites + g_sh->c[a].unlogged;
+        if (g_sh->c[a].unlogged_maxtok > maxtok)
+            maxtok = g_sh->c[a].unlogged_maxtok;
+        if (g_sh->c[a].unlogged > 0)
+            printf("# candidate %d: %lld accepted writes past its log of "
+                   "%d (counted, not order-checked)\n", a,
+                   (long long)g_sh->c[a].unlogged, MAX_WRITES);
         if (g_sh->c[a].refused != 0 || g_sh->c[a].errors != 0)
             fail_msg("candidate %d: %d fenced writes refused and %d failed "
                      "while it was leader", a, g_sh->c[a].refused,
                      g_sh->c[a].errors);
     }
-    all = calloc((size_t)total + 1, sizeof *all);
+    all = calloc((size_t)total + 1, sizeof *all);   /* >= the logged */
     assert_non_null(all);
     for (a = 0; a < n; a++)
         for (i = 0; i < g_sh->c[a].nwrites; i++) {
