@@ -192,6 +192,43 @@ void sqllock__scrub(char *msg, size_t size, const char *secrets)
     sqllock__wipe(out, sizeof out);
 }
 
+/* A derived name in a message (NAME, the separator 0x1f, a tag: the row
+ * of a semaphore's permit, a reader, a queued waiter, a leadership; see
+ * internal.h) is shown as "NAME [tag]", as `sqllock list` shows it: the
+ * tag ends at the first character that is not printable ASCII or is a
+ * quote. Whoever made the call that failed -- sqllock_sem_*(), or
+ * sqllock_lease_*() on the lease sqllock_sem_lease() gave -- reads the
+ * same. */
+static void show_derived(char *msg, size_t size)
+{
+    char out[SQLLOCK__ERRMSG_MAX];
+    const char *m = msg;
+    size_t o = 0;
+    int open = 0;
+
+    if (strchr(msg, SQLLOCK__SEP) == NULL)
+        return;
+    for (; *m != '\0' && o + 3 < sizeof out; m++) {
+        if (*m == SQLLOCK__SEP) {
+            out[o++] = ' ';
+            out[o++] = '[';
+            open = 1;
+            continue;
+        }
+        if (open && (*m < 0x21 || *m > 0x7e || *m == '\'')) {
+            out[o++] = ']';
+            open = 0;
+        }
+        out[o++] = *m;
+    }
+    if (open && o + 1 < sizeof out)
+        out[o++] = ']';
+    if (o >= size)
+        o = size - 1;
+    memcpy(msg, out, o);
+    msg[o] = '\0';
+}
+
 int sqllock__fail(sqllock_db *db, int status, const char *fmt, ...)
 {
     va_list ap;
@@ -202,6 +239,7 @@ int sqllock__fail(sqllock_db *db, int status, const char *fmt, ...)
     va_start(ap, fmt);
     sqllock__vformat(db->errmsg, sizeof db->errmsg, fmt, ap);
     va_end(ap);
+    show_derived(db->errmsg, sizeof db->errmsg);
     sqllock__scrub(db->errmsg, sizeof db->errmsg, db->secrets);
     return status;
 }

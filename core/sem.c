@@ -52,37 +52,6 @@ struct sqllock_sem {
     char name[SQLLOCK_PRIMITIVE_NAME_MAX + 1];
 };
 
-/* A message of a permit's lease names its row "NAME\x1fp<i>": shown as
- * "NAME [p<i>]", as `sqllock list` shows it. */
-static int tidy(sqllock_db *db, int rc)
-{
-    char out[SQLLOCK__ERRMSG_MAX];
-    const char *m = db->errmsg;
-    size_t o = 0;
-    int open = 0;
-
-    if (rc == SQLLOCK_OK || strchr(m, SQLLOCK__SEP) == NULL)
-        return rc;
-    for (; *m != '\0' && o + 3 < sizeof out; m++) {
-        if (*m == SQLLOCK__SEP) {
-            out[o++] = ' ';
-            out[o++] = '[';
-            open = 1;
-            continue;
-        }
-        if (open && (*m < 0x21 || *m > 0x7e || *m == '\'')) {
-            out[o++] = ']';
-            open = 0;
-        }
-        out[o++] = *m;
-    }
-    if (open && o + 1 < sizeof out)
-        out[o++] = ']';
-    out[o] = '\0';
-    memcpy(db->errmsg, out, o + 1);
-    return rc;
-}
-
 /* The lease handle of slot i, made on first use. */
 static int slot_lease(sqllock_sem *s, int i, sqllock_lease **out)
 {
@@ -208,7 +177,7 @@ done:
     if (rc == SQLLOCK_BUSY)
         return sqllock__fail(s->db, SQLLOCK_BUSY, "semaphore '%s' has all "
                              "its %d permits held", s->name, s->permits);
-    return tidy(s->db, rc);
+    return rc;
 }
 
 int sqllock_sem_new(sqllock_db *db, const char *name, int permits,
@@ -402,7 +371,7 @@ int sqllock_sem_release(sqllock_sem *sem)
                              "'%s' had already been lost: taken over by "
                              "another owner, or removed after it expired",
                              slot, sem->name);
-    return tidy(sem->db, rc);
+    return rc;
 }
 
 sqllock_lease *sqllock_sem_lease(const sqllock_sem *sem)

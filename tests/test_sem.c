@@ -29,10 +29,12 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "internal.h"
 #include "test_util.h"
 #include "test_run.h"
 #include "test_spawn.h"
@@ -636,6 +638,33 @@ static void test_sem_M1_L4_L5_permit_is_a_lease(void **state)
     expect_msg_any(db, "lost message", "permit 0");
     assert_int_equal(sqllock_sem_permit(a), -1);
     EXPECT_RC(db, sqllock_sem_release(b), SQLLOCK_OK, "b's release");
+    /* A call on the permit's own lease, whose row an operator deleted:
+     * LOST, and its message shows the row as `sqllock list` does,
+     * "NAME [p0]", not with the raw separator 0x1f. */
+    EXPECT_RC(db, sqllock_sem_try_acquire(a), SQLLOCK_OK, "a again");
+    la = sqllock_sem_lease(a);
+    assert_non_null(la);
+    {
+        char row[160], want[160];
+        sqllock_value v;
+        int64_t affected = -1;
+
+        snprintf(row, sizeof row, "%s%cp0", name, 0x1f);
+        assert_string_equal(sqllock_lease_name(la), row);
+        v = sqllock__text(row);
+        EXPECT_RC(db, sqllock__exec_sql(
+                          db, tu_sql_for(sqllock_db_driver(db))->delete_lease,
+                          &v, 1, NULL, NULL, &affected),
+                  SQLLOCK_OK, "delete the permit's row");
+        assert_int_equal(affected, 1);
+        EXPECT_RC(db, sqllock_lease_renew(la), SQLLOCK_LOST,
+                  "renewing the permit's lease");
+        snprintf(want, sizeof want, "'%s [p0]'", name);
+        if (strchr(sqllock_errmsg(db), 0x1f) != NULL ||
+            strstr(sqllock_errmsg(db), want) == NULL)
+            fail_msg("the message does not show the row as %s: %s", want,
+                     sqllock_errmsg(db));
+    }
     sqllock_sem_free(a);
     sqllock_sem_free(b);
     sqllock_close(db);
