@@ -11,7 +11,7 @@
 
 -- Concurrent CREATE ... IF NOT EXISTS can still collide in the catalogs;
 -- this transaction-scoped advisory lock makes concurrent inits take turns.
-SELECT pg_advisory_xact_lock(1936814924, 0);
+SELECT pg_catalog.pg_advisory_xact_lock(1936814924, 0);
 
 CREATE TABLE IF NOT EXISTS sqllock_meta (
     key   text PRIMARY KEY,

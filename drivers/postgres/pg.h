@@ -80,6 +80,8 @@ struct sqllock_conn {
                                     never closed here, no C2 checks */
     int was_nonblocking;         /* its nonblocking mode before our round
                                     trip, put back after it */
+    int pins_unsent;             /* a pooler refused the pins in the
+                                    connect: they go in a SET after it */
 };
 
 struct sqllock_stmt {
@@ -112,6 +114,11 @@ int sqllock__pg_stmt_kind(const char *sql);
 int sqllock__pg_upgrade(sqllock_conn *c, sqllock_dberr *err);
 /* TXN_LOCK_TIMEOUT for this transaction only (transaction pooling). */
 extern const char sqllock__pg_sql_lock_timeout_local[];
+/* Every transaction the driver begins (DESIGN D5): READ COMMITTED whatever
+ * the session's default_transaction_isolation says, also behind a
+ * transaction pooler, where no session setting of ours survives
+ * (pg_sql.c, SESSION_PINS, says why the statements need it). */
+#define PG_BEGIN "BEGIN ISOLATION LEVEL READ COMMITTED"
 
 /* pg_url.c. Reads sqllock's parameters and builds the URLs for libpq;
  * free the result with sqllock__pg_target_free(). */
@@ -127,10 +134,12 @@ void sqllock__pg_disconnect(sqllock_conn *c);
 int sqllock__pg_adopt(void *native, const sqllock_connect_params *p,
                       sqllock_conn **out, sqllock_dberr *err);
 int sqllock__pg_txn_status(sqllock_conn *c, int *in_txn, sqllock_dberr *err);
-/* Connects to a libpq URL without sqllock's parameters, pooler none (the
- * listener's connection). */
-int sqllock__pg_connect_url(const char *libpq_url, int64_t connect_ms,
-                            sqllock_conn **out, sqllock_dberr *err);
+/* Connects to a libpq URL without sqllock's parameters (pooler none: the
+ * listener's connection, whose session settings are pinned in the connect
+ * when `pin` says so; pg_conn.c, PINS_OPTIONS). */
+int sqllock__pg_connect_url(const char *libpq_url, int pin,
+                            int64_t connect_ms, sqllock_conn **out,
+                            sqllock_dberr *err);
 /* Waits until `fd` is ready for `events` or the deadline passes: 1 ready,
  * 0 out of time, -1 poll() failed (errno). */
 int sqllock__pg_wait_fd(int fd, short events, int64_t deadline_ms);
@@ -164,8 +173,9 @@ int64_t sqllock__pg_insert_id(sqllock_stmt *s);
 void *sqllock__pg_native(sqllock_conn *c);
 
 /* pg_txn.c */
-/* One round trip ("SELECT 1") bounded by bound_ms. */
-int sqllock__pg_ping(sqllock_conn *c, int64_t bound_ms, sqllock_dberr *err);
+/* One round trip of `sql` (simple query protocol) bounded by bound_ms. */
+int sqllock__pg_simple_within(sqllock_conn *c, const char *sql,
+                              int64_t bound_ms, sqllock_dberr *err);
 int sqllock__pg_simple(sqllock_conn *c, const char *sql, sqllock_dberr *err);
 int sqllock__pg_exec_script(sqllock_conn *c, const char *sql,
                             sqllock_dberr *err);

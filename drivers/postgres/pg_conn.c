@@ -162,17 +162,89 @@ static int connect_params(const char *const *keys, const char *const *vals,
     return rc;
 }
 
+/*
+ * DESIGN D5: the session settings the library's statements rely on,
+ * pinned on every connection of its own, whatever the server, the
+ * database, the role, PGOPTIONS or the URL's options= set:
+ * - READ COMMITTED (pg_sql.c, SESSION_PINS, says why; the statements
+ *   also check it, and the transactions the driver begins name it);
+ * - no lock_timeout: a lease statement's short wait for another grant
+ *   of the same name must not become an error, and a row-lock
+ *   transaction sets its own wait (TXN_LOCK_TIMEOUT);
+ * - no statement_timeout: the client bounds every round trip itself
+ *   (statement_timeout_ms + lock_wait_ms), and a row-lock wait the
+ *   caller asked for must not be cut short by the role's setting;
+ * - client_encoding UTF8 (a connect parameter): names, owners and
+ *   holders are UTF-8, and one converted from another client encoding
+ *   would be another name in the table than the same name sent by
+ *   another client.
+ * Without a pooler they go in the connect itself (the startup packet's
+ * options, after the user's own, so that they win): no round trip. A
+ * pooler in session mode (PgBouncer refuses a startup `options`
+ * parameter it does not know, "unsupported startup parameter") and
+ * pgpool-II get them as SETs in one round trip after the connect --
+ * PgBouncer's server_reset_query (DISCARD ALL) takes them off the server
+ * connection when the client leaves -- and so does a connect that
+ * PgBouncer refused for the options without pooler= in the URL. Behind a
+ * transaction pooler no session setting may be made (C1): each
+ * statement sets what it needs for its own transaction.
+ */
+#define PINS_OPTIONS                                                          \
+    "-c default_transaction_isolation=read\\ committed -c lock_timeout=0 "    \
+    "-c statement_timeout=0"
+static const char pins_set[] =
+    "SET default_transaction_isolation = 'read committed'; "
+    "SET lock_timeout = 0; SET statement_timeout = 0";
+
+/* The startup options: the user's own (the URL's options=, else
+ * $PGOPTIONS, as libpq would take them), then the pins. malloc'd; NULL
+ * when memory ran out. */
+static char *pinned_options(const char *libpq_url)
+{
+    PQconninfoOption *opts = PQconninfoParse(libpq_url, NULL), *o;
+    const char *user = NULL;
+    char *out;
+    size_t n;
+
+    for (o = opts; o != NULL && o->keyword != NULL; o++)
+        if (strcmp(o->keyword, "options") == 0 && o->val != NULL)
+            user = o->val;
+    if (user == NULL)
+        user = getenv("PGOPTIONS");
+    n = (user != NULL ? strlen(user) + 1 : 0) + sizeof PINS_OPTIONS;
+    out = malloc(n);
+    if (out != NULL)
+        snprintf(out, n, "%s%s%s", user != NULL ? user : "",
+                 user != NULL ? " " : "", PINS_OPTIONS);
+    PQconninfoFree(opts);
+    return out;
+}
+
 /* Connects to `libpq_url` (one host, or libpq's default when it names
- * none: a unix socket, the PG* environment variables) within timeout_ms.
- * A URL libpq cannot parse is refused by the connect, with libpq's own
- * message. */
-static int connect_libpq(const char *libpq_url, int64_t timeout_ms,
+ * none: a unix socket, the PG* environment variables) within timeout_ms,
+ * with the pins in the startup packet when `pin` says so. A URL libpq
+ * cannot parse is refused by the connect, with libpq's own message. */
+static int connect_libpq(const char *libpq_url, int pin, int64_t timeout_ms,
                          PGconn **out, sqllock_dberr *err)
 {
-    const char *keys[] = { "application_name", "dbname", NULL };
-    const char *vals[] = { "sqllock", libpq_url, NULL };
+    const char *keys[] = { "application_name", "dbname", "client_encoding",
+                           "options", NULL };
+    const char *vals[] = { "sqllock", libpq_url, "UTF8", NULL, NULL };
+    char *options = NULL;
+    int rc;
 
-    return connect_params(keys, vals, 1, timeout_ms, out, err);
+    if (pin) {
+        options = pinned_options(libpq_url);
+        if (options == NULL)
+            return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "",
+                                     "out of memory");
+        vals[3] = options;
+    } else {
+        keys[3] = NULL;
+    }
+    rc = connect_params(keys, vals, 1, timeout_ms, out, err);
+    free(options);
+    return rc;
 }
 
 /* 64 bits from the OS's random source for the names of a connection's
@@ -193,9 +265,11 @@ static uint64_t name_nonce(const void *salt)
     return v;
 }
 
-int sqllock__pg_connect_url(const char *libpq_url, int64_t connect_ms,
-                            sqllock_conn **out, sqllock_dberr *err)
+int sqllock__pg_connect_url(const char *libpq_url, int pin,
+                            int64_t connect_ms, sqllock_conn **out,
+                            sqllock_dberr *err)
 {
+    int64_t start = sqllock__now_ms();
     sqllock_conn *c;
     PGconn *pg = NULL;
     int status;
@@ -204,7 +278,15 @@ int sqllock__pg_connect_url(const char *libpq_url, int64_t connect_ms,
     c = calloc(1, sizeof *c);
     if (c == NULL)
         return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory");
-    status = connect_libpq(libpq_url, connect_ms, &pg, err);
+    status = connect_libpq(libpq_url, pin, connect_ms, &pg, err);
+    /* PgBouncer without pooler= in the URL: the pins go in a SET. */
+    if (status == SQLLOCK_ECONNECT && pin &&
+        has_text(err->msg, "unsupported startup parameter")) {
+        int64_t left = connect_ms - (sqllock__now_ms() - start);
+
+        status = connect_libpq(libpq_url, 0, left > 1 ? left : 1, &pg, err);
+        c->pins_unsent = 1;
+    }
     if (status != SQLLOCK_OK) {
         free(c);
         return status;
@@ -239,8 +321,8 @@ static int session_ready(sqllock_conn *c, int64_t left_ms, int64_t bound_ms,
 
     if (left_ms < 1)
         left_ms = 1;
-    rc = sqllock__pg_ping(c, left_ms, err);
-    if (rc == SQLLOCK_ECONNECT && c->broken)
+    rc = sqllock__pg_simple_within(c, pins_set, left_ms, err);
+    if (rc == SQLLOCK_ECONNECT && c->broken && c->pooler == PG_POOLER_SESSION)
         rc = sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "connected to "
                                "the pooler, but it gave this client no "
                                "server connection within the connect "
@@ -268,8 +350,10 @@ int sqllock__pg_connect(const sqllock_url *url,
     status = sqllock__pg_url_read(url, &t, err);
     if (status != SQLLOCK_OK)
         return status;
-    status = sqllock__pg_connect_url(t.libpq_url, p->connect_timeout_ms, &c,
-                                     err);
+    /* Behind a pooler the pins are SETs (session, pgpool) or each
+     * statement's own (transaction); see PINS_OPTIONS. */
+    status = sqllock__pg_connect_url(t.libpq_url, t.pooler == PG_POOLER_NONE,
+                                     p->connect_timeout_ms, &c, err);
     if (status != SQLLOCK_OK) {
         sqllock__pg_target_free(&t);
         return status;
@@ -280,7 +364,8 @@ int sqllock__pg_connect(const sqllock_url *url,
     c->listen_url = t.listen_url;         /* the connection's now */
     t.listen_url = NULL;
     sqllock__pg_target_free(&t);
-    if (c->pooler == PG_POOLER_SESSION) {
+    if (c->pooler == PG_POOLER_SESSION || c->pooler == PG_POOLER_PGPOOL ||
+        c->pins_unsent) {
         status = session_ready(c, p->connect_timeout_ms -
                                (sqllock__now_ms() - start),
                                p->connect_timeout_ms, err);

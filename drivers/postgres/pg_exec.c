@@ -389,7 +389,8 @@ static int pipeline(sqllock_stmt *s, int nargs, const char *const *vals,
         return sqllock__pg_fail(c->pg, NULL, err);
     c->in_txn = 1;                     /* no C2 check inside */
     if (with & SQLLOCK_EXEC_BEGIN) {
-        ok = PQsendQueryParams(c->pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
+        ok = PQsendQueryParams(c->pg, PG_BEGIN, 0, NULL, NULL, NULL, NULL,
+                               0);
         nq++;
         if (ok && c->pooler == PG_POOLER_TRANSACTION &&
             c->txn_lock_timeout_ms >= 0) {

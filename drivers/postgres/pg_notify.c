@@ -83,7 +83,7 @@ static sqllock_conn *listen_conn(sqllock_conn *c, int open, int *rc,
         return NULL;
     }
     if (c->listener == NULL && open) {
-        *rc = sqllock__pg_connect_url(c->listen_url, c->connect_ms,
+        *rc = sqllock__pg_connect_url(c->listen_url, 1, c->connect_ms,
                                       &c->listener, err);
         if (*rc != SQLLOCK_OK) {
             *rc = listener_failed(c, *rc, err);

@@ -12,13 +12,55 @@
  * key only make some acquires wait a moment; nothing else. */
 #define LOCK_CLASS "1936814924"
 
+/*
+ * DESIGN D5: no statement depends on what the session's search_path finds
+ * for a function. The tables (and the token sequence) are named without a
+ * schema, so that the search_path says where they are, as it does for the
+ * application's own; every function is named with its schema, pg_catalog,
+ * so that a schema listed before pg_catalog in the search_path (a user's
+ * own now() or hashtext(), say) cannot take its place. The functions of
+ * sqllock's own (sqllock_*_v2) are found through the search_path, as the
+ * tables are; inside them, the same rule.
+ */
+#define NOW "pg_catalog.now()"
+#define HASH(name) "pg_catalog.hashtext(" name ")"
+
+/*
+ * DESIGN D5: what the statements rely on of the session, whatever it
+ * says. Each statement that takes or waits for a lock, or reads what
+ * another transaction committed meanwhile, needs READ COMMITTED: a fresh
+ * snapshot for each statement (the reader's function below, the
+ * writer's RW_EXPIRE), and a row changed since the statement began read
+ * again in its latest version rather than failing with a serialization
+ * error (the takeover of an expired lease, renewals, the reaper).
+ * Setting transaction_isolation to the level it has is allowed at any
+ * time, and to another level only before the transaction's first
+ * snapshot -- which the statement itself has taken -- so
+ * set_config('transaction_isolation', 'read committed', true) here is a
+ * check that fails closed: under REPEATABLE READ or SERIALIZABLE the
+ * statement fails with 25001 ("SET TRANSACTION ISOLATION LEVEL must be
+ * called before any query") before it does anything, and pg_error.c
+ * says what to change. The library's own connections never meet it: the
+ * connect pins READ COMMITTED (pg_conn.c), and its transactions begin
+ * with BEGIN ISOLATION LEVEL READ COMMITTED (pg_txn.c, pg_exec.c).
+ * lock_timeout = 0 for the statement's own transaction: a lease
+ * statement waits only for another grant of the same name (the advisory
+ * lock) or a row that a renewal, a release or a guarded write holds, and
+ * a lock_timeout the role or database sets would turn that short wait
+ * into an error. The client bounds every round trip itself
+ * (statement_timeout_ms + lock_wait_ms).
+ */
+#define SESSION_PINS                                                          \
+    "pg_catalog.set_config('transaction_isolation', 'read committed', true), " \
+    "pg_catalog.set_config('lock_timeout', '0', true)"
+
 /* A new lease row's values, as SQL text (the statements' parameters, or
  * a function's parameters and variables), with a token drawn from the
  * sequence, and its columns. */
 #define LEASE_COLUMNS "(name, owner, holder, token, acquired_at, expires_at)"
 #define LEASE_VALUES(name, owner, holder, ttl_ms)                             \
-    name ", " owner ", " holder ", nextval('sqllock_token_seq'), now(), "      \
-    "now() + " ttl_ms " * interval '1 millisecond'"
+    name ", " owner ", " holder ", pg_catalog.nextval('sqllock_token_seq'), " \
+    NOW ", " NOW " + " ttl_ms " * interval '1 millisecond'"
 
 /* The insert or takeover of `rows` (a SELECT or VALUES of LEASE_VALUES),
  * RETURNING `returning`: the same text in LEASE_ACQUIRE and in the
@@ -39,11 +81,14 @@
  * their tokens in the order they are granted (L5): a token can never be
  * drawn by a statement that then waits for another acquire of the same
  * name to commit. now() is the statement's start; if the statement waited,
- * the new lease is that much shorter, never longer, than the ttl. */
+ * the new lease is that much shorter, never longer, than the ttl. The
+ * session pins come first in the select list, which is evaluated in
+ * order: the lock's wait already has no lock_timeout. */
 #define LEASE_ACQUIRE(turn_extra)                                             \
     LEASE_UPSERT("SELECT " LEASE_VALUES("$1", "$2", "$3", "$4::float8") " "   \
-                 "FROM (SELECT pg_advisory_xact_lock(" LOCK_CLASS ", "         \
-                 "hashtext($1))" turn_extra ") AS turn", "token")
+                 "FROM (SELECT " SESSION_PINS ", "                             \
+                 "pg_catalog.pg_advisory_xact_lock(" LOCK_CLASS ", "           \
+                 HASH("$1") ")" turn_extra ") AS turn", "token")
 
 /*
  * L10 whatever the session says. The URL goes to libpq whole, so
@@ -75,22 +120,24 @@ static const char SQL_LEASE_ACQUIRE[] = LEASE_ACQUIRE(", " DURABLE_COMMIT);
  * the subquery's select list, which the planner keeps and runs, like the
  * advisory lock beside it; it lasts for this statement's transaction. */
 static const char SQL_LEASE_ACQUIRE_FAST[] =
-    LEASE_ACQUIRE(", set_config('synchronous_commit', 'off', true)");
+    LEASE_ACQUIRE(", pg_catalog.set_config('synchronous_commit', 'off', "
+                  "true)");
 
 /* The EXISTS test on the CTE is a one-time filter that the executor runs
  * before the scan, so the durable setting is made whether or not the row
  * is still ours (as in the fast variant below). */
 static const char SQL_LEASE_RENEW[] =
-    "WITH durable AS (SELECT " DURABLE_COMMIT ") "
+    "WITH durable AS (SELECT " SESSION_PINS ", " DURABLE_COMMIT ") "
     "UPDATE sqllock_lease "
-    "SET expires_at = now() + $4::float8 * interval '1 millisecond' "
+    "SET expires_at = " NOW " + $4::float8 * interval '1 millisecond' "
     "WHERE name = $1 AND owner = $2 AND token = $3 "
     "AND EXISTS (SELECT 1 FROM durable)";
 
 static const char SQL_LEASE_RENEW_FAST[] =
-    "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)) "
+    "WITH async AS (SELECT " SESSION_PINS ", "
+    "pg_catalog.set_config('synchronous_commit', 'off', true)) "
     "UPDATE sqllock_lease "
-    "SET expires_at = now() + $4::float8 * interval '1 millisecond' "
+    "SET expires_at = " NOW " + $4::float8 * interval '1 millisecond' "
     "WHERE name = $1 AND owner = $2 AND token = $3 "
     "AND EXISTS (SELECT 1 FROM async)";
 
@@ -104,9 +151,9 @@ static const char SQL_LEASE_RENEW_FAST[] =
  * the primary key, so the lookup uses it. The commit is made durable
  * (or, for the fast variant, asynchronous) as in the single renewals. */
 #define LEASE_RENEW_MANY(cte)                                                 \
-    "WITH c AS (SELECT " cte ") "                                              \
+    "WITH c AS (SELECT " SESSION_PINS ", " cte ") "                            \
     "UPDATE sqllock_lease AS l "                                               \
-    "SET expires_at = now() + b.ttl * interval '1 millisecond' "               \
+    "SET expires_at = " NOW " + b.ttl * interval '1 millisecond' "             \
     "FROM (SELECT (e->>0) COLLATE \"C\" AS name, e->>1 AS owner, "            \
     "(e->>2)::bigint AS token, (e->>3)::float8 AS ttl "                        \
     "FROM pg_catalog.jsonb_array_elements($1::jsonb) AS e) AS b "              \
@@ -116,7 +163,8 @@ static const char SQL_LEASE_RENEW_FAST[] =
 
 static const char SQL_LEASE_RENEW_MANY[] = LEASE_RENEW_MANY(DURABLE_COMMIT);
 static const char SQL_LEASE_RENEW_MANY_FAST[] =
-    LEASE_RENEW_MANY("set_config('synchronous_commit', 'off', true)");
+    LEASE_RENEW_MANY("pg_catalog.set_config('synchronous_commit', 'off', "
+                     "true)");
 
 /* L10: a release need not be durable, so its commit does not wait for the
  * WAL flush. set_config(..., true) lasts for this statement's own
@@ -126,17 +174,19 @@ static const char SQL_LEASE_RENEW_MANY_FAST[] =
  * the commit, so a waiter woken by it finds the row gone. A NULL channel
  * (a lease with SQLLOCK_LEASE_NO_WAKEUP) notifies no one. */
 static const char SQL_LEASE_RELEASE[] =
-    "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)) "
+    "WITH async AS (SELECT " SESSION_PINS ", "
+    "pg_catalog.set_config('synchronous_commit', 'off', true)) "
     "DELETE FROM sqllock_lease "
     "WHERE name = $1 AND owner = $2 AND token = $3 "
     "AND EXISTS (SELECT 1 FROM async) "
-    "RETURNING CASE WHEN $4::text IS NOT NULL THEN pg_notify($4, '') END";
+    "RETURNING CASE WHEN $4::text IS NOT NULL THEN "
+    "pg_catalog.pg_notify($4, '') END";
 
 static const char SQL_LEASE_LIST[] =
     "SELECT name, owner, holder, token, "
     "(extract(epoch FROM acquired_at) * 1000)::bigint, "
     "(extract(epoch FROM expires_at) * 1000)::bigint, "
-    "(extract(epoch FROM expires_at - now()) * 1000)::bigint "
+    "(extract(epoch FROM expires_at - " NOW ") * 1000)::bigint "
     "FROM sqllock_lease ORDER BY name";
 
 /* LEASE_RANGE: LEASE_LIST's columns for lo <= name < hi (the column's "C"
@@ -145,7 +195,7 @@ static const char SQL_LEASE_RANGE[] =
     "SELECT name, owner, holder, token, "
     "(extract(epoch FROM acquired_at) * 1000)::bigint, "
     "(extract(epoch FROM expires_at) * 1000)::bigint, "
-    "(extract(epoch FROM expires_at - now()) * 1000)::bigint "
+    "(extract(epoch FROM expires_at - " NOW ") * 1000)::bigint "
     "FROM sqllock_lease WHERE name >= $1 AND name < $2 ORDER BY name";
 
 static const char SQL_SCHEMA_VERSION[] =
@@ -183,7 +233,7 @@ static const char SQL_ROW_ENSURE[] =
  * lock_timeout takes at most INT_MAX ms (24.8 days); a longer timeout
  * (SQLLOCK_WAIT_FOREVER, say) waits that long rather than failing. */
 static const char SQL_TXN_LOCK_TIMEOUT[] =
-    "SELECT set_config('lock_timeout', "
+    "SELECT pg_catalog.set_config('lock_timeout', "
     "LEAST($1::bigint, 2147483647) || 'ms', false)";
 
 /* A borrowed connection's own lock timeout, to put back after a row-lock
@@ -199,7 +249,7 @@ static const char SQL_LOCK_TIMEOUT_GET[] =
  * transaction only, and begin() sets it again in every transaction (see
  * sqllock__pg_begin()). */
 const char sqllock__pg_sql_lock_timeout_local[] =
-    "SELECT set_config('lock_timeout', "
+    "SELECT pg_catalog.set_config('lock_timeout', "
     "LEAST($1::bigint, 2147483647) || 'ms', true)";
 
 /* P1, P2: the expiry test is in the DELETE itself, by the server's clock
@@ -216,10 +266,12 @@ const char sqllock__pg_sql_lock_timeout_local[] =
  * when locked (PostgreSQL re-evaluates it on the latest version in READ
  * COMMITTED). */
 #define REAP_EXPIRED \
-    "expires_at < now() - $1::float8 * interval '1 millisecond'"
+    "expires_at < " NOW " - $1::float8 * interval '1 millisecond'"
 static const char SQL_LEASE_REAP[] =
-    "WITH victims AS MATERIALIZED ("
+    "WITH pins AS (SELECT " SESSION_PINS "), "
+    "victims AS MATERIALIZED ("
     "SELECT name FROM sqllock_lease WHERE " REAP_EXPIRED " "
+    "AND EXISTS (SELECT 1 FROM pins) "
     "ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
     "DELETE FROM sqllock_lease WHERE name IN (SELECT name FROM victims) "
     "AND " REAP_EXPIRED;
@@ -248,27 +300,54 @@ static const char SQL_LEASE_GUARD[] =
     "AND expires_at > pg_catalog.clock_timestamp() FOR SHARE)";
 
 /*
+ * The session pins of the functions below, as their first statements (in
+ * a function, the snapshot of the statement that called it already
+ * exists, so the isolation level can only be checked, as SESSION_PINS
+ * does), and what creates a function where it is missing: a DO block
+ * that also takes "another session created it first" and "this user may
+ * not" as done (the core then does without it). A function's name
+ * carries a version, as MySQL's routines: upgrade() never replaces a
+ * function, so a changed text gets a new name, and clients of an older
+ * version keep calling the old one, which stays.
+ */
+#define FUNCTION_PINS                                                         \
+    "  PERFORM pg_catalog.set_config('transaction_isolation', "                \
+    "'read committed', true);\n"                                               \
+    "  PERFORM pg_catalog.set_config('lock_timeout', '0', true);\n"            \
+    "  PERFORM " DURABLE_COMMIT ";\n"
+#define CREATE_IF_MISSING(signature, create)                                  \
+    "DO $sqllock_do$ BEGIN\n"                                                  \
+    "IF pg_catalog.to_regprocedure('" signature "') IS NULL THEN\n"            \
+    create                                                                     \
+    "END IF;\n"                                                                \
+    "EXCEPTION WHEN duplicate_function OR unique_violation OR "                \
+    "insufficient_privilege OR read_only_sql_transaction THEN NULL;\n"         \
+    "END $sqllock_do$"
+
+/*
  * L12 in one round trip (LEASE_ACQUIRE_MANY, driver version 9): a
- * function that takes each name, in the order given (the core sorts
- * them), exactly as SQL_LEASE_ACQUIRE does -- the name's advisory lock,
- * then the insert or takeover with a token drawn after it -- inside a
- * block whose exception undoes them all (a subtransaction) when a name
- * is held: RAISE with the held name's position, caught, and answered as
- * the row (position, ''). The tokens drawn before it stay drawn: a gap
- * in the sequence (L5 allows it). Its commit is durable whatever the
- * session says (DURABLE_COMMIT, as the single grant). Its name carries
- * a version, as MySQL's routines; upgrade() creates it when it is
- * missing, in a DO block that also takes "another session created it
- * first" and "this user may not" as done (the core then uses a
- * transaction of LEASE_ACQUIRE statements).
+ * function that takes every name's advisory lock first -- each key once,
+ * in ascending order of the keys, not of the names: two names whose
+ * hashtext() is the same share one key, and taken in the order of the
+ * names (a < b < c, key(a) = key(c)) one caller holding key(a) and
+ * waiting for key(b) and another holding key(b) and waiting for key(c)
+ * would deadlock (sqllock_acquire_many_v1 did) -- then, in the order
+ * given (the core sorts the names), the insert or takeover of each name
+ * exactly as SQL_LEASE_ACQUIRE does it, with a token drawn after the
+ * name's lock, inside a block whose exception undoes them all (a
+ * subtransaction) when a name is held: RAISE with the held name's
+ * position, caught, and answered as the row (position, ''). The tokens
+ * drawn before it stay drawn: a gap in the sequence (L5 allows it). Its
+ * commit is durable whatever the session says (DURABLE_COMMIT, as the
+ * single grant). A single acquire takes one key, a reader one key
+ * (shared): no two callers ever wait for each other's keys in opposite
+ * orders.
  */
 #define ACQUIRE_MANY_SIGNATURE \
-    "sqllock_acquire_many_v1(text, text, text, double precision)"
-static const char SQL_ACQUIRE_MANY_CREATE[] =
-    "DO $sqllock_do$ BEGIN\n"
-    "IF pg_catalog.to_regprocedure('" ACQUIRE_MANY_SIGNATURE "') IS NULL "
-    "THEN\n"
-    "CREATE FUNCTION sqllock_acquire_many_v1(p_names text, p_owners text, "
+    "sqllock_acquire_many_v2(text, text, text, double precision)"
+static const char SQL_ACQUIRE_MANY_CREATE[] = CREATE_IF_MISSING(
+    ACQUIRE_MANY_SIGNATURE,
+    "CREATE FUNCTION sqllock_acquire_many_v2(p_names text, p_owners text, "
     "p_holder text, p_ttl_ms double precision)\n"
     "RETURNS TABLE (o_blocker integer, o_tokens text)\n"
     "LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $sqllock_f$\n"
@@ -278,12 +357,15 @@ static const char SQL_ACQUIRE_MANY_CREATE[] =
     "  v_owners text[] := pg_catalog.string_to_array(p_owners, E'\\n');\n"
     "  v_tokens text := '';\n"
     "  v_token bigint;\n"
+    "  v_key integer;\n"
     "BEGIN\n"
-    "  PERFORM " DURABLE_COMMIT ";\n"
+    FUNCTION_PINS
+    "  FOR v_key IN SELECT DISTINCT " HASH("n") " "
+    "FROM pg_catalog.unnest(v_names) AS n ORDER BY 1 LOOP\n"
+    "    PERFORM pg_catalog.pg_advisory_xact_lock(" LOCK_CLASS ", v_key);\n"
+    "  END LOOP;\n"
     "  BEGIN\n"
     "    FOR i IN 1 .. pg_catalog.cardinality(v_names) LOOP\n"
-    "      PERFORM pg_advisory_xact_lock(" LOCK_CLASS ", "
-    "hashtext(v_names[i]));\n"
     "      v_token := NULL;\n"
     "      " LEASE_UPSERT("VALUES (" LEASE_VALUES("v_names[i]", "v_owners[i]",
                                              "p_holder", "p_ttl_ms") ")",
@@ -300,15 +382,11 @@ static const char SQL_ACQUIRE_MANY_CREATE[] =
     "  END;\n"
     "  RETURN QUERY SELECT 0, v_tokens;\n"
     "END\n"
-    "$sqllock_f$;\n"
-    "END IF;\n"
-    "EXCEPTION WHEN duplicate_function OR unique_violation OR "
-    "insufficient_privilege OR read_only_sql_transaction THEN NULL;\n"
-    "END $sqllock_do$";
+    "$sqllock_f$;\n");
 
 static const char SQL_LEASE_ACQUIRE_MANY[] =
     "SELECT o_blocker, o_tokens "
-    "FROM sqllock_acquire_many_v1($1, $2, $3, $4::float8)";
+    "FROM sqllock_acquire_many_v2($1, $2, $3, $4::float8)";
 
 /*
  * M2, a reader's grant (RW_READ_ACQUIRE, driver version 13), in one round
@@ -317,31 +395,34 @@ static const char SQL_LEASE_ACQUIRE_MANY[] =
  * takes exclusively in LEASE_ACQUIRE), and a statement's snapshot is
  * taken before any lock it waits for: a single statement that waited for
  * a writer's grant would not see the W it committed. In a VOLATILE
- * plpgsql function each statement takes a fresh snapshot (READ
- * COMMITTED). A W that has expired is deleted first, under its row lock
- * (a renewal in flight makes the DELETE wait and then see the new
+ * plpgsql function each statement takes a fresh snapshot -- in READ
+ * COMMITTED only: under REPEATABLE READ every statement of the function
+ * sees the snapshot its caller took before the wait, and a reader that
+ * waited for a writer's grant would not see W (sqllock_read_acquire_v1
+ * then granted a reader beside the writer); FUNCTION_PINS refuses any
+ * other level. A W that has expired is deleted first, under its row
+ * lock (a renewal in flight makes the DELETE wait and then see the new
  * expiry), so that a writer's late renewal finds no row (LOST) rather
  * than extending a W that readers already passed. The shared lock only
  * orders readers against grants of W; readers do not wait for each
- * other. Durable as a grant. upgrade() creates it as the multi-name
- * function.
+ * other. Durable as a grant.
  */
 #define READ_ACQUIRE_SIGNATURE \
-    "sqllock_read_acquire_v1(text, text, text, text, double precision)"
-static const char SQL_READ_ACQUIRE_CREATE[] =
-    "DO $sqllock_do$ BEGIN\n"
-    "IF pg_catalog.to_regprocedure('" READ_ACQUIRE_SIGNATURE "') IS NULL "
-    "THEN\n"
-    "CREATE FUNCTION sqllock_read_acquire_v1(p_w text, p_name text, "
+    "sqllock_read_acquire_v2(text, text, text, text, double precision)"
+static const char SQL_READ_ACQUIRE_CREATE[] = CREATE_IF_MISSING(
+    READ_ACQUIRE_SIGNATURE,
+    "CREATE FUNCTION sqllock_read_acquire_v2(p_w text, p_name text, "
     "p_owner text, p_holder text, p_ttl_ms double precision)\n"
     "RETURNS bigint\n"
     "LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $sqllock_f$\n"
     "DECLARE\n"
     "  v_token bigint;\n"
     "BEGIN\n"
-    "  PERFORM " DURABLE_COMMIT ";\n"
-    "  PERFORM pg_advisory_xact_lock_shared(" LOCK_CLASS ", hashtext(p_w));\n"
-    "  DELETE FROM sqllock_lease WHERE name = p_w AND expires_at <= now();\n"
+    FUNCTION_PINS
+    "  PERFORM pg_catalog.pg_advisory_xact_lock_shared(" LOCK_CLASS ", "
+    HASH("p_w") ");\n"
+    "  DELETE FROM sqllock_lease WHERE name = p_w AND expires_at <= " NOW
+    ";\n"
     "  IF EXISTS (SELECT 1 FROM sqllock_lease WHERE name = p_w) THEN\n"
     "    RETURN 0;\n"
     "  END IF;\n"
@@ -350,22 +431,18 @@ static const char SQL_READ_ACQUIRE_CREATE[] =
     "RETURNING token INTO v_token;\n"
     "  RETURN v_token;\n"
     "END\n"
-    "$sqllock_f$;\n"
-    "END IF;\n"
-    "EXCEPTION WHEN duplicate_function OR unique_violation OR "
-    "insufficient_privilege OR read_only_sql_transaction THEN NULL;\n"
-    "END $sqllock_do$";
+    "$sqllock_f$;\n");
 
 static const char SQL_RW_READ_ACQUIRE[] =
-    "SELECT sqllock_read_acquire_v1($1, $2, $3, $4, $5::float8)";
+    "SELECT sqllock_read_acquire_v2($1, $2, $3, $4, $5::float8)";
 
 /* RW_EXPIRE: the writer's check of the readers (and nothing else) relies
  * on this DELETE, which locks each row and re-reads a row a renewal
  * changed meanwhile (READ COMMITTED); durable, as the grant it leads to. */
 static const char SQL_RW_EXPIRE[] =
-    "WITH durable AS (SELECT " DURABLE_COMMIT ") "
+    "WITH durable AS (SELECT " SESSION_PINS ", " DURABLE_COMMIT ") "
     "DELETE FROM sqllock_lease WHERE name >= $1 AND name < $2 "
-    "AND expires_at <= now() AND EXISTS (SELECT 1 FROM durable)";
+    "AND expires_at <= " NOW " AND EXISTS (SELECT 1 FROM durable)";
 
 /* sqllock_init() on a current schema: the functions of
  * LEASE_ACQUIRE_MANY and RW_READ_ACQUIRE, where they are missing. */

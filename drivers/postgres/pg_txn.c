@@ -27,14 +27,15 @@ int sqllock__pg_simple(sqllock_conn *c, const char *sql, sqllock_dberr *err)
     return pg_simple_result(c, sql, NULL, err);
 }
 
-int sqllock__pg_ping(sqllock_conn *c, int64_t bound_ms, sqllock_dberr *err)
+int sqllock__pg_simple_within(sqllock_conn *c, const char *sql,
+                              int64_t bound_ms, sqllock_dberr *err)
 {
     int64_t statement_ms = c->statement_ms, lock_wait_ms = c->lock_wait_ms;
     int rc;
 
     c->statement_ms = bound_ms;
     c->lock_wait_ms = 0;
-    rc = sqllock__pg_simple(c, "SELECT 1", err);
+    rc = sqllock__pg_simple(c, sql, err);
     c->statement_ms = statement_ms;
     c->lock_wait_ms = lock_wait_ms;
     return rc;
@@ -57,12 +58,12 @@ int sqllock__pg_begin(sqllock_conn *c, sqllock_dberr *err)
     int rc;
 
     if (c->pooler == PG_POOLER_TRANSACTION && c->txn_lock_timeout_ms >= 0)
-        snprintf(sql, sizeof sql, "BEGIN; SELECT pg_catalog.set_config("
+        snprintf(sql, sizeof sql, PG_BEGIN "; SELECT pg_catalog.set_config("
                  "'lock_timeout', '%lldms', true)",
                  (long long)(c->txn_lock_timeout_ms > 2147483647
                              ? 2147483647 : c->txn_lock_timeout_ms));
     else
-        snprintf(sql, sizeof sql, "BEGIN");
+        snprintf(sql, sizeof sql, PG_BEGIN);
     c->in_txn = 1;
     rc = sqllock__pg_simple(c, sql, err);
     if (rc != SQLLOCK_OK)
