@@ -398,7 +398,7 @@ static int64_t session_wait_ms(app *a)
 {
     int64_t v = -1;
     const char *sql =
-        is_pg(a) ? "SELECT (EXTRACT(EPOCH FROM current_setting("
+        is_pg(a) ? "SELECT (EXTRACT(EPOCH FROM pg_catalog.current_setting("
                    "'lock_timeout')::interval) * 1000)::bigint"
         : is_sqlite(a) ? "PRAGMA busy_timeout"
                        : "SELECT @@SESSION.innodb_lock_wait_timeout * 1000";
@@ -664,7 +664,7 @@ static void test_borrow_G2_lost_connection_not_reconnected(void **state)
     /* KILL takes no placeholder; the id is the server's own number. */
     snprintf(kill, sizeof kill, "KILL %lld", (long long)pid.number);
     EXPECT_RC(own, sqllock_db_exec(own, is_pg(a) ? "SELECT "
-                                   "pg_terminate_backend($1::int)" : kill,
+                                   "pg_catalog.pg_terminate_backend($1::int)" : kill,
                                    &pid, is_pg(a) ? 1 : 0, NULL, NULL, NULL),
               SQLLOCK_OK, "end the application's session");
     tu_sleep_ms(100);

@@ -686,7 +686,7 @@ static void test_many_L12_round_trips_and_fallback(void **state)
         /* Drop the routine, as an older sqllock_init() would have left
          * the database; a fresh handle finds it missing. */
         EXPECT_RC(other, sqllock__exec_sql(other, pg
-                      ? "DROP FUNCTION sqllock_acquire_many_v1(text, text, "
+                      ? "DROP FUNCTION sqllock_acquire_many_v2(text, text, "
                         "text, double precision)"
                       : "DROP PROCEDURE sqllock_acquire_many_v1",
                       NULL, 0, NULL, NULL, NULL), SQLLOCK_OK, "drop");

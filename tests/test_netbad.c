@@ -230,7 +230,7 @@ static void kill_backend(fixture *f, sqllock_db *killer, int64_t id)
 
     if (strcmp(f->drv, "postgres") == 0) {
         TU_ASSERT_RC(sqllock__exec_sql(killer,
-                                    "SELECT pg_terminate_backend($1::int)",
+                                    "SELECT pg_catalog.pg_terminate_backend($1::int)",
                                     &v, 1, NULL, NULL, NULL),
                   SQLLOCK_OK, killer);
     } else {

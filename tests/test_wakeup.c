@@ -319,10 +319,10 @@ static void test_wakeup_L9_pg_listener_killed(void **state)
     end = tu_now_ms() + 10000;
     while (killed == 0 && tu_now_ms() < end) {
         EXPECT_RC(admin, sqllock__exec_sql(admin,
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM pg_stat_activity "
             "WHERE application_name = 'sqllock-test-waiter' AND state = 'idle' "
             "AND datname = current_database() "
-            "AND state_change < now() - interval '200 ms'", NULL, 0, &got_row,
+            "AND state_change < pg_catalog.now() - interval '200 ms'", NULL, 0, &got_row,
             &killed, NULL), SQLLOCK_OK, "kill the listener");
         if (killed == 0)
             tu_sleep_ms(10);
@@ -337,7 +337,7 @@ static void test_wakeup_L9_pg_listener_killed(void **state)
             "SELECT count(*) FROM pg_stat_activity WHERE "
             "application_name = 'sqllock-test-waiter' AND state = 'idle' "
             "AND datname = current_database() "
-            "AND state_change < now() - interval '300 ms'", NULL, 0,
+            "AND state_change < pg_catalog.now() - interval '300 ms'", NULL, 0,
             &got_row, &has, NULL), SQLLOCK_OK, "waiting again?");
     } while (has == 0 && tu_now_ms() < end);
     if (has != 1)

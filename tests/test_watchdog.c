@@ -427,9 +427,9 @@ static int64_t kill_blocked(sqllock_db *blocker, sqllock_db *admin)
     while (n == 0 && tu_now_ms() < end) {
         if (strcmp(drv, "postgres") == 0) {
             EXPECT_RC(blocker, sqllock__exec_sql(blocker,
-                "SELECT count(pg_terminate_backend(pid)) FROM "
-                "pg_stat_activity WHERE pid <> pg_backend_pid() AND "
-                "pg_blocking_pids(pid) @> ARRAY[pg_backend_pid()]",
+                "SELECT count(pg_catalog.pg_terminate_backend(pid)) FROM "
+                "pg_stat_activity WHERE pid <> pg_catalog.pg_backend_pid() AND "
+                "pg_catalog.pg_blocking_pids(pid) @> ARRAY[pg_catalog.pg_backend_pid()]",
                 NULL, 0, &has, &n, NULL), SQLLOCK_OK, "terminate");
         } else if (strcmp(drv, "mysql") == 0) {
             has = 0;

@@ -78,7 +78,7 @@ int64_t tu_backend_id(sqllock_db *db)
 
     TU_ASSERT_RC(sqllock__exec_sql(db, strcmp(sqllock_db_driver(db),
                                            "postgres") == 0
-                                        ? "SELECT pg_backend_pid()"
+                                        ? "SELECT pg_catalog.pg_backend_pid()"
                                         : "SELECT CONNECTION_ID()",
                                 NULL, 0, &has_row, &id, NULL),
               SQLLOCK_OK, db);

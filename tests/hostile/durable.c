@@ -24,7 +24,7 @@ static int64_t session_sync_off(sqllock_db *db)
     int64_t off = -1;
     int has = 0;
 
-    EXPECT_RC(db, sqllock__exec_sql(db, "SELECT CASE WHEN current_setting("
+    EXPECT_RC(db, sqllock__exec_sql(db, "SELECT CASE WHEN pg_catalog.current_setting("
                                     "'synchronous_commit') = 'off' THEN 1 "
                                     "ELSE 0 END", NULL, 0, &has, &off, NULL),
               SQLLOCK_OK, "current_setting");

@@ -75,7 +75,7 @@ const rl_sql *rl_sql_for(const char *driver)
           "UPDATE %s SET v = $1 WHERE id = $2",
           "SELECT id FROM %s WHERE id = $1 FOR UPDATE",
           "SELECT COUNT(*) FROM sqllock_row WHERE name = $1",
-          "SELECT pg_backend_pid()",
+          "SELECT pg_catalog.pg_backend_pid()",
           "SELECT COUNT(*) FROM pg_stat_activity WHERE pid = $1" },
         { "mysql",
           "INSERT INTO %s (order_id, paid, amount) VALUES (?, 0, ?)",

@@ -189,7 +189,7 @@ static void kill_conn(fixture *f, sqllock_db *db2, int64_t id)
     int rc;
 
     if (is_driver(f, "postgres")) {
-        rc = sqllock__exec_sql(db2, "SELECT CASE WHEN pg_terminate_backend("
+        rc = sqllock__exec_sql(db2, "SELECT CASE WHEN pg_catalog.pg_terminate_backend("
                                "CAST($1 AS integer)) THEN 1 ELSE 0 END",
                                &v, 1, NULL, NULL, NULL);
     } else {

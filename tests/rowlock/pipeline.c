@@ -55,7 +55,9 @@ typedef struct carried {
 
 /* with: a BEGIN was parsed in the same round trip as the lock statement
  * was bound (the only statement of the library's in the traced calls:
- * the lock rows exist and the timeout is set). */
+ * the lock rows exist and the timeout is set). The BEGIN names its
+ * isolation level (DESIGN D5: READ COMMITTED whatever the session's
+ * default). */
 static void begin_with_lock(void *ctx, const char *msg)
 {
     carried *c = ctx;
@@ -64,7 +66,8 @@ static void begin_with_lock(void *ctx, const char *msg)
         c->seen = 0;
         return;
     }
-    if (strncmp(msg, "Parse", 5) == 0 && strstr(msg, "\"BEGIN\""))
+    if (strncmp(msg, "Parse", 5) == 0 && strstr(msg, "\"BEGIN ISOLATION LEVEL READ "
+                                                 "COMMITTED\""))
         c->seen = 1;
     /* The lock: its text (unnamed, behind a pooler), or its prepared
      * statement's name in the Bind. */

@@ -23,7 +23,7 @@
 
 static const char PG_IS_TLS[] =
     "SELECT CASE WHEN ssl THEN 1 ELSE 0 END FROM pg_stat_ssl "
-    "WHERE pid = pg_backend_pid()";
+    "WHERE pid = pg_catalog.pg_backend_pid()";
 
 static void need_pg(void)
 {

@@ -427,7 +427,7 @@ int64_t tf_conn_id(const fixture *f, sqllock_db *db)
     int64_t id = 0;
     int has_row = 0;
     int rc = sqllock__exec_sql(db, tf_is_driver(f, "postgres") ?
-                               "SELECT pg_backend_pid()" :
+                               "SELECT pg_catalog.pg_backend_pid()" :
                                "SELECT CONNECTION_ID()", NULL, 0, &has_row,
                                &id, NULL);
 
