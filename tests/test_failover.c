@@ -71,6 +71,7 @@ int main(void)
     snprintf(g_dir, sizeof g_dir, "%s", dir);
     snprintf(g_script, sizeof g_script, "%s", script);
     g_slow = tu_slowdown();
+    tu_case_filters();            /* SQLLOCK_TEST_CASES picks cases */
     failed = cmocka_run_group_tests_name("failover [postgres primary + "
                                          "standby]", tests, NULL,
                                          group_teardown);
