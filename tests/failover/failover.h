@@ -44,4 +44,9 @@ void test_failover_sync_L6_L10_stalled_standby_no_false_success(
 /* failover/async.c: c. the asynchronous standby's hazard */
 void test_failover_async_hazard_demonstrated(void **state);
 
+/* failover/txn.c: d. a row-lock transaction's commit and a stalled
+   standby */
+void test_failover_sync_C2_txn_commit_wait_ended_no_false_success(
+    void **state);
+
 #endif /* SQLLOCK_TEST_FAILOVER_H */
