@@ -1347,7 +1347,10 @@ SQLLOCK_API int sqllock_txn_commit(sqllock_txn *txn);
  * the database's message) or of the commit, rolled back, nothing of it
  * kept, and the status returned as sqllock_txn_commit() returns a
  * failed commit's (SQLLOCK_ECONNECT: the connection was lost, and
- * whether the commit happened is not known). SQLLOCK_EMISUSE as
+ * whether the commit happened is not known; on PostgreSQL with a
+ * synchronous standby, SQLLOCK_ECANCELED when the commit's wait for the
+ * standby was canceled: committed on the primary, not known to be
+ * replicated, as sqllock_lease_try_acquire() says). SQLLOCK_EMISUSE as
  * sqllock_txn_commit() (over, failed, or joined: an application's
  * transaction is committed on its connection); SQLLOCK_EINVAL for a
  * NULL transaction or statement, or a negative `nargs` or NULL `args`

@@ -755,7 +755,9 @@ typedef struct sqllock_driver {
      * server runs them in order and stops at the first failure, whose
      * status and message are those the statement (or BEGIN, or COMMIT)
      * would have had on its own; a COMMIT that answers that it rolled
-     * back is a failure. On success the statement's result is read as
+     * back is a failure, and so is one that execute() or commit() would
+     * report as failed although it answered success (PostgreSQL: a
+     * canceled wait for a synchronous standby). On success the statement's result is read as
      * after execute(); with COMMIT the transaction is over (committed).
      * *in_txn says, on success and on failure, whether a transaction is
      * open on the connection afterwards (the core rolls a failed one

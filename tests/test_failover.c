@@ -27,9 +27,13 @@
  *      gets it while the first still believes it holds. This test PASSES
  *      when the hazard is reproduced; it documents why sqllock needs a
  *      synchronous standby for failover safety.
+ *   d. a stalled synchronous standby under a row-lock transaction's
+ *      commit, sent by sqllock_txn_commit() or pipelined by
+ *      sqllock_txn_commit_exec(): a canceled wait is SQLLOCK_ECANCELED, a
+ *      terminated one SQLLOCK_ECONNECT, never SQLLOCK_OK (C2; issue 26).
  *
  * The cases are in tests/failover/, by scenario (sync.c: a; stall.c: b;
- * async.c: c), with what they share in failover/common.c.
+ * async.c: c; txn.c: d), with what they share in failover/common.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,6 +57,8 @@ int main(void)
         cmocka_unit_test(
             test_failover_sync_L6_L10_stalled_standby_no_false_success),
         cmocka_unit_test(test_failover_async_hazard_demonstrated),
+        cmocka_unit_test(
+            test_failover_sync_C2_txn_commit_wait_ended_no_false_success),
     };
     const char *dir = getenv("SQLLOCK_TEST_PGREPL_DIR");
     const char *script = getenv("SQLLOCK_TEST_PGREPL_SCRIPT");
@@ -71,6 +77,7 @@ int main(void)
     snprintf(g_dir, sizeof g_dir, "%s", dir);
     snprintf(g_script, sizeof g_script, "%s", script);
     g_slow = tu_slowdown();
+    tu_case_filters();            /* SQLLOCK_TEST_CASES picks cases */
     failed = cmocka_run_group_tests_name("failover [postgres primary + "
                                          "standby]", tests, NULL,
                                          group_teardown);

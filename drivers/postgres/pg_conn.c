@@ -41,12 +41,14 @@ static int has_text(const char *hay, const char *needle)
  * taken as done then may be missing on the standby, and a failover right
  * after it would admit a second owner while the first still believes it
  * holds the lease. So the warning marks the round trip, and
- * sqllock__pg_expect_result() (pg_exec.c) turns its success into
- * SQLLOCK_ECANCELED, outcome unknown like a lost answer: the core
- * does not count the grant or renewal (tests/test_failover.c). The
- * server's statement_timeout does not cancel this wait (it is disabled
- * before the commit; checked on PostgreSQL 15); the client's own bound
- * (statement_timeout_ms) ends it with SQLLOCK_ECONNECT.
+ * sync_wait_status() (pg_exec.c) turns its success into
+ * SQLLOCK_ECANCELED, outcome unknown like a lost answer, whether the
+ * COMMIT went alone or pipelined (sqllock_txn_commit_exec()): the core
+ * does not count the grant or renewal, nor the transaction's commit
+ * (tests/test_failover.c). The server's statement_timeout does not
+ * cancel this wait (it is disabled before the commit; checked on
+ * PostgreSQL 15); the client's own bound (statement_timeout_ms) ends it
+ * with SQLLOCK_ECONNECT.
  *
  * It is recognised by severity WARNING (the untranslated field) and
  * SQLSTATE 01000 or 57P01, together with the English text; a server whose

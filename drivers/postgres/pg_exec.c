@@ -187,6 +187,40 @@ static int left_in_txn(sqllock_conn *c, int rc, sqllock_dberr *err)
                              "back");
 }
 
+/*
+ * The status of a round trip the server answered, given the warning
+ * on_notice() (pg_conn.c) may have caught during it: `rc` as it was,
+ * unless the round trip succeeded and a commit in it never reached the
+ * synchronous standby. Its outcome is then not known to be durable, so
+ * it is not a success: SQLLOCK_ECANCELED for a canceled wait (the
+ * connection stays usable), SQLLOCK_ECONNECT when the warning said the
+ * server is ending the connection (57P01; the core drops a connection
+ * that reported ECONNECT). A statement sent on its own
+ * (sqllock__pg_expect_result(): sqllock__pg_commit()'s COMMIT among
+ * them) and a pipeline (pipeline(): sqllock_txn_commit_exec()'s COMMIT,
+ * a row-lock transaction's BEGIN with its first statement) both end
+ * here, so that a commit reports the same whichever way it was sent.
+ */
+static int sync_wait_status(sqllock_conn *c, int rc, sqllock_dberr *err)
+{
+    if (rc != SQLLOCK_OK || !c->sync_canceled)
+        return rc;
+    if (strcmp(c->sync_state, "57P01") == 0)
+        return sqllock_dberr_set(err, SQLLOCK_ECONNECT, c->sync_state,
+                                 "the server is ending the connection (%s) "
+                                 "as the statement ends: its outcome is not "
+                                 "known to be durable, so it is not counted "
+                                 "as done", c->sync_msg);
+    return sqllock_dberr_set(err, SQLLOCK_ECANCELED, c->sync_state,
+                             "the commit's wait for the synchronous standby "
+                             "was canceled (%s): the primary committed it, "
+                             "but the standby may not have it, so a "
+                             "failover could undo it; it is not counted as "
+                             "done (a grant is not held and its row lasts "
+                             "until its ttl; a renewal leaves the local "
+                             "deadline as it was)", c->sync_msg);
+}
+
 /* A round trip whose result must be `want` (or, with `want2` not 0,
  * that one); the result is kept in *out when `out` is not NULL. */
 int sqllock__pg_expect_result(sqllock_conn *c, int sent,
@@ -200,28 +234,7 @@ int sqllock__pg_expect_result(sqllock_conn *c, int sent,
         (res == NULL || (PQresultStatus(res) != want &&
                          (want2 == 0 || PQresultStatus(res) != want2))))
         rc = sqllock__pg_fail(c->pg, res, err);
-    /* A success whose commit never reached the synchronous standby (see
-     * on_notice()): the outcome is not known to be durable, so it is not
-     * a success. The connection stays usable, unless the warning said
-     * the server is ending it (57P01). */
-    if (rc == SQLLOCK_OK && c->sync_canceled &&
-        strcmp(c->sync_state, "57P01") == 0) {
-        /* The core drops a connection that reported ECONNECT. */
-        rc = sqllock_dberr_set(err, SQLLOCK_ECONNECT, c->sync_state,
-                               "the server is ending the connection (%s) as "
-                               "the statement ends: its outcome is not "
-                               "known to be durable, so it is not counted "
-                               "as done", c->sync_msg);
-    } else if (rc == SQLLOCK_OK && c->sync_canceled)
-        rc = sqllock_dberr_set(err, SQLLOCK_ECANCELED, c->sync_state,
-                               "the commit's wait for the synchronous "
-                               "standby was canceled (%s): the primary "
-                               "committed it, but the standby may not have "
-                               "it, so a failover could undo it; it is not "
-                               "counted as done (a grant is not held and "
-                               "its row lasts until its ttl; a renewal "
-                               "leaves the local deadline as it was)",
-                               c->sync_msg);
+    rc = sync_wait_status(c, rc, err);
     if (!c->in_txn && !c->borrowed && !c->broken &&
         PQstatus(c->pg) == CONNECTION_OK)
         rc = left_in_txn(c, rc, err);
@@ -516,6 +529,12 @@ static int pipeline(sqllock_stmt *s, int nargs, const char *const *vals,
                                "committing it");
         goto out;
     }
+    /* A COMMIT whose wait for the synchronous standby was canceled, or
+     * a server ending the connection as it answered: what a statement
+     * sent on its own would report. */
+    rc = sync_wait_status(c, rc, err);
+    if (rc != SQLLOCK_OK)
+        goto out;
     s->res = res[stmt_q];
     res[stmt_q] = NULL;
 out:

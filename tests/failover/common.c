@@ -101,6 +101,45 @@ void fo_reap_or_kill(pid_t pid, int64_t ms, const char *who)
 }
 
 
+/* Ends the waits of the statements that wait for the synchronous
+ * standby, as an administrator would: pg_cancel_backend() (or any cancel
+ * request), or with `terminate` pg_terminate_backend(). Those whose text
+ * is LIKE `like`, once `want` of them wait (the watchdog's retries wait
+ * too). Returns the number signalled; 0 when not enough of them waited
+ * within 10 s. */
+int fo_end_syncrep_waits(sqllock_db *db, int terminate, const char *like,
+                         int want)
+{
+    sqllock_value v[3];
+    int64_t t = tu_now_ms(), n = 0;
+    int has = 0, rc;
+
+    v[0] = sqllock__text(like);
+    v[1] = sqllock__int(want);
+    v[2] = sqllock__int(terminate != 0);
+    while (tu_now_ms() - t < 10000 * g_slow) {
+        /* All those whose statement is like `like`, once `want` of
+         * them are waiting. */
+        rc = sqllock__exec_sql(db, "WITH w AS (SELECT pid FROM "
+                               "pg_catalog.pg_stat_activity WHERE "
+                               "wait_event = 'SyncRep' AND query LIKE $1 "
+                               "AND pid <> pg_catalog.pg_backend_pid()) "
+                               "SELECT count(CASE WHEN $3::int = 1 THEN "
+                               "pg_catalog.pg_terminate_backend(pid) ELSE "
+                               "pg_catalog.pg_cancel_backend(pid) END) "
+                               "FROM w WHERE (SELECT count(*) FROM w) >= $2",
+                               v, 3, &has, &n, NULL);
+        if (rc != SQLLOCK_OK)
+            fail_msg("%s: %s: %s", terminate ? "pg_terminate_backend"
+                     : "pg_cancel_backend", sqllock_errname(rc),
+                     sqllock_errmsg(db));
+        if (n > 0)
+            return (int)n;
+        tu_sleep_ms(20);
+    }
+    return 0;
+}
+
 int group_teardown(void **state)
 {
     (void)state;

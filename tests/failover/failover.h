@@ -25,6 +25,11 @@ int fo_repl(const char *cmd, const char *arg, int64_t *ms);
 void fo_fresh_pair(const char *mode);
 sqllock_db *fo_open_url(const char *url, int64_t stmt_ms);
 void fo_reap_or_kill(pid_t pid, int64_t ms, const char *who);
+/* pg_cancel_backend() (terminate 0) or pg_terminate_backend() on the
+ * statements LIKE `like` that wait for the synchronous standby, once
+ * `want` of them wait; the number signalled. */
+int fo_end_syncrep_waits(sqllock_db *db, int terminate, const char *like,
+                         int want);
 int group_teardown(void **state);
 
 /* failover/sync.c: a. clients through a failover with a synchronous
@@ -38,5 +43,10 @@ void test_failover_sync_L6_L10_stalled_standby_no_false_success(
 
 /* failover/async.c: c. the asynchronous standby's hazard */
 void test_failover_async_hazard_demonstrated(void **state);
+
+/* failover/txn.c: d. a row-lock transaction's commit and a stalled
+   standby */
+void test_failover_sync_C2_txn_commit_wait_ended_no_false_success(
+    void **state);
 
 #endif /* SQLLOCK_TEST_FAILOVER_H */

@@ -181,39 +181,6 @@ static void b_wait_done(int d, pid_t pid)
     }
 }
 
-/* Cancels the statements that wait for the synchronous standby, as an
- * administrator's pg_cancel_backend() (or any cancel request) would: those
- * whose text is LIKE `like`, once `want` of them wait (the watchdog's
- * retries wait too). Returns the number canceled. */
-static int b_cancel_syncrep_waiter(sqllock_db *db, const char *like,
-                                   int want)
-{
-    sqllock_value v[2];
-    int64_t t = tu_now_ms(), n = 0;
-    int has = 0, rc;
-
-    v[0] = sqllock__text(like);
-    v[1] = sqllock__int(want);
-    while (tu_now_ms() - t < 10000 * g_slow) {
-        /* All those whose statement is like `like`, once `want` of
-         * them are waiting. */
-        rc = sqllock__exec_sql(db, "WITH w AS (SELECT pid FROM "
-                               "pg_catalog.pg_stat_activity WHERE "
-                               "wait_event = 'SyncRep' AND query LIKE $1 "
-                               "AND pid <> pg_catalog.pg_backend_pid()) "
-                               "SELECT count(pg_catalog.pg_cancel_backend"
-                               "(pid)) FROM w WHERE (SELECT count(*) FROM w) "
-                               ">= $2", v, 2, &has, &n, NULL);
-        if (rc != SQLLOCK_OK)
-            fail_msg("pg_cancel_backend: %s: %s", sqllock_errname(rc),
-                     sqllock_errmsg(db));
-        if (n > 0)
-            return (int)n;
-        tu_sleep_ms(20);
-    }
-    return 0;
-}
-
 /*
  * b. (L6, L10 with a synchronous standby) The standby's walreceiver is
  * paused, so every durable commit waits for it. (1) A renewal that is
@@ -259,7 +226,7 @@ void test_failover_sync_L6_L10_stalled_standby_no_false_success(
 
     ST(&sh->phase, 1);
     /* The child's renewal and its watchdog's. */
-    n = b_cancel_syncrep_waiter(db, "%UPDATE sqllock_lease%", 2);
+    n = fo_end_syncrep_waits(db, 0, "%UPDATE sqllock_lease%", 2);
     b_wait_done(2, pid);
     printf("    (1) renewal waiting for the paused standby, %d canceled: "
            "%s after %lld ms; remaining %lld ms before, %lld after: %s\n",
@@ -274,7 +241,7 @@ void test_failover_sync_L6_L10_stalled_standby_no_false_success(
            sqllock_errname(sh->w_status1), sh->w_msg);
 
     ST(&sh->phase, 2);
-    n = b_cancel_syncrep_waiter(db, "INSERT INTO sqllock_lease%", 1);
+    n = fo_end_syncrep_waits(db, 0, "INSERT INTO sqllock_lease%", 1);
     b_wait_done(3, pid);
     printf("    (2) acquire waiting for the paused standby, %d canceled: %s "
            "after %lld ms, held %d: %s\n", n,
