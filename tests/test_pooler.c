@@ -70,6 +70,8 @@ int main(void)
         cmocka_unit_test(test_pooler_e_C2_pgpool_raw_no_false_success),
         cmocka_unit_test(test_pooler_f_L9_pgpool_streaming_mode),
         cmocka_unit_test(test_pooler_g_C2_native_transaction_refused),
+        cmocka_unit_test(
+            test_pooler_h_D5_repeatable_read_default_behind_transaction_pooler),
     };
     const char *dir = getenv("SQLLOCK_TEST_POOLERS_DIR");
     const char *scr = getenv("SQLLOCK_TEST_POOLERS_SCRIPT");

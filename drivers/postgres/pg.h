@@ -82,6 +82,12 @@ struct sqllock_conn {
                                     trip, put back after it */
     int pins_unsent;             /* a pooler refused the pins in the
                                     connect: they go in a SET after it */
+    int wrap_txn;                /* transaction pooling, and the servers'
+                                    default isolation level is not READ
+                                    COMMITTED: every statement that
+                                    commits on its own goes in BEGIN
+                                    ISOLATION LEVEL READ COMMITTED ...
+                                    COMMIT (pg_exec.c, pg_execute) */
 };
 
 struct sqllock_stmt {

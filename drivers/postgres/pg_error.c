@@ -67,17 +67,13 @@ int sqllock__pg_fail(PGconn *pg, const PGresult *res, sqllock_dberr *err)
     else if (state != NULL && strcmp(state, "25001") == 0 &&
              strstr(msg, "ISOLATION LEVEL") != NULL)
         return sqllock_dberr_set(err, SQLLOCK_EMISUSE, state, "the "
-                                 "transaction is not READ COMMITTED, which "
-                                 "sqllock's statements need (a snapshot per "
-                                 "statement); nothing was done. Its "
-                                 "connections pin it, so the isolation level "
-                                 "came from the application (SET SESSION "
-                                 "CHARACTERISTICS on the native handle) or, "
-                                 "behind pooler=transaction, from the "
-                                 "default_transaction_isolation of the role "
-                                 "or the database: ALTER ROLE ... SET "
-                                 "default_transaction_isolation = 'read "
-                                 "committed' (the server said: %s)", msg);
+                                 "session is not in READ COMMITTED, which "
+                                 "sqllock's statements need; nothing was "
+                                 "done. The library's connections pin it: "
+                                 "was the session changed through the "
+                                 "native handle (SET SESSION "
+                                 "CHARACTERISTICS AS TRANSACTION ISOLATION "
+                                 "LEVEL ...)? (%s)", msg);
     return sqllock_dberr_set(err, status, state ? state : "", "%s",
                              msg[0] ? msg : "unknown libpq error");
 }

@@ -619,9 +619,38 @@ static int pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
     if (rc == SQLLOCK_OK)
         rc = sqllock__pg_check_usable(s->conn, err);
     s->conn->durable = s->kind == PG_STMT_DURABLE;
+    /* DESIGN D5 behind a transaction pooler, whose server connections
+     * default to another isolation level than READ COMMITTED (the role's
+     * or the database's default_transaction_isolation): no session
+     * setting may be made there (C1), so a statement that commits on its
+     * own goes in a transaction that names its level, BEGIN ISOLATION
+     * LEVEL READ COMMITTED and COMMIT around it in the same round trip,
+     * once one statement's check (pg_sql.c, SESSION_PINS) has found the
+     * level wrong -- that statement did nothing and is sent again so. */
+    if (rc == SQLLOCK_OK && with == 0 && s->conn->wrap_txn &&
+        !s->conn->in_txn)
+        with = SQLLOCK_EXEC_BEGIN | SQLLOCK_EXEC_COMMIT;
+    if (rc == SQLLOCK_OK && with == 0 && s->sql != NULL &&
+        s->conn->pooler == PG_POOLER_TRANSACTION && !s->conn->borrowed &&
+        !s->conn->in_txn && PQtransactionStatus(s->conn->pg) == PQTRANS_IDLE) {
+        sent = PQsendQueryParams(s->conn->pg, s->sql, nargs, NULL, vals,
+                                 binary ? lens : NULL,
+                                 binary ? formats : NULL, 0);
+        rc = sqllock__pg_expect_result(s->conn, sent, PGRES_TUPLES_OK,
+                                       PGRES_COMMAND_OK, &s->res, err);
+        if (rc != SQLLOCK_EMISUSE || strcmp(err->code, "25001") != 0)
+            goto done;
+        s->conn->wrap_txn = 1;
+        rc = sqllock__pg_check_usable(s->conn, err);
+        with = SQLLOCK_EXEC_BEGIN | SQLLOCK_EXEC_COMMIT;
+    }
     if (rc == SQLLOCK_OK && with != 0) {
+        int open = 0;
+
         rc = undeclared_pooler(pipeline(s, nargs, vals, lens, formats,
-                                        binary, with, in_txn, err), err);
+                                        binary, with,
+                                        in_txn != NULL ? in_txn : &open,
+                                        err), err);
     } else if (rc == SQLLOCK_OK && s->sql != NULL) {
         sent = PQsendQueryParams(s->conn->pg, s->sql, nargs, NULL, vals,
                                  binary ? lens : NULL,
@@ -638,6 +667,7 @@ static int pg_execute(sqllock_stmt *s, const sqllock_value *args, int nargs,
                                                          &s->res, err),
                                err);
     }
+done:
     s->conn->durable = 0;
     /* Transaction pooling: begin() sets this timeout again in every
      * transaction from now on. */

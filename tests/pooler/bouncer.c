@@ -406,3 +406,94 @@ void test_pooler_g_C2_native_transaction_refused(void **state)
     }
 }
 
+
+/* `url` with its database (the path) replaced by `db`. */
+static void url_db(char *out, size_t size, const char *url, const char *db)
+{
+    const char *a = strstr(url, "://");
+    const char *slash = a != NULL ? strchr(a + 3, '/') : NULL;
+    const char *query;
+
+    assert_non_null(slash);
+    query = slash + 1 + strcspn(slash + 1, "?");
+    snprintf(out, size, "%.*s/%s%s", (int)(slash - url), url, db, query);
+}
+
+/*
+ * h. DESIGN D5 behind a transaction pooler: the database's sessions
+ * default to REPEATABLE READ (ALTER DATABASE ... SET
+ * default_transaction_isolation), which no session setting of ours may
+ * change there (C1). The lease statements check the level in themselves
+ * and fail closed; the driver then sends each statement that commits on
+ * its own inside BEGIN ISOLATION LEVEL READ COMMITTED ... COMMIT, in the
+ * same round trip. Through PgBouncer in transaction mode a lease, a
+ * renewal, a release, several names at once and a shared/exclusive pair
+ * all work, and a reader is kept out while the writer holds (M2).
+ */
+void test_pooler_h_D5_repeatable_read_default_behind_transaction_pooler(
+    void **state)
+{
+    sqllock_db *direct = open_url(g_direct), *db, *db2;
+    sqllock_lease *l, *m[2];
+    sqllock_rw *w = NULL, *r = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    char dbname[80], sql[200], url[1200], durl[1200], name[96], n2[96];
+    tu_row row;
+    (void)state;
+
+    snprintf(dbname, sizeof dbname, "rr%ld_sqllock_test", (long)getpid());
+    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS \"%s\"", dbname);
+    ASSERT_RC(sqllock_db_exec(direct, sql, NULL, 0, NULL, NULL, NULL),
+              SQLLOCK_OK, direct);
+    snprintf(sql, sizeof sql, "CREATE DATABASE \"%s\"", dbname);
+    ASSERT_RC(sqllock_db_exec(direct, sql, NULL, 0, NULL, NULL, NULL),
+              SQLLOCK_OK, direct);
+    snprintf(sql, sizeof sql, "ALTER DATABASE \"%s\" SET "
+             "default_transaction_isolation = 'repeatable read'", dbname);
+    ASSERT_RC(sqllock_db_exec(direct, sql, NULL, 0, NULL, NULL, NULL),
+              SQLLOCK_OK, direct);
+    url_db(durl, sizeof durl, g_direct, dbname);
+    assert_int_equal(tu_init_schema(durl), 0);
+    url_db(url, sizeof url, g_tx_poll, dbname);
+    db = open_url(url);
+    db2 = open_url(url);
+
+    snprintf(name, sizeof name, "pooler-rr-%ld", (long)getpid());
+    snprintf(n2, sizeof n2, "pooler-rr-%ld-b", (long)getpid());
+    l = new_lease(db, name, 30000, 0);
+    EXPECT_RC(db, sqllock_lease_try_acquire(l), SQLLOCK_OK,
+              "a grant on a database that defaults to repeatable read");
+    EXPECT_RC(db, sqllock_lease_renew(l), SQLLOCK_OK, "renew");
+    ASSERT_RC(tu_find(db2, name, &row), SQLLOCK_OK, db2);
+    assert_int_equal(row.found, 1);
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    m[0] = new_lease(db, name, 30000, 0);
+    m[1] = new_lease(db, n2, 30000, 0);
+    EXPECT_RC(db, sqllock_lease_acquire_many(db, m, 2, 0), SQLLOCK_OK,
+              "two names at once");
+    EXPECT_RC(db, sqllock_lease_release_many(db, m, 2), SQLLOCK_OK,
+              "release both");
+    o.ttl_ms = 30000;
+    EXPECT_RC(db, sqllock_rw_new(db, name, 0, &o, &w), SQLLOCK_OK, "rw w");
+    EXPECT_RC(db2, sqllock_rw_new(db2, name, 1, &o, &r), SQLLOCK_OK, "rw r");
+    EXPECT_RC(db, sqllock_rw_try_acquire(w), SQLLOCK_OK, "writer");
+    EXPECT_RC(db2, sqllock_rw_try_acquire(r), SQLLOCK_BUSY,
+              "a reader while the writer holds");
+    EXPECT_RC(db, sqllock_rw_release(w), SQLLOCK_OK, "writer release");
+    EXPECT_RC(db2, sqllock_rw_try_acquire(r), SQLLOCK_OK, "reader after");
+    EXPECT_RC(db, sqllock_rw_try_acquire(w), SQLLOCK_BUSY,
+              "a writer while the reader holds");
+    EXPECT_RC(db2, sqllock_rw_release(r), SQLLOCK_OK, "reader release");
+    sqllock_rw_free(w);
+    sqllock_rw_free(r);
+    sqllock_lease_free(m[0]);
+    sqllock_lease_free(m[1]);
+    sqllock_lease_free(l);
+    sqllock_close(db);
+    sqllock_close(db2);
+    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)",
+             dbname);
+    ASSERT_RC(sqllock_db_exec(direct, sql, NULL, 0, NULL, NULL, NULL),
+              SQLLOCK_OK, direct);
+    sqllock_close(direct);
+}

@@ -53,5 +53,7 @@ void test_pooler_d_run_needs_two_server_connections(void **state);
 void test_pooler_e_C2_pgpool_raw_no_false_success(void **state);
 void test_pooler_f_L9_pgpool_streaming_mode(void **state);
 void test_pooler_g_C2_native_transaction_refused(void **state);
+void test_pooler_h_D5_repeatable_read_default_behind_transaction_pooler(
+    void **state);
 
 #endif
