@@ -81,6 +81,11 @@
 #   SQLLOCK_TEST_PGREPL_DIR, SQLLOCK_TEST_PGREPL_SCRIPT,
 #   SQLLOCK_TEST_GALERA_DIR, SQLLOCK_TEST_GALERA_SCRIPT
 #                           the same for test_failover and test_galera
+#   SQLLOCK_TEST_HOSTILE_DIR
+#                           set by this script: the hostile-session
+#                           PostgreSQL and MariaDB (scripts/hostile.sh)
+#                           of the *_hostile entries; with your own
+#                           servers they skip (and fail under CI)
 #   SQLLOCK_TEST_POOLERS_DIR, SQLLOCK_TEST_POOLERS_SCRIPT
 #                           the same for test_pooler and the pooled_* runs
 #                           (scripts/poolers.sh: PgBouncer and pgpool-II in
@@ -120,6 +125,7 @@ galera=""
 pgrepl=""
 poolers=""
 tls=""
+hostile=""
 creds_dir=""
 
 # Background jobs (fixtures that start while the trees build): bg NAME
@@ -180,6 +186,9 @@ cleanup() {
   if [ -n "$poolers" ]; then
     scripts/poolers.sh stop "$poolers" || true
     echo "poolers stopped"
+  fi
+  if [ -n "$hostile" ]; then   # issue 26's hostile-session servers
+    scripts/hostile.sh stop "$hostile" || true
   fi
   if [ -n "$tls" ]; then     # issue 14's TLS servers (see "TLS servers")
     scripts/tls.sh stop "$tls" || true
@@ -323,6 +332,26 @@ if [ -n "$srv" ]; then
   tls="$work/tls"
   bg "start TLS servers" scripts/tls.sh start "$tls"
   export SQLLOCK_TEST_TLS_DIR="$tls"
+fi
+
+# ------------------------------------------------------------------
+# Hostile-session servers (issue 26, DESIGN D5): a PostgreSQL and a
+# MariaDB whose session defaults are the worst a user could set
+# (scripts/hostile.sh: repeatable read and serializable, a search_path
+# that shadows pg_catalog's functions, odd sql_mode, time zone and
+# character set, autocommit off, short timeouts). The *_hostile entries
+# of the plain stage run the contract, rw, sem, fair, leader, many,
+# guard, rowlock, optimistic, borrow and session units on them
+# (tests/hostile_session.sh); the sanitizer stages leave them out (label
+# hostile): the code paths are the plain entries', and their time is
+# the budget's. Only with the servers started here, as the TLS servers.
+# ------------------------------------------------------------------
+unset SQLLOCK_TEST_HOSTILE_DIR
+if [ -n "$srv" ]; then
+  echo "== starting the hostile-session PostgreSQL and MariaDB in $work/hostile (in the background)"
+  hostile="$work/hostile"
+  bg "start hostile-session servers" scripts/hostile.sh start "$hostile"
+  export SQLLOCK_TEST_HOSTILE_DIR="$hostile"
 fi
 # ------------------------------------------------------------------
 
@@ -863,7 +892,7 @@ if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   stage "asan ctest"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_ctest build/asan asan "$ctest_jobs"
+    run_ctest build/asan asan "$ctest_jobs" -LE hostile
 
   # ThreadSanitizer finds races between threads, so it runs the entries
   # in which more than one thread runs (label threads, tests/CMakeLists.txt
@@ -871,7 +900,7 @@ if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # single-threaded and TSan has nothing to compare.
   stage "tsan ctest"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    run_ctest build/tsan tsan "$tsan_jobs" -L threads
+    run_ctest build/tsan tsan "$tsan_jobs" -L threads -LE hostile
 
   # valgrind's memcheck finds what ASan cannot (reads of uninitialised
   # memory; leaks with the -O2 build's own allocations): every test binary
