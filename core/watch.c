@@ -263,26 +263,47 @@ static int json_str(struct sqllock__renewer *r, const char *s, size_t len)
     return json_put(r, "\"", 1);
 }
 
-/* [[name, owner, token, ttl_ms], ...] of v[0..n). */
-static int build_json(struct sqllock__renewer *r, watch_entry **v, size_t n)
+/* 1 when a and b renew the same row: one grant (name and token) of one
+ * owner, watched through two handles (sqllock_lease_attach()). */
+static int same_row(const watch_entry *a, const watch_entry *b)
+{
+    return a->token == b->token && strcmp(a->name, b->name) == 0 &&
+           strcmp(a->owner, b->owner) == 0;
+}
+
+/* [[name, owner, token, ttl_ms], ...] of v[0..n), sorted by cmp_entry():
+ * a row watched more than once goes once, with the longest of their
+ * ttls (each entry's local deadline still counts its own, never
+ * longer). An element twice would match the row twice, and the UPDATE
+ * renews a row once: the second would read as not renewed (LOST).
+ * *sent counts the elements. */
+static int build_json(struct sqllock__renewer *r, watch_entry **v, size_t n,
+                      size_t *sent)
 {
     char num[64];
-    size_t i;
+    size_t i, j;
+    int64_t ttl;
     int len;
 
     r->json_len = 0;
+    *sent = 0;
     if (json_put(r, "[", 1) != 0)
         return -1;
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n; i = j) {
+        ttl = v[i]->ttl_ms;
+        for (j = i + 1; j < n && same_row(v[i], v[j]); j++)
+            if (v[j]->ttl_ms > ttl)
+                ttl = v[j]->ttl_ms;
         if (json_put(r, i ? ",[" : "[", i ? 2 : 1) != 0 ||
             json_str(r, v[i]->name, v[i]->name_len) != 0 ||
             json_put(r, ",", 1) != 0 ||
             json_str(r, v[i]->owner, strlen(v[i]->owner)) != 0)
             return -1;
         len = snprintf(num, sizeof num, ",%lld,%lld]",
-                       (long long)v[i]->token, (long long)v[i]->ttl_ms);
+                       (long long)v[i]->token, (long long)ttl);
         if (json_put(r, num, (size_t)len) != 0)
             return -1;
+        (*sent)++;
     }
     return json_put(r, "]", 1);
 }
@@ -298,11 +319,12 @@ static int cmp_entry(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-/* Marks the lease of v[0..n) that a returned (name, token) names. */
+/* Marks the leases of v[0..n) that a returned (name, token) names:
+ * every entry of that row (it may be watched more than once). */
 static void mark_renewed(watch_entry **v, size_t n, const char *name,
                          int64_t token)
 {
-    size_t lo = 0, hi = n;
+    size_t lo = 0, hi = n, i;
 
     if (name == NULL)
         return;
@@ -310,15 +332,15 @@ static void mark_renewed(watch_entry **v, size_t n, const char *name,
         size_t mid = lo + (hi - lo) / 2;
         int c = v[mid]->token < token ? -1 : v[mid]->token > token ? 1
                 : strcmp(v[mid]->name, name);
-        if (c == 0) {
-            v[mid]->renewed = 1;
-            return;
-        }
         if (c < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
+    /* lo: the first entry not before (token, name). */
+    for (i = lo; i < n && v[i]->token == token &&
+                 strcmp(v[i]->name, name) == 0; i++)
+        v[i]->renewed = 1;
 }
 
 /* Reads the rows (name, token) of statement `id` into the batch's marks. */
@@ -368,7 +390,7 @@ static void renew_group(struct sqllock__renewer *r, watch_entry **v,
                              : SQLLOCK_SQL_LEASE_RENEW_MANY;
     sqllock_value arg;
     int64_t sent_us, affected;
-    size_t i;
+    size_t i, sent = 0;
     int rc;
 
     if (n == 0)
@@ -391,7 +413,7 @@ static void renew_group(struct sqllock__renewer *r, watch_entry **v,
     qsort(v, n, sizeof *v, cmp_entry);
     for (i = 0; i < n; i++)
         v[i]->renewed = 0;
-    if (build_json(r, v, n) != 0) {
+    if (build_json(r, v, n, &sent) != 0) {
         rc = sqllock__fail(db, SQLLOCK_ENOMEM, "out of memory");
         sent_us = sqllock__now_us();
     } else {
@@ -403,12 +425,13 @@ static void renew_group(struct sqllock__renewer *r, watch_entry **v,
             rc = read_renewed(db, id, v, n);
         } else if (rc == SQLLOCK_OK) {
             /* Each element names a different row (a name's grant has one
-             * token), and each row the UPDATE matched counts 1 (its
-             * expiry always changes): n affected rows means all were
-             * renewed, and the SELECT is needed only when some were not. */
+             * token, and a row watched twice goes once), and each row the
+             * UPDATE matched counts 1 (its expiry always changes): as
+             * many affected rows as elements means all were renewed, and
+             * the SELECT is needed only when some were not. */
             affected = db->drv->affected_rows(db->stmts[id]);
             sqllock__end(db, id);
-            if (affected == (int64_t)n) {
+            if (affected == (int64_t)sent) {
                 for (i = 0; i < n; i++)
                     v[i]->renewed = 1;
             } else {

@@ -766,6 +766,56 @@ static void test_watch_L11_batch_one_lost_others_held(void **state)
 }
 
 /*
+ * L11 (L7 batched), issue 26 item 8: the same lease (name, owner, token)
+ * watched twice in one process -- its handle and a handle attached to it
+ * (sqllock_lease_attach(), as a supervisor does for a lease it took
+ * elsewhere) -- is renewed by the one renewer in one batch, and both
+ * stay HELD past the ttl, with no callback. (A batch that carried the
+ * row twice renewed it once and read the second as not renewed: LOST.)
+ */
+static void test_watch_L11_same_lease_watched_twice(void **state)
+{
+    const int64_t ttl = tu_scaled_ms(1500);
+    sqllock_db *db = open_db(0);
+    sqllock_lease *l, *twin = NULL;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    char name[96];
+    seen s[2];
+    int64_t t0;
+    int i;
+    (void)state;
+
+    memset(s, 0, sizeof s);
+    snprintf(name, sizeof name, "wd-%ld-twice", (long)getpid());
+    l = take(db, name, ttl);
+    o.ttl_ms = ttl;
+    EXPECT_RC(db, sqllock_lease_attach(db, name, sqllock_lease_owner(l),
+                                       sqllock_lease_token(l), &o, &twin),
+              SQLLOCK_OK, "attach");
+    /* An attached handle's local deadline is unknown until it renews. */
+    EXPECT_RC(db, sqllock_lease_renew(twin), SQLLOCK_OK, "renew the twin");
+    t0 = tu_now_ms();
+    watch(l, db, ttl / 3, &s[0]);
+    watch(twin, db, ttl / 3, &s[1]);
+    while (tu_now_ms() < t0 + 3 * ttl)
+        tu_sleep_ms(20);
+    for (i = 0; i < 2; i++) {
+        if (atomic_load(&s[i].calls) != 0)
+            fail_msg("L11: the %s of a lease watched twice was reported %s "
+                     "(%s)", i == 0 ? "handle" : "attached handle",
+                     sqllock_lease_state_name(atomic_load(&s[i].last_state)),
+                     s[i].first_msg);
+    }
+    assert_int_equal(sqllock_lease_state(l), SQLLOCK_STATE_HELD);
+    assert_int_equal(sqllock_lease_state(twin), SQLLOCK_STATE_HELD);
+    EXPECT_RC(db, sqllock_lease_unwatch(twin), SQLLOCK_OK, "unwatch twin");
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    sqllock_lease_free(twin);
+    sqllock_lease_free(l);
+    sqllock_close(db);
+}
+
+/*
  * L11 (L7 batched), renewal cut by a lost connection: a batch whose statement
  * waits on one of its rows (locked by another transaction) and whose
  * connection is then killed (SQLite: the busy timeout runs out) leaves
@@ -876,6 +926,7 @@ int main(void)
         cmocka_unit_test(test_watch_L7_many_leases_one_renewer),
         cmocka_unit_test(test_watch_L11_batch_one_lost_others_held),
         cmocka_unit_test(test_watch_L11_batch_cut_by_lost_connection),
+        cmocka_unit_test(test_watch_L11_same_lease_watched_twice),
     };
     return TU_RUN_PER_URL("watchdog", &g_url, tests, tu_group_schema, NULL);
 }
