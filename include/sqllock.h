@@ -1831,7 +1831,9 @@ SQLLOCK_API int64_t sqllock_lease_deadline_us(const sqllock_lease *lease);
  * returns rows, *has_row (when not NULL) is set to 1 and *first (when not
  * NULL) to the first column of the first row as an integer (0 without a
  * row); *affected (when not NULL) gets the rows an INSERT, UPDATE or
- * DELETE changed. The rest of the result is discarded.
+ * DELETE changed -- for an UPDATE on every database the rows it matched,
+ * also those it left as they were (on MySQL whatever the connection's
+ * CLIENT_FOUND_ROWS says). The rest of the result is discarded.
  *
  * For the few statements a tool or an example needs (a table of its own,
  * a count); an application that reads rows uses sqllock_db_native().

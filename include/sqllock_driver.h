@@ -639,7 +639,10 @@ typedef struct sqllock_driver {
      * next fetch() or reset(). */
     int64_t (*column_int64)(sqllock_stmt *stmt, int col);
     const char *(*column_text)(sqllock_stmt *stmt, int col);
-    /* Rows changed by the last execute() of an INSERT, UPDATE or DELETE. */
+    /* Rows changed by the last execute() of an INSERT, UPDATE or DELETE;
+     * for an UPDATE the rows it matched, also those whose values it left
+     * as they were (PostgreSQL and SQLite count them so; the MySQL driver
+     * reads them from mysql_info(), whatever CLIENT_FOUND_ROWS says). */
     int64_t (*affected_rows)(sqllock_stmt *stmt);
     /* Ends the current result; the statement can be executed again. */
     void (*reset)(sqllock_stmt *stmt);

@@ -118,6 +118,7 @@ void test_guard_G1_commit_race(void **state);
 /* guard/update.c: sqllock_table_guarded_update() */
 void test_guard_G1_update_statuses(void **state);
 void test_guard_G1_update_in_txn(void **state);
+void test_guard_G1_L5_update_same_values_ok(void **state);
 void test_guard_G1_update_delayed_past_expiry(void **state);
 
 #endif /* SQLLOCK_TEST_GUARD_H */
