@@ -194,7 +194,13 @@ int sqllock_record_create(sqllock_db *db, const char *key, const void *value,
     args[1] = blob(value, len);
     rc = write_rows(db, SQLLOCK_SQL_RECORD_CREATE, args, 2, &affected,
                     "creating the record");
-    if (rc != SQLLOCK_OK)
+    /* A dialect may let an existing key fail the INSERT with a
+     * duplicate-key error instead of counting 0 rows (MySQL, whose count
+     * would depend on CLIENT_FOUND_ROWS): the statement changed nothing,
+     * and the transaction it ran in goes on. */
+    if (rc == SQLLOCK_EEXISTS)
+        affected = 0;
+    else if (rc != SQLLOCK_OK)
         return rc;
     if (affected == 0)
         return sqllock__fail(db, SQLLOCK_CONFLICT, "record '%s' already "

@@ -105,7 +105,10 @@ typedef struct sqllock_stmt sqllock_stmt;
  * RECORD_GET     1 key. Returns (value, version) or no row; value is
  *                binary (read with column_blob()).
  * RECORD_CREATE  1 key, 2 value (BLOB). Inserts with version 1 unless the
- *                key exists. Affected rows: 1 created, 0 existed.
+ *                key exists. Affected rows: 1 created, 0 existed; or it
+ *                fails with SQLLOCK_EEXISTS (a duplicate key) when the
+ *                key existed, if that error does not end the transaction
+ *                it runs in (MySQL).
  * RECORD_CAS     1 key, 2 expected version, 3 value (BLOB). Sets the value
  *                and version = version + 1 where key and version match.
  *                Affected rows: 1 written, 0 conflict.
