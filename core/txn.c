@@ -278,6 +278,18 @@ static int app_in_txn(sqllock_db *db, int *in_txn)
     return SQLLOCK_OK;
 }
 
+int sqllock__in_txn(sqllock_db *db, int *in_txn)
+{
+    *in_txn = 0;
+    if (db->txn != NULL) {
+        *in_txn = 1;
+        return SQLLOCK_OK;
+    }
+    if (!db->borrowed)
+        return SQLLOCK_OK;
+    return app_in_txn(db, in_txn);
+}
+
 /* The arguments every way of making a sqllock_txn checks first. */
 static int txn_args(sqllock_db *db, sqllock_txn **out)
 {

@@ -1460,8 +1460,15 @@ typedef struct sqllock_retry_options {
  * except inside a started row-lock transaction on the handle, where the
  * database rolled back the whole transaction, which a retry cannot redo:
  * there the deadlock or serialization failure is returned after that
- * attempt, and the transaction has failed (R7). A conflict is retried
- * inside a transaction too. In a failed transaction the call returns
+ * attempt, and the transaction has failed (R7); likewise inside the
+ * application's transaction on a borrowed handle (sqllock_borrow()),
+ * which the database ended: roll it back and run it again. Inside
+ * either transaction the record is read with a lock (FOR UPDATE; SQLite
+ * holds the database already), so that a retry sees the latest committed
+ * record and not the snapshot of the transaction's first read (MySQL
+ * REPEATABLE READ), and the record stays locked until the transaction
+ * ends, as its write would keep it. A conflict is retried inside a
+ * transaction too. In a failed transaction the call returns
  * SQLLOCK_EMISUSE at once.
  * *attempts (when not NULL) gets the number of attempts made. Returns
  * SQLLOCK_OK, SQLLOCK_CONFLICT when every attempt conflicted, the

@@ -832,6 +832,154 @@ static void test_borrow_D5_O1_G1_G2_calls_with_found_rows(void **state)
         calls_in_mode(&modes[i]);
 }
 
+/* The update function of the O2 cases: appends '+' to the value ("new"
+ * when there is none); on its first call, when `inject` is set, another
+ * connection first moves the record (a writer between the read and the
+ * write). */
+typedef struct o2_ctx {
+    sqllock_db *other;
+    const char *key;
+    int inject;
+    int calls;
+    char out[64];
+} o2_ctx;
+
+static int o2_fn(void *p, const void *old, size_t old_len, const void **out,
+                 size_t *out_len)
+{
+    o2_ctx *c = p;
+
+    if (c->calls++ == 0 && c->inject &&
+        sqllock_record_cas(c->other, c->key, 1, "own", 3, NULL) != SQLLOCK_OK)
+        return SQLLOCK_EDB;
+    if (old == NULL) {
+        snprintf(c->out, sizeof c->out, "new");
+    } else {
+        if (old_len > sizeof c->out - 2)
+            return SQLLOCK_EINVAL;
+        memcpy(c->out, old, old_len);
+        c->out[old_len] = '+';
+        c->out[old_len + 1] = '\0';
+    }
+    *out = c->out;
+    *out_len = strlen(c->out);
+    return SQLLOCK_OK;
+}
+
+/*
+ * O2 on a borrowed session whose reads may be a snapshot: the retry
+ * helper must not re-read the same snapshot attempt after attempt (MySQL
+ * REPEATABLE READ: each plain read of a transaction sees the first one's
+ * snapshot, while each write sees the latest row, so a conflict repeats
+ * until the attempts run out). In the mode's transaction the
+ * application reads the record first (its snapshot), another connection
+ * then moves it -- or creates it, when the application saw none -- and
+ * sqllock_record_update() runs: on MySQL it applies its change to the
+ * latest row at the first attempt, at either level; on PostgreSQL at
+ * REPEATABLE READ the database refuses the stale transaction
+ * (SQLLOCK_ESERIALIZATION, at once: retry the transaction); on SQLite
+ * a write after the snapshot is refused as the database's lock
+ * (SQLLOCK_ELOCKED family), also at once. Without a transaction every
+ * read is fresh: a writer between the read and the write costs one
+ * more attempt.
+ */
+static void record_update_in_mode(const session_mode *m, int exists)
+{
+    app *a = app_open_with(g_url, NULL, m->flags);
+    sqllock_db *own = guard_open(), *b;
+    sqllock_retry_options ro = SQLLOCK_RETRY_OPTIONS_INIT;
+    o2_ctx c;
+    char key[96], what[160];
+    void *v = NULL;
+    size_t len = 0;
+    int64_t version = 0;
+    int attempts = 0, rc, pg_rr, stale;
+
+    memset(&c, 0, sizeof c);
+    guard_name(key, sizeof key, exists ? "o2-old" : "o2-new");
+    c.other = own;
+    c.key = key;
+    ro.backoff_max_ms = 5;
+    if (exists)
+        EXPECT_RC(own, sqllock_record_create(own, key, "a", 1), SQLLOCK_OK,
+                  "the record");
+    b = borrow(a);
+    snprintf(what, sizeof what, "O2: record_update of %s record",
+             exists ? "an existing" : "a missing");
+    if (m->txn == TXN_NONE) {
+        /* Every read is fresh: one writer in the way, one more attempt. */
+        if (!exists) {
+            EXPECT_RC(own, sqllock_record_create(own, key, "a", 1),
+                      SQLLOCK_OK, "the record");
+        }
+        c.inject = 1;
+        EXPECT_RC(b, sqllock_record_update(b, key, o2_fn, &c, &ro,
+                                           &attempts), SQLLOCK_OK,
+                  in_mode(m, what));
+        assert_int_equal(attempts, 2);
+        expect_record(own, key, "own+", 3, in_mode(m, "O2: the update"));
+        goto done;
+    }
+    mode_begin(a, m);
+    EXPECT_RC(b, sqllock_record_get(b, key, &v, &len, &version),
+              exists ? SQLLOCK_OK : SQLLOCK_NOTFOUND,
+              in_mode(m, "the application's first read"));
+    free(v);
+    v = NULL;
+    if (exists)
+        EXPECT_RC(own, sqllock_record_cas(own, key, 1, "own", 3, NULL),
+                  SQLLOCK_OK, "another writer, after the snapshot");
+    else
+        EXPECT_RC(own, sqllock_record_create(own, key, "own", 3),
+                  SQLLOCK_OK, "another creator, after the snapshot");
+    rc = sqllock_record_update(b, key, o2_fn, &c, &ro, &attempts);
+    pg_rr = is_pg(a) && (m->flags & APP_REPEATABLE_READ);
+    stale = pg_rr || is_sqlite(a);
+    if (!stale) {
+        EXPECT_RC(b, rc, SQLLOCK_OK, in_mode(m, what));
+        assert_int_equal(attempts, 1);
+        mode_end(a, m, 1);
+        expect_record(own, key, "own+", exists ? 3 : 2,
+                      in_mode(m, "O2: the update, committed"));
+    } else {
+        /* Refused by the database, at the first attempt, never a
+         * conflict that the retries cannot get past. */
+        if (rc == SQLLOCK_OK || rc == SQLLOCK_CONFLICT || attempts != 1)
+            fail_msg("%s: got %s after %d attempt(s), want the database's "
+                     "refusal at the first (message: %s)", in_mode(m, what),
+                     sqllock_errname(rc), attempts, sqllock_errmsg(b));
+        print_message("%s: %s (%s)\n", in_mode(m, what),
+                      sqllock_errname(rc), sqllock_errmsg(b));
+        if (pg_rr) {
+            EXPECT_RC(b, rc, SQLLOCK_ESERIALIZATION, in_mode(m, what));
+            assert_non_null(strstr(sqllock_errmsg(b), "roll it back"));
+        }
+        mode_end(a, m, 0);
+        expect_record(own, key, "own", exists ? 2 : 1,
+                      in_mode(m, "O2: the other writer's value stays"));
+    }
+done:
+    sqllock_close(b);
+    app_close(a);
+    guard_close(own);
+}
+
+/* O2, D5 (issue 26 item 8): the retry helper on a borrowed session, at
+ * each isolation level, with and without the application's transaction
+ * (see record_update_in_mode()). */
+static void test_borrow_O2_D5_record_update_after_snapshot(void **state)
+{
+    session_mode modes[8];
+    int n, i;
+    (void)state;
+
+    n = session_modes(tu_url_driver(g_url), 0, modes, 8);
+    for (i = 0; i < n; i++) {
+        record_update_in_mode(&modes[i], 1);
+        record_update_in_mode(&modes[i], 0);
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* Exclusion between processes                                          */
 /* ------------------------------------------------------------------ */
@@ -1028,6 +1176,8 @@ int main(void)
             test_borrow_D5_O1_G1_G2_calls_per_session_mode, guard_teardown),
         cmocka_unit_test_teardown(
             test_borrow_D5_O1_G1_G2_calls_with_found_rows, guard_teardown),
+        cmocka_unit_test_teardown(
+            test_borrow_O2_D5_record_update_after_snapshot, guard_teardown),
         cmocka_unit_test_teardown(
             test_borrow_G2_R1_exclusion_between_processes, guard_teardown),
         cmocka_unit_test_teardown(
