@@ -579,10 +579,11 @@ static int session_modes(const char *driver, unsigned flags,
                 return n;
             out[n].flags = flags | (sqlite ? 0 : levels[lv]);
             out[n].txn = txn;
-            snprintf(out[n].label, sizeof out[n].label, "%s%s%s, %s",
+            snprintf(out[n].label, sizeof out[n].label, "%s%s%s, %s%s",
                      driver, (flags & APP_FOUND_ROWS) ? ", CLIENT_FOUND_ROWS"
                      : "", sqlite ? "" : lv == 0 ? ", READ COMMITTED"
-                     : ", REPEATABLE READ", txn_names[txn]);
+                     : ", REPEATABLE READ", txn_names[txn],
+                     txn == TXN_AUTOCOMMIT_OFF ? ", lc_messages ja_JP" : "");
             n++;
         }
     return n;
@@ -673,6 +674,11 @@ static void calls_in_mode(const session_mode *m)
     /* The lock rows exist, committed (see joined_commit_and_rollback). */
     assert_int_equal(lockable(own, name), 1);
     assert_int_equal(lockable(own, held_name), 1);
+    /* The server's messages in another language: the rows an UPDATE
+     * matched are read from its info text ("該当した行: 1  変更: 0 ..."). */
+    if (m->txn == TXN_AUTOCOMMIT_OFF)
+        app_ok(a, app_exec(a, "SET lc_messages = 'ja_JP'"),
+               "the session's language");
     b = borrow(a);
     mode_begin(a, m);
 
