@@ -229,6 +229,10 @@ int sqllock__txn_failed(sqllock_db *db, int status);
  * no database transaction is open, so the connection may be replaced. */
 int sqllock__txn_pending(const sqllock_db *db);
 int sqllock__txn_is_failed(const sqllock_db *db);
+/* *in_txn = 1 when the handle's statements run inside a transaction: a
+ * sqllock_txn on it (begun or joined), or, on a borrowed connection, the
+ * application's own (the driver's answer, no round trip). */
+int sqllock__in_txn(sqllock_db *db, int *in_txn);
 
 /* Runs SQL text built at run time, prepared once per connection and kept
  * in the handle's cache; *out is the statement, whose result is read with

@@ -278,6 +278,18 @@ static int app_in_txn(sqllock_db *db, int *in_txn)
     return SQLLOCK_OK;
 }
 
+int sqllock__in_txn(sqllock_db *db, int *in_txn)
+{
+    *in_txn = 0;
+    if (db->txn != NULL) {
+        *in_txn = 1;
+        return SQLLOCK_OK;
+    }
+    if (!db->borrowed)
+        return SQLLOCK_OK;
+    return app_in_txn(db, in_txn);
+}
+
 /* The arguments every way of making a sqllock_txn checks first. */
 static int txn_args(sqllock_db *db, sqllock_txn **out)
 {
@@ -544,8 +556,10 @@ static int lock_one(sqllock_txn *t, const char *sql, sqllock_value key,
 }
 
 /*
- * One lock row inside the application's transaction (G2), which may run
- * at REPEATABLE READ: there MySQL's ROW_ENSURE (INSERT ... SELECT ...
+ * One lock row on the application's connection (G2), inside its
+ * transaction or the library's own one there, which runs at the
+ * session's isolation level (DESIGN D5: a borrowed session's level is
+ * the application's), maybe REPEATABLE READ: there MySQL's ROW_ENSURE (INSERT ... SELECT ...
  * WHERE NOT EXISTS) reads the existing row with a shared lock, which
  * waits for a holder (breaking NOWAIT and SKIP LOCKED) and, taken by two
  * transactions that then both ask for the exclusive lock, deadlocks.
@@ -710,7 +724,8 @@ int sqllock_txn_lock(sqllock_txn *t, const char *const *names, int n,
         }
         if (skipped[idx[i]])
             continue;                          /* SKIP LOCKED: being made */
-        if (t->joined && !(db->drv->caps & SQLLOCK_CAP_DB_LOCK))
+        if ((t->joined || db->borrowed) &&
+            !(db->drv->caps & SQLLOCK_CAP_DB_LOCK))
             rc = lock_joined(t, sql, name, mode, &g);
         else if ((rc = ensure_row(t, name)) == SQLLOCK_OK)
             rc = lock_one(t, sql, arg, &g);

@@ -122,15 +122,27 @@ static int write_rows(sqllock_db *db, sqllock_sql_id id,
     return SQLLOCK_OK;
 }
 
-int sqllock_record_get(sqllock_db *db, const char *key, void **value,
-                       size_t *len, int64_t *version)
+/*
+ * Reads record `key`. With `locking` (the retry helper inside a
+ * transaction) the dialect's RECORD_GET ends with its FOR UPDATE: a
+ * locking read sees the latest committed row, not the transaction's
+ * snapshot (MySQL REPEATABLE READ; on PostgreSQL at REPEATABLE READ a
+ * row changed after the snapshot fails it with a serialization error
+ * instead), and keeps the row for the write that follows, which would
+ * lock it until the transaction ends anyway. SQLite's suffix is empty:
+ * its transaction holds the database.
+ */
+static int record_read(sqllock_db *db, const char *key, int locking,
+                       void **value, size_t *len, int64_t *version)
 {
     const char *what = "reading the record";
-    sqllock_value arg;
-    sqllock_stmt *st;
+    const sqllock_sql *get;
+    const char *lock;
+    sqllock_value arg, args[4];
+    sqllock_stmt *st = NULL;
     const void *bytes;
     size_t n = 0;
-    int has_row = 0, rc;
+    int has_row = 0, dyn = 0, nargs = 0, rc;
 
     if (value != NULL)
         *value = NULL;
@@ -144,26 +156,54 @@ int sqllock_record_get(sqllock_db *db, const char *key, void **value,
     if (db->drv->column_blob == NULL)
         return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "the %s driver cannot "
                              "read binary values", db->drv->name);
+    get = sqllock__sql_of(db->drv, SQLLOCK_SQL_RECORD_GET);
+    lock = db->drv->dialect->for_update[SQLLOCK_LOCK_WAIT];
     arg = sqllock__text(key);
-    rc = run(db, SQLLOCK_SQL_RECORD_GET, &arg, 1, what);
-    if (rc == SQLLOCK_OK)
-        rc = fetch(db, SQLLOCK_SQL_RECORD_GET, &has_row, what);
+    if (locking && lock != NULL && lock[0] != '\0' && get != NULL &&
+        get->text != NULL) {
+        char sql[SQL_MAX];
+        const char *a;
+
+        /* The key as many times as the dialect binds it. */
+        for (a = get->args != NULL ? get->args : "1"; *a != '\0'; a++) {
+            if (*a != '1' || nargs == (int)(sizeof args / sizeof *args))
+                return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "%s: the %s "
+                                     "dialect's RECORD_GET binds more than "
+                                     "the key", what, db->drv->name);
+            args[nargs++] = arg;
+        }
+        if ((size_t)snprintf(sql, sizeof sql, "%s%s", get->text, lock) >=
+            sizeof sql)
+            return sqllock__fail(db, SQLLOCK_EINVAL, "%s: the statement "
+                                 "would be longer than %d bytes", what,
+                                 SQL_MAX);
+        dyn = 1;
+        rc = run_dyn(db, sql, args, nargs, what, &st);
+        if (rc == SQLLOCK_OK)
+            rc = fetch_dyn(db, st, &has_row, what);
+    } else {
+        rc = run(db, SQLLOCK_SQL_RECORD_GET, &arg, 1, what);
+        if (rc == SQLLOCK_OK)
+            rc = fetch(db, SQLLOCK_SQL_RECORD_GET, &has_row, what);
+        st = db->stmts[SQLLOCK_SQL_RECORD_GET];
+    }
     if (rc != SQLLOCK_OK)
         return rc;
+#define END_READ() (dyn ? db->drv->reset(st) \
+                        : sqllock__end(db, SQLLOCK_SQL_RECORD_GET))
     if (!has_row) {
-        sqllock__end(db, SQLLOCK_SQL_RECORD_GET);
+        END_READ();
         return sqllock__fail(db, SQLLOCK_NOTFOUND, "no record '%s'", key);
     }
-    st = db->stmts[SQLLOCK_SQL_RECORD_GET];
     bytes = db->drv->column_blob(st, 0, &n);
     if (bytes == NULL) {
-        sqllock__end(db, SQLLOCK_SQL_RECORD_GET);
+        END_READ();
         return sqllock__fail(db, SQLLOCK_ENOMEM, "%s: out of memory", what);
     }
     if (value != NULL) {
         char *copy = malloc(n + 1);
         if (copy == NULL) {
-            sqllock__end(db, SQLLOCK_SQL_RECORD_GET);
+            END_READ();
             return sqllock__fail(db, SQLLOCK_ENOMEM, "%s: out of memory", what);
         }
         if (n > 0)
@@ -175,8 +215,15 @@ int sqllock_record_get(sqllock_db *db, const char *key, void **value,
         *len = n;
     if (version != NULL)
         *version = db->drv->column_int64(st, 1);
-    sqllock__end(db, SQLLOCK_SQL_RECORD_GET);
+    END_READ();
+#undef END_READ
     return sqllock__ok(db);
+}
+
+int sqllock_record_get(sqllock_db *db, const char *key, void **value,
+                       size_t *len, int64_t *version)
+{
+    return record_read(db, key, 0, value, len, version);
 }
 
 int sqllock_record_create(sqllock_db *db, const char *key, const void *value,
@@ -194,7 +241,13 @@ int sqllock_record_create(sqllock_db *db, const char *key, const void *value,
     args[1] = blob(value, len);
     rc = write_rows(db, SQLLOCK_SQL_RECORD_CREATE, args, 2, &affected,
                     "creating the record");
-    if (rc != SQLLOCK_OK)
+    /* A dialect may let an existing key fail the INSERT with a
+     * duplicate-key error instead of counting 0 rows (MySQL, whose count
+     * would depend on CLIENT_FOUND_ROWS): the statement changed nothing,
+     * and the transaction it ran in goes on. */
+    if (rc == SQLLOCK_EEXISTS)
+        affected = 0;
+    else if (rc != SQLLOCK_OK)
         return rc;
     if (affected == 0)
         return sqllock__fail(db, SQLLOCK_CONFLICT, "record '%s' already "
@@ -295,11 +348,25 @@ static int retry_options(sqllock_db *db, const sqllock_retry_options *o,
     return SQLLOCK_OK;
 }
 
+/* A deadlock or serialization failure inside a transaction, which the
+ * retry helper returns: what to do about it. */
+static int not_retried(sqllock_db *db, int rc)
+{
+    char why[SQLLOCK__ERRMSG_MAX];
+
+    memcpy(why, db->errmsg, sizeof why);
+    return sqllock__fail(db, rc, "%s; not retried: the database ended the "
+                         "whole transaction, so roll it back and run it "
+                         "again (at REPEATABLE READ, a row changed after "
+                         "the transaction's first read cannot be written "
+                         "in it)", why);
+}
+
 int sqllock_record_update(sqllock_db *db, const char *key,
                           sqllock_update_fn fn, void *ctx,
                           const sqllock_retry_options *opts, int *attempts)
 {
-    int max_attempts, attempt, rc;
+    int max_attempts, attempt, in_txn = 0, rc;
 
     if (attempts != NULL)
         *attempts = 0;
@@ -310,6 +377,13 @@ int sqllock_record_update(sqllock_db *db, const char *key,
     if (fn == NULL)
         return sqllock__fail(db, SQLLOCK_EINVAL, "the update function is "
                              "NULL");
+    /* Inside a transaction -- a sqllock_txn on the handle, or the
+     * application's own on a borrowed connection -- the record is read
+     * with a lock (record_read()), so that a retry sees what the last
+     * writer committed and not the snapshot of the transaction's first
+     * read again (MySQL REPEATABLE READ). */
+    if ((rc = sqllock__in_txn(db, &in_txn)) != SQLLOCK_OK)
+        return rc;
     for (attempt = 1;; attempt++) {
         void *old = NULL;
         size_t old_len = 0, out_len = 0;
@@ -319,7 +393,10 @@ int sqllock_record_update(sqllock_db *db, const char *key,
 
         if (attempts != NULL)
             *attempts = attempt;
-        rc = sqllock_record_get(db, key, &old, &old_len, &version);
+        rc = record_read(db, key, in_txn, &old, &old_len, &version);
+        if (in_txn && !sqllock__txn_is_failed(db) &&
+            (rc == SQLLOCK_EDEADLOCK || rc == SQLLOCK_ESERIALIZATION))
+            return not_retried(db, rc);
         if (rc != SQLLOCK_OK && rc != SQLLOCK_NOTFOUND)
             return rc;
         exists = rc == SQLLOCK_OK;
@@ -336,15 +413,19 @@ int sqllock_record_update(sqllock_db *db, const char *key,
         /* A deadlock or serialization failure rolled the one write back,
          * so nothing changed: it is another writer in the way, as a
          * conflict is. (Galera reports a write that lost certification
-         * against another node's as a deadlock.) Not inside a row-lock
-         * transaction, though: there the database rolled back the whole
-         * transaction, which a retry cannot redo, and the transaction
-         * has failed (R7). */
+         * against another node's as a deadlock.) Not inside a
+         * transaction, though: there the database rolled back (or, on
+         * PostgreSQL, aborted) the whole transaction, which a retry
+         * cannot redo -- on a borrowed MySQL connection the retry would
+         * even commit on its own, outside the application's transaction
+         * -- and a row-lock transaction has failed (R7). */
         if (rc != SQLLOCK_CONFLICT && rc != SQLLOCK_EDEADLOCK &&
             rc != SQLLOCK_ESERIALIZATION)
             return rc;
         if (rc != SQLLOCK_CONFLICT && sqllock__txn_is_failed(db))
             return rc;
+        if (rc != SQLLOCK_CONFLICT && in_txn)
+            return not_retried(db, rc);
         if (attempt >= max_attempts)
             return sqllock__fail(db, SQLLOCK_CONFLICT, "record '%s' was "
                                  "changed by other writers in each of %d "

@@ -1463,8 +1463,15 @@ typedef struct sqllock_retry_options {
  * except inside a started row-lock transaction on the handle, where the
  * database rolled back the whole transaction, which a retry cannot redo:
  * there the deadlock or serialization failure is returned after that
- * attempt, and the transaction has failed (R7). A conflict is retried
- * inside a transaction too. In a failed transaction the call returns
+ * attempt, and the transaction has failed (R7); likewise inside the
+ * application's transaction on a borrowed handle (sqllock_borrow()),
+ * which the database ended: roll it back and run it again. Inside
+ * either transaction the record is read with a lock (FOR UPDATE; SQLite
+ * holds the database already), so that a retry sees the latest committed
+ * record and not the snapshot of the transaction's first read (MySQL
+ * REPEATABLE READ), and the record stays locked until the transaction
+ * ends, as its write would keep it. A conflict is retried inside a
+ * transaction too. In a failed transaction the call returns
  * SQLLOCK_EMISUSE at once.
  * *attempts (when not NULL) gets the number of attempts made. Returns
  * SQLLOCK_OK, SQLLOCK_CONFLICT when every attempt conflicted, the
@@ -1834,7 +1841,9 @@ SQLLOCK_API int64_t sqllock_lease_deadline_us(const sqllock_lease *lease);
  * returns rows, *has_row (when not NULL) is set to 1 and *first (when not
  * NULL) to the first column of the first row as an integer (0 without a
  * row); *affected (when not NULL) gets the rows an INSERT, UPDATE or
- * DELETE changed. The rest of the result is discarded.
+ * DELETE changed -- for an UPDATE on every database the rows it matched,
+ * also those it left as they were (on MySQL whatever the connection's
+ * CLIENT_FOUND_ROWS says). The rest of the result is discarded.
  *
  * For the few statements a tool or an example needs (a table of its own,
  * a count); an application that reads rows uses sqllock_db_native().

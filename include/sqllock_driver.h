@@ -105,7 +105,10 @@ typedef struct sqllock_stmt sqllock_stmt;
  * RECORD_GET     1 key. Returns (value, version) or no row; value is
  *                binary (read with column_blob()).
  * RECORD_CREATE  1 key, 2 value (BLOB). Inserts with version 1 unless the
- *                key exists. Affected rows: 1 created, 0 existed.
+ *                key exists. Affected rows: 1 created, 0 existed; or it
+ *                fails with SQLLOCK_EEXISTS (a duplicate key) when the
+ *                key existed, if that error does not end the transaction
+ *                it runs in (MySQL).
  * RECORD_CAS     1 key, 2 expected version, 3 value (BLOB). Sets the value
  *                and version = version + 1 where key and version match.
  *                Affected rows: 1 written, 0 conflict.
@@ -639,7 +642,10 @@ typedef struct sqllock_driver {
      * next fetch() or reset(). */
     int64_t (*column_int64)(sqllock_stmt *stmt, int col);
     const char *(*column_text)(sqllock_stmt *stmt, int col);
-    /* Rows changed by the last execute() of an INSERT, UPDATE or DELETE. */
+    /* Rows changed by the last execute() of an INSERT, UPDATE or DELETE;
+     * for an UPDATE the rows it matched, also those whose values it left
+     * as they were (PostgreSQL and SQLite count them so; the MySQL driver
+     * reads them from mysql_info(), whatever CLIENT_FOUND_ROWS says). */
     int64_t (*affected_rows)(sqllock_stmt *stmt);
     /* Ends the current result; the statement can be executed again. */
     void (*reset)(sqllock_stmt *stmt);

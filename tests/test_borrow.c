@@ -533,6 +533,460 @@ static void test_borrow_G1_G2_guarded_update_in_app_txn(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* The application's session (DESIGN D5, issue 26 items 4 and 8)        */
+/* ------------------------------------------------------------------ */
+
+static const sqllock_table VERSIONED = { GUARD_TABLE, "id", "ver" };
+
+/* How the application left its session when it lends the connection:
+ * no transaction open, one begun, or (MySQL) autocommit off, where the
+ * next statement opens one (mysqlclient's default). */
+enum { TXN_NONE, TXN_BEGUN, TXN_AUTOCOMMIT_OFF };
+
+typedef struct session_mode {
+    unsigned flags;            /* APP_FOUND_ROWS, APP_READ_COMMITTED, ... */
+    int txn;
+    char label[96];
+} session_mode;
+
+static char g_what[300];
+
+/* `what`, with the mode it ran in, for a failure's message. */
+static const char *in_mode(const session_mode *m, const char *what)
+{
+    snprintf(g_what, sizeof g_what, "%s [%s]", what, m->label);
+    return g_what;
+}
+
+/* The modes of `a`'s driver: each isolation level (PostgreSQL and MySQL)
+ * with each kind of transaction; `flags` are added to every mode. */
+static int session_modes(const char *driver, unsigned flags,
+                         session_mode *out, int max)
+{
+    static const unsigned levels[2] = { APP_READ_COMMITTED,
+                                        APP_REPEATABLE_READ };
+    static const char *const txn_names[3] = { "no transaction",
+                                              "a transaction begun",
+                                              "autocommit off" };
+    int n = 0, lv, txn;
+    int sqlite = strcmp(driver, "sqlite") == 0;
+    int mysql = strcmp(driver, "mysql") == 0;
+
+    for (lv = 0; lv < (sqlite ? 1 : 2); lv++)
+        for (txn = TXN_NONE; txn <= (mysql ? TXN_AUTOCOMMIT_OFF : TXN_BEGUN);
+             txn++) {
+            if (n >= max)
+                return n;
+            out[n].flags = flags | (sqlite ? 0 : levels[lv]);
+            out[n].txn = txn;
+            snprintf(out[n].label, sizeof out[n].label, "%s%s%s, %s%s",
+                     driver, (flags & APP_FOUND_ROWS) ? ", CLIENT_FOUND_ROWS"
+                     : "", sqlite ? "" : lv == 0 ? ", READ COMMITTED"
+                     : ", REPEATABLE READ", txn_names[txn],
+                     txn == TXN_AUTOCOMMIT_OFF ? ", lc_messages ja_JP" : "");
+            n++;
+        }
+    return n;
+}
+
+/* Opens the application's transaction as the mode says. */
+static void mode_begin(app *a, const session_mode *m)
+{
+    if (m->txn == TXN_BEGUN)
+        app_ok(a, app_begin(a, 0), "the application's begin");
+    else if (m->txn == TXN_AUTOCOMMIT_OFF)
+        app_ok(a, app_exec(a, "SET autocommit = 0"), "autocommit off");
+}
+
+/* Ends it: committed (or rolled back), autocommit back on. */
+static void mode_end(app *a, const session_mode *m, int commit)
+{
+    if (m->txn == TXN_NONE)
+        return;
+    app_ok(a, app_exec(a, commit ? "COMMIT" : "ROLLBACK"),
+           "the application's commit");
+    if (m->txn == TXN_AUTOCOMMIT_OFF)
+        app_ok(a, app_exec(a, "SET autocommit = 1"), "autocommit on");
+}
+
+static void expect_record(sqllock_db *db, const char *key, const char *want,
+                          int64_t want_version, const char *what)
+{
+    void *v = NULL;
+    size_t len = 0;
+    int64_t version = 0;
+
+    EXPECT_RC(db, sqllock_record_get(db, key, &v, &len, &version),
+              SQLLOCK_OK, what);
+    if (len != strlen(want) || memcmp(v, want, len) != 0 ||
+        version != want_version)
+        fail_msg("%s: record '%s' is '%.*s' at version %lld, want '%s' at "
+                 "%lld", what, key, (int)len, (const char *)v,
+                 (long long)version, want, (long long)want_version);
+    free(v);
+}
+
+/*
+ * Every call a borrowed handle runs, in one session mode: the records
+ * (create, also of a key that exists -- item 4: with CLIENT_FOUND_ROWS
+ * the old statement counted the existing row as created; CAS, also of
+ * the value the record has; delete), the table calls (update, CAS, get,
+ * a fenced update of the values the row has), the guarded update (also
+ * writing what the row has), sqllock_db_exec()'s count of an UPDATE that
+ * changes nothing (the rows it matched, as on PostgreSQL and SQLite),
+ * and row locks: joined into the application's transaction, or in the
+ * library's own transaction on the connection, where NOWAIT on a name
+ * another connection holds fails at once (MySQL REPEATABLE READ made
+ * the lock row's INSERT ... WHERE NOT EXISTS wait for the holder).
+ * What the calls wrote is checked through another connection after the
+ * application's commit.
+ */
+static void calls_in_mode(const session_mode *m)
+{
+    app *a = app_open_with(g_url, NULL, m->flags);
+    sqllock_db *own = guard_open(), *b;
+    int64_t id = guard_row(own), val = -1, fence = -1, nv = 0, ver = -1;
+    int64_t affected = -1, token, t0, took;
+    sqllock_cell key = SQLLOCK_NUMBER(id);
+    sqllock_cell set5 = { "val", SQLLOCK_OP_SET, NULL, 5 };
+    sqllock_cell set6 = { "val", SQLLOCK_OP_SET, NULL, 6 };
+    sqllock_cell idarg = SQLLOCK_NUMBER(id);
+    const char *cols[1] = { "val" };
+    char k1[96], k2[96], nm[96], held_nm[96], lname[96];
+    const char *name = nm, *held_name = held_nm;
+    sqllock_txn *t = NULL, *held = NULL;
+    sqllock_lease *l;
+    void *v = NULL;
+    size_t len = 0;
+    int i;
+
+    if ((m->flags & APP_FOUND_ROWS) && strcmp(app_driver(a), "mysql") == 0)
+        assert_int_equal(app_found_rows(a), 1);
+    guard_name(k1, sizeof k1, "d5-new");
+    guard_name(k2, sizeof k2, "d5-old");
+    guard_name(nm, sizeof nm, "d5-lock");
+    guard_name(held_nm, sizeof held_nm, "d5-held");
+    guard_name(lname, sizeof lname, "d5-lease");
+    l = guard_acquire(own, lname, 30000, 0);
+    token = sqllock_lease_token(l);
+    EXPECT_RC(own, sqllock_record_create(own, k2, "old", 3), SQLLOCK_OK,
+              "the existing record");
+    /* The lock rows exist, committed (see joined_commit_and_rollback). */
+    assert_int_equal(lockable(own, name), 1);
+    assert_int_equal(lockable(own, held_name), 1);
+    /* The server's messages in another language: the rows an UPDATE
+     * matched are read from its info text ("該当した行: 1  変更: 0 ..."). */
+    if (m->txn == TXN_AUTOCOMMIT_OFF)
+        app_ok(a, app_exec(a, "SET lc_messages = 'ja_JP'"),
+               "the session's language");
+    b = borrow(a);
+    mode_begin(a, m);
+
+    /* O1: records. */
+    EXPECT_RC(b, sqllock_record_create(b, k1, "one", 3), SQLLOCK_OK,
+              in_mode(m, "O1: create a new record"));
+    EXPECT_RC(b, sqllock_record_create(b, k1, "xxx", 3), SQLLOCK_CONFLICT,
+              in_mode(m, "O1: create it again"));
+    EXPECT_RC(b, sqllock_record_create(b, k2, "new", 3), SQLLOCK_CONFLICT,
+              in_mode(m, "O1, D5: create a record that exists"));
+    assert_non_null(strstr(sqllock_errmsg(b), "already exists"));
+    expect_record(b, k2, "old", 1, in_mode(m, "O1: the existing record "
+                                           "keeps its value"));
+    expect_record(b, k1, "one", 1, in_mode(m, "O1: the new record"));
+    EXPECT_RC(b, sqllock_record_cas(b, k1, 1, "two", 3, &nv), SQLLOCK_OK,
+              in_mode(m, "O1: cas"));
+    assert_int_equal(nv, 2);
+    EXPECT_RC(b, sqllock_record_cas(b, k1, 1, "bad", 3, &nv),
+              SQLLOCK_CONFLICT, in_mode(m, "O1: cas at a stale version"));
+    EXPECT_RC(b, sqllock_record_cas(b, k1, 2, "two", 3, &nv), SQLLOCK_OK,
+              in_mode(m, "O1: cas writing the value the record has"));
+    assert_int_equal(nv, 3);
+    EXPECT_RC(b, sqllock_record_delete(b, k2, 2), SQLLOCK_CONFLICT,
+              in_mode(m, "O1: delete at a wrong version"));
+    EXPECT_RC(b, sqllock_record_delete(b, k2, 1), SQLLOCK_OK,
+              in_mode(m, "O1: delete"));
+    EXPECT_RC(b, sqllock_record_get(b, k2, &v, &len, &nv), SQLLOCK_NOTFOUND,
+              in_mode(m, "O1: the deleted record"));
+
+    /* O3, L5: the application's table. */
+    EXPECT_RC(b, sqllock_table_update(b, &VERSIONED, &key, &set5, 1, NULL,
+                                      0), SQLLOCK_OK,
+              in_mode(m, "O3: table update"));
+    EXPECT_RC(b, sqllock_table_cas(b, &VERSIONED, &key, 1, &set5, 1, NULL, 0,
+                                   &nv), SQLLOCK_OK,
+              in_mode(m, "O3: table cas of the value the row has"));
+    assert_int_equal(nv, 2);
+    EXPECT_RC(b, sqllock_table_cas(b, &VERSIONED, &key, 1, &set6, 1, NULL, 0,
+                                   &nv), SQLLOCK_CONFLICT,
+              in_mode(m, "O3: table cas at a stale version"));
+    EXPECT_RC(b, sqllock_table_get(b, &VERSIONED, &key, cols, 1, &val, &ver),
+              SQLLOCK_OK, in_mode(m, "O3: table get"));
+    assert_int_equal(val, 5);
+    assert_int_equal(ver, 2);
+    for (i = 0; i < 2; i++)
+        EXPECT_RC(b, sqllock_table_fenced_update(b, &PLAIN, &key, "fence",
+                                                 token, &set5, 1, NULL, 0),
+                  SQLLOCK_OK, in_mode(m, i == 0 ? "L5: fenced update"
+                                      : "L5: the same fenced update again"));
+    EXPECT_RC(b, sqllock_table_fenced_update(b, &PLAIN, &key, "fence",
+                                             token + 1000, &set5, 1, NULL, 0),
+              SQLLOCK_OK, in_mode(m, "L5: a fenced update with a larger "
+                                  "token"));
+    EXPECT_RC(b, sqllock_table_fenced_update(b, &PLAIN, &key, "fence",
+                                             token, &set6, 1, NULL, 0),
+              SQLLOCK_LOST, in_mode(m, "L5: the smaller token after it"));
+
+    /* G1: the guarded update, twice with the same values. */
+    for (i = 0; i < 2; i++)
+        EXPECT_RC(b, sqllock_table_guarded_update(b, l, &PLAIN, &key, NULL,
+                                                  &set6, 1, NULL, 0),
+                  SQLLOCK_OK, in_mode(m, i == 0 ? "G1: guarded update"
+                                      : "G1: the same guarded update again"));
+
+    /* D5: an UPDATE through sqllock_db_exec() counts the row it matched. */
+    EXPECT_RC(b, sqllock_db_exec(b, q(a, "UPDATE " GUARD_TABLE " SET val = 6 "
+                                         "WHERE id = $1", "UPDATE "
+                                         GUARD_TABLE " SET val = 6 WHERE id "
+                                         "= ?"), &idarg, 1, NULL, NULL,
+                                 &affected),
+              SQLLOCK_OK, in_mode(m, "D5: exec of an UPDATE that changes "
+                                  "nothing"));
+    assert_int_equal(affected, 1);
+
+    /* R1: row locks. */
+    if (m->txn == TXN_NONE) {
+        EXPECT_RC(own, sqllock_txn_begin(own, NULL, &held), SQLLOCK_OK,
+                  "begin");
+        EXPECT_RC(own, sqllock_txn_lock(held, &held_name, 1,
+                                        SQLLOCK_LOCK_WAIT, NULL),
+                  SQLLOCK_OK, "the other's lock");
+        EXPECT_RC(b, sqllock_txn_begin(b, NULL, &t), SQLLOCK_OK,
+                  in_mode(m, "R1: the library's transaction"));
+        t0 = tu_now_ms();
+        EXPECT_RC(b, sqllock_txn_lock(t, &held_name, 1, SQLLOCK_LOCK_NOWAIT,
+                                      NULL), SQLLOCK_ELOCKED,
+                  in_mode(m, "R1, D5: NOWAIT on a name another holds"));
+        took = tu_now_ms() - t0;
+        if (took > tu_scaled_ms(2500))
+            fail_msg("%s", in_mode(m, "R1, D5: NOWAIT waited for the "
+                                   "holder"));
+        sqllock_txn_free(t);
+        t = NULL;
+        sqllock_txn_free(held);
+        EXPECT_RC(b, sqllock_txn_begin(b, NULL, &t), SQLLOCK_OK,
+                  in_mode(m, "R1: the library's transaction again"));
+        EXPECT_RC(b, sqllock_txn_lock(t, &name, 1, SQLLOCK_LOCK_NOWAIT,
+                                      NULL), SQLLOCK_OK,
+                  in_mode(m, "R1: NOWAIT on a free name"));
+        assert_int_equal(lockable(own, name), 0);
+        EXPECT_RC(b, sqllock_txn_commit(t), SQLLOCK_OK,
+                  in_mode(m, "R1: commit"));
+        sqllock_txn_free(t);
+    } else {
+        EXPECT_RC(b, sqllock_txn_join(b, NULL, &t), SQLLOCK_OK,
+                  in_mode(m, "G2: join"));
+        EXPECT_RC(b, sqllock_txn_lock(t, &name, 1, SQLLOCK_LOCK_NOWAIT, NULL),
+                  SQLLOCK_OK, in_mode(m, "R1: NOWAIT, joined"));
+        assert_int_equal(lockable(own, name), 0);
+        sqllock_txn_free(t);
+        assert_int_equal(lockable(own, name), 0);
+    }
+    mode_end(a, m, 1);
+    assert_int_equal(lockable(own, name), 1);
+
+    /* What the calls wrote, read through another connection. */
+    expect_record(own, k1, "two", 3, in_mode(m, "O1: committed"));
+    EXPECT_RC(own, sqllock_record_get(own, k2, &v, &len, &nv),
+              SQLLOCK_NOTFOUND, in_mode(m, "O1: the delete committed"));
+    guard_read(own, id, &val, NULL, &fence);
+    assert_int_equal(val, 6);
+    assert_int_equal(fence, token + 1000);
+    EXPECT_RC(own, sqllock_table_get(own, &VERSIONED, &key, NULL, 0, NULL,
+                                     &ver), SQLLOCK_OK, "the version");
+    assert_int_equal(ver, 2);
+    EXPECT_RC(own, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    sqllock_lease_free(l);
+    sqllock_close(b);
+    app_close(a);
+    guard_close(own);
+}
+
+/* D5, O1, O3, L5, G1, G2, R1: every call on a borrowed connection, at
+ * each isolation level, with and without the application's transaction
+ * open (see calls_in_mode()). */
+static void test_borrow_D5_O1_G1_G2_calls_per_session_mode(void **state)
+{
+    session_mode modes[8];
+    int n, i;
+    (void)state;
+
+    n = session_modes(tu_url_driver(g_url), 0, modes, 8);
+    for (i = 0; i < n; i++)
+        calls_in_mode(&modes[i]);
+}
+
+/* D5, O1, G1 (issue 26 item 4): the same on a MySQL connection the
+ * application opened with CLIENT_FOUND_ROWS, as Django's backend does. */
+static void test_borrow_D5_O1_G1_G2_calls_with_found_rows(void **state)
+{
+    session_mode modes[8];
+    int n, i;
+    (void)state;
+
+    n = session_modes("mysql", APP_FOUND_ROWS, modes, 8);
+    for (i = 0; i < n; i++)
+        calls_in_mode(&modes[i]);
+}
+
+/* The update function of the O2 cases: appends '+' to the value ("new"
+ * when there is none); on its first call, when `inject` is set, another
+ * connection first moves the record (a writer between the read and the
+ * write). */
+typedef struct o2_ctx {
+    sqllock_db *other;
+    const char *key;
+    int inject;
+    int calls;
+    char out[64];
+} o2_ctx;
+
+static int o2_fn(void *p, const void *old, size_t old_len, const void **out,
+                 size_t *out_len)
+{
+    o2_ctx *c = p;
+
+    if (c->calls++ == 0 && c->inject &&
+        sqllock_record_cas(c->other, c->key, 1, "own", 3, NULL) != SQLLOCK_OK)
+        return SQLLOCK_EDB;
+    if (old == NULL) {
+        snprintf(c->out, sizeof c->out, "new");
+    } else {
+        if (old_len > sizeof c->out - 2)
+            return SQLLOCK_EINVAL;
+        memcpy(c->out, old, old_len);
+        c->out[old_len] = '+';
+        c->out[old_len + 1] = '\0';
+    }
+    *out = c->out;
+    *out_len = strlen(c->out);
+    return SQLLOCK_OK;
+}
+
+/*
+ * O2 on a borrowed session whose reads may be a snapshot: the retry
+ * helper must not re-read the same snapshot attempt after attempt (MySQL
+ * REPEATABLE READ: each plain read of a transaction sees the first one's
+ * snapshot, while each write sees the latest row, so a conflict repeats
+ * until the attempts run out). In the mode's transaction the
+ * application reads the record first (its snapshot), another connection
+ * then moves it -- or creates it, when the application saw none -- and
+ * sqllock_record_update() runs: on MySQL it applies its change to the
+ * latest row at the first attempt, at either level; on PostgreSQL at
+ * REPEATABLE READ the database refuses the stale transaction
+ * (SQLLOCK_ESERIALIZATION, at once: retry the transaction); on SQLite
+ * a write after the snapshot is refused as the database's lock
+ * (SQLLOCK_ELOCKED family), also at once. Without a transaction every
+ * read is fresh: a writer between the read and the write costs one
+ * more attempt.
+ */
+static void record_update_in_mode(const session_mode *m, int exists)
+{
+    app *a = app_open_with(g_url, NULL, m->flags);
+    sqllock_db *own = guard_open(), *b;
+    sqllock_retry_options ro = SQLLOCK_RETRY_OPTIONS_INIT;
+    o2_ctx c;
+    char key[96], what[160];
+    void *v = NULL;
+    size_t len = 0;
+    int64_t version = 0;
+    int attempts = 0, rc, pg_rr, stale;
+
+    memset(&c, 0, sizeof c);
+    guard_name(key, sizeof key, exists ? "o2-old" : "o2-new");
+    c.other = own;
+    c.key = key;
+    ro.backoff_max_ms = 5;
+    if (exists)
+        EXPECT_RC(own, sqllock_record_create(own, key, "a", 1), SQLLOCK_OK,
+                  "the record");
+    b = borrow(a);
+    snprintf(what, sizeof what, "O2: record_update of %s record",
+             exists ? "an existing" : "a missing");
+    if (m->txn == TXN_NONE) {
+        /* Every read is fresh: one writer in the way, one more attempt. */
+        if (!exists) {
+            EXPECT_RC(own, sqllock_record_create(own, key, "a", 1),
+                      SQLLOCK_OK, "the record");
+        }
+        c.inject = 1;
+        EXPECT_RC(b, sqllock_record_update(b, key, o2_fn, &c, &ro,
+                                           &attempts), SQLLOCK_OK,
+                  in_mode(m, what));
+        assert_int_equal(attempts, 2);
+        expect_record(own, key, "own+", 3, in_mode(m, "O2: the update"));
+        goto done;
+    }
+    mode_begin(a, m);
+    EXPECT_RC(b, sqllock_record_get(b, key, &v, &len, &version),
+              exists ? SQLLOCK_OK : SQLLOCK_NOTFOUND,
+              in_mode(m, "the application's first read"));
+    free(v);
+    v = NULL;
+    if (exists)
+        EXPECT_RC(own, sqllock_record_cas(own, key, 1, "own", 3, NULL),
+                  SQLLOCK_OK, "another writer, after the snapshot");
+    else
+        EXPECT_RC(own, sqllock_record_create(own, key, "own", 3),
+                  SQLLOCK_OK, "another creator, after the snapshot");
+    rc = sqllock_record_update(b, key, o2_fn, &c, &ro, &attempts);
+    pg_rr = is_pg(a) && (m->flags & APP_REPEATABLE_READ);
+    stale = pg_rr || is_sqlite(a);
+    if (!stale) {
+        EXPECT_RC(b, rc, SQLLOCK_OK, in_mode(m, what));
+        assert_int_equal(attempts, 1);
+        mode_end(a, m, 1);
+        expect_record(own, key, "own+", exists ? 3 : 2,
+                      in_mode(m, "O2: the update, committed"));
+    } else {
+        /* Refused by the database, at the first attempt, never a
+         * conflict that the retries cannot get past. */
+        if (rc == SQLLOCK_OK || rc == SQLLOCK_CONFLICT || attempts != 1)
+            fail_msg("%s: got %s after %d attempt(s), want the database's "
+                     "refusal at the first (message: %s)", in_mode(m, what),
+                     sqllock_errname(rc), attempts, sqllock_errmsg(b));
+        print_message("%s: %s (%s)\n", in_mode(m, what),
+                      sqllock_errname(rc), sqllock_errmsg(b));
+        if (pg_rr) {
+            EXPECT_RC(b, rc, SQLLOCK_ESERIALIZATION, in_mode(m, what));
+            assert_non_null(strstr(sqllock_errmsg(b), "roll it back"));
+        }
+        mode_end(a, m, 0);
+        expect_record(own, key, "own", exists ? 2 : 1,
+                      in_mode(m, "O2: the other writer's value stays"));
+    }
+done:
+    sqllock_close(b);
+    app_close(a);
+    guard_close(own);
+}
+
+/* O2, D5 (issue 26 item 8): the retry helper on a borrowed session, at
+ * each isolation level, with and without the application's transaction
+ * (see record_update_in_mode()). */
+static void test_borrow_O2_D5_record_update_after_snapshot(void **state)
+{
+    session_mode modes[8];
+    int n, i;
+    (void)state;
+
+    n = session_modes(tu_url_driver(g_url), 0, modes, 8);
+    for (i = 0; i < n; i++) {
+        record_update_in_mode(&modes[i], 1);
+        record_update_in_mode(&modes[i], 0);
+    }
+}
+
+/* ------------------------------------------------------------------ */
 /* Exclusion between processes                                          */
 /* ------------------------------------------------------------------ */
 
@@ -725,6 +1179,12 @@ int main(void)
         cmocka_unit_test_teardown(test_borrow_G1_G2_guarded_update_in_app_txn,
                                   guard_teardown),
         cmocka_unit_test_teardown(
+            test_borrow_D5_O1_G1_G2_calls_per_session_mode, guard_teardown),
+        cmocka_unit_test_teardown(
+            test_borrow_D5_O1_G1_G2_calls_with_found_rows, guard_teardown),
+        cmocka_unit_test_teardown(
+            test_borrow_O2_D5_record_update_after_snapshot, guard_teardown),
+        cmocka_unit_test_teardown(
             test_borrow_G2_R1_exclusion_between_processes, guard_teardown),
         cmocka_unit_test_teardown(
             test_borrow_G2_lost_connection_not_reconnected, guard_teardown),
@@ -737,5 +1197,9 @@ int main(void)
     tu_not_on("sqlite", "test_borrow_G2_pg_nonblocking_kept",
               "libpq's mode");
     tu_not_on("mysql", "test_borrow_G2_pg_nonblocking_kept", "libpq's mode");
+    tu_not_on("sqlite", "test_borrow_D5_O1_G1_G2_calls_with_found_rows",
+              "CLIENT_FOUND_ROWS is a MySQL client flag");
+    tu_not_on("postgres", "test_borrow_D5_O1_G1_G2_calls_with_found_rows",
+              "CLIENT_FOUND_ROWS is a MySQL client flag");
     return TU_RUN_PER_URL("borrow", &g_url, tests, guard_group_setup, NULL);
 }

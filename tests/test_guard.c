@@ -53,6 +53,8 @@ int main(void)
                                   guard_teardown),
         cmocka_unit_test_teardown(test_guard_G1_update_in_txn,
                                   guard_teardown),
+        cmocka_unit_test_teardown(test_guard_G1_L5_update_same_values_ok,
+                                  guard_teardown),
         cmocka_unit_test_teardown(test_guard_G1_update_delayed_past_expiry,
                                   guard_teardown),
         cmocka_unit_test_teardown(test_guard_G1_paused_holder_refused,

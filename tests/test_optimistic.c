@@ -44,6 +44,7 @@ int main(void)
         cmocka_unit_test(test_optimistic_O2_fn_status_writes_nothing),
         cmocka_unit_test(test_optimistic_O2_one_attempt_conflicts),
         cmocka_unit_test(test_optimistic_O3_table_cas_basic),
+        cmocka_unit_test(test_optimistic_O3_L5_fenced_same_values_ok),
         cmocka_unit_test(test_optimistic_O3_statement_shapes),
         cmocka_unit_test(test_optimistic_O3_cas_stock_processes),
         cmocka_unit_test(test_optimistic_O3_update_stock_processes),

@@ -147,6 +147,8 @@ struct sqllock_stmt {
     int is_call;                /* CALL: its columns are known only after
                                    it runs, and a status result follows
                                    its rows */
+    int is_update;              /* UPDATE: affected_rows() counts the rows
+                                   it matched (matched_rows(), my_exec.c) */
     int64_t affected;
     int64_t insert_id;
 };

@@ -180,6 +180,18 @@ static int after_connect(sqllock_conn *c, const my_target *t,
                                  "asks for TLS, but the connection does not "
                                  "use it (the server offers no TLS)",
                                  sqllock__my_ssl_mode_name(t->ssl));
+    /* The lease statements read the affected-row count of INSERT ... ON
+     * DUPLICATE KEY UPDATE (1 inserted, 2 taken over, 0 held), and the
+     * acquire routines ROW_COUNT(), which count a held row as 1 with
+     * CLIENT_FOUND_ROWS. connect_host() never asks for it (client flags
+     * 0), and the client reads no option file that could; should one
+     * ever set it, the connection is refused here rather than a held
+     * lease granted (DESIGN D5: fail closed). They never run on a
+     * borrowed connection, whose flags are the application's. */
+    if (my->client_flag & CLIENT_FOUND_ROWS)
+        return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "", "the connection "
+                                 "has CLIENT_FOUND_ROWS set, under which a "
+                                 "held lease would count as granted");
     snprintf(sql, sizeof sql, "SET time_zone = '+00:00', %s = "
              "'READ-COMMITTED', autocommit = 1", isolation_var(my));
     if (mysql_real_query(my, sql, (unsigned long)strlen(sql)) != 0) {
@@ -235,6 +247,7 @@ static int connect_host(sqllock_conn *c, const sqllock_connect_params *p,
     rc = set_options(c->my, p, t, err);
     /* The password (the URL's or the option file's) goes to the client
      * library only, never into a message. */
+    /* Client flags 0: never CLIENT_FOUND_ROWS (see after_connect()). */
     if (rc == SQLLOCK_OK &&
         mysql_real_connect(c->my, t->host, t->user, t->password,
                            t->database, t->port, t->socket, 0) == NULL) {
@@ -339,7 +352,12 @@ int sqllock__my_connect(const sqllock_url *url,
  * timeouts (the driver's bounds on a round trip are the connection's
  * read and write timeouts, which only the application can set, before
  * it connects). The statements a borrowed handle runs do not read the
- * time zone (the guard reads UTC_TIMESTAMP()). One round trip asks
+ * time zone (the guard reads UTC_TIMESTAMP()), and none depends on the
+ * client flags the application connected with (CLIENT_FOUND_ROWS: an
+ * UPDATE's count is the rows it matched either way, matched_rows() in
+ * my_exec.c, and RECORD_CREATE reads an existing key from its
+ * duplicate-key error, my_sql.c); the lease statements, which do, are
+ * refused on a borrowed handle. One round trip asks
  * whether the server is a Galera node, for sqllock_row_lock_scope().
  */
 int sqllock__my_adopt(void *native, const sqllock_connect_params *p,

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "my.h"
 
@@ -88,6 +89,78 @@ static int setup_columns(sqllock_stmt *s, sqllock_dberr *err)
     return SQLLOCK_OK;
 }
 
+/* Whether `sql` is an UPDATE: its first word, after white space and
+ * block comments, ASCII case ignored. */
+static int is_update_sql(const char *sql)
+{
+    const char *p = sql;
+
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+            p++;
+        if (p[0] != '/' || p[1] != '*')
+            break;
+        p = strstr(p + 2, "*/");
+        if (p == NULL)
+            return 0;
+        p += 2;
+    }
+    return strncasecmp(p, "UPDATE", 6) == 0 &&
+           !((p[6] >= 'A' && p[6] <= 'Z') || (p[6] >= 'a' && p[6] <= 'z') ||
+             (p[6] >= '0' && p[6] <= '9') || p[6] == '_');
+}
+
+/* Reads the next run of ASCII digits at or after *p into *n; 0 when
+ * there is none. */
+static int next_number(const char **p, unsigned long long *n)
+{
+    const char *s = *p;
+
+    while (*s != '\0' && (*s < '0' || *s > '9'))
+        s++;
+    if (*s == '\0')
+        return 0;
+    errno = 0;
+    *n = strtoull(s, (char **)p, 10);
+    return errno == 0;
+}
+
+/*
+ * The rows an UPDATE matched (DESIGN D5). MySQL's affected-row count of
+ * an UPDATE is the rows whose values it changed, unless the client
+ * connected with CLIENT_FOUND_ROWS (Django's backend does, and an
+ * application may lend such a connection, sqllock_borrow()), when it is
+ * the rows it matched: a write of the values a row already has counts 0
+ * one way and 1 the other. The server's info text for an UPDATE says
+ * both whatever the flag, "Rows matched: M  Changed: C  Warnings: W",
+ * also for a prepared statement (checked with MariaDB Connector/C 3.3,
+ * which is Debian's libmysqlclient too, against MariaDB 10.11). The text
+ * is in the session's lc_messages language, but in every translation
+ * MariaDB 10.11 ships (errmsg-utf8.txt, ER_UPDATE_INFO) the three
+ * numbers come in that order and no digit comes before them, so the
+ * first number is M. It is taken only when it agrees with the count the
+ * client gave (C or M, C <= M); otherwise, or without the text, the
+ * client's count is returned, which never counts more rows than matched.
+ * So the core reads "matched" on every connection, as PostgreSQL and
+ * SQLite count it.
+ */
+static int64_t matched_rows(sqllock_stmt *s)
+{
+    unsigned long long a = (unsigned long long)mysql_stmt_affected_rows(s->st);
+    unsigned long long m = 0, c = 0, w = 0;
+    const char *info, *p;
+
+    if (!s->is_update || a == (unsigned long long)-1)
+        return (int64_t)a;
+    info = mysql_info(s->conn->my);
+    p = info;
+    if (p == NULL || !next_number(&p, &m) || !next_number(&p, &c) ||
+        !next_number(&p, &w) || c > m || (a != c && a != m) ||
+        m > (unsigned long long)INT64_MAX)
+        return (int64_t)a;
+    return (int64_t)m;
+}
+
 int sqllock__my_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
                         sqllock_dberr *err)
 {
@@ -125,6 +198,7 @@ int sqllock__my_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
         }
     }
     s->is_call = strncmp(sql, "CALL ", 5) == 0;
+    s->is_update = is_update_sql(sql);
     rc = s->is_call ? SQLLOCK_OK : setup_columns(s, err);
     if (rc != SQLLOCK_OK) {
         stmt_free(s);
@@ -222,7 +296,7 @@ int sqllock__my_execute(sqllock_stmt *s, const sqllock_value *args,
         }
     }
     if (s->ncols == 0 || mysql_stmt_field_count(s->st) == 0) {
-        s->affected = (int64_t)mysql_stmt_affected_rows(s->st);
+        s->affected = matched_rows(s);
         s->insert_id = (int64_t)mysql_stmt_insert_id(s->st);
         /* A statement without rows writes: it must have committed unless
          * it ran in the core's transaction (C2). */

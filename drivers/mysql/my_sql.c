@@ -14,7 +14,9 @@
  * left them, so expires_at, which every condition reads, is assigned
  * last. The affected-row count says what happened: 1 inserted, 2 taken
  * over, 0 held by another owner (the connection must not set
- * CLIENT_FOUND_ROWS, which would count a held row as 1). VALUES() is the
+ * CLIENT_FOUND_ROWS, which would count a held row as 1: the library's
+ * own connections never do, after_connect() in my_conn.c checks it, and
+ * a lease statement never runs on a borrowed one). VALUES() is the
  * one spelling that MySQL 8.0 and MariaDB both accept. The token is 0
  * here; TOKEN_NEXT and LEASE_SET_TOKEN set it in the same transaction.
  */
@@ -118,18 +120,31 @@ static const char SQL_SCHEMA_VERSION[] =
     "WHERE `key` = 'schema_version'";
 
 /* Versioned records (DESIGN O1). `key` is a reserved word in MySQL and
- * `value` a keyword, so both are quoted. CREATE must report 0 affected
- * rows when the key exists, without turning other errors into warnings
- * as INSERT IGNORE would: ON DUPLICATE KEY UPDATE that sets a column to
- * its own value changes nothing, which counts 0 rows (without
- * CLIENT_FOUND_ROWS), and 1 for a new row. A CAS always changes the
- * version, so a matched row always counts 1. */
+ * `value` a keyword, so both are quoted.
+ *
+ * CREATE is a plain INSERT: 1 affected row for a new record, and an
+ * existing key fails it with a duplicate-key error (1062,
+ * SQLLOCK_EEXISTS), which the core reads as "exists". Neither depends on
+ * a session property (DESIGN D5): not on CLIENT_FOUND_ROWS, with which
+ * the earlier ON DUPLICATE KEY UPDATE version = version counted an
+ * existing key as 1 row, "created" (issue 26 item 4; an application's
+ * borrowed connection may have the flag), nor on the isolation level:
+ * the INSERT reads nothing, so it takes no gap lock under REPEATABLE
+ * READ (an INSERT ... SELECT ... WHERE NOT EXISTS would, and two
+ * creators of one key would deadlock), and under any level it waits for
+ * another transaction's uncommitted insert of the key, then fails or
+ * goes in as that one commits or rolls back. A duplicate-key error ends
+ * the statement only, never the transaction it runs in (InnoDB), and
+ * INSERT IGNORE, which would also turn other errors into warnings, is
+ * not needed. A CAS always changes the version, so a matched row is a
+ * changed row (and the driver counts matched rows of an UPDATE anyway,
+ * matched_rows() in my_exec.c); a DELETE counts the rows it deleted
+ * whatever the flag. */
 static const char SQL_RECORD_GET[] =
     "SELECT `value`, version FROM sqllock_record WHERE `key` = ?";
 
 static const char SQL_RECORD_CREATE[] =
-    "INSERT INTO sqllock_record (`key`, `value`, version) VALUES (?, ?, 1) "
-    "ON DUPLICATE KEY UPDATE version = version";
+    "INSERT INTO sqllock_record (`key`, `value`, version) VALUES (?, ?, 1)";
 
 static const char SQL_RECORD_CAS[] =
     "UPDATE sqllock_record SET `value` = ?, version = version + 1 "

@@ -12,6 +12,7 @@
 #include "test_util.h"
 #include "test_run.h"
 #include "guard/guard.h"
+#include "internal.h"     /* sqllock__url_parse() */
 
 #ifdef SQLLOCK_HAVE_POSTGRES
 #include <libpq-fe.h>
@@ -35,7 +36,9 @@ enum { PG, MY, SQ };
 
 struct app {
     int kind;
-    sqllock_db *owner;      /* the handle that opened the connection */
+    sqllock_db *owner;      /* the handle that opened the connection, or
+                               NULL when the test connected itself
+                               (APP_FOUND_ROWS) */
     void *native;
     char driver[16];
     char err[600];
@@ -65,7 +68,53 @@ static int app_fail(app *a, int status, const char *fmt, ...)
     return status;
 }
 
+#ifdef SQLLOCK_HAVE_MYSQL
+/*
+ * The application's MYSQL *, connected by the test itself with the
+ * client flags `flags` (CLIENT_FOUND_ROWS, which Django's backend sets
+ * and sqllock's own connections never do), to the URL's host, port or
+ * socket, user, password and database. The URL's other parameters (TLS)
+ * are not read: the test servers need none.
+ */
+static MYSQL *my_connect_flags(const char *url, unsigned long flags)
+{
+    sqllock_url *u = NULL;
+    char why[200], db[256];
+    const char *sock = NULL;
+    MYSQL *m;
+    int i;
+
+    if (sqllock__url_parse(url, &u, why, sizeof why) != SQLLOCK_OK)
+        fail_msg("app: the URL: %s", why);
+    for (i = 0; i < u->nparams; i++)
+        if (strcmp(u->keys[i], "socket") == 0)
+            sock = u->values[i];
+    snprintf(db, sizeof db, "%s", u->path[0] == '/' ? u->path + 1 : u->path);
+    m = mysql_init(NULL);
+    assert_non_null(m);
+    if (mysql_real_connect(m, sock != NULL ? "localhost" : u->host, u->user,
+                           u->password, db, (unsigned)u->port, sock,
+                           flags) == NULL) {
+        snprintf(why, sizeof why, "%s", mysql_error(m));
+        mysql_close(m);
+        sqllock__url_free(u);
+        fail_msg("app: connect: %s", why);
+    }
+    sqllock__url_free(u);
+    if ((m->client_flag & flags) != flags) {
+        mysql_close(m);
+        fail_msg("app: the client did not keep the flags %lx", flags);
+    }
+    return m;
+}
+#endif
+
 app *app_open(const char *url, const char *tz)
+{
+    return app_open_with(url, tz, 0);
+}
+
+app *app_open_with(const char *url, const char *tz, unsigned flags)
 {
     sqllock_options o = SQLLOCK_OPTIONS_INIT;
     app *a = calloc(1, sizeof *a);
@@ -80,6 +129,14 @@ app *app_open(const char *url, const char *tz)
     a->kind = strcmp(a->driver, "postgres") == 0 ? PG
               : strcmp(a->driver, "mysql") == 0 ? MY : SQ;
     a->native = sqllock_db_native(a->owner);
+#ifdef SQLLOCK_HAVE_MYSQL
+    if (a->kind == MY && (flags & APP_FOUND_ROWS)) {
+        /* The test's own connection replaces the handle's. */
+        sqllock_close(a->owner);
+        a->owner = NULL;
+        a->native = my_connect_flags(url, CLIENT_FOUND_ROWS);
+    }
+#endif
     assert_non_null(a->native);
     for (rc = 0; rc < APP_OPEN_MAX; rc++)
         if (g_open[rc] == NULL) {
@@ -104,7 +161,28 @@ app *app_open(const char *url, const char *tz)
         if (app_exec(a, sql) != APP_OK)
             fail_msg("app: %s", a->err);
     }
+    if (a->kind != SQ && (flags & (APP_READ_COMMITTED | APP_REPEATABLE_READ))) {
+        const char *level = (flags & APP_READ_COMMITTED) ? "READ COMMITTED"
+                                                         : "REPEATABLE READ";
+        char sql[128];
+        snprintf(sql, sizeof sql, a->kind == PG
+                 ? "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION "
+                   "LEVEL %s" : "SET SESSION TRANSACTION ISOLATION LEVEL %s",
+                 level);
+        if (app_exec(a, sql) != APP_OK)
+            fail_msg("app: %s", a->err);
+    }
     return a;
+}
+
+int app_found_rows(const app *a)
+{
+#ifdef SQLLOCK_HAVE_MYSQL
+    if (a->kind == MY)
+        return (((MYSQL *)a->native)->client_flag & CLIENT_FOUND_ROWS) != 0;
+#endif
+    (void)a;
+    return 0;
 }
 
 void app_close(app *a)
@@ -116,6 +194,10 @@ void app_close(app *a)
     for (i = 0; i < APP_OPEN_MAX; i++)
         if (g_open[i] == a)
             g_open[i] = NULL;
+#ifdef SQLLOCK_HAVE_MYSQL
+    if (a->owner == NULL && a->kind == MY)
+        mysql_close(a->native);
+#endif
     sqllock_close(a->owner);
     free(a);
 }

@@ -45,6 +45,22 @@ enum {
 /* `tz`: the session's time zone ("+05:00"; PostgreSQL and MySQL), or
  * NULL. */
 app *app_open(const char *url, const char *tz);
+/* What app_open_with() may change in the application's session. */
+enum {
+    /* MySQL: the test connects itself with CLIENT_FOUND_ROWS (as Django's
+     * backend does), so that an UPDATE counts the rows it matched and
+     * INSERT ... ON DUPLICATE KEY UPDATE counts an unchanged row as 1.
+     * Ignored elsewhere. */
+    APP_FOUND_ROWS = 1,
+    /* The session's isolation level (PostgreSQL and MySQL; SQLite has
+     * none): READ COMMITTED, or REPEATABLE READ (MySQL's app_open()
+     * default already). */
+    APP_READ_COMMITTED = 2,
+    APP_REPEATABLE_READ = 4
+};
+app *app_open_with(const char *url, const char *tz, unsigned flags);
+/* 1 when the connection has CLIENT_FOUND_ROWS (MySQL). */
+int app_found_rows(const app *a);
 void app_close(app *a);
 /* Closes every connection still open (a failed case's teardown). */
 void app_close_all(void);
@@ -118,6 +134,7 @@ void test_guard_G1_commit_race(void **state);
 /* guard/update.c: sqllock_table_guarded_update() */
 void test_guard_G1_update_statuses(void **state);
 void test_guard_G1_update_in_txn(void **state);
+void test_guard_G1_L5_update_same_values_ok(void **state);
 void test_guard_G1_update_delayed_past_expiry(void **state);
 
 #endif /* SQLLOCK_TEST_GUARD_H */

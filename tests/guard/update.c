@@ -106,6 +106,68 @@ void test_guard_G1_update_statuses(void **state)
     guard_close(db);
 }
 
+/*
+ * G1, L5, O1 (issue 26 item 3): a guarded or fenced update that writes
+ * the values the row already has -- the natural case is a retry after a
+ * lost answer: the same hold writes the same values again -- is applied
+ * (SQLLOCK_OK), not a conflict. Equal tokens pass. MySQL counts such a
+ * row as matched but not changed; the library must read "matched".
+ */
+void test_guard_G1_L5_update_same_values_ok(void **state)
+{
+    sqllock_db *db = guard_open();
+    int64_t id = guard_row(db), val, fence;
+    sqllock_cell key = SQLLOCK_NUMBER(id);
+    sqllock_cell set = { "val", SQLLOCK_OP_SET, NULL, 21 };
+    sqllock_cell add0 = { "val", SQLLOCK_OP_ADD, NULL, 0 };
+    sqllock_cell is21 = { "val", SQLLOCK_OP_EQ, NULL, 21 };
+    sqllock_lease *l;
+    char name[96];
+    int64_t token;
+    int i;
+    (void)state;
+
+    guard_name(name, sizeof name, "same");
+    l = guard_acquire(db, name, 30000, 0);
+    token = sqllock_lease_token(l);
+    for (i = 0; i < 2; i++) {
+        /* The second round writes what the first wrote. */
+        EXPECT_RC(db, gset(db, l, id, 21, "fence"), SQLLOCK_OK,
+                  i == 0 ? "guarded, fenced" : "guarded, fenced, again");
+        EXPECT_RC(db, gset(db, l, id, 21, NULL), SQLLOCK_OK,
+                  "guarded, the value the row has");
+        EXPECT_RC(db, sqllock_table_fenced_update(db, &PLAIN, &key, "fence",
+                                                  token, &set, 1, NULL, 0),
+                  SQLLOCK_OK, "fenced, the same value and token");
+        EXPECT_RC(db, sqllock_table_fenced_update(db, &PLAIN, &key, "fence",
+                                                  token, NULL, 0, NULL, 0),
+                  SQLLOCK_OK, "fenced, only the fence, the same token");
+    }
+    EXPECT_RC(db, sqllock_table_guarded_update(db, l, &PLAIN, &key, NULL,
+                                               &add0, 1, &is21, 1),
+              SQLLOCK_OK, "guarded, + 0 where the condition holds");
+    guard_read(db, id, &val, NULL, &fence);
+    assert_int_equal(val, 21);
+    assert_int_equal(fence, token);
+    /* What still fails, fails: a condition, a missing row. */
+    is21.number = 22;
+    EXPECT_RC(db, sqllock_table_guarded_update(db, l, &PLAIN, &key, NULL,
+                                               &add0, 1, &is21, 1),
+              SQLLOCK_CONFLICT, "guarded, a condition fails");
+    EXPECT_RC(db, sqllock_table_fenced_update(db, &PLAIN, &key, "fence",
+                                              token, &set, 1, &is21, 1),
+              SQLLOCK_CONFLICT, "fenced, a condition fails");
+    key.number = -id;
+    EXPECT_RC(db, gset(db, l, -id, 21, "fence"), SQLLOCK_NOTFOUND,
+              "guarded, no such row");
+    EXPECT_RC(db, sqllock_table_fenced_update(db, &PLAIN, &key, "fence",
+                                              token, &set, 1, NULL, 0),
+              SQLLOCK_NOTFOUND, "fenced, no such row");
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    sqllock_lease_free(l);
+    guard_close(db);
+}
+
 /* G1 inside a row-lock transaction on the handle: the write commits or
  * rolls back with it, and a refused guard (LOST) does not fail the
  * transaction. */

@@ -126,7 +126,7 @@ int group_setup(void **state)
         const char *stmts[] = {
             "DROP TABLE IF EXISTS %s",
             "CREATE TABLE %s (id BIGINT PRIMARY KEY, qty BIGINT NOT NULL, "
-            "version BIGINT NOT NULL)",
+            "version BIGINT NOT NULL, fence BIGINT)",
         };
         const char *nstmts[] = {
             "DROP TABLE IF EXISTS %s",

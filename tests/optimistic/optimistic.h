@@ -89,6 +89,7 @@ void test_optimistic_O2_one_attempt_conflicts(void **state);
 /* optimistic/table.c: compare-and-set and conditional updates on the
    application's table (O3) */
 void test_optimistic_O3_table_cas_basic(void **state);
+void test_optimistic_O3_L5_fenced_same_values_ok(void **state);
 void test_optimistic_O3_statement_shapes(void **state);
 void test_optimistic_O3_cas_stock_processes(void **state);
 void test_optimistic_O3_update_stock_processes(void **state);

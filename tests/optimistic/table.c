@@ -125,6 +125,53 @@ void test_optimistic_O3_table_cas_basic(void **state)
     }
 }
 
+/* O3, L5 (issue 26 item 3): a fenced update that writes the values the
+ * row already has, with the token the row already carries (a retry after
+ * a lost answer: equal tokens pass), matched its row: SQLLOCK_OK, not a
+ * conflict -- with and without the version column (MySQL counts a row
+ * whose values did not change as matched but not changed). A failing
+ * condition still conflicts, a missing row is still NOTFOUND. */
+void test_optimistic_O3_L5_fenced_same_values_ok(void **state)
+{
+    fixture *f = *state;
+    sqllock_table plain = f->t;
+    sqllock_cell key = SQLLOCK_NUMBER(9), nokey = SQLLOCK_NUMBER(999);
+    sqllock_cell set = { "qty", SQLLOCK_OP_SET, NULL, 5 };
+    sqllock_cell add0 = { "qty", SQLLOCK_OP_ADD, NULL, 0 };
+    sqllock_cell ge5 = { "qty", SQLLOCK_OP_GE, NULL, 5 };
+    sqllock_cell ge6 = { "qty", SQLLOCK_OP_GE, NULL, 6 };
+    int i;
+
+    plain.version_column = NULL;
+    inv_reset(f, 9, 5, 3);
+    for (i = 0; i < 2; i++)
+        EXPECT_RC(f->db, sqllock_table_fenced_update(f->db, &plain, &key,
+                                                     "fence", 7, &set, 1,
+                                                     &ge5, 1), SQLLOCK_OK,
+                  i == 0 ? "fenced update" : "the same fenced update again");
+    EXPECT_RC(f->db, sqllock_table_fenced_update(f->db, &plain, &key, "fence",
+                                                 7, &add0, 1, NULL, 0),
+              SQLLOCK_OK, "fenced ADD 0, the same token");
+    EXPECT_RC(f->db, sqllock_table_fenced_update(f->db, &plain, &key, "fence",
+                                                 7, NULL, 0, NULL, 0),
+              SQLLOCK_OK, "only the fence, the same token");
+    inv_expect(f, 9, 5, 3, "after the updates that changed nothing");
+    EXPECT_RC(f->db, sqllock_table_fenced_update(f->db, &plain, &key, "fence",
+                                                 7, &set, 1, &ge6, 1),
+              SQLLOCK_CONFLICT, "a failing condition");
+    EXPECT_RC(f->db, sqllock_table_fenced_update(f->db, &plain, &key, "fence",
+                                                 6, &set, 1, NULL, 0),
+              SQLLOCK_LOST, "a smaller token");
+    EXPECT_RC(f->db, sqllock_table_fenced_update(f->db, &plain, &nokey,
+                                                 "fence", 7, &set, 1, NULL, 0),
+              SQLLOCK_NOTFOUND, "a missing row");
+    /* With the version column the version moves, whatever the values. */
+    EXPECT_RC(f->db, sqllock_table_fenced_update(f->db, &f->t, &key, "fence",
+                                                 7, &set, 1, NULL, 0),
+              SQLLOCK_OK, "versioned fenced update of the same value");
+    inv_expect(f, 9, 5, 4, "after the versioned update");
+}
+
 /* Many different statement shapes: more than the handle's cache of
  * prepared statements holds, each one run twice, so that statements are
  * replaced and re-prepared; the arithmetic must stay exact. */

@@ -99,10 +99,11 @@ class BorrowedDatabase(Database):
     On MySQL, a connection with autocommit off (MySQLdb's default) is
     always inside a transaction: every call then runs in it, and takes
     effect at the application's commit. record_update() inside the
-    application's REPEATABLE READ transaction (MySQL's default level)
-    reads the same snapshot on every attempt, so a conflict repeats
-    until max_attempts: retry the application's transaction instead, or
-    use READ COMMITTED.
+    application's transaction reads the record with a lock (FOR UPDATE),
+    so its retries see the latest record, not the snapshot of the
+    transaction's first read (MySQL's REPEATABLE READ); a deadlock or
+    serialization failure there is raised at once, not retried: the
+    database ended the transaction, so run it again.
 
     Threads: from the thread that uses the connection, between its
     statements (see sqllock._borrow's docstring). A record_update()
