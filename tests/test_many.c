@@ -350,8 +350,8 @@ static int64_t pg_deadlocks(void)
     int has_row = 0;
 
     EXPECT_RC(db, sqllock__exec_sql(db, "SELECT deadlocks FROM "
-                                    "pg_stat_database WHERE datname = "
-                                    "current_database()", NULL, 0, &has_row,
+                                    "pg_catalog.pg_stat_database WHERE datname = "
+                                    "pg_catalog.current_database()", NULL, 0, &has_row,
                                     &n, NULL), SQLLOCK_OK, "deadlocks");
     sqllock_close(db);
     return n;
@@ -406,6 +406,191 @@ static void test_many_L12_processes_exact_counters(void **state)
     print_message("    %lld increments over %d names by %d processes\n",
                   (long long)total, NAMES, KIDS);
     munmap(c, sizeof *c);
+}
+
+/* ---- names that share an advisory key (PostgreSQL) ---- */
+
+typedef struct samekey {
+    char names[3][100];            /* a < b < c, key(a) = key(c) there */
+    _Atomic int64_t backend[2];
+    _Atomic int started[2];
+    _Atomic int rc[2];
+} samekey;
+
+/* Child 0 takes {b, c}, child 1 {a, b}, each waiting. */
+static int samekey_child(samekey *k, int i)
+{
+    sqllock_db *db = tu_child_open(g_url, "multi-name taker");
+    sqllock_lease *l[2];
+    int rc;
+
+    if (db == NULL)
+        return 1;
+    l[0] = new_lease(db, k->names[i == 0 ? 1 : 0], 30000, 5);
+    l[1] = new_lease(db, k->names[i == 0 ? 2 : 1], 30000, 5);
+    if (strcmp(sqllock_db_driver(db), "sqlite") != 0)
+        atomic_store(&k->backend[i], tu_backend_id(db));
+    atomic_store(&k->started[i], 1);
+    rc = sqllock_lease_acquire_many(db, l, 2, tu_scaled_ms(30000));
+    atomic_store(&k->rc[i], rc);
+    if (rc == SQLLOCK_OK) {
+        tu_sleep_ms(50);
+        rc = sqllock_lease_release_many(db, l, 2);
+    } else {
+        fprintf(stderr, "child %d: %s: %s\n", i, sqllock_errname(rc),
+                sqllock_errmsg(db));
+    }
+    sqllock_lease_free(l[0]);
+    sqllock_lease_free(l[1]);
+    sqllock_close(db);
+    return rc == SQLLOCK_OK ? 0 : 2;
+}
+
+static int samekey_bc(void *arg, int i)
+{
+    (void)i;
+    return samekey_child(arg, 0);
+}
+
+static int samekey_ab(void *arg, int i)
+{
+    (void)i;
+    return samekey_child(arg, 1);
+}
+
+/* How many of the children wait for a lock (PostgreSQL). */
+static int64_t samekey_waiting(sqllock_db *probe, samekey *k)
+{
+    sqllock_value ids[2];
+    int64_t n = -1;
+    int has = 0;
+
+    ids[0] = sqllock__int(atomic_load(&k->backend[0]));
+    ids[1] = sqllock__int(atomic_load(&k->backend[1]));
+    EXPECT_RC(probe, sqllock__exec_sql(probe, "SELECT count(*) FROM "
+                                       "pg_catalog.pg_locks WHERE NOT granted "
+                                       "AND pid IN ($1::int, $2::int)", ids, 2,
+                                       &has, &n, NULL), SQLLOCK_OK, "pg_locks");
+    return n;
+}
+
+/*
+ * L12, issue 26 item 8: on PostgreSQL a grant takes an advisory lock on
+ * the name's hashtext(), and two names can share one. With names
+ * a < b < c where key(a) = key(c), one caller of {b, c} waits for key(b)
+ * (a blocker holds it) and another of {a, b} comes after; when the
+ * blocker lets go, sqllock_acquire_many_v1 -- which took the keys in the
+ * order of the names -- let the first hold key(b) and wait for key(c)
+ * while the second held key(a) = key(c) and waited for key(b): a
+ * deadlock the server broke (and the library retried). The keys are now
+ * taken in their own order: both calls are granted, and the server's
+ * deadlock count does not move. The other databases lock rows, in the
+ * order of the names: the same calls, both granted.
+ */
+static void test_many_L12_names_sharing_a_key(void **state)
+{
+    samekey *k = tu_shared_map(sizeof *k);
+    int pg = strcmp(tu_url_driver(g_url), "postgres") == 0;
+    sqllock_db *admin = tu_open_or_fail(g_url), *probe = NULL;
+    pid_t pid[2];
+    int64_t deadlocks = pg ? pg_deadlocks() : 0, end;
+    int bad;
+    (void)state;
+
+    if (pg) {
+        /* Two names of one key, found by the server's own hashtext():
+         * the numbers i, j of prefix || i and prefix || j. */
+        char prefix[64], x[96], y[96];
+        sqllock_value v;
+        int64_t i1 = -1, i2 = -1;
+        int has = 0;
+
+        snprintf(prefix, sizeof prefix, "many-%ld-key-", (long)getpid());
+        v = sqllock__text(prefix);
+        EXPECT_RC(admin, sqllock__exec_sql(admin, "CREATE TEMPORARY TABLE "
+                                           "samekey AS SELECT pg_catalog.min(i) "
+                                           "AS i1, pg_catalog.max(i) AS i2 "
+                                           "FROM (SELECT i, pg_catalog."
+                                           "hashtext($1 || i) AS h FROM "
+                                           "pg_catalog.generate_series(1, "
+                                           "300000) AS i) AS t GROUP BY h "
+                                           "HAVING pg_catalog.count(*) > 1 "
+                                           "LIMIT 1", &v, 1, NULL, NULL, NULL),
+                  SQLLOCK_OK, "a pair of names with one hashtext()");
+        EXPECT_RC(admin, sqllock__exec_sql(admin, "SELECT i1 FROM samekey",
+                                           NULL, 0, &has, &i1, NULL),
+                  SQLLOCK_OK, "i1");
+        EXPECT_RC(admin, sqllock__exec_sql(admin, "SELECT i2 FROM samekey",
+                                           NULL, 0, &has, &i2, NULL),
+                  SQLLOCK_OK, "i2");
+        if (i1 < 0 || i2 < 0)
+            fail_msg("no two names of one hashtext() among 300000");
+        snprintf(x, sizeof x, "%s%lld", prefix, (long long)i1);
+        snprintf(y, sizeof y, "%s%lld", prefix, (long long)i2);
+        snprintf(k->names[0], sizeof k->names[0], "%s",
+                 strcmp(x, y) < 0 ? x : y);
+        snprintf(k->names[2], sizeof k->names[2], "%s",
+                 strcmp(x, y) < 0 ? y : x);
+    } else {
+        mkname(k->names[0], sizeof k->names[0], "key", 1);
+        mkname(k->names[2], sizeof k->names[2], "key", 2);
+    }
+    /* b between them: a followed by '!', below every character that can
+     * follow a in c. */
+    snprintf(k->names[1], sizeof k->names[1], "%.98s!", k->names[0]);
+    assert_true(strcmp(k->names[0], k->names[1]) < 0 &&
+                strcmp(k->names[1], k->names[2]) < 0);
+    if (pg) {
+        sqllock_value v = sqllock__text(k->names[1]);
+        EXPECT_RC(admin, sqllock__exec_sql(admin, "SELECT pg_catalog."
+                                           "pg_advisory_lock(1936814924, "
+                                           "pg_catalog.hashtext($1))", &v, 1,
+                                           NULL, NULL, NULL),
+                  SQLLOCK_OK, "the blocker takes key(b)");
+        probe = tu_open_or_fail(g_url);
+    }
+    end = tu_now_ms() + tu_scaled_ms(20000);
+    pid[0] = tu_fork(samekey_bc, k);
+    if (pg)
+        TU_WAIT_WHILE(!atomic_load(&k->started[0]) ||
+                      samekey_waiting(probe, k) < 1, end, 10);
+    pid[1] = tu_fork(samekey_ab, k);
+    if (pg) {
+        sqllock_value v = sqllock__text(k->names[1]);
+
+        TU_WAIT_WHILE(!atomic_load(&k->started[1]) ||
+                      samekey_waiting(probe, k) < 2, end, 10);
+        if (samekey_waiting(probe, k) < 2)
+            fail_msg("the two calls are not both waiting");
+        EXPECT_RC(admin, sqllock__exec_sql(admin, "SELECT pg_catalog."
+                                           "pg_advisory_unlock(1936814924, "
+                                           "pg_catalog.hashtext($1))", &v, 1,
+                                           NULL, NULL, NULL),
+                  SQLLOCK_OK, "the blocker lets go");
+    }
+    bad = tu_wait_all(pid, 2);
+    print_message("    [%s] {b, c}: %s, {a, b}: %s\n", tu_url_driver(g_url),
+                  sqllock_errname(atomic_load(&k->rc[0])),
+                  sqllock_errname(atomic_load(&k->rc[1])));
+    assert_int_equal(atomic_load(&k->rc[0]), SQLLOCK_OK);
+    assert_int_equal(atomic_load(&k->rc[1]), SQLLOCK_OK);
+    assert_int_equal(bad, 0);
+    if (pg) {
+        int64_t after = deadlocks;
+        int tries;
+
+        for (tries = 0; tries < 20 && after == deadlocks; tries++) {
+            after = pg_deadlocks();
+            if (after == deadlocks)
+                tu_sleep_ms(100);
+        }
+        if (after != deadlocks)
+            fail_msg("L12: PostgreSQL counted %lld deadlocks between two "
+                     "multi-name calls", (long long)(after - deadlocks));
+        sqllock_close(probe);
+    }
+    sqllock_close(admin);
+    munmap(k, sizeof *k);
 }
 
 /* ---- a holder of a subset killed ---- */
@@ -735,6 +920,7 @@ int main(void)
         cmocka_unit_test(test_many_L12_all_or_none),
         cmocka_unit_test(test_many_L12_round_trips_and_fallback),
         cmocka_unit_test(test_many_L12_processes_exact_counters),
+        cmocka_unit_test(test_many_L12_names_sharing_a_key),
         cmocka_unit_test(test_many_L12_killed_holder_of_subset),
         cmocka_unit_test(test_many_L12_woken_same_process),
         cmocka_unit_test(test_many_L12_woken_other_process),
