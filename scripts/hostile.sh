@@ -36,8 +36,11 @@
 #
 # MariaDB (SET GLOBAL, for every new session):
 #   transaction_isolation          SERIALIZABLE
-#   sql_mode                       ANSI_QUOTES, NO_BACKSLASH_ESCAPES,
+#   sql_mode                       ORACLE (MariaDB's: ANSI_QUOTES,
 #                                  PIPES_AS_CONCAT, IGNORE_SPACE,
+#                                  SIMULTANEOUS_ASSIGNMENT and the syntax
+#                                  of Oracle's PL/SQL for routines),
+#                                  NO_BACKSLASH_ESCAPES,
 #                                  HIGH_NOT_PRECEDENCE, REAL_AS_FLOAT,
 #                                  ONLY_FULL_GROUP_BY, STRICT_ALL_TABLES,
 #                                  NO_ZERO_DATE, NO_ZERO_IN_DATE,
@@ -139,7 +142,7 @@ start_hostile() {
   # MariaDB: the defaults of every session that starts from now on.
   mariadb --no-defaults -S "$dir/my/sock" -u "$(id -un)" -e "
     SET GLOBAL tx_isolation = 'SERIALIZABLE';
-    SET GLOBAL sql_mode = 'ANSI_QUOTES,NO_BACKSLASH_ESCAPES,PIPES_AS_CONCAT,IGNORE_SPACE,HIGH_NOT_PRECEDENCE,REAL_AS_FLOAT,ONLY_FULL_GROUP_BY,STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_VALUE_ON_ZERO,NO_UNSIGNED_SUBTRACTION';
+    SET GLOBAL sql_mode = 'ORACLE,NO_BACKSLASH_ESCAPES,HIGH_NOT_PRECEDENCE,REAL_AS_FLOAT,ONLY_FULL_GROUP_BY,STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_VALUE_ON_ZERO,NO_UNSIGNED_SUBTRACTION';
     SET GLOBAL time_zone = '+05:45';
     SET GLOBAL autocommit = 0;
     SET GLOBAL character_set_server = 'latin1';

@@ -182,6 +182,10 @@ typedef struct my_target {
 /* my_sql.c */
 extern const sqllock_dialect sqllock__my_dialect;
 /* The session set-up (see after_connect() in my_conn.c). */
+/* The sql_mode of the library's own sessions (my_conn.c, after_connect):
+ * modes both MySQL 8.0 and MariaDB 10.11 have in their defaults. */
+#define MY_SQL_MODE \
+    "STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
 extern const char sqllock__my_sql_session_tz[];
 extern const char sqllock__my_sql_session_isolation[];
 extern const char sqllock__my_sql_wsrep_on[];

@@ -158,6 +158,14 @@ static const char *isolation_var(MYSQL *my)
  * list goes on to its next host. SET and SHOW are the statements such a
  * node still runs.
  *
+ * sql_mode (DESIGN D5): the statements do not depend on it -- literals
+ * in single quotes, CONCAT(), CHAR(10), no backslash -- but a stored
+ * routine is parsed, and keeps, the sql_mode of the session that creates
+ * it, and MariaDB's sql_mode=ORACLE (or MSSQL, DB2, ...) changes the
+ * syntax of routines: `sqllock init` failed with error 1064 on a server
+ * whose default was ORACLE. So the library's sessions have a known one,
+ * the defaults MySQL 8.0 and MariaDB 10.11 share (MY_SQL_MODE).
+ *
  * autocommit = 1 undoes a server's autocommit=0 and an init_connect that
  * turns it off (both run before this SET), so that the statements the
  * core runs outside its own transactions commit on their own (DESIGN C2).
@@ -170,7 +178,7 @@ static int after_connect(sqllock_conn *c, const my_target *t,
 {
     MYSQL *my = c->my;
     const char *q;
-    char sql[128], val[32];
+    char sql[256], val[32];
     int found = 0, rc;
 
     if ((t->ssl == MY_SSL_REQUIRED || t->ssl == MY_SSL_VERIFY_CA ||
@@ -193,7 +201,8 @@ static int after_connect(sqllock_conn *c, const my_target *t,
                                  "has CLIENT_FOUND_ROWS set, under which a "
                                  "held lease would count as granted");
     snprintf(sql, sizeof sql, "SET time_zone = '+00:00', %s = "
-             "'READ-COMMITTED', autocommit = 1", isolation_var(my));
+             "'READ-COMMITTED', autocommit = 1, sql_mode = '" MY_SQL_MODE "'",
+             isolation_var(my));
     if (mysql_real_query(my, sql, (unsigned long)strlen(sql)) != 0) {
         if (mysql_errno(my) != 1193)       /* ER_UNKNOWN_SYSTEM_VARIABLE */
             return sqllock__my_fail_conn(my, err, "setting the session time "

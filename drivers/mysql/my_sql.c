@@ -604,7 +604,7 @@ const sqllock_dialect sqllock__my_dialect = {
 /* The session set-up, run once per connection (see the file comment of
  * mysql.c). */
 const char sqllock__my_sql_session_tz[] =
-    "SET time_zone = '+00:00', autocommit = 1";
+    "SET time_zone = '+00:00', autocommit = 1, sql_mode = '" MY_SQL_MODE "'";
 const char sqllock__my_sql_session_isolation[] =
     "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
 /* Galera (see after_connect() in my_conn.c). MySQL 8.0 runs both and
