@@ -105,6 +105,14 @@ static MYSQL *my_connect_flags(const char *url, unsigned long flags)
         mysql_close(m);
         fail_msg("app: the client did not keep the flags %lx", flags);
     }
+    /* As an application's framework does (Django sets it at every
+     * connect): the server's default may be off (the hostile-session
+     * MariaDB's is), and a case that wants it off sets it so itself. */
+    if (mysql_autocommit(m, 1) != 0) {
+        snprintf(why, sizeof why, "%s", mysql_error(m));
+        mysql_close(m);
+        fail_msg("app: autocommit: %s", why);
+    }
     return m;
 }
 #endif
