@@ -455,18 +455,26 @@ int sqllock__listen(sqllock_db *db, const char *channel, int on)
     return rc;
 }
 
-int sqllock__wait_notify(sqllock_db *db, int64_t timeout_ms, int *woke)
+int sqllock__wait_notify(sqllock_db *db, int64_t until_us, int *woke)
 {
     sqllock_dberr err;
-    int rc;
+    int64_t ms;
+    int rc = SQLLOCK_OK;
 
     *woke = 0;
     if (!sqllock__can_notify(db) || db->conn == NULL)
         return SQLLOCK_ECONNECT;
-    memset(&err, 0, sizeof err);
-    rc = db->drv->wait_notify(db->conn, timeout_ms, woke, &err);
-    if (rc == SQLLOCK_ECONNECT)
-        drop_connection(db);
+    /* The driver's timeout counts CLOCK_MONOTONIC time, which a suspend
+     * stops: one slice at a time, the deadline read after each (T1).
+     * The first call is made even when the time is up, for what has
+     * already come. */
+    do {
+        ms = sqllock__wait_slice_ms(until_us);
+        memset(&err, 0, sizeof err);
+        rc = db->drv->wait_notify(db->conn, ms, woke, &err);
+        if (rc == SQLLOCK_ECONNECT)
+            drop_connection(db);
+    } while (rc == SQLLOCK_OK && !*woke && ms > 0);
     return rc;
 }
 

@@ -5,6 +5,7 @@
 #ifndef SQLLOCK_INTERNAL_H
 #define SQLLOCK_INTERNAL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -267,7 +268,11 @@ int sqllock__session_wake(sqllock_db *db, int *usable);
  * the routines its refusal implies, as not to be tried again. */
 void sqllock__routine_refused(sqllock_db *db, sqllock_sql_id id);
 int sqllock__listen(sqllock_db *db, const char *channel, int on);
-int sqllock__wait_notify(sqllock_db *db, int64_t timeout_ms, int *woke);
+/* Waits for a notification on the channels LISTENed to, until `until_us`
+ * (a sqllock__now_us() time), asking the driver for a slice at a time
+ * (SQLLOCK__WAIT_SLICE_MS: its timeout counts CLOCK_MONOTONIC time);
+ * *woke = 1 when one came. */
+int sqllock__wait_notify(sqllock_db *db, int64_t until_us, int *woke);
 
 /* In-process wake-ups (core/wake.c). A key names a lock on a database
  * (the URL and the name hashed); a release posts to its key and waiters
@@ -276,9 +281,9 @@ int sqllock__wait_notify(sqllock_db *db, int64_t timeout_ms, int *woke);
 uint64_t sqllock__wake_key(const char *url, const char *name);
 uint64_t sqllock__wake_gen(uint64_t key);
 void sqllock__wake_post(uint64_t key);
-/* Sleeps up to timeout_ms unless the key's generation differs from
- * `seen`; 1 when woken by a post. */
-int sqllock__wake_wait(uint64_t key, uint64_t seen, int64_t timeout_ms);
+/* Sleeps until `until_us` (a sqllock__now_us() time) unless the key's
+ * generation differs from `seen`; 1 when woken by a post. */
+int sqllock__wake_wait(uint64_t key, uint64_t seen, int64_t until_us);
 /* The PostgreSQL channel of lock `name`: "sqllock_" and 16 hex digits of
  * its hash; out must hold SQLLOCK__CHANNEL_MAX bytes. */
 #define SQLLOCK__CHANNEL_MAX 32
@@ -472,14 +477,35 @@ int sqllock__sql_select_key(sqllock_db *db, const sqllock_table *t,
 /* sqllock__now_us() in ms: the clock of the drivers' deadlines too. */
 int64_t sqllock__now_ms(void);
 /* The clock of local deadlines: CLOCK_BOOTTIME where there is one (it
- * counts a suspended system's sleep), else CLOCK_MONOTONIC; us. */
+ * counts a suspended system's sleep), else CLOCK_MONOTONIC; us. Every
+ * timed wait ends at a time of this clock (DESIGN T1). */
 int64_t sqllock__now_us(void);
-/* The CLOCK_MONOTONIC time (for pthread_cond_timedwait() on a condition
- * variable of that clock) at which the sqllock__now_us() time `when_us`
- * comes; now when it has passed. */
-struct timespec;
-void sqllock__mono_after(int64_t when_us, struct timespec *ts);
+/* The longest a wait blocks in one piece before it reads the deadline
+ * clock again, so that a deadline that passed while the host was
+ * suspended ends the wait at most this long after the resume (the
+ * blocking calls count CLOCK_MONOTONIC time, which stops during a
+ * suspend: util.c says why it is done this way). */
+#define SQLLOCK__WAIT_SLICE_MS 1000
+/* The ms that a wait ending at `until_us` (a sqllock__now_us() time) may
+ * block for now, in one piece: the time left, rounded up, at most
+ * SQLLOCK__WAIT_SLICE_MS; 0 once it has come. A poll() loop passes it as
+ * its timeout and reads it again after each return. */
+int64_t sqllock__wait_slice_ms(int64_t until_us);
+/* Sleeps until `until_us` (signals do not end the sleep). */
+void sqllock__sleep_until(int64_t until_us);
+/* Sleeps `ms` from now, as sqllock__sleep_until(). */
 void sqllock__sleep_ms(int64_t ms);
+/* Initialises a condition variable of CLOCK_MONOTONIC, the only kind that
+ * sqllock__cond_wait_until() waits on; 0 or an errno value. */
+int sqllock__cond_init(pthread_cond_t *cv);
+/* One wait on `cv` (of sqllock__cond_init()), `mu` held, for a signal or
+ * until `until_us`, for one slice at most: ETIMEDOUT once the deadline
+ * has come (at once when it had already), else 0 -- after a signal, a
+ * spurious wake-up or the end of a slice alike, so the caller checks
+ * its condition and calls again:
+ *   while (!cond && sqllock__cond_wait_until(cv, mu, until) == 0) ; */
+int sqllock__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+                             int64_t until_us);
 /* Fills buf with n bytes from the OS's random source. SQLLOCK_ESYS if
  * that fails. */
 int sqllock__random(void *buf, size_t n);

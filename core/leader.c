@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -131,13 +130,12 @@ static int stopping(sqllock_leader *L)
 /* Sleeps up to `ms`, or until stop; returns L->stop. */
 static int nap(sqllock_leader *L, int64_t ms)
 {
-    struct timespec ts;
+    int64_t until = sqllock__now_us() + ms * 1000;
     int s;
 
     pthread_mutex_lock(&L->mu);
-    sqllock__mono_after(sqllock__now_us() + ms * 1000, &ts);
-    if (!L->stop)
-        pthread_cond_timedwait(&L->cv, &L->mu, &ts);
+    while (!L->stop && sqllock__cond_wait_until(&L->cv, &L->mu, until) == 0)
+        ;
     s = L->stop;
     pthread_mutex_unlock(&L->mu);
     return s;
@@ -205,7 +203,8 @@ static int campaign(sqllock_leader *L)
         }
         seen = sqllock__wake_gen(L->lease->wake_key);
         if (holding_off(L)) {
-            sqllock__wake_wait(L->lease->wake_key, seen, LEADER_HOLD_POLL_MS);
+            sqllock__wake_wait(L->lease->wake_key, seen,
+                               sqllock__now_us() + LEADER_HOLD_POLL_MS * 1000);
             continue;
         }
         rc = sqllock_lease_try_acquire(L->lease);
@@ -247,7 +246,6 @@ static void lead(sqllock_leader *L)
     sqllock_watch_options wo = SQLLOCK_WATCH_OPTIONS_INIT;
     char msg[SQLLOCK__ERRMSG_MAX + 64];
     int64_t token = L->lease->token, deadline;
-    struct timespec ts;
     int status = SQLLOCK_OK, rc, resigned = 0, elected = 0;
 
     pthread_mutex_lock(&L->mu);
@@ -299,9 +297,11 @@ static void lead(sqllock_leader *L)
                      "passed before a renewal succeeded");
             break;
         }
+        /* Just past the deadline, a slice at a time (T1): a deadline
+         * that passed while the host was suspended is seen soon after
+         * the resume. */
         deadline = sqllock__lease_deadline(L->lease);
-        sqllock__mono_after(deadline + 1000, &ts);
-        pthread_cond_timedwait(&L->cv, &L->mu, &ts);
+        sqllock__cond_wait_until(&L->cv, &L->mu, deadline + 1000);
     }
     pthread_mutex_unlock(&L->mu);
 end:
@@ -365,7 +365,6 @@ int sqllock_leader_start(const char *url, const char *name,
                          sqllock_leader **out, char *why, size_t why_size)
 {
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
-    pthread_condattr_t ca;
     sqllock_leader *L;
     const char *bad;
     int64_t valid;
@@ -449,10 +448,7 @@ int sqllock_leader_start(const char *url, const char *name,
     }
     memcpy(L->holder, L->lease->holder, sizeof L->holder);
     pthread_mutex_init(&L->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&L->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sqllock__cond_init(&L->cv);
     err = pthread_create(&L->thread, NULL, campaign_main, L);
     if (err != 0) {
         pthread_cond_destroy(&L->cv);

@@ -52,32 +52,37 @@ static int64_t backoff_ms(const sqllock_lease *l, int attempt)
 
 /*
  * One pause of a waiter with session-lock wake-ups (WAKE_WAIT): blocks
- * in the server on the name's companion lock for up to `ms`, so that the
- * holder's release, or the end of its session, ends the pause at once.
- * Each wait stays within half the statement timeout, so that the
- * client's bound on a round trip (statement timeout plus lock wait,
- * fixed at the connect) never cuts it; a longer pause is several waits.
- * A wait that ends early without a wake-up (a server that counts whole
- * seconds: MySQL 8.0 turns 0.3 s into 0) sleeps the rest of its time
- * here. *woke says whether the lock was free or freed. Any failure is
- * returned, for the caller to poll for the rest of its wait (on MySQL
- * 8.0 a wait that would close a cycle of session locks fails as a
- * deadlock); a lost connection is dropped and the next try reconnects.
+ * in the server on the name's companion lock until `until_us` (a
+ * sqllock__now_us() time), so that the holder's release, or the end of
+ * its session, ends the pause at once. Each wait stays within half the
+ * statement timeout, so that the client's bound on a round trip
+ * (statement timeout plus lock wait, fixed at the connect) never cuts
+ * it, and within SQLLOCK__WAIT_SLICE_MS, so that the deadline clock is
+ * read again after each (DESIGN T1: the server times the wait, and this
+ * host's suspend does not stop it, but a deadline that passed during a
+ * suspend must still end the pause, however the server's clock ran); a
+ * longer pause is several waits. A wait that ends early without a
+ * wake-up (a server that counts whole seconds: MySQL 8.0 turns 0.3 s
+ * into 0) sleeps the rest of its time here. *woke says whether the lock
+ * was free or freed. Any failure is returned, for the caller to poll for
+ * the rest of its wait (on MySQL 8.0 a wait that would close a cycle of
+ * session locks fails as a deadlock); a lost connection is dropped and
+ * the next try reconnects.
  */
-static int pause_on_companion(sqllock_lease *l, int64_t ms, uint64_t seen,
-                              int *woke)
+static int pause_on_companion(sqllock_lease *l, int64_t until_us,
+                              uint64_t seen, int *woke)
 {
     sqllock_db *db = l->db;
     sqllock_sql_id id = SQLLOCK_SQL_WAKE_WAIT;
     sqllock_value args[2];
-    int64_t end = sqllock__now_ms() + ms, bound, chunk, start, got, left;
+    int64_t bound, chunk, start, got;
     int rc, has_row;
 
     *woke = 0;
     bound = db->params.statement_timeout_ms / 2;
     for (;;) {
-        start = sqllock__now_ms();
-        chunk = end - start;
+        start = sqllock__now_us();
+        chunk = sqllock__wait_slice_ms(until_us);
         if (chunk <= 0)
             return SQLLOCK_OK;
         if (bound > 0 && chunk > bound)
@@ -96,9 +101,7 @@ static int pause_on_companion(sqllock_lease *l, int64_t ms, uint64_t seen,
             *woke = 1;
             return SQLLOCK_OK;
         }
-        left = chunk - (sqllock__now_ms() - start);
-        if (left > 0 &&
-            sqllock__wake_wait(l->wake_key, seen, left)) {
+        if (sqllock__wake_wait(l->wake_key, seen, start + chunk * 1000)) {
             *woke = 1;              /* a release in this process */
             return SQLLOCK_OK;
         }
@@ -123,7 +126,7 @@ void sqllock__wait_pause(sqllock__wait *w, sqllock_lease *b, int i,
 {
     char channel[SQLLOCK__CHANNEL_MAX];
     sqllock__backoff_hook *hook = atomic_load(&sqllock__on_backoff);
-    int64_t left = w->deadline - sqllock__now_ms(), sleep_ms;
+    int64_t left = w->deadline - sqllock__now_ms(), sleep_ms, until;
     int wake = !(b->flags & SQLLOCK_LEASE_NO_WAKEUP), woke = 0;
 
     if (w->notify && wake && !w->listened[i]) {
@@ -153,9 +156,12 @@ void sqllock__wait_pause(sqllock__wait *w, sqllock_lease *b, int i,
         sleep_ms = backoff_cap_ms(b, w->attempt);
         if (sleep_ms > left)
             sleep_ms = left;
+        /* The pause's end, on the deadline clock before the hook runs:
+         * a suspend from here on cannot move it (T1). */
+        until = sqllock__now_us() + sleep_ms * 1000;
         if (hook != NULL)
             hook(b->name, sleep_ms, 1);
-        if (pause_on_companion(b, sleep_ms, seen, &woke) != SQLLOCK_OK) {
+        if (pause_on_companion(b, until, seen, &woke) != SQLLOCK_OK) {
             woke = 0;
             w->session = 0;             /* poll for the rest of this wait */
         }
@@ -165,19 +171,20 @@ void sqllock__wait_pause(sqllock__wait *w, sqllock_lease *b, int i,
         sleep_ms = backoff_ms(b, w->attempt);
         if (sleep_ms > left)
             sleep_ms = left;
+        until = sqllock__now_us() + sleep_ms * 1000;
         if (hook != NULL)
             hook(b->name, sleep_ms, w->listening);
         if (w->listening) {
-            if (sqllock__wait_notify(w->db, sleep_ms, &woke) != SQLLOCK_OK) {
+            if (sqllock__wait_notify(w->db, until, &woke) != SQLLOCK_OK) {
                 /* The connection went, and its LISTENs with it: LISTEN
                  * again on the next round. */
                 w->listening = 0;
                 memset(w->listened, 0, sizeof w->listened);
             }
         } else if (wake) {
-            sqllock__wake_wait(b->wake_key, seen, sleep_ms);
+            sqllock__wake_wait(b->wake_key, seen, until);
         } else {
-            sqllock__sleep_ms(sleep_ms);
+            sqllock__sleep_until(until);
         }
     }
     if (w->attempt < 62)

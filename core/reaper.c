@@ -12,16 +12,15 @@
  * them the same way, all but the newest.
  *
  * The reaper thread is libzdb's loop: a timed wait on a condition variable
- * (CLOCK_MONOTONIC), a pass, and again; stop sets a flag under the mutex,
+ * (CLOCK_MONOTONIC, in slices until a deadline of the deadline clock:
+ * DESIGN T1), a pass, and again; stop sets a flag under the mutex,
  * signals and joins (P3). It owns its own handle, so it never shares a
  * connection with the application (E3).
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -190,29 +189,13 @@ int sqllock_reap(sqllock_db *db, int64_t grace_ms, int batch,
 /* The thread                                                          */
 /* ------------------------------------------------------------------ */
 
-/* The absolute CLOCK_MONOTONIC time `ms` from now. */
-static struct timespec deadline_after(int64_t ms)
-{
-    struct timespec ts;
-    int64_t sec = ms / 1000, nsec = (ms % 1000) * 1000000;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    nsec += ts.tv_nsec;
-    sec += nsec / 1000000000;
-    nsec %= 1000000000;
-    ts.tv_sec += (time_t)sec;
-    ts.tv_nsec = (long)nsec;
-    return ts;
-}
-
 static void *reaper_main(void *arg)
 {
     sqllock_reaper *r = arg;
 
     pthread_mutex_lock(&r->mu);
     while (!r->stop) {
-        struct timespec until;
-        int64_t n = 0;
+        int64_t n = 0, until;
         int rc;
 
         pthread_mutex_unlock(&r->mu);
@@ -229,11 +212,13 @@ static void *reaper_main(void *arg)
         } else {
             r->stats.last_error[0] = '\0';
         }
-        until = deadline_after(r->interval_ms);
-        while (!r->stop) {
-            if (pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT)
-                break;
-        }
+        /* The next pass an interval from now on the deadline clock, a
+         * slice at a time (T1): a host that was suspended for longer
+         * reaps soon after the resume. */
+        until = sqllock__now_us() + r->interval_ms * 1000;
+        while (!r->stop &&
+               sqllock__cond_wait_until(&r->cv, &r->mu, until) == 0)
+            ;
     }
     pthread_mutex_unlock(&r->mu);
     return NULL;
@@ -259,7 +244,6 @@ int sqllock_reaper_start(const char *url, const sqllock_reaper_options *opts,
                          sqllock_reaper **out, char *why, size_t why_size)
 {
     sqllock_reaper *r;
-    pthread_condattr_t ca;
     const sqllock_sql *reap;
     char msg[SQLLOCK__ERRMSG_MAX + 64];
     int rc;
@@ -336,17 +320,7 @@ int sqllock_reaper_start(const char *url, const sqllock_reaper_options *opts,
     }
     /* A monotonic clock for the timed wait: a wall-clock step (NTP, an
      * operator) must neither stall the reaper nor make it spin. */
-    if (pthread_condattr_init(&ca) != 0) {
-        pthread_mutex_destroy(&r->mu);
-        sqllock_close(r->db);
-        free(r);
-        return start_fail(why, why_size, SQLLOCK_ESYS, "sqllock_reaper_start: "
-                          "pthread_condattr_init failed");
-    }
-    rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    if (rc == 0)
-        rc = pthread_cond_init(&r->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    rc = sqllock__cond_init(&r->cv);
     if (rc != 0) {
         pthread_mutex_destroy(&r->mu);
         sqllock_close(r->db);

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -16,9 +17,24 @@
  * (a laptop's lid, a suspended VM), so a holder that resumed after its
  * lease expired on the server would still trust it for as long as the
  * host slept; CLOCK_BOOTTIME (Linux) goes on counting. Where there is no
- * such clock, CLOCK_MONOTONIC. Waits on a condition variable, whose
- * clock can only be CLOCK_MONOTONIC, convert a deadline of this clock
- * into a time from now (sqllock__mono_after()).
+ * such clock, CLOCK_MONOTONIC.
+ *
+ * Every timed wait of the library ends at a deadline of this clock
+ * (DESIGN T1), but none can sleep on it: a condition variable's clock
+ * can only be CLOCK_REALTIME or CLOCK_MONOTONIC, and poll(), pselect()
+ * and nanosleep() count CLOCK_MONOTONIC time. A wait of that clock does
+ * not count the time the host was suspended, so a wait begun before a
+ * suspend would run on after the resume for as long as it had left, past
+ * its deadline by the length of the suspend. So no wait blocks for
+ * longer than SQLLOCK__WAIT_SLICE_MS in one piece: after each piece it
+ * reads this clock again, and a deadline that passed during a suspend
+ * ends the wait at most one slice after the resume. clock_nanosleep()
+ * or a timerfd on CLOCK_BOOTTIME would wake exactly at the deadline, but
+ * only for a sleep: a condition variable, or a poll() on a connection,
+ * would each need its own way, and one rule for all of them is simpler.
+ * A waiter wakes once a second at most for nothing, which costs nothing
+ * measurable. sqllock__wait_slice_ms(), sqllock__sleep_until() and
+ * sqllock__cond_wait_until() below are the pieces every wait uses.
  */
 #if defined(CLOCK_BOOTTIME)
 #define SQLLOCK__DEADLINE_CLOCK CLOCK_BOOTTIME
@@ -35,16 +51,66 @@ int64_t sqllock__now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-void sqllock__mono_after(int64_t when_us, struct timespec *ts)
+int64_t sqllock__wait_slice_ms(int64_t until_us)
 {
-    int64_t delta = when_us - sqllock__now_us(), ns;
+    int64_t left = until_us - sqllock__now_us();
 
-    if (delta < 0)
-        delta = 0;
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ns = ts->tv_nsec + (delta % 1000000) * 1000;
-    ts->tv_sec += (time_t)(delta / 1000000 + ns / 1000000000);
-    ts->tv_nsec = (long)(ns % 1000000000);
+    if (left <= 0)
+        return 0;
+    /* Rounded up, so that a wait never spins through its last
+     * millisecond in pieces of 0 ms. */
+    if (left >= (int64_t)SQLLOCK__WAIT_SLICE_MS * 1000)
+        return SQLLOCK__WAIT_SLICE_MS;
+    return (left + 999) / 1000;
+}
+
+void sqllock__sleep_until(int64_t until_us)
+{
+    struct timespec ts;
+    int64_t ms;
+
+    while ((ms = sqllock__wait_slice_ms(until_us)) > 0) {
+        ts.tv_sec = (time_t)(ms / 1000);
+        ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+        /* A signal ends the piece early; the loop reads the clock. */
+        nanosleep(&ts, NULL);
+    }
+}
+
+int sqllock__cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t attr;
+    int err;
+
+    err = pthread_condattr_init(&attr);
+    if (err != 0)
+        return err;
+    err = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    if (err == 0)
+        err = pthread_cond_init(cv, &attr);
+    pthread_condattr_destroy(&attr);
+    return err;
+}
+
+int sqllock__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+                             int64_t until_us)
+{
+    struct timespec ts;
+    int64_t left = until_us - sqllock__now_us(), ns;
+
+    if (left <= 0)
+        return ETIMEDOUT;
+    if (left > (int64_t)SQLLOCK__WAIT_SLICE_MS * 1000)
+        left = (int64_t)SQLLOCK__WAIT_SLICE_MS * 1000;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ns = ts.tv_nsec + (left % 1000000) * 1000;
+    ts.tv_sec += (time_t)(left / 1000000 + ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    pthread_cond_timedwait(cv, mu, &ts);
+    /* A signal, a spurious wake-up and the end of a slice all look the
+     * same to the caller, who checks its condition again; only the
+     * deadline, on the deadline clock, is ETIMEDOUT. */
+    return sqllock__now_us() >= until_us ? ETIMEDOUT : 0;
 }
 
 int64_t sqllock__now_ms(void)
@@ -54,14 +120,10 @@ int64_t sqllock__now_ms(void)
 
 void sqllock__sleep_ms(int64_t ms)
 {
-    struct timespec ts;
-
-    if (ms <= 0)
-        return;
-    ts.tv_sec = (time_t)(ms / 1000);
-    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
+    if (ms > INT64_MAX / 2000)
+        ms = INT64_MAX / 2000;
+    if (ms > 0)
+        sqllock__sleep_until(sqllock__now_us() + ms * 1000);
 }
 
 int sqllock__random(void *buf, size_t n)

@@ -17,7 +17,6 @@
  */
 #include <pthread.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -31,14 +30,7 @@ static uint64_t wake_gen_[WAKE_SLOTS];
 
 static void wake_init(void)
 {
-    pthread_condattr_t attr;
-
-    if (pthread_condattr_init(&attr) != 0)
-        return;
-    if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
-        pthread_cond_init(&wake_cv, &attr) == 0)
-        wake_cv_ok = 1;
-    pthread_condattr_destroy(&attr);
+    wake_cv_ok = sqllock__cond_init(&wake_cv) == 0;
 }
 
 /* FNV-1a, 64 bits: cheap, and spreads short names well enough here. */
@@ -94,23 +86,18 @@ void sqllock__wake_post(uint64_t key)
     pthread_mutex_unlock(&wake_mu);
 }
 
-int sqllock__wake_wait(uint64_t key, uint64_t seen, int64_t timeout_ms)
+int sqllock__wake_wait(uint64_t key, uint64_t seen, int64_t until_us)
 {
-    struct timespec until;
-    int64_t end_us;
     int woke;
 
     pthread_once(&wake_once, wake_init);
     if (!wake_cv_ok) {
-        sqllock__sleep_ms(timeout_ms);
+        sqllock__sleep_until(until_us);
         return 0;
     }
-    end_us = sqllock__now_us() + (timeout_ms > 0 ? timeout_ms : 0) * 1000;
-    until.tv_sec = (time_t)(end_us / 1000000);
-    until.tv_nsec = (long)(end_us % 1000000) * 1000;
     pthread_mutex_lock(&wake_mu);
     while (wake_gen_[key % WAKE_SLOTS] == seen &&
-           pthread_cond_timedwait(&wake_cv, &wake_mu, &until) == 0)
+           sqllock__cond_wait_until(&wake_cv, &wake_mu, until_us) == 0)
         ;
     woke = wake_gen_[key % WAKE_SLOTS] != seen;
     pthread_mutex_unlock(&wake_mu);

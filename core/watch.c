@@ -52,7 +52,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -103,13 +102,6 @@ struct sqllock__renewer {
     size_t json_len, json_cap;
     int stop;
 };
-
-/* The CLOCK_MONOTONIC time of the condition variable's wait at which the
- * renewer's deadline clock reads `us`. */
-static void abs_time(int64_t us, struct timespec *ts)
-{
-    sqllock__mono_after(us, ts);
-}
 
 /* ---- the heap ---- */
 
@@ -575,7 +567,6 @@ static void take_batch(struct sqllock__renewer *r, int64_t now)
 static void *renewer_main(void *arg)
 {
     struct sqllock__renewer *r = arg;
-    struct timespec ts;
     int64_t now;
 
     pthread_mutex_lock(&r->mu);
@@ -586,8 +577,9 @@ static void *renewer_main(void *arg)
         }
         now = sqllock__now_us();
         if (r->heap[0]->key_us > now) {
-            abs_time(r->heap[0]->key_us, &ts);
-            pthread_cond_timedwait(&r->wake, &r->mu, &ts);
+            /* A slice at most (T1): a local deadline that passed while
+             * the host was suspended is seen soon after the resume. */
+            sqllock__cond_wait_until(&r->wake, &r->mu, r->heap[0]->key_us);
             continue;
         }
         take_batch(r, now);
@@ -600,7 +592,6 @@ static void *renewer_main(void *arg)
 static int renewer_start(sqllock_db *db)
 {
     struct sqllock__renewer *r;
-    pthread_condattr_t attr;
     sqllock_options opts = SQLLOCK_OPTIONS_INIT;
     int rc, err;
 
@@ -620,10 +611,7 @@ static int renewer_start(sqllock_db *db)
     }
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->idle, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    sqllock__cond_init(&r->wake);
     err = pthread_create(&r->thread, NULL, renewer_main, r);
     if (err != 0) {
         pthread_cond_destroy(&r->wake);

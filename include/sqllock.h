@@ -671,8 +671,9 @@ SQLLOCK_API int64_t sqllock_lease_token(const sqllock_lease *lease);
  * Added in 0.1.0. */
 SQLLOCK_API const char *sqllock_lease_owner(const sqllock_lease *lease);
 /* How long the holder may still trust the lease, in ms, by the local
- * monotonic clock: (time the last acquire/renew was SENT) + ttl - margin
- * - now, never below 0. 0 when not held.
+ * clock of sqllock_now_us() (it counts a suspend): (time the last
+ * acquire/renew was SENT) + ttl - margin - now, never below 0. 0 when not
+ * held.
  * Added in 0.1.0. */
 SQLLOCK_API int64_t sqllock_lease_remaining_ms(const sqllock_lease *lease);
 

@@ -379,7 +379,8 @@ static void test_wakeup_L9_pg_notify_only_when_wanted(void **state)
 
     EXPECT_RC(db, sqllock_lease_acquire(quiet, 5000), SQLLOCK_OK, "acquire");
     EXPECT_RC(db, sqllock_lease_release(quiet), SQLLOCK_OK, "release");
-    assert_int_equal(sqllock__wait_notify(admin, 300, &woke), SQLLOCK_OK);
+    assert_int_equal(sqllock__wait_notify(admin, sqllock__now_us() + 300000,
+                                           &woke), SQLLOCK_OK);
     assert_int_equal(woke, 0);
 
     EXPECT_RC(db, sqllock_lease_acquire(plain, 5000), SQLLOCK_OK, "acquire");
@@ -388,12 +389,14 @@ static void test_wakeup_L9_pg_notify_only_when_wanted(void **state)
                                     "name = $1", &arg, 1, NULL, NULL, NULL),
               SQLLOCK_OK, "delete behind the holder's back");
     EXPECT_RC(db, sqllock_lease_release(plain), SQLLOCK_LOST, "lost release");
-    assert_int_equal(sqllock__wait_notify(admin, 300, &woke), SQLLOCK_OK);
+    assert_int_equal(sqllock__wait_notify(admin, sqllock__now_us() + 300000,
+                                           &woke), SQLLOCK_OK);
     assert_int_equal(woke, 0);
 
     EXPECT_RC(db, sqllock_lease_acquire(plain, 5000), SQLLOCK_OK, "acquire");
     EXPECT_RC(db, sqllock_lease_release(plain), SQLLOCK_OK, "release");
-    assert_int_equal(sqllock__wait_notify(admin, 5000, &woke), SQLLOCK_OK);
+    assert_int_equal(sqllock__wait_notify(admin, sqllock__now_us() + 5000000,
+                                           &woke), SQLLOCK_OK);
     if (!woke)
         fail_msg("L9: a release did not notify the name's channel");
 

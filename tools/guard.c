@@ -104,6 +104,12 @@ static const int guard_sigs[] = {
  * fits in --db-file's limit. */
 #define GUARD_PAYLOAD_MAX (CLI_DB_FILE_MAX + 4096)
 
+/* The longest the guard sleeps between looks: pselect() counts
+ * CLOCK_MONOTONIC time, which stops while the host is suspended, so the
+ * guard reads the deadline clock again at least this often and stops
+ * the job at most this long after a resume that found the lease's local
+ * deadline passed (DESIGN T1). */
+#define GUARD_MAX_NAP_US 1000000
 /* How often the guard looks again while it kills, and while processes
  * the command left behind are still running. */
 #define GUARD_KILL_ROUND_US 5000
@@ -537,7 +543,7 @@ static void serve(guard *g)
     for (;;) {
         struct timespec ts;
         fd_set rd;
-        int64_t now, wait_us = 1000000;
+        int64_t now, wait_us = GUARD_MAX_NAP_US;
         int n;
 
         reap(g);

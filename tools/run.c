@@ -109,7 +109,13 @@
 #include "cli.h"
 #include "guard.h"
 
-/* The longest the supervisor sleeps between looks at the lease. */
+/* The longest the supervisor sleeps between looks at the lease, and
+ * the longest piece of any of its waits: pselect() counts CLOCK_MONOTONIC
+ * time, which stops while the host is suspended, so a wait reads the
+ * deadline clock (cli_guard_now_us()) again at least this often, and a
+ * deadline that passed during a suspend is acted on at most this long
+ * after the resume (DESIGN T1; the library's waits are cut the same
+ * way). */
 #define RUN_MAX_NAP_MS 1000
 /* A message buffer as long as the library's own messages. */
 #define RUN_MSG_MAX 640
@@ -1065,6 +1071,8 @@ static int hold_wait(run_state *st, int64_t end_us)
 
         if (left <= 0)
             return 1;
+        if (left > RUN_MAX_NAP_MS * 1000)
+            left = RUN_MAX_NAP_MS * 1000;
         ts.tv_sec = (time_t)(left / 1000000);
         ts.tv_nsec = (long)(left % 1000000) * 1000;
         FD_ZERO(&rd);

@@ -179,14 +179,15 @@ static int wait_on(sqllock_conn *c, int64_t timeout_ms, int *woke,
     if (pfd.fd < 0)
         return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "",
                                  "waiting for a notification: no socket");
+    /* A slice at a time, the deadline clock read after each (T1). */
     end_ms = sqllock__now_ms() + timeout_ms;
     for (;;) {
-        left = end_ms - sqllock__now_ms();
+        left = sqllock__wait_slice_ms(end_ms * 1000);
         if (left <= 0)
             return SQLLOCK_OK;
         pfd.events = POLLIN;
         pfd.revents = 0;
-        r = poll(&pfd, 1, (int)(left > 60000 ? 60000 : left));
+        r = poll(&pfd, 1, (int)left);
         if (r < 0 && errno != EINTR)
             return sqllock_dberr_set(err, SQLLOCK_ESYS, "", "poll: %s",
                                      strerror(errno));
