@@ -35,8 +35,10 @@
 /* The longest pause between two tries of a campaign: bounds the extra
  * time after a crashed leader's expiry, and the time stop() waits. */
 #define LEADER_BACKOFF_MAX_MS 250
-/* How often a candidate that resigned looks for the next leader. */
-#define LEADER_HOLD_POLL_MS 50
+/* How many times a new leader reads and writes the election's term
+ * record before it gives up on a conflict (a write of another leader's
+ * came between: rare, since one leader is granted at a time). */
+#define LEADER_NOTE_TRIES 4
 
 struct sqllock_leader {
     pthread_t thread;
@@ -62,7 +64,8 @@ struct sqllock_leader {
     /* The campaign thread's own. */
     int64_t seen_token;            /* last leader seen */
     int64_t hold_until_us;         /* after a resign: stay out till then */
-    int64_t hold_token;            /* ... or until a term after this one */
+    int64_t hold_token;            /* ... or until a term after this one
+                                      is seen or noted */
     char name[SQLLOCK_PRIMITIVE_NAME_MAX + 1];
     char row[SQLLOCK__DERIVED_MAX + 1];
     char holder[SQLLOCK_HOLDER_MAX + 1];
@@ -167,10 +170,72 @@ static int64_t observe(sqllock_leader *L)
     return info.token;
 }
 
-/* After a resign: 1 while the candidate stays out of the campaign. */
+/*
+ * The election's term record: the latest term that has been granted and
+ * led, kept in the library's record table (sqllock_record) under the
+ * election's row name, as decimal text. Each leader notes its term
+ * there once elected, before its term can end by a release; a term
+ * that came and went between two looks of a resigned candidate at the
+ * row thus leaves its trace, where the row, deleted by the release,
+ * does not (and the fencing-token counter, shared by every name, cannot
+ * say which name a grant was for).
+ *
+ * term_read() reads it: *term 0 (and *version 0) when there is none yet.
+ */
+static int term_read(sqllock_leader *L, int64_t *term, int64_t *version)
+{
+    char text[32];
+    void *value = NULL;
+    size_t len = 0;
+    int rc;
+
+    *term = 0;
+    *version = 0;
+    rc = sqllock__record_get(L->db, L->row, &value, &len, version);
+    if (rc == SQLLOCK_NOTFOUND)
+        return SQLLOCK_OK;
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (len > 0 && len < sizeof text) {
+        memcpy(text, value, len);
+        text[len] = '\0';
+        *term = strtoll(text, NULL, 10);
+    }
+    sqllock_free(value);
+    return SQLLOCK_OK;
+}
+
+/* Notes term `token` in the election's term record, unless a later one
+ * is there already (a new leader's note overtook a stalled old one's). */
+static int term_note(sqllock_leader *L, int64_t token)
+{
+    char text[32];
+    int64_t term, version;
+    int i, n, rc = SQLLOCK_CONFLICT;
+
+    n = snprintf(text, sizeof text, "%lld", (long long)token);
+    for (i = 0; i < LEADER_NOTE_TRIES && rc == SQLLOCK_CONFLICT; i++) {
+        rc = term_read(L, &term, &version);
+        if (rc != SQLLOCK_OK || term >= token)
+            break;
+        if (version == 0)
+            rc = sqllock__record_create(L->db, L->row, text, (size_t)n);
+        else
+            rc = sqllock__record_cas(L->db, L->row, version, text, (size_t)n,
+                                     NULL);
+    }
+    return rc;
+}
+
+/*
+ * After a resign: 1 while the candidate stays out of the campaign. The
+ * hold ends when a later term than the resigned one has been granted --
+ * seen live on the row, or, while the row is free, noted in the term
+ * record, however short it was -- or at resign_hold_ms.
+ */
 static int holding_off(sqllock_leader *L)
 {
-    int64_t seen;
+    int64_t seen, term, version;
 
     if (L->hold_until_us == 0)
         return 0;
@@ -182,6 +247,16 @@ static int holding_off(sqllock_leader *L)
     if (seen > L->hold_token) {
         L->hold_until_us = 0;      /* another leader: back in the race */
         return 0;
+    }
+    /* Otherwise the row is free, or still our own term's (a release
+     * that failed), or could not be read. */
+    if (seen == 0) {
+        if (term_read(L, &term, &version) != SQLLOCK_OK) {
+            set_error(L, sqllock_errmsg(L->db));
+        } else if (term > L->hold_token) {
+            L->hold_until_us = 0;  /* another leader came and went */
+            return 0;
+        }
     }
     return 1;
 }
@@ -205,7 +280,17 @@ static int campaign(sqllock_leader *L)
         }
         seen = sqllock__wake_gen(L->lease->wake_key);
         if (holding_off(L)) {
-            sqllock__wake_wait(L->lease->wake_key, seen, LEADER_HOLD_POLL_MS);
+            /* A resigned candidate pauses as a waiting one does, so that
+             * the next leader's release -- the end of a term it may not
+             * have seen -- wakes it at once where a release wakes anyone
+             * who has not seen the holder (NOTIFY, in-process), and else
+             * its next look comes within the waiters' backoff. Never on
+             * a companion lock: a live later term has ended the hold, so
+             * the row is free (an idle companion returns at once) or
+             * still its own. */
+            L->lease->busy_companion = 0;
+            w.plain_next = 1;
+            sqllock__wait_pause(&w, L->lease, 0, seen);
             continue;
         }
         rc = sqllock_lease_try_acquire(L->lease);
@@ -220,6 +305,20 @@ static int campaign(sqllock_leader *L)
     }
     sqllock__wait_end(&w, &L->lease);
     return rc;
+}
+
+/* term_note() for the leader of term `token`: 1 when noted; a failure
+ * is kept as the campaign's last error. */
+static int note(sqllock_leader *L, int64_t token)
+{
+    char msg[SQLLOCK__ERRMSG_MAX + 64];
+
+    if (term_note(L, token) == SQLLOCK_OK)
+        return 1;
+    snprintf(msg, sizeof msg, "cannot note term %lld in the election's "
+             "record: %s", (long long)token, sqllock_errmsg(L->db));
+    set_error(L, msg);
+    return 0;
 }
 
 /* The watch callback, on the renewer thread: leaves the news and wakes
@@ -248,7 +347,7 @@ static void lead(sqllock_leader *L)
     char msg[SQLLOCK__ERRMSG_MAX + 64];
     int64_t token = L->lease->token, deadline;
     struct timespec ts;
-    int status = SQLLOCK_OK, rc, resigned = 0, elected = 0;
+    int status = SQLLOCK_OK, rc, resigned = 0, elected = 0, noted = 0;
 
     pthread_mutex_lock(&L->mu);
     L->leading = 1;
@@ -279,6 +378,10 @@ static void lead(sqllock_leader *L)
         if (L->opts.on_observed != NULL)
             L->opts.on_observed(L->opts.ctx, L, L->holder, token);
     }
+    /* The term's trace for the resigned candidates (term_read()), after
+     * the callbacks: the new leader acts meanwhile, and the row shows
+     * the term until it is released below. */
+    noted = note(L, token);
     snprintf(msg, sizeof msg, "handed over");
     pthread_mutex_lock(&L->mu);
     for (;;) {
@@ -312,6 +415,10 @@ end:
      * the release's outcome. */
     if (elected && !resigned && L->opts.on_lost != NULL)
         L->opts.on_lost(L->opts.ctx, L, token, status, msg);
+    /* A term not noted yet is noted before its row goes: a resigned
+     * candidate that never saw the row must find the trace. */
+    if (elected && !noted)
+        note(L, token);
     /* Given back even after a deadline that passed: the row may still be
      * ours, and a release wakes the next candidate now rather than at
      * the expiry. LOST here only confirms the loss. */

@@ -1873,7 +1873,11 @@ SQLLOCK_API int sqllock_db_exec(sqllock_db *db, const char *sql,
  * holder's companion session lock, in-process wake-ups; after a crash the
  * row expires at its ttl and a candidate polling with backoff (at most
  * min(250 ms, ttl/8) between tries) takes it over -- then keeps it
- * renewed until it is lost, resigned or stopped.
+ * renewed until it is lost, resigned or stopped. Each leader also notes
+ * its term in the library's record table (sqllock_record, one row per
+ * election, under the same "NAME [leader]" key, kept), so that a
+ * candidate that resigned knows when someone else has led, however
+ * briefly (see resign_hold_ms).
  *
  * THREADS. The callbacks run ON THE CAMPAIGN THREAD, one at a time, never
  * while the candidate's mutex is held. A callback may call
@@ -1920,9 +1924,15 @@ typedef struct sqllock_leader_options {
     /* Between renewals: default ttl/3, < ttl - margin. */
     int64_t renew_interval_ms;
     /* After sqllock_leader_resign(), the candidate stays out of the
-     * campaign until another leader is seen or this long has passed
-     * (so that the hand-over goes to another candidate when there is
-     * one). Default (0): the ttl. Negative: SQLLOCK_EINVAL. */
+     * campaign until a later term has been granted to another candidate
+     * or this long has passed (so that the hand-over goes to another
+     * candidate when there is one). A later term counts however short
+     * it was -- one resigned or stopped before this candidate looked at
+     * the row is found in the election's term record -- so while
+     * another candidate is live, or has led since, the name is without
+     * a leader no longer than a hand-over takes; only when nobody else
+     * takes the leadership does it stay free for this long. Default
+     * (0): the ttl. Negative: SQLLOCK_EINVAL. */
     int64_t resign_hold_ms;
     /* The candidate's identity, shown to everyone as the leader's holder
      * text (at most SQLLOCK_HOLDER_MAX bytes). Default "host:pid". */
@@ -1980,7 +1990,9 @@ SQLLOCK_API const char *sqllock_leader_name(const sqllock_leader *leader);
  * (sqllock_leader_is_leader() is 0 when this returns, or, from a
  * callback, at once too), its campaign thread releases the lease -- which
  * wakes the waiting candidates at once -- and it stays out of the
- * campaign until another leader is seen or resign_hold_ms has passed.
+ * campaign until another candidate has been granted a later term
+ * (however briefly: it is then a candidate like the others, woken by the
+ * next hand-over) or resign_hold_ms has passed.
  * The lost callback runs with SQLLOCK_OK. Waits for the release, except
  * from a callback. SQLLOCK_OK: handed over (from a callback: will be);
  * SQLLOCK_ENOTHELD: not the leader; SQLLOCK_LOST: the leadership had
