@@ -870,7 +870,7 @@ static void test_leader_M4_resigned_back_after_crash(void **state)
     char name[96];
     hc_election el;
     pid_t pids[2];
-    int64_t ttl = tu_scaled_ms(2000), hold = 4 * ttl, kill_us, dt;
+    int64_t ttl = tu_scaled_ms(1000), hold = 4 * ttl, kill_us, dt;
     int a, b, eb, e;
     (void)state;
 
@@ -915,7 +915,7 @@ static void test_leader_M4_resign_hold_without_other_candidate(void **state)
     char name[96];
     hc_election el;
     pid_t pids[1];
-    int64_t ttl = tu_scaled_ms(5000), hold = tu_scaled_ms(1500), dt;
+    int64_t ttl = tu_scaled_ms(5000), hold = tu_scaled_ms(500), dt;
     int a, e;
     (void)state;
 
