@@ -682,6 +682,15 @@ static int hc_candidate(void *arg, int me)
     return 0;
 }
 
+/* The index of a candidate forked after the others (hc_late). */
+static int g_late;
+
+static int hc_candidate_late(void *arg, int i)
+{
+    (void)i;
+    return hc_candidate(arg, g_late);
+}
+
 /* Waits up to `ms` for an election logged at index `from` or later;
  * returns its index, or -1. */
 static int hc_wait_elected(int from, int64_t ms)
@@ -823,6 +832,35 @@ static void test_leader_M4_resigned_back_after_short_term(void **state)
                        "the next leader resigned at once");
     assert_int_equal(g_hc->ev[e].who, a);
     assert_int_equal(g_hc->c[b].resign_rc, SQLLOCK_OK);
+    hc_end(pids, 2);
+}
+
+/*
+ * The same with B joining only after A resigned (A's hold has begun,
+ * with nobody else to hand over to), elected on its first try and
+ * resigning at once: B's term falls between two looks of A at the row,
+ * and A leads within a hand-over of B's resign all the same.
+ */
+static void test_leader_M4_resigned_back_after_late_short_term(void **state)
+{
+    char name[96];
+    hc_election el;
+    pid_t pids[2];
+    int64_t ttl = tu_scaled_ms(5000);
+    int a, e;
+    (void)state;
+
+    a = hc_start(&el, name, sizeof name, 1, ttl, 0, pids);
+    hc_resign(a);
+    g_hc->c[1].when_elected = HC_RESIGN;
+    g_late = 1;
+    pids[1] = tu_fork(hc_candidate_late, &el);
+    e = hc_wait_elected(1, tu_scaled_ms(10000));
+    if (e < 0)
+        fail_msg("the late candidate was not elected");
+    assert_int_equal(g_hc->ev[e].who, 1);
+    e = hc_next_within(e, 1, ttl, ttl, "the late leader resigned at once");
+    assert_int_equal(g_hc->ev[e].who, a);
     hc_end(pids, 2);
 }
 
@@ -982,6 +1020,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_leader_M4_kill_stop_handover),
         cmocka_unit_test(test_leader_M4_resigned_back_after_short_term),
+        cmocka_unit_test(test_leader_M4_resigned_back_after_late_short_term),
         cmocka_unit_test(test_leader_M4_resigned_back_after_stop),
         cmocka_unit_test(test_leader_M4_resigned_back_after_crash),
         cmocka_unit_test(test_leader_M4_resigned_back_three_candidates),
