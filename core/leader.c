@@ -17,7 +17,11 @@
  * variable until the watch callback reports a state change, the local
  * deadline passes (the thread wakes at it by itself, so a renewal that
  * hangs cannot keep a leader acting past it), or a resign or stop comes
- * -- then release, which hands over.
+ * -- then note the term in the election's term record (see term_read())
+ * and release, which hands over. After a resign the candidate stays out
+ * of the campaign until a later term has been granted (seen on the row,
+ * or found in the term record when the row is free: a term shorter than
+ * its pauses leaves no other trace) or resign_hold_ms has passed.
  *
  * `acting` is the one word other threads read: set after the grant,
  * cleared before anything else when the leadership ends (and at once by
@@ -147,19 +151,25 @@ static int nap(sqllock_leader *L, int64_t ms)
 }
 
 /* Reads the row and reports a leader whose term is new to this candidate.
- * Returns the live leader's token, 0 when there is none, -1 on error. */
-static int64_t observe(sqllock_leader *L)
+ * Returns the live leader's token, 0 when there is none, -1 on error;
+ * *row_token (may be NULL) is the row's token, live or expired, 0 when
+ * there is no row or it could not be read. */
+static int64_t observe(sqllock_leader *L, int64_t *row_token)
 {
     char buf[SQLLOCK__LEASE_GET_BUF];
     sqllock_lease_info info;
     int found = 0, rc;
 
+    if (row_token != NULL)
+        *row_token = 0;
     rc = sqllock__lease_get(L->db, L->row, &info, buf, &found,
                             "reading the election's leader");
     if (rc != SQLLOCK_OK) {
         set_error(L, sqllock_errmsg(L->db));
         return -1;
     }
+    if (found && row_token != NULL)
+        *row_token = info.token;
     if (!found || info.remaining_ms <= 0)
         return 0;
     if (info.token != L->seen_token) {
@@ -171,14 +181,19 @@ static int64_t observe(sqllock_leader *L)
 }
 
 /*
- * The election's term record: the latest term that has been granted and
- * led, kept in the library's record table (sqllock_record) under the
- * election's row name, as decimal text. Each leader notes its term
- * there once elected, before its term can end by a release; a term
- * that came and went between two looks of a resigned candidate at the
- * row thus leaves its trace, where the row, deleted by the release,
- * does not (and the fencing-token counter, shared by every name, cannot
- * say which name a grant was for).
+ * The election's term record: the latest term that has been led and
+ * released, kept in the library's record table (sqllock_record) under
+ * the election's row name, as decimal text. Each leader notes its term
+ * there just before it releases the leadership, so a term that came and
+ * went between two looks of a resigned candidate at the row leaves its
+ * trace, where the row, deleted by the release, does not (and the
+ * fencing-token counter, shared by every name, cannot say which name a
+ * grant was for). A term that ends otherwise leaves the row: taken over
+ * (a later term on it), or expired after a crash (its token stays there
+ * until the row is reaped or taken over). Noting at the release, not at
+ * the election, keeps the statements out of a leader's term: a note
+ * that waited for a stalled database would hold up the report of the
+ * loss at the local deadline.
  *
  * term_read() reads it: *term 0 (and *version 0) when there is none yet.
  */
@@ -230,12 +245,13 @@ static int term_note(sqllock_leader *L, int64_t token)
 /*
  * After a resign: 1 while the candidate stays out of the campaign. The
  * hold ends when a later term than the resigned one has been granted --
- * seen live on the row, or, while the row is free, noted in the term
- * record, however short it was -- or at resign_hold_ms.
+ * seen on the row (live, or expired after a crash), or, while the row
+ * is free, noted in the term record, however short it was -- or at
+ * resign_hold_ms.
  */
 static int holding_off(sqllock_leader *L)
 {
-    int64_t seen, term, version;
+    int64_t seen, row_token, term, version;
 
     if (L->hold_until_us == 0)
         return 0;
@@ -243,8 +259,8 @@ static int holding_off(sqllock_leader *L)
         L->hold_until_us = 0;
         return 0;
     }
-    seen = observe(L);
-    if (seen > L->hold_token) {
+    seen = observe(L, &row_token);
+    if (row_token > L->hold_token) {
         L->hold_until_us = 0;      /* another leader: back in the race */
         return 0;
     }
@@ -300,25 +316,25 @@ static int campaign(sqllock_leader *L)
             set_error(L, sqllock_errmsg(L->db));
             break;
         }
-        observe(L);
+        observe(L, NULL);
         sqllock__wait_pause(&w, L->lease, 0, seen);
     }
     sqllock__wait_end(&w, &L->lease);
     return rc;
 }
 
-/* term_note() for the leader of term `token`: 1 when noted; a failure
- * is kept as the campaign's last error. */
-static int note(sqllock_leader *L, int64_t token)
+/* term_note() for the leader of term `token`; a failure is kept as the
+ * campaign's last error (a resigned candidate that misses the term then
+ * waits for its resign hold at the most). */
+static void note(sqllock_leader *L, int64_t token)
 {
     char msg[SQLLOCK__ERRMSG_MAX + 64];
 
     if (term_note(L, token) == SQLLOCK_OK)
-        return 1;
+        return;
     snprintf(msg, sizeof msg, "cannot note term %lld in the election's "
              "record: %s", (long long)token, sqllock_errmsg(L->db));
     set_error(L, msg);
-    return 0;
 }
 
 /* The watch callback, on the renewer thread: leaves the news and wakes
@@ -347,7 +363,7 @@ static void lead(sqllock_leader *L)
     char msg[SQLLOCK__ERRMSG_MAX + 64];
     int64_t token = L->lease->token, deadline;
     struct timespec ts;
-    int status = SQLLOCK_OK, rc, resigned = 0, elected = 0, noted = 0;
+    int status = SQLLOCK_OK, rc, resigned = 0, elected = 0;
 
     pthread_mutex_lock(&L->mu);
     L->leading = 1;
@@ -378,10 +394,6 @@ static void lead(sqllock_leader *L)
         if (L->opts.on_observed != NULL)
             L->opts.on_observed(L->opts.ctx, L, L->holder, token);
     }
-    /* The term's trace for the resigned candidates (term_read()), after
-     * the callbacks: the new leader acts meanwhile, and the row shows
-     * the term until it is released below. */
-    noted = note(L, token);
     snprintf(msg, sizeof msg, "handed over");
     pthread_mutex_lock(&L->mu);
     for (;;) {
@@ -415,9 +427,9 @@ end:
      * the release's outcome. */
     if (elected && !resigned && L->opts.on_lost != NULL)
         L->opts.on_lost(L->opts.ctx, L, token, status, msg);
-    /* A term not noted yet is noted before its row goes: a resigned
-     * candidate that never saw the row must find the trace. */
-    if (elected && !noted)
+    /* The term's trace for the resigned candidates (term_read()),
+     * before its row goes: one that never saw the row finds it there. */
+    if (elected)
         note(L, token);
     /* Given back even after a deadline that passed: the row may still be
      * ours, and a release wakes the next candidate now rather than at

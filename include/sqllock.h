@@ -1873,11 +1873,11 @@ SQLLOCK_API int sqllock_db_exec(sqllock_db *db, const char *sql,
  * holder's companion session lock, in-process wake-ups; after a crash the
  * row expires at its ttl and a candidate polling with backoff (at most
  * min(250 ms, ttl/8) between tries) takes it over -- then keeps it
- * renewed until it is lost, resigned or stopped. Each leader also notes
- * its term in the library's record table (sqllock_record, one row per
- * election, under the same "NAME [leader]" key, kept), so that a
- * candidate that resigned knows when someone else has led, however
- * briefly (see resign_hold_ms).
+ * renewed until it is lost, resigned or stopped. Before it releases the
+ * leadership, a leader notes its term in the library's record table
+ * (sqllock_record, one row per election, under the same "NAME [leader]"
+ * key, kept), so that a candidate that resigned knows when someone else
+ * has led, however briefly (see resign_hold_ms).
  *
  * THREADS. The callbacks run ON THE CAMPAIGN THREAD, one at a time, never
  * while the candidate's mutex is held. A callback may call
@@ -1988,8 +1988,9 @@ SQLLOCK_API const char *sqllock_leader_name(const sqllock_leader *leader);
 /*
  * Hands the leadership over: the candidate stops acting at once
  * (sqllock_leader_is_leader() is 0 when this returns, or, from a
- * callback, at once too), its campaign thread releases the lease -- which
- * wakes the waiting candidates at once -- and it stays out of the
+ * callback, at once too), its campaign thread notes the term in the
+ * election's term record and releases the lease -- which wakes the
+ * waiting candidates at once -- and it stays out of the
  * campaign until another candidate has been granted a later term
  * (however briefly: it is then a candidate like the others, woken by the
  * next hand-over) or resign_hold_ms has passed.
@@ -2005,7 +2006,8 @@ SQLLOCK_API int sqllock_leader_resign(sqllock_leader *leader);
 
 /* Resigns if leader (as above), stops the campaign, joins its thread,
  * closes its connections and frees the candidate. It returns within one
- * statement's time plus one pause of the campaign (at most 250 ms). Call
+ * statement's time (a leader's hand-over: its term's note and the
+ * release) plus one pause of the campaign (at most 250 ms). Call
  * it once no other thread uses the candidate any more (as any free). Not
  * from a callback (it would join its own thread: it then does nothing).
  * Accepts NULL.
