@@ -298,12 +298,12 @@ static int campaign(sqllock_leader *L)
         if (holding_off(L)) {
             /* A resigned candidate pauses as a waiting one does, so that
              * the next leader's release -- the end of a term it may not
-             * have seen -- wakes it at once where a release wakes anyone
-             * who has not seen the holder (NOTIFY, in-process), and else
-             * its next look comes within the waiters' backoff. Never on
-             * a companion lock: a live later term has ended the hold, so
-             * the row is free (an idle companion returns at once) or
-             * still its own. */
+             * have seen -- wakes it at once where a release's wake-up
+             * reaches every waiter (NOTIFY, in-process); elsewhere its
+             * next look comes within the waiters' backoff. Never on a
+             * companion lock: a later term on the row has ended the
+             * hold, so the row is free (an idle companion returns at
+             * once) or still its own. */
             L->lease->busy_companion = 0;
             w.plain_next = 1;
             sqllock__wait_pause(&w, L->lease, 0, seen);
