@@ -41,7 +41,8 @@
  *
  * This is a measuring program, not a test. The election is
  * "sqllock-bench-leader:<pid>"; nothing is left behind but the token
- * counter's rows of MySQL.
+ * counter's rows of MySQL and the election's term record (a row of
+ * sqllock_record, which every election keeps).
  */
 #include <errno.h>
 #include <math.h>

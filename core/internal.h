@@ -385,6 +385,16 @@ sqllock_value sqllock__text(const char *s);
  * "record key" for the message. */
 int sqllock__check_name(sqllock_db *db, const char *name, const char *what);
 
+/* sqllock_record_get(), _create() and _cas() (core/versioned.c) for a
+ * key the caller has checked: the library's own records, under derived
+ * names (below), which sqllock__check_name() refuses. */
+int sqllock__record_get(sqllock_db *db, const char *key, void **value,
+                        size_t *len, int64_t *version);
+int sqllock__record_create(sqllock_db *db, const char *key, const void *value,
+                           size_t len);
+int sqllock__record_cas(sqllock_db *db, const char *key, int64_t expected,
+                        const void *value, size_t len, int64_t *new_version);
+
 /*
  * Derived names (core/lease.c). A semaphore, a shared lock, a fair queue
  * or an election named NAME keeps its rows in the lease table under

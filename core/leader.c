@@ -17,7 +17,11 @@
  * variable until the watch callback reports a state change, the local
  * deadline passes (the thread wakes at it by itself, so a renewal that
  * hangs cannot keep a leader acting past it), or a resign or stop comes
- * -- then release, which hands over.
+ * -- then note the term in the election's term record (see term_read())
+ * and release, which hands over. After a resign the candidate stays out
+ * of the campaign until a later term has been granted (seen on the row,
+ * or found in the term record when the row is free: a term shorter than
+ * its pauses leaves no other trace) or resign_hold_ms has passed.
  *
  * `acting` is the one word other threads read: set after the grant,
  * cleared before anything else when the leadership ends (and at once by
@@ -34,8 +38,10 @@
 /* The longest pause between two tries of a campaign: bounds the extra
  * time after a crashed leader's expiry, and the time stop() waits. */
 #define LEADER_BACKOFF_MAX_MS 250
-/* How often a candidate that resigned looks for the next leader. */
-#define LEADER_HOLD_POLL_MS 50
+/* How many times a new leader reads and writes the election's term
+ * record before it gives up on a conflict (a write of another leader's
+ * came between: rare, since one leader is granted at a time). */
+#define LEADER_NOTE_TRIES 4
 
 struct sqllock_leader {
     pthread_t thread;
@@ -61,7 +67,8 @@ struct sqllock_leader {
     /* The campaign thread's own. */
     int64_t seen_token;            /* last leader seen */
     int64_t hold_until_us;         /* after a resign: stay out till then */
-    int64_t hold_token;            /* ... or until a term after this one */
+    int64_t hold_token;            /* ... or until a term after this one
+                                      is seen or noted */
     char name[SQLLOCK_PRIMITIVE_NAME_MAX + 1];
     char row[SQLLOCK__DERIVED_MAX + 1];
     char holder[SQLLOCK_HOLDER_MAX + 1];
@@ -142,19 +149,25 @@ static int nap(sqllock_leader *L, int64_t ms)
 }
 
 /* Reads the row and reports a leader whose term is new to this candidate.
- * Returns the live leader's token, 0 when there is none, -1 on error. */
-static int64_t observe(sqllock_leader *L)
+ * Returns the live leader's token, 0 when there is none, -1 on error;
+ * *row_token (may be NULL) is the row's token, live or expired, 0 when
+ * there is no row or it could not be read. */
+static int64_t observe(sqllock_leader *L, int64_t *row_token)
 {
     char buf[SQLLOCK__LEASE_GET_BUF];
     sqllock_lease_info info;
     int found = 0, rc;
 
+    if (row_token != NULL)
+        *row_token = 0;
     rc = sqllock__lease_get(L->db, L->row, &info, buf, &found,
                             "reading the election's leader");
     if (rc != SQLLOCK_OK) {
         set_error(L, sqllock_errmsg(L->db));
         return -1;
     }
+    if (found && row_token != NULL)
+        *row_token = info.token;
     if (!found || info.remaining_ms <= 0)
         return 0;
     if (info.token != L->seen_token) {
@@ -165,10 +178,78 @@ static int64_t observe(sqllock_leader *L)
     return info.token;
 }
 
-/* After a resign: 1 while the candidate stays out of the campaign. */
+/*
+ * The election's term record: the latest term that has been led and
+ * released, kept in the library's record table (sqllock_record) under
+ * the election's row name, as decimal text. Each leader notes its term
+ * there just before it releases the leadership, so a term that came and
+ * went between two looks of a resigned candidate at the row leaves its
+ * trace, where the row, deleted by the release, does not (and the
+ * fencing-token counter, shared by every name, cannot say which name a
+ * grant was for). A term that ends otherwise leaves the row: taken over
+ * (a later term on it), or expired after a crash (its token stays there
+ * until the row is reaped or taken over). Noting at the release, not at
+ * the election, keeps the statements out of a leader's term: a note
+ * that waited for a stalled database would hold up the report of the
+ * loss at the local deadline.
+ *
+ * term_read() reads it: *term 0 (and *version 0) when there is none yet.
+ */
+static int term_read(sqllock_leader *L, int64_t *term, int64_t *version)
+{
+    char text[32];
+    void *value = NULL;
+    size_t len = 0;
+    int rc;
+
+    *term = 0;
+    *version = 0;
+    rc = sqllock__record_get(L->db, L->row, &value, &len, version);
+    if (rc == SQLLOCK_NOTFOUND)
+        return SQLLOCK_OK;
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (len > 0 && len < sizeof text) {
+        memcpy(text, value, len);
+        text[len] = '\0';
+        *term = strtoll(text, NULL, 10);
+    }
+    sqllock_free(value);
+    return SQLLOCK_OK;
+}
+
+/* Notes term `token` in the election's term record, unless a later one
+ * is there already (a new leader's note overtook a stalled old one's). */
+static int term_note(sqllock_leader *L, int64_t token)
+{
+    char text[32];
+    int64_t term, version;
+    int i, n, rc = SQLLOCK_CONFLICT;
+
+    n = snprintf(text, sizeof text, "%lld", (long long)token);
+    for (i = 0; i < LEADER_NOTE_TRIES && rc == SQLLOCK_CONFLICT; i++) {
+        rc = term_read(L, &term, &version);
+        if (rc != SQLLOCK_OK || term >= token)
+            break;
+        if (version == 0)
+            rc = sqllock__record_create(L->db, L->row, text, (size_t)n);
+        else
+            rc = sqllock__record_cas(L->db, L->row, version, text, (size_t)n,
+                                     NULL);
+    }
+    return rc;
+}
+
+/*
+ * After a resign: 1 while the candidate stays out of the campaign. The
+ * hold ends when a later term than the resigned one has been granted --
+ * seen on the row (live, or expired after a crash), or, while the row
+ * is free, noted in the term record, however short it was -- or at
+ * resign_hold_ms.
+ */
 static int holding_off(sqllock_leader *L)
 {
-    int64_t seen;
+    int64_t seen, row_token, term, version;
 
     if (L->hold_until_us == 0)
         return 0;
@@ -176,10 +257,20 @@ static int holding_off(sqllock_leader *L)
         L->hold_until_us = 0;
         return 0;
     }
-    seen = observe(L);
-    if (seen > L->hold_token) {
+    seen = observe(L, &row_token);
+    if (row_token > L->hold_token) {
         L->hold_until_us = 0;      /* another leader: back in the race */
         return 0;
+    }
+    /* Otherwise the row is free, or still our own term's (a release
+     * that failed), or could not be read. */
+    if (seen == 0) {
+        if (term_read(L, &term, &version) != SQLLOCK_OK) {
+            set_error(L, sqllock_errmsg(L->db));
+        } else if (term > L->hold_token) {
+            L->hold_until_us = 0;  /* another leader came and went */
+            return 0;
+        }
     }
     return 1;
 }
@@ -203,8 +294,17 @@ static int campaign(sqllock_leader *L)
         }
         seen = sqllock__wake_gen(L->lease->wake_key);
         if (holding_off(L)) {
-            sqllock__wake_wait(L->lease->wake_key, seen,
-                               sqllock__now_us() + LEADER_HOLD_POLL_MS * 1000);
+            /* A resigned candidate pauses as a waiting one does, so that
+             * the next leader's release -- the end of a term it may not
+             * have seen -- wakes it at once where a release's wake-up
+             * reaches every waiter (NOTIFY, in-process); elsewhere its
+             * next look comes within the waiters' backoff. Never on a
+             * companion lock: a later term on the row has ended the
+             * hold, so the row is free (an idle companion returns at
+             * once) or still its own. */
+            L->lease->busy_companion = 0;
+            w.plain_next = 1;
+            sqllock__wait_pause(&w, L->lease, 0, seen);
             continue;
         }
         rc = sqllock_lease_try_acquire(L->lease);
@@ -214,11 +314,25 @@ static int campaign(sqllock_leader *L)
             set_error(L, sqllock_errmsg(L->db));
             break;
         }
-        observe(L);
+        observe(L, NULL);
         sqllock__wait_pause(&w, L->lease, 0, seen);
     }
     sqllock__wait_end(&w, &L->lease);
     return rc;
+}
+
+/* term_note() for the leader of term `token`; a failure is kept as the
+ * campaign's last error (a resigned candidate that misses the term then
+ * waits for its resign hold at the most). */
+static void note(sqllock_leader *L, int64_t token)
+{
+    char msg[SQLLOCK__ERRMSG_MAX + 64];
+
+    if (term_note(L, token) == SQLLOCK_OK)
+        return;
+    snprintf(msg, sizeof msg, "cannot note term %lld in the election's "
+             "record: %s", (long long)token, sqllock_errmsg(L->db));
+    set_error(L, msg);
 }
 
 /* The watch callback, on the renewer thread: leaves the news and wakes
@@ -312,6 +426,10 @@ end:
      * the release's outcome. */
     if (elected && !resigned && L->opts.on_lost != NULL)
         L->opts.on_lost(L->opts.ctx, L, token, status, msg);
+    /* The term's trace for the resigned candidates (term_read()),
+     * before its row goes: one that never saw the row finds it there. */
+    if (elected)
+        note(L, token);
     /* Given back even after a deadline that passed: the row may still be
      * ours, and a release wakes the next candidate now rather than at
      * the expiry. LOST here only confirms the loss. */

@@ -132,8 +132,36 @@ static int write_rows(sqllock_db *db, sqllock_sql_id id,
  * lock it until the transaction ends anyway. SQLite's suffix is empty:
  * its transaction holds the database.
  */
+static int record_fetch(sqllock_db *db, const char *key, int locking,
+                        void **value, size_t *len, int64_t *version);
+
 static int record_read(sqllock_db *db, const char *key, int locking,
                        void **value, size_t *len, int64_t *version)
+{
+    int rc;
+
+    if (value != NULL)
+        *value = NULL;
+    if (len != NULL)
+        *len = 0;
+    if (version != NULL)
+        *version = 0;
+    if ((rc = check_db(db)) != SQLLOCK_OK ||
+        (rc = sqllock__check_name(db, key, "record key")) != SQLLOCK_OK)
+        return rc;
+    return record_fetch(db, key, locking, value, len, version);
+}
+
+int sqllock__record_get(sqllock_db *db, const char *key, void **value,
+                        size_t *len, int64_t *version)
+{
+    return record_fetch(db, key, 0, value, len, version);
+}
+
+/* record_read() without the key check (the library's own records under
+ * derived names, sqllock__record_get()). */
+static int record_fetch(sqllock_db *db, const char *key, int locking,
+                        void **value, size_t *len, int64_t *version)
 {
     const char *what = "reading the record";
     const sqllock_sql *get;
@@ -150,8 +178,7 @@ static int record_read(sqllock_db *db, const char *key, int locking,
         *len = 0;
     if (version != NULL)
         *version = 0;
-    if ((rc = check_db(db)) != SQLLOCK_OK ||
-        (rc = sqllock__check_name(db, key, "record key")) != SQLLOCK_OK)
+    if ((rc = check_db(db)) != SQLLOCK_OK)
         return rc;
     if (db->drv->column_blob == NULL)
         return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "the %s driver cannot "
@@ -229,12 +256,22 @@ int sqllock_record_get(sqllock_db *db, const char *key, void **value,
 int sqllock_record_create(sqllock_db *db, const char *key, const void *value,
                           size_t len)
 {
+    int rc;
+
+    if ((rc = check_db(db)) != SQLLOCK_OK ||
+        (rc = sqllock__check_name(db, key, "record key")) != SQLLOCK_OK)
+        return rc;
+    return sqllock__record_create(db, key, value, len);
+}
+
+int sqllock__record_create(sqllock_db *db, const char *key, const void *value,
+                           size_t len)
+{
     sqllock_value args[2];
     int64_t affected = 0;
     int rc;
 
     if ((rc = check_db(db)) != SQLLOCK_OK ||
-        (rc = sqllock__check_name(db, key, "record key")) != SQLLOCK_OK ||
         (rc = check_value(db, value, len)) != SQLLOCK_OK)
         return rc;
     args[0] = sqllock__text(key);
@@ -258,6 +295,19 @@ int sqllock_record_create(sqllock_db *db, const char *key, const void *value,
 int sqllock_record_cas(sqllock_db *db, const char *key, int64_t expected,
                        const void *value, size_t len, int64_t *new_version)
 {
+    int rc;
+
+    if (new_version != NULL)
+        *new_version = 0;
+    if ((rc = check_db(db)) != SQLLOCK_OK ||
+        (rc = sqllock__check_name(db, key, "record key")) != SQLLOCK_OK)
+        return rc;
+    return sqllock__record_cas(db, key, expected, value, len, new_version);
+}
+
+int sqllock__record_cas(sqllock_db *db, const char *key, int64_t expected,
+                        const void *value, size_t len, int64_t *new_version)
+{
     sqllock_value args[3];
     int64_t affected = 0;
     int rc;
@@ -265,7 +315,6 @@ int sqllock_record_cas(sqllock_db *db, const char *key, int64_t expected,
     if (new_version != NULL)
         *new_version = 0;
     if ((rc = check_db(db)) != SQLLOCK_OK ||
-        (rc = sqllock__check_name(db, key, "record key")) != SQLLOCK_OK ||
         (rc = check_value(db, value, len)) != SQLLOCK_OK ||
         (rc = check_version(db, expected)) != SQLLOCK_OK)
         return rc;

@@ -1886,7 +1886,11 @@ SQLLOCK_API int sqllock_db_exec(sqllock_db *db, const char *sql,
  * holder's companion session lock, in-process wake-ups; after a crash the
  * row expires at its ttl and a candidate polling with backoff (at most
  * min(250 ms, ttl/8) between tries) takes it over -- then keeps it
- * renewed until it is lost, resigned or stopped.
+ * renewed until it is lost, resigned or stopped. Before it releases the
+ * leadership, a leader notes its term in the library's record table
+ * (sqllock_record, one row per election, under the same "NAME [leader]"
+ * key, kept), so that a candidate that resigned knows when someone else
+ * has led, however briefly (see resign_hold_ms).
  *
  * THREADS. The callbacks run ON THE CAMPAIGN THREAD, one at a time, never
  * while the candidate's mutex is held. A callback may call
@@ -1933,9 +1937,15 @@ typedef struct sqllock_leader_options {
     /* Between renewals: default ttl/3, < ttl - margin. */
     int64_t renew_interval_ms;
     /* After sqllock_leader_resign(), the candidate stays out of the
-     * campaign until another leader is seen or this long has passed
-     * (so that the hand-over goes to another candidate when there is
-     * one). Default (0): the ttl. Negative: SQLLOCK_EINVAL. */
+     * campaign until a later term has been granted to another candidate
+     * or this long has passed (so that the hand-over goes to another
+     * candidate when there is one). A later term counts however short
+     * it was -- one resigned or stopped before this candidate looked at
+     * the row is found in the election's term record -- so while
+     * another candidate is live, or has led since, the name is without
+     * a leader no longer than a hand-over takes; only when nobody else
+     * takes the leadership does it stay free for this long. Default
+     * (0): the ttl. Negative: SQLLOCK_EINVAL. */
     int64_t resign_hold_ms;
     /* The candidate's identity, shown to everyone as the leader's holder
      * text (at most SQLLOCK_HOLDER_MAX bytes). Default "host:pid". */
@@ -1991,9 +2001,12 @@ SQLLOCK_API const char *sqllock_leader_name(const sqllock_leader *leader);
 /*
  * Hands the leadership over: the candidate stops acting at once
  * (sqllock_leader_is_leader() is 0 when this returns, or, from a
- * callback, at once too), its campaign thread releases the lease -- which
- * wakes the waiting candidates at once -- and it stays out of the
- * campaign until another leader is seen or resign_hold_ms has passed.
+ * callback, at once too), its campaign thread notes the term in the
+ * election's term record and releases the lease -- which wakes the
+ * waiting candidates at once -- and it stays out of the
+ * campaign until another candidate has been granted a later term
+ * (however briefly: it is then a candidate like the others, woken by the
+ * next hand-over) or resign_hold_ms has passed.
  * The lost callback runs with SQLLOCK_OK. Waits for the release, except
  * from a callback. SQLLOCK_OK: handed over (from a callback: will be);
  * SQLLOCK_ENOTHELD: not the leader; SQLLOCK_LOST: the leadership had
@@ -2006,7 +2019,8 @@ SQLLOCK_API int sqllock_leader_resign(sqllock_leader *leader);
 
 /* Resigns if leader (as above), stops the campaign, joins its thread,
  * closes its connections and frees the candidate. It returns within one
- * statement's time plus one pause of the campaign (at most 250 ms). Call
+ * statement's time (a leader's hand-over: its term's note and the
+ * release) plus one pause of the campaign (at most 250 ms). Call
  * it once no other thread uses the candidate any more (as any free). Not
  * from a callback (it would join its own thread: it then does nothing).
  * Accepts NULL.

@@ -22,6 +22,14 @@
  * the stop, and shorter than the ttl after a hand-over (it did not wait
  * for an expiry); everyone observes the last leader; sqllock_leader_get()
  * names each leader.
+ *
+ * The test_leader_M4_resigned_back_* cases (issue 26 item 6) check that
+ * a candidate that resigned is a candidate again once another has led,
+ * however briefly: A resigns, B is elected and resigns, stops or dies at
+ * once, and A leads within a hand-over (after a death, at the lease's
+ * expiry), not at the end of its resign hold; with three candidates, of
+ * two that resigned in turn one leads again. And a lone candidate that
+ * resigns stays out for its whole hold (resign's purpose).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -559,10 +567,464 @@ static void test_leader_M4_kill_stop_handover(void **state)
     sqllock_close(db);
 }
 
+/* ---- M4: a resigned candidate is back once a later term was granted ----
+ *
+ * The cases below fork a few candidates of one election that the parent
+ * steers through memory shared with them: a candidate resigns when told,
+ * or, told beforehand, the moment it is next elected -- from its elected
+ * callback, so that its term lasts only a grant, a release and what
+ * lies between (too short for anyone polling the row to see it) -- or
+ * stops (leaves the election) or waits there to be SIGKILLed by the
+ * parent (a crash, its lease left to expire). Each candidate logs its
+ * elections with the time, and what it did when elected. */
+
+enum { HC_NONE = 0, HC_RESIGN = 1, HC_STOP = 2, HC_DIE = 3 };
+
+typedef struct hc_event {
+    int who, then;             /* then: what it did when elected (HC_*) */
+    int64_t token, at_us;
+    int set;
+} hc_event;
+
+typedef struct hc_child {
+    int ready;
+    int resign_req;            /* parent -> child: resign now */
+    int resign_rc;
+    int64_t resign_at_us;      /* when the child called resign */
+    int when_elected;          /* parent -> child: HC_* at the next election */
+    int stop_now;              /* the elected callback -> the main loop */
+    int stopped;
+} hc_child;
+
+typedef struct hc_shared {
+    int quit;
+    int nev;
+    hc_event ev[MAX_EVENTS];
+    hc_child c[MAX_PROCS];
+} hc_shared;
+
+typedef struct hc_election {
+    const char *name;
+    int64_t ttl, hold;         /* hold: resign_hold_ms, 0 the default */
+} hc_election;
+
+static hc_shared *g_hc;
+
+static void hc_on_elected(void *ctx, sqllock_leader *l, int64_t token)
+{
+    hc_child *c = &g_hc->c[g_me];
+    int then = __atomic_exchange_n(&c->when_elected, HC_NONE,
+                                   __ATOMIC_SEQ_CST);
+    int i = __atomic_fetch_add(&g_hc->nev, 1, __ATOMIC_SEQ_CST);
+
+    (void)ctx;
+    if (i < MAX_EVENTS) {
+        g_hc->ev[i].who = g_me;
+        g_hc->ev[i].then = then;
+        g_hc->ev[i].token = token;
+        g_hc->ev[i].at_us = sqllock_now_us();
+        __atomic_store_n(&g_hc->ev[i].set, 1, __ATOMIC_SEQ_CST);
+    }
+    if (then == HC_RESIGN) {
+        /* From the callback: takes effect when it returns. */
+        c->resign_at_us = sqllock_now_us();
+        __atomic_store_n(&c->resign_rc, sqllock_leader_resign(l),
+                         __ATOMIC_SEQ_CST);
+    } else if (then == HC_STOP) {
+        c->resign_at_us = sqllock_now_us();
+        __atomic_store_n(&c->stop_now, 1, __ATOMIC_SEQ_CST);
+    } else if (then == HC_DIE) {
+        /* A crash: the parent SIGKILLs it now (a signal the process sent
+         * itself would let valgrind report its threads and connections
+         * as leaks), and the lease stays until it expires. */
+        for (;;)
+            tu_sleep_ms(1000);
+    }
+}
+
+/* A steered candidate: resigns or stops when told, until told to quit. */
+static int hc_candidate(void *arg, int me)
+{
+    const hc_election *e = arg;
+    sqllock_leader_options o = SQLLOCK_LEADER_OPTIONS_INIT;
+    hc_child *c = &g_hc->c[me];
+    sqllock_leader *l = NULL;
+    char holder[32], why[640];
+    int rc;
+
+    g_me = me;
+    snprintf(holder, sizeof holder, "hc-%d", me);
+    o.ttl_ms = e->ttl;
+    o.resign_hold_ms = e->hold;
+    o.holder = holder;
+    o.on_elected = hc_on_elected;
+    rc = sqllock_leader_start(g_url, e->name, &o, &l, why, sizeof why);
+    if (rc != SQLLOCK_OK) {
+        fprintf(stderr, "candidate %d: %s\n", me, why);
+        return 3;
+    }
+    __atomic_store_n(&c->ready, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&g_hc->quit, __ATOMIC_SEQ_CST)) {
+        if (l != NULL && __atomic_load_n(&c->stop_now, __ATOMIC_SEQ_CST)) {
+            sqllock_leader_stop(l);       /* hands over and leaves */
+            l = NULL;
+            __atomic_store_n(&c->stopped, 1, __ATOMIC_SEQ_CST);
+        }
+        if (l != NULL && __atomic_load_n(&c->resign_req, __ATOMIC_SEQ_CST)) {
+            c->resign_at_us = sqllock_now_us();
+            __atomic_store_n(&c->resign_rc, sqllock_leader_resign(l),
+                             __ATOMIC_SEQ_CST);
+            __atomic_store_n(&c->resign_req, 0, __ATOMIC_SEQ_CST);
+        }
+        tu_sleep_ms(1);
+    }
+    sqllock_leader_stop(l);
+    return 0;
+}
+
+/* The index of a candidate forked after the others (hc_late). */
+static int g_late;
+
+static int hc_candidate_late(void *arg, int i)
+{
+    (void)i;
+    return hc_candidate(arg, g_late);
+}
+
+/* Waits up to `ms` for an election logged at index `from` or later;
+ * returns its index, or -1. */
+static int hc_wait_elected(int from, int64_t ms)
+{
+    int64_t end = tu_now_ms() + ms;
+
+    while (tu_now_ms() < end) {
+        if (from < MAX_EVENTS &&
+            from < __atomic_load_n(&g_hc->nev, __ATOMIC_SEQ_CST) &&
+            __atomic_load_n(&g_hc->ev[from].set, __ATOMIC_SEQ_CST))
+            return from;
+        tu_sleep_ms(1);
+    }
+    return -1;
+}
+
+/* Forks n steered candidates of a fresh election and waits until each
+ * runs and one of them leads; returns the leader's index. */
+static int hc_start(hc_election *e, char *name, size_t size, int n,
+                    int64_t ttl, int64_t hold, pid_t *pids)
+{
+    int64_t t0;
+    int i, first;
+
+    g_hc = tu_shared_map(sizeof *g_hc);
+    snprintf(name, size, "leader-M4-hold-%ld-%lld-%ld", (long)getpid(),
+             (long long)tu_now_ms(), ++g_seq);
+    e->name = name;
+    e->ttl = ttl;
+    e->hold = hold;
+    tu_fork_n(pids, n, hc_candidate, e);
+    t0 = tu_now_ms();
+    for (i = 0; i < n; i++)
+        while (!__atomic_load_n(&g_hc->c[i].ready, __ATOMIC_SEQ_CST)) {
+            if (tu_now_ms() - t0 > tu_scaled_ms(20000))
+                fail_msg("candidate %d did not start", i);
+            tu_sleep_ms(1);
+        }
+    first = hc_wait_elected(0, tu_scaled_ms(10000));
+    if (first != 0)
+        fail_msg("no leader was elected");
+    return g_hc->ev[0].who;
+}
+
+/* Tells the candidates to quit and reaps them (those whose pid is not
+ * -1: a candidate that died was reaped by the case). */
+static void hc_end(const pid_t *pids, int n)
+{
+    int i, st;
+
+    __atomic_store_n(&g_hc->quit, 1, __ATOMIC_SEQ_CST);
+    for (i = 0; i < n; i++) {
+        if (pids[i] < 0)
+            continue;
+        st = tu_wait(pids[i]);
+        if (st != 0)
+            fail_msg("candidate %d ended with %s %d", i,
+                     st >= 1000 ? "signal" : "status",
+                     st >= 1000 ? st - 1000 : st);
+    }
+}
+
+/* The longest a hand-over may take here: well under the ttl and the
+ * resign hold of the cases below, and far longer than a hand-over takes
+ * (a few ms with wake-ups; SQLite's candidates find the free row at
+ * their next try, at most 250 ms apart). */
+#define HC_HANDOVER_MS 1200
+
+/* Asks `who` (the leader) to resign and waits for the call. */
+static void hc_resign(int who)
+{
+    int64_t t0 = tu_now_ms();
+
+    __atomic_store_n(&g_hc->c[who].resign_req, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&g_hc->c[who].resign_req, __ATOMIC_SEQ_CST)) {
+        if (tu_now_ms() - t0 > tu_scaled_ms(10000))
+            fail_msg("candidate %d did not resign", who);
+        tu_sleep_ms(1);
+    }
+    if (g_hc->c[who].resign_rc != SQLLOCK_OK)
+        fail_msg("candidate %d: sqllock_leader_resign: %s", who,
+                 sqllock_errname(g_hc->c[who].resign_rc));
+}
+
+/* Waits for the election after event `prev`, whose candidate `who`
+ * then resigned or stopped, and checks that it came within a hand-over
+ * (M4) of that and with a later term. Returns its index. */
+static int hc_next_within(int prev, int who, int64_t ttl, int64_t hold,
+                          const char *after)
+{
+    int64_t bound = tu_scaled_ms(HC_HANDOVER_MS), dt;
+    int e = hc_wait_elected(prev + 1, hold + tu_scaled_ms(5000));
+
+    if (e < 0)
+        fail_msg("M4: no leader at all after %s (ttl %lld ms, resign hold "
+                 "%lld ms)", after, (long long)ttl, (long long)hold);
+    /* Read now: `who` notes the time after it logs its election, and
+     * before its release, which comes before this election. */
+    dt = (g_hc->ev[e].at_us - g_hc->c[who].resign_at_us) / 1000;
+    printf("# %s: candidate %d elected %lld ms after %s\n",
+           tu_url_driver(g_url), g_hc->ev[e].who, (long long)dt, after);
+    if (dt > bound)
+        fail_msg("M4: no leader for %lld ms after %s, although a candidate "
+                 "was live (bound %lld ms; ttl %lld ms, resign hold %lld "
+                 "ms)", (long long)dt, after, (long long)bound,
+                 (long long)ttl, (long long)hold);
+    if (g_hc->ev[e].token <= g_hc->ev[prev].token)
+        fail_msg("L5: term %lld elected after term %lld",
+                 (long long)g_hc->ev[e].token,
+                 (long long)g_hc->ev[prev].token);
+    return e;
+}
+
+/*
+ * The reported sequence: A leads, B campaigns; A resigns and B is
+ * elected; B resigns at once. A is a live candidate and its hold ended
+ * with B's term, however short: A is leader again within a hand-over,
+ * not after its resign hold (the ttl here).
+ */
+static void test_leader_M4_resigned_back_after_short_term(void **state)
+{
+    char name[96];
+    hc_election el;
+    pid_t pids[2];
+    int64_t ttl = tu_scaled_ms(5000);
+    int a, b, e;
+    (void)state;
+
+    a = hc_start(&el, name, sizeof name, 2, ttl, 0, pids);
+    b = 1 - a;
+    g_hc->c[b].when_elected = HC_RESIGN;
+    hc_resign(a);
+    e = hc_next_within(0, a, ttl, ttl,
+                       "the leader resigned");
+    if (g_hc->ev[e].who != b)
+        fail_msg("M4: the resigned candidate %d won its own hand-over "
+                 "although candidate %d was waiting", a, b);
+    e = hc_next_within(e, b, ttl, ttl,
+                       "the next leader resigned at once");
+    assert_int_equal(g_hc->ev[e].who, a);
+    assert_int_equal(g_hc->c[b].resign_rc, SQLLOCK_OK);
+    hc_end(pids, 2);
+}
+
+/*
+ * The same with B joining only after A resigned (A's hold has begun,
+ * with nobody else to hand over to), elected on its first try and
+ * resigning at once: B's term falls between two looks of A at the row,
+ * and A leads within a hand-over of B's resign all the same.
+ */
+static void test_leader_M4_resigned_back_after_late_short_term(void **state)
+{
+    char name[96];
+    hc_election el;
+    pid_t pids[2];
+    int64_t ttl = tu_scaled_ms(5000);
+    int a, e;
+    (void)state;
+
+    a = hc_start(&el, name, sizeof name, 1, ttl, 0, pids);
+    hc_resign(a);
+    g_hc->c[1].when_elected = HC_RESIGN;
+    g_late = 1;
+    pids[1] = tu_fork(hc_candidate_late, &el);
+    e = hc_wait_elected(1, tu_scaled_ms(10000));
+    if (e < 0)
+        fail_msg("the late candidate was not elected");
+    assert_int_equal(g_hc->ev[e].who, 1);
+    e = hc_next_within(e, 1, ttl, ttl, "the late leader resigned at once");
+    assert_int_equal(g_hc->ev[e].who, a);
+    hc_end(pids, 2);
+}
+
+/*
+ * The same with B stopping instead of resigning: it leaves the election,
+ * and A, resigned before, is its only live candidate. B's stop hands over
+ * to A within a hand-over.
+ */
+static void test_leader_M4_resigned_back_after_stop(void **state)
+{
+    char name[96];
+    hc_election el;
+    pid_t pids[2];
+    int64_t ttl = tu_scaled_ms(5000);
+    int a, b, e;
+    (void)state;
+
+    a = hc_start(&el, name, sizeof name, 2, ttl, 0, pids);
+    b = 1 - a;
+    g_hc->c[b].when_elected = HC_STOP;
+    hc_resign(a);
+    e = hc_next_within(0, a, ttl, ttl,
+                       "the leader resigned");
+    assert_int_equal(g_hc->ev[e].who, b);
+    e = hc_next_within(e, b, ttl, ttl,
+                       "the next leader stopped at once");
+    assert_int_equal(g_hc->ev[e].who, a);
+    /* B's stop returns after its hand-over and its connections close. */
+    TU_WAIT_WHILE(!__atomic_load_n(&g_hc->c[b].stopped, __ATOMIC_SEQ_CST),
+                  tu_now_ms() + tu_scaled_ms(10000), 1);
+    if (!__atomic_load_n(&g_hc->c[b].stopped, __ATOMIC_SEQ_CST))
+        fail_msg("candidate %d's sqllock_leader_stop() did not return", b);
+    hc_end(pids, 2);
+}
+
+/*
+ * B is SIGKILLed as soon as it is elected: its lease stays until it
+ * expires. A, resigned before with a hold of four ttls, is the only live
+ * candidate: it takes over when B's lease expires, as after any crash
+ * (within the ttl and a pause of the campaign), not at the end of its
+ * hold.
+ */
+static void test_leader_M4_resigned_back_after_crash(void **state)
+{
+    char name[96];
+    hc_election el;
+    pid_t pids[2];
+    int64_t ttl = tu_scaled_ms(1000), hold = 4 * ttl, kill_us, dt;
+    int a, b, eb, e;
+    (void)state;
+
+    a = hc_start(&el, name, sizeof name, 2, ttl, hold, pids);
+    b = 1 - a;
+    g_hc->c[b].when_elected = HC_DIE;
+    hc_resign(a);
+    eb = hc_next_within(0, a, ttl, hold, "the leader resigned");
+    assert_int_equal(g_hc->ev[eb].who, b);
+    kill_us = sqllock_now_us();
+    kill(pids[b], SIGKILL);
+    assert_int_equal(tu_wait(pids[b]), 1000 + SIGKILL);
+    pids[b] = -1;
+    e = hc_wait_elected(eb + 1, hold + tu_scaled_ms(5000));
+    if (e < 0)
+        fail_msg("M4: no leader after the next leader was killed");
+    assert_int_equal(g_hc->ev[e].who, a);
+    /* Its lease, renewed at the latest before the kill, expires within
+     * the ttl of it. */
+    dt = (g_hc->ev[e].at_us - kill_us) / 1000;
+    printf("# %s: candidate %d elected %lld ms after the next leader was "
+           "killed (ttl %lld ms, resign hold %lld ms)\n",
+           tu_url_driver(g_url), a, (long long)dt, (long long)ttl,
+           (long long)hold);
+    if (dt > ttl + tu_scaled_ms(1500))
+        fail_msg("M4: the resigned candidate took over %lld ms after the "
+                 "next leader was killed (ttl %lld ms): it waited for its "
+                 "resign hold (%lld ms) instead of the lease's expiry",
+                 (long long)dt, (long long)ttl, (long long)hold);
+    hc_end(pids, 2);
+}
+
+/*
+ * Resign's purpose kept: a candidate that resigned stays out until a
+ * later term has been granted, so when no other candidate takes the
+ * leadership it stays out for its whole resign hold -- its own term,
+ * noted in the election's term record, does not end the hold -- and
+ * then leads again.
+ */
+static void test_leader_M4_resign_hold_without_other_candidate(void **state)
+{
+    char name[96];
+    hc_election el;
+    pid_t pids[1];
+    int64_t ttl = tu_scaled_ms(5000), hold = tu_scaled_ms(500), dt;
+    int a, e;
+    (void)state;
+
+    a = hc_start(&el, name, sizeof name, 1, ttl, hold, pids);
+    hc_resign(a);
+    e = hc_wait_elected(1, hold + tu_scaled_ms(5000));
+    if (e < 0)
+        fail_msg("M4: the only candidate did not lead again after its "
+                 "resign hold (%lld ms)", (long long)hold);
+    assert_int_equal(g_hc->ev[e].who, a);
+    dt = (g_hc->ev[e].at_us - g_hc->c[a].resign_at_us) / 1000;
+    printf("# %s: the only candidate led again %lld ms after it resigned "
+           "(resign hold %lld ms)\n", tu_url_driver(g_url), (long long)dt,
+           (long long)hold);
+    if (dt < hold)
+        fail_msg("M4: the resigned candidate led again %lld ms after its "
+                 "resign, before its hold of %lld ms ended, though no "
+                 "later term was granted", (long long)dt, (long long)hold);
+    hc_end(pids, 1);
+}
+
+/*
+ * Three candidates: A leads; A resigns, and each of the two others
+ * resigns the moment it is elected. After the second of them resigns,
+ * A and the first are both resigned candidates, and both holds have
+ * ended with a later term: one of them is leader within a hand-over
+ * (before, neither led for the resign hold).
+ */
+static void test_leader_M4_resigned_back_three_candidates(void **state)
+{
+    char name[96];
+    hc_election el;
+    pid_t pids[3];
+    int64_t ttl = tu_scaled_ms(5000);
+    int a, e, i, n = 0;
+    (void)state;
+
+    a = hc_start(&el, name, sizeof name, 3, ttl, 0, pids);
+    for (i = 0; i < 3; i++)
+        if (i != a)
+            g_hc->c[i].when_elected = HC_RESIGN;
+    hc_resign(a);
+    e = hc_next_within(0, a, ttl, ttl,
+                       "the leader resigned");
+    if (g_hc->ev[e].who == a)
+        fail_msg("M4: the resigned candidate %d won its own hand-over "
+                 "although two others were waiting", a);
+    /* Each resigns once at most, so the chain ends with a leader that
+     * stays, after two more hand-overs at most. */
+    while (g_hc->ev[e].then == HC_RESIGN) {
+        if (++n > 2)
+            fail_msg("more elections than resigns");
+        e = hc_next_within(e, g_hc->ev[e].who, ttl, ttl,
+                           n == 1 ? "the next leader resigned at once"
+                                  : "the third leader resigned at once");
+    }
+    printf("# %s: %d hand-overs after the first; candidate %d leads\n",
+           tu_url_driver(g_url), n, g_hc->ev[e].who);
+    hc_end(pids, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_leader_M4_kill_stop_handover),
+        cmocka_unit_test(test_leader_M4_resigned_back_after_short_term),
+        cmocka_unit_test(test_leader_M4_resigned_back_after_late_short_term),
+        cmocka_unit_test(test_leader_M4_resigned_back_after_stop),
+        cmocka_unit_test(test_leader_M4_resigned_back_after_crash),
+        cmocka_unit_test(test_leader_M4_resigned_back_three_candidates),
+        cmocka_unit_test(test_leader_M4_resign_hold_without_other_candidate),
     };
 
     /* After a failed case the candidates would run on (one perhaps

@@ -34,9 +34,9 @@ class Leader:
     for each new leader seen. A callback may read is_leader and token and
     call resign(), never stop(); an exception it raises is printed and
     dropped. resign() hands over (the next candidate is woken at once)
-    and stays out of the next round until another leader is seen or
-    `resign_hold` has passed; stop() resigns if leader and ends the
-    candidate (or use it as a context manager). The candidate's calls are
+    and stays out of the next round until another candidate has been
+    leader, however briefly, or `resign_hold` has passed; stop() resigns
+    if leader and ends the candidate (or use it as a context manager). The candidate's calls are
     thread-safe."""
 
     def __init__(self, url: str, name: str, *, ttl: cv.Duration,
