@@ -33,6 +33,7 @@
 struct sqllock_rw {
     sqllock_db *db;
     int shared;
+    int kind_checked;           /* NAME's row is this kind's marker (N1) */
     sqllock_lease *w;           /* W: the writer's hold; readers wait on it */
     sqllock_lease *r;           /* a reader's row (shared handles) */
     char base[SQLLOCK_PRIMITIVE_NAME_MAX + 1];
@@ -396,7 +397,7 @@ static int write_acquire(sqllock_rw *rw, int64_t wait_ms)
     for (;;) {
         /* Phase 1: W, as any lease (its waits and wake-ups). */
         seen = sqllock__wake_gen(rw->w->wake_key);
-        rc = sqllock_lease_try_acquire(rw->w);
+        rc = sqllock__lease_try(rw->w);
         if (rc == SQLLOCK_BUSY || rc == SQLLOCK_EDBBUSY) {
             if (wait_ms == 0)
                 break;
@@ -487,6 +488,14 @@ static int acquire(sqllock_rw *rw, int64_t wait_ms)
                              rw->base);
     if ((rc = check_driver(rw)) != SQLLOCK_OK)
         return rc;
+    /* N1: NAME is a shared/exclusive lock, not a plain lease or another
+     * primitive; the marker stays, so once per handle. */
+    if (!rw->kind_checked) {
+        if ((rc = sqllock__kind_mark(rw->db, rw->base, SQLLOCK__KIND_RW)) !=
+            SQLLOCK_OK)
+            return rc;
+        rw->kind_checked = 1;
+    }
     if (!rw->shared)
         return write_acquire(rw, wait_ms);
     sqllock__wait_start(&w, rw->db, 1, wait_ms);

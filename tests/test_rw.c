@@ -2,7 +2,7 @@
  * test_rw.c -- shared and exclusive holds on one name (contract M2), on
  * every database, with real processes:
  * - the basics: readers share, a writer excludes them and is excluded,
- *   bad calls refused, a plain lease on NAME is a different lock;
+ *   bad calls refused, a plain lease on NAME refused (N1);
  * - readers never overlap a writer: reader and writer processes for a
  *   fixed time, each logging its enter/exit intervals on the monotonic
  *   clock, writers doing an unlocked read-increment-write of a counter
@@ -72,8 +72,9 @@ static int64_t mono_us(void)
  * M2: two readers at once; a writer's try is BUSY while they hold (and
  * keeps nothing: a reader still gets in after it); once they leave the
  * writer gets it, and readers are then BUSY; a plain lease on NAME is
- * not part of the pair; a second acquire on a holding handle is
- * EMISUSE, a release of nothing ENOTHELD.
+ * refused with SQLLOCK_EKIND (N1; test_kinds has the rest); a second
+ * acquire on a holding handle is EMISUSE, a release of nothing
+ * ENOTHELD.
  */
 static void test_rw_M2_basics(void **state)
 {
@@ -105,10 +106,12 @@ static void test_rw_M2_basics(void **state)
     EXPECT_RC(db2, sqllock_rw_release(r2), SQLLOCK_OK, "r2 release");
     EXPECT_RC(db2, sqllock_rw_try_acquire(r2), SQLLOCK_OK, "r2 again");
     EXPECT_RC(db3, sqllock_rw_acquire(wr, 200), SQLLOCK_TIMEOUT, "writer wait");
-    /* A plain lease on NAME is another lock. */
+    /* N1: a plain lease on NAME is not another lock beside the pair: it
+     * is refused, naming the kind the name has. */
     o.ttl_ms = 30000;
     EXPECT_RC(db3, sqllock_lease_new(db3, name, &o, &plain), SQLLOCK_OK, "p");
-    EXPECT_RC(db3, sqllock_lease_try_acquire(plain), SQLLOCK_OK, "plain");
+    EXPECT_RC(db3, sqllock_lease_try_acquire(plain), SQLLOCK_EKIND, "plain");
+    expect_msg_any(db3, "plain", "shared/exclusive");
     EXPECT_RC(db, sqllock_rw_release(r1), SQLLOCK_OK, "r1 release");
     EXPECT_RC(db2, sqllock_rw_release(r2), SQLLOCK_OK, "r2 release");
     EXPECT_RC(db3, sqllock_rw_acquire(wr, 5000), SQLLOCK_OK, "writer");
@@ -120,7 +123,8 @@ static void test_rw_M2_basics(void **state)
     EXPECT_RC(db3, sqllock_rw_release(wr), SQLLOCK_ENOTHELD, "twice");
     EXPECT_RC(db, sqllock_rw_acquire(r1, 5000), SQLLOCK_OK, "reader after");
     EXPECT_RC(db, sqllock_rw_release(r1), SQLLOCK_OK, "reader release");
-    EXPECT_RC(db3, sqllock_lease_release(plain), SQLLOCK_OK, "plain release");
+    EXPECT_RC(db3, sqllock_lease_release(plain), SQLLOCK_ENOTHELD,
+              "plain release");
     sqllock_lease_free(plain);
     sqllock_rw_free(r1);
     sqllock_rw_free(r2);
