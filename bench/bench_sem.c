@@ -180,10 +180,15 @@ static void bench_url(const char *url, const int *clients, int nclients,
         cs[i].db = bu_open(url);
         if (i == 0 && (rc = sqllock_init(cs[i].db)) != SQLLOCK_OK)
             bu_die("init: %s", sqllock_errmsg(cs[i].db));
+        /* The lease and the semaphore on names of their own: one name
+         * is one kind of lock (contract N1). */
         snprintf(name, sizeof name, "bench-sem-%ld-%d", (long)getpid(), i);
-        if (sqllock_lease_new(cs[i].db, name, &o, &cs[i].lease) != SQLLOCK_OK
-            || sqllock_sem_new(cs[i].db, name, OWN_PERMITS, &o, &cs[i].own)
-               != SQLLOCK_OK)
+        if (sqllock_lease_new(cs[i].db, name, &o, &cs[i].lease) != SQLLOCK_OK)
+            bu_die("new: %s", sqllock_errmsg(cs[i].db));
+        snprintf(name, sizeof name, "bench-sem-%ld-%d-own", (long)getpid(),
+                 i);
+        if (sqllock_sem_new(cs[i].db, name, OWN_PERMITS, &o, &cs[i].own)
+            != SQLLOCK_OK)
             bu_die("new: %s", sqllock_errmsg(cs[i].db));
     }
     for (k = 0; k < nclients; k++) {

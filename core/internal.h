@@ -102,6 +102,18 @@ struct sqllock_lease {
                                         notifies, when not `name` (a
                                         reader of core/rw.c wakes its
                                         writer's waiters); NULL: name */
+    int derived;                     /* `name` is a primitive's derived
+                                        row (internal.h, derived names):
+                                        the public acquire calls refuse
+                                        the handle (issue 26 item 8b) */
+    int kind;                        /* SQLLOCK__KIND_LEADER for a handle
+                                        of sqllock_leader_lease_new(): its
+                                        acquire is allowed, once the base
+                                        name is marked (core/kind.c);
+                                        else SQLLOCK__KIND_PLAIN */
+    int kind_checked;                /* that marker was found or made */
+    const char *fixed_owner;         /* a kind marker's grant: this owner
+                                        instead of a random one */
 };
 
 /* SQLLOCK_EMISUSE for a call that needs a connection of the library's
@@ -367,6 +379,64 @@ void sqllock__wait_start(sqllock__wait *w, sqllock_db *db, int n,
 void sqllock__wait_pause(sqllock__wait *w, sqllock_lease *b, int i,
                          uint64_t seen);
 void sqllock__wait_end(sqllock__wait *w, sqllock_lease *const *leases);
+
+/*
+ * One name, one meaning (core/kind.c, contract N1). A shared/exclusive
+ * lock, a semaphore or an election named NAME keeps its rows under
+ * derived names, and it also occupies the plain lease row NAME itself
+ * with a kind marker: a lease granted to a fixed, public owner per kind
+ * (never 32 hex digits, so no client can have it, attach to it, renew or
+ * release it) that lasts SQLLOCK__KIND_TTL_MS, which is never. A plain
+ * acquire of NAME then finds it held, on every driver and by every
+ * client version, and tells the marker from a holder when it reads the
+ * row after a busy try; a primitive of another kind, or of the same
+ * name while a plain lease holds it, is refused with SQLLOCK_EKIND.
+ */
+#define SQLLOCK__KIND_PLAIN 0
+#define SQLLOCK__KIND_RW 1
+#define SQLLOCK__KIND_SEM 2
+#define SQLLOCK__KIND_LEADER 3
+/* 1000 years of 365.25 days: within PostgreSQL's timestamptz, MySQL's
+ * DATETIME(6) (to the year 9999: a server clock before 8999 is enough)
+ * and SQLite's integer ms, and far past any reaper's grace (at most
+ * about 285 years, core/reaper.c), so no reaper ever deletes it. */
+#define SQLLOCK__KIND_TTL_MS (INT64_C(1000) * 36525 * 864 * 1000)
+/* How often a waiting plain acquire reads NAME's row again while it
+ * finds NAME held (a marker made while it waited ends the wait). */
+#define SQLLOCK__KIND_RECHECK_MS 1000
+/* The kind of a marker's owner text (SQLLOCK__KIND_RW, _SEM, _LEADER),
+ * or SQLLOCK__KIND_PLAIN for any other owner. */
+int sqllock__kind_of_owner(const char *owner);
+/* Makes sure the plain row `base` (a checked name) is the marker of
+ * `kind`: SQLLOCK_OK when it is (found, or granted now), SQLLOCK_EKIND
+ * with a message naming what is there (another kind's marker, a live
+ * plain lease), or the error of the statements. */
+int sqllock__kind_mark(sqllock_db *db, const char *base, int kind);
+/* After a plain acquire of the lease `l` ended with status `rc`: when
+ * rc is SQLLOCK_BUSY, `l` is no derived row and the check is due (always
+ * when next_ms is NULL, else once *next_ms has passed, which it then
+ * moves SQLLOCK__KIND_RECHECK_MS on), reads the row of l->name and
+ * returns SQLLOCK_EKIND with a message when it is a kind marker. Else
+ * returns rc, with the handle's status and message as they were. */
+int sqllock__kind_busy(sqllock_lease *l, int rc, int64_t *next_ms);
+/* The public acquire calls' gate (issue 26 item 8b): SQLLOCK_OK for a
+ * lease of a plain name; for the row of a leadership lease
+ * (sqllock_leader_lease_new()), its election's marker made first (once
+ * per handle), else SQLLOCK_EKIND; for any other derived row
+ * SQLLOCK_EMISUSE with a message naming the primitive to acquire it
+ * through. */
+int sqllock__lease_acquirable(sqllock_lease *l);
+/* Grants the lease row `name` to the fixed owner `owner` with `holder`
+ * and `ttl_ms` (no wake-up companion), as a try of a lease handle does,
+ * without keeping a handle: SQLLOCK_OK, SQLLOCK_BUSY, or an error
+ * (core/lease.c). */
+int sqllock__lease_grant_fixed(sqllock_db *db, const char *name,
+                               const char *owner, const char *holder,
+                               int64_t ttl_ms);
+/* A try of `l` as the library's own primitives make it, without the
+ * public calls' gate and kind check: the fair lease's try, or the
+ * plain one (core/lease.c). */
+int sqllock__lease_try(sqllock_lease *l);
 
 /* Fair waiting (core/lease_fair.c, contract M3). sqllock__lease_try_plain
  * is sqllock_lease_try_acquire() without a fair lease's look at its

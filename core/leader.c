@@ -307,7 +307,7 @@ static int campaign(sqllock_leader *L)
             sqllock__wait_pause(&w, L->lease, 0, seen);
             continue;
         }
-        rc = sqllock_lease_try_acquire(L->lease);
+        rc = sqllock__lease_try(L->lease);
         if (rc == SQLLOCK_OK)
             break;
         if (rc != SQLLOCK_BUSY && rc != SQLLOCK_EDBBUSY) {
@@ -552,6 +552,11 @@ int sqllock_leader_start(const char *url, const char *name,
         lo.backoff_max_ms = 5;
     if (rc == SQLLOCK_OK)
         rc = sqllock__lease_new_derived(L->db, L->row, &lo, &L->lease);
+    /* N1: NAME is an election, not a plain lease or another primitive
+     * (the marker stays: checked once, here, so that a name in use
+     * otherwise is reported by the start). */
+    if (rc == SQLLOCK_OK)
+        rc = sqllock__kind_mark(L->db, name, SQLLOCK__KIND_LEADER);
     /* The renewer's connection now, so that a grant does not spend its
      * ttl on a connect. */
     if (rc == SQLLOCK_OK)
@@ -707,7 +712,10 @@ int sqllock_leader_lease_new(sqllock_db *db, const char *name,
     if (db == NULL)
         return SQLLOCK_EINVAL;
     rc = sqllock__derived_name(db, row, name, LEADER_TAG, "election name");
-    if (rc != SQLLOCK_OK)
-        return rc;
-    return sqllock__lease_new_derived(db, row, opts, out);
+    if (rc == SQLLOCK_OK)
+        rc = sqllock__lease_new_derived(db, row, opts, out);
+    /* Its acquire marks NAME as an election first (core/kind.c). */
+    if (rc == SQLLOCK_OK)
+        (*out)->kind = SQLLOCK__KIND_LEADER;
+    return rc;
 }

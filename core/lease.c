@@ -190,6 +190,7 @@ static int lease_make(sqllock_db *db, const char *name, int derived,
                              SQLLOCK_PRIMITIVE_NAME_MAX);
     }
     l->db = db;
+    l->derived = derived;
     strcpy(l->name, name);
     l->wake_key = sqllock__wake_key(db->url, name);
     atomic_init(&l->state, SQLLOCK_STATE_NOT_HELD);
@@ -535,8 +536,9 @@ static int lease_insert(sqllock_lease *l)
         return sqllock__fail(db, SQLLOCK_EMISUSE, "%s: the handle has no "
                              "driver (its open failed)", what);
     l->busy_companion = 0;
-    rc = sqllock__lease_new_owner(l);
-    if (rc != SQLLOCK_OK)
+    if (l->fixed_owner != NULL)
+        snprintf(l->owner, sizeof l->owner, "%s", l->fixed_owner);
+    else if ((rc = sqllock__lease_new_owner(l)) != SQLLOCK_OK)
         return rc;
     args[0] = sqllock__text(l->name);
     args[1] = sqllock__text(l->owner);
@@ -827,33 +829,38 @@ int sqllock_lease_release(sqllock_lease *l)
 }
 
 
-/* A fair lease's try first looks at its queue (lease_fair.c, M3). */
+/*
+ * The public try: a handle over a primitive's row is refused (its
+ * primitive takes it), and a try that finds the name held reads its row
+ * to tell a kind marker from a holder (N1, core/kind.c). A fair lease's
+ * try first looks at its queue (lease_fair.c, M3).
+ */
 int sqllock_lease_try_acquire(sqllock_lease *l)
+{
+    int rc;
+
+    if (l == NULL)
+        return SQLLOCK_EINVAL;
+    if ((rc = sqllock__lease_refuse_in_txn(l, "acquiring")) != SQLLOCK_OK ||
+        (rc = sqllock__lease_acquirable(l)) != SQLLOCK_OK)
+        return rc;
+    return sqllock__kind_busy(l, sqllock__lease_try(l), NULL);
+}
+
+int sqllock__lease_try(sqllock_lease *l)
 {
     if (l != NULL && (l->flags & SQLLOCK_LEASE_FAIR))
         return sqllock__fair_try(l);
     return sqllock__lease_try_plain(l);
 }
 
-int sqllock__lease_try_plain(sqllock_lease *l)
+/* The retry of an acquire that the database rolled back: see
+ * sqllock__lease_try_plain(). */
+static int insert_retried(sqllock_lease *l)
 {
     char why[SQLLOCK__ERRMSG_MAX];
     int rc, attempt;
 
-    if (l == NULL)
-        return SQLLOCK_EINVAL;
-    if ((rc = sqllock__lease_refuse_in_txn(l, "acquiring")) != SQLLOCK_OK)
-        return rc;
-    if (l->count > 0) {
-        /* Reentrant (L8): count up, and extend the lease as a renewal. */
-        if (l->count == INT32_MAX)
-            return sqllock__fail(l->db, SQLLOCK_EINVAL, "reentrant hold count "
-                                 "overflow on lock '%s'", l->name);
-        rc = sqllock_lease_renew(l);
-        if (rc == SQLLOCK_OK)
-            l->count++;
-        return rc;
-    }
     /*
      * A deadlock, serialization failure or row-lock timeout reported for
      * the acquire itself means the database rolled the whole attempt back,
@@ -875,6 +882,55 @@ int sqllock__lease_try_plain(sqllock_lease *l)
     memcpy(why, l->db->errmsg, sizeof why);     /* the buffer is rewritten */
     return sqllock__fail(l->db, SQLLOCK_BUSY, "lock '%s' is being taken by "
                          "another owner (%s)", l->name, why);
+}
+
+/*
+ * A kind marker's grant (core/kind.c): the plain acquire of `name` by a
+ * lease that lives for this call only, granted to `owner`, with no
+ * wake-up companion (nothing waits for a marker's release: there is
+ * none). Its ttl is past what sqllock_lease_new() accepts, so the handle
+ * is made here; the local deadline it computes is never read.
+ */
+int sqllock__lease_grant_fixed(sqllock_db *db, const char *name,
+                               const char *owner, const char *holder,
+                               int64_t ttl_ms)
+{
+    sqllock_lease l;
+
+    memset(&l, 0, sizeof l);
+    l.db = db;
+    l.ttl_ms = ttl_ms;
+    l.backoff_min_ms = 5;
+    l.backoff_max_ms = 500;
+    l.flags = SQLLOCK_LEASE_NO_WAKEUP;
+    l.fixed_owner = owner;
+    snprintf(l.name, sizeof l.name, "%s", name);
+    snprintf(l.holder, sizeof l.holder, "%s", holder);
+    l.wake_key = sqllock__wake_key(db->url, name);
+    atomic_init(&l.state, SQLLOCK_STATE_NOT_HELD);
+    atomic_init(&l.deadline_us, 0);
+    return insert_retried(&l);
+}
+
+int sqllock__lease_try_plain(sqllock_lease *l)
+{
+    int rc;
+
+    if (l == NULL)
+        return SQLLOCK_EINVAL;
+    if ((rc = sqllock__lease_refuse_in_txn(l, "acquiring")) != SQLLOCK_OK)
+        return rc;
+    if (l->count > 0) {
+        /* Reentrant (L8): count up, and extend the lease as a renewal. */
+        if (l->count == INT32_MAX)
+            return sqllock__fail(l->db, SQLLOCK_EINVAL, "reentrant hold count "
+                                 "overflow on lock '%s'", l->name);
+        rc = sqllock_lease_renew(l);
+        if (rc == SQLLOCK_OK)
+            l->count++;
+        return rc;
+    }
+    return insert_retried(l);
 }
 
 

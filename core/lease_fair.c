@@ -202,14 +202,15 @@ int sqllock__fair_acquire(sqllock_lease *l, int64_t wait_ms)
     char channel[SQLLOCK__CHANNEL_MAX];
     sqllock__wait w;
     fair_scan f;
-    int64_t deadline, renew_at, now, until;
+    int64_t deadline, renew_at, now, until, kind_next = 0, checked = 0;
     uint64_t seen;
     int rc, target = -1, t;
 
     if (l->count > 0 || wait_ms == 0)
         return sqllock_lease_try_acquire(l);
-    /* No queue: an ordinary try, as any other waiter's first. */
-    rc = sqllock__fair_try(l);
+    /* No queue: an ordinary try, as any other waiter's first; a name
+     * found held is read, to tell a kind marker from a holder (N1). */
+    rc = sqllock__kind_busy(l, sqllock__fair_try(l), &kind_next);
     if (rc != SQLLOCK_BUSY && rc != SQLLOCK_EDBBUSY)
         return rc;
     if ((rc = queue_entry_new(l, &q)) != SQLLOCK_OK)
@@ -254,7 +255,9 @@ int sqllock__fair_acquire(sqllock_lease *l, int64_t wait_ms)
             }
             seen = sqllock__wake_gen(ahead.wake_key);
         } else {
-            /* The head: try the lock itself. */
+            /* The head: try the lock itself (and, once a second while
+             * it is held, read its row: a kind marker made meanwhile
+             * ends the wait, N1). */
             t = 0;
             seen = sqllock__wake_gen(l->wake_key);
             rc = sqllock__lease_try_plain(l);
@@ -263,11 +266,20 @@ int sqllock__fair_acquire(sqllock_lease *l, int64_t wait_ms)
                 q = NULL;
                 break;
             }
+            checked = kind_next;
+            rc = sqllock__kind_busy(l, rc, &kind_next);
+            if (checked != kind_next && rc == SQLLOCK_BUSY)
+                checked = -1;
             if (rc != SQLLOCK_BUSY && rc != SQLLOCK_EDBBUSY)
                 break;
         }
         now = sqllock__now_ms();
         if (now >= deadline) {
+            /* A last look at NAME's row, unless this round had one. */
+            if (!(t == 0 && checked == -1) &&
+                (rc = sqllock__kind_busy(l, SQLLOCK_BUSY, NULL)) !=
+                    SQLLOCK_BUSY)
+                break;
             rc = sqllock__fail(db, SQLLOCK_TIMEOUT, "lock '%s' was still "
                                "held by another owner, or queued for, "
                                "after waiting %lld ms (fair waiting)",

@@ -275,6 +275,7 @@ int sqllock_lease_acquire_many(sqllock_db *db, sqllock_lease *const *leases,
     sqllock_lease *s[SQLLOCK_LEASE_MANY_MAX], *b;
     uint64_t seen[SQLLOCK_LEASE_MANY_MAX];
     sqllock__wait w;
+    int64_t kind_next = 0, checked;
     int i, rc, blocker;
 
     rc = many_check(db, leases, n, s, "acquiring");
@@ -305,19 +306,33 @@ int sqllock_lease_acquire_many(sqllock_db *db, sqllock_lease *const *leases,
                                  "(SQLLOCK_LEASE_FAIR), which a multi-name "
                                  "acquire does not do", s[i]->name);
     }
+    /* A handle over a primitive's row is refused; a leadership lease's
+     * election is marked first (N1, issue 26 item 8b). */
+    for (i = 0; i < n; i++)
+        if ((rc = sqllock__lease_acquirable(s[i])) != SQLLOCK_OK)
+            return rc;
     sqllock__wait_start(&w, db, n, wait_ms);
     for (;;) {
         for (i = 0; i < n; i++)
             seen[i] = sqllock__wake_gen(s[i]->wake_key);
         rc = many_try(db, s, n, &blocker);
+        if (blocker < 0)
+            blocker = 0;
+        b = s[blocker];
+        /* N1: the name found held is read at the first busy try and
+         * once a second while the wait goes on: a kind marker there is
+         * SQLLOCK_EKIND, not contention. */
+        checked = kind_next;
+        rc = sqllock__kind_busy(b, rc, &kind_next);
+        checked = checked != kind_next;
         if (rc != SQLLOCK_BUSY && rc != SQLLOCK_EDBBUSY)
             break;
         if (wait_ms == 0)
             break;
-        if (blocker < 0)
-            blocker = 0;
-        b = s[blocker];
         if (sqllock__now_ms() >= w.deadline) {
+            if (rc == SQLLOCK_BUSY && !checked &&
+                (rc = sqllock__kind_busy(b, rc, NULL)) != SQLLOCK_BUSY)
+                break;
             rc = sqllock__fail(db, SQLLOCK_TIMEOUT, "lock '%s' was still %s "
                                "after waiting %lld ms; none of the %d locks "
                                "was taken", b->name,

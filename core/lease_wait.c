@@ -208,6 +208,7 @@ int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
 {
     sqllock__wait w;
     uint64_t seen;
+    int64_t kind_next = 0, checked;
     int rc;
 
     if (l == NULL)
@@ -215,7 +216,8 @@ int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
     if (wait_ms < 0)
         return sqllock__fail(l->db, SQLLOCK_EINVAL, "the wait time must not "
                              "be negative (got %lld ms)", (long long)wait_ms);
-    if ((rc = sqllock__lease_refuse_in_txn(l, "acquiring")) != SQLLOCK_OK)
+    if ((rc = sqllock__lease_refuse_in_txn(l, "acquiring")) != SQLLOCK_OK ||
+        (rc = sqllock__lease_acquirable(l)) != SQLLOCK_OK)
         return rc;
     if (l->flags & SQLLOCK_LEASE_FAIR)
         return sqllock__fair_acquire(l, wait_ms);       /* lease_fair.c */
@@ -224,7 +226,13 @@ int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
         /* The in-process generation before the try, so that a release in
          * this process between the try and the pause is not missed. */
         seen = sqllock__wake_gen(l->wake_key);
-        rc = sqllock_lease_try_acquire(l);
+        rc = sqllock__lease_try(l);
+        /* N1: a name found held is read at the first busy try, and again
+         * once a second while the wait goes on, to tell a kind marker
+         * (which never goes: SQLLOCK_EKIND now) from a holder. */
+        checked = kind_next;
+        rc = sqllock__kind_busy(l, rc, &kind_next);
+        checked = checked != kind_next;
         /* Contention, and a database too busy to answer in time, are
          * both worth another try; anything else ends the wait. */
         if (rc != SQLLOCK_BUSY && rc != SQLLOCK_EDBBUSY)
@@ -232,6 +240,13 @@ int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
         if (wait_ms == 0)
             break;
         if (sqllock__now_ms() >= w.deadline) {
+            /* A last look at the row (unless the try just had one):
+             * a marker made during the wait is EKIND, not a timeout. */
+            if (rc == SQLLOCK_BUSY && !checked) {
+                rc = sqllock__kind_busy(l, rc, NULL);
+                if (rc != SQLLOCK_BUSY)
+                    break;
+            }
             rc = sqllock__fail(l->db, SQLLOCK_TIMEOUT, "lock '%s' was still "
                                "%s after waiting %lld ms", l->name,
                                rc == SQLLOCK_BUSY ? "held by another owner"

@@ -33,6 +33,7 @@
 struct sqllock_rw {
     sqllock_db *db;
     int shared;
+    int kind_checked;           /* NAME's row is this kind's marker (N1) */
     sqllock_lease *w;           /* W: the writer's hold; readers wait on it */
     sqllock_lease *r;           /* a reader's row (shared handles) */
     char base[SQLLOCK_PRIMITIVE_NAME_MAX + 1];
@@ -374,9 +375,19 @@ static int keep_w(sqllock_rw *rw)
     return sqllock_lease_renew(rw->w);
 }
 
+/* A status of a statement of the writer's wait for the readers that
+ * says only "not now": the database rolled the statement back (a
+ * deadlock, a serialization failure, a lock wait that timed out) or
+ * stayed busy past its busy timeout, so nothing was done. */
+static int not_now(int rc)
+{
+    return rc == SQLLOCK_EDBBUSY || sqllock__rolled_back(rc);
+}
+
 /* The exclusive acquire: W, then the readers gone, within the wait. */
 static int write_acquire(sqllock_rw *rw, int64_t wait_ms)
 {
+    char later[SQLLOCK__ERRMSG_MAX + 16];
     sqllock_db *db = rw->db;
     sqllock__wait w;
     uint64_t seen;
@@ -386,7 +397,7 @@ static int write_acquire(sqllock_rw *rw, int64_t wait_ms)
     for (;;) {
         /* Phase 1: W, as any lease (its waits and wake-ups). */
         seen = sqllock__wake_gen(rw->w->wake_key);
-        rc = sqllock_lease_try_acquire(rw->w);
+        rc = sqllock__lease_try(rw->w);
         if (rc == SQLLOCK_BUSY || rc == SQLLOCK_EDBBUSY) {
             if (wait_ms == 0)
                 break;
@@ -404,23 +415,32 @@ static int write_acquire(sqllock_rw *rw, int64_t wait_ms)
             break;
         /* Phase 2: no new reader gets in; wait for those inside. The
          * pauses poll (and listen on W's channel, where readers' releases
-         * notify): never on W's companion session lock, which is ours. */
+         * notify): never on W's companion session lock, which is ours.
+         * Granted once no reader is left and W has just been kept
+         * (renewed when half its ttl had gone). */
         w.session = 0;
         w.plain_next = 0;
         w.attempt = 0;
+        later[0] = '\0';
         for (;;) {
             seen = sqllock__wake_gen(rw->w->wake_key);
+            gone = 0;
             rc = keep_w(rw);
-            if (rc != SQLLOCK_OK)
+            if (rc == SQLLOCK_OK)
+                rc = readers_gone(rw, &gone);
+            if (rc == SQLLOCK_OK && gone && (rc = keep_w(rw)) == SQLLOCK_OK)
                 break;
-            rc = readers_gone(rw, &gone);
-            if (rc == SQLLOCK_EDBBUSY && wait_ms != 0) {
-                /* A database too busy to answer: another look later. */
+            if (rc != SQLLOCK_OK) {
+                if (wait_ms == 0 || !not_now(rc))
+                    break;
+                /* Issue 26 item 8d: the database gave up on a statement
+                 * (a deadlock, a lock wait that timed out, a busy
+                 * database) and did nothing; W is still ours until a
+                 * renewal says otherwise. Another look later, within the
+                 * wait. */
+                snprintf(later, sizeof later, "; last: %s", db->errmsg);
                 rc = SQLLOCK_OK;
-                gone = 0;
             }
-            if (rc != SQLLOCK_OK || gone)
-                break;
             if (wait_ms == 0) {
                 rc = sqllock__fail(db, SQLLOCK_BUSY, "exclusive lock '%s': "
                                    "readers hold it", rw->base);
@@ -429,7 +449,8 @@ static int write_acquire(sqllock_rw *rw, int64_t wait_ms)
             if (sqllock__now_ms() >= w.deadline) {
                 rc = sqllock__fail(db, SQLLOCK_TIMEOUT, "exclusive lock '%s' "
                                    "still had readers inside after waiting "
-                                   "%lld ms", rw->base, (long long)wait_ms);
+                                   "%lld ms%s", rw->base, (long long)wait_ms,
+                                   later);
                 break;
             }
             sqllock__wait_pause(&w, rw->w, 0, seen);
@@ -441,9 +462,8 @@ static int write_acquire(sqllock_rw *rw, int64_t wait_ms)
             sqllock__lease_forget(rw->w);
             continue;
         }
-        if (rc == SQLLOCK_OK && (rc = keep_w(rw)) == SQLLOCK_OK)
-            break;
-        drop_w(rw, rc);
+        if (rc != SQLLOCK_OK)
+            drop_w(rw, rc);
         break;
     }
     sqllock__wait_end(&w, &rw->w);
@@ -468,6 +488,14 @@ static int acquire(sqllock_rw *rw, int64_t wait_ms)
                              rw->base);
     if ((rc = check_driver(rw)) != SQLLOCK_OK)
         return rc;
+    /* N1: NAME is a shared/exclusive lock, not a plain lease or another
+     * primitive; the marker stays, so once per handle. */
+    if (!rw->kind_checked) {
+        if ((rc = sqllock__kind_mark(rw->db, rw->base, SQLLOCK__KIND_RW)) !=
+            SQLLOCK_OK)
+            return rc;
+        rw->kind_checked = 1;
+    }
     if (!rw->shared)
         return write_acquire(rw, wait_ms);
     sqllock__wait_start(&w, rw->db, 1, wait_ms);

@@ -46,6 +46,8 @@ struct sqllock_sem {
     int permits;
     int held;                      /* the slot whose permit the handle
                                       took, or -1 */
+    int kind_checked;              /* NAME's row is the semaphores'
+                                      marker (N1) */
     sqllock_lease_options opts;    /* holder -> holder[] below */
     sqllock_lease **slot;          /* [permits], each made on first use */
     char holder[SQLLOCK_HOLDER_MAX + 1];
@@ -143,7 +145,7 @@ static int try_round(sqllock_sem *s, int first)
     if (direct) {
         if ((rc = slot_lease(s, first, &l)) != SQLLOCK_OK)
             return rc;
-        rc = sqllock_lease_try_acquire(l);
+        rc = sqllock__lease_try(l);
         if (rc == SQLLOCK_OK)
             s->held = first;
         if (rc != SQLLOCK_BUSY || s->permits == 1)
@@ -164,7 +166,7 @@ static int try_round(sqllock_sem *s, int first)
         freev[k] = freev[--nfree];
         if ((rc = slot_lease(s, i, &l)) != SQLLOCK_OK)
             return rc;
-        rc = sqllock_lease_try_acquire(l);
+        rc = sqllock__lease_try(l);
         if (rc == SQLLOCK_OK) {
             s->held = i;
             goto done;
@@ -267,16 +269,29 @@ static int holding(const sqllock_sem *s)
     return s->held >= 0 && sqllock_lease_count(s->slot[s->held]) > 0;
 }
 
+/* Before an acquire: SQLLOCK_EMISUSE when the handle holds a permit;
+ * and NAME must be a semaphore (N1), which the handle checks once: the
+ * marker stays. */
 static int refuse_held(sqllock_sem *s)
 {
+    int rc;
+
     if (s->held >= 0 && !holding(s))
         s->held = -1;           /* released through its lease, or lost */
-    if (s->held < 0)
-        return SQLLOCK_OK;
-    return sqllock__fail(s->db, SQLLOCK_EMISUSE, "this handle already holds "
-                         "permit %d of semaphore '%s': release it first (a "
-                         "handle holds one permit; use a handle per permit)",
-                         s->held, s->name);
+    if (s->held >= 0)
+        return sqllock__fail(s->db, SQLLOCK_EMISUSE, "this handle already "
+                             "holds permit %d of semaphore '%s': release it "
+                             "first (a handle holds one permit; use a "
+                             "handle per permit)", s->held, s->name);
+    if (!s->kind_checked) {
+        if ((rc = sqllock__lease_refuse_in_txn(s->slot[0], "acquiring")) !=
+                SQLLOCK_OK ||
+            (rc = sqllock__kind_mark(s->db, s->name, SQLLOCK__KIND_SEM)) !=
+                SQLLOCK_OK)
+            return rc;
+        s->kind_checked = 1;
+    }
+    return SQLLOCK_OK;
 }
 
 int sqllock_sem_try_acquire(sqllock_sem *sem)

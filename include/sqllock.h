@@ -82,6 +82,11 @@ SQLLOCK_API const char *sqllock_version_string(void);
  *
  * Codes below 10 are outcomes of a lock operation that a correct program
  * expects to see; codes from 10 on are errors.
+ *
+ * SQLLOCK_EKIND (32, added in 0.9.0): a name is used as two kinds of lock
+ * (contract N1), e.g. `sqllock run NAME` while `sqllock run NAME
+ * --shared` holds it; the message names the kind in use and how to take
+ * it. Not retryable: the name keeps its kind.
  */
 #define SQLLOCK_STATUS_MAP(X)                                                  \
     X(OK,          0,  "success")                                             \
@@ -129,13 +134,16 @@ SQLLOCK_API const char *sqllock_version_string(void);
                        "the database broke what the call needs (a "           \
                        "transaction left open, or session state lost): "      \
                        "nothing was committed; see the URL's pooler= "        \
-                       "parameter")
+                       "parameter")                                           \
+    X(EKIND,       32, "the name is in use as another kind of lock (a "       \
+                       "plain lease, a shared/exclusive lock, a semaphore "   \
+                       "or an election): one name has one meaning")
 
 typedef enum sqllock_status {
 #define SQLLOCK_STATUS_ENUM_(name, code, text) SQLLOCK_##name = code,
     SQLLOCK_STATUS_MAP(SQLLOCK_STATUS_ENUM_)
 #undef SQLLOCK_STATUS_ENUM_
-    SQLLOCK_STATUS_END_ = 32
+    SQLLOCK_STATUS_END_ = 33
 } sqllock_status;
 
 /* 1 if the status reports contention or a transaction the database rolled
@@ -503,6 +511,14 @@ SQLLOCK_API int sqllock_lease_new(sqllock_db *db, const char *name,
  * Returns SQLLOCK_OK (held; a fresh owner id and a fencing token larger than
  * any issued before), SQLLOCK_BUSY (held by another owner), or an error.
  *
+ * One name, one meaning (contract N1): SQLLOCK_EKIND when the name is a
+ * shared/exclusive lock, a semaphore or an election (its row is their
+ * kind marker, which never goes: a try that finds the name held reads
+ * the row to tell; the message names the kind and how to take it).
+ * SQLLOCK_EMISUSE on the lease of a primitive's own row
+ * (sqllock_rw_lease(), sqllock_sem_lease()), which only its primitive
+ * acquires; the lease of sqllock_leader_lease_new() may be acquired.
+ *
  * Reentrant (contract L8): on a handle that already holds the lease, this
  * counts up and renews the lease (SQLLOCK_LOST if the renewal finds it lost;
  * the handle then no longer holds it).
@@ -527,6 +543,11 @@ SQLLOCK_API int sqllock_lease_try_acquire(sqllock_lease *lease);
  * (0 = try once, SQLLOCK_WAIT_FOREVER = no deadline; negative is EINVAL).
  * Returns SQLLOCK_TIMEOUT when the deadline passes with the lock still held
  * elsewhere. An error other than contention ends the wait at once.
+ * SQLLOCK_EKIND (N1) as sqllock_lease_try_acquire(): at the first try
+ * when the name is marked as another kind, and within about a second
+ * when it becomes one while the acquire waits (a busy name's row is read
+ * at the first busy try and once a second after), never after waiting
+ * out the deadline.
  *
  * Wake-ups (contract L9), unless SQLLOCK_LEASE_NO_WAKEUP: a release of the
  * name through any handle of this process on the same URL wakes the waiter
@@ -621,8 +642,11 @@ SQLLOCK_API void sqllock_lease_free(sqllock_lease *lease);
  * NULL array or lease, n < 1 or n > SQLLOCK_LEASE_MANY_MAX, a lease made
  * on another handle, a name given twice, a negative wait;
  * SQLLOCK_EMISUSE for a handle that already holds its lease (no
- * reentrant multi-name acquire) or a row-lock transaction open on `db`;
- * SQLLOCK_EUNSUPPORTED for a lease in fast mode.
+ * reentrant multi-name acquire), a row-lock transaction open on `db`, or
+ * the lease of a primitive's row (as sqllock_lease_try_acquire());
+ * SQLLOCK_EUNSUPPORTED for a lease in fast mode. SQLLOCK_EKIND (N1) when
+ * the name found held is marked as another kind (the message names it);
+ * nothing is taken then either.
  *
  * Added in 0.2.0.
  */
@@ -705,6 +729,13 @@ typedef struct sqllock_sem sqllock_sem;
  * effect at once for the acquirers that use it. Acquirers that disagree
  * on N see at most max(N) live permits.
  *
+ * One name, one meaning (contract N1): the handle's first acquire makes
+ * NAME a semaphore for good -- the plain lease row NAME becomes its kind
+ * marker (`sqllock list` shows "NAME [kind: semaphore]"), so a plain
+ * lease on NAME is refused from then on (SQLLOCK_EKIND) -- or finds it
+ * one already; it is refused with SQLLOCK_EKIND, naming what is there,
+ * while NAME is held as a plain lease or is another kind.
+ *
  * Nothing is sent to the database. Errors, with a message on `db`:
  * SQLLOCK_EINVAL for a NULL db, out or opts, a NULL or empty name, one
  * over SQLLOCK_PRIMITIVE_NAME_MAX bytes, not valid UTF-8 or with control
@@ -750,7 +781,9 @@ SQLLOCK_API int sqllock_sem_acquire(sqllock_sem *sem, int64_t wait_ms);
 SQLLOCK_API int sqllock_sem_release(sqllock_sem *sem);
 /* The lease of the permit held, for its token, owner, state, deadline,
  * renewal and watch (sqllock_lease_token(), sqllock_lease_watch(), ...),
- * borrowed from the semaphore handle; NULL when it holds none.
+ * borrowed from the semaphore handle; NULL when it holds none. Acquired
+ * only through sqllock_sem_acquire(): the lease acquire calls refuse it
+ * (SQLLOCK_EMISUSE).
  * Added in 0.9.0. */
 SQLLOCK_API sqllock_lease *sqllock_sem_lease(const sqllock_sem *sem);
 /* The permit held, 0..permits-1, or -1 when none.
@@ -934,9 +967,14 @@ SQLLOCK_API int sqllock_lease_attach(sqllock_db *db, const char *name,
  * from the same counter, on a row of its own.
  *
  * The rows live in the lease table under NAME (sqllock list shows them
- * as 'NAME [w]' and 'NAME [r...]'); NAME itself is not one of them: an
- * ordinary lease on NAME (sqllock_lease_new(), `sqllock run NAME`) and a
- * shared/exclusive lock on NAME do not exclude each other.
+ * as 'NAME [w]' and 'NAME [r...]'). One name, one meaning (contract N1):
+ * the first acquire of a handle makes NAME a shared/exclusive lock for
+ * good -- the plain lease row NAME becomes its kind marker, 'NAME [kind:
+ * shared/exclusive lock]' -- so that an ordinary lease on NAME
+ * (sqllock_lease_new(), `sqllock run NAME`) is refused from then on with
+ * SQLLOCK_EKIND, held pair or not; and a shared or exclusive acquire is
+ * refused with SQLLOCK_EKIND, naming what is there, while NAME is held as
+ * an ordinary lease or is a semaphore or an election.
  *
  * Needs driver version 13 (SQLLOCK_EUNSUPPORTED before) and, on
  * PostgreSQL and MySQL/MariaDB, the routine that sqllock_init() installs
@@ -952,7 +990,8 @@ typedef struct sqllock_rw sqllock_rw;
  * Makes a shared (`shared` != 0) or exclusive handle for `name` (a lock
  * name of at most SQLLOCK_PRIMITIVE_NAME_MAX bytes) on `db`. `opts` as
  * for sqllock_lease_new(): every hold lasts ttl_ms after each acquire or
- * renewal, and waits back off as a lease's. Nothing is sent. Free with
+ * renewal, and waits back off as a lease's. Nothing is sent (the name's
+ * kind, N1, is checked at the first acquire). Free with
  * sqllock_rw_free(). SQLLOCK_EINVAL for a NULL, empty, oversized or
  * malformed name, missing options or a ttl <= 0.
  *
@@ -967,6 +1006,8 @@ SQLLOCK_API int sqllock_rw_new(sqllock_db *db, const char *name, int shared,
  * or waits. Exclusive: SQLLOCK_OK, or SQLLOCK_BUSY while a writer holds
  * or readers are inside (nothing is kept: the writer's row is let go at
  * once). SQLLOCK_EMISUSE on a handle that already holds (not reentrant).
+ * SQLLOCK_EKIND when NAME is held as a plain lease or is another kind
+ * (N1, above).
  *
  * Added in 0.9.0.
  */
@@ -979,7 +1020,11 @@ SQLLOCK_API int sqllock_rw_try_acquire(sqllock_rw *rw);
  * reader or a writer of NAME wakes the waiters (L9: NOTIFY on
  * PostgreSQL, a session lock for readers waiting on a writer on
  * MySQL/MariaDB, in-process wake-ups everywhere; polling with backoff
- * underneath).
+ * underneath). A statement of a writer's wait for the readers that the
+ * database gives up on (a deadlock, a lock wait that timed out, a busy
+ * SQLite database) changed nothing and is tried again within the wait;
+ * it is not returned. SQLLOCK_EKIND at once, not after the wait, as
+ * sqllock_rw_try_acquire().
  *
  * Added in 0.9.0.
  */
@@ -999,8 +1044,9 @@ SQLLOCK_API int sqllock_rw_release(sqllock_rw *rw);
  * token, state, remaining time, owner; it may be watched
  * (sqllock_lease_watch()) and renewed (sqllock_lease_renew()). Exclusive:
  * the writer's row. Shared: the reader's row of the current hold (a new
- * row, name and token at each acquire). Release through
- * sqllock_rw_release(). NULL for a NULL handle.
+ * row, name and token at each acquire). Acquire and release through
+ * sqllock_rw_acquire() and sqllock_rw_release(): the lease acquire calls
+ * refuse it (SQLLOCK_EMISUSE). NULL for a NULL handle.
  *
  * Added in 0.9.0.
  */
@@ -1109,6 +1155,27 @@ typedef struct sqllock_lease_info {
 SQLLOCK_API int sqllock_list(sqllock_db *db,
                              int (*cb)(void *ctx, const sqllock_lease_info *),
                              void *ctx);
+
+/*
+ * Kind markers (contract N1, one name, one meaning). The first use of NAME
+ * as a shared/exclusive lock, a semaphore or an election takes the plain
+ * lease row NAME itself for good: a lease granted to one of these fixed
+ * owners (never an owner id of SQLLOCK_OWNER_LEN hex digits, so that no
+ * client can attach to it, renew it or release it), whose holder text
+ * names the kind, lasting about 1000 years by the server's clock (no
+ * reaper deletes it). A plain lease on NAME is then refused with
+ * SQLLOCK_EKIND, as is another kind; sqllock_list() shows the marker as
+ * the row NAME with one of these owners.
+ */
+#define SQLLOCK_KIND_OWNER_RW "sqllock-kind:rw"
+#define SQLLOCK_KIND_OWNER_SEM "sqllock-kind:sem"
+#define SQLLOCK_KIND_OWNER_LEADER "sqllock-kind:leader"
+
+/* The kind a lease row's owner marks its name as: "shared/exclusive
+ * lock", "semaphore" or "leader election" for the owners above, NULL for
+ * any other owner (an ordinary lease) and for NULL. A static string.
+ * Added in 0.9.0. */
+SQLLOCK_API const char *sqllock_kind_marker(const char *owner);
 
 /* ------------------------------------------------------------------------ */
 /* Row locks (contract R1-R8)                                                */
@@ -1871,9 +1938,12 @@ SQLLOCK_API int sqllock_db_exec(sqllock_db *db, const char *sql,
 
 /*
  * An election named NAME has one leader at a time: the holder of an
- * ordinary lease on a row of its own, NAME 0x1f "leader" (so an election
- * and a lock of the same name never meet; `sqllock list` shows it as
- * "NAME [leader]"). The leadership therefore keeps every rule of leases:
+ * ordinary lease on a row of its own, NAME 0x1f "leader" (`sqllock list`
+ * shows it as "NAME [leader]"). One name, one meaning (contract N1): a
+ * candidate makes NAME an election for good -- the plain lease row NAME
+ * becomes its kind marker, "NAME [kind: leader election]" -- so that a
+ * plain lease of the same name is refused (SQLLOCK_EKIND) rather than
+ * held beside the leadership. The leadership therefore keeps every rule of leases:
  * expiry by the server's clock (L2), a fencing token per term that grows
  * with each new leader (L5: fence the leader's writes with it), a local
  * deadline at which the leader stops counting on it (L6), renewal by the
@@ -1972,8 +2042,10 @@ typedef struct sqllock_leader_options {
  * url or out or opts, a NULL or empty name, a name over
  * SQLLOCK_PRIMITIVE_NAME_MAX bytes, not valid UTF-8 or with control
  * characters, ttl_ms <= 0, a bad margin, interval or resign hold, a bad
- * holder text; the connection's error; SQLLOCK_ESYS when the thread
- * cannot start.
+ * holder text; the connection's error; SQLLOCK_EKIND when NAME is held as
+ * a plain lease or is a shared/exclusive lock or a semaphore (N1: the
+ * start makes NAME an election, or finds it one); SQLLOCK_ESYS when the
+ * thread cannot start.
  *
  * Added in 0.9.0.
  */
@@ -2059,7 +2131,9 @@ SQLLOCK_API int sqllock_leader_get(sqllock_db *db, const char *name,
  * watch, release: `sqllock run NAME --leader` does): holding it IS being
  * the leader, and it excludes and is excluded by every sqllock_leader of
  * the same election. As sqllock_lease_new() otherwise (the name's rules
- * are sqllock_leader_start()'s).
+ * are sqllock_leader_start()'s). Its first acquire makes NAME an
+ * election, or finds it one (N1), else fails with SQLLOCK_EKIND as
+ * sqllock_leader_start() does.
  *
  * Added in 0.9.0.
  */

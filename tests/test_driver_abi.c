@@ -270,6 +270,25 @@ static void test_driver_abi_D1_version_3_layout(void **state)
                   "rw on a version 1 driver");
         sqllock_rw_free(rw);
     }
+    /* N1: a semaphore checks its name's kind by reading the name's row
+     * (LEASE_RANGE, version 11): refused, saying so, and no permit or
+     * marker left behind. */
+    {
+        sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+        sqllock_sem *s = NULL;
+        tu_row r;
+
+        o.ttl_ms = 5000;
+        EXPECT_RC(a, sqllock_sem_new(a, "abi-sem", 2, &o, &s), SQLLOCK_OK,
+                  "sem_new");
+        EXPECT_RC(a, sqllock_sem_try_acquire(s), SQLLOCK_EUNSUPPORTED,
+                  "sem on a version 3 driver");
+        assert_non_null(strstr(sqllock_errmsg(a), "N1"));
+        assert_int_equal(sqllock_sem_permit(s), -1);
+        sqllock_sem_free(s);
+        EXPECT_RC(a, tu_find(a, "abi-sem", &r), SQLLOCK_OK, "list");
+        assert_int_equal(r.rows, 0);
+    }
     sqllock_close(a);
     sqllock_close(b);
 }

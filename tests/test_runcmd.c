@@ -303,6 +303,17 @@ static void row_of(fixture *f, const char *name, tu_row *r)
         fail_msg("lock '%s' has no row", name);
 }
 
+/* N1: the row of `name` is the kind marker with `owner`. */
+static void expect_marker(fixture *f, const char *name, const char *owner)
+{
+    tu_row r;
+
+    row_of(f, name, &r);
+    if (strcmp(r.owner, owner) != 0)
+        fail_msg("lock '%s': owner %s, want the kind marker %s", name,
+                 r.owner, owner);
+}
+
 /* The lock is free: its row is gone (released, not merely expired). */
 static void expect_no_row(fixture *f, const char *name)
 {
@@ -1188,9 +1199,10 @@ static int count_rw_rows(void *ctx, const sqllock_lease_info *info)
  * M2 through the tool: a --shared run goes in beside a shared hold of
  * the test's and gets NAME and its own token; an --exclusive run is busy
  * (75) while the test's reader holds, a --shared run busy while the
- * test's writer holds; a plain run on NAME is another lock (it runs
- * beside the writer); --shared with --exclusive is a usage error; every
- * hold is released (no row of the pair left).
+ * test's writer holds; a plain run on NAME is refused (78, N1: NAME is a
+ * shared/exclusive lock); --shared with --exclusive is a usage error;
+ * every hold is released (no row of the pair left, only NAME's kind
+ * marker).
  */
 static void test_runcmd_M2_shared_and_exclusive(void **state)
 {
@@ -1220,7 +1232,8 @@ static void test_runcmd_M2_shared_and_exclusive(void **state)
     EXPECT_RC(f->db, sqllock_rw_release(r), SQLLOCK_OK, "reader release");
     EXPECT_RC(f->db, sqllock_rw_try_acquire(w), SQLLOCK_OK, "writer");
     EXPECT_EXIT(f, 75, "run", name, "--shared", "--ttl", "5s", "--", "true");
-    EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--", "true");
+    EXPECT_EXIT(f, 78, "run", name, "--ttl", "5s", "--", "true");
+    assert_true(tu_contains_ci(f->err, "shared/exclusive"));
     EXPECT_RC(f->db, sqllock_rw_release(w), SQLLOCK_OK, "writer release");
     fpath(f, file, sizeof file, "excl");
     EXPECT_EXIT(f, 0, "run", name, "--exclusive", "--ttl", "5s", "--wait",
@@ -1231,9 +1244,91 @@ static void test_runcmd_M2_shared_and_exclusive(void **state)
     EXPECT_RC(f->db, sqllock_list(f->db, count_rw_rows, &rows), SQLLOCK_OK,
               "list");
     assert_int_equal(rows.n, 0);
-    expect_no_row(f, name);
+    expect_marker(f, name, SQLLOCK_KIND_OWNER_RW);
     sqllock_rw_free(r);
     sqllock_rw_free(w);
+}
+
+/*
+ * N1 through the tool, both orders: `sqllock run NAME` while `sqllock run
+ * NAME --shared` runs exits 78, at once even with --wait, saying NAME is
+ * a shared/exclusive lock -- and stays refused once the shared run is
+ * over; `run NAME2 --shared` (and --exclusive, --permits, --leader)
+ * while `run NAME2` runs exits 78 saying NAME2 is held as a plain lease,
+ * and none of them runs its command. `list` shows the marker as "NAME
+ * [kind: shared/exclusive lock]" with LEFT "never", `show` says what
+ * NAME is, and `release NAME --force --force` refuses it (78) and leaves
+ * it.
+ */
+static void test_runcmd_N1_one_name_one_kind(void **state)
+{
+    fixture *f = *state;
+    const char *a = U(f, "kind-a"), *b = U(f, "kind-b");
+    char started[4300], ran[4300], script[9000], want[400];
+    int64_t t0;
+    int code;
+    job *j;
+
+    /* A shared run, then a plain one. */
+    fpath(f, started, sizeof started, "started");
+    fpath(f, ran, sizeof ran, "ran");
+    snprintf(script, sizeof script, "echo $$ > '%s'; exec sleep 30", started);
+    START(f, j, "run", a, "--shared", "--ttl", "5s", "--", "sh", "-c",
+          script);
+    wait_started(f, j, started);
+    t0 = tu_now_ms();
+    EXPECT_EXIT(f, 78, "run", a, "--ttl", "5s", "--wait", "20s", "--",
+                "touch", ran);
+    if (tu_now_ms() - t0 > tu_scaled_ms(10000))
+        fail_msg("run exited 78 only after %lld ms", (long long)(tu_now_ms()
+                                                                 - t0));
+    if (!tu_contains_ci(f->err, "shared/exclusive"))
+        fail_msg("the message does not name the kind: %s", f->err);
+    assert_false(file_exists(ran));
+    EXPECT_EXIT(f, 78, "acquire", a, "--ttl", "5s");
+    assert_int_equal(kill(j->pid, SIGTERM), 0);
+    code = finish(f, j, 15000);
+    if (code != 128 + SIGTERM)
+        fail_msg("the shared run: exit %d; stderr: %s", code, f->err);
+    EXPECT_EXIT(f, 78, "run", a, "--ttl", "5s", "--", "touch", ran);
+    assert_false(file_exists(ran));
+    EXPECT_EXIT(f, 0, "run", a, "--exclusive", "--ttl", "5s", "--", "true");
+
+    /* What the operator sees. */
+    EXPECT_EXIT(f, 0, "list");
+    snprintf(want, sizeof want, "%s [kind: shared/exclusive lock]", a);
+    if (strstr(f->out, want) == NULL)
+        fail_msg("list does not show '%s': %s", want, f->out);
+    assert_non_null(strstr(strstr(f->out, want), "never"));
+    EXPECT_EXIT(f, 0, "show", a);
+    assert_true(tu_contains_ci(f->out, "shared/exclusive"));
+    EXPECT_EXIT(f, 0, "show", a, "--json");
+    assert_non_null(strstr(f->out, "\"kind\": \"shared/exclusive lock\""));
+    EXPECT_EXIT(f, 78, "release", a, "--force", "--force");
+    assert_true(tu_contains_ci(f->err, "never freed"));
+    expect_marker(f, a, SQLLOCK_KIND_OWNER_RW);
+
+    /* A plain run, then the other kinds. */
+    fpath(f, started, sizeof started, "started");
+    snprintf(script, sizeof script, "echo $$ > '%s'; exec sleep 30", started);
+    START(f, j, "run", b, "--ttl", "5s", "--", "sh", "-c", script);
+    wait_started(f, j, started);
+    EXPECT_EXIT(f, 78, "run", b, "--shared", "--ttl", "5s", "--wait", "20s",
+                "--", "touch", ran);
+    if (!tu_contains_ci(f->err, "plain lease"))
+        fail_msg("the message does not name the plain lease: %s", f->err);
+    EXPECT_EXIT(f, 78, "run", b, "--exclusive", "--ttl", "5s", "--", "touch",
+                ran);
+    EXPECT_EXIT(f, 78, "run", b, "--permits", "2", "--ttl", "5s", "--",
+                "touch", ran);
+    EXPECT_EXIT(f, 78, "run", b, "--leader", "--skip", "--ttl", "5s", "--",
+                "touch", ran);
+    assert_false(file_exists(ran));
+    assert_int_equal(kill(j->pid, SIGTERM), 0);
+    code = finish(f, j, 15000);
+    if (code != 128 + SIGTERM)
+        fail_msg("the plain run: exit %d; stderr: %s", code, f->err);
+    expect_no_row(f, b);
 }
 
 int main(void)
@@ -1249,6 +1344,7 @@ int main(void)
         cmocka_unit_test(test_runcmd_E2_usage_errors),
         cmocka_unit_test(test_runcmd_L12_also),
         cmocka_unit_test(test_runcmd_M2_shared_and_exclusive),
+        cmocka_unit_test(test_runcmd_N1_one_name_one_kind),
         cmocka_unit_test(test_runcmd_M4_leader),
         cmocka_unit_test(test_runcmd_M3_fair_runs_in_order),
         cmocka_unit_test(test_runcmd_M1_permits),

@@ -2,7 +2,7 @@
  * test_rw.c -- shared and exclusive holds on one name (contract M2), on
  * every database, with real processes:
  * - the basics: readers share, a writer excludes them and is excluded,
- *   bad calls refused, a plain lease on NAME is a different lock;
+ *   bad calls refused, a plain lease on NAME refused (N1);
  * - readers never overlap a writer: reader and writer processes for a
  *   fixed time, each logging its enter/exit intervals on the monotonic
  *   clock, writers doing an unlocked read-increment-write of a counter
@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <errno.h>
 #include <signal.h>
@@ -71,8 +72,9 @@ static int64_t mono_us(void)
  * M2: two readers at once; a writer's try is BUSY while they hold (and
  * keeps nothing: a reader still gets in after it); once they leave the
  * writer gets it, and readers are then BUSY; a plain lease on NAME is
- * not part of the pair; a second acquire on a holding handle is
- * EMISUSE, a release of nothing ENOTHELD.
+ * refused with SQLLOCK_EKIND (N1; test_kinds has the rest); a second
+ * acquire on a holding handle is EMISUSE, a release of nothing
+ * ENOTHELD.
  */
 static void test_rw_M2_basics(void **state)
 {
@@ -104,10 +106,12 @@ static void test_rw_M2_basics(void **state)
     EXPECT_RC(db2, sqllock_rw_release(r2), SQLLOCK_OK, "r2 release");
     EXPECT_RC(db2, sqllock_rw_try_acquire(r2), SQLLOCK_OK, "r2 again");
     EXPECT_RC(db3, sqllock_rw_acquire(wr, 200), SQLLOCK_TIMEOUT, "writer wait");
-    /* A plain lease on NAME is another lock. */
+    /* N1: a plain lease on NAME is not another lock beside the pair: it
+     * is refused, naming the kind the name has. */
     o.ttl_ms = 30000;
     EXPECT_RC(db3, sqllock_lease_new(db3, name, &o, &plain), SQLLOCK_OK, "p");
-    EXPECT_RC(db3, sqllock_lease_try_acquire(plain), SQLLOCK_OK, "plain");
+    EXPECT_RC(db3, sqllock_lease_try_acquire(plain), SQLLOCK_EKIND, "plain");
+    expect_msg_any(db3, "plain", "shared/exclusive");
     EXPECT_RC(db, sqllock_rw_release(r1), SQLLOCK_OK, "r1 release");
     EXPECT_RC(db2, sqllock_rw_release(r2), SQLLOCK_OK, "r2 release");
     EXPECT_RC(db3, sqllock_rw_acquire(wr, 5000), SQLLOCK_OK, "writer");
@@ -119,7 +123,8 @@ static void test_rw_M2_basics(void **state)
     EXPECT_RC(db3, sqllock_rw_release(wr), SQLLOCK_ENOTHELD, "twice");
     EXPECT_RC(db, sqllock_rw_acquire(r1, 5000), SQLLOCK_OK, "reader after");
     EXPECT_RC(db, sqllock_rw_release(r1), SQLLOCK_OK, "reader release");
-    EXPECT_RC(db3, sqllock_lease_release(plain), SQLLOCK_OK, "plain release");
+    EXPECT_RC(db3, sqllock_lease_release(plain), SQLLOCK_ENOTHELD,
+              "plain release");
     sqllock_lease_free(plain);
     sqllock_rw_free(r1);
     sqllock_rw_free(r2);
@@ -415,6 +420,299 @@ static void test_rw_M2_writer_bound_while_readers_arrive(void **state)
     munmap(s, sizeof *s);
 }
 
+/* ---- waiting writers under load ---- */
+
+#define LOAD_READERS 6
+#define LOAD_WRITERS 3
+
+typedef struct load {
+    char name[96];
+    int64_t run_until_ms;
+    _Atomic int stop, readers_done;
+    _Atomic int grants, reads, overstays;
+    _Atomic int bad[LOAD_WRITERS];            /* per writer: bad statuses */
+    _Atomic int bad_status[LOAD_WRITERS];     /* the first one */
+    char bad_msg[LOAD_WRITERS][SQLLOCK__ERRMSG_MAX];
+} load;
+
+/* A reader of the load: short holds back to back; now and then (one in
+ * eight) a reader with a short ttl that overstays it, so that its row
+ * expires under the writers' eyes and their check deletes it
+ * (RW_EXPIRE) while other readers come and go. */
+static int load_reader(void *arg, int i)
+{
+    load *ld = arg;
+    sqllock_db *db = tu_child_open(g_url, "rw load reader");
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT, os;
+    sqllock_rw *rw = NULL, *shortlived = NULL;
+    int rc;
+
+    if (db == NULL)
+        return 2;
+    srand(31u * (unsigned)i + 7);
+    o.ttl_ms = tu_scaled_ms(10000);
+    o.backoff_min_ms = 2;
+    o.backoff_max_ms = 20;
+    os = o;
+    os.ttl_ms = 300;
+    if (sqllock_rw_new(db, ld->name, 1, &o, &rw) != SQLLOCK_OK ||
+        sqllock_rw_new(db, ld->name, 1, &os, &shortlived) != SQLLOCK_OK)
+        return 2;
+    while (!atomic_load(&ld->stop) && tu_now_ms() < ld->run_until_ms) {
+        int overstay = rand() % 8 == 0;
+        sqllock_rw *h = overstay ? shortlived : rw;
+
+        rc = sqllock_rw_acquire(h, tu_scaled_ms(60000));
+        if (rc != SQLLOCK_OK) {
+            fprintf(stderr, "load reader: %s: %s\n", sqllock_errname(rc),
+                    sqllock_errmsg(db));
+            return 3;
+        }
+        atomic_fetch_add(&ld->reads, 1);
+        if (overstay) {
+            atomic_fetch_add(&ld->overstays, 1);
+            tu_sleep_ms(350 + rand() % 100);
+        } else {
+            tu_sleep_us(1000 + rand() % 8000);
+        }
+        rc = sqllock_rw_release(h);
+        if (rc != SQLLOCK_OK && !(overstay && rc == SQLLOCK_LOST)) {
+            fprintf(stderr, "load reader release: %s: %s\n",
+                    sqllock_errname(rc), sqllock_errmsg(db));
+            return 4;
+        }
+        tu_sleep_us(rand() % 3000);
+    }
+    sqllock_rw_free(rw);
+    sqllock_rw_free(shortlived);
+    sqllock_close(db);
+    return 0;
+}
+
+/* An exclusive waiter of the load: waits (a deadline far off), holds a
+ * moment, lets go, again; W's ttl is short, so that it is renewed while
+ * the writer waits for the readers, and a writer paused past it takes
+ * W again. Any status but OK before the deadline is noted. */
+static int load_writer(void *arg, int i)
+{
+    load *ld = arg;
+    sqllock_db *db = tu_child_open(g_url, "rw load writer");
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_rw *rw = NULL;
+    int64_t wait = tu_scaled_ms(60000), t0;
+    int rc;
+
+    if (db == NULL)
+        return 2;
+    srand(53u * (unsigned)i + 3);
+    o.ttl_ms = tu_scaled_ms(600);
+    o.backoff_min_ms = 2;
+    o.backoff_max_ms = 20;
+    if (sqllock_rw_new(db, ld->name, 0, &o, &rw) != SQLLOCK_OK)
+        return 2;
+    while (!atomic_load(&ld->stop) && tu_now_ms() < ld->run_until_ms) {
+        t0 = tu_now_ms();
+        rc = sqllock_rw_acquire(rw, wait);
+        if (rc != SQLLOCK_OK) {
+            if (atomic_fetch_add(&ld->bad[i], 1) == 0) {
+                atomic_store(&ld->bad_status[i], rc);
+                snprintf(ld->bad_msg[i], sizeof ld->bad_msg[i], "after %"
+                         PRId64 " ms: %s", tu_now_ms() - t0,
+                         sqllock_errmsg(db));
+            }
+            if (rc == SQLLOCK_TIMEOUT)
+                break;
+            continue;
+        }
+        atomic_fetch_add(&ld->grants, 1);
+        tu_sleep_us(1000 + rand() % 3000);
+        rc = sqllock_rw_release(rw);
+        if (rc != SQLLOCK_OK && rc != SQLLOCK_LOST)
+            return 4;
+        tu_sleep_us(rand() % 20000);
+    }
+    sqllock_rw_free(rw);
+    sqllock_close(db);
+    return 0;
+}
+
+/*
+ * M2 under load (issue 26 item 8d): exclusive waiters against a stream
+ * of readers -- LOAD_READERS reader processes, LOAD_WRITERS writer
+ * processes, some readers overstaying a short ttl so that the writers'
+ * check deletes their rows while others come and go, the writers' W
+ * renewed while they wait. A waiting sqllock_rw_acquire() may only end
+ * granted while its deadline has not passed: never SQLLOCK_EDEADLOCK,
+ * ELOCKED, ESERIALIZATION, EDBBUSY or another error (a statement the
+ * database rolls back inside the wait is tried again).
+ */
+static void test_rw_M2_waiting_writer_never_fails_under_load(void **state)
+{
+    load *ld = tu_shared_map(sizeof *ld);
+    pid_t pid[LOAD_READERS + LOAD_WRITERS];
+    int i, bad = 0;
+    (void)state;
+
+    mkname(ld->name, sizeof ld->name, "load");
+    ld->run_until_ms = tu_now_ms() +
+                       (tu_slowdown_tool() > 1 ? 4000 : 8000);
+    tu_fork_n(pid, LOAD_READERS, load_reader, ld);
+    for (i = 0; i < LOAD_WRITERS; i++)
+        pid[LOAD_READERS + i] = tu_fork(load_writer, ld);
+    assert_int_equal(tu_wait_all(pid, LOAD_READERS + LOAD_WRITERS), 0);
+    print_message("    %d exclusive grants, %d shared holds (%d overstayed "
+                  "their ttl)\n", atomic_load(&ld->grants),
+                  atomic_load(&ld->reads), atomic_load(&ld->overstays));
+    for (i = 0; i < LOAD_WRITERS; i++)
+        if (atomic_load(&ld->bad[i]) != 0) {
+            bad++;
+            print_message("    writer %d: %d waits failed, the first with "
+                          "%s (%s)\n", i, atomic_load(&ld->bad[i]),
+                          sqllock_errname(atomic_load(&ld->bad_status[i])),
+                          ld->bad_msg[i]);
+        }
+    if (bad != 0)
+        fail_msg("M2: a waiting exclusive acquire ended without the lock "
+                 "before its deadline (see above)");
+    assert_true(atomic_load(&ld->grants) >= LOAD_WRITERS);
+    munmap(ld, sizeof *ld);
+}
+
+/* ---- a waiting writer and a locked database ---- */
+
+typedef struct stuck {
+    char name[96];
+    _Atomic int ready, done, rc;
+    _Atomic int64_t took_ms;
+    char msg[SQLLOCK__ERRMSG_MAX];
+} stuck;
+
+/* The writer: its statements give up on a lock quickly (SQLite's busy
+ * timeout 200 ms; PostgreSQL's lock_timeout 300 ms, MySQL's
+ * innodb_lock_wait_timeout 1 s, set on its session), and its W lives
+ * 1 s, so that it is renewed every ~half second while it waits. */
+static int stuck_writer(void *arg, int i)
+{
+    stuck *s = arg;
+    sqllock_options dbo = SQLLOCK_OPTIONS_INIT;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    const char *drv = tu_url_driver(g_url);
+    sqllock_db *db = NULL;
+    sqllock_rw *rw = NULL;
+    int64_t t0;
+    int rc;
+
+    (void)i;
+    dbo.busy_timeout_ms = 200;
+    if (sqllock_open(g_url, &dbo, &db) != SQLLOCK_OK) {
+        fprintf(stderr, "stuck writer: open: %s\n", sqllock_errmsg(db));
+        return 2;
+    }
+    if (strcmp(drv, "postgres") == 0)
+        rc = sqllock_db_exec(db, "SET lock_timeout = '300ms'", NULL, 0, NULL,
+                             NULL, NULL);
+    else if (strcmp(drv, "mysql") == 0)
+        rc = sqllock_db_exec(db, "SET SESSION innodb_lock_wait_timeout = 1",
+                             NULL, 0, NULL, NULL, NULL);
+    else
+        rc = SQLLOCK_OK;
+    o.ttl_ms = 1000;
+    o.backoff_min_ms = 5;
+    o.backoff_max_ms = 50;
+    if (rc != SQLLOCK_OK ||
+        sqllock_rw_new(db, s->name, 0, &o, &rw) != SQLLOCK_OK) {
+        fprintf(stderr, "stuck writer: %s\n", sqllock_errmsg(db));
+        return 2;
+    }
+    atomic_store(&s->ready, 1);
+    t0 = tu_now_ms();
+    rc = sqllock_rw_acquire(rw, tu_scaled_ms(60000));
+    atomic_store(&s->took_ms, tu_now_ms() - t0);
+    snprintf(s->msg, sizeof s->msg, "%s", sqllock_errmsg(db));
+    atomic_store(&s->rc, rc);
+    atomic_store(&s->done, 1);
+    if (rc == SQLLOCK_OK)
+        sqllock_rw_release(rw);
+    sqllock_rw_free(rw);
+    sqllock_close(db);
+    return 0;
+}
+
+/*
+ * M2 and issue 26 item 8d, made to happen: a writer waits for a reader
+ * inside while another session keeps the writer's row W locked for 6 s
+ * (PostgreSQL and MySQL: SELECT ... FOR UPDATE in a transaction; SQLite:
+ * the database's write lock, BEGIN IMMEDIATE), so that each renewal of W
+ * the writer makes while it waits fails as the database gives up on the
+ * lock (SQLLOCK_ELOCKED, SQLLOCK_EDBBUSY), and after every retry of
+ * it. The waiting acquire must ride that out -- nothing was done, and W
+ * is still its own -- and be granted once the lock and the reader are
+ * gone, long before its deadline; it must not return the database's
+ * status.
+ */
+static void test_rw_M2_waiting_writer_rides_out_a_locked_database(void **state)
+{
+    stuck *s = tu_shared_map(sizeof *s);
+    const char *drv = tu_url_driver(g_url);
+    sqllock_db *db = tu_open_or_fail(g_url), *db2 = tu_open_or_fail(g_url);
+    char wname[SQLLOCK__DERIVED_MAX + 1];
+    sqllock_value arg;
+    sqllock_rw *rd;
+    tu_row r;
+    int64_t end;
+    pid_t pid;
+    int rc;
+    (void)state;
+
+    mkname(s->name, sizeof s->name, "stuck");
+    EXPECT_RC(db, sqllock__derived_name(db, wname, s->name, "w",
+                                        "shared/exclusive lock name"),
+              SQLLOCK_OK, "W's name");
+    rd = new_rw(db, s->name, 1, 30000, 50);
+    EXPECT_RC(db, sqllock_rw_try_acquire(rd), SQLLOCK_OK, "reader");
+    atomic_store(&s->rc, -1);
+    pid = tu_fork(stuck_writer, s);
+    /* The writer holds W and waits for the reader. */
+    end = tu_now_ms() + tu_scaled_ms(20000);
+    for (;;) {
+        EXPECT_RC(db2, tu_find(db2, wname, &r), SQLLOCK_OK, "find W");
+        if ((r.found && r.remaining_ms > 0) || atomic_load(&s->done) ||
+            tu_now_ms() >= end)
+            break;
+        tu_sleep_ms(10);
+    }
+    if (!r.found)
+        fail_msg("the writer did not take W (done %d, %s: %s)",
+                 atomic_load(&s->done), sqllock_errname(atomic_load(&s->rc)),
+                 s->msg);
+    /* Lock W's row (the whole database on SQLite) for 6 s. */
+    EXPECT_RC(db2, sqllock__begin(db2, "locking W"), SQLLOCK_OK, "begin");
+    if (strcmp(drv, "sqlite") != 0) {
+        arg = sqllock__text(wname);
+        rc = sqllock__exec_sql(db2, strcmp(drv, "postgres") == 0
+                               ? "SELECT 1 FROM sqllock_lease WHERE name = $1 "
+                                 "FOR UPDATE"
+                               : "SELECT 1 FROM sqllock_lease WHERE name = ? "
+                                 "FOR UPDATE", &arg, 1, NULL, NULL, NULL);
+        EXPECT_RC(db2, rc, SQLLOCK_OK, "lock W");
+    }
+    tu_sleep_ms(6000);
+    sqllock__rollback(db2);
+    EXPECT_RC(db, sqllock_rw_release(rd), SQLLOCK_OK, "reader release");
+    assert_int_equal(tu_wait(pid), 0);
+    print_message("    the writer's wait ended with %s after %" PRId64
+                  " ms\n", sqllock_errname(atomic_load(&s->rc)),
+                  atomic_load(&s->took_ms));
+    if (atomic_load(&s->rc) != SQLLOCK_OK)
+        fail_msg("M2: a waiting exclusive acquire returned %s (%s) before "
+                 "its deadline while the database was locked for a while",
+                 sqllock_errname(atomic_load(&s->rc)), s->msg);
+    sqllock_rw_free(rd);
+    sqllock_close(db);
+    sqllock_close(db2);
+    munmap(s, sizeof *s);
+}
+
 /* ---- a killed reader ---- */
 
 typedef struct killed {
@@ -558,6 +856,8 @@ int main(void)
         cmocka_unit_test(test_rw_M2_killed_reader_delays_writer_at_most_ttl),
         cmocka_unit_test(test_rw_M2_writer_bound_while_readers_arrive),
         cmocka_unit_test(test_rw_M2_readers_never_overlap_writer),
+        cmocka_unit_test(test_rw_M2_waiting_writer_never_fails_under_load),
+        cmocka_unit_test(test_rw_M2_waiting_writer_rides_out_a_locked_database),
     };
 
     return TU_RUN_PER_URL("rw", &g_url, tests, tu_group_fenced, NULL);

@@ -38,6 +38,8 @@ int cli_exit_code(int status)
         return CLI_EXIT_LOST;
     case SQLLOCK_EINVAL:
         return CLI_EXIT_USAGE;
+    case SQLLOCK_EKIND:
+        return CLI_EXIT_KIND;
     default:
         return CLI_EXIT_DB;
     }

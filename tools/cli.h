@@ -16,8 +16,8 @@
 
 #include "sqllock.h"
 
-/* The tool's exit codes, in one place. The numbers 64, 69, 75 and 76 are
- * the BSD sysexits.h values for the same meanings; 126 and 127 are what a
+/* The tool's exit codes, in one place. The numbers 64, 69, 75, 76 and 78
+ * are the BSD sysexits.h values for the same meanings; 126 and 127 are what a
  * POSIX shell returns when a command cannot be executed or is not found. */
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1        /* the demo saw a lock failure (its own
@@ -26,6 +26,9 @@
 #define CLI_EXIT_DB 69         /* the database (or the system) failed */
 #define CLI_EXIT_BUSY 75       /* the lock is held elsewhere */
 #define CLI_EXIT_LOST 76       /* the lease was lost */
+#define CLI_EXIT_KIND 78       /* the name is another kind of lock
+                                  (SQLLOCK_EKIND, contract N1): a
+                                  configuration to fix, EX_CONFIG */
 #define CLI_EXIT_NOEXEC 126    /* run: the command could not be executed */
 #define CLI_EXIT_NOTFOUND 127  /* run: the command was not found */
 
@@ -128,7 +131,7 @@ int cli_parse_int(const char *cmd, const char *opt, const char *text,
                   int64_t min, int64_t max, int64_t *out);
 
 /* The exit code for a library status (cli.c): 0, 64 (EINVAL), 75 (BUSY,
- * TIMEOUT), 76 (LOST), else 69. */
+ * TIMEOUT), 76 (LOST), 78 (EKIND), else 69. */
 int cli_exit_code(int status);
 
 /* Prints "sqllock: <what>: <message>" to stderr, where <what> is formatted

@@ -23,6 +23,7 @@ typedef struct list_row {
     int64_t acquired_at_ms;
     int64_t expires_at_ms;
     int64_t remaining_ms;
+    int marker;                 /* a kind marker (contract N1) */
 } list_row;
 
 typedef struct list_rows {
@@ -59,13 +60,21 @@ static void rows_free(list_rows *lr)
 
 /* A copy of a row's name for people: a row a semaphore, a shared lock,
  * a fair queue or an election keeps under NAME (NAME, the separator
- * 0x1f, a tag; see core/internal.h) is shown as "NAME [tag]". */
-static char *display_name(const char *name)
+ * 0x1f, a tag; see core/internal.h) is shown as "NAME [tag]", and the
+ * row NAME that marks it as one of them (its owner is a kind marker's,
+ * sqllock_kind_marker()) as "NAME [kind: semaphore]". */
+static char *display_name(const char *name, const char *owner)
 {
-    const char *sep = strchr(name, '\x1f');
+    const char *sep = strchr(name, '\x1f'), *kind = sqllock_kind_marker(owner);
     size_t blen;
     char *out;
 
+    if (sep == NULL && kind != NULL) {
+        out = malloc(strlen(name) + strlen(kind) + 10);
+        if (out != NULL)
+            sprintf(out, "%s [kind: %s]", name, kind);
+        return out;
+    }
     if (sep == NULL)
         return copy_text(name);
     blen = (size_t)(sep - name);
@@ -93,7 +102,8 @@ static int collect_row(void *ctx, const sqllock_lease_info *info)
         lr->cap = cap;
     }
     r = &lr->rows[lr->count];
-    r->name = display_name(info->name);
+    r->name = display_name(info->name, info->owner);
+    r->marker = sqllock_kind_marker(info->owner) != NULL;
     r->owner = copy_text(info->owner);
     r->holder = copy_text(info->holder);
     r->token = info->token;
@@ -260,7 +270,11 @@ static void print_table(const list_rows *lr)
         fputs("  ", stdout);
         printf("%*" PRId64 "  ", (int)width[2], r->token);
         cli_print_cell(r->holder, width[3]);
-        cli_format_left(left, sizeof left, r->remaining_ms);
+        /* A marker's thousand years are "never" (it is never freed). */
+        if (r->marker)
+            snprintf(left, sizeof left, "never");
+        else
+            cli_format_left(left, sizeof left, r->remaining_ms);
         printf("  %s\n", left);
     }
 }

@@ -289,13 +289,27 @@ int cli_cmd_show(const cli_ctx *ctx, int argc, char **argv)
             printf(", \"token\": %" PRId64 ", \"holder\": ", o.token);
             cli_print_json_string(o.holder);
             printf(", \"acquired_at_ms\": %" PRId64 ", \"expires_at_ms\": %"
-                   PRId64 ", \"remaining_ms\": %" PRId64 "}\n",
-                   o.acquired_at_ms, o.expires_at_ms, o.remaining_ms);
+                   PRId64 ", \"remaining_ms\": %" PRId64, o.acquired_at_ms,
+                   o.expires_at_ms, o.remaining_ms);
+            /* N1: the row marks the name's kind. */
+            if (sqllock_kind_marker(o.owner) != NULL) {
+                fputs(", \"kind\": ", stdout);
+                cli_print_json_string(sqllock_kind_marker(o.owner));
+            }
+            puts("}");
         }
     } else if (!o.found) {
         fputs("name:     ", stdout);
         cli_print_cell(name, 0);
         puts("\nstate:    free (no lease row)");
+    } else if (sqllock_kind_marker(o.owner) != NULL) {
+        /* N1: not a lease but the name's kind, for good. */
+        fputs("name:     ", stdout);
+        cli_print_cell(name, 0);
+        printf("\nstate:    a %s (its kind marker: a plain lease on the name "
+               "is refused, and so is any other kind)\nowner:    %s\n"
+               "token:    %" PRId64 "\nacquired: %s\nexpires:  never\n",
+               sqllock_kind_marker(o.owner), o.owner, o.token, acquired);
     } else {
         fputs("name:     ", stdout);
         cli_print_cell(name, 0);
@@ -468,6 +482,20 @@ int cli_force_release(const cli_ctx *ctx, const char *name, int force)
         puts(": nothing to release");
         sqllock_close(db);
         return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
+    }
+    /* N1: a kind marker is no lease. Freeing it would let a plain lease
+     * in while the name's readers, permits or leader hold it; it has no
+     * owner id that could be attached to, either. */
+    if (sqllock_kind_marker(o.owner) != NULL) {
+        fputs("sqllock: release --force: '", stderr);
+        fputs(name, stderr);
+        fprintf(stderr, "' is not a lease but the row that marks the name "
+                "as a %s (contract N1: one name, one meaning); it is never "
+                "freed: a plain lease on it could then overlap the %s's "
+                "holds. Use another name for a plain lease\n",
+                sqllock_kind_marker(o.owner), sqllock_kind_marker(o.owner));
+        sqllock_close(db);
+        return CLI_EXIT_KIND;
     }
     cli_format_left(left, sizeof left, o.remaining_ms);
     /* A live lease: its holder may be alive and working, and nothing

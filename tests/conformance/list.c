@@ -264,11 +264,14 @@ void test_conformance_D1_derived_rows_range(void **state)
     l[3] = cf_new_lease(f->db, other, 30000);
     snprintf(other, sizeof other, "%s!", base);
     l[4] = cf_new_lease(f->db, other, 30000);
+    /* The derived rows through the primitives' own try: the public one
+     * refuses a handle over a primitive's row (issue 26 item 8b). */
     for (i = 0; i < 5; i++)
-        ASSERT_RC(sqllock_lease_try_acquire(l[i]), SQLLOCK_OK, f->db);
+        ASSERT_RC(i < 2 ? sqllock__lease_try(l[i])
+                        : sqllock_lease_try_acquire(l[i]), SQLLOCK_OK, f->db);
     ASSERT_RC(sqllock__lease_new_derived(f->db, da, &o, &busy), SQLLOCK_OK,
               f->db);
-    ASSERT_RC(sqllock_lease_try_acquire(busy), SQLLOCK_BUSY, f->db);
+    ASSERT_RC(sqllock__lease_try(busy), SQLLOCK_BUSY, f->db);
     sqllock_lease_free(busy);
 
     sqllock__derived_range(base, lo, hi);

@@ -41,6 +41,7 @@ STATUS_NAMES: Dict[int, str] = {
     29: "SQLLOCK_ECANCELED",
     30: "SQLLOCK_EFULL",
     31: "SQLLOCK_EPROXY",
+    32: "SQLLOCK_EKIND",
 }
 
 
@@ -279,6 +280,16 @@ class ProxyError(Error):
     description = "a connection pooler or proxy between the client and the database broke what the call needs (a transaction left open, or session state lost): nothing was committed; see the URL's pooler= parameter"
 
 
+class WrongKind(Error):
+    """SQLLOCK_EKIND (32): the name is in use as another kind of lock (a
+    plain lease, a shared/exclusive lock, a semaphore or an election):
+    one name has one meaning."""
+
+    status = 32
+    errname = "SQLLOCK_EKIND"
+    description = 'the name is in use as another kind of lock (a plain lease, a shared/exclusive lock, a semaphore or an election): one name has one meaning'
+
+
 # status code -> exception class, every code but OK.
 BY_STATUS: Dict[int, Type[Error]] = {
     1: Busy,
@@ -308,6 +319,7 @@ BY_STATUS: Dict[int, Type[Error]] = {
     29: Canceled,
     30: DatabaseFull,
     31: ProxyError,
+    32: WrongKind,
 }
 
 __all__ = [
@@ -341,4 +353,5 @@ __all__ = [
     "Canceled",
     "DatabaseFull",
     "ProxyError",
+    "WrongKind",
 ]

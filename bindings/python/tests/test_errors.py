@@ -159,6 +159,12 @@ def _producers(url: str, driver: str, name: str, tmp: str) -> Dict[str, Callable
                 a.execute("SET SESSION max_statement_time = 0.01")
                 a.execute("SELECT SLEEP(1)")
 
+    def wrong_kind() -> None:
+        # N1: a name that is a shared/exclusive lock is no plain lease.
+        with sqllock.connect(url) as a:
+            with a.rw_lock(name + "-kind", ttl=30, shared=True):
+                a.lock(name + "-kind", ttl=5).acquire()
+
     def proxy() -> None:
         with sqllock.connect(url) as a:
             a.execute("SET autocommit = 0")      # C2: not the library's
@@ -189,6 +195,7 @@ def _producers(url: str, driver: str, name: str, tmp: str) -> Dict[str, Callable
         "EDEADLOCK": lambda: _deadlock(url, driver, tmp),
         "ECANCELED": canceled,
         "EPROXY": proxy,
+        "EKIND": wrong_kind,
     }
 
 

@@ -23,9 +23,9 @@ def test_M2_readers_share_a_writer_excludes(url: str, name: str) -> None:
             assert "readers" in str(busy.value)
             with pytest.raises(sqllock.Misuse):
                 r1.acquire(0)               # not reentrant
-            # A plain lease on the name is another lock.
-            with c.lock(name, ttl=30) as plain:
-                assert plain.held
+            # N1: a plain lease on the name is refused, naming its kind.
+            with pytest.raises(sqllock.WrongKind, match="shared/exclusive"):
+                c.lock(name, ttl=30, wait=5).acquire()
         with c.rw_lock(name, ttl=30, shared=False, wait=5) as w:
             assert not w.shared and w.held and w.token > r2.token
             assert not a.rw_lock(name, ttl=30).try_acquire()

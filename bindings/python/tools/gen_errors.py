@@ -53,6 +53,7 @@ CLASS_NAMES = {
     "ECANCELED": ("Canceled", None),
     "EFULL": ("DatabaseFull", None),
     "EPROXY": ("ProxyError", None),
+    "EKIND": ("WrongKind", None),
 }
 
 
