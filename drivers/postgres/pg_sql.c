@@ -297,7 +297,8 @@ static const char SQL_LEASE_REAP[] =
  */
 static const char SQL_LEASE_GUARD[] =
     "EXISTS (SELECT 1 FROM sqllock_lease WHERE name = $1 AND token = $2 "
-    "AND expires_at > pg_catalog.clock_timestamp() FOR SHARE)";
+    "AND expires_at > pg_catalog.clock_timestamp() "
+    "AND owner NOT LIKE 'sqllock-kind:%' FOR SHARE)";
 
 /*
  * The session pins of the functions below, as their first statements (in

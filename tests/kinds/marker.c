@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "internal.h"
 #include "test_run.h"
 #include "test_spawn.h"
 #include "tu_fixture.h"
@@ -75,6 +76,28 @@ void test_kinds_N1_marker_cannot_be_attached(void **state)
               SQLLOCK_EINVAL, "attach to the marker");
     assert_null(l);
     kn_expect_marker(db, name, SQLLOCK_KIND_OWNER_RW);
+    /* G1: the guard of the marker's name and token is false: a write
+     * guarded by it would pass for as long as the marker stays. */
+    {
+        char guard[SQLLOCK_GUARD_SQL_MAX], sql[SQLLOCK_GUARD_SQL_MAX + 64];
+        sqllock_value args[2];
+        int64_t passes = -1;
+        int has = 0, pg = strcmp(sqllock_db_driver(db), "postgres") == 0;
+
+        EXPECT_RC(db, sqllock_guard_sql(db, name, r.token,
+                                        pg ? SQLLOCK_PARAM_DOLLAR
+                                           : SQLLOCK_PARAM_QMARK, 1, guard,
+                                        sizeof guard, NULL),
+                  SQLLOCK_OK, "the guard's text");
+        snprintf(sql, sizeof sql, "SELECT CASE WHEN %s THEN 1 ELSE 0 END",
+                 guard);
+        args[0] = sqllock__text(name);
+        args[1] = sqllock__int(r.token);
+        EXPECT_RC(db, sqllock__exec_sql(db, sql, args, 2, &has, &passes,
+                                        NULL), SQLLOCK_OK, "the guard");
+        if (passes != 0)
+            fail_msg("G1, N1: the guard of the kind marker's token passes");
+    }
     assert_string_equal(sqllock_kind_marker(SQLLOCK_KIND_OWNER_RW),
                         "shared/exclusive lock");
     assert_string_equal(sqllock_kind_marker(SQLLOCK_KIND_OWNER_SEM),
