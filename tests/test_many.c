@@ -357,6 +357,24 @@ static int64_t pg_deadlocks(void)
     return n;
 }
 
+/* Fails when PostgreSQL counted deadlocks in this database since it
+ * counted `before`. A backend reports its counts when it ends or goes
+ * idle; the children's have ended, but the report may lag a moment. */
+static void expect_no_deadlocks_since(int64_t before, const char *when)
+{
+    int64_t after = before;
+    int tries;
+
+    for (tries = 0; tries < 20 && after == before; tries++) {
+        after = pg_deadlocks();
+        if (after == before)
+            tu_sleep_ms(100);
+    }
+    if (after != before)
+        fail_msg("L12: PostgreSQL counted %lld deadlocks %s",
+                 (long long)(after - before), when);
+}
+
 static void test_many_L12_processes_exact_counters(void **state)
 {
     contend *c = tu_shared_map(sizeof *c);
@@ -387,22 +405,9 @@ static void test_many_L12_processes_exact_counters(void **state)
     assert_int_equal(atomic_load(&c->failures), 0);
     assert_int_equal(bad, 0);
     assert_true(total >= KIDS * SET);
-    if (pg) {
-        int64_t after = deadlocks;
-        int tries;
-
-        /* A backend reports its counts when it ends or goes idle; the
-         * children's have ended, but the report may lag a moment. */
-        for (tries = 0; tries < 20 && after == deadlocks; tries++) {
-            after = pg_deadlocks();
-            if (after == deadlocks)
-                tu_sleep_ms(100);
-        }
-        if (after != deadlocks)
-            fail_msg("L12: PostgreSQL counted %lld deadlocks while the sets "
-                     "were taken: not in one order",
-                     (long long)(after - deadlocks));
-    }
+    if (pg)
+        expect_no_deadlocks_since(deadlocks, "while the sets were taken: "
+                                  "not in one order");
     print_message("    %lld increments over %d names by %d processes\n",
                   (long long)total, NAMES, KIDS);
     munmap(c, sizeof *c);
@@ -576,17 +581,7 @@ static void test_many_L12_names_sharing_a_key(void **state)
     assert_int_equal(atomic_load(&k->rc[1]), SQLLOCK_OK);
     assert_int_equal(bad, 0);
     if (pg) {
-        int64_t after = deadlocks;
-        int tries;
-
-        for (tries = 0; tries < 20 && after == deadlocks; tries++) {
-            after = pg_deadlocks();
-            if (after == deadlocks)
-                tu_sleep_ms(100);
-        }
-        if (after != deadlocks)
-            fail_msg("L12: PostgreSQL counted %lld deadlocks between two "
-                     "multi-name calls", (long long)(after - deadlocks));
+        expect_no_deadlocks_since(deadlocks, "between two multi-name calls");
         sqllock_close(probe);
     }
     sqllock_close(admin);
