@@ -238,7 +238,7 @@ static const char SQL_TOKEN_TRIM[] =
  */
 static const char SQL_LEASE_GUARD[] =
     "EXISTS (SELECT 1 FROM sqllock_lease WHERE name = ? AND token = ? "
-    "AND expires_at > UTC_TIMESTAMP(6) AND owner NOT LIKE 'sqllock-kind:%' "
+    "AND expires_at > UTC_TIMESTAMP(6) AND owner NOT LIKE 'sqllock-kind%' "
     "LOCK IN SHARE MODE)";
 
 extern const char sqllock__schema_mysql[];

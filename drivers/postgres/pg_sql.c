@@ -293,12 +293,15 @@ static const char SQL_LEASE_REAP[] =
  *   in REPEATABLE READ and SERIALIZABLE locking a row changed after the
  *   snapshot fails with a serialization error: the write fails.
  * The table is named as the other statements name it, through the
- * search_path; the function with its schema.
+ * search_path; the function with its schema. A kind marker's row (N1,
+ * core/kind.c; its owner begins "sqllock-kind", which no client's 32 hex
+ * digits do) never passes: its token is public and it never expires. No
+ * ':' in the text (the core rewrites placeholders for named styles).
  */
 static const char SQL_LEASE_GUARD[] =
     "EXISTS (SELECT 1 FROM sqllock_lease WHERE name = $1 AND token = $2 "
     "AND expires_at > pg_catalog.clock_timestamp() "
-    "AND owner NOT LIKE 'sqllock-kind:%' FOR SHARE)";
+    "AND owner NOT LIKE 'sqllock-kind%' FOR SHARE)";
 
 /*
  * The session pins of the functions below, as their first statements (in

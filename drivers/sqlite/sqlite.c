@@ -124,7 +124,7 @@ static const char SQL_LEASE_REAP[] =
  */
 static const char SQL_LEASE_GUARD[] =
     "EXISTS (SELECT 1 FROM sqllock_lease WHERE name = ?1 AND token = ?2 "
-    "AND expires_at > " NOW_MS " AND owner NOT LIKE 'sqllock-kind:%')";
+    "AND expires_at > " NOW_MS " AND owner NOT LIKE 'sqllock-kind%')";
 
 /* M2 (driver version 13). SQLite has no routine: the core runs RW_EXPIRE
  * on W and RW_READ_INSERT in one transaction, which BEGIN IMMEDIATE
