@@ -340,8 +340,9 @@ fi
 # (scripts/hostile.sh: repeatable read and serializable, a search_path
 # that shadows pg_catalog's functions, odd sql_mode, time zone and
 # character set, autocommit off, short timeouts). The *_hostile entries
-# of the plain stage run the contract, rw, sem, fair, leader, many,
-# guard, rowlock, optimistic, borrow and session units on them
+# of the plain build (the "hostile ctest" stage, beside the TSan one)
+# run the contract, rw, kinds, sem, fair, leader, many, guard, rowlock,
+# optimistic, borrow and session units on them
 # (tests/hostile_session.sh); the sanitizer stages leave them out (label
 # hostile): the code paths are the plain entries', and their time is
 # the budget's. Only with the servers started here, as the TLS servers.
@@ -618,7 +619,17 @@ else
   echo "WARNING: commit $upgrade_from is not in this clone: the upgrade-in-place stage does not run" >&2
 fi
 stage "plain ctest"
-run_ctest build/test plain "$ctest_jobs" -LE valgrind
+run_ctest build/test plain "$ctest_jobs" -LE 'valgrind|hostile'
+# The hostile-session entries (label hostile: the plain build on the
+# servers of scripts/hostile.sh) run in the background beside the TSan
+# stage, whose tests use about a third of the machine and wait on their
+# timers (docs/testing.md, the stage CPU table); a quick run has no TSan
+# stage and runs them here.
+hostile_jobs=$(( jobs * 3 / 2 )); [ "$hostile_jobs" -ge 1 ] || hostile_jobs=1
+if [ "${SQLLOCK_TEST_QUICK:-0}" = 1 ]; then
+  stage "hostile ctest"
+  run_ctest build/test hostile "$hostile_jobs" -L hostile
+fi
 
 if [ -n "${SQLLOCK_TEST_PG_URL:-}" ] && [ -x build/test/examples/example_order_flow ]; then
   stage "order flow example"
@@ -898,9 +909,11 @@ if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # in which more than one thread runs (label threads, tests/CMakeLists.txt
   # says how they were found); in the others every process is
   # single-threaded and TSan has nothing to compare.
+  bg "hostile ctest" run_ctest build/test hostile "$hostile_jobs" -L hostile
   stage "tsan ctest"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     run_ctest build/tsan tsan "$tsan_jobs" -L threads -LE hostile
+  bg_wait "hostile ctest"
 
   # valgrind's memcheck finds what ASan cannot (reads of uninitialised
   # memory; leaks with the -O2 build's own allocations): every test binary

@@ -671,6 +671,9 @@ static void test_rw_M2_waiting_writer_rides_out_a_locked_database(void **state)
     rd = new_rw(db, s->name, 1, 30000, 50);
     EXPECT_RC(db, sqllock_rw_try_acquire(rd), SQLLOCK_OK, "reader");
     atomic_store(&s->rc, -1);
+    tu_fork_keep(db);
+    tu_fork_keep(db2);
+    tu_fork_keep(rd);
     pid = tu_fork(stuck_writer, s);
     /* The writer holds W and waits for the reader. */
     end = tu_now_ms() + tu_scaled_ms(20000);

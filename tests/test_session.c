@@ -238,6 +238,8 @@ static void test_session_D5_M2_reader_behind_writer_grant_in_flight(
                   SQLLOCK_OK, "the blocker's lock on the token row");
         assert_int_equal(got, 1);
     }
+    tu_fork_keep(admin);
+    tu_fork_keep(probe);
     pid[0] = tu_fork(writer_child, x);
     end = tu_now_ms() + tu_scaled_ms(20000);
     if (is_driver("sqlite")) {
@@ -486,11 +488,14 @@ static void test_session_D5_session_timeouts_do_not_cut_waits(void **state)
     url_with(url, sizeof url, "options=-c%20lock_timeout%3D1%20-c%20"
              "statement_timeout%3D300");
     db = tu_open_or_fail(url);
+    tu_fork_keep(db);
+    tu_fork_keep(admin);
 
     /* A grant in flight: the advisory key held elsewhere for 700 ms
      * (PostgreSQL; elsewhere simply a free name). */
     mkname(name, sizeof name, "key");
     EXPECT_RC(db, sqllock_lease_new(db, name, &o, &l), SQLLOCK_OK, "new");
+    tu_fork_keep(l);
     pid = -1;
     if (is_driver("postgres")) {
         snprintf(h->url, sizeof h->url, "%s", g_url);
@@ -603,7 +608,9 @@ static void test_session_D5_L1_client_encoding_one_name(void **state)
  * need READ COMMITTED and check it: they fail closed, SQLLOCK_EMISUSE
  * with a message naming READ COMMITTED, and nothing is granted. (MySQL
  * and SQLite: the library's statements are right at any isolation level
- * of their own sessions; the grant works.)
+ * of their own sessions; the grant works.) On PostgreSQL a client
+ * encoding set through the handle is refused likewise, before any
+ * statement is sent.
  */
 static void test_session_D5_changed_isolation_fails_closed(void **state)
 {
@@ -645,6 +652,23 @@ static void test_session_D5_changed_isolation_fails_closed(void **state)
                        "READ COMMITTED");
         sqllock_rw_free(rw);
     }
+    sqllock_lease_free(l);
+    sqllock_close(db);
+    if (!is_driver("postgres"))
+        return;
+    /* The client encoding, set through the handle, is refused before
+     * anything is sent: a name in LATIN1 would be another row. */
+    db = tu_open_or_fail(g_url);
+    EXPECT_RC(db, sqllock_lease_new(db, name, &o, &l), SQLLOCK_OK, "new");
+    EXPECT_RC(db, sqllock_db_exec(db, "SET client_encoding = 'LATIN1'", NULL,
+                                  0, NULL, NULL, NULL), SQLLOCK_OK,
+              "set LATIN1");
+    EXPECT_RC(db, sqllock_lease_try_acquire(l), SQLLOCK_EMISUSE,
+              "a grant through a LATIN1 session");
+    expect_msg_any(db, "a grant through a LATIN1 session", "UTF8");
+    EXPECT_RC(db, sqllock_db_exec(db, "SET client_encoding = 'UTF8'", NULL,
+                                  0, NULL, NULL, NULL), SQLLOCK_EMISUSE,
+              "nothing is sent through it");
     sqllock_lease_free(l);
     sqllock_close(db);
 }

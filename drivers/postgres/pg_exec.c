@@ -40,6 +40,25 @@ int sqllock__pg_check_usable(sqllock_conn *c, sqllock_dberr *err)
     c->was_nonblocking = PQisnonblocking(c->pg);
     if (PQsetnonblocking(c->pg, 1) != 0)
         return sqllock__pg_fail(c->pg, NULL, err);
+    /* DESIGN D5: the library's own connections speak UTF-8 (pinned in
+     * the connect): a name converted from another client encoding would
+     * be another row than the same name sent by any other client. libpq
+     * keeps the server's report of the setting, so a SET client_encoding
+     * run through the native handle shows here, for nothing. */
+    if (!c->borrowed) {
+        const char *enc = PQparameterStatus(c->pg, "client_encoding");
+
+        if (enc != NULL && strcmp(enc, "UTF8") != 0)
+            return sqllock_dberr_set(err, SQLLOCK_EMISUSE, "", "the "
+                                     "connection's client_encoding is %s, "
+                                     "set through the native handle: "
+                                     "sqllock's connections must stay in "
+                                     "UTF8 (a name sent in another "
+                                     "encoding is another name); use a "
+                                     "connection of your own for another "
+                                     "encoding, or SET client_encoding = "
+                                     "'UTF8' again; nothing was sent", enc);
+    }
     /* DESIGN C2: outside a transaction that begin() opened, a statement
      * must commit on its own. Inside one that someone else opened on
      * this connection (BEGIN on the native handle) it would not: refuse
