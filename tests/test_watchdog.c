@@ -596,6 +596,11 @@ static void test_watch_L7_release_stops_renewal(void **state)
     memset(&s, 0, sizeof s);
     unique_name(name, sizeof name, "release");
     o.ttl_ms = 2000;
+    /* The renewer connects before the first lease is watched, as take()
+     * does: its connect (PostgreSQL's SCRAM under valgrind on a loaded
+     * host took more than the 2 s ttl) must not spend the first lease's
+     * ttl, which would report it lost (L6, rightly) at the first watch. */
+    EXPECT_RC(db, sqllock_watch_prepare(db), SQLLOCK_OK, "watch prepare");
     EXPECT_RC(db, sqllock_lease_new(db, name, &o, &l), SQLLOCK_OK, "new");
     for (i = 0; i < 40; i++) {
         EXPECT_RC(db, sqllock_lease_acquire(l, 5000), SQLLOCK_OK, "acquire");
@@ -770,7 +775,7 @@ static void test_watch_L11_batch_one_lost_others_held(void **state)
  * watched twice in one process -- its handle and a handle attached to it
  * (sqllock_lease_attach(), as a supervisor does for a lease it took
  * elsewhere) -- is renewed by the one renewer in one batch, and both
- * stay HELD past the ttl, with no callback. (A batch that carried the
+ * stay HELD through two batches, with no callback. (A batch that carried the
  * row twice renewed it once and read the second as not renewed: LOST.)
  */
 static void test_watch_L11_same_lease_watched_twice(void **state)
@@ -781,8 +786,8 @@ static void test_watch_L11_same_lease_watched_twice(void **state)
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
     char name[96];
     seen s[2];
-    int64_t t0;
-    int i;
+    int64_t t0, last[2];
+    int i, moved[2] = {0, 0};
     (void)state;
 
     memset(s, 0, sizeof s);
@@ -795,16 +800,36 @@ static void test_watch_L11_same_lease_watched_twice(void **state)
     /* An attached handle's local deadline is unknown until it renews. */
     EXPECT_RC(db, sqllock_lease_renew(twin), SQLLOCK_OK, "renew the twin");
     t0 = tu_now_ms();
-    watch(l, db, ttl / 3, &s[0]);
-    watch(twin, db, ttl / 3, &s[1]);
-    while (tu_now_ms() < t0 + 3 * ttl)
-        tu_sleep_ms(20);
+    last[0] = sqllock_lease_deadline_us(l);
+    last[1] = sqllock_lease_deadline_us(twin);
+    watch(l, db, ttl / 10, &s[0]);
+    watch(twin, db, ttl / 10, &s[1]);
+    /* Until each handle's local deadline has moved twice (two batches
+     * renewed both: the first that carried the row twice already read
+     * the second as LOST), or 3 ttls. */
+    while (tu_now_ms() < t0 + 3 * ttl && (moved[0] < 2 || moved[1] < 2) &&
+           atomic_load(&s[0].calls) == 0 && atomic_load(&s[1].calls) == 0) {
+        tu_sleep_ms(10);
+        for (i = 0; i < 2; i++) {
+            int64_t d = sqllock_lease_deadline_us(i == 0 ? l : twin);
+            if (d != last[i]) {
+                last[i] = d;
+                moved[i]++;
+            }
+        }
+    }
     for (i = 0; i < 2; i++) {
         if (atomic_load(&s[i].calls) != 0)
             fail_msg("L11: the %s of a lease watched twice was reported %s "
                      "(%s)", i == 0 ? "handle" : "attached handle",
                      sqllock_lease_state_name(atomic_load(&s[i].last_state)),
                      s[i].first_msg);
+    }
+    for (i = 0; i < 2; i++) {
+        if (moved[i] < 2)
+            fail_msg("L11: the %s of a lease watched twice was renewed %d "
+                     "times in 3 ttls", i == 0 ? "handle" : "attached handle",
+                     moved[i]);
     }
     assert_int_equal(sqllock_lease_state(l), SQLLOCK_STATE_HELD);
     assert_int_equal(sqllock_lease_state(twin), SQLLOCK_STATE_HELD);
