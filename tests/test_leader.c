@@ -953,7 +953,7 @@ static void test_leader_M4_resign_hold_without_other_candidate(void **state)
     char name[96];
     hc_election el;
     pid_t pids[1];
-    int64_t ttl = tu_scaled_ms(5000), hold = tu_scaled_ms(500), dt;
+    int64_t ttl = tu_scaled_ms(5000), hold = tu_scaled_ms(200), dt;
     int a, e;
     (void)state;
 
