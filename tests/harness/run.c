@@ -30,6 +30,15 @@ void tu_case_filters(void)
     const char *only = getenv("SQLLOCK_TEST_CASES");
     const char *skip = getenv("SQLLOCK_TEST_SKIP_CASES");
 
+    /* cmocka's filters take one pattern each: a list (tu_case_selected()
+     * takes them) would select nothing, or skip nothing, silently. */
+    if ((only != NULL && strchr(only, ' ') != NULL) ||
+        (skip != NULL && strchr(skip, ' ') != NULL)) {
+        fprintf(stderr, "SQLLOCK_TEST_CASES and SQLLOCK_TEST_SKIP_CASES take "
+                "one pattern each in this test\n");
+        exit(2);
+    }
+
     if (only != NULL && *only != '\0')
         cmocka_set_test_filter(only);
     if (skip != NULL && *skip != '\0')
@@ -69,16 +78,38 @@ static const char *tu_not_applicable(const char *url, const char *drv,
     return NULL;
 }
 
-/* 1 when SQLLOCK_TEST_CASES and SQLLOCK_TEST_SKIP_CASES select `name`
- * (the same patterns cmocka's filters take: '*' and '?'). */
+/* 1 when one of the space-separated patterns of `list` ('*' and '?', as
+ * cmocka's filters take) matches `name`. */
+static int tu_any_match(const char *list, const char *name)
+{
+    char pat[256];
+    size_t n;
+
+    while (*list != '\0') {
+        while (*list == ' ')
+            list++;
+        n = strcspn(list, " ");
+        if (n > 0 && n < sizeof pat) {
+            memcpy(pat, list, n);
+            pat[n] = '\0';
+            if (fnmatch(pat, name, 0) == 0)
+                return 1;
+        }
+        list += n;
+    }
+    return 0;
+}
+
+/* 1 when SQLLOCK_TEST_CASES and SQLLOCK_TEST_SKIP_CASES select `name`:
+ * each a pattern or a space-separated list of them. */
 int tu_case_selected(const char *name)
 {
     const char *only = getenv("SQLLOCK_TEST_CASES");
     const char *skip = getenv("SQLLOCK_TEST_SKIP_CASES");
 
-    if (only != NULL && *only != '\0' && fnmatch(only, name, 0) != 0)
+    if (only != NULL && *only != '\0' && !tu_any_match(only, name))
         return 0;
-    if (skip != NULL && *skip != '\0' && fnmatch(skip, name, 0) == 0)
+    if (skip != NULL && *skip != '\0' && tu_any_match(skip, name))
         return 0;
     return 1;
 }
