@@ -908,7 +908,7 @@ static void test_leader_M4_resigned_back_after_crash(void **state)
     char name[96];
     hc_election el;
     pid_t pids[2];
-    int64_t ttl = tu_scaled_ms(1000), hold = 4 * ttl, kill_us, dt;
+    int64_t ttl = tu_scaled_ms(600), hold = 4 * ttl, kill_us, dt;
     int a, b, eb, e;
     (void)state;
 
