@@ -95,7 +95,7 @@ typedef struct rw_race {
     char name[96];
     int64_t hold_ms;
     volatile int64_t backend[2];    /* the children's server ids */
-    volatile int started[2];
+    volatile int go[2], started[2];
     volatile int64_t w_grant_us, w_release_us, r_grant_us;
     volatile int w_rc, r_rc;
 } rw_race;
@@ -105,10 +105,17 @@ typedef struct rw_race {
 static int rw_race_child(rw_race *x, int i)
 {
     sqllock_lease_options o = lease_opts(tu_scaled_ms(20000));
-    sqllock_db *db = tu_child_open(x->url, i == 0 ? "writer" : "reader");
+    sqllock_db *db;
     sqllock_rw *rw = NULL;
     int rc;
 
+    /* Forked before the parent opens a handle (a child that inherits an
+     * open SQLite connection exits with its page cache "possibly lost"
+     * to valgrind), it starts when told. */
+    TU_WAIT_WHILE(!x->go[i], tu_now_ms() + tu_scaled_ms(60000), 2);
+    if (!x->go[i])
+        return 1;
+    db = tu_child_open(x->url, i == 0 ? "writer" : "reader");
     if (db == NULL)
         return 1;
     if (sqllock_rw_new(db, x->name, i == 1, &o, &rw) != SQLLOCK_OK)
@@ -201,8 +208,7 @@ static void test_session_D5_M2_reader_behind_writer_grant_in_flight(
     void **state)
 {
     rw_race *x = tu_shared_map(sizeof *x);
-    sqllock_db *admin = tu_open_or_fail(g_url);
-    sqllock_db *probe = tu_open_or_fail(g_url);
+    sqllock_db *admin, *probe;
     sqllock_txn *blocker = NULL;
     char w[120];
     pid_t pid[2];
@@ -216,6 +222,10 @@ static void test_session_D5_M2_reader_behind_writer_grant_in_flight(
      * apart): a hold of 400 ms scaled would show it under any load. */
     x->hold_ms = tu_scaled_ms(400);
     x->backend[0] = x->backend[1] = -1;
+    pid[0] = tu_fork(writer_child, x);
+    pid[1] = tu_fork(reader_child, x);
+    admin = tu_open_or_fail(g_url);
+    probe = tu_open_or_fail(g_url);
     snprintf(w, sizeof w, "%s%cw", x->name, 0x1f);
     if (is_driver("postgres")) {
         sqllock_value v = sqllock__text(w);
@@ -244,9 +254,7 @@ static void test_session_D5_M2_reader_behind_writer_grant_in_flight(
                   SQLLOCK_OK, "the blocker's lock on the token row");
         assert_int_equal(got, 1);
     }
-    tu_fork_keep(admin);
-    tu_fork_keep(probe);
-    pid[0] = tu_fork(writer_child, x);
+    x->go[0] = 1;
     end = tu_now_ms() + tu_scaled_ms(20000);
     if (is_driver("sqlite")) {
         /* No blocker: the reader comes once the writer holds. */
@@ -256,7 +264,7 @@ static void test_session_D5_M2_reader_behind_writer_grant_in_flight(
         if (waiting(probe, x) < 1)
             fail_msg("the writer's grant is not waiting for the blocker");
     }
-    pid[1] = tu_fork(reader_child, x);
+    x->go[1] = 1;
     if (!is_driver("sqlite")) {
         /* The reader waits behind the writer (or, on MySQL, for the
          * blocker's row lock too), then the blocker lets go. */
@@ -419,18 +427,30 @@ typedef struct hold_then_free {
     char url[1200];
     char name[96];
     int64_t hold_ms;
-    volatile int held;
+    volatile int go, held;
 } hold_then_free;
+
+/* The children are forked before the parent opens a handle (a child
+ * that inherits an open SQLite connection exits with its page cache
+ * "possibly lost" to valgrind), and start when told (h->go). */
+static int wait_go(hold_then_free *h)
+{
+    TU_WAIT_WHILE(!h->go, tu_now_ms() + tu_scaled_ms(60000), 2);
+    return h->go;
+}
 
 static int holder_child(void *arg, int i)
 {
     hold_then_free *h = arg;
     sqllock_lease_options o = lease_opts(60000);
-    sqllock_db *db = tu_child_open(h->url, "holder");
+    sqllock_db *db;
     sqllock_lease *l = NULL;
     int rc;
     (void)i;
 
+    if (!wait_go(h))
+        return 1;
+    db = tu_child_open(h->url, "holder");
     if (db == NULL || sqllock_lease_new(db, h->name, &o, &l) != SQLLOCK_OK)
         return 1;
     rc = sqllock_lease_try_acquire(l);
@@ -448,11 +468,14 @@ static int holder_child(void *arg, int i)
 static int key_holder_child(void *arg, int i)
 {
     hold_then_free *h = arg;
-    sqllock_db *db = tu_child_open(h->url, "key holder");
+    sqllock_db *db;
     sqllock_value v = sqllock__text(h->name);
     int rc;
     (void)i;
 
+    if (!wait_go(h))
+        return 1;
+    db = tu_child_open(h->url, "key holder");
     if (db == NULL)
         return 1;
     rc = sqllock__exec_sql(db, "SELECT pg_catalog.pg_advisory_lock("
@@ -478,37 +501,40 @@ static int key_holder_child(void *arg, int i)
  */
 static void test_session_D5_session_timeouts_do_not_cut_waits(void **state)
 {
-    hold_then_free *h = tu_shared_map(sizeof *h);
-    sqllock_db *db, *admin = tu_open_or_fail(g_url);
+    hold_then_free *h = tu_shared_map(2 * sizeof *h), *h2 = h + 1;
+    sqllock_db *db, *admin;
     sqllock_lease_options o = lease_opts(30000);
     sqllock_lease *l = NULL;
     sqllock_txn *t1 = NULL, *t2 = NULL;
     sqllock_txn_options to = SQLLOCK_TXN_OPTIONS_INIT;
     const char *rows[1];
-    char url[1200], name[96], row[96];
+    char url[1200], row[96];
     int64_t start, took;
-    pid_t pid;
+    pid_t pid, pid2;
     int rc;
     (void)state;
+
+    /* h: the advisory key held elsewhere for 700 ms (PostgreSQL); h2: a
+     * lease held elsewhere for 1 s. */
+    snprintf(h->url, sizeof h->url, "%s", g_url);
+    mkname(h->name, sizeof h->name, "key");
+    h->hold_ms = 700;
+    snprintf(h2->url, sizeof h2->url, "%s", g_url);
+    mkname(h2->name, sizeof h2->name, "held");
+    h2->hold_ms = 1000;
+    pid = is_driver("postgres") ? tu_fork(key_holder_child, h) : -1;
+    pid2 = tu_fork(holder_child, h2);
 
     url_with(url, sizeof url, "options=-c%20lock_timeout%3D1%20-c%20"
              "statement_timeout%3D300");
     db = tu_open_or_fail(url);
-    tu_fork_keep(db);
-    tu_fork_keep(admin);
+    admin = tu_open_or_fail(g_url);
 
     /* A grant in flight: the advisory key held elsewhere for 700 ms
      * (PostgreSQL; elsewhere simply a free name). */
-    mkname(name, sizeof name, "key");
-    EXPECT_RC(db, sqllock_lease_new(db, name, &o, &l), SQLLOCK_OK, "new");
-    tu_fork_keep(l);
-    pid = -1;
-    if (is_driver("postgres")) {
-        snprintf(h->url, sizeof h->url, "%s", g_url);
-        snprintf(h->name, sizeof h->name, "%s", name);
-        h->hold_ms = 700;
-        h->held = 0;
-        pid = tu_fork(key_holder_child, h);
+    EXPECT_RC(db, sqllock_lease_new(db, h->name, &o, &l), SQLLOCK_OK, "new");
+    if (pid > 0) {
+        h->go = 1;
         TU_WAIT_WHILE(h->held == 0, tu_now_ms() + tu_scaled_ms(20000), 5);
         assert_int_equal(h->held, 1);
     }
@@ -524,19 +550,15 @@ static void test_session_D5_session_timeouts_do_not_cut_waits(void **state)
         assert_int_equal(tu_wait(pid), 0);
 
     /* A holder that releases after 1 s. */
-    mkname(h->name, sizeof h->name, "held");
-    snprintf(h->url, sizeof h->url, "%s", g_url);
-    h->hold_ms = 1000;
-    h->held = 0;
-    pid = tu_fork(holder_child, h);
-    TU_WAIT_WHILE(h->held == 0, tu_now_ms() + tu_scaled_ms(20000), 5);
-    assert_int_equal(h->held, 1);
-    EXPECT_RC(db, sqllock_lease_new(db, h->name, &o, &l), SQLLOCK_OK, "new");
+    h2->go = 1;
+    TU_WAIT_WHILE(h2->held == 0, tu_now_ms() + tu_scaled_ms(20000), 5);
+    assert_int_equal(h2->held, 1);
+    EXPECT_RC(db, sqllock_lease_new(db, h2->name, &o, &l), SQLLOCK_OK, "new");
     EXPECT_RC(db, sqllock_lease_acquire(l, tu_scaled_ms(20000)), SQLLOCK_OK,
               "acquire after the holder's release");
     EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
     sqllock_lease_free(l);
-    assert_int_equal(tu_wait(pid), 0);
+    assert_int_equal(tu_wait(pid2), 0);
 
     /* A row-lock wait of 1.5 s (SQLite: the whole database's). */
     mkname(row, sizeof row, "row");

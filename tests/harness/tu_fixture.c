@@ -174,18 +174,6 @@ void tu_fork_n(pid_t *pids, int n, int (*fn)(void *arg, int i), void *arg)
     }
 }
 
-/* The parent's objects a forked child keeps a copy of (tu_fork_keep()):
- * reachable from here, so that valgrind's leak check of a child that
- * exits without freeing them reports nothing. */
-static void *tu_kept[32];
-static int tu_nkept;
-
-void tu_fork_keep(void *p)
-{
-    if (p != NULL && tu_nkept < (int)(sizeof tu_kept / sizeof tu_kept[0]))
-        tu_kept[tu_nkept++] = p;
-}
-
 pid_t tu_fork(int (*fn)(void *arg, int i), void *arg)
 {
     pid_t pid;

@@ -95,11 +95,12 @@ pid_t tu_fork_child(int (*fn)(void *), void *arg, unsigned alarm_s);
  *                 running (stopped, or holding ctest's output pipe).
  */
 void tu_fork_n(pid_t *pids, int n, int (*fn)(void *arg, int i), void *arg);
-/* Keeps `p` -- a handle or lease the parent made before it forks --
- * reachable for good: a child has a copy of it and exits without
- * freeing it (it is the parent's), which valgrind's leak check of the
- * child would otherwise report. */
-void tu_fork_keep(void *p);
+/* A child inherits the parent's open handles and exits without freeing
+ * them (they are the parent's): valgrind's leak check of the child
+ * reports their memory that is reachable only through an interior
+ * pointer (an SQLite connection's page cache) as possibly lost. Fork
+ * the children before the parent opens its handles, and let them start
+ * on a flag in shared memory (test_rw's stuck writer, test_session). */
 pid_t tu_fork(int (*fn)(void *arg, int i), void *arg);
 int tu_wait_all(const pid_t *pids, int n);
 int tu_end_children(void **state);
