@@ -338,13 +338,17 @@ static void test_driver_abi_D1_old_driver_watch_renews_one_by_one(void **state)
 /* D2: the registry takes what it can use and refuses the rest. */
 static void test_driver_abi_D2_registration(void **state)
 {
-    sqllock_driver *bad = malloc(DRIVER_V1_SIZE);
+    unsigned char *bad = malloc(DRIVER_V1_SIZE);
+    int zero = 0;
     (void)state;
 
     assert_non_null(bad);
     memcpy(bad, g_v1.drv, DRIVER_V1_SIZE);
-    bad->version = 0;
-    assert_int_equal(sqllock_driver_register(bad), SQLLOCK_EINVAL);
+    /* Through its offset: the allocation is version 1's size, smaller
+     * than this build's struct (gcc's -Warray-bounds). */
+    memcpy(bad + offsetof(sqllock_driver, version), &zero, sizeof zero);
+    assert_int_equal(sqllock_driver_register((sqllock_driver *)bad),
+                     SQLLOCK_EINVAL);
     assert_int_equal(sqllock_driver_register(NULL), SQLLOCK_EINVAL);
     free(bad);
     /* Registered again: harmless. */
