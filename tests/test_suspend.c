@@ -254,14 +254,17 @@ static void *sleeper_main(void *arg)
 
 /*
  * T1: a suspend in the middle of a waiting acquire's pause. The waiter
- * waits `wait` with a backoff as long, so that it sleeps in long pauses;
+ * waits `wait` with a backoff of 40 times that, so that it sleeps in
+ * long pauses (a polling pause is drawn from 0 to the backoff, and cut
+ * to what is left of the wait: one of 60 is too short);
  * once it is in one longer than twice the allowance, the clock jumps by
  * twice the wait (the deadline passes during the "suspend"), and the
  * acquire must return SQLLOCK_TIMEOUT within the allowance. A pause that
  * counted only CLOCK_MONOTONIC time would run on for the rest of its
  * length. `flags` 0: the pause is the driver's wake-up wait; NO_WAKEUP: a
- * plain sleep. A waiter that timed out before it paused that long (its
- * backoff's jitter) is inconclusive and tried again.
+ * plain sleep. A try whose first pause is shorter than that (its
+ * backoff's jitter) is inconclusive: the holder lets go, the waiter is
+ * granted after that pause, and the case is tried again.
  */
 static void suspend_during_pause(unsigned flags, const char *what)
 {
@@ -281,7 +284,7 @@ static void suspend_during_pause(unsigned flags, const char *what)
         snprintf(s->name, sizeof s->name, "suspend-pause-%ld-%u-%d",
                  (long)getpid(), flags, tries);
         s->db = tu_open_or_fail(g_url);
-        s->lease = new_lease(s->db, s->name, 60000, 2 * wait, flags);
+        s->lease = new_lease(s->db, s->name, 60000, 40 * wait, flags);
         s->wait_ms = wait;
         h = new_lease(holder, s->name, 3 * wait, 0, 0);
         EXPECT_RC(holder, sqllock_lease_try_acquire(h), SQLLOCK_OK, "hold");
