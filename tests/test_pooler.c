@@ -91,6 +91,7 @@ int main(void)
         return 1;
     }
     g_slow = tu_slowdown();
+    tu_case_filters();            /* SQLLOCK_TEST_SKIP_CASES (valgrind) */
     if (tu_init_schema(g_direct) != 0)
         return 1;
     return tu_unit_result("pooler", "postgres",
