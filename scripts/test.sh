@@ -899,11 +899,13 @@ echo "package: CMake (shared, static) and pkg-config consumers built and ran"
 
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # Every test under AddressSanitizer + UndefinedBehaviorSanitizer (with
-  # LeakSanitizer).
+  # LeakSanitizer) but the hostile-session entries and the pooled_* ones
+  # (label pooled: the same binaries as the test_<unit>_postgres entries,
+  # through PgBouncer; test_pooler runs the pooler paths here).
   stage "asan ctest"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_ctest build/asan asan "$ctest_jobs" -LE hostile
+    run_ctest build/asan asan "$ctest_jobs" -LE 'hostile|pooled'
 
   # ThreadSanitizer finds races between threads, so it runs the entries
   # in which more than one thread runs (label threads, tests/CMakeLists.txt
@@ -912,7 +914,7 @@ if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   bg "hostile ctest" run_ctest build/test hostile "$hostile_jobs" -L hostile
   stage "tsan ctest"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    run_ctest build/tsan tsan "$tsan_jobs" -L threads -LE hostile
+    run_ctest build/tsan tsan "$tsan_jobs" -L threads -LE 'hostile|pooled'
   bg_wait "hostile ctest"
 
   # valgrind's memcheck finds what ASan cannot (reads of uninitialised
