@@ -427,13 +427,26 @@ static void test_rw_M2_writer_bound_while_readers_arrive(void **state)
 
 typedef struct load {
     char name[96];
-    int64_t run_until_ms;
+    int64_t run_until_ms;                     /* set before go */
+    _Atomic int ready, go;                    /* the start barrier */
     _Atomic int stop, readers_done;
     _Atomic int grants, reads, overstays;
     _Atomic int bad[LOAD_WRITERS];            /* per writer: bad statuses */
     _Atomic int bad_status[LOAD_WRITERS];     /* the first one */
     char bad_msg[LOAD_WRITERS][SQLLOCK__ERRMSG_MAX];
 } load;
+
+/* A child of the load, its handles made: says so and waits for the
+ * parent's go, so that the window (run_until_ms) starts when every
+ * child can take part -- under valgrind on a loaded machine a child's
+ * start and connect can take longer than the window. */
+static int load_start(load *ld)
+{
+    atomic_fetch_add(&ld->ready, 1);
+    TU_WAIT_WHILE(!atomic_load(&ld->go), tu_now_ms() + tu_scaled_ms(60000),
+                  2);
+    return atomic_load(&ld->go);
+}
 
 /* A reader of the load: short holds back to back; now and then (one in
  * eight) a reader with a short ttl that overstays it, so that its row
@@ -458,6 +471,8 @@ static int load_reader(void *arg, int i)
     if (sqllock_rw_new(db, ld->name, 1, &o, &rw) != SQLLOCK_OK ||
         sqllock_rw_new(db, ld->name, 1, &os, &shortlived) != SQLLOCK_OK)
         return 2;
+    if (!load_start(ld))
+        return 5;
     while (!atomic_load(&ld->stop) && tu_now_ms() < ld->run_until_ms) {
         int overstay = rand() % 8 == 0;
         sqllock_rw *h = overstay ? shortlived : rw;
@@ -510,6 +525,8 @@ static int load_writer(void *arg, int i)
     o.backoff_max_ms = 20;
     if (sqllock_rw_new(db, ld->name, 0, &o, &rw) != SQLLOCK_OK)
         return 2;
+    if (!load_start(ld))
+        return 5;
     while (!atomic_load(&ld->stop) && tu_now_ms() < ld->run_until_ms) {
         t0 = tu_now_ms();
         rc = sqllock_rw_acquire(rw, wait);
@@ -554,11 +571,14 @@ static void test_rw_M2_waiting_writer_never_fails_under_load(void **state)
     (void)state;
 
     mkname(ld->name, sizeof ld->name, "load");
-    ld->run_until_ms = tu_now_ms() +
-                       (tu_slowdown_tool() > 1 ? 4000 : 8000);
     tu_fork_n(pid, LOAD_READERS, load_reader, ld);
     for (i = 0; i < LOAD_WRITERS; i++)
         pid[LOAD_READERS + i] = tu_fork(load_writer, ld);
+    TU_WAIT_WHILE(atomic_load(&ld->ready) < LOAD_READERS + LOAD_WRITERS,
+                  tu_now_ms() + tu_scaled_ms(60000), 5);
+    ld->run_until_ms = tu_now_ms() +
+                       (tu_slowdown_tool() > 1 ? 4000 : 8000);
+    atomic_store(&ld->go, 1);
     assert_int_equal(tu_wait_all(pid, LOAD_READERS + LOAD_WRITERS), 0);
     print_message("    %d exclusive grants, %d shared holds (%d overstayed "
                   "their ttl)\n", atomic_load(&ld->grants),
