@@ -283,7 +283,7 @@ static void test_multihost_E1_hung_first_host_then_live(void **state)
     sqllock_options o = SQLLOCK_OPTIONS_INIT;
     char hosts[600], url[4096];
     sqllock_db *db = NULL;
-    int64_t t0, took;
+    int64_t t0, took, bound = tu_scaled_ms(1000);
 
     split_url(f);
     assert_int_equal(tu_proxy_start(&hung, f->live_host, f->live_port), 0);
@@ -292,16 +292,19 @@ static void test_multihost_E1_hung_first_host_then_live(void **state)
     url_with_hosts(f, hosts, strcmp(f->drv, "postgres") == 0
                                  ? "target_session_attrs=read-write" : NULL,
                    url, sizeof url);
-    o.connect_timeout_ms = 1000;
+    /* Scaled: the live host's connect (SCRAM, TLS off) must end within
+     * the bound, which under valgrind or on a loaded machine it does
+     * not in 1000 ms; the entry runs beside the others. */
+    o.connect_timeout_ms = bound;
     t0 = tu_now_ms();
     TU_ASSERT_RC(sqllock_open(url, &o, &db), SQLLOCK_OK, db);
     took = tu_now_ms() - t0;
     printf("    %s: hung first host passed over, connected to the second "
-           "in %lld ms (connect timeout 1000 ms per host)\n", f->drv,
-           (long long)took);
+           "in %lld ms (connect timeout %lld ms per host)\n", f->drv,
+           (long long)took, (long long)bound);
     /* At least the first host's bound, and not much more than the two. */
-    assert_true(took >= 900);
-    assert_true(took < 4000);
+    assert_true(took >= bound - 100);
+    assert_true(took < 4 * bound);
     lease_works(f, db, "hungfirst");
     sqllock_close(db);
 
@@ -315,8 +318,8 @@ static void test_multihost_E1_hung_first_host_then_live(void **state)
     took = tu_now_ms() - t0;
     printf("    %s: two hung hosts: ECONNECT in %lld ms: %s\n", f->drv,
            (long long)took, sqllock_errmsg(db));
-    assert_true(took >= 1800);
-    assert_true(took < 6000);
+    assert_true(took >= 2 * bound - 200);
+    assert_true(took < 6 * bound);
     no_password(f, db);
     sqllock_close(db);
     tu_proxy_stop(&hung);
@@ -431,7 +434,7 @@ static void test_multihost_E2_malformed_host_lists(void **state)
             p += sprintf(p, "127.0.0.1:%d,", tu_dead_port());
         sprintf(p, "%s", f->live);
         url_with_hosts(f, hosts, NULL, url, sizeof url);
-        so.connect_timeout_ms = 2000;
+        so.connect_timeout_ms = tu_scaled_ms(2000);
         TU_ASSERT_RC(sqllock_open(url, &so, &db), SQLLOCK_OK, db);
         sqllock_close(db);
     }

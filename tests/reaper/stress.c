@@ -37,7 +37,9 @@ typedef struct st_shared {
     int64_t releases_late;     /* releases sent after the local deadline */
     int64_t abandoned_shared;  /* leases on shared names left to expire */
     int64_t abandoned_unique;  /* leases on names nobody takes again */
-    int64_t lost_valid;        /* renew/release of a valid lease: LOST */
+    int64_t lost_valid;        /* renew/release of a valid lease: LOST,
+                                  answered before the local deadline */
+    int64_t lost_late;         /* LOST answered after it: allowed */
     int64_t token_errors;
     int64_t last_token[ST_NAMES];
     int64_t reaped[ST_REAPERS];
@@ -154,6 +156,26 @@ static void st_fenced_out(st_ctx *c, int w, const sqllock_lease *l,
     }
 }
 
+/*
+ * A LOST answer to a renewal or release sent when the lease had `left`
+ * ms to go by the local clock (looked at `t0`). If the answer came back
+ * before that deadline, the statement ran while the lease was valid by
+ * the server's clock too: a valid lease was taken away (P1/P2 broken).
+ * If it came back later, the process may have been starved between its
+ * look and its send (TSan, valgrind, a loaded machine): the statement
+ * reached the server after the lease ran out, and the holder was told,
+ * as L6 asks -- counted apart, not a failure.
+ */
+static int st_lost_while_valid(st_ctx *c, int64_t t0, int64_t left)
+{
+    if (tu_now_ms() - t0 < left) {
+        ST_ADD(c, lost_valid);
+        return 1;
+    }
+    ST_ADD(c, lost_late);
+    return 0;
+}
+
 /* A lock user: until the run's end, takes one of the shared names with a
  * short lease, bumps the counter under it, sometimes renews, and either
  * releases or abandons it; now and then also abandons a lease on a name
@@ -172,7 +194,8 @@ static int st_worker(st_ctx *c, int w, int64_t end_ms)
         sqllock_value args[3];
         char name[200];
         int k = (int)(rand_r(&seed) % ST_NAMES), rc = SQLLOCK_OK, has_row = 0;
-        int64_t token, value = -1, affected = 0;
+        int64_t token, value = -1, affected = 0, t0, left;
+        int gone = 0;
 
         /* The margin is half the ttl: the client's view ends 150-250 ms
          * before the server's, so a slow machine (valgrind) does not
@@ -237,13 +260,16 @@ static int st_worker(st_ctx *c, int w, int64_t end_ms)
         }
         if (value >= 0 && rand_r(&seed) % 2 == 0) {
             tu_sleep_us((long)(rand_r(&seed) % 3000));
-            if (sqllock_lease_remaining_ms(l) > 0) {
+            t0 = tu_now_ms();
+            if ((left = sqllock_lease_remaining_ms(l)) > 0) {
                 ST_ADD(c, renewals_valid);
                 rc = sqllock_lease_renew(l);
                 if (rc == SQLLOCK_LOST) {
-                    ST_ADD(c, lost_valid);
-                    st_note(c, w, "worker %d: renewal of a valid lease on "
-                            "%s: LOST: %s", w, name, sqllock_errmsg(db));
+                    gone = 1;
+                    if (st_lost_while_valid(c, t0, left))
+                        st_note(c, w, "worker %d: renewal of a valid lease "
+                                "on %s: LOST: %s", w, name,
+                                sqllock_errmsg(db));
                 } else if (rc != SQLLOCK_OK) {
                     st_note(c, w, "worker %d: renew %s: %s: %s", w, name,
                             sqllock_errname(rc), sqllock_errmsg(db));
@@ -270,16 +296,19 @@ static int st_worker(st_ctx *c, int w, int64_t end_ms)
             else
                 st_fenced_out(c, w, l, name, "write");
         }
-        if (rand_r(&seed) % 8 == 0) {
+        t0 = tu_now_ms();
+        if (gone) {
+            /* LOST above ended the hold: nothing to release. */
+        } else if (rand_r(&seed) % 8 == 0) {
             /* Left to expire: a reaper or the next holder removes it. */
             ST_ADD(c, abandoned_shared);
-        } else if (sqllock_lease_remaining_ms(l) > 0) {
+        } else if ((left = sqllock_lease_remaining_ms(l)) > 0) {
             ST_ADD(c, releases_valid);
             rc = sqllock_lease_release(l);
             if (rc == SQLLOCK_LOST) {
-                ST_ADD(c, lost_valid);
-                st_note(c, w, "worker %d: release of a valid lease on %s: "
-                        "LOST: %s", w, name, sqllock_errmsg(db));
+                if (st_lost_while_valid(c, t0, left))
+                    st_note(c, w, "worker %d: release of a valid lease on "
+                            "%s: LOST: %s", w, name, sqllock_errmsg(db));
             } else if (rc != SQLLOCK_OK) {
                 st_note(c, w, "worker %d: release %s: %s: %s", w, name,
                         sqllock_errname(rc), sqllock_errmsg(db));
@@ -481,12 +510,13 @@ void test_reaper_P2_many_reapers_beside_users(void **state)
         reaped += sh->reaped[i];
     printf("P2 on %s: %lld cycles, %lld increments (%lld fenced out after "
            "their lease ran out), %lld renewals and %lld "
-           "releases while valid, %lld late releases, %lld + %lld abandoned, "
-           "reaped %lld in %lld + %lld + %lld passes\n", f->driver,
+           "releases while valid, %lld late releases, %lld LOST answered "
+           "after the local deadline, %lld + %lld abandoned, reaped %lld in %lld + %lld + %lld passes\n", f->driver,
            (long long)sh->cycles, (long long)sh->increments,
            (long long)sh->fenced_late,
            (long long)sh->renewals_valid, (long long)sh->releases_valid,
-           (long long)sh->releases_late, (long long)sh->abandoned_shared,
+           (long long)sh->releases_late, (long long)sh->lost_late,
+           (long long)sh->abandoned_shared,
            (long long)sh->abandoned_unique, (long long)reaped,
            (long long)sh->passes[0], (long long)sh->passes[1],
            (long long)sh->passes[2]);
@@ -500,7 +530,8 @@ void test_reaper_P2_many_reapers_beside_users(void **state)
             fail_msg("%d processes failed (reasons above)", failed);
         if (copy.lost_valid != 0)
             fail_msg("P1/P2 broken: %lld renewals or releases of leases "
-                     "still valid by the local clock reported LOST",
+                     "still valid by the local clock reported LOST before "
+                     "the local deadline",
                      (long long)copy.lost_valid);
         if (copy.fenced_valid != 0)
             fail_msg("L1 broken: %lld counter steps were fenced out by a "
