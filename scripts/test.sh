@@ -571,25 +571,35 @@ run_ctest() {
 # (SQLLOCK_TEST_VALGRIND): the valgrind stage runs those.
 stage "build plain"
 build build/test -DSQLLOCK_TEST_VALGRIND=ON
-if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
-  stage "build asan"
-  build build/asan -DSQLLOCK_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug
-  stage "build tsan"
-  build build/tsan -DSQLLOCK_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug
-  stage "build fuzz"
-  cmake -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DSQLLOCK_FUZZ=ON \
-    -DSQLLOCK_BUILD_TESTS=OFF -DSQLLOCK_BUILD_TOOLS=OFF \
-    -DSQLLOCK_BUILD_EXAMPLES=OFF -DSQLLOCK_BUILD_BENCH=OFF \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cmake_driver_args[@]}" >/dev/null
-  cmake --build build/fuzz -j"$jobs" --target fuzz_url fuzz_cli fuzz_duration >/dev/null
-fi
 if [ "${#bg_pids[@]}" -gt 0 ]; then
   stage "wait for the fixtures"
   for name in "${!bg_pids[@]}"; do bg_wait "$name"; done
 fi
 
+# The sanitizer trees and the fuzz targets build in the background,
+# at the lowest CPU priority, while the plain tests run: those mostly
+# wait on the databases and their own timers (the stage CPU table), so
+# the builds take the idle CPU and the tests keep what they would get
+# without them. The ASan stage waits for its trees (bg_wait).
+niced() { renice -n 19 -p "$BASHPID" >/dev/null; "$@"; }
+build_sanitizers() {
+  build build/asan -DSQLLOCK_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug
+  echo "asan tree built at $(( $(date +%s) - start )) s"
+  build build/tsan -DSQLLOCK_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug
+  echo "tsan tree built at $(( $(date +%s) - start )) s"
+}
+build_and_run_fuzz() {
+  cmake -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DSQLLOCK_FUZZ=ON \
+    -DSQLLOCK_BUILD_TESTS=OFF -DSQLLOCK_BUILD_TOOLS=OFF \
+    -DSQLLOCK_BUILD_EXAMPLES=OFF -DSQLLOCK_BUILD_BENCH=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cmake_driver_args[@]}" >/dev/null
+  cmake --build build/fuzz -j"$jobs" --target fuzz_url fuzz_cli fuzz_duration >/dev/null
+  echo "fuzz targets built at $(( $(date +%s) - start )) s"
+  run_fuzz
+}
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
-  bg fuzz run_fuzz
+  bg "build asan, tsan" niced build_sanitizers
+  bg fuzz niced build_and_run_fuzz
 fi
 # The previous version's tool, for the upgrade-in-place stage: the last
 # commit before the schema's users of issue 19 (SQLLOCK_UPGRADE_FROM),
@@ -611,7 +621,7 @@ if [ "${SQLLOCK_TEST_QUICK:-0}" = 1 ]; then
 elif command -v git >/dev/null &&
      git cat-file -e "$upgrade_from^{commit}" 2>/dev/null; then
   upgrade_check=1
-  bg previous build_previous
+  bg previous niced build_previous
 elif is_ci; then
   echo "FAIL: the upgrade stage needs commit $upgrade_from (SQLLOCK_UPGRADE_FROM) in this clone's history" >&2
   exit 1
@@ -902,6 +912,8 @@ if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # LeakSanitizer) but the hostile-session entries and the pooled_* ones
   # (label pooled: the same binaries as the test_<unit>_postgres entries,
   # through PgBouncer; test_pooler runs the pooler paths here).
+  stage "wait for the sanitizer trees"
+  bg_wait "build asan, tsan"
   stage "asan ctest"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
