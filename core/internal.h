@@ -82,6 +82,7 @@ struct sqllock_lease {
     int64_t margin_ms;
     int64_t backoff_min_ms;
     int64_t backoff_max_ms;
+    int64_t release_timeout_ms;      /* C3: how long a release retries */
     unsigned flags;                  /* SQLLOCK_LEASE_* */
     uint64_t wake_key;               /* sqllock__wake_key(url, name) */
     int companion;                   /* the handle's connection took the
@@ -356,6 +357,9 @@ int sqllock__rolled_back(int rc);
 /* How often a lease statement that the database rolled back is run
  * again. */
 #define SQLLOCK__ROLLBACK_RETRIES 3
+/* How long a release keeps trying after a lost connection by default
+ * (sqllock_lease_options.release_timeout_ms, contract C3). */
+#define SQLLOCK__RELEASE_TIMEOUT_MS 60000
 
 /* A blocking acquire's wait between two tries (core/lease_wait.c, L9),
  * for one name or several: start, then a pause after each busy try on

@@ -123,6 +123,14 @@ static int apply_options(sqllock_db *db, sqllock_lease *l,
                                  "so its leases are always durable",
                                  db->drv->name);
     }
+    l->release_timeout_ms = opts->struct_version >= 3 ?
+                            opts->release_timeout_ms : 0;
+    if (l->release_timeout_ms < 0)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the release timeout must "
+                             "not be negative (got %lld ms)",
+                             (long long)l->release_timeout_ms);
+    if (l->release_timeout_ms == 0)
+        l->release_timeout_ms = SQLLOCK__RELEASE_TIMEOUT_MS;
     l->backoff_min_ms = opts->backoff_min_ms ? opts->backoff_min_ms : 5;
     l->backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : 500;
     if (l->backoff_max_ms < l->backoff_min_ms)
@@ -768,11 +776,67 @@ int sqllock__lease_renew_raw(sqllock_db *db, const char *name,
     return sqllock__ok(db);
 }
 
+/*
+ * DESIGN C3: a release whose connection was lost, or that cannot reach
+ * the database, is sent again on a fresh connection: at once, then with
+ * backoff (at least 50 ms apart, up to backoff_max_ms), until it is
+ * answered, release_timeout_ms has passed or the lease's local deadline
+ * has -- after which the lease expires by itself. It names owner and
+ * token, so sending it again changes nothing a lost one may have done.
+ * A borrowed connection is never reconnected (db.c): no retry there.
+ * Returns the last status; *tries counts the attempts after the first,
+ * *maybe_sent says whether an attempt may have reached the database
+ * (it failed after a connection was there), *first_us when the first
+ * attempt was sent, and `first` the first failure's message.
+ */
+static int release_retrying(sqllock_lease *l, int64_t deadline_us,
+                            int64_t *first_us, int64_t *affected,
+                            int *tries, int *maybe_sent, char *first)
+{
+    int64_t start_us = sqllock__now_us(), end_us, sent_us, pause_ms = 50;
+    int rc, had_conn = l->db->conn != NULL;
+
+    *tries = 0;
+    *maybe_sent = 0;
+    rc = release_row(l, first_us, affected);
+    if (rc != SQLLOCK_ECONNECT || l->db->borrowed)
+        return rc;
+    memcpy(first, l->db->errmsg, SQLLOCK__ERRMSG_MAX);
+    end_us = start_us + l->release_timeout_ms * 1000;
+    if (deadline_us != 0 && deadline_us < end_us)
+        end_us = deadline_us;
+    for (;;) {
+        if (had_conn)
+            *maybe_sent = 1;
+        /* The first retry at once (a connection dropped by a pooler or
+         * a proxy is back on the next connect); the others after a
+         * pause, never past the end. */
+        if (*tries > 0) {
+            int64_t left_ms = (end_us - sqllock__now_us()) / 1000;
+            int64_t ms = pause_ms / 2 + sqllock__rand_upto(pause_ms / 2);
+
+            if (left_ms <= 0)
+                return rc;
+            sqllock__sleep_ms(ms < left_ms ? ms : left_ms);
+            pause_ms *= 2;
+            if (pause_ms > l->backoff_max_ms)
+                pause_ms = l->backoff_max_ms > 50 ? l->backoff_max_ms : 50;
+        }
+        had_conn = l->db->conn != NULL;
+        (*tries)++;
+        rc = release_row(l, &sent_us, affected);
+        if (rc != SQLLOCK_ECONNECT)
+            return rc;
+        if (sqllock__now_us() >= end_us)
+            return rc;
+    }
+}
+
 int sqllock_lease_release(sqllock_lease *l)
 {
     char first[SQLLOCK__ERRMSG_MAX];
-    int64_t affected = 0, sent_us, deadline_us;
-    int rc, retried = 0, had_conn;
+    int64_t affected = 0, sent_us, deadline_us, start_us;
+    int rc, tries, maybe_sent;
 
     if (l == NULL)
         return SQLLOCK_EINVAL;
@@ -786,20 +850,23 @@ int sqllock_lease_release(sqllock_lease *l)
     if ((rc = sqllock__lease_refuse_in_txn(l, "releasing")) != SQLLOCK_OK)
         return rc;
     unwatch(l);
-    had_conn = l->db->conn != NULL;
     deadline_us = atomic_load(&l->deadline_us);
-    rc = release_row(l, &sent_us, &affected);
-    if (rc == SQLLOCK_ECONNECT && had_conn) {
-        /* DESIGN C3: the answer was lost with the connection; the
-         * release may or may not have run. It names owner and token, so
-         * it is run once more, on a fresh connection. */
-        int64_t again_us;
+    start_us = sqllock__now_us();
+    rc = release_retrying(l, deadline_us, &sent_us, &affected, &tries,
+                          &maybe_sent, first);
+    if (rc != SQLLOCK_OK && tries > 0) {
+        char again[SQLLOCK__ERRMSG_MAX];
 
-        memcpy(first, l->db->errmsg, sizeof first);
-        retried = 1;
-        rc = release_row(l, &again_us, &affected);
-        if (rc != SQLLOCK_OK)
-            return retry_failed(l->db, rc, first);
+        memcpy(again, l->db->errmsg, sizeof again);
+        return sqllock__fail(l->db, rc, "%s (sent again %d time%s on fresh "
+                             "connections for %lld ms, until %s; first: "
+                             "%s)", again, tries, tries == 1 ? "" : "s",
+                             (long long)((sqllock__now_us() - start_us) /
+                                         1000),
+                             deadline_us != 0 &&
+                             sqllock__now_us() >= deadline_us
+                             ? "the lease's local deadline: it expires by "
+                               "itself" : "the release timeout", first);
     }
     if (rc != SQLLOCK_OK)
         return rc;
@@ -811,8 +878,13 @@ int sqllock_lease_release(sqllock_lease *l)
      * attempt that deleted the row -- released, not lost. After the
      * deadline, or with no deadline known (an attached lease never
      * renewed), the lease may have been lost before: LOST, as always.
+     * (Should the first attempt not have reached the database, the
+     * holder still stopped before its deadline, and no one else could
+     * take the lease before the server's expiry, which is later: the
+     * hold had no break either way.)
      */
-    if (affected == 0 && retried && deadline_us != 0 && sent_us < deadline_us)
+    if (affected == 0 && maybe_sent && deadline_us != 0 &&
+        sent_us < deadline_us)
         affected = 1;
     if (affected > 0 && !(l->flags & SQLLOCK_LEASE_NO_WAKEUP))
         sqllock__wake_post(l->wake_key);
@@ -820,11 +892,11 @@ int sqllock_lease_release(sqllock_lease *l)
         return sqllock__fail(l->db, SQLLOCK_LOST, "lock '%s' had already "
                              "been lost: taken over by another owner, or "
                              "removed after it expired%s%s%s", l->name,
-                             retried ? " (the release was sent again after "
-                             "its answer was lost -- " : "",
-                             retried ? first : "", retried ? " -- and the "
-                             "first one was sent after the lease's local "
-                             "deadline)" : "");
+                             maybe_sent ? " (the release was sent again "
+                             "after its answer was lost -- " : "",
+                             maybe_sent ? first : "", maybe_sent ? " -- and "
+                             "the first one was sent after the lease's "
+                             "local deadline)" : "");
     return sqllock__ok(l->db);
 }
 

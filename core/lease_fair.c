@@ -141,6 +141,7 @@ static int queue_entry_new(sqllock_lease *l, sqllock_lease **out)
     o.safety_margin_ms = l->margin_ms;
     o.backoff_min_ms = l->backoff_min_ms;
     o.backoff_max_ms = l->backoff_max_ms;
+    o.release_timeout_ms = l->release_timeout_ms;
     o.holder = l->holder;
     o.flags = l->flags & SQLLOCK_LEASE_NO_WAKEUP;
     return sqllock__lease_new_derived(l->db, name, &o, out);

@@ -217,7 +217,7 @@ int sqllock_sem_new(sqllock_db *db, const char *name, int permits,
     s->permits = permits;
     s->held = -1;
     /* Field by field: a caller's struct of an older version is shorter
-     * (flags came with version 2). */
+     * (flags came with version 2, release_timeout_ms with 3). */
     s->opts.struct_version = SQLLOCK_LEASE_OPTIONS_VERSION;
     s->opts.ttl_ms = opts->ttl_ms;
     s->opts.safety_margin_ms = opts->safety_margin_ms;
@@ -225,6 +225,8 @@ int sqllock_sem_new(sqllock_db *db, const char *name, int permits,
     s->opts.backoff_max_ms = opts->backoff_max_ms;
     s->opts.holder = opts->holder;
     s->opts.flags = opts->struct_version >= 2 ? opts->flags : 0;
+    s->opts.release_timeout_ms = opts->struct_version >= 3
+                                 ? opts->release_timeout_ms : 0;
     if (opts->holder != NULL) {
         snprintf(s->holder, sizeof s->holder, "%s", opts->holder);
         s->opts.holder = s->holder;

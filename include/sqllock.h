@@ -438,6 +438,19 @@ typedef struct sqllock_lease_options {
     const char *holder;
     /* SQLLOCK_LEASE_* flags (struct_version 2). */
     unsigned flags;
+    /* How long sqllock_lease_release() (and the releases of the
+     * primitives built on leases) keeps trying after the connection was
+     * lost or the database cannot be reached (contract C3): again at once
+     * on a fresh connection, then with backoff (the backoff times above,
+     * at least 50 ms apart), until the release is answered, this much
+     * time has passed, or the lease's local deadline (L6) -- the lease
+     * then expires by itself. An outage of seconds (a restart, a
+     * failover, a pooler restart) then does not leave the name held for
+     * the rest of its ttl. Default (0) 60000 ms; a caller who cannot
+     * wait sets 1: one retry at once, as before struct_version 3. Each
+     * try may also take up to the connect timeout, when the server does
+     * not answer at all (struct_version 3). */
+    int64_t release_timeout_ms;
 } sqllock_lease_options;
 
 /* A waiting acquire only polls (with backoff): it neither listens for
@@ -489,8 +502,8 @@ typedef struct sqllock_lease_options {
  * version 10 or older (no LEASE_RANGE). Added in 0.9.0. */
 #define SQLLOCK_LEASE_FAIR (1u << 2)
 
-#define SQLLOCK_LEASE_OPTIONS_VERSION 2
-#define SQLLOCK_LEASE_OPTIONS_INIT { SQLLOCK_LEASE_OPTIONS_VERSION, 0, 0, 0, 0, NULL, 0 }
+#define SQLLOCK_LEASE_OPTIONS_VERSION 3
+#define SQLLOCK_LEASE_OPTIONS_INIT { SQLLOCK_LEASE_OPTIONS_VERSION, 0, 0, 0, 0, NULL, 0, 0 }
 
 /*
  * Makes a lease handle for lock `name` on `db`. Nothing is sent to the

@@ -378,28 +378,44 @@ static void test_netbad_C3_release_answer_lost_is_released(void **state)
     tu_proxy_stop(&p);
 }
 
-/* C3: when the retry cannot connect either (the connection is cut and no
- * new one gets through), the release reports SQLLOCK_ECONNECT and the
- * handle keeps its hold, so that it can release again; the lease is
- * still there (BUSY for another handle). Once the network is back, the
- * release works. */
+/* C3: when the retries cannot connect either (the connection is cut and
+ * no new one gets through) for the release timeout (here 1 s), the
+ * release reports SQLLOCK_ECONNECT, after that time and not much more,
+ * saying how often it tried, and the handle keeps its hold, so that it
+ * can release again; the lease is still there (BUSY for another handle).
+ * Once the network is back, the release works. */
 static void test_netbad_C3_release_retry_fails_keeps_hold(void **state)
 {
     fixture *f = *state;
     const char *name = lock_name(f, "retry-fails");
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
     char purl[2048];
     tu_proxy p;
     sqllock_db *a, *b = NULL;
-    sqllock_lease *la, *lb;
+    sqllock_lease *la = NULL, *lb;
+    int64_t t0, took;
 
     a = open_via_proxy(&p, purl, sizeof purl);
     TU_ASSERT_RC(sqllock_open(g_url, NULL, &b), SQLLOCK_OK, b);
-    la = new_lease(a, name, 60000);
+    o.ttl_ms = 60000;
+    o.release_timeout_ms = 1000;
+    TU_ASSERT_RC(sqllock_lease_new(a, name, &o, &la), SQLLOCK_OK, a);
     lb = new_lease(b, name, 60000);
     TU_ASSERT_RC(sqllock_lease_try_acquire(la), SQLLOCK_OK, a);
     assert_int_equal(tu_proxy_freeze(&p), 0);
     assert_int_equal(tu_proxy_cut(&p), 0);
+    t0 = tu_now_ms();
     TU_ASSERT_RC(sqllock_lease_release(la), SQLLOCK_ECONNECT, a);
+    took = tu_now_ms() - t0;
+    printf("    release gave up after %lld ms: %s\n", (long long)took,
+           sqllock_errmsg(a));
+    /* The timeout, plus at most one connect that was under way then
+     * (the URL's connect timeout). */
+    assert_true(took >= 900);
+    assert_true(took < tu_scaled_ms(1000) + 11000);
+    if (!tu_contains_ci(sqllock_errmsg(a), "sent again"))
+        fail_msg("the message does not say it was tried again: %s",
+                 sqllock_errmsg(a));
     assert_int_equal(sqllock_lease_count(la), 1);
     TU_ASSERT_RC(sqllock_lease_try_acquire(lb), SQLLOCK_BUSY, b);
     assert_int_equal(tu_proxy_thaw(&p), 0);

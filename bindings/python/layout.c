@@ -53,6 +53,7 @@ int main(void)
     FIELD(sqllock_lease_options, backoff_max_ms);
     FIELD(sqllock_lease_options, holder);
     FIELD(sqllock_lease_options, flags);
+    FIELD(sqllock_lease_options, release_timeout_ms);
     INIT(sqllock_lease_options, lo, struct_version);
     INIT(sqllock_lease_options, lo, ttl_ms);
     INIT(sqllock_lease_options, lo, safety_margin_ms);
@@ -60,6 +61,7 @@ int main(void)
     INIT(sqllock_lease_options, lo, backoff_max_ms);
     INIT_PTR(sqllock_lease_options, lo, holder);
     INIT(sqllock_lease_options, lo, flags);
+    INIT(sqllock_lease_options, lo, release_timeout_ms);
 
     SIZE(sqllock_watch_options);
     FIELD(sqllock_watch_options, struct_version);

@@ -59,6 +59,10 @@ class Lease:
     fair:       SQLLOCK_LEASE_FAIR: waiters queue and are served oldest
                 first (contract M3); a try finds the lock busy while any
                 waiter is queued.
+    release_timeout: how long a release keeps trying on fresh connections
+                after the connection was lost or the database cannot be
+                reached (contract C3; default 60 s, never past the lease's
+                local deadline); a tiny value (0.001) tries again once.
 
     `lost` (a bool), `lost_event` (a threading.Event), `state`, `held`,
     `remaining`, `token` and `owner` may be read from any thread.
@@ -76,6 +80,7 @@ class Lease:
                  retry_every: Optional[cv.Duration] = None,
                  no_wakeup: bool = False, fast: bool = False,
                  fair: bool = False,
+                 release_timeout: Optional[cv.Duration] = None,
                  _attach: Optional[Tuple[str, int]] = None) -> None:
         self._db = db
         self._h: Optional[int] = None
@@ -100,6 +105,8 @@ class Lease:
             ttl_ms=cv.duration_ms(ttl, "ttl"),
             safety_margin_ms=cv.duration_ms(safety_margin, "safety_margin"),
             holder=self._holder,
+            release_timeout_ms=cv.duration_ms(release_timeout,
+                                              "release_timeout"),
             flags=(_lib.LEASE_NO_WAKEUP if no_wakeup else 0) |
                   (_lib.LEASE_FAST if fast else 0) |
                   (_lib.LEASE_FAIR if fair else 0))
@@ -238,7 +245,11 @@ class Lease:
                 raise self._db._fail(rc)
         rc = self._acquire_c(h, wait_ms)
         if rc != _lib.OK:
-            err = self._db._fail(rc)
+            # Busy and Timeout name the holder of the lease's own row (not
+            # of a semaphore's or a shared lock's rows).
+            row = lib.sqllock_lease_name(h)
+            err = self._db._fail(rc, row if row == self.name.encode()
+                                 else None)
             if rc == errors.Lost.status:
                 self._mark_lost(err)     # a reentrant renewal found it lost
                 self._unhold()

@@ -71,7 +71,7 @@ LEASE_FAIR = 1 << 2
 GUARD_SQL_MAX = 512
 
 OPTIONS_VERSION = 2
-LEASE_OPTIONS_VERSION = 2
+LEASE_OPTIONS_VERSION = 3
 WATCH_OPTIONS_VERSION = 1
 REAPER_OPTIONS_VERSION = 1
 TXN_OPTIONS_VERSION = 1
@@ -115,7 +115,8 @@ class LeaseOptions(_Versioned):
                 ("backoff_min_ms", c_int64),
                 ("backoff_max_ms", c_int64),
                 ("holder", c_char_p),
-                ("flags", c_uint)]
+                ("flags", c_uint),
+                ("release_timeout_ms", c_int64)]
 
 
 # void (*sqllock_watch_fn)(void *ctx, sqllock_lease *lease, int state,
