@@ -6,17 +6,20 @@
 #                                   SQLLOCK_TEST_*_URL variables)
 #   scripts/servers.sh stop DIR     stop both (safe to call twice, or after a
 #                                   failed start)
-#   scripts/servers.sh restart-pg DIR [immediate]
+#   scripts/servers.sh restart-pg DIR [fast|immediate [DOWN_SECONDS]]
 #                                   stop PostgreSQL (`pg_ctl stop -m fast`, or
 #                                   `-m immediate`: a crash, no checkpoint) and
-#                                   start it again on the same port and data
-#   scripts/servers.sh restart-my DIR [kill|graceful]
+#                                   start it again on the same port and data,
+#                                   DOWN_SECONDS (0) after the stop; with
+#                                   SQLLOCK_SERVERS_DOWN_FILE set, that file
+#                                   is created once the server is down
+#   scripts/servers.sh restart-my DIR [kill|graceful [DOWN_SECONDS]]
 #                                   kill -9 mariadbd (a crash; the default),
 #                                   or stop it gracefully (SIGTERM, the
 #                                   normal shutdown: clients are
 #                                   disconnected, InnoDB flushes its log),
 #                                   and start it again on the same port and
-#                                   data
+#                                   data (DOWN_SECONDS and the file as above)
 #   scripts/servers.sh grant-rw DIR grant `sqllock_rw` what DESIGN S2 says
 #                                   the library needs at run time, on the
 #                                   tables `sqllock init` made in
@@ -91,12 +94,15 @@ run_pg() {
     start >/dev/null || { cat "$dir/server.log"; return 1; }
 }
 
-restart_pg() {   # restart_pg DIR [immediate]
-  local dir=$1 mode=${2:-fast}
+restart_pg() {   # restart_pg DIR [immediate [DOWN_SECONDS]]
+  local dir=$1 mode=${2:-fast} down=${3:-0}
   [ -f "$dir/pg/port" ] || { echo "servers.sh: no PostgreSQL in $dir" >&2; return 1; }
   if [ -f "$dir/pg/data/postmaster.pid" ]; then
     as_user postgres "$PG_BIN/pg_ctl" -D "$dir/pg/data" -m "$mode" -w -t 60 stop >/dev/null
   fi
+  # Stopped: tell whoever waits for that ($SQLLOCK_SERVERS_DOWN_FILE).
+  if [ -n "${SQLLOCK_SERVERS_DOWN_FILE:-}" ]; then : > "$SQLLOCK_SERVERS_DOWN_FILE"; fi
+  sleep "$down"
   run_pg "$dir"
 }
 
@@ -162,8 +168,8 @@ run_my() {
 # server is then killed, so that the data is not left half-stopped, and
 # the command exits non-zero rather than pass a crash off as a graceful
 # restart.
-restart_my() {
-  local dir=$1 mode=${2:-kill} pid i
+restart_my() {   # restart_my DIR [kill|graceful [DOWN_SECONDS]]
+  local dir=$1 mode=${2:-kill} down=${3:-0} pid i
   [ -f "$dir/my/port" ] || { echo "servers.sh: no MariaDB in $dir" >&2; return 1; }
   case "$mode" in
     kill|graceful) ;;
@@ -182,6 +188,9 @@ restart_my() {
     fi
     rm -f "$dir/my/mariadbd.pid"
   fi
+  # Stopped: tell whoever waits for that ($SQLLOCK_SERVERS_DOWN_FILE).
+  if [ -n "${SQLLOCK_SERVERS_DOWN_FILE:-}" ]; then : > "$SQLLOCK_SERVERS_DOWN_FILE"; fi
+  sleep "$down"
   run_my "$dir"
 }
 
@@ -243,10 +252,10 @@ ENV
     stop_all "${2:?usage: servers.sh stop DIR}"
     ;;
   restart-pg)
-    restart_pg "${2:?usage: servers.sh restart-pg DIR [immediate]}" "${3:-fast}"
+    restart_pg "${2:?usage: servers.sh restart-pg DIR [immediate [DOWN_SECONDS]]}" "${3:-fast}" "${4:-0}"
     ;;
   restart-my)
-    restart_my "${2:?usage: servers.sh restart-my DIR [kill|graceful]}" "${3:-kill}"
+    restart_my "${2:?usage: servers.sh restart-my DIR [kill|graceful [DOWN_SECONDS]]}" "${3:-kill}" "${4:-0}"
     ;;
   grant-rw)
     grant_rw "${2:?usage: servers.sh grant-rw DIR}"

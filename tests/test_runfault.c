@@ -63,6 +63,9 @@ int main(void)
         cmocka_unit_test(test_runfault_busy_message_and_quiet),
         cmocka_unit_test(test_runfault_verbose_events_in_order),
         cmocka_unit_test(test_runfault_C3_database_restart_mid_job),
+        cmocka_unit_test(test_runfault_C3_outage_of_2s),
+        cmocka_unit_test(test_runfault_C3_outage_of_10s),
+        cmocka_unit_test(test_runfault_C3_library_release_through_outage),
     };
     int rc;
 

@@ -160,6 +160,7 @@ typedef struct run_state {
     int64_t interval_ms;       /* --renew-every, 0 for the default */
     int64_t every_ms;          /* the renewal interval in effect */
     int64_t hold_ms;           /* --hold-at-least, 0 for none */
+    int64_t release_timeout_ms; /* --release-timeout */
     int verbose;               /* --verbose */
     int quiet;                 /* --quiet */
     int leader;                /* --leader: the lease is NAME's
@@ -196,6 +197,10 @@ typedef struct run_state {
     sqllock_lease *note_lease;
     char note_msg[400];
 } run_state;
+
+/* --release-timeout's default: how long a release that cannot reach the
+ * database is tried again (release_persisting()). */
+#define RUN_RELEASE_TIMEOUT_MS 60000
 
 /* The write end of the wake-up pipe, for the signal handler, which gets
  * no context pointer. The file's one global; set before the handlers are
@@ -474,7 +479,7 @@ static int any_lost(run_state *st)
 static int release_all(run_state *st)
 {
     sqllock_lease *all[SQLLOCK_LEASE_MANY_MAX];
-    int i;
+    int i, n;
 
     if (st->rw != NULL)
         return sqllock_rw_release(st->rw);
@@ -484,10 +489,81 @@ static int release_all(run_state *st)
         return sqllock_sem_release(st->sem);
     if (st->nalso == 0)
         return sqllock_lease_release(st->lease);
-    all[0] = st->lease;
+    /* Those still held: a release tried again after a lost connection
+     * (release_persisting) has already given some back. */
+    n = 0;
+    if (sqllock_lease_count(st->lease) > 0)
+        all[n++] = st->lease;
     for (i = 0; i < st->nalso; i++)
-        all[i + 1] = st->also[i];
-    return sqllock_lease_release_many(st->db, all, st->nalso + 1);
+        if (sqllock_lease_count(st->also[i]) > 0)
+            all[n++] = st->also[i];
+    if (n == 0)
+        return SQLLOCK_OK;
+    return sqllock_lease_release_many(st->db, all, n);
+}
+
+/* The pause before the next try of a statement that could not reach the
+ * database (DESIGN C3): *pause_ms / 2 plus up to as much again, doubled
+ * each time up to 500 ms (a server back is found within half a second),
+ * never past `end_us`. Returns 0 when `end_us` has
+ * passed: no more tries. */
+static int retry_pause(int64_t end_us, int64_t *pause_ms)
+{
+    int64_t left_ms = (end_us - cli_guard_now_us()) / 1000, ms;
+
+    if (left_ms <= 0)
+        return 0;
+    ms = *pause_ms / 2 + (int64_t)(random() % (*pause_ms / 2 + 1));
+    if (ms > left_ms)
+        ms = left_ms;
+    {
+        struct timespec ts = { (time_t)(ms / 1000),
+                               (long)(ms % 1000) * 1000000L };
+
+        nanosleep(&ts, NULL);    /* a signal only cuts it short */
+    }
+    *pause_ms = *pause_ms * 2 < 500 ? *pause_ms * 2 : 500;
+    return 1;
+}
+
+/*
+ * DESIGN C3 in the runner: a release that cannot reach the database (a
+ * restart, a failover, a pooler restart: seconds) is tried again on
+ * fresh connections until it is answered, --release-timeout has passed,
+ * or the lease's local deadline has -- it then expires by itself.
+ * Releases name owner and token: trying again changes nothing a lost
+ * one did. Says once that it is trying again (unless --quiet), and how
+ * it ended. The library's own retrying is set to one try at once
+ * (release_timeout_ms 1, cli_cmd_run()), so that these messages come.
+ */
+static int release_persisting(run_state *st)
+{
+    char until[64], took[32];
+    int64_t start = cli_guard_now_us(), end, left, pause = 100;
+    int rc = release_all(st), tries = 0;
+
+    if (rc != SQLLOCK_ECONNECT)
+        return rc;
+    end = start + st->release_timeout_ms * 1000;
+    left = sqllock_lease_remaining_ms(st->lease);
+    if (left >= 0 && start + left * 1000 < end)
+        end = start + left * 1000;
+    wall_time(until, sizeof until, end);
+    if (!st->quiet)
+        cli_db_error(st->db, rc, "run: cannot release %s now; trying again "
+                     "until %s (%s)", st->what, until,
+                     end < start + st->release_timeout_ms * 1000
+                     ? "the lease's local deadline: it expires then"
+                     : "--release-timeout");
+    while (rc == SQLLOCK_ECONNECT && retry_pause(end, &pause)) {
+        tries++;
+        rc = release_all(st);
+    }
+    span(took, sizeof took, (cli_guard_now_us() - start) / 1000);
+    if (rc == SQLLOCK_OK && !st->quiet)
+        say(st, "released %s after %s, at try %d", st->what, took,
+            tries + 1);
+    return rc;
 }
 
 /* DESIGN X3: the lease's own state, before anything else, each time the
@@ -1104,8 +1180,9 @@ static int hold_until(run_state *st, int code, int64_t end_us)
     sqllock_lease *held = NULL;
     sqllock_db *db = NULL;
     const char *what = "keeping";
+    int64_t until, pause = 100;
     run_holder h;
-    int rc;
+    int rc, said = 0;
 
     snprintf(owner, sizeof owner, "%s", sqllock_lease_owner(st->lease));
     /* The renewer must have stopped, not only have been told to stop: a
@@ -1116,15 +1193,37 @@ static int hold_until(run_state *st, int code, int64_t end_us)
     st->lease = NULL;
     sqllock_close(st->db);
     st->db = NULL;
-    rc = sqllock_open(st->where->url, st->dbo, &db);
-    left_ms = (end_us - cli_guard_now_us() + 999) / 1000;
-    lo.ttl_ms = left_ms > 0 ? left_ms : 1;
-    if (rc == SQLLOCK_OK)
-        rc = sqllock_lease_attach(db, st->name, owner, token, &lo, &held);
     /* One renewal with the time left as its ttl: the row expires then,
-     * by the server's clock. */
-    if (rc == SQLLOCK_OK)
-        rc = sqllock_lease_renew(held);
+     * by the server's clock. While the database cannot be reached it is
+     * tried again (DESIGN C3), until the window's end (the lease's own
+     * ttl then keeps the name a while longer, as it would) or
+     * --release-timeout. */
+    until = cli_guard_now_us() + st->release_timeout_ms * 1000;
+    if (until > end_us)
+        until = end_us;
+    for (;;) {
+        rc = sqllock_open(st->where->url, st->dbo, &db);
+        left_ms = (end_us - cli_guard_now_us() + 999) / 1000;
+        lo.ttl_ms = left_ms > 0 ? left_ms : 1;
+        lo.release_timeout_ms = 1;
+        if (rc == SQLLOCK_OK)
+            rc = sqllock_lease_attach(db, st->name, owner, token, &lo,
+                                      &held);
+        if (rc == SQLLOCK_OK)
+            rc = sqllock_lease_renew(held);
+        if (rc != SQLLOCK_ECONNECT)
+            break;
+        if (!said && !st->quiet)
+            cli_db_error(db, rc, "run: cannot set %s to expire at the end "
+                         "of --hold-at-least now; trying again", st->what);
+        said = 1;
+        if (!retry_pause(until, &pause))
+            break;
+        sqllock_lease_free(held);
+        held = NULL;
+        sqllock_close(db);
+        db = NULL;
+    }
     wall_time(when, sizeof when, end_us);
     memset(&h, 0, sizeof h);
     h.name = st->name;
@@ -1175,7 +1274,7 @@ static int give_up(run_state *st, int code)
         /* After a deadline that passed (not a LOST answer) the row may
          * still be ours: give it back. Release says LOST otherwise. The
          * run has failed either way. */
-        rc = release_all(st);
+        rc = release_persisting(st);
         if (rc != SQLLOCK_OK && rc != SQLLOCK_LOST)
             cli_db_error(st->db, rc, "run: releasing %s", st->what);
         if (st->ended && WIFEXITED(st->wstatus) && !st->leftover)
@@ -1192,7 +1291,7 @@ static int give_up(run_state *st, int code)
         if (end > cli_guard_now_us())
             return hold_until(st, code, end);
     }
-    rc = release_all(st);
+    rc = release_persisting(st);
     wall_time(when, sizeof when, cli_guard_now_us());
     if (rc == SQLLOCK_OK) {
         event(st, "released %s (held %s)", st->what,
@@ -1231,26 +1330,45 @@ static void note_history(run_state *st, int64_t end_ms, int code,
                          const char *status)
 {
     sqllock_db *db = st->db, *own = NULL;
-    int rc;
+    int64_t until = cli_guard_now_us() + st->release_timeout_ms * 1000;
+    int64_t pause = 100;
+    int rc, said = 0;
 
     if (!st->history)
         return;
-    if (db == NULL) {
-        rc = sqllock_open(st->where->url, st->dbo, &own);
-        if (rc != SQLLOCK_OK) {
-            if (!st->quiet)
-                cli_db_error(own, rc, "run: warning: the run of %s "
-                             "is not in its history", st->what);
+    /* The outcome is tried again, as the release is (DESIGN C3), while
+     * the database cannot be reached: a restart must not lose the run's
+     * record. A record update reads, changes and compares: sending it
+     * again after a lost answer writes the same entry. */
+    for (;;) {
+        if (db == NULL) {
+            /* The handle of a failed open keeps its message. */
             sqllock_close(own);
-            return;
+            own = NULL;
+            rc = sqllock_open(st->where->url, st->dbo, &own);
+            if (rc == SQLLOCK_OK)
+                db = own;
         }
-        db = own;
+        if (db != NULL)
+            rc = cli_history_note(db, st->name, st->history_token,
+                                  st->history_who, st->history_start_ms,
+                                  end_ms, code, status);
+        if (rc != SQLLOCK_ECONNECT || end_ms == 0)
+            break;
+        if (!said && !st->quiet)
+            say(st, "cannot note the run of %s in its history now; "
+                "trying again for up to %s (--release-timeout)", st->what,
+                span((char[32]){ 0 }, 32, st->release_timeout_ms));
+        said = 1;
+        if (!retry_pause(until, &pause))
+            break;
     }
-    rc = cli_history_note(db, st->name, st->history_token, st->history_who,
-                          st->history_start_ms, end_ms, code, status);
-    if (rc != SQLLOCK_OK && !st->quiet)
-        cli_db_error(db, rc, "run: warning: the run of %s is not in "
-                     "its history", st->what);
+    if (rc != SQLLOCK_OK && !st->quiet) {
+        cli_db_error(db != NULL ? db : own, rc, "run: warning: the run of "
+                     "%s is not in its history", st->what);
+    } else if (said && !st->quiet) {
+        say(st, "the run of %s is in its history", st->what);
+    }
     sqllock_close(own);
 }
 
@@ -1328,10 +1446,10 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     cli_list also = { NULL, 0, 0 };
     cli_run_args ra;
     cli_guard_cfg gcfg;
-    const char *name = NULL, *permits = NULL;
+    const char *name = NULL, *permits = NULL, *release_timeout = NULL;
     int help = 0, export_db = 0, shared = 0, exclusive = 0, leader = 0;
     int fair = 0, npos, rest, rc, i;
-    int64_t npermits = 0;
+    int64_t npermits = 0, release_timeout_ms = RUN_RELEASE_TIMEOUT_MS;
     sqllock_options dbo = SQLLOCK_OPTIONS_INIT;
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     run_state st;
@@ -1353,6 +1471,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
             { "kill-after", &ra.kill_after, NULL, 0 },
             { "renew-every", &ra.renew_every, NULL, 0 },
             { "hold-at-least", &ra.hold_at_least, NULL, 0 },
+            { "release-timeout", &release_timeout, NULL, 0 },
             { "quiet", NULL, &ra.quiet, 0 },
             { "verbose", NULL, &ra.verbose, 0 },
             { "no-history", NULL, &ra.no_history, 0 },
@@ -1379,6 +1498,13 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     rc = cli_lease_args_check("run", &la);
     if (rc == CLI_EXIT_OK)
         rc = cli_run_args_check(&ra, &la);
+    if (rc == CLI_EXIT_OK)
+        rc = cli_parse_duration("run", "release-timeout", release_timeout,
+                                &release_timeout_ms);
+    if (rc == CLI_EXIT_OK && release_timeout_ms <= 0) {
+        cli_error("run: --release-timeout must be longer than 0");
+        rc = cli_usage();
+    }
     st.nalso = also.n;
     if (rc == CLI_EXIT_OK && st.nalso > 0 && ra.hold_ms > 0) {
         cli_error("run: --hold-at-least cannot be used with --also");
@@ -1454,6 +1580,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     st.interval_ms = ra.renew_every_ms;
     st.every_ms = ra.renew_every_ms ? ra.renew_every_ms : la.ttl_ms / 3;
     st.hold_ms = ra.hold_ms;
+    st.release_timeout_ms = release_timeout_ms;
     st.verbose = ra.verbose;
     st.quiet = ra.quiet;
     /* NAME's history is of its exclusive runs (and plain ones) only:
@@ -1507,6 +1634,9 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     lo.ttl_ms = la.ttl_ms;
     lo.holder = la.holder;
     lo.flags = fair ? SQLLOCK_LEASE_FAIR : 0;
+    /* One retry at once in the library; release_persisting() does the
+     * rest, with the run's messages. */
+    lo.release_timeout_ms = 1;
     if (shared || exclusive) {
         rc = sqllock_rw_new(st.db, name, shared, &lo, &st.rw);
         st.lease = sqllock_rw_lease(st.rw);

@@ -114,6 +114,9 @@ void test_runfault_X1_leftovers_stopped_before_release(void **state);
 void test_runfault_X2_X3_paused_runner_exits_76(void **state);
 void test_runfault_X2_release_finds_takeover_exits_76(void **state);
 void test_runfault_C3_database_restart_mid_job(void **state);
+void test_runfault_C3_outage_of_2s(void **state);
+void test_runfault_C3_outage_of_10s(void **state);
+void test_runfault_C3_library_release_through_outage(void **state);
 
 /* runfault/hold.c: --hold-at-least (X4) */
 void test_runfault_X4_hold_at_least_runs_once(void **state);
