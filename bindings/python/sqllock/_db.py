@@ -7,6 +7,8 @@ import contextlib
 import ctypes
 import dataclasses
 import datetime
+import os
+import stat
 import threading
 import weakref
 from ctypes import byref, c_char_p, c_int, c_int64, c_size_t, c_void_p
@@ -200,10 +202,41 @@ class Database:
             raise errors.Misuse("the database handle is closed")
         return self._h
 
-    def _fail(self, rc: int) -> errors.Error:
+    def _fail(self, rc: int, row: Optional[bytes] = None) -> errors.Error:
         """The exception for `rc` with the handle's message; call with the
-        lock held, right after the call that returned `rc`."""
-        return _lib.error_for(rc, lib.sqllock_errmsg(self._h))
+        lock held, right after the call that returned `rc`. For Busy and
+        Timeout with `row` (the lock's row name), the row is read as it
+        is now and the exception names its holder and the time it has
+        left (as ``sqllock run`` does), also in its attributes."""
+        err = _lib.error_for(rc, lib.sqllock_errmsg(self._h))
+        if row is not None and isinstance(err, (errors.Busy, errors.Timeout)):
+            self._add_holder(err, row)
+        return err
+
+    def _add_holder(self, err: errors.Error, row: bytes) -> None:
+        """Sets err's holder, token and remaining from the lease row
+        `row`, and adds them to its message; nothing when the row is gone
+        (released meanwhile) or cannot be read. With the lock held."""
+        found: List[Any] = []
+
+        def each(ctx: Any, info: Any) -> int:
+            i = info.contents
+            if i.name != row:
+                return 0
+            found.append(((i.holder or b"").decode("utf-8", "replace"),
+                          i.token, i.remaining_ms / 1000))
+            return 1             # stop the walk
+
+        if lib.sqllock_list(self._h, _lib.LIST_FN(each), None) not in (0, 1) \
+                or not found:
+            return
+        holder, token, remaining = found[0]
+        err.holder, err.token, err.remaining = holder, token, remaining
+        left = ("%.1fs left" % remaining if remaining >= 0
+                else "expired %.1fs ago" % -remaining)
+        err.message = "%s: holder %r, token %d, %s" % (err.message, holder,
+                                                       token, left)
+        err.args = (err.message,)
 
     def _defer_free(self, h: Any) -> None:
         """A Lease was collected: its handle is freed under the lock (by
@@ -612,7 +645,77 @@ class Database:
                           affected.value)
 
 
-def connect(url: str, *, init: bool = False,
+# The variables the sqllock tool reads (tools/cli.h), the largest file
+# it reads, and the schemes of the drivers that may be built.
+DB_ENV = "SQLLOCK_DB"
+DB_FILE_ENV = "SQLLOCK_DB_FILE"
+_DB_FILE_MAX = 16384
+_SCHEMES = ("sqlite", "postgres", "postgresql", "mysql", "mariadb")
+
+
+def _url_from_file(path: str, how: str) -> str:
+    """The URL in the file at `path` as the tool reads it (tools/dburl.c):
+    its first line that is not blank, without the white space around it.
+    A regular file that its group or others may read is refused, and
+    what the file holds is never quoted (contract C4)."""
+    why = None
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
+                raise errors.InvalidArgument(
+                    "refusing the database URL in %r (%s): its group or "
+                    "others may read it (mode %04o), and a URL may hold a "
+                    "password; make it readable by its owner only: chmod "
+                    "600 %s" % (path, how, st.st_mode & 0o7777, path))
+            data = f.read(_DB_FILE_MAX + 1)
+    except OSError as e:
+        raise type(e)(e.errno, "cannot read the database URL from %r (%s): "
+                      "%s" % (path, how, e.strerror)) from None
+    url = ""
+    if len(data) > _DB_FILE_MAX:
+        why = "it is larger than %d bytes, too large for a URL" % _DB_FILE_MAX
+    elif b"\0" in data:
+        why = "it holds a NUL byte (not a text file)"
+    else:
+        for line in data.split(b"\n"):
+            line = line.strip(b" \t\r\f\v")
+            if line:
+                url = line.decode("utf-8", "replace")
+                break
+        else:
+            why = "it is empty (no line but blank ones)"
+    if why is not None:
+        raise errors.InvalidArgument("cannot read the database URL from %r "
+                                     "(%s): %s" % (path, how, why))
+    scheme, colon, _ = url.partition(":")
+    if not colon or scheme.lower() not in _SCHEMES:
+        raise errors.BadURL("what %r (%s) holds is not a database URL: its "
+                            "first line that is not blank must be one such "
+                            "as postgres://user:password@host:5432/db (a "
+                            "~/.pgpass line or a password alone is none; "
+                            "what the file holds is not shown)" % (path, how))
+    return url
+
+
+def _default_url() -> str:
+    """The database the sqllock tool uses when no --db or --db-file names
+    one: $SQLLOCK_DB, else the URL in the file $SQLLOCK_DB_FILE names (a
+    variable set but empty counts as unset). InvalidArgument when neither
+    is set, or the file is refused (see connect()); OSError when it cannot
+    be read."""
+    url = os.environ.get(DB_ENV, "")
+    if url:
+        return url
+    path = os.environ.get(DB_FILE_ENV, "")
+    if path:
+        return _url_from_file(path, "$" + DB_FILE_ENV)
+    raise errors.InvalidArgument("no database named: pass a URL to "
+                                 "connect(), or set $%s or $%s"
+                                 % (DB_ENV, DB_FILE_ENV))
+
+
+def connect(url: Optional[str] = None, *, init: bool = False,
             busy_timeout: Optional[cv.Duration] = None,
             connect_timeout: Optional[cv.Duration] = None,
             statement_timeout: Optional[cv.Duration] = None) -> Database:
@@ -620,7 +723,18 @@ def connect(url: str, *, init: bool = False,
     ``postgres://user:pass@host/db``, ``mysql://...``), and with
     ``init=True`` creates the sqllock tables if they are missing. Raises
     the connection's error (BadURL, UnknownScheme, ConnectionError,
-    PermissionDenied, ...) with the library's message."""
+    PermissionDenied, ...) with the library's message.
+
+    Without `url`, the database is the one the sqllock tool finds in the
+    environment: $SQLLOCK_DB, else the first line of the
+    file $SQLLOCK_DB_FILE names that is not blank (a variable set but
+    empty counts as unset; neither is InvalidArgument). As the tool does,
+    a file that its group or others may read is refused (InvalidArgument:
+    ``chmod 600`` it), and so is one whose line is not a URL (BadURL,
+    naming the file, never quoting it); one that cannot be read raises
+    OSError."""
+    if url is None:
+        url = _default_url()
     db = Database(url, busy_timeout=busy_timeout,
                   connect_timeout=connect_timeout,
                   statement_timeout=statement_timeout)

@@ -7,7 +7,7 @@ generator after the table changes (a test fails until then).
 from __future__ import annotations
 
 import builtins
-from typing import Dict, Type
+from typing import Dict, Optional, Type
 
 from ._base import Error
 
@@ -52,6 +52,14 @@ class Busy(Error):
     errname = "SQLLOCK_BUSY"
     description = 'the lock is held by another owner'
 
+    #: Who held the lock when the try found it held, read right after
+    #: it (Lease.acquire() sets them; None elsewhere, or when the row
+    #: was gone by then): the holder's text, its fencing token and the
+    #: seconds it had left by the database's clock.
+    holder: Optional[str] = None
+    token: Optional[int] = None
+    remaining: Optional[float] = None
+
 
 class Timeout(Error, builtins.TimeoutError):
     """SQLLOCK_TIMEOUT (2): the wait deadline passed before the lock was
@@ -60,6 +68,14 @@ class Timeout(Error, builtins.TimeoutError):
     status = 2
     errname = "SQLLOCK_TIMEOUT"
     description = 'the wait deadline passed before the lock was free'
+
+    #: Who held the lock when the try found it held, read right after
+    #: it (Lease.acquire() sets them; None elsewhere, or when the row
+    #: was gone by then): the holder's text, its fencing token and the
+    #: seconds it had left by the database's clock.
+    holder: Optional[str] = None
+    token: Optional[int] = None
+    remaining: Optional[float] = None
 
 
 class Lost(Error):

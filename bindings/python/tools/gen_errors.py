@@ -56,6 +56,21 @@ CLASS_NAMES = {
     "EKIND": ("WrongKind", None),
 }
 
+# Attributes that some classes carry besides the message, as class-level
+# defaults (the binding sets them where it raises one; None when not
+# known).
+_HOLDER = [
+    "",
+    "    #: Who held the lock when the try found it held, read right after",
+    "    #: it (Lease.acquire() sets them; None elsewhere, or when the row",
+    "    #: was gone by then): the holder's text, its fencing token and the",
+    "    #: seconds it had left by the database's clock.",
+    "    holder: Optional[str] = None",
+    "    token: Optional[int] = None",
+    "    remaining: Optional[float] = None",
+]
+EXTRA = {"BUSY": _HOLDER, "TIMEOUT": _HOLDER}
+
 
 def read_table(header: str = HEADER) -> list[tuple[str, int, str]]:
     """The (NAME, code, sentence) rows of SQLLOCK_STATUS_MAP, in order."""
@@ -92,7 +107,7 @@ def generate(header: str = HEADER) -> str:
         "from __future__ import annotations",
         "",
         "import builtins",
-        "from typing import Dict, Type",
+        "from typing import Dict, Optional, Type",
         "",
         "from ._base import Error",
         "",
@@ -114,6 +129,7 @@ def generate(header: str = HEADER) -> str:
         out.append("    status = %d" % code)
         out.append("    errname = \"SQLLOCK_%s\"" % name)
         out.append("    description = %r" % sentence)
+        out += EXTRA.get(name, [])
     out += ["", "", "# status code -> exception class, every code but OK.",
             "BY_STATUS: Dict[int, Type[Error]] = {"]
     for name, code, _ in rows:
