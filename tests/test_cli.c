@@ -46,6 +46,8 @@ int main(void)
         cmocka_unit_test(test_cli_history_bounded),
         cmocka_unit_test(test_cli_history_of_runs),
         cmocka_unit_test(test_cli_demo_on_database),
+        cmocka_unit_test(test_cli_duration_too_long),
+        cmocka_unit_test(test_cli_run_default_ttl),
 #ifdef SQLLOCK_CLI_SQLITE_ONLY_PATH
         cmocka_unit_test(test_cli_driver_not_built_says_how),
 #endif

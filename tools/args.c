@@ -200,6 +200,16 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
             cli_error("%s%soption '--%s' needs a value", cmd, sep,
                       opt->name);
             return cli_usage();
+        } else if (eq == NULL && strncmp(argv[i + 1], "--", 2) == 0 &&
+                   strchr(argv[i + 1], '=') == NULL &&
+                   find_opt(opts, argv[i + 1] + 2,
+                            strlen(argv[i + 1] + 2)) != NULL) {
+            /* "--also --ttl 5s": the value was left out, and the next
+             * option would be taken for it (a lock named "--ttl"). */
+            cli_error("%s%soption '--%s' needs a value, not the option "
+                      "'%s' that follows it", cmd, sep, opt->name,
+                      argv[i + 1]);
+            return cli_usage();
         } else if (opt->secret == CLI_OPT_LIST) {
             cli_list *l = (cli_list *)(void *)opt->value;
             char *v = eq != NULL ? argv[i] + (eq + 1 - arg) : argv[++i];
@@ -228,14 +238,24 @@ int cli_parse_duration(const char *cmd, const char *opt, const char *text,
                        int64_t *ms)
 {
     const char *why;
+    int64_t v;
 
     if (text == NULL)
         return CLI_EXIT_OK;
-    if (sqllock_parse_duration_why(text, ms, &why) != SQLLOCK_OK) {
+    if (sqllock_parse_duration_why(text, &v, &why) != SQLLOCK_OK) {
         cli_error("%s: bad duration for --%s: '%s': %s", cmd, opt, text,
                   why);
         return cli_usage();
     }
+    /* The parser takes anything that fits in an int64 of milliseconds;
+     * the deadlines made of it count microseconds. */
+    if (v > CLI_DURATION_MAX_MS) {
+        cli_error("%s: bad duration for --%s: '%s': it is longer than "
+                  CLI_DURATION_MAX_TEXT ", the longest duration sqllock "
+                  "takes", cmd, opt, text);
+        return cli_usage();
+    }
+    *ms = v;
     return CLI_EXIT_OK;
 }
 
@@ -266,6 +286,10 @@ int cli_lease_args_check(const char *cmd, cli_lease_args *la)
     int rc;
 
     la->wait_ms = 0;
+    /* run renews its lease while the command runs, so any ttl will do
+     * there; acquire's is how long the lock stays held. */
+    if (la->ttl == NULL && strcmp(cmd, "run") == 0)
+        la->ttl = CLI_RUN_TTL_DEFAULT;
     if (la->ttl == NULL) {
         cli_error("%s: --ttl is required", cmd);
         return cli_usage();

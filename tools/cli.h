@@ -43,6 +43,20 @@
  * parameter fits many times over. */
 #define CLI_DB_FILE_MAX 16384
 
+/* The longest duration any option takes: 100 years (36500d), which keeps
+ * every deadline the tool and the library compute from it, in
+ * microseconds of a monotonic clock, far from overflowing an int64
+ * ("--hold-at-least 99999999999h" once wrapped around and released at
+ * once). */
+#define CLI_DURATION_MAX_MS INT64_C(3153600000000)
+#define CLI_DURATION_MAX_TEXT "36500d (100 years)"
+
+/* The ttl of `run` without --ttl: its watchdog renews the lease every
+ * ttl/3, so a short default costs a renewal every 20 s and lets a dead
+ * runner's lock go within a minute. `acquire` has no watchdog and no
+ * default: its ttl is how long the lock stays held. */
+#define CLI_RUN_TTL_DEFAULT "60s"
+
 /* What every subcommand gets from main(): the values of the --db and
  * --db-file options seen before the subcommand (a later one of the same
  * option overrides it), NULL when none, and whether --local was. */
@@ -120,9 +134,10 @@ void cli_free_secrets(void);
  * free() (args.c). */
 void cli_wipe(void *p, size_t n);
 
-/* Parses a duration option with sqllock_parse_duration_why(). A NULL text
- * leaves *ms alone. Returns CLI_EXIT_OK, or CLI_EXIT_USAGE after naming
- * the option, the bad text and what is wrong with it on stderr. */
+/* Parses a duration option with sqllock_parse_duration_why(), at most
+ * CLI_DURATION_MAX_MS. A NULL text leaves *ms alone. Returns CLI_EXIT_OK,
+ * or CLI_EXIT_USAGE after naming the option, the bad text and what is
+ * wrong with it on stderr. */
 int cli_parse_duration(const char *cmd, const char *opt, const char *text,
                        int64_t *ms);
 
@@ -165,8 +180,9 @@ typedef struct cli_lease_args {
     int64_t wait_ms;
 } cli_lease_args;
 
-/* Checks --ttl (required, > 0) and --wait (default 0) of `cmd`; returns
- * CLI_EXIT_OK or CLI_EXIT_USAGE after printing what was wrong. */
+/* Checks --ttl (> 0; required, but for `cmd` "run", where it is
+ * CLI_RUN_TTL_DEFAULT when not given) and --wait (default 0) of `cmd`;
+ * returns CLI_EXIT_OK or CLI_EXIT_USAGE after printing what was wrong. */
 int cli_lease_args_check(const char *cmd, cli_lease_args *la);
 
 /* The grace between --signal and SIGKILL when --kill-after is not given. */

@@ -79,6 +79,8 @@ void test_cli_run_exit_codes(void **state);
 void test_cli_run_passes_token(void **state);
 void test_cli_usage_errors(void **state);
 void test_cli_durations(void **state);
+void test_cli_duration_too_long(void **state);
+void test_cli_run_default_ttl(void **state);
 
 /* cli/tool.c: no database named, the demo, a driver not built, -V, -h */
 void test_cli_no_database_refused(void **state);

@@ -234,3 +234,66 @@ void test_cli_durations(void **state)
     EXPECT_EXIT(f, 64, "reap", "--older-than", "1h30");
     assert_non_null(strstr(f->err, "--older-than"));
 }
+
+/* Issue 27 item 6: every duration option refuses a duration longer than
+ * 100 years (36500d) with a usage error naming the option -- above all
+ * --hold-at-least, whose 99999999999h overflowed the runner's deadline
+ * and released at once -- and nothing runs. */
+void test_cli_duration_too_long(void **state)
+{
+    static const char *const opts[] = {
+        "--hold-at-least", "--kill-after", "--renew-every", "--wait",
+        "--ttl",
+    };
+    fixture *f = *state;
+    char file[4300];
+    size_t i;
+
+    snprintf(file, sizeof file, "%s/long-ran", f->dir);
+    for (i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        EXPECT_EXIT(f, 64, "run", cl_U(f, "long"), "--ttl", "10s", opts[i],
+                    "99999999999h", "--", "touch", file);
+        if (strstr(f->err, opts[i]) == NULL ||
+            strstr(f->err, "99999999999h") == NULL ||
+            strstr(f->err, "36500d") == NULL)
+            fail_msg("run %s 99999999999h: stderr \"%s\" should name the "
+                     "option, the text and the limit", opts[i], f->err);
+        assert_false(cl_file_exists(file));
+    }
+    EXPECT_EXIT(f, 64, "acquire", cl_U(f, "long"), "--ttl", "36500d1ms");
+    EXPECT_CONTAINS_ERR(f, "36500d");
+    EXPECT_EXIT(f, 64, "acquire", cl_U(f, "long"), "--ttl", "5s", "--wait",
+                "99999999999h");
+    EXPECT_EXIT(f, 64, "reap", "--older-than", "99999999999h");
+    EXPECT_CONTAINS_ERR(f, "--older-than");
+    /* The limit itself is taken. */
+    EXPECT_EXIT(f, 0, "reap", "--older-than", "36500d");
+}
+
+/* Issue 27 item 5: `run` without --ttl takes the default ttl (60s),
+ * renewed by its watchdog; acquire, which nothing renews, still needs
+ * --ttl. */
+void test_cli_run_default_ttl(void **state)
+{
+    fixture *f = *state;
+    char file[4300], script[4600], buf[64];
+
+    snprintf(file, sizeof file, "%s/default-ttl", f->dir);
+    snprintf(script, sizeof script, "printf '%%s\\n' \"$SQLLOCK_TOKEN\" > "
+             "'%s'", file);
+    EXPECT_EXIT(f, 0, "run", cl_U(f, "default-ttl"), "--", "sh", "-c",
+                script);
+    assert_true(tu_read_file(file, buf, sizeof buf) > 0);
+    assert_true(buf[0] >= '1' && buf[0] <= '9');
+    EXPECT_EXIT(f, 0, "run", cl_U(f, "default-ttl"), "--verbose", "--",
+                "true");
+    EXPECT_CONTAINS_ERR(f, "ttl 1m00s, renewed every 20.0s");
+    EXPECT_EXIT(f, 64, "acquire", cl_U(f, "default-ttl"));
+    EXPECT_CONTAINS_ERR(f, "--ttl is required");
+    /* Without --ttl needed, an option left without its value must not
+     * take the next option for it: no lock named "--ttl" is held while
+     * "5s" runs. */
+    EXPECT_EXIT(f, 64, "run", cl_U(f, "default-ttl"), "--also", "--ttl",
+                "5s", "--", "true");
+    EXPECT_CONTAINS_ERR(f, "'--also' needs a value");
+}

@@ -22,7 +22,10 @@
  *   - values that passed their checks are in range: ttl > 0, wait >= 0,
  *     the renewal interval shorter than ttl - ttl/10, a signal from 1 to
  *     NSIG - 1 that reads back through its name, an exit code 0..255, a
- *     token >= 1, and each duration reads back as the same number;
+ *     token >= 1, and each duration reads back as the same number and
+ *     is at most CLI_DURATION_MAX_MS (regress/cli/run_hold_at_least_overflow:
+ *     "--hold-at-least 99999999999h" once passed, and the runner's
+ *     deadline, in microseconds, overflowed);
  *   - --db's value (a secret option, DESIGN C4) is a copy of the argument
  *     as given, and the argument itself has been overwritten with its
  *     redacted form (cut to its length, NUL-padded); no other argument
@@ -225,6 +228,7 @@ static void check_duration_text(const char *text, int64_t ms)
         return;
     CHECK(sqllock_parse_duration(text, &again) == SQLLOCK_OK);
     CHECK(again == ms);
+    CHECK(ms >= 0 && ms <= CLI_DURATION_MAX_MS);
 }
 
 /* The value checks of `c` after a successful parse; returns the exit
@@ -307,7 +311,7 @@ static int check_values(int c, const cmd_spec *s, const char *const *vals,
         rc = cli_parse_duration("reap", "older-than",
                                 value_of(s, vals, "older-than"), &v);
         if (rc == CLI_EXIT_OK && value_of(s, vals, "older-than") != NULL)
-            CHECK(v >= 0);
+            CHECK(v >= 0 && v <= CLI_DURATION_MAX_MS);
         if (rc == CLI_EXIT_OK && value_of(s, vals, "batch") != NULL) {
             rc = cli_parse_int("reap", "batch", value_of(s, vals, "batch"),
                                1, 1000000, &v);
