@@ -9,7 +9,9 @@
  *     make of them; a password inside the host name, a short password
  *     and a word of the messages are left alone rather than turned into
  *     asterisks. --db-file and $SQLLOCK_DB_FILE: their precedence and
- *     every error, with the file's content never printed.
+ *     every error, with the file's content never printed; a file that
+ *     holds no URL (a ~/.pgpass line, a password alone) and one that its
+ *     group or others may read are refused (issue 27).
  *   - On every URL of SQLLOCK_TEST_URLS: the built tool runs `sqllock run`
  *     for real, with the URL in --db (before and after the command), in
  *     $SQLLOCK_DB, in --db-file and in $SQLLOCK_DB_FILE, each with and
@@ -69,6 +71,8 @@ int main(void)
         cmocka_unit_test(test_secrets_C4_scrub_messages),
         cmocka_unit_test(test_secrets_C4_scrub_long_message_and_handle),
         cmocka_unit_test(test_secrets_C4_db_file_precedence_and_errors),
+        cmocka_unit_test(test_secrets_C4_db_file_not_a_url),
+        cmocka_unit_test(test_secrets_C4_db_file_mode),
     };
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_secrets_C4_run_argv_and_environ),

@@ -37,6 +37,11 @@ int cli_exit_code(int status)
     case SQLLOCK_LOST:
         return CLI_EXIT_LOST;
     case SQLLOCK_EINVAL:
+    /* A URL that is malformed or names no driver is as much the caller's
+     * to fix as a bad option: trying again cannot help. (A driver that
+     * was not built, SQLLOCK_ENOTBUILT, is this host's to fix: 69.) */
+    case SQLLOCK_EURL:
+    case SQLLOCK_ESCHEME:
         return CLI_EXIT_USAGE;
     case SQLLOCK_EKIND:
         return CLI_EXIT_KIND;

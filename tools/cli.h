@@ -145,8 +145,10 @@ int cli_parse_duration(const char *cmd, const char *opt, const char *text,
 int cli_parse_int(const char *cmd, const char *opt, const char *text,
                   int64_t min, int64_t max, int64_t *out);
 
-/* The exit code for a library status (cli.c): 0, 64 (EINVAL), 75 (BUSY,
- * TIMEOUT), 76 (LOST), 78 (EKIND), else 69. */
+/* The exit code for a library status (cli.c): 0, 64 (EINVAL, and EURL
+ * and ESCHEME: a database URL that is malformed or names no driver is
+ * the caller's to fix, like a bad option), 75 (BUSY, TIMEOUT), 76 (LOST),
+ * 78 (EKIND), else 69. */
 int cli_exit_code(int status);
 
 /* Prints "sqllock: <what>: <message>" to stderr, where <what> is formatted
@@ -244,21 +246,33 @@ typedef struct cli_db {
  * given a file of this host that would keep out nobody on another. A
  * file gives its first line that is not blank, without the white space
  * around it; a file that cannot be read, is larger than CLI_DB_FILE_MAX,
- * holds a NUL byte or no such line is an error (what the file holds is
- * never printed). Returns CLI_EXIT_OK with *db filled (free
- * with cli_db_free()), or an exit code after printing why.
+ * holds a NUL byte or no such line is an error (69), and so is a
+ * regular file that its group or others may read (64: `chmod 600` it,
+ * as libpq wants of ~/.pgpass). What the file holds is never printed.
+ * Returns CLI_EXIT_OK with *db filled (free with cli_db_free()), or an
+ * exit code after printing why.
  */
 int cli_db_url(const cli_ctx *ctx, cli_db *db);
 void cli_db_free(cli_db *db);
 
+/* How cli_open_db() opens the database: CLI_OPEN_LOCK for a command
+ * that takes locks (with --local alone, the schema is created first);
+ * CLI_OPEN_READ for one that only reads (list, show, history), which
+ * never creates a SQLite file that is not there, but says so. */
+#define CLI_OPEN_LOCK 1
+#define CLI_OPEN_READ 2
+
 /*
- * Opens the database for a command (cli_db_url()). For --local alone,
- * and only when `lock_command` is set, the schema is created first. `opts` may be NULL. `where`, when not NULL, gets the URL and its
- * source (free with cli_db_free(), also after a failure). Returns
- * CLI_EXIT_OK with *out set, or an exit code after printing why.
+ * Opens the database for a command (cli_db_url()), as `flags` says (0
+ * or CLI_OPEN_*). `opts` may be NULL. `where`, when not NULL, gets the
+ * URL and its source (free with cli_db_free(), also after a failure).
+ * A URL that is not one (a file that holds something else: a .pgpass
+ * line, a password alone) is named by the file it came from, never
+ * quoted. Returns CLI_EXIT_OK with *out set, or an exit code after
+ * printing why: 64 for a malformed URL or an unknown scheme.
  */
 int cli_open_db(const cli_ctx *ctx, const sqllock_options *opts,
-                int lock_command, sqllock_db **out, cli_db *where);
+                int flags, sqllock_db **out, cli_db *where);
 
 /* Output helpers (list.c). cli_print_cell() prints `text` padded to
  * `width` columns, control characters and bytes that are not valid UTF-8

@@ -18,15 +18,26 @@
  * A URL with a password in --db is in the process's arguments, which
  * every local user can read (args.c hides it, after a short window);
  * the environment (/proc/PID/environ is readable by the same user only)
- * and a file of mode 0600 are the safe places (DESIGN C4). Nothing here
+ * and a file of mode 0600 are the safe places (DESIGN C4). A regular
+ * file that its group or others may read is refused, as libpq refuses
+ * such a ~/.pgpass: a file that anyone may read is no safe place, and
+ * saying so at once beats a password that leaks quietly. Nothing here
  * prints a URL, and what a file holds is never quoted: a file meant to
- * hold a URL may hold something else secret instead.
+ * hold a URL may hold something else secret instead (a ~/.pgpass line, a
+ * password alone), so a file whose line is not a URL of a known scheme
+ * is refused by its name before the library could quote it.
+ *
+ * The commands that only read (list, show, history) open a SQLite file
+ * only when it is there: SQLite would create a missing one, and a typo
+ * in the path would show an empty database instead of the real one.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -58,6 +69,7 @@ static int read_url_file(cli_db *db, const char *path, const char *how,
     size_t total = 0;
     ssize_t n;
     int fd, err = 0, rc = CLI_EXIT_DB;
+    struct stat st;
 
     db->file = path;
     db->source = source;
@@ -65,6 +77,18 @@ static int read_url_file(cli_db *db, const char *path, const char *how,
     if (fd < 0) {
         err = errno;
         goto out;
+    }
+    /* Before a byte is read. A pipe (--db-file <(...)) has no one else's
+     * permission bits to check. */
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+        cli_error("refusing the database URL in '%s' (%s): its group or "
+                  "others may read it (mode %04o), and a URL may hold a "
+                  "password; make it readable by its owner only: chmod "
+                  "600 '%s'", path, how, (unsigned)(st.st_mode & 07777),
+                  path);
+        close(fd);
+        return CLI_EXIT_USAGE;
     }
     buf = malloc(CLI_DB_FILE_MAX + 1);
     if (buf == NULL) {
@@ -178,17 +202,110 @@ void cli_db_free(cli_db *db)
     }
 }
 
+/* The schemes of the drivers the tool may have, as the library reads
+ * them (any case). */
+static const char *const known_schemes[] = {
+    "sqlite", "postgres", "postgresql", "mysql", "mariadb", NULL
+};
+
+/* 1 when `url` starts with a known scheme and its ':'. */
+static int has_known_scheme(const char *url)
+{
+    size_t n = strcspn(url, ":");
+    int i;
+
+    if (url[n] != ':')
+        return 0;
+    for (i = 0; known_schemes[i] != NULL; i++)
+        if (strlen(known_schemes[i]) == n &&
+            strncasecmp(url, known_schemes[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+static int hex_digit(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* The file of a sqlite: URL, percent-decoded as the library decodes it,
+ * in path[size]: 1, or 0 for a URL that the library refuses anyway (a
+ * host, no path, a bad %-escape or %00, ":memory:") or a path too long
+ * for the buffer. */
+static int sqlite_file(const char *url, char *path, size_t size)
+{
+    const char *p = url + strlen("sqlite:"), *end;
+    size_t n = 0;
+
+    if (strncmp(p, "//", 2) == 0) {
+        p += 2;
+        if (*p != '/' && *p != '?' && *p != '\0')
+            return 0;           /* a host: the driver says it takes none */
+    }
+    end = p + strcspn(p, "?");
+    for (; p < end; p++) {
+        int c = (unsigned char)*p;
+
+        if (c == '%') {
+            if (end - p < 3 || hex_digit(p[1]) < 0 || hex_digit(p[2]) < 0)
+                return 0;
+            c = hex_digit(p[1]) * 16 + hex_digit(p[2]);
+            p += 2;
+            if (c == 0)
+                return 0;
+        }
+        if (n + 1 >= size)
+            return 0;
+        path[n++] = (char)c;
+    }
+    path[n] = '\0';
+    return n > 0 && strcmp(path, ":memory:") != 0 &&
+           strncmp(path, "file:", 5) != 0;
+}
+
 int cli_open_db(const cli_ctx *ctx, const sqllock_options *opts,
-                int lock_command, sqllock_db **out, cli_db *where)
+                int flags, sqllock_db **out, cli_db *where)
 {
     sqllock_db *db = NULL;
     cli_db src;
+    char file[4096];
+    struct stat st;
     int rc;
 
     *out = NULL;
     rc = cli_db_url(ctx, &src);
     if (rc != CLI_EXIT_OK)
         goto done;
+    /* What a file holds is quoted by nobody: the library would quote a
+     * text that is not a URL as it is (it finds no password in it). */
+    if ((src.source == CLI_DB_FILE_OPTION || src.source == CLI_DB_FILE_VAR)
+        && !has_known_scheme(src.url)) {
+        cli_error("cannot open the database: what '%s' (%s) holds is not "
+                  "a database URL: its first line that is not blank must "
+                  "be one such as postgres://user:password@host:5432/db, "
+                  "mysql://user:password@host/db or sqlite:///path/locks.db "
+                  "(a ~/.pgpass line or a password alone is none; what the "
+                  "file holds is not shown)", src.file,
+                  src.source == CLI_DB_FILE_OPTION ? "--db-file"
+                                                   : "$" CLI_DB_FILE_ENV);
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    if ((flags & CLI_OPEN_READ) && strncasecmp(src.url, "sqlite:", 7) == 0
+        && sqlite_file(src.url, file, sizeof file) && stat(file, &st) != 0
+        && errno == ENOENT) {
+        cli_error("cannot open the database: the SQLite file '%s' does not "
+                  "exist; list, show and history do not create it (a lock "
+                  "command or `sqllock init` does)", file);
+        rc = CLI_EXIT_DB;
+        goto done;
+    }
     rc = sqllock_open(src.url, opts, &db);
     if (rc != SQLLOCK_OK) {
         int status = rc;
@@ -197,12 +314,12 @@ int cli_open_db(const cli_ctx *ctx, const sqllock_options *opts,
         if (status == SQLLOCK_ENOTBUILT)
             cli_notbuilt_hint(src.url);
         sqllock_close(db);
-        /* A URL the library cannot parse is still a database problem
-         * for the caller, not a misuse of the tool's options. */
-        rc = rc == CLI_EXIT_USAGE ? CLI_EXIT_DB : rc;
+        /* A malformed URL is 64 (cli_exit_code()); bad options are the
+         * tool's own mistake, not the caller's. */
+        rc = status == SQLLOCK_EINVAL ? CLI_EXIT_DB : rc;
         goto done;
     }
-    if (src.source == CLI_DB_DEFAULT && lock_command) {
+    if (src.source == CLI_DB_DEFAULT && (flags & CLI_OPEN_LOCK)) {
         rc = sqllock_init(db);
         if (rc != SQLLOCK_OK) {
             rc = cli_db_error(db, rc, "cannot create the schema in %s",

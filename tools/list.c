@@ -358,7 +358,7 @@ int cli_cmd_list(const cli_ctx *ctx, int argc, char **argv)
         return rc;
     if (help)
         return cli_help();
-    rc = cli_open_db(&c, NULL, 1, &db, NULL);
+    rc = cli_open_db(&c, NULL, CLI_OPEN_READ, &db, NULL);
     if (rc != CLI_EXIT_OK)
         return rc;
     rc = sqllock_list(db, collect_row, &lr);

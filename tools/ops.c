@@ -264,7 +264,7 @@ int cli_cmd_show(const cli_ctx *ctx, int argc, char **argv)
         cli_error("show: needs NAME");
         return cli_usage();
     }
-    rc = cli_open_db(&c, NULL, 0, &db, NULL);
+    rc = cli_open_db(&c, NULL, CLI_OPEN_READ, &db, NULL);
     if (rc != CLI_EXIT_OK)
         return rc;
     rc = find_lease(db, name, &o);
@@ -370,7 +370,7 @@ int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv)
         cli_error("history: needs NAME");
         return cli_usage();
     }
-    rc = cli_open_db(&c, NULL, 0, &db, NULL);
+    rc = cli_open_db(&c, NULL, CLI_OPEN_READ, &db, NULL);
     if (rc != CLI_EXIT_OK)
         return rc;
     history_key(name, key, sizeof key);

@@ -89,6 +89,8 @@ void test_cli_demo_on_database(void **state);
 void test_cli_driver_not_built_says_how(void **state);
 #endif
 void test_cli_version_and_help(void **state);
+void test_cli_malformed_url_is_usage(void **state);
+void test_cli_read_commands_do_not_create(void **state);
 
 /* cli/admin.c: list, reap, show, release --force, history */
 void test_cli_list_json(void **state);

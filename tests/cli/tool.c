@@ -221,3 +221,100 @@ void test_cli_version_and_help(void **state)
     assert_non_null(strstr(f->err, "'-V'"));
     EXPECT_EXIT(f, 64, "run", cl_U(f, "v"), "--ttl", "5s", "-V", "--", "true");
 }
+
+/* A copy of the fixture whose --db is `url`. */
+static int run_with_url(fixture *f, const char *url,
+                        const char *const *args)
+{
+    fixture *g = calloc(1, sizeof *g);
+    int rc;
+
+    assert_non_null(g);
+    g->dir = f->dir;
+    snprintf(g->url, sizeof g->url, "%s", url);
+    rc = cl_cli(g, args);
+    memcpy(f->out, g->out, sizeof f->out);
+    memcpy(f->err, g->err, sizeof f->err);
+    free(g);
+    return rc;
+}
+
+/* Issue 27 item 5: a malformed URL, or one that names no driver, is a
+ * usage error (64), as a bad option is: no retry can help; a database
+ * that cannot be reached stays 69. */
+void test_cli_malformed_url_is_usage(void **state)
+{
+    static const struct {
+        const char *url;
+        const char *why;
+    } bad[] = {
+        { "postgres://u@127.0.0.1:99999/db", "port" },
+        { "mysql://u@127.0.0.1:99999/db", "port" },
+        { "nosuch://u@h/db", "nosuch" },
+        { "127.0.0.1:5432:db:u:x", "scheme" },
+        { "sqlite://somehost/x.db", "host" },
+        { "sqlite:///tmp/a%zzb.db", "escape" },
+        /* A file that exists: the read-only list looks for it first. */
+        { "sqlite:///tmp?nosuchparam=1", "nosuchparam" },
+    };
+    static const char *const list[] = { "list", NULL };
+    fixture *f = *state;
+    const char *drv = tu_url_driver(f->url);
+    char url[4400];
+    size_t i;
+    int rc;
+
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rc = run_with_url(f, bad[i].url, list);
+        if (rc != 64 || strstr(f->err, bad[i].why) == NULL)
+            fail_msg("sqllock --db %s list: exit %d, want 64 and \"%s\"; "
+                     "stderr: %s", bad[i].url, rc, bad[i].why, f->err);
+    }
+    /* A driver's own check of a parameter: the same. */
+    if (drv != NULL && strcmp(drv, "mysql") == 0) {
+        snprintf(url, sizeof url, "%s%sssl_mode=sometimes", f->url,
+                 strchr(f->url, '?') != NULL ? "&" : "?");
+        rc = run_with_url(f, url, list);
+        if (rc != 64 || strstr(f->err, "ssl_mode") == NULL)
+            fail_msg("ssl_mode=sometimes: exit %d, want 64; stderr: %s", rc,
+                     f->err);
+    }
+}
+
+/* Issue 27 item 5: list, show and history open a SQLite file only if it
+ * exists: a missing one is not created (a typo in the path must not show
+ * an empty database), and they say so (69). A lock command creates it,
+ * as before. */
+void test_cli_read_commands_do_not_create(void **state)
+{
+    static const char *const cmds[][3] = {
+        { "list", NULL, NULL }, { "list", "--json", NULL },
+        { "show", "x", NULL }, { "history", "x", NULL },
+    };
+    fixture *f = *state;
+    char path[4300], url[4400];
+    size_t i;
+    int rc;
+
+    snprintf(path, sizeof path, "%s/missing.db", f->dir);
+    snprintf(url, sizeof url, "sqlite://%s", path);
+    for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        rc = run_with_url(f, url, cmds[i]);
+        if (rc != 69 || strstr(f->err, "does not exist") == NULL ||
+            strstr(f->err, path) == NULL)
+            fail_msg("%s on a missing SQLite file: exit %d, want 69 and "
+                     "\"does not exist\"; stderr: %s", cmds[i][0], rc,
+                     f->err);
+        if (cl_file_exists(path))
+            fail_msg("%s created the SQLite file %s", cmds[i][0], path);
+    }
+    {
+        static const char *const init[] = { "init", NULL };
+
+        rc = run_with_url(f, url, init);
+        assert_int_equal(rc, 0);
+        assert_true(cl_file_exists(path));
+        rc = run_with_url(f, url, cmds[0]);
+        assert_int_equal(rc, 0);
+    }
+}

@@ -1,7 +1,8 @@
 /*
  * nodb.c -- test_secrets without a database: the redaction of hostile
  * URLs and the scrubbing of messages (C4), --db-file and
- * $SQLLOCK_DB_FILE, their precedence and their errors.
+ * $SQLLOCK_DB_FILE, their precedence and their errors, a file that holds
+ * no URL and one that others may read (issue 27).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -320,3 +321,90 @@ void test_secrets_C4_db_file_precedence_and_errors(void **state)
     free(dir);
 }
 
+
+/* Issue 27 item 6: a --db-file (or $SQLLOCK_DB_FILE) whose line is not a
+ * database URL -- a ~/.pgpass line, a password alone, a password with a
+ * ':' that reads as a scheme -- is refused as a usage error (64) that
+ * names the file and says it holds no URL, never what it holds. (The
+ * library, given such a text, quoted it whole: it finds no password in
+ * what is not a URL.) */
+void test_secrets_C4_db_file_not_a_url(void **state)
+{
+    static const char *const texts[] = {
+        "127.0.0.1:5432:sqllock_test:app:Zq8-S3cret-Pw\n",
+        "Zq8-S3cret-Pw\n",
+        "\n  Zq8-S3cret-Pw  \n",
+        "Zq8:S3cret-Pw\n",
+        "redis://u:Zq8-S3cret-Pw@h/0\n",
+    };
+    char *dir = tu_mkdtemp();
+    char path[4300];
+    size_t i;
+
+    (void)state;
+    assert_non_null(dir);
+    se_clear_db_env();
+    snprintf(path, sizeof path, "%s/creds.url", dir);
+    for (i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        se_write_file(path, texts[i], strlen(texts[i]));
+        list_fails(dir, 64, "is not a database URL", "--db-file", path, NULL,
+                   NULL);
+        list_fails(dir, 64, "creds.url", "--db-file", path, NULL, NULL);
+        setenv("SQLLOCK_DB_FILE", path, 1);
+        list_fails(dir, 64, "$SQLLOCK_DB_FILE", NULL, NULL, NULL, NULL);
+        se_clear_db_env();
+    }
+    tu_rmdir(dir);
+    free(dir);
+}
+
+/* Issue 27 item 6: a --db-file (or $SQLLOCK_DB_FILE) that its group or
+ * others may read is refused (64), naming the file and `chmod 600`, as
+ * libpq refuses such a ~/.pgpass -- and before anything of it is read;
+ * mode 0600 and 0400 are taken, and so is a pipe. */
+void test_secrets_C4_db_file_mode(void **state)
+{
+    static const mode_t refused[] = { 0644, 0640, 0604, 0660, 0666, 0610 };
+    static const mode_t taken[] = { 0600, 0400 };
+    char *dir = tu_mkdtemp();
+    char path[4300], url[4400], text[4600];
+    size_t i;
+
+    (void)state;
+    assert_non_null(dir);
+    se_clear_db_env();
+    snprintf(path, sizeof path, "%s/db.url", dir);
+    /* "Zq8" in the query marks the content, which must not show. */
+    snprintf(url, sizeof url, "sqlite://%s?Zq8=1", dir);
+    snprintf(text, sizeof text, "%s\n", url);
+    se_write_file(path, text, strlen(text));
+    for (i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char mode[16];
+
+        assert_int_equal(chmod(path, refused[i]), 0);
+        snprintf(mode, sizeof mode, "mode %04o", (unsigned)refused[i]);
+        list_fails(dir, 64, "chmod 600", "--db-file", path, NULL, NULL);
+        list_fails(dir, 64, mode, "--db-file", path, NULL, NULL);
+        list_fails(dir, 64, "db.url", "--db-file", path, NULL, NULL);
+        setenv("SQLLOCK_DB_FILE", path, 1);
+        list_fails(dir, 64, "$SQLLOCK_DB_FILE", NULL, NULL, NULL, NULL);
+        se_clear_db_env();
+    }
+    /* Modes the owner alone may read: the URL is used (its unknown
+     * parameter makes the open fail later, with a message that names
+     * the parameter, not the file's mode). */
+    for (i = 0; i < sizeof taken / sizeof taken[0]; i++) {
+        const char *const args[] = { "--db-file", path, "list", NULL };
+        tool_run t;
+        int code;
+
+        assert_int_equal(chmod(path, taken[i]), 0);
+        code = se_run_tool(&t, dir, args);
+        if (strstr(t.err, "chmod") != NULL || strstr(t.err, "Zq8") == NULL)
+            fail_msg("mode %04o: the file must be used (the URL's unknown "
+                     "parameter named); exit %d, stderr: %s",
+                     (unsigned)taken[i], code, t.err);
+    }
+    tu_rmdir(dir);
+    free(dir);
+}

@@ -77,6 +77,8 @@ void test_secrets_C4_redact_hostile_urls(void **state);
 void test_secrets_C4_scrub_messages(void **state);
 void test_secrets_C4_scrub_long_message_and_handle(void **state);
 void test_secrets_C4_db_file_precedence_and_errors(void **state);
+void test_secrets_C4_db_file_not_a_url(void **state);
+void test_secrets_C4_db_file_mode(void **state);
 
 /* secrets/run.c */
 void test_secrets_C4_run_argv_and_environ(void **state);
