@@ -16,9 +16,12 @@
 #       also for any other database, by the same name on the server:
 #       the pooled_* tests' own), and write
 #       DIR/env (shell assignments of the SQLLOCK_TEST_POOLER_* variables)
-#   scripts/poolers.sh restart-pgbouncer DIR
+#   scripts/poolers.sh restart-pgbouncer DIR [tx|session [DOWN_SECONDS]]
 #       stop the transaction-mode PgBouncer (SIGINT: it closes every
-#       connection at once) and start it again on the same port
+#       connection at once), or the session-mode one (SIGTERM), and start
+#       it again on the
+#       same port, DOWN_SECONDS (0) after the stop; with
+#       SQLLOCK_SERVERS_DOWN_FILE set, that file is created once it is down
 #   scripts/poolers.sh stop DIR
 #       stop them all (safe to call twice, or after a failed start)
 #
@@ -197,12 +200,21 @@ case "${1:-}" in
     start_all "${2:?usage: poolers.sh start DIR SERVERS_DIR}" \
               "${3:?usage: poolers.sh start DIR SERVERS_DIR}" ;;
   restart-pgbouncer)
-    dir=${2:?usage: poolers.sh restart-pgbouncer DIR}
-    stop_pid_file "$dir/pgbouncer-tx.pid" INT
-    run_pgbouncer "$dir" pgbouncer-tx ;;
+    dir=${2:?usage: poolers.sh restart-pgbouncer DIR [tx|session [DOWN_SECONDS]]}
+    # SIGINT shuts a transaction pooler down once its transactions end;
+    # a session pooler would wait for its sessions: SIGTERM, at once.
+    case "${3:-tx}" in
+      tx) which=pgbouncer-tx sig=INT ;;
+      session) which=pgbouncer-session sig=TERM ;;
+      *) echo "poolers.sh: restart-pgbouncer: tx or session, not '$3'" >&2; exit 64 ;;
+    esac
+    stop_pid_file "$dir/$which.pid" "$sig"
+    if [ -n "${SQLLOCK_SERVERS_DOWN_FILE:-}" ]; then : > "$SQLLOCK_SERVERS_DOWN_FILE"; fi
+    sleep "${4:-0}"
+    run_pgbouncer "$dir" "$which" ;;
   stop)
     stop_all "${2:?usage: poolers.sh stop DIR}" ;;
   *)
-    echo "usage: poolers.sh start DIR SERVERS_DIR | restart-pgbouncer DIR | stop DIR" >&2
+    echo "usage: poolers.sh start DIR SERVERS_DIR | restart-pgbouncer DIR [tx|session [DOWN_SECONDS]] | stop DIR" >&2
     exit 64 ;;
 esac

@@ -64,6 +64,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pooler_a_C1_run_transaction_mode),
         cmocka_unit_test(test_pooler_a_C1_run_session_mode),
+        cmocka_unit_test(test_pooler_a_C3_run_through_pgbouncer_restart),
         cmocka_unit_test(test_pooler_b_L9_wakeups),
         cmocka_unit_test(test_pooler_c_C1_undeclared_transaction_pooler),
         cmocka_unit_test(test_pooler_d_run_needs_two_server_connections),

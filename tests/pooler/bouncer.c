@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdatomic.h>
 #include <pthread.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <cmocka.h>
 
@@ -164,6 +166,131 @@ void test_pooler_a_C1_run_session_mode(void **state)
 {
     (void)state;
     run_contention(g_session, "session");
+}
+
+/*
+ * C3 through a PgBouncer restart of 2 s (issue 27 item 1), in `mode`
+ * (tx or session): `sqllock run` through it, its command ending while
+ * PgBouncer is down. The release and the history record are tried again
+ * until it is back: another client gets the lock through it within a
+ * second of its return (ttl 30 s), the run exits with the command's 3,
+ * and the history has the run.
+ */
+static void run_through_bouncer_restart(const char *url, const char *mode)
+{
+    char *dir = tu_mkdtemp(), started[1400], go[1400], down[1400];
+    char back[1400], out[1400], err[1400], script[6000], cmd[6000];
+    char name[96], buf[16384];
+    const char *argv[12];
+    sqllock_db *db = NULL;
+    sqllock_lease *l;
+    int64_t t_back, t_free, end, bound = tu_scaled_ms(1000);
+    pid_t pid;
+    int code, rc, i;
+
+    assert_non_null(dir);
+    snprintf(name, sizeof name, "pooler-outage-%ld-%s", (long)getpid(),
+             mode);
+    snprintf(started, sizeof started, "%s/started", dir);
+    snprintf(go, sizeof go, "%s/go", dir);
+    snprintf(down, sizeof down, "%s/down", dir);
+    snprintf(back, sizeof back, "%s/back", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(script, sizeof script, "touch '%s'; while [ ! -e '%s' ]; do "
+             "sleep 0.02; done; exit 3", started, go);
+    setenv("SQLLOCK_DB", url, 1);
+    argv[0] = SQLLOCK_CLI_PATH;
+    argv[1] = "run";
+    argv[2] = name;
+    argv[3] = "--ttl";
+    argv[4] = "30s";
+    argv[5] = "--";
+    argv[6] = "sh";
+    argv[7] = "-c";
+    argv[8] = script;
+    argv[9] = NULL;
+    pid = tu_spawn(argv, out, err, 1);
+    unsetenv("SQLLOCK_DB");
+    end = tu_now_ms() + tu_scaled_ms(20000);
+    while (access(started, F_OK) != 0 && tu_now_ms() < end &&
+           tu_wait_for(pid, 0) < 0)
+        tu_sleep_ms(10);
+    if (access(started, F_OK) != 0) {
+        tu_read_file(err, buf, sizeof buf);
+        fail_msg("[%s] the command did not start: %s", mode, buf);
+    }
+    snprintf(cmd, sizeof cmd, "(SQLLOCK_SERVERS_DOWN_FILE='%s' bash '%s' "
+             "restart-pgbouncer '%s' %s 2 >&2; touch '%s') &", down,
+             g_script, g_dir, mode, back);
+    fflush(stdout);
+    if (system(cmd) != 0)
+        fail_msg("%s failed", cmd);
+    end = tu_now_ms() + 30000;
+    while (access(down, F_OK) != 0 && tu_now_ms() < end)
+        tu_sleep_ms(10);
+    assert_int_equal(access(down, F_OK), 0);
+    close(open(go, O_WRONLY | O_CREAT, 0600));
+    end = tu_now_ms() + 60000;
+    while (access(back, F_OK) != 0 && tu_now_ms() < end)
+        tu_sleep_ms(10);
+    assert_int_equal(access(back, F_OK), 0);
+    t_back = tu_now_ms();
+    rc = sqllock_open(url, NULL, &db);
+    for (i = 0; i < 100 && rc == SQLLOCK_ECONNECT; i++) {
+        sqllock_close(db);
+        tu_sleep_ms(20);
+        rc = sqllock_open(url, NULL, &db);
+    }
+    EXPECT_RC(db, rc, SQLLOCK_OK, "open after the restart");
+    l = new_lease(db, name, 5000, 50);
+    EXPECT_RC(db, sqllock_lease_acquire(l, 15000), SQLLOCK_OK,
+              "acquire after the restart");
+    t_free = tu_now_ms() - t_back;
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    sqllock_lease_free(l);
+    sqllock_close(db);
+    code = tu_wait_for(pid, 90000);
+    if (code < 0)
+        tu_kill_wait(pid);
+    tu_read_file(err, buf, sizeof buf);
+    printf("    [%s] PgBouncer down 2 s: the lock was free %lld ms after "
+           "it was back; run said: %s", mode, (long long)t_free, buf);
+    if (code != 3)
+        fail_msg("[%s] run exited %d, want the command's 3: %s", mode, code,
+                 buf);
+    if (t_free > bound)
+        fail_msg("[%s] the lock was free only %lld ms after PgBouncer was "
+                 "back (bound %lld ms, ttl 30 s)", mode, (long long)t_free,
+                 (long long)bound);
+    /* The history, through the pooler too. */
+    setenv("SQLLOCK_DB", url, 1);
+    argv[1] = "history";
+    argv[2] = name;
+    argv[3] = "--json";
+    argv[4] = NULL;
+    pid = tu_spawn(argv, out, err, 1);
+    unsetenv("SQLLOCK_DB");
+    code = tu_wait_for(pid, 30000);
+    tu_read_file(out, buf, sizeof buf);
+    if (code != 0 || strstr(buf, "\"exit\": 3") == NULL)
+        fail_msg("[%s] history exited %d without the run's outcome: %s",
+                 mode, code, buf);
+    unlink(started);
+    unlink(go);
+    unlink(down);
+    unlink(back);
+    unlink(out);
+    unlink(err);
+    tu_rmdir(dir);
+    free(dir);
+}
+
+void test_pooler_a_C3_run_through_pgbouncer_restart(void **state)
+{
+    (void)state;
+    run_through_bouncer_restart(g_tx, "tx");
+    run_through_bouncer_restart(g_session, "session");
 }
 
 /* ------------------------------------------------------------------ */

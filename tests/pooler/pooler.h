@@ -47,6 +47,7 @@ int64_t handoff_ms(const char *url, const char *wurl, const char *name,
 /* The cases, by group. */
 void test_pooler_a_C1_run_transaction_mode(void **state);
 void test_pooler_a_C1_run_session_mode(void **state);
+void test_pooler_a_C3_run_through_pgbouncer_restart(void **state);
 void test_pooler_b_L9_wakeups(void **state);
 void test_pooler_c_C1_undeclared_transaction_pooler(void **state);
 void test_pooler_d_run_needs_two_server_connections(void **state);
