@@ -85,9 +85,17 @@ static int connect_db(sqllock_db *db)
     sqllock__url_free(url);
     if (rc != SQLLOCK_OK) {
         db->conn = NULL;
-        if (rc == SQLLOCK_EURL)
-            return sqllock__fail(db, rc, "bad database URL '%s': %s",
-                                 db->url_redacted, err.msg);
+        if (rc == SQLLOCK_EURL) {
+            /* The driver names the parameter it refused, never its
+             * value; nor does the URL quoted here (DESIGN C4). */
+            char *shown = sqllock__url_redact_params(db->url);
+
+            rc = sqllock__fail(db, rc, "bad database URL '%s': %s",
+                               shown != NULL ? shown : db->url_redacted,
+                               err.msg);
+            free(shown);
+            return rc;
+        }
         err.status = rc;
         return sqllock__fail_db(db, &err, "connect");
     }

@@ -150,6 +150,10 @@ void sqllock__url_free(sqllock_url *url);
  * value of every query parameter that is not public (names are kept).
  * malloc'd, NULL on ENOMEM. */
 char *sqllock__url_redact(const char *text);
+/* The same with the value of every query parameter hidden, public ones
+ * too: for a message about a parameter the driver refused, whose value
+ * may be a password pasted into the wrong parameter (DESIGN C4). */
+char *sqllock__url_redact_params(const char *text);
 /* 1 when the query parameter `name` (decoded) is one whose value a
  * message may show (sslmode, host, socket, ...). */
 int sqllock__url_param_public(const char *name);

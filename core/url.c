@@ -635,6 +635,7 @@ typedef struct finder {
     const char *text;
     unsigned char *hide, *mark;    /* or NULL */
     slist *list;                   /* or NULL */
+    int no_public;                 /* hide public parameters' values too */
 } finder;
 
 static void hide_run(finder *f, size_t b, size_t e)
@@ -666,7 +667,8 @@ static void hide_param(finder *f, size_t b, int all, int conninfo)
     if (i == b && conninfo)
         return;
     secret = fits && in_list(secret_names, name);
-    public_ = fits && i > b && sqllock__url_param_public(name);
+    public_ = !f->no_public && fits && i > b &&
+              sqllock__url_param_public(name);
     if (conninfo)
         i += strspn(text + i, SPACES);
     if (text[i] != '=') {
@@ -724,7 +726,9 @@ static void find_secrets(finder *f, size_t len)
     }
 }
 
-char *sqllock__url_redact(const char *text)
+/* sqllock__url_redact(), and with `no_public`
+ * sqllock__url_redact_params(). */
+static char *redact(const char *text, int no_public)
 {
     unsigned char *hide, *mark;
     size_t len, i;
@@ -738,11 +742,12 @@ char *sqllock__url_redact(const char *text)
         return NULL;
     mark = hide + len + 1;
     {
-        finder f = { NULL, NULL, NULL, NULL };
+        finder f = { NULL, NULL, NULL, NULL, 0 };
 
         f.text = text;
         f.hide = hide;
         f.mark = mark;
+        f.no_public = no_public;
         find_secrets(&f, len);
     }
     /* At most one "***" per mark, and at most one mark per byte of input
@@ -762,6 +767,16 @@ char *sqllock__url_redact(const char *text)
     }
     free(hide);
     return out;
+}
+
+char *sqllock__url_redact(const char *text)
+{
+    return redact(text, 0);
+}
+
+char *sqllock__url_redact_params(const char *text)
+{
+    return redact(text, 1);
 }
 
 /* Adds p[0..n) as a public part, unless it holds a secret found so far
@@ -832,7 +847,7 @@ static void add_public(slist *s, const sqllock_url *u)
 
 char *sqllock__url_secrets(const char *text)
 {
-    finder f = { NULL, NULL, NULL, NULL };
+    finder f = { NULL, NULL, NULL, NULL, 0 };
     sqllock_url *u = NULL;
     char why[256];
     slist s;

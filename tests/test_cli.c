@@ -50,6 +50,7 @@ int main(void)
         cmocka_unit_test(test_cli_run_default_ttl),
         cmocka_unit_test(test_cli_malformed_url_is_usage),
         cmocka_unit_test(test_cli_read_commands_do_not_create),
+        cmocka_unit_test(test_cli_connect_failure_messages),
 #ifdef SQLLOCK_CLI_SQLITE_ONLY_PATH
         cmocka_unit_test(test_cli_driver_not_built_says_how),
 #endif

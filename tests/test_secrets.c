@@ -25,7 +25,9 @@
  *   - Hostile URLs through the API (sqllock_errmsg()) and the tool (its
  *     stdout and stderr, with --db, --db-file and $SQLLOCK_DB): a closed
  *     port, the real server with a wrong password, a bad port, unknown
- *     parameters carrying a secret, the password as a parameter.
+ *     parameters carrying a secret, the password as a parameter; on
+ *     MySQL, a password in ssl_mode=, option_file= or socket=, whose
+ *     value a refusal does not echo (issue 27).
  *
  * On PostgreSQL and MariaDB the runs use a login role of their own whose
  * password has '@', ':' and '/' in it ("Kp7w@Vx:9q/Wz-C4s3cret", written
@@ -80,6 +82,7 @@ int main(void)
         cmocka_unit_test(test_secrets_C4_hostile_urls_api),
         cmocka_unit_test(test_secrets_C4_password_in_host_name),
         cmocka_unit_test(test_secrets_C4_hostile_urls_cli),
+        cmocka_unit_test(test_secrets_C4_parameter_values_not_echoed),
     };
     int failed;
 

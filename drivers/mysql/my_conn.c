@@ -268,20 +268,36 @@ static int connect_host(sqllock_conn *c, const sqllock_connect_params *p,
          * credentials and memory keep their own status. */
         if (rc != SQLLOCK_EPERM && rc != SQLLOCK_ENOMEM)
             err->status = rc = SQLLOCK_ECONNECT;
-        /* An account created REQUIRE SSL (or X509) that logs in without
-         * TLS is refused like a wrong password, 1045, with nothing that
-         * says TLS; the server never tells which. */
+        /* A wrong user or password is by far the likeliest reason, and
+         * is said first. But an account created REQUIRE SSL (or X509)
+         * that logs in without TLS is refused the same way, 1045, with
+         * nothing that says TLS; the server never tells which. */
+        if (code == 1045)
+            sqllock__my_append(err->msg, sizeof err->msg, "; wrong user or "
+                               "password (or the user may not log in from "
+                               "this host)");
         if (code == 1045 && (t->ssl == MY_SSL_DEFAULT ||
                              t->ssl == MY_SSL_DISABLED))
-            sqllock__my_append(err->msg, sizeof err->msg, "; the account "
+            sqllock__my_append(err->msg, sizeof err->msg, "; or the account "
                                "may require TLS: add ssl_mode=REQUIRED (or "
                                "VERIFY_IDENTITY with ssl_ca=...)");
         else if (code == 1045 && t->tls[MY_TLS_CERT] == NULL)
-            sqllock__my_append(err->msg, sizeof err->msg, "; if the account "
-                               "requires a client certificate (REQUIRE "
-                               "X509), give ssl_cert= and ssl_key=");
+            sqllock__my_append(err->msg, sizeof err->msg, "; or, if the "
+                               "account requires a client certificate "
+                               "(REQUIRE X509), give ssl_cert= and "
+                               "ssl_key=");
         else if (code == 2026)     /* CR_SSL_CONNECTION_ERROR */
             sqllock__my_tls_hint(t, err);
+        /* "Can't connect to server on 'h' (111)": the errno of the
+         * connect, ECONNREFUSED, or EINPROGRESS (115) from MariaDB
+         * Connector/C's non-blocking connect, which a refusal ends the
+         * same way. Nothing listens there. */
+        else if ((code == 2002 || code == 2003) &&
+                 (strstr(err->msg, "(111)") != NULL ||
+                  strstr(err->msg, "(115)") != NULL))
+            sqllock__my_append(err->msg, sizeof err->msg, "; the server "
+                               "refused the connection: it is down, or "
+                               "listens on another host or port");
     } else if (rc == SQLLOCK_OK) {
         rc = after_connect(c, t, err);
     }

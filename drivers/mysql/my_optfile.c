@@ -424,6 +424,15 @@ static int read_file(reader *r, const char *path, int missing_ok, int depth)
     if (fd < 0) {
         if (missing_ok && (errno == ENOENT || errno == ENOTDIR))
             return SQLLOCK_OK;
+        /* The URL's option_file= that names no file it can open may be
+         * a password pasted into the wrong parameter: it is not quoted
+         * (DESIGN C4). A file that opens is a file, and is named. */
+        if (depth == 0 && !missing_ok)
+            return sqllock_dberr_set(r->err, SQLLOCK_EURL, "", "cannot "
+                                     "read the option file that "
+                                     "option_file= names: %s (the value is "
+                                     "not shown, in case it is a secret)",
+                                     strerror(errno));
         return sqllock_dberr_set(r->err, SQLLOCK_EURL, "", "cannot read the "
                                  "option file %s: %s", path, strerror(errno));
     }

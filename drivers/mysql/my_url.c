@@ -18,9 +18,13 @@ static int parse_ssl_mode(const char *v, my_ssl_mode *mode,
 {
     if (sqllock__my_ssl_mode_parse(v, mode))
         return SQLLOCK_OK;
+    /* The value is not quoted: a password pasted into the wrong
+     * parameter would be (DESIGN C4). */
     return sqllock_dberr_set(err, SQLLOCK_EURL, "", "ssl_mode must be "
                              "DISABLED, PREFERRED, REQUIRED, VERIFY_CA or "
-                             "VERIFY_IDENTITY, not '%s'", v);
+                             "VERIFY_IDENTITY (in any case); the value "
+                             "given is none of them (it is not shown, in "
+                             "case it is a secret)");
 }
 
 void sqllock__my_target_free(my_target *t)
@@ -59,7 +63,9 @@ static int url_param(const sqllock_url *url, int i, my_target *t,
     if (strcmp(key, "socket") == 0) {
         if (value[0] != '/')
             *rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "socket must be "
-                                    "an absolute path, not '%s'", value);
+                                    "an absolute path (starting with '/'); "
+                                    "the value given is not (it is not "
+                                    "shown, in case it is a secret)");
         t->socket = value;
         return 1;
     }

@@ -91,6 +91,7 @@ void test_cli_driver_not_built_says_how(void **state);
 void test_cli_version_and_help(void **state);
 void test_cli_malformed_url_is_usage(void **state);
 void test_cli_read_commands_do_not_create(void **state);
+void test_cli_connect_failure_messages(void **state);
 
 /* cli/admin.c: list, reap, show, release --force, history */
 void test_cli_list_json(void **state);

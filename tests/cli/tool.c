@@ -9,6 +9,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "test_util.h"
 #include "test_run.h"
 #include "test_spawn.h"
@@ -317,4 +321,80 @@ void test_cli_read_commands_do_not_create(void **state)
         rc = run_with_url(f, url, cmds[0]);
         assert_int_equal(rc, 0);
     }
+}
+
+/* A port nothing listens on (bound, then closed). */
+static int closed_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    assert_true(fd >= 0);
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    port = ntohs(sa.sin_port);
+    close(fd);
+    return port;
+}
+
+/* Issue 27 item 5: what a failed connect says. A wrong password says
+ * "wrong user or password" first -- on MariaDB before the hint that the
+ * account may require TLS, which the server's refusal cannot tell apart
+ * -- and a port nothing listens on says that the server refused the
+ * connection (MariaDB's client shows only "(115)" or "(111)"). Both exit
+ * 69, without the password. */
+void test_cli_connect_failure_messages(void **state)
+{
+    static const char *const list[] = { "list", NULL };
+    fixture *f = *state;
+    const char *drv = tu_url_driver(f->url), *a, *at, *colon, *slash;
+    char url[4400], db[300];
+    int rc;
+
+    if (drv == NULL || strcmp(drv, "sqlite") == 0) {
+        printf("cli: no server to connect to on %s\n", drv ? drv : "?");
+        return;
+    }
+    /* The group's URL with another password. */
+    a = strstr(f->url, "://");
+    assert_non_null(a);
+    a += 3;
+    slash = a + strcspn(a, "/?");
+    for (at = NULL, colon = a; colon < slash; colon++)
+        if (*colon == '@')
+            at = colon;
+    colon = at != NULL ? memchr(a, ':', (size_t)(at - a)) : NULL;
+    if (colon == NULL) {
+        printf("cli [%s]: the test URL has no password\n", drv);
+        return;
+    }
+    snprintf(url, sizeof url, "%.*s:Wr0ng-Pw9%s", (int)(colon - f->url),
+             f->url, at);
+    rc = run_with_url(f, url, list);
+    if (rc != 69 || strstr(f->err, "Wr0ng-Pw9") != NULL)
+        fail_msg("a wrong password: exit %d, want 69, no password; "
+                 "stderr: %s", rc, f->err);
+    if (strcmp(drv, "mysql") == 0) {
+        const char *w = strstr(f->err, "wrong user or password");
+        const char *t = strstr(f->err, "TLS");
+
+        if (w == NULL || (t != NULL && t < w))
+            fail_msg("MariaDB's access denied must say \"wrong user or "
+                     "password\" before any TLS hint: %s", f->err);
+    } else if (!tu_contains_ci(f->err, "password")) {
+        fail_msg("a wrong password: no \"password\" in: %s", f->err);
+    }
+    /* A port nothing listens on. */
+    tu_url_dbname(f->url, db, sizeof db);
+    snprintf(url, sizeof url, "%s://u:x@127.0.0.1:%d/%s",
+             strcmp(drv, "mysql") == 0 ? "mysql" : "postgres",
+             closed_port(), db);
+    rc = run_with_url(f, url, list);
+    if (rc != 69 || !tu_contains_ci(f->err, "refused"))
+        fail_msg("a closed port: exit %d, want 69 and \"refused\"; "
+                 "stderr: %s", rc, f->err);
 }

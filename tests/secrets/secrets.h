@@ -88,5 +88,6 @@ void test_secrets_C4_init_and_list_output(void **state);
 void test_secrets_C4_hostile_urls_api(void **state);
 void test_secrets_C4_password_in_host_name(void **state);
 void test_secrets_C4_hostile_urls_cli(void **state);
+void test_secrets_C4_parameter_values_not_echoed(void **state);
 
 #endif /* SQLLOCK_TEST_SECRETS_H */

@@ -226,3 +226,59 @@ void test_secrets_C4_hostile_urls_cli(void **state)
     }
 }
 
+
+/* Issue 27 item 6: a password pasted into another parameter of a MySQL
+ * URL -- ssl_mode=, option_file=, socket= -- is not echoed when the
+ * driver refuses the value: the message names the parameter (and what
+ * it takes), and the URL it quotes hides the values of its parameters.
+ * Through the API and the tool (exit 64, a malformed URL). */
+void test_secrets_C4_parameter_values_not_echoed(void **state)
+{
+    static const char *const params[] = {
+        "ssl_mode", "option_file", "socket",
+    };
+    fixture *f = *state;
+    char url[4600], label[300];
+    forms fm;
+    tool_run t;
+    size_t i;
+    int rc, code;
+
+    if (strcmp(f->drv, "mysql") != 0) {
+        printf("secrets [%s]: the parameters are MySQL's\n", f->drv);
+        return;
+    }
+    memset(&fm, 0, sizeof fm);
+    se_forms_of(&fm, "Kp7wVx9qC4zz", 0);
+    for (i = 0; i < sizeof params / sizeof params[0]; i++) {
+        const char *const args[] = { "--db", url, "list", NULL };
+        sqllock_db *db = NULL;
+        const char *msg;
+
+        snprintf(url, sizeof url, "mysql://%s@%s:%d/%s?%s=Kp7wVx9qC4zz",
+                 f->user, f->host, f->port, f->db, params[i]);
+        rc = sqllock_open(url, NULL, &db);
+        msg = sqllock_errmsg(db);
+        snprintf(label, sizeof label, "[mysql] %s=<secret>: errmsg",
+                 params[i]);
+        printf("  %s: %s: %s\n", label, sqllock_errname(rc), msg);
+        if (rc != SQLLOCK_EURL || strstr(msg, params[i]) == NULL)
+            fail_msg("%s: %s, want SQLLOCK_EURL naming %s: %s", label,
+                     sqllock_errname(rc), params[i], msg);
+        se_expect_clean(label, msg, strlen(msg), &fm);
+        sqllock_close(db);
+        se_clear_db_env();
+        code = se_run_tool(&t, f->dir, args);
+        snprintf(label, sizeof label, "[mysql] %s=<secret>: --db list",
+                 params[i]);
+        se_expect_clean(label, t.out, strlen(t.out), &fm);
+        se_expect_clean(label, t.err, strlen(t.err), &fm);
+        if (code != 64 || strstr(t.err, params[i]) == NULL)
+            fail_msg("%s: exit %d, want 64 naming %s; stderr: %s", label,
+                     code, params[i], t.err);
+        /* What ssl_mode takes is said. */
+        if (i == 0 && strstr(t.err, "VERIFY_IDENTITY") == NULL)
+            fail_msg("%s: the modes ssl_mode takes are not named: %s",
+                     label, t.err);
+    }
+}

@@ -258,8 +258,10 @@ void test_mysql_url_tls_checks_before_connect(void **state)
                   "ssl_ca is empty", NULL);
     tl_open_fails("mysql://u:pw@127.0.0.1:1/db?option_group=", SQLLOCK_EURL,
                   NULL, "option_group", NULL);
+    /* A file it cannot open is not named: the value may be a password
+     * pasted into the wrong parameter (issue 27). */
     tl_open_fails("mysql://u:pw@127.0.0.1:1/db?option_file=/nonexistent.cnf",
-                  SQLLOCK_EURL, NULL, "/nonexistent.cnf", NULL);
+                  SQLLOCK_EURL, "/nonexistent.cnf", "option_file", NULL);
 }
 
 #endif /* SQLLOCK_TEST_MYSQL */
