@@ -46,11 +46,13 @@ int main(void)
         cmocka_unit_test(test_cli_history_bounded),
         cmocka_unit_test(test_cli_history_of_runs),
         cmocka_unit_test(test_cli_demo_on_database),
+        cmocka_unit_test(test_cli_release_held_by_another),
         cmocka_unit_test(test_cli_duration_too_long),
         cmocka_unit_test(test_cli_run_default_ttl),
         cmocka_unit_test(test_cli_malformed_url_is_usage),
         cmocka_unit_test(test_cli_read_commands_do_not_create),
         cmocka_unit_test(test_cli_connect_failure_messages),
+        cmocka_unit_test(test_cli_names_checked_as_acquire),
 #ifdef SQLLOCK_CLI_SQLITE_ONLY_PATH
         cmocka_unit_test(test_cli_driver_not_built_says_how),
 #endif

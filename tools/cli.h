@@ -302,6 +302,14 @@ int cli_history_note(sqllock_db *db, const char *name, int64_t token,
 /* `sqllock release NAME --force`: frees a lease whatever its owner
  * (ops.c); cli_cmd_release() hands over when --force was given. */
 int cli_force_release(const cli_ctx *ctx, const char *name, int force);
+/* After `release NAME --owner OWNER --token TOKEN` got SQLLOCK_LOST on
+ * `db` (ops.c): reads NAME's row and says what it is, returning the exit
+ * code: 75 when a live lease holds NAME that is not OWNER's and not
+ * newer than TOKEN (the release was refused: nothing of TOKEN's was
+ * there to lose), 76 when TOKEN's lease was lost (its row is gone, or a
+ * later grant holds NAME), 78 for NAME's kind marker. */
+int cli_release_lost(sqllock_db *db, const char *name, const char *owner,
+                     int64_t token);
 
 /* The subcommands that live in files of their own. Each takes the
  * arguments after its name and returns the tool's exit code. */

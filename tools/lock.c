@@ -180,7 +180,10 @@ int cli_cmd_release(const cli_ctx *ctx, int argc, char **argv)
     rc = sqllock_lease_attach(db, name, owner, token, &lo, &lease);
     if (rc == SQLLOCK_OK)
         rc = sqllock_lease_release(lease);
-    if (rc != SQLLOCK_OK) {
+    if (rc == SQLLOCK_LOST) {
+        /* Lost, or never this owner's: the row tells (ops.c). */
+        rc = cli_release_lost(db, name, owner, token);
+    } else if (rc != SQLLOCK_OK) {
         rc = cli_db_error(db, rc, "release");
     } else {
         fputs("released ", stdout);

@@ -1,7 +1,9 @@
 /*
  * ops.c -- the operator's view (issue 15 item 7): `sqllock show NAME`,
- * `sqllock history NAME`, `sqllock release NAME --force`, and the run
- * history that `run` keeps.
+ * `sqllock history NAME`, `sqllock release NAME --force`, what a release
+ * that freed nothing found instead, and the run history that `run`
+ * keeps. A name is checked as `acquire` checks it before anything is
+ * read (issue 27).
  *
  * The history of a lock name is one of the library's versioned records
  * (DESIGN O1), keyed "sqllock:history:NAME", whose value is up to
@@ -80,6 +82,23 @@ static int find_lease(sqllock_db *db, const char *name, one_lease *o)
     o->want = name;
     rc = sqllock_list(db, find_cb, o);
     return rc == 1 ? SQLLOCK_OK : rc;
+}
+
+/* The checks `acquire` makes of a lock name (sqllock_lease_new():
+ * empty, longer than SQLLOCK_NAME_MAX bytes, not valid UTF-8, control
+ * characters), with its message and exit code, for the commands that
+ * only read or free a name's row. Returns CLI_EXIT_OK, or the exit code
+ * after printing why. */
+static int check_name(sqllock_db *db, const char *cmd, const char *name)
+{
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *lease = NULL;
+    int rc;
+
+    lo.ttl_ms = 60000;
+    rc = sqllock_lease_new(db, name, &lo, &lease);
+    sqllock_lease_free(lease);
+    return rc == SQLLOCK_OK ? CLI_EXIT_OK : cli_db_error(db, rc, "%s", cmd);
 }
 
 /* An ISO 8601 UTC time with milliseconds. */
@@ -267,6 +286,11 @@ int cli_cmd_show(const cli_ctx *ctx, int argc, char **argv)
     rc = cli_open_db(&c, NULL, CLI_OPEN_READ, &db, NULL);
     if (rc != CLI_EXIT_OK)
         return rc;
+    rc = check_name(db, "show", name);
+    if (rc != CLI_EXIT_OK) {
+        sqllock_close(db);
+        return rc;
+    }
     rc = find_lease(db, name, &o);
     if (rc != SQLLOCK_OK) {
         rc = cli_db_error(db, rc, "show");
@@ -373,6 +397,11 @@ int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv)
     rc = cli_open_db(&c, NULL, CLI_OPEN_READ, &db, NULL);
     if (rc != CLI_EXIT_OK)
         return rc;
+    rc = check_name(db, "history", name);
+    if (rc != CLI_EXIT_OK) {
+        sqllock_close(db);
+        return rc;
+    }
     history_key(name, key, sizeof key);
     rc = sqllock_record_get(db, key, &value, &len, &version);
     if (rc == SQLLOCK_OK && clear)
@@ -441,6 +470,54 @@ int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv)
 }
 
 /* ------------------------------------------------------------------ */
+/* sqllock release NAME --owner ID --token N, when it freed nothing     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The library says LOST whenever no row of that owner and token was
+ * there to delete. What the row is now tells the cases apart: a live
+ * lease granted after token N (tokens only grow, L5) took N's place --
+ * N was lost (L4); a live lease of token N or below, whose owner or
+ * token is not the one given, was never N's: it is held by someone
+ * else, untouched, and the release was refused, as a busy lock is.
+ */
+int cli_release_lost(sqllock_db *db, const char *name, const char *owner,
+                     int64_t token)
+{
+    char msg[1024], left[64];
+    one_lease o;
+    int rc;
+
+    snprintf(msg, sizeof msg, "%s", sqllock_errmsg(db));
+    rc = find_lease(db, name, &o);
+    if (rc != SQLLOCK_OK || !o.found || o.remaining_ms <= 0 ||
+        (strcmp(o.owner, owner) == 0 && o.token == token)) {
+        fprintf(stderr, "sqllock: release: %s\n", msg);
+        return CLI_EXIT_LOST;
+    }
+    if (sqllock_kind_marker(o.owner) != NULL) {
+        fprintf(stderr, "sqllock: release: '%s' is not a lease but the row "
+                "that marks the name as a %s (contract N1); nothing was "
+                "released\n", name, sqllock_kind_marker(o.owner));
+        return CLI_EXIT_KIND;
+    }
+    cli_format_left(left, sizeof left, o.remaining_ms);
+    if (o.token > token) {
+        fprintf(stderr, "sqllock: release: lock '%s' had already been "
+                "lost: it was taken over, and is held now by '%s' (token %"
+                PRId64 ", %s left by the database's clock), which was left "
+                "untouched\n", name, o.holder, o.token, left);
+        return CLI_EXIT_LOST;
+    }
+    fprintf(stderr, "sqllock: release: lock '%s' is held by another owner: "
+            "'%s' (token %" PRId64 ", %s left by the database's clock); "
+            "nothing was released: %s\n", name, o.holder, o.token, left,
+            o.token == token ? "--owner is not its owner"
+                             : "--token is not its token");
+    return CLI_EXIT_BUSY;
+}
+
+/* ------------------------------------------------------------------ */
 /* sqllock release NAME --force                                        */
 /* ------------------------------------------------------------------ */
 
@@ -470,6 +547,11 @@ int cli_force_release(const cli_ctx *ctx, const char *name, int force)
     rc = cli_open_db(&c, NULL, 0, &db, NULL);
     if (rc != CLI_EXIT_OK)
         return rc;
+    rc = check_name(db, "release", name);
+    if (rc != CLI_EXIT_OK) {
+        sqllock_close(db);
+        return rc;
+    }
     rc = find_lease(db, name, &o);
     if (rc != SQLLOCK_OK) {
         rc = cli_db_error(db, rc, "release --force");

@@ -306,3 +306,43 @@ void test_cli_history_of_runs(void **state)
         fail_msg("six runs at once: every entry must be ok:\n%s", f->out);
     EXPECT_EXIT(f, 0, "history", name, "--clear");
 }
+
+/* Issue 27 item 6: show, history and release --force check a name as
+ * acquire does (DESIGN E2): a name of 10 kB, an empty one and one with
+ * a control character are refused with acquire's message and exit code
+ * (64), before anything is read or written. */
+void test_cli_names_checked_as_acquire(void **state)
+{
+    static char big[10241];
+    const char *names[3];
+    fixture *f = *state;
+    char want[512];
+    const char *msg;
+    int i;
+
+    memset(big, 'n', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    names[0] = big;
+    names[1] = "";
+    names[2] = "a\nb";
+    for (i = 0; i < 3; i++) {
+        EXPECT_EXIT(f, 64, "acquire", names[i], "--ttl", "5s");
+        msg = strstr(f->err, "acquire: ");
+        assert_non_null(msg);
+        snprintf(want, sizeof want, "%s", msg + strlen("acquire: "));
+        EXPECT_EXIT(f, 64, "show", names[i]);
+        EXPECT_CONTAINS_ERR(f, want);
+        EXPECT_EXIT(f, 64, "show", names[i], "--json");
+        EXPECT_CONTAINS_ERR(f, want);
+        assert_string_equal(f->out, "");
+        EXPECT_EXIT(f, 64, "history", names[i]);
+        EXPECT_CONTAINS_ERR(f, want);
+        EXPECT_EXIT(f, 64, "history", names[i], "--clear");
+        EXPECT_CONTAINS_ERR(f, want);
+        EXPECT_EXIT(f, 64, "release", names[i], "--force");
+        EXPECT_CONTAINS_ERR(f, want);
+        EXPECT_EXIT(f, 64, "release", names[i], "--force", "--force");
+        EXPECT_CONTAINS_ERR(f, want);
+        assert_string_equal(f->out, "");
+    }
+}

@@ -79,6 +79,7 @@ void test_cli_run_exit_codes(void **state);
 void test_cli_run_passes_token(void **state);
 void test_cli_usage_errors(void **state);
 void test_cli_durations(void **state);
+void test_cli_release_held_by_another(void **state);
 void test_cli_duration_too_long(void **state);
 void test_cli_run_default_ttl(void **state);
 
@@ -100,5 +101,6 @@ void test_cli_show(void **state);
 void test_cli_release_force(void **state);
 void test_cli_history_bounded(void **state);
 void test_cli_history_of_runs(void **state);
+void test_cli_names_checked_as_acquire(void **state);
 
 #endif /* SQLLOCK_TEST_CLI_H */

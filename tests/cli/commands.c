@@ -36,8 +36,9 @@ void test_cli_acquire_busy_release(void **state)
     EXPECT_EXIT(f, 75, "acquire", cl_U(f, "a"), "--ttl", "60s", "--wait",
                 "300ms");
     snprintf(tok, sizeof tok, "%lld", (long long)token);
-    /* A wrong owner cannot release it (L3). */
-    EXPECT_EXIT(f, 76, "release", cl_U(f, "a"), "--owner",
+    /* A wrong owner cannot release it (L3): it is held by another owner
+     * (75), not lost (issue 27). */
+    EXPECT_EXIT(f, 75, "release", cl_U(f, "a"), "--owner",
                 "0123456789abcdef0123456789abcdef", "--token", tok);
     EXPECT_EXIT(f, 75, "acquire", cl_U(f, "a"), "--ttl", "60s");
     EXPECT_EXIT(f, 0, "release", cl_U(f, "a"), "--owner", owner, "--token",
@@ -234,6 +235,53 @@ void test_cli_durations(void **state)
     EXPECT_EXIT(f, 0, "reap", "--older-than", "1h30m");
     EXPECT_EXIT(f, 64, "reap", "--older-than", "1h30");
     assert_non_null(strstr(f->err, "--older-than"));
+}
+
+/* Issue 27 item 6: `release NAME --owner X --token T` that finds NAME
+ * held live by someone else says so, with exit 75 (the lock is busy),
+ * and leaves it held: with the holder's own token but another owner, or
+ * with a token the holder's grant is not later than. A release whose
+ * lease was taken over by a later grant was lost (76, L4), and says who
+ * holds the name now; so is one whose row is gone. */
+void test_cli_release_held_by_another(void **state)
+{
+    fixture *f = *state;
+    const char *name = cl_U(f, "rel-other");
+    char owner[SQLLOCK_OWNER_LEN + 1], owner2[SQLLOCK_OWNER_LEN + 1];
+    char tok[32], tok_next[32], tok2[32];
+    int64_t token, token2;
+
+    cl_acquire(f, name, "60s", owner, &token);
+    snprintf(tok, sizeof tok, "%lld", (long long)token);
+    snprintf(tok_next, sizeof tok_next, "%lld", (long long)token + 1);
+    EXPECT_EXIT(f, 75, "release", name, "--owner",
+                "0123456789abcdef0123456789abcdef", "--token", tok);
+    EXPECT_CONTAINS_ERR(f, "held by another owner");
+    EXPECT_CONTAINS_ERR(f, "nothing was released");
+    if (strstr(f->err, "lost") != NULL)
+        fail_msg("a live lock of another owner was called lost: %s", f->err);
+    EXPECT_EXIT(f, 75, "release", name, "--owner", owner, "--token",
+                tok_next);
+    EXPECT_CONTAINS_ERR(f, "held by another owner");
+    /* Untouched: still held, by the same token. */
+    EXPECT_EXIT(f, 0, "show", name);
+    EXPECT_CONTAINS(f, "state:    held");
+    EXPECT_CONTAINS(f, owner);
+    EXPECT_EXIT(f, 0, "release", name, "--owner", owner, "--token", tok);
+    /* Gone: lost. */
+    EXPECT_EXIT(f, 76, "release", name, "--owner", owner, "--token", tok);
+    EXPECT_CONTAINS_ERR(f, "lost");
+    /* Expired and taken over by a later grant: lost too, naming the
+     * holder now, whose lease stays. */
+    cl_acquire(f, name, "1ms", owner, &token);
+    tu_sleep_ms(100);
+    cl_acquire(f, name, "60s", owner2, &token2);
+    snprintf(tok, sizeof tok, "%lld", (long long)token);
+    snprintf(tok2, sizeof tok2, "%lld", (long long)token2);
+    EXPECT_EXIT(f, 76, "release", name, "--owner", owner, "--token", tok);
+    EXPECT_CONTAINS_ERR(f, "had already been lost");
+    EXPECT_CONTAINS_ERR(f, tok2);
+    EXPECT_EXIT(f, 0, "release", name, "--owner", owner2, "--token", tok2);
 }
 
 /* Issue 27 item 6: every duration option refuses a duration longer than
