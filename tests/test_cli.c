@@ -4,8 +4,11 @@
  * SQLite file when that is unset): exit codes, the printed owner and
  * token, `run` holding the lock around a command, `reap` (DESIGN L1, L3,
  * L4, L5, P4, E2), durations, and, without --db, the refusal of a
- * command that names no database, --local, -V and -h. Lock names carry
- * the pid, so runs on a shared server do not meet.
+ * command that names no database, --local, -V and -h; issue 27: release
+ * of another owner's lock, durations too long, run's default ttl, a
+ * command's --help, malformed URLs, read-only SQLite opens, connect
+ * messages and name checks. Lock names carry the pid, so runs on a
+ * shared server do not meet.
  *
  * SQLLOCK_CLI_PATH is the built tool, passed in by tests/CMakeLists.txt,
  * and SQLLOCK_CLI_SQLITE_ONLY_PATH a copy of it built with the SQLite
@@ -49,6 +52,7 @@ int main(void)
         cmocka_unit_test(test_cli_release_held_by_another),
         cmocka_unit_test(test_cli_duration_too_long),
         cmocka_unit_test(test_cli_run_default_ttl),
+        cmocka_unit_test(test_cli_command_help),
         cmocka_unit_test(test_cli_malformed_url_is_usage),
         cmocka_unit_test(test_cli_read_commands_do_not_create),
         cmocka_unit_test(test_cli_connect_failure_messages),

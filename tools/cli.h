@@ -117,8 +117,12 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts,
  * CLI_EXIT_USAGE. */
 int cli_usage(void);
 
-/* Prints the full help to stdout (help.c); returns the exit code. */
+/* Prints the help to stdout (help.c); returns the exit code. After
+ * cli_help_command(CMD) (main() calls it before the command runs), only
+ * CMD's part: its usage, its entry under Commands, the options it names
+ * and where the rest is; otherwise the full help. */
 int cli_help(void);
+void cli_help_command(const char *cmd);
 
 /* Copies the value `arg` of a secret option (kept until
  * cli_free_secrets()) and overwrites `arg` in place with the value as

@@ -1,9 +1,12 @@
 /*
- * help.c -- the text of `sqllock --help`, in one place: every command's
- * `--help` prints it, and tools/mkman.c makes the manual page sqllock(1)
- * from it at build time.
+ * help.c -- the text of `sqllock --help`, in one place: tools/mkman.c
+ * makes the manual page sqllock(1) from it at build time, and `sqllock
+ * COMMAND --help` prints the part of it that is about COMMAND, found by
+ * the layout mkman reads too (a command's item under "Commands:", the
+ * items of "Options:").
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -11,6 +14,7 @@
 static const char *const help_text[] = {
 "usage: sqllock [--db URL | --db-file PATH | --local] COMMAND [ARGS...]\n"
 "       sqllock -h | --help | -V | --version\n"
+"       sqllock COMMAND --help\n"
 "\n"
 "Distributed lease locks on the SQL database you already run.\n"
 "\n"
@@ -28,7 +32,11 @@ static const char *const help_text[] = {
 "      renewed: it stays held until `sqllock release` or until --ttl has\n"
 "      passed.\n"
 "  release NAME --owner ID --token N\n"
-"      Release a lease taken by `acquire`.\n"
+"      Release a lease taken by `acquire`. Exit 76 if it was lost (it\n"
+"      expired, then was taken over by a later grant or removed); exit\n"
+"      75, releasing nothing, if NAME is held live by a lease that ID and\n"
+"      N do not name and that is not a later grant (a wrong owner or\n"
+"      token).\n"
 "  release NAME --force [--force]\n"
 "      Free NAME's lease whoever holds it, for an operator who must free\n"
 "      a stuck lock; recorded in NAME's history (who, when, which token).\n"
@@ -38,7 +46,8 @@ static const char *const help_text[] = {
 "      marker (see list) is never freed (exit 78).\n"
 "  show NAME [--json]\n"
 "      Show NAME's lease: holder, owner, token, when it was acquired and\n"
-"      expires, and the time left, by the database's clock.\n"
+"      expires, and the time left, by the database's clock. NAME is\n"
+"      checked as acquire checks it (so are history's and release's).\n"
 "  history NAME [--json] [--clear]\n"
 "      Show NAME's last runs under `run` and forced releases, newest\n"
 "      first (start, end, duration, exit code, status, who; times by the\n"
@@ -51,8 +60,9 @@ static const char *const help_text[] = {
 "      semaphore or an election show as \"NAME [tag]\", and the row that\n"
 "      marks NAME as one of them as \"NAME [kind: shared/exclusive lock]\"\n"
 "      (or semaphore, leader election), with LEFT \"never\": a name has\n"
-"      one kind for good (contract N1).\n",
-"  run NAME [--also NAME2... | --permits N] --ttl DUR [--wait DUR | --skip]\n"
+"      one kind for good (contract N1). list, show and history never\n"
+"      create a SQLite file that does not exist (exit 69, saying so).\n",
+"  run NAME [--also NAME2... | --permits N] [--ttl DUR] [--wait DUR | --skip]\n"
 "      [--holder TEXT] [--busy-exit CODE] [--signal SIG] [--kill-after DUR]\n"
 "      [--renew-every DUR] [--hold-at-least DUR] [--quiet | --verbose]\n"
 "      [--no-history] [--export-db] [--shared | --exclusive] [--leader]\n"
@@ -89,7 +99,8 @@ static const char *const help_text[] = {
 "      only permits below it. Not with --also or --hold-at-least.\n"
 "      While it runs, a thread of sqllock renews the lease every ttl/3\n"
 "      (or every --renew-every, which must be shorter than the ttl minus\n"
-"      ttl/10).\n"
+"      ttl/10). The ttl is " CLI_RUN_TTL_DEFAULT " without --ttl: a shorter one frees\n"
+"      the lock sooner after sqllock dies, and costs more renewals.\n"
 "      If the lock is held elsewhere, CMD does not run and the exit code\n"
 "      is 75 (or CODE): at once with --skip (the default), or once\n"
 "      --wait has run out (a release wakes the wait early). The message\n"
@@ -163,6 +174,7 @@ static const char *const help_text[] = {
 "  --local           the database: a file of this host, for a lock that\n"
 "                    keeps out only this host's processes (see below)\n"
 "  --ttl DUR         how long a lease lasts after each acquire or renewal\n"
+"                    (acquire: required; run: default " CLI_RUN_TTL_DEFAULT ")\n"
 "  --wait DUR        how long to wait for a busy lock (default 0: try once)\n"
 "  --holder TEXT     who holds the lock, shown by `list` (default host:pid)\n"
 "  --owner ID        the owner id that `acquire` printed\n"
@@ -188,18 +200,18 @@ static const char *const help_text[] = {
 "  --fair            run: wait in a first-come-first-served queue\n"
 "  --older-than DUR  reap: only leases expired longer ago (default 0)\n"
 "  --batch N         reap: rows per DELETE statement (default 1000)\n"
-"  --json            list: print JSON\n"
+"  --json            list, show, history: print JSON\n"
 "  --workers N, --stock N\n"
 "                    demo: the number of worker processes and items\n"
-"  -h, --help        print this help\n"
+"  -h, --help        print this help (after COMMAND: that command's part)\n"
 "  -V, --version     print the library's version\n"
 "\n"
 "  DUR is a number with a unit, ms, s, m, h or d, or several of them,\n"
 "  largest first: \"500ms\", \"30s\", \"1m30s\", \"1.5h\", \"2d12h\"; a bare\n"
 "  whole number is seconds. Only the last number may have a fraction,\n"
-"  and the total must be a whole number of milliseconds. Options that\n"
-"  take a value accept \"--opt VALUE\" and \"--opt=VALUE\"; \"--\" ends\n"
-"  the options.\n"
+"  and the total must be a whole number of milliseconds, at most\n"
+"  " CLI_DURATION_MAX_TEXT ". Options that take a value accept\n"
+"  \"--opt VALUE\" and \"--opt=VALUE\"; \"--\" ends the options.\n"
 "\n",
 "Database:\n"
 "  The URL is the first of: --db URL; --db-file PATH (the first line of\n"
@@ -221,13 +233,18 @@ static const char *const help_text[] = {
 "  the shell's history, it is there to see. Put it in a file of mode\n"
 "  0600 (--db-file, $" CLI_DB_FILE_ENV "), in $" CLI_DB_ENV ", or for PostgreSQL in\n"
 "  ~/.pgpass or a service file (a URL without a password uses them).\n"
-"  Messages never show a password.\n"
+"  A file that its group or others may read is refused (exit 64; chmod\n"
+"  600 it), and so is one whose line is not a URL (what it holds is\n"
+"  never shown). Messages never show a password.\n"
 "\n"
 "Exit status:\n"
 "    0  success\n"
-"   64  usage error: bad option, missing argument, bad duration or name\n"
+"   64  usage error: bad option, missing argument, bad duration or name,\n"
+"       a malformed database URL or an unknown scheme, a --db-file that\n"
+"       is not a URL or that others may read\n"
 "   69  database or system error (cannot connect, no schema, ...)\n"
-"   75  the lock is held elsewhere (busy, or --wait ran out)\n"
+"   75  the lock is held elsewhere (busy, or --wait ran out; release:\n"
+"       by another owner)\n"
 "   76  the lease was lost (release or renewal found another owner;\n"
 "       run: the lease was not held all the while CMD ran)\n"
 "   78  NAME is another kind of lock: a plain lease on a name used by\n"
@@ -239,10 +256,153 @@ static const char *const help_text[] = {
 "  demo: 1 if a mode other than \"no lock\" oversold or undersold.\n"
 };
 
+/* The command whose --help this is, or NULL for the whole help. */
+static const char *help_cmd;
+
+void cli_help_command(const char *cmd)
+{
+    help_cmd = cmd;
+}
+
+/* The help as one text, in buf[size]; its length, or 0 if it does not
+ * fit. */
+static size_t help_join(char *buf, size_t size)
+{
+    size_t i, n = 0, len;
+
+    for (i = 0; i < sizeof help_text / sizeof *help_text; i++) {
+        len = strlen(help_text[i]);
+        if (n + len >= size)
+            return 0;
+        memcpy(buf + n, help_text[i], len);
+        n += len;
+    }
+    buf[n] = '\0';
+    return n;
+}
+
+/* The line at p, without its '\n': its length. */
+static size_t line_len(const char *p)
+{
+    return strcspn(p, "\n");
+}
+
+/* The next line after the one at p, or NULL at the end. */
+static const char *next_line(const char *p)
+{
+    p += line_len(p);
+    return *p == '\n' ? p + 1 : NULL;
+}
+
+/* The line at p starts with `heading` at column 0 ("Options:"). */
+static int is_heading(const char *p, const char *heading)
+{
+    size_t n = strlen(heading);
+
+    return strncmp(p, heading, n) == 0 && (p[n] == '\n' || p[n] == '\0');
+}
+
+/* The line at p is an item of its section: two spaces and a word. */
+static int is_item(const char *p)
+{
+    return p[0] == ' ' && p[1] == ' ' && p[2] != ' ' && p[2] != '\n' &&
+           p[2] != '\0';
+}
+
+/* 1 when the option named by the item at p (its first word, "--ttl",
+ * or "-h, --help") is one that the text [b, e) mentions, or one that
+ * every command takes. */
+static int option_named(const char *p, const char *b, const char *e)
+{
+    static const char *const always[] = {
+        "--db", "--db-file", "--local", "-h,", NULL
+    };
+    size_t n = strcspn(p + 2, " \n"), i;
+    const char *q;
+
+    for (i = 0; always[i] != NULL; i++)
+        if (strlen(always[i]) == n && strncmp(p + 2, always[i], n) == 0)
+            return 1;
+    for (q = b; q + n <= e; q++)
+        if (strncmp(q, p + 2, n) == 0 &&
+            (q + n == e || strchr(" ,.;:)]=\n", q[n]) != NULL) &&
+            (q == b || strchr(" [(|", q[-1]) != NULL))
+            return 1;
+    return 0;
+}
+
+/* Prints the part of the help `text` that is about command `cmd`: its
+ * items under Commands (release has two), the items under Options that
+ * they name, and where the rest is. Returns 0 when the help has no item
+ * for `cmd`. */
+static int print_command(const char *text, const char *cmd)
+{
+    const char *p, *b = NULL, *e = NULL, *sec = NULL;
+    size_t n = strlen(cmd);
+
+    /* The items of `cmd`: "  run NAME ..." and the lines under it, up to
+     * the next item or the end of the section. */
+    for (p = text; p != NULL; p = next_line(p)) {
+        if (is_heading(p, "Commands:")) {
+            sec = p;
+            continue;
+        }
+        if (sec == NULL)
+            continue;
+        if (p[0] != ' ' && p[0] != '\n')
+            break;              /* the next heading */
+        if (is_item(p)) {
+            int mine = strncmp(p + 2, cmd, n) == 0 &&
+                       (p[2 + n] == ' ' || p[2 + n] == '\n');
+
+            if (mine && b == NULL)
+                b = p;
+            if (!mine && b != NULL && e == NULL)
+                e = p;
+        }
+        if (p[0] == '\n' && b != NULL && e == NULL)
+            e = p;
+    }
+    if (b == NULL)
+        return 0;
+    if (e == NULL)
+        e = b + strlen(b);
+    printf("usage: sqllock [--db URL | --db-file PATH | --local] %s ...\n"
+           "\n", cmd);
+    fwrite(b, 1, (size_t)(e - b), stdout);
+    /* The options those items name, each with its lines. */
+    for (p = text, sec = NULL; p != NULL; p = next_line(p)) {
+        if (is_heading(p, "Options:")) {
+            sec = p;
+            fputs("\nOptions:\n", stdout);
+            continue;
+        }
+        if (sec == NULL)
+            continue;
+        if (p[0] == '\n')
+            break;
+        if (is_item(p) && p[2] == '-' && option_named(p, b, e)) {
+            const char *q = p;
+
+            do {
+                fwrite(q, 1, line_len(q) + 1, stdout);
+                q = next_line(q);
+            } while (q != NULL && strncmp(q, "     ", 5) == 0);
+        }
+    }
+    printf("\nDurations (DUR), the database URL, passwords and exit "
+           "status: sqllock --help.\n");
+    return 1;
+}
+
 int cli_help(void)
 {
+    static char text[32768];
     size_t i;
 
+    if (help_cmd != NULL && help_join(text, sizeof text) > 0 &&
+        print_command(text, help_cmd))
+        return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
     for (i = 0; i < sizeof help_text / sizeof *help_text; i++)
         fputs(help_text[i], stdout);
     return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;

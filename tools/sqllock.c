@@ -52,6 +52,8 @@ static int dispatch(int argc, char **argv)
     cmd = argv[rest];
     argc -= rest + 1;
     argv += rest + 1;
+    /* `sqllock CMD --help` prints CMD's part of the help. */
+    cli_help_command(cmd);
     if (strcmp(cmd, "init") == 0)
         return cli_cmd_init(&ctx, argc, argv);
     if (strcmp(cmd, "acquire") == 0)

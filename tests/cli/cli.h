@@ -83,13 +83,16 @@ void test_cli_release_held_by_another(void **state);
 void test_cli_duration_too_long(void **state);
 void test_cli_run_default_ttl(void **state);
 
-/* cli/tool.c: no database named, the demo, a driver not built, -V, -h */
+/* cli/tool.c: no database named, the demo, a driver not built, -V, -h,
+ * a command's --help, malformed URLs, read-only SQLite opens, failed
+ * connects */
 void test_cli_no_database_refused(void **state);
 void test_cli_demo_on_database(void **state);
 #ifdef SQLLOCK_CLI_SQLITE_ONLY_PATH
 void test_cli_driver_not_built_says_how(void **state);
 #endif
 void test_cli_version_and_help(void **state);
+void test_cli_command_help(void **state);
 void test_cli_malformed_url_is_usage(void **state);
 void test_cli_read_commands_do_not_create(void **state);
 void test_cli_connect_failure_messages(void **state);

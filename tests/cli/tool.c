@@ -1,7 +1,9 @@
 /*
  * tool.c -- test_cli: a command that names no database is refused, and
  * --local; the demo on the group's database; a copy of the tool built
- * without a driver says how to get it; -V and -h.
+ * without a driver says how to get it; -V and -h, and a command's own
+ * --help; malformed URLs (64), a SQLite file the read-only commands do
+ * not create, and what a failed connect says.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -224,6 +226,37 @@ void test_cli_version_and_help(void **state)
     EXPECT_EXIT(f, 64, "list", "-V");
     assert_non_null(strstr(f->err, "'-V'"));
     EXPECT_EXIT(f, 64, "run", cl_U(f, "v"), "--ttl", "5s", "-V", "--", "true");
+}
+
+/* Issue 27 item 5: `sqllock COMMAND --help` (and -h) prints that
+ * command's part of the help -- its entry under Commands and the options
+ * it names -- and not the others'; `sqllock --help` stays whole. */
+void test_cli_command_help(void **state)
+{
+    fixture *f = *state;
+
+    EXPECT_BARE(f, 0, "run", "--help");
+    assert_non_null(strstr(f->out, "  run NAME"));
+    assert_non_null(strstr(f->out, "--hold-at-least DUR"));
+    assert_non_null(strstr(f->out, "--kill-after DUR  run:"));
+    assert_non_null(strstr(f->out, "--db-file PATH"));
+    assert_null(strstr(f->out, "  reap [--older-than"));
+    assert_null(strstr(f->out, "  list [--json]"));
+    assert_null(strstr(f->out, "--batch N"));
+    EXPECT_BARE(f, 0, "list", "-h");
+    assert_non_null(strstr(f->out, "  list [--json]"));
+    assert_null(strstr(f->out, "  run NAME"));
+    assert_null(strstr(f->out, "--hold-at-least"));
+    /* release has two entries. */
+    EXPECT_EXIT(f, 0, "release", "--help");
+    assert_non_null(strstr(f->out, "release NAME --owner ID --token N"));
+    assert_non_null(strstr(f->out, "release NAME --force"));
+    assert_non_null(strstr(f->out, "--owner ID"));
+    assert_null(strstr(f->out, "  show NAME"));
+    EXPECT_BARE(f, 0, "--help");
+    assert_non_null(strstr(f->out, "  run NAME"));
+    assert_non_null(strstr(f->out, "  reap [--older-than"));
+    assert_non_null(strstr(f->out, "Exit status:"));
 }
 
 /* A copy of the fixture whose --db is `url`. */
