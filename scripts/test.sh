@@ -581,14 +581,18 @@ fi
 # wait on the databases and their own timers (the stage CPU table), so
 # the builds take the idle CPU and the tests keep what they would get
 # without them. The ASan stage waits for its trees (bg_wait).
+# One compiler at a time: the load average counts niced processes too,
+# and the tests scale their waits by it (tests/harness/tu_env.c).
 niced() { renice -n 19 -p "$BASHPID" >/dev/null; "$@"; }
 build_sanitizers() {
+  local jobs=1
   build build/asan -DSQLLOCK_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug
   echo "asan tree built at $(( $(date +%s) - start )) s"
   build build/tsan -DSQLLOCK_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug
   echo "tsan tree built at $(( $(date +%s) - start )) s"
 }
 build_and_run_fuzz() {
+  local jobs=1
   cmake -S . -B build/fuzz -DCMAKE_C_COMPILER=clang -DSQLLOCK_FUZZ=ON \
     -DSQLLOCK_BUILD_TESTS=OFF -DSQLLOCK_BUILD_TOOLS=OFF \
     -DSQLLOCK_BUILD_EXAMPLES=OFF -DSQLLOCK_BUILD_BENCH=OFF \
