@@ -23,7 +23,10 @@
 #   scripts/servers.sh grant-rw DIR grant `sqllock_rw` what DESIGN S2 says
 #                                   the library needs at run time, on the
 #                                   tables `sqllock init` made in
-#                                   sqllock_test (run it after that init)
+#                                   sqllock_test (run it after that init);
+#                                   and `sqllock_norec` the same but only
+#                                   SELECT on sqllock_record (an operator
+#                                   whose forced release is refused, C5)
 #
 # PostgreSQL listens on 127.0.0.1:${SQLLOCK_PG_PORT:-54329} and a unix socket
 # in DIR/pg; MariaDB on 127.0.0.1:${SQLLOCK_MY_PORT:-33069} and DIR/my/sock.
@@ -61,6 +64,9 @@ MY_PORT=${SQLLOCK_MY_PORT:-33069}
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 PASSWORD=sqllock-test
 RW_PASSWORD=sqllock-rw-Kq7v
+# A role with the lease rights and only SELECT on the record table: an
+# operator whose forced release must be refused (DESIGN C5).
+NOREC_PASSWORD=sqllock-norec-T5x
 
 
 start_pg() {
@@ -80,6 +86,7 @@ start_pg() {
     -v ON_ERROR_STOP=1 \
     -c "CREATE ROLE sqllock LOGIN CREATEDB PASSWORD '$PASSWORD'" \
     -c "CREATE ROLE sqllock_rw LOGIN PASSWORD '$RW_PASSWORD'" \
+    -c "CREATE ROLE sqllock_norec LOGIN PASSWORD '$NOREC_PASSWORD'" \
     -c "CREATE DATABASE sqllock_test OWNER sqllock" >/dev/null
   as_user postgres "$PG_BIN/psql" -X -q -h "$dir" -p "$PG_PORT" -U postgres -d sqllock_test \
     -v ON_ERROR_STOP=1 \
@@ -127,6 +134,8 @@ start_my() {
     CREATE USER 'sqllock'@'localhost' IDENTIFIED BY '$PASSWORD';
     CREATE USER 'sqllock_rw'@'127.0.0.1' IDENTIFIED BY '$RW_PASSWORD';
     CREATE USER 'sqllock_rw'@'localhost' IDENTIFIED BY '$RW_PASSWORD';
+    CREATE USER 'sqllock_norec'@'127.0.0.1' IDENTIFIED BY '$NOREC_PASSWORD';
+    CREATE USER 'sqllock_norec'@'localhost' IDENTIFIED BY '$NOREC_PASSWORD';
     GRANT ALL ON sqllock_test.* TO 'sqllock'@'127.0.0.1';
     GRANT ALL ON sqllock_test.* TO 'sqllock'@'localhost';
     GRANT ALL ON sqllock_empty.* TO 'sqllock'@'127.0.0.1';
@@ -205,6 +214,9 @@ grant_rw() {
     -v ON_ERROR_STOP=1 \
     -c "GRANT SELECT, INSERT, UPDATE, DELETE ON sqllock_meta, sqllock_lease, sqllock_record, sqllock_row TO sqllock_rw" \
     -c "GRANT USAGE ON SEQUENCE sqllock_token_seq TO sqllock_rw" \
+    -c "GRANT SELECT, INSERT, UPDATE, DELETE ON sqllock_meta, sqllock_lease, sqllock_row TO sqllock_norec" \
+    -c "GRANT SELECT ON sqllock_record TO sqllock_norec" \
+    -c "GRANT USAGE ON SEQUENCE sqllock_token_seq TO sqllock_norec" \
     -c "DO \$\$ BEGIN IF to_regclass('sqllock_test_counter') IS NOT NULL THEN
           GRANT SELECT, INSERT, UPDATE, DELETE ON sqllock_test_counter TO sqllock_rw;
         END IF; END \$\$" >/dev/null
@@ -212,6 +224,13 @@ grant_rw() {
     for h in 127.0.0.1 localhost; do
       mariadb --no-defaults -S "$dir/my/sock" -u "$(id -un)" -e \
         "GRANT SELECT, INSERT, UPDATE, DELETE ON sqllock_test.$t TO 'sqllock_rw'@'$h'"
+      if [ "$t" = sqllock_record ]; then
+        mariadb --no-defaults -S "$dir/my/sock" -u "$(id -un)" -e \
+          "GRANT SELECT ON sqllock_test.$t TO 'sqllock_norec'@'$h'"
+      else
+        mariadb --no-defaults -S "$dir/my/sock" -u "$(id -un)" -e \
+          "GRANT SELECT, INSERT, UPDATE, DELETE ON sqllock_test.$t TO 'sqllock_norec'@'$h'"
+      fi
     done
   done
 }
@@ -242,6 +261,8 @@ SQLLOCK_TEST_PG_URL='postgres://sqllock:$PASSWORD@127.0.0.1:$PG_PORT/sqllock_tes
 SQLLOCK_TEST_MYSQL_URL='mysql://sqllock:$PASSWORD@127.0.0.1:$MY_PORT/sqllock_test'
 SQLLOCK_TEST_PG_RW_URL='postgres://sqllock_rw:$RW_PASSWORD@127.0.0.1:$PG_PORT/sqllock_test'
 SQLLOCK_TEST_MYSQL_RW_URL='mysql://sqllock_rw:$RW_PASSWORD@127.0.0.1:$MY_PORT/sqllock_test'
+SQLLOCK_TEST_PG_NOREC_URL='postgres://sqllock_norec:$NOREC_PASSWORD@127.0.0.1:$PG_PORT/sqllock_test'
+SQLLOCK_TEST_MYSQL_NOREC_URL='mysql://sqllock_norec:$NOREC_PASSWORD@127.0.0.1:$MY_PORT/sqllock_test'
 SQLLOCK_TEST_PG_ADMIN='$PG_BIN;$dir/pg;$PG_PORT'
 SQLLOCK_TEST_MYSQL_ADMIN='$dir/my/sock'
 SQLLOCK_TEST_SERVERS_DIR='$dir'

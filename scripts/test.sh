@@ -706,6 +706,34 @@ if [ -n "$srv" ]; then
     fi
   done
   echo "least-privilege: conformance passed as sqllock_rw on ${rw_drivers//,/, }"
+  # DESIGN C5: a forced release and its audit record commit together.
+  # sqllock_norec may delete leases but only read the record table: its
+  # forced release is refused (69, naming the right it lacks), and the
+  # lease is still held after it.
+  for d in ${rw_drivers//,/ }; do
+    if [ "$d" = postgres ]; then
+      own_url=$SQLLOCK_TEST_PG_URL norec_url=$SQLLOCK_TEST_PG_NOREC_URL
+    else
+      own_url=$SQLLOCK_TEST_MYSQL_URL norec_url=$SQLLOCK_TEST_MYSQL_NOREC_URL
+    fi
+    c5_name="c5-norec-$$"
+    build/test/tools/sqllock --db "$own_url" acquire "$c5_name" --ttl 60s >/dev/null
+    c5_rc=0
+    build/test/tools/sqllock --db "$norec_url" release "$c5_name" --force --force \
+      >"$work/c5.out" 2>&1 || c5_rc=$?
+    if [ "$c5_rc" != 69 ] || ! grep -q "sqllock_record" "$work/c5.out"; then
+      cat "$work/c5.out"
+      echo "FAIL: C5 on $d: a forced release by a role that cannot write the record exited $c5_rc (want 69, naming sqllock_record)" >&2
+      exit 1
+    fi
+    if ! build/test/tools/sqllock --db "$own_url" show "$c5_name" | grep -q "state:    held"; then
+      echo "FAIL: C5 on $d: the refused forced release freed the lease anyway" >&2
+      exit 1
+    fi
+    build/test/tools/sqllock --db "$own_url" release "$c5_name" --force --force >/dev/null
+    build/test/tools/sqllock --db "$own_url" history "$c5_name" --clear-all >/dev/null
+  done
+  echo "C5: a forced release by a role without the record's rights was refused on ${rw_drivers//,/, }, the lease kept"
 
   # No password in the tool's output (stdout and stderr), whatever fails.
   # Each case runs `sqllock` and fails the run when the URL's password

@@ -169,23 +169,30 @@ typedef struct note_ctx {
     const char *status;
     const char *who;
     char *buf;                  /* the new value, kept for the CAS */
+    int all;                    /* history --clear-all */
 } note_ctx;
 
-/* The update function: the new line first, then the old lines but the
- * one of the same run (kind "run" and the same token), at most
- * CLI_HISTORY_MAX in all. */
-static int note_update(void *ctx, const void *old, size_t old_len,
-                       const void **out, size_t *out_len)
+/* An audit line: a forced release, or a clearing of the history. */
+static int audit_kind(const char *line, size_t len)
 {
-    note_ctx *n = ctx;
-    char who[SQLLOCK_HOLDER_MAX + 1], status[32], line[HISTORY_LINE_MAX];
-    const char *p = old, *end = p != NULL ? p + old_len : NULL;
-    size_t cap = HISTORY_LINE_MAX * (CLI_HISTORY_MAX + 1), len;
-    int lines = 1;
+    return (len > 6 && strncmp(line, "force\t", 6) == 0) ||
+           (len > 6 && strncmp(line, "clear\t", 6) == 0);
+}
 
-    free(n->buf);
-    n->buf = malloc(cap);
-    if (n->buf == NULL)
+/* The new line (`kind`, the fields of `n`; `who` as given, the role
+ * marker in it replaced by the database, history_commit()), followed by
+ * the old lines `keep` lets through. */
+static int history_value(note_ctx *n, const char *old, size_t old_len,
+                         int (*keep)(note_ctx *, const char *, size_t),
+                         char **out, size_t *out_len)
+{
+    char who[SQLLOCK_HOLDER_MAX + 64], status[32], line[HISTORY_LINE_MAX];
+    const char *p = old, *end = p != NULL ? p + old_len : NULL;
+    size_t cap = HISTORY_LINE_MAX * (2 * CLI_HISTORY_MAX + 1), len;
+    int runs = 0, audits = 0;
+    char *buf = malloc(cap);
+
+    if (buf == NULL)
         return SQLLOCK_ENOMEM;
     field(who, sizeof who, n->who);
     field(status, sizeof status, n->status);
@@ -193,28 +200,76 @@ static int note_update(void *ctx, const void *old, size_t old_len,
              "\t%d\t%s\t%s\n", n->kind, n->token, n->start_ms, n->end_ms,
              n->exit_code, status, who);
     len = strlen(line);
-    memcpy(n->buf, line, len);
-    while (p != NULL && p < end && lines < CLI_HISTORY_MAX) {
+    memcpy(buf, line, len);
+    if (audit_kind(line, len))
+        audits++;
+    else
+        runs++;
+    while (p != NULL && p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t l = nl != NULL ? (size_t)(nl - p) + 1 : (size_t)(end - p);
-        char head[64];
+        int audit = audit_kind(p, l);
 
-        /* The same run's earlier line ("run\tTOKEN\t") gives way. */
-        snprintf(head, sizeof head, "run\t%" PRId64 "\t", n->token);
-        if (!(strcmp(n->kind, "run") == 0 && l > strlen(head) &&
-              strncmp(p, head, strlen(head)) == 0) &&
-            l < HISTORY_LINE_MAX && len + l + 1 < cap) {
-            memcpy(n->buf + len, p, l);
+        /* Each kind keeps its CLI_HISTORY_MAX newest: runs never push
+         * the audit of forced releases out. */
+        if ((audit ? audits : runs) < CLI_HISTORY_MAX &&
+            l < HISTORY_LINE_MAX && len + l + 1 < cap && keep(n, p, l)) {
+            memcpy(buf + len, p, l);
             len += l;
-            if (n->buf[len - 1] != '\n')
-                n->buf[len++] = '\n';
-            lines++;
+            if (buf[len - 1] != '\n')
+                buf[len++] = '\n';
+            if (audit)
+                audits++;
+            else
+                runs++;
         }
         p += l;
     }
-    *out = n->buf;
+    *out = buf;
     *out_len = len;
     return SQLLOCK_OK;
+}
+
+/* A run's note keeps every old line but the same run's earlier one
+ * (kind "run" and the same token). */
+static int keep_but_same_run(note_ctx *n, const char *p, size_t l)
+{
+    char head[64];
+
+    snprintf(head, sizeof head, "run\t%" PRId64 "\t", n->token);
+    return !(strcmp(n->kind, "run") == 0 && l > strlen(head) &&
+             strncmp(p, head, strlen(head)) == 0);
+}
+
+/* A forced release keeps every old line. */
+static int keep_all(note_ctx *n, const char *p, size_t l)
+{
+    (void)n;
+    (void)p;
+    (void)l;
+    return 1;
+}
+
+/* `history --clear` keeps the audit lines; --clear-all keeps nothing.
+ * Either way its own line, first, says who cleared. */
+static int keep_audit(note_ctx *n, const char *p, size_t l)
+{
+    return !n->all && audit_kind(p, l);
+}
+
+/* The update function of a run's note (sqllock_record_update()). */
+static int note_update(void *ctx, const void *old, size_t old_len,
+                       const void **out, size_t *out_len)
+{
+    note_ctx *n = ctx;
+    int rc;
+
+    free(n->buf);
+    n->buf = NULL;
+    rc = history_value(n, old, old_len, keep_but_same_run, &n->buf,
+                       out_len);
+    *out = n->buf;
+    return rc;
 }
 
 static int history_write(sqllock_db *db, const char *name, note_ctx *n)
@@ -229,6 +284,146 @@ static int history_write(sqllock_db *db, const char *name, note_ctx *n)
     rc = sqllock_record_update(db, key, note_update, n, &ro, NULL);
     free(n->buf);
     return rc;
+}
+
+/* The role marker in an audit line's `who`: the database puts its
+ * current user there as it writes the line (history_commit()). */
+#define ROLE_MARK "\001"
+
+/*
+ * An audit write (DESIGN C5): `value` replaces version `version` of the
+ * record `key` and, when `lease_name` is given, the lease row (name,
+ * owner, token) is deleted -- in ONE transaction, committed together or
+ * not at all. The role marker in `value` becomes the database's current
+ * user (PostgreSQL current_user, MySQL CURRENT_USER(); SQLite has no
+ * users: no marker is written there). Returns SQLLOCK_OK; SQLLOCK_CONFLICT
+ * when the record changed since it was read (read and try again);
+ * SQLLOCK_LOST when the lease row was gone (nothing changed); else the
+ * database's status, the transaction rolled back.
+ */
+static int history_commit(sqllock_db *db, const char *key, int64_t version,
+                          const char *value, const char *lease_name,
+                          const char *owner, int64_t token)
+{
+    const char *drv = sqllock_db_driver(db);
+    int pg = strcmp(drv, "postgres") == 0, my = strcmp(drv, "mysql") == 0;
+    const char *put = pg ?
+        "UPDATE sqllock_record SET value = pg_catalog.convert_to("
+        "pg_catalog.replace($1::text, pg_catalog.chr(1), "
+        "current_user::text), 'UTF8'), version = version + 1 "
+        "WHERE key = $2 AND version = $3"
+        : my ?
+        "UPDATE sqllock_record SET `value` = REPLACE(?, CHAR(1), "
+        "CURRENT_USER()), version = version + 1 "
+        "WHERE `key` = ? AND version = ?"
+        : "UPDATE sqllock_record SET value = CAST(?1 AS BLOB), "
+          "version = version + 1 WHERE key = ?2 AND version = ?3";
+    const char *del = pg ?
+        "DELETE FROM sqllock_lease WHERE name = $1 AND owner = $2 "
+        "AND token = $3"
+        : my ? "DELETE FROM sqllock_lease WHERE name = ? AND owner = ? "
+               "AND token = ?"
+        : "DELETE FROM sqllock_lease WHERE name = ?1 AND owner = ?2 "
+          "AND token = ?3";
+    sqllock_cell pargs[3] = { SQLLOCK_TEXT(value), SQLLOCK_TEXT(key),
+                              SQLLOCK_NUMBER(version) };
+    sqllock_cell dargs[3] = { SQLLOCK_TEXT(lease_name), SQLLOCK_TEXT(owner),
+                              SQLLOCK_NUMBER(token) };
+    sqllock_txn *txn = NULL;
+    int64_t affected = 0;
+    int rc;
+
+    rc = sqllock_txn_begin(db, NULL, &txn);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (lease_name != NULL) {
+        rc = sqllock_db_exec(db, del, dargs, 3, NULL, NULL, &affected);
+        if (rc == SQLLOCK_OK && affected != 1)
+            rc = SQLLOCK_LOST;
+    }
+    if (rc == SQLLOCK_OK) {
+        rc = sqllock_db_exec(db, put, pargs, 3, NULL, NULL, &affected);
+        if (rc == SQLLOCK_OK && affected != 1)
+            rc = SQLLOCK_CONFLICT;
+    }
+    if (rc == SQLLOCK_OK)
+        rc = sqllock_txn_commit(txn);
+    else
+        (void)sqllock_txn_rollback(txn);
+    sqllock_txn_free(txn);
+    return rc;
+}
+
+/* Writes an audit line (and, with `o`, deletes o's lease row in the
+ * same transaction, history_commit()), reading the record again while
+ * another writer moved it. */
+static int history_audit(sqllock_db *db, const char *name, note_ctx *n,
+                         int (*keep)(note_ctx *, const char *, size_t),
+                         const one_lease *o)
+{
+    char key[SQLLOCK_NAME_MAX + 1];
+    int rc = SQLLOCK_CONFLICT, attempt;
+
+    history_key(name, key, sizeof key);
+    for (attempt = 0; attempt < 32 && rc == SQLLOCK_CONFLICT; attempt++) {
+        void *old = NULL;
+        size_t len = 0, blen = 0;
+        int64_t version = 0;
+        char *buf = NULL;
+
+        rc = sqllock_record_get(db, key, &old, &len, &version);
+        if (rc == SQLLOCK_NOTFOUND) {
+            /* An empty record first (version 1), then the same path. */
+            rc = sqllock_record_create(db, key, "", 0);
+            if (rc == SQLLOCK_OK)
+                rc = SQLLOCK_CONFLICT;
+            continue;
+        }
+        if (rc == SQLLOCK_OK)
+            rc = history_value(n, old, len, keep, &buf, &blen);
+        sqllock_free(old);
+        if (rc == SQLLOCK_OK) {
+            buf[blen] = '\0';
+            rc = history_commit(db, key, version, buf,
+                                 o != NULL ? name : NULL,
+                                 o != NULL ? o->owner : NULL,
+                                 o != NULL ? o->token : 0);
+        }
+        free(buf);
+    }
+    return rc;
+}
+
+/* "user@host" of whoever runs the tool in `me`; in `who` the same and,
+ * on a database with users, " as " and the role marker that becomes the
+ * database user it connected as (history_commit()). */
+static void who_am_i(sqllock_db *db, char *me, size_t me_size, char *who,
+                     size_t who_size)
+{
+    char host[256];
+    struct passwd *pw = getpwuid(getuid());
+
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "?");
+    host[sizeof host - 1] = '\0';
+    snprintf(me, me_size, "%s@%s", pw != NULL ? pw->pw_name : "?", host);
+    snprintf(who, who_size, "%s%s", me,
+             strcmp(sqllock_db_driver(db), "sqlite") == 0
+             ? "" : " as " ROLE_MARK);
+}
+
+/* The message for an audit write the database refused for want of a
+ * right: which one, and to whom it is given (docs/credentials.md). */
+static int audit_refused(sqllock_db *db, int rc, const char *what)
+{
+    if (rc == SQLLOCK_EPERM)
+        return cli_db_error(db, rc, "%s: refused: the audit record could "
+                            "not be written, so nothing was changed; the "
+                            "operator's role needs SELECT, INSERT and "
+                            "UPDATE on sqllock_record besides DELETE on "
+                            "sqllock_lease (docs/credentials.md, 'An "
+                            "operator role')", what);
+    return cli_db_error(db, rc, "%s: nothing was changed", what);
 }
 
 int cli_history_note(sqllock_db *db, const char *name, int64_t token,
@@ -371,12 +566,12 @@ static int split_line(char *line, char **f)
 int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv)
 {
     cli_ctx c = *ctx;
-    int help = 0, json = 0, clear = 0, npos, rc, first = 1;
+    int help = 0, json = 0, clear = 0, clear_all = 0, npos, rc, first = 1;
     const char *name = NULL;
     const cli_opt opts[] = {
         CLI_OPTS_DB(c), { "json", NULL, &json, 0 },
-        { "clear", NULL, &clear, 0 }, { "help", NULL, &help, 0 },
-        { NULL, NULL, NULL, 0 }
+        { "clear", NULL, &clear, 0 }, { "clear-all", NULL, &clear_all, 0 },
+        { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
     };
     char key[SQLLOCK_NAME_MAX + 1];
     void *value = NULL;
@@ -402,10 +597,37 @@ int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv)
         sqllock_close(db);
         return rc;
     }
+    if (clear || clear_all) {
+        /* DESIGN C5: the forced releases stay (unless --clear-all), and
+         * the clearing is itself a line of the audit, with who did it. */
+        char me[300], who[300];
+        note_ctx n;
+
+        who_am_i(db, me, sizeof me, who, sizeof who);
+        memset(&n, 0, sizeof n);
+        n.kind = "clear";
+        n.start_ms = wall_ms();
+        n.end_ms = n.start_ms;
+        n.status = clear_all ? "all" : "runs";
+        n.who = who;
+        n.all = clear_all;
+        rc = history_audit(db, name, &n, keep_audit, NULL);
+        if (rc != SQLLOCK_OK) {
+            rc = audit_refused(db, rc, "history --clear");
+            sqllock_close(db);
+            return rc;
+        }
+        sqllock_close(db);
+        printf("history of ");
+        cli_print_cell(name, 0);
+        puts(clear_all ? ": cleared, forced releases too (the clearing is "
+                         "noted in it)"
+                       : ": runs cleared (forced releases kept; the "
+                         "clearing is noted in it)");
+        return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
+    }
     history_key(name, key, sizeof key);
     rc = sqllock_record_get(db, key, &value, &len, &version);
-    if (rc == SQLLOCK_OK && clear)
-        rc = sqllock_record_delete(db, key, version);
     if (rc != SQLLOCK_OK && rc != SQLLOCK_NOTFOUND) {
         rc = cli_db_error(db, rc, "history");
         sqllock_free(value);
@@ -413,13 +635,6 @@ int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv)
         return rc;
     }
     sqllock_close(db);
-    if (clear) {
-        printf("history of ");
-        cli_print_cell(name, 0);
-        puts(rc == SQLLOCK_NOTFOUND ? ": none" : ": cleared");
-        sqllock_free(value);
-        return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
-    }
     if (json)
         puts("[");
     else
@@ -457,7 +672,8 @@ int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv)
         } else {
             printf("%-5s  %-24s  %-24s  %9s  %4s  %-8s  ", f[0], start,
                    e > 0 ? end : "-", dur,
-                   strcmp(f[5], "running") == 0 ? "-" : f[4], f[5]);
+                   strcmp(f[5], "running") == 0 || strcmp(f[0], "run") != 0
+                   ? "-" : f[4], f[5]);
             cli_print_cell(f[6], 0);
             putchar('\n');
         }
@@ -521,28 +737,14 @@ int cli_release_lost(sqllock_db *db, const char *name, const char *owner,
 /* sqllock release NAME --force                                        */
 /* ------------------------------------------------------------------ */
 
-/* "user@host" of whoever runs the tool. */
-static void who_am_i(char *buf, size_t size)
-{
-    char host[256];
-    struct passwd *pw = getpwuid(getuid());
-
-    if (gethostname(host, sizeof host) != 0)
-        snprintf(host, sizeof host, "?");
-    host[sizeof host - 1] = '\0';
-    snprintf(buf, size, "%s@%s", pw != NULL ? pw->pw_name : "?", host);
-}
-
 int cli_force_release(const cli_ctx *ctx, const char *name, int force)
 {
     cli_ctx c = *ctx;
-    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
-    sqllock_lease *lease = NULL;
-    char who[300], left[64];
+    char who[300], me[300], left[64];
     sqllock_db *db;
     note_ctx n;
     one_lease o;
-    int rc, wrc;
+    int rc, users;
 
     rc = cli_open_db(&c, NULL, 0, &db, NULL);
     if (rc != CLI_EXIT_OK)
@@ -595,16 +797,20 @@ int cli_force_release(const cli_ctx *ctx, const char *name, int force)
         sqllock_close(db);
         return CLI_EXIT_BUSY;
     }
-    lo.ttl_ms = 60000;
-    rc = sqllock_lease_attach(db, name, o.owner, o.token, &lo, &lease);
-    if (rc == SQLLOCK_OK)
-        rc = sqllock_lease_release(lease);
-    sqllock_lease_free(lease);
-    if (rc != SQLLOCK_OK && rc != SQLLOCK_LOST) {
-        rc = cli_db_error(db, rc, "release --force");
-        sqllock_close(db);
-        return rc;
-    }
+    /* DESIGN C5: the lease row (by its owner and token, read above) is
+     * deleted and the audit line written in one transaction, or neither
+     * (history_audit()): a role that may delete leases but not write the
+     * record frees nothing. */
+    who_am_i(db, me, sizeof me, who, sizeof who);
+    memset(&n, 0, sizeof n);
+    n.kind = "force";
+    n.token = o.token;
+    n.start_ms = wall_ms();
+    n.end_ms = n.start_ms;
+    n.status = o.remaining_ms > 0 ? "live" : "expired";
+    n.who = who;
+    rc = history_audit(db, name, &n, keep_all, &o);
+    users = strcmp(sqllock_db_driver(db), "sqlite") != 0;
     if (rc == SQLLOCK_LOST) {
         /* Taken over, released or reaped since it was read. */
         fprintf(stderr, "sqllock: release --force: the lease of token %"
@@ -613,23 +819,17 @@ int cli_force_release(const cli_ctx *ctx, const char *name, int force)
         sqllock_close(db);
         return CLI_EXIT_LOST;
     }
-    who_am_i(who, sizeof who);
-    memset(&n, 0, sizeof n);
-    n.kind = "force";
-    n.token = o.token;
-    n.start_ms = wall_ms();
-    n.end_ms = n.start_ms;
-    n.status = o.remaining_ms > 0 ? "live" : "expired";
-    n.who = who;
-    wrc = history_write(db, name, &n);
-    if (wrc != SQLLOCK_OK)
-        cli_db_error(db, wrc, "release --force: freed, but not recorded in "
-                     "the history");
+    if (rc != SQLLOCK_OK) {
+        rc = audit_refused(db, rc, "release --force");
+        sqllock_close(db);
+        return rc;
+    }
     sqllock_close(db);
     fputs("released ", stdout);
     cli_print_cell(name, 0);
     printf(" by force (token %" PRId64 ", holder '", o.token);
     cli_print_cell(o.holder, 0);
-    printf("', %s); recorded in its history as %s\n", left, who);
+    printf("', %s); recorded in its history, in the same transaction, as "
+           "%s%s\n", left, me, users ? " (and the database user)" : "");
     return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
 }

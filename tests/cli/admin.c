@@ -182,10 +182,53 @@ void test_cli_release_force(void **state)
     EXPECT_CONTAINS(f, "nothing to release");
     /* --force takes neither --owner nor --token. */
     EXPECT_EXIT(f, 64, "release", name, "--force", "--token", tok);
+    /* Issue 27 item 3, C5: --clear keeps the forced releases and notes
+     * itself; --clear-all removes them too, and notes itself. */
     EXPECT_EXIT(f, 0, "history", name, "--clear");
-    EXPECT_CONTAINS(f, "cleared");
+    EXPECT_CONTAINS(f, "forced releases kept");
+    EXPECT_EXIT(f, 0, "history", name);
+    assert_int_equal(count_lines(f, "force "), 2);
+    assert_int_equal(count_lines(f, "clear "), 2);
+    EXPECT_EXIT(f, 0, "history", name, "--clear-all");
+    EXPECT_CONTAINS(f, "forced releases too");
     EXPECT_EXIT(f, 0, "history", name);
     assert_int_equal(count_lines(f, "force "), 0);
+    assert_int_equal(count_lines(f, "clear "), 1);
+    EXPECT_CONTAINS(f, "@");
+}
+
+/* Issue 27 item 3, DESIGN C5: a forced release names the database user
+ * beside the client's user@host (PostgreSQL current_user, MySQL
+ * CURRENT_USER(); SQLite has none), and its lines outlive the runs:
+ * twenty-five runs after it, the forced release is still in the history
+ * (each kind keeps its own twenty newest). */
+void test_cli_C5_force_audit_names_role_and_outlives_runs(void **state)
+{
+    fixture *f = *state;
+    const char *name = cl_U(f, "audit");
+    char owner[SQLLOCK_OWNER_LEN + 1];
+    int64_t token;
+    int i;
+
+    EXPECT_EXIT(f, 0, "history", name, "--clear-all");
+    cl_acquire(f, name, "60s", owner, &token);
+    EXPECT_EXIT(f, 0, "release", name, "--force", "--force");
+    EXPECT_CONTAINS(f, "in the same transaction");
+    EXPECT_EXIT(f, 0, "history", name, "--json");
+    if (strcmp(tu_url_driver(g_url), "sqlite") != 0) {
+        /* "user@host as ROLE", the role filled in by the database. */
+        EXPECT_CONTAINS(f, " as ");
+        if (strstr(f->out, " as \"") != NULL || strchr(f->out, 1) != NULL)
+            fail_msg("the database user is missing: %s", f->out);
+    } else if (strstr(f->out, " as ") != NULL) {
+        fail_msg("SQLite has no database user: %s", f->out);
+    }
+    for (i = 0; i < 25; i++)
+        EXPECT_EXIT(f, 0, "run", name, "--ttl", "10s", "--", "true");
+    EXPECT_EXIT(f, 0, "history", name);
+    assert_int_equal(count_lines(f, "force "), 1);
+    assert_int_equal(count_lines(f, "run "), 20);
+    EXPECT_EXIT(f, 0, "history", name, "--clear-all");
 }
 
 /* Issue 15 item 7: a name's history keeps the newest CLI_HISTORY_MAX
@@ -200,7 +243,7 @@ void test_cli_history_bounded(void **state)
     const char *name = cl_U(f, "bounded");
     int i;
 
-    EXPECT_EXIT(f, 0, "history", name, "--clear");
+    EXPECT_EXIT(f, 0, "history", name, "--clear-all");
     for (i = 0; i < 23; i++) {
         cl_acquire(f, name, "60s", owner, &token);
         if (i == 0)
@@ -217,7 +260,7 @@ void test_cli_history_bounded(void **state)
             fail_msg("the oldest entry (token %lld) was kept: %s",
                      (long long)first, f->out);
     }
-    EXPECT_EXIT(f, 0, "history", name, "--clear");
+    EXPECT_EXIT(f, 0, "history", name, "--clear-all");
     /* Two 255-byte names that differ only in their last byte. */
     memset(longa, 'x', 254);
     memcpy(longa, "cli-long-", 9);
@@ -225,15 +268,15 @@ void test_cli_history_bounded(void **state)
     longa[255] = '\0';
     memcpy(longb, longa, sizeof longb);
     longb[254] = 'b';
-    EXPECT_EXIT(f, 0, "history", longa, "--clear");
-    EXPECT_EXIT(f, 0, "history", longb, "--clear");
+    EXPECT_EXIT(f, 0, "history", longa, "--clear-all");
+    EXPECT_EXIT(f, 0, "history", longb, "--clear-all");
     cl_acquire(f, longa, "60s", owner, &token);
     EXPECT_EXIT(f, 0, "release", longa, "--force", "--force");
     EXPECT_EXIT(f, 0, "history", longa);
     assert_int_equal(count_lines(f, "force "), 1);
     EXPECT_EXIT(f, 0, "history", longb);
     assert_int_equal(count_lines(f, "force "), 0);
-    EXPECT_EXIT(f, 0, "history", longa, "--clear");
+    EXPECT_EXIT(f, 0, "history", longa, "--clear-all");
 }
 
 /* Issue 15 item 7: `run` notes each run in the name's history -- its
@@ -250,7 +293,7 @@ void test_cli_history_of_runs(void **state)
     pid_t pids[6];
     int i;
 
-    EXPECT_EXIT(f, 0, "history", name, "--clear");
+    EXPECT_EXIT(f, 0, "history", name, "--clear-all");
     EXPECT_EXIT(f, 0, "run", name, "--ttl", "10s", "--", "true");
     EXPECT_EXIT(f, 3, "run", name, "--ttl", "10s", "--", "sh", "-c",
                 "exit 3");
@@ -266,7 +309,7 @@ void test_cli_history_of_runs(void **state)
         fail_msg("a finished run is still 'running':\n%s", f->out);
     EXPECT_EXIT(f, 0, "history", name, "--json");
     EXPECT_CONTAINS(f, "\"exit\": 3");
-    EXPECT_EXIT(f, 0, "history", name, "--clear");
+    EXPECT_EXIT(f, 0, "history", name, "--clear-all");
 
     for (i = 0; i < 6; i++) {
         int n = 0;
@@ -304,7 +347,7 @@ void test_cli_history_of_runs(void **state)
     assert_int_equal(count_lines(f, "run "), 6);
     if (strstr(f->out, "running") != NULL || strstr(f->out, "failed"))
         fail_msg("six runs at once: every entry must be ok:\n%s", f->out);
-    EXPECT_EXIT(f, 0, "history", name, "--clear");
+    EXPECT_EXIT(f, 0, "history", name, "--clear-all");
 }
 
 /* Issue 27 item 6: show, history and release --force check a name as
@@ -337,7 +380,7 @@ void test_cli_names_checked_as_acquire(void **state)
         assert_string_equal(f->out, "");
         EXPECT_EXIT(f, 64, "history", names[i]);
         EXPECT_CONTAINS_ERR(f, want);
-        EXPECT_EXIT(f, 64, "history", names[i], "--clear");
+        EXPECT_EXIT(f, 64, "history", names[i], "--clear-all");
         EXPECT_CONTAINS_ERR(f, want);
         EXPECT_EXIT(f, 64, "release", names[i], "--force");
         EXPECT_CONTAINS_ERR(f, want);

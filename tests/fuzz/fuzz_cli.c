@@ -97,8 +97,9 @@ static const cmd_spec specs[C_COUNT] = {
     { "demo", 0, 0, { "db", "db-file", "workers", "stock", "help" },
       { 1, 1, 1, 1, 0 } },
     { "show", 1, 0, { "db", "db-file", "json", "help" }, { 1, 1, 0, 0 } },
-    { "history", 1, 0, { "db", "db-file", "json", "clear", "help" },
-      { 1, 1, 0, 0, 0 } },
+    { "history", 1, 0, { "db", "db-file", "json", "clear", "clear-all",
+                         "help" },
+      { 1, 1, 0, 0, 0, 0 } },
 };
 
 /* Only --db holds a secret. */
