@@ -46,6 +46,7 @@ int main(void)
         cmocka_unit_test(test_cli_reap),
         cmocka_unit_test(test_cli_show),
         cmocka_unit_test(test_cli_release_force),
+        cmocka_unit_test(test_cli_force_release_of_a_permit),
         cmocka_unit_test(test_cli_C5_force_audit_names_role_and_outlives_runs),
         cmocka_unit_test(test_cli_history_bounded),
         cmocka_unit_test(test_cli_history_of_runs),

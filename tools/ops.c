@@ -84,6 +84,55 @@ static int find_lease(sqllock_db *db, const char *name, one_lease *o)
     return rc == 1 ? SQLLOCK_OK : rc;
 }
 
+/*
+ * The row `typed` names (issue 27 item 4): its own lease row; or, when
+ * there is none and `typed` reads "BASE [TAG]" as `list` shows the row a
+ * shared/exclusive lock, a semaphore, a fair queue or an election keeps
+ * under BASE (BASE, 0x1f, TAG: core/internal.h), that row. `row` gets
+ * the name of the row found (`typed` when neither is there), `base` the
+ * name whose history it belongs to (BASE for a derived row).
+ */
+static int find_row(sqllock_db *db, const char *typed, one_lease *o,
+                    char *row, char *base)
+{
+    const char *open = NULL, *p;
+    size_t tlen = strlen(typed), blen, taglen, i;
+    one_lease d;
+    int rc;
+
+    snprintf(row, SQLLOCK_NAME_MAX + 1, "%s", typed);
+    snprintf(base, SQLLOCK_NAME_MAX + 1, "%s", typed);
+    rc = find_lease(db, typed, o);
+    if (rc != SQLLOCK_OK || o->found || tlen < 5 || typed[tlen - 1] != ']')
+        return rc;
+    for (p = typed; (p = strstr(p, " [")) != NULL; p++)
+        open = p;
+    if (open == NULL || open == typed)
+        return rc;
+    blen = (size_t)(open - typed);
+    taglen = tlen - blen - 3;
+    if (taglen == 0 || blen + 1 + taglen > SQLLOCK_NAME_MAX ||
+        strncmp(open + 2, "kind:", 5) == 0)
+        return rc;
+    for (i = 0; i < taglen; i++)
+        if (open[2 + i] < 0x21 || open[2 + i] > 0x7e || open[2 + i] == ']')
+            return rc;
+    memcpy(row, typed, blen);
+    row[blen] = '\x1f';
+    memcpy(row + blen + 1, open + 2, taglen);
+    row[blen + 1 + taglen] = '\0';
+    rc = find_lease(db, row, &d);
+    if (rc == SQLLOCK_OK && d.found) {
+        *o = d;
+        o->want = NULL;
+        memcpy(base, typed, blen);
+        base[blen] = '\0';
+    } else {
+        snprintf(row, SQLLOCK_NAME_MAX + 1, "%s", typed);
+    }
+    return rc;
+}
+
 /* The checks `acquire` makes of a lock name (sqllock_lease_new():
  * empty, longer than SQLLOCK_NAME_MAX bytes, not valid UTF-8, control
  * characters), with its message and exit code, for the commands that
@@ -354,10 +403,12 @@ static int history_commit(sqllock_db *db, const char *key, int64_t version,
     return rc;
 }
 
-/* Writes an audit line (and, with `o`, deletes o's lease row in the
- * same transaction, history_commit()), reading the record again while
- * another writer moved it. */
-static int history_audit(sqllock_db *db, const char *name, note_ctx *n,
+/* Writes an audit line in `name`'s history (and, with `o`, deletes the
+ * lease row `row` of o's owner and token in the same transaction,
+ * history_commit()), reading the record again while another writer
+ * moved it. */
+static int history_audit(sqllock_db *db, const char *name, const char *row,
+                         note_ctx *n,
                          int (*keep)(note_ctx *, const char *, size_t),
                          const one_lease *o)
 {
@@ -385,7 +436,7 @@ static int history_audit(sqllock_db *db, const char *name, note_ctx *n,
         if (rc == SQLLOCK_OK) {
             buf[blen] = '\0';
             rc = history_commit(db, key, version, buf,
-                                 o != NULL ? name : NULL,
+                                 o != NULL ? row : NULL,
                                  o != NULL ? o->owner : NULL,
                                  o != NULL ? o->token : 0);
         }
@@ -466,6 +517,7 @@ int cli_cmd_show(const cli_ctx *ctx, int argc, char **argv)
         { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
     };
     char acquired[80], expires[80], left[64];
+    char row[SQLLOCK_NAME_MAX + 1], base[SQLLOCK_NAME_MAX + 1];
     sqllock_db *db;
     one_lease o;
 
@@ -486,7 +538,7 @@ int cli_cmd_show(const cli_ctx *ctx, int argc, char **argv)
         sqllock_close(db);
         return rc;
     }
-    rc = find_lease(db, name, &o);
+    rc = find_row(db, name, &o, row, base);
     if (rc != SQLLOCK_OK) {
         rc = cli_db_error(db, rc, "show");
         sqllock_close(db);
@@ -611,7 +663,7 @@ int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv)
         n.status = clear_all ? "all" : "runs";
         n.who = who;
         n.all = clear_all;
-        rc = history_audit(db, name, &n, keep_audit, NULL);
+        rc = history_audit(db, name, NULL, &n, keep_audit, NULL);
         if (rc != SQLLOCK_OK) {
             rc = audit_refused(db, rc, "history --clear");
             sqllock_close(db);
@@ -740,7 +792,8 @@ int cli_release_lost(sqllock_db *db, const char *name, const char *owner,
 int cli_force_release(const cli_ctx *ctx, const char *name, int force)
 {
     cli_ctx c = *ctx;
-    char who[300], me[300], left[64];
+    char who[300], me[300], left[64], status[64];
+    char row[SQLLOCK_NAME_MAX + 1], base[SQLLOCK_NAME_MAX + 1];
     sqllock_db *db;
     note_ctx n;
     one_lease o;
@@ -754,7 +807,7 @@ int cli_force_release(const cli_ctx *ctx, const char *name, int force)
         sqllock_close(db);
         return rc;
     }
-    rc = find_lease(db, name, &o);
+    rc = find_row(db, name, &o, row, base);
     if (rc != SQLLOCK_OK) {
         rc = cli_db_error(db, rc, "release --force");
         sqllock_close(db);
@@ -807,9 +860,16 @@ int cli_force_release(const cli_ctx *ctx, const char *name, int force)
     n.token = o.token;
     n.start_ms = wall_ms();
     n.end_ms = n.start_ms;
-    n.status = o.remaining_ms > 0 ? "live" : "expired";
+    /* A primitive's row ("NAME [w]") is noted in NAME's history, its
+     * tag beside the status. */
+    snprintf(status, sizeof status, "%s%s%s%s",
+             o.remaining_ms > 0 ? "live" : "expired",
+             strcmp(row, name) != 0 ? " [" : "",
+             strcmp(row, name) != 0 ? strchr(row, '\x1f') + 1 : "",
+             strcmp(row, name) != 0 ? "]" : "");
+    n.status = status;
     n.who = who;
-    rc = history_audit(db, name, &n, keep_all, &o);
+    rc = history_audit(db, base, row, &n, keep_all, &o);
     users = strcmp(sqllock_db_driver(db), "sqlite") != 0;
     if (rc == SQLLOCK_LOST) {
         /* Taken over, released or reaped since it was read. */

@@ -389,3 +389,46 @@ void test_cli_names_checked_as_acquire(void **state)
         assert_string_equal(f->out, "");
     }
 }
+
+/* Issue 27 item 4: `show` and `release --force` take a primitive's row
+ * as `list` prints it, "NAME [p<k>]" for a permit: the operator frees a
+ * stuck permit; its holder hears LOST; the forced release is in NAME's
+ * history with the row's tag. A name that only looks like one (no such
+ * row) is a plain name: nothing there. */
+void test_cli_force_release_of_a_permit(void **state)
+{
+    fixture *f = *state;
+    const char *name = cl_U(f, "permit");
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_sem *sem = NULL;
+    sqllock_db *db = NULL;
+    char row[400], tag[32];
+
+    EXPECT_RC(db, sqllock_open(g_url, NULL, &db), SQLLOCK_OK, "open");
+    o.ttl_ms = 60000;
+    EXPECT_RC(db, sqllock_sem_new(db, name, 2, &o, &sem), SQLLOCK_OK, "sem");
+    EXPECT_RC(db, sqllock_sem_acquire(sem, 0), SQLLOCK_OK, "permit");
+    snprintf(tag, sizeof tag, "[p%d]", sqllock_sem_permit(sem));
+    snprintf(row, sizeof row, "%s %s", name, tag);
+    EXPECT_EXIT(f, 0, "list");
+    EXPECT_CONTAINS(f, row);
+    EXPECT_EXIT(f, 0, "show", row);
+    EXPECT_CONTAINS(f, "state:    held");
+    EXPECT_EXIT(f, 75, "release", row, "--force");
+    EXPECT_EXIT(f, 0, "release", row, "--force", "--force");
+    EXPECT_CONTAINS(f, "by force");
+    EXPECT_EXIT(f, 0, "show", row);
+    EXPECT_CONTAINS(f, "free");
+    /* Its holder hears it. */
+    EXPECT_RC(db, sqllock_sem_release(sem), SQLLOCK_LOST, "release");
+    EXPECT_EXIT(f, 0, "history", name);
+    EXPECT_CONTAINS(f, tag);
+    assert_int_equal(count_lines(f, "force "), 1);
+    EXPECT_EXIT(f, 0, "history", name, "--clear-all");
+    /* No such row: a plain name, nothing to release. */
+    snprintf(row, sizeof row, "%s [p9]", name);
+    EXPECT_EXIT(f, 0, "release", row, "--force");
+    EXPECT_CONTAINS(f, "nothing to release");
+    sqllock_sem_free(sem);
+    sqllock_close(db);
+}

@@ -102,6 +102,7 @@ void test_cli_list_json(void **state);
 void test_cli_reap(void **state);
 void test_cli_show(void **state);
 void test_cli_release_force(void **state);
+void test_cli_force_release_of_a_permit(void **state);
 void test_cli_C5_force_audit_names_role_and_outlives_runs(void **state);
 void test_cli_history_bounded(void **state);
 void test_cli_history_of_runs(void **state);
