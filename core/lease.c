@@ -224,6 +224,34 @@ int sqllock__lease_new_derived(sqllock_db *db, const char *derived,
     return rc == SQLLOCK_OK ? sqllock__ok(db) : rc;
 }
 
+/* 1 when `name` is a primitive's row as sqllock_list() reports it: a
+ * lock name of at most SQLLOCK_PRIMITIVE_NAME_MAX bytes, the separator,
+ * and a tag of printable ASCII (issue 27 item 4); else 0, and the name
+ * is checked as a lock name. */
+static int derived_row(sqllock_db *db, const char *name)
+{
+    const char *sep = name != NULL ? strchr(name, SQLLOCK__SEP) : NULL;
+    char base[SQLLOCK_PRIMITIVE_NAME_MAX + 1];
+    size_t blen, i;
+
+    if (db == NULL || sep == NULL || sep == name || sep[1] == '\0' ||
+        strlen(name) > SQLLOCK__DERIVED_MAX)
+        return 0;
+    blen = (size_t)(sep - name);
+    if (blen > SQLLOCK_PRIMITIVE_NAME_MAX)
+        return 0;
+    for (i = 1; sep[i] != '\0'; i++)
+        if (sep[i] < 0x21 || sep[i] > 0x7e)
+            return 0;
+    memcpy(base, name, blen);
+    base[blen] = '\0';
+    if (sqllock__check_name(db, base, "lock name") != SQLLOCK_OK) {
+        sqllock__ok(db);
+        return 0;
+    }
+    return 1;
+}
+
 int sqllock_lease_attach(sqllock_db *db, const char *name, const char *owner,
                          int64_t token, const sqllock_lease_options *opts,
                          sqllock_lease **out)
@@ -249,7 +277,7 @@ int sqllock_lease_attach(sqllock_db *db, const char *name, const char *owner,
             return sqllock__fail(db, SQLLOCK_EINVAL, "the fencing token must "
                                  "be positive (got %lld)", (long long)token);
     }
-    rc = lease_make(db, name, 0, opts, out);
+    rc = lease_make(db, name, derived_row(db, name), opts, out);
     if (rc != SQLLOCK_OK)
         return rc;
     memcpy((*out)->owner, owner, SQLLOCK_OWNER_LEN + 1);

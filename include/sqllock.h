@@ -950,6 +950,12 @@ SQLLOCK_API int sqllock_watch_prepare(sqllock_db *db);
  * extends the lease by. `owner` must be SQLLOCK_OWNER_LEN lower-case hex
  * digits and `token` positive (else SQLLOCK_EINVAL, and *out is NULL).
  * Nothing is sent to the database.
+ * `name` may also be the row of a shared/exclusive lock, a semaphore, a
+ * fair queue or an election as sqllock_list() reports it (NAME, 0x1f, a
+ * tag of printable ASCII: `sqllock list` prints it "NAME [tag]"), so
+ * that an operator's program can release a stuck permit, writer or
+ * leadership by its owner and token; such a handle can be renewed and
+ * released, not acquired (since 0.10.0; before, EINVAL).
  *
  * Added in 0.1.0.
  */

@@ -429,6 +429,29 @@ void test_cli_force_release_of_a_permit(void **state)
     snprintf(row, sizeof row, "%s [p9]", name);
     EXPECT_EXIT(f, 0, "release", row, "--force");
     EXPECT_CONTAINS(f, "nothing to release");
+    /* The API: sqllock_lease_attach() takes the row as sqllock_list()
+     * reports it (NAME 0x1f tag), and releases it by owner and token. */
+    EXPECT_RC(db, sqllock_sem_acquire(sem, 0), SQLLOCK_OK, "permit again");
+    {
+        sqllock_lease *held = sqllock_sem_lease(sem), *op = NULL;
+        sqllock_db *other = NULL;
+
+        EXPECT_RC(other, sqllock_open(g_url, NULL, &other), SQLLOCK_OK,
+                  "open");
+        EXPECT_RC(other, sqllock_lease_attach(other,
+                                              sqllock_lease_name(held),
+                                              sqllock_lease_owner(held),
+                                              sqllock_lease_token(held), &o,
+                                              &op),
+                  SQLLOCK_OK, "attach to the permit's row");
+        EXPECT_RC(other, sqllock_lease_try_acquire(op), SQLLOCK_EMISUSE,
+                  "an attached row is not acquired");
+        EXPECT_RC(other, sqllock_lease_release(op), SQLLOCK_OK,
+                  "release the permit's row");
+        sqllock_lease_free(op);
+        sqllock_close(other);
+    }
+    EXPECT_RC(db, sqllock_sem_release(sem), SQLLOCK_LOST, "release");
     sqllock_sem_free(sem);
     sqllock_close(db);
 }
