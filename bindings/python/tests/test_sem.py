@@ -66,3 +66,22 @@ def test_M1_collected_and_closed_handles_are_freed(url: str,
     db.close()                               # frees the others
     with pytest.raises(sqllock.Misuse):
         kept.acquire(0)
+
+
+def test_operator_releases_a_stuck_permit_by_its_row(url: str,
+                                                      name: str) -> None:
+    """Issue 27 item 4: a permit's row, as list() reports it (NAME, 0x1f,
+    the tag), is attached to and released by its owner and token; its
+    holder then hears Lost."""
+    with sqllock.connect(url) as a, sqllock.connect(url) as op:
+        held = a.semaphore(name, 2, ttl=30, watch=False).acquire()
+        rows = [r for r in op.list()
+                if r.name == "%s\x1fp%d" % (name, held.permit)]
+        assert len(rows) == 1 and rows[0].token == held.token
+        row = op.attach(rows[0].name, rows[0].owner, rows[0].token, ttl=30,
+                        watch=False)
+        with pytest.raises(sqllock.Misuse):
+            row.try_acquire()
+        row.release()
+        with pytest.raises(sqllock.Lost):
+            held.release()
