@@ -260,7 +260,7 @@ static void test_fault1_L2_L5_P1_R1_killed_holder(void **state)
     /* Scaled: the lease must outlive the kill, the reconnect and the
      * look that follow it, which take longer under valgrind and on a
      * loaded machine (the entry runs beside the others). */
-    const int64_t ttl = tu_scaled_ms(2000);
+    const int64_t ttl = tu_scaled_connect_ms(2000);
     char a[128], b[128], row[128];
     killed_shared *sh = tu_shared_map(sizeof *sh);
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;

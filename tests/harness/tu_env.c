@@ -123,6 +123,13 @@ int64_t tu_scaled_ms(int64_t ms)
     return ms * tu_slowdown();
 }
 
+int64_t tu_scaled_connect_ms(int64_t ms)
+{
+    int tool = tu_slowdown_tool(), rest = tu_slowdown() / tool;
+
+    return ms * (rest < 1 ? 1 : rest) * (tool >= 8 ? 4 : 1);
+}
+
 void tu_too_slow(int *tries, int max, const char *fmt, ...)
 {
     char why[1024];

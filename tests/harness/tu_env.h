@@ -67,6 +67,12 @@ int tu_unit_cannot_run(const char *unit, const char *fmt, ...)
 int tu_slowdown(void);
 int tu_slowdown_tool(void);
 int64_t tu_scaled_ms(int64_t ms);
+/* A bound on what a connect and a statement or two take -- a client
+ * whose time is mostly the server's and the network's: the sanitizers
+ * slow it far less than their factor 4, valgrind a lot (libpq's start,
+ * SCRAM). `ms` times the load and your own factor, and 4 under
+ * valgrind. */
+int64_t tu_scaled_connect_ms(int64_t ms);
 
 /* A timing precondition failed (printf-style reason): prints
  * "inconclusive", counts it in *tries, and returns for the caller to try
