@@ -315,9 +315,14 @@ static int parse_params(const sqllock_url *url, int64_t *busy_ms,
             else
                 ok = sqllock_parse_duration(v, &ms) == SQLLOCK_OK;
             if (!ok || ms > INT32_MAX)
+                /* The value is not quoted: it may be a password pasted
+                 * into the wrong parameter (DESIGN C4). */
                 return sqllock_dberr_set(err, SQLLOCK_EURL, "", "busy_timeout "
                                          "must be milliseconds or a duration "
-                                         "such as 5s, not '%s'", v);
+                                         "such as 5s (at most %d ms); the "
+                                         "value given is not (it is not "
+                                         "shown, in case it is a secret)",
+                                         INT32_MAX);
             *busy_ms = ms;
         } else {
             return sqllock_dberr_set(err, SQLLOCK_EURL, "", "unknown sqlite "

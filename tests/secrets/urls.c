@@ -228,7 +228,8 @@ void test_secrets_C4_hostile_urls_cli(void **state)
 
 
 /* Issue 27 item 6: a password pasted into another parameter of a MySQL
- * URL -- ssl_mode=, option_file=, socket= -- is not echoed when the
+ * URL -- ssl_mode=, option_file=, socket= -- or of a SQLite URL --
+ * busy_timeout= -- is not echoed when the
  * driver refuses the value: the message names the parameter (and what
  * it takes), and the URL it quotes hides the values of its parameters.
  * Through the API and the tool (exit 64, a malformed URL). */
@@ -244,12 +245,46 @@ void test_secrets_C4_parameter_values_not_echoed(void **state)
     size_t i;
     int rc, code;
 
-    if (strcmp(f->drv, "mysql") != 0) {
-        printf("secrets [%s]: the parameters are MySQL's\n", f->drv);
-        return;
-    }
     memset(&fm, 0, sizeof fm);
     se_forms_of(&fm, "Kp7wVx9qC4zz", 0);
+    if (strcmp(f->drv, "sqlite") == 0) {
+        /* SQLite's one parameter, busy_timeout (acquire: list does not
+         * open a file that is not there). */
+        const char *const args[] = { "--db", url, "acquire", "c4-busy",
+                                     "--ttl", "5s", NULL };
+        char *path = tu_mkdtemp();
+        sqllock_db *db = NULL;
+        const char *msg;
+
+        assert_non_null(path);
+        snprintf(url, sizeof url, "sqlite://%s/x.db?busy_timeout=Kp7wVx9qC4zz",
+                 path);
+        rc = sqllock_open(url, NULL, &db);
+        msg = sqllock_errmsg(db);
+        printf("  [sqlite] busy_timeout=<secret>: %s: %s\n",
+               sqllock_errname(rc), msg);
+        if (rc != SQLLOCK_EURL || strstr(msg, "busy_timeout") == NULL)
+            fail_msg("[sqlite] busy_timeout=<secret>: %s, want SQLLOCK_EURL "
+                     "naming busy_timeout: %s", sqllock_errname(rc), msg);
+        se_expect_clean("[sqlite] busy_timeout=<secret>: errmsg", msg,
+                        strlen(msg), &fm);
+        sqllock_close(db);
+        se_clear_db_env();
+        code = se_run_tool(&t, f->dir, args);
+        se_expect_clean("[sqlite] busy_timeout=<secret>: acquire", t.err,
+                        strlen(t.err), &fm);
+        if (code != 64 || strstr(t.err, "busy_timeout") == NULL)
+            fail_msg("[sqlite] busy_timeout=<secret>: exit %d, want 64 "
+                     "naming busy_timeout; stderr: %s", code, t.err);
+        tu_rmdir(path);
+        free(path);
+        return;
+    }
+    if (strcmp(f->drv, "mysql") != 0) {
+        printf("secrets [%s]: the parameters are MySQL's and SQLite's\n",
+               f->drv);
+        return;
+    }
     for (i = 0; i < sizeof params / sizeof params[0]; i++) {
         const char *const args[] = { "--db", url, "list", NULL };
         sqllock_db *db = NULL;
