@@ -9,7 +9,8 @@
 #         (SQLLOCK_TEST_POOLER_URLS), so that test_pooler's restart of the
 #         first never cuts them off and both can run at once,
 #       - PgBouncer in session mode (pool_size 24; and a database
-#         `sqllock_tight` with a pool of 1, for the connection budget),
+#         `sqllock_tight` with a pool of 1 and `sqllock_pair` with a pool
+#         of 2, for the connection budget),
 #       - pgpool-II in raw mode and in streaming-replication mode (one
 #         backend: the primary),
 #       all for the database sqllock_test as user sqllock (PgBouncer
@@ -158,7 +159,8 @@ start_all() {
   pgbouncer_conf "$dir" pgbouncer-tx "$tx" transaction "$pgport" ""
   pgbouncer_conf "$dir" pgbouncer-pooled "$txp" transaction "$pgport" ""
   pgbouncer_conf "$dir" pgbouncer-session "$se" session "$pgport" \
-    "sqllock_tight = host=127.0.0.1 port=$pgport dbname=sqllock_test pool_size=1"
+    "sqllock_tight = host=127.0.0.1 port=$pgport dbname=sqllock_test pool_size=1
+sqllock_pair = host=127.0.0.1 port=$pgport dbname=sqllock_test pool_size=2"
   sed -i 's/^default_pool_size = 4$/default_pool_size = 24/' "$dir/pgbouncer-session.ini"
   pgpool_conf "$dir" pgpool-raw raw "$raw" "$pcp1" "$pgport"
   pgpool_conf "$dir" pgpool-sr streaming_replication "$sr" "$pcp2" "$pgport"
@@ -177,6 +179,7 @@ SQLLOCK_TEST_PGBOUNCER_TX_POLL_URL='$base:$tx/sqllock_test?pooler=transaction'
 SQLLOCK_TEST_PGBOUNCER_UNDECLARED_URL='$base:$tx/sqllock_test'
 SQLLOCK_TEST_PGBOUNCER_SESSION_URL='$base:$se/sqllock_test?pooler=session'
 SQLLOCK_TEST_PGBOUNCER_TIGHT_URL='$base:$se/sqllock_tight?pooler=session'
+SQLLOCK_TEST_PGBOUNCER_PAIR_URL='$base:$se/sqllock_pair?pooler=session'
 SQLLOCK_TEST_PGPOOL_RAW_URL='$base:$raw/sqllock_test'
 SQLLOCK_TEST_PGPOOL_SR_URL='$base:$sr/sqllock_test?pooler=pgpool&listen_host=127.0.0.1&listen_port=$pgport'
 SQLLOCK_TEST_PGPOOL_SR_POLL_URL='$base:$sr/sqllock_test?pooler=pgpool'

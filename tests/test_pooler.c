@@ -24,9 +24,11 @@
  *  c  a transaction pooler the URL does not declare: every call either
  *     works or fails with SQLLOCK_EPROXY naming pooler=transaction, and
  *     never runs another client's statement;
- *  d  the connection budget: a session pool too small for `run` (its
- *     holder and its renewer) makes it fail before it takes the lease
- *     or starts the command, saying so;
+ *  d  the connection budget: through a session pool `run` holds one
+ *     server connection (it renews on it): it runs through a pool of
+ *     one, 8 x 3 runs through a pool of two all run with --wait, and a
+ *     run waits for a slot within --wait; the library's own watchdog
+ *     (a connection of its own) fails before the acquire, saying so;
  *  e  pgpool-II in raw mode opens a transaction around a new backend's
  *     first statement and aborts it when the client leaves: no call may
  *     report success for what was not committed (C2) -- every grant
@@ -67,7 +69,7 @@ int main(void)
         cmocka_unit_test(test_pooler_a_C3_run_through_pgbouncer_restart),
         cmocka_unit_test(test_pooler_b_L9_wakeups),
         cmocka_unit_test(test_pooler_c_C1_undeclared_transaction_pooler),
-        cmocka_unit_test(test_pooler_d_run_needs_two_server_connections),
+        cmocka_unit_test(test_pooler_d_run_holds_one_server_connection),
         cmocka_unit_test(test_pooler_e_C2_pgpool_raw_no_false_success),
         cmocka_unit_test(test_pooler_f_L9_pgpool_streaming_mode),
         cmocka_unit_test(test_pooler_g_C2_native_transaction_refused),

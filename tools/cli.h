@@ -277,6 +277,21 @@ void cli_db_free(cli_db *db);
  */
 int cli_open_db(const cli_ctx *ctx, const sqllock_options *opts,
                 int flags, sqllock_db **out, cli_db *where);
+/* As cli_open_db(), but a connect that fails (SQLLOCK_ECONNECT: the
+ * server is down, or a session pooler had no server connection to give
+ * within the connect timeout) is tried again, with a pause growing to
+ * 1 s, until `wait_ms` has passed: `run --wait` behind a session pool
+ * waits for a slot as it waits for the lock. */
+int cli_open_db_within(const cli_ctx *ctx, const sqllock_options *opts,
+                       int flags, int64_t wait_ms, sqllock_db **out,
+                       cli_db *where);
+
+/* 1 when the URL's pooler= parameter (the PostgreSQL driver's,
+ * docs/poolers.md) names a pooler that gives each client connection a
+ * server connection for the client's whole session: `session`
+ * (PgBouncer) or `pgpool` (pgpool-II). Each connection of the tool then
+ * holds a slot of the pool while it lives (`run` opens one only). */
+int cli_db_session_pooler(const char *url);
 
 /* Output helpers (list.c). cli_print_cell() prints `text` padded to
  * `width` columns, control characters and bytes that are not valid UTF-8

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -234,44 +235,99 @@ static int hex_digit(int c)
     return -1;
 }
 
+/* Decodes [p, end) as the library decodes a URL's parts (%-escapes) into
+ * out[size], NUL-terminated: its length, or -1 for a bad %-escape, %00,
+ * or a text too long for the buffer. */
+static long pct_decode(const char *p, const char *end, char *out, size_t size)
+{
+    size_t n = 0;
+
+    for (; p < end; p++) {
+        int c = (unsigned char)*p;
+
+        if (c == '%') {
+            if (end - p < 3 || hex_digit(p[1]) < 0 || hex_digit(p[2]) < 0)
+                return -1;
+            c = hex_digit(p[1]) * 16 + hex_digit(p[2]);
+            p += 2;
+            if (c == 0)
+                return -1;
+        }
+        if (n + 1 >= size)
+            return -1;
+        out[n++] = (char)c;
+    }
+    out[n] = '\0';
+    return (long)n;
+}
+
 /* The file of a sqlite: URL, percent-decoded as the library decodes it,
  * in path[size]: 1, or 0 for a URL that the library refuses anyway (a
  * host, no path, a bad %-escape or %00, ":memory:") or a path too long
  * for the buffer. */
 static int sqlite_file(const char *url, char *path, size_t size)
 {
-    const char *p = url + strlen("sqlite:"), *end;
-    size_t n = 0;
+    const char *p = url + strlen("sqlite:");
 
     if (strncmp(p, "//", 2) == 0) {
         p += 2;
         if (*p != '/' && *p != '?' && *p != '\0')
             return 0;           /* a host: the driver says it takes none */
     }
-    end = p + strcspn(p, "?");
-    for (; p < end; p++) {
-        int c = (unsigned char)*p;
+    return pct_decode(p, p + strcspn(p, "?"), path, size) > 0 &&
+           strcmp(path, ":memory:") != 0 && strncmp(path, "file:", 5) != 0;
+}
 
-        if (c == '%') {
-            if (end - p < 3 || hex_digit(p[1]) < 0 || hex_digit(p[2]) < 0)
-                return 0;
-            c = hex_digit(p[1]) * 16 + hex_digit(p[2]);
-            p += 2;
-            if (c == 0)
-                return 0;
-        }
-        if (n + 1 >= size)
-            return 0;
-        path[n++] = (char)c;
+int cli_db_session_pooler(const char *url)
+{
+    const char *p = strchr(url, '?'), *end;
+    char key[16], value[16];
+
+    while (p != NULL && *p != '\0') {
+        const char *eq;
+
+        p++;
+        end = p + strcspn(p, "&#");
+        eq = memchr(p, '=', (size_t)(end - p));
+        if (eq != NULL && pct_decode(p, eq, key, sizeof key) >= 0 &&
+            strcmp(key, "pooler") == 0 &&
+            pct_decode(eq + 1, end, value, sizeof value) >= 0)
+            return strcasecmp(value, "session") == 0 ||
+                   strcasecmp(value, "pgpool") == 0;
+        p = *end == '&' ? end : NULL;
     }
-    path[n] = '\0';
-    return n > 0 && strcmp(path, ":memory:") != 0 &&
-           strncmp(path, "file:", 5) != 0;
+    return 0;
 }
 
 int cli_open_db(const cli_ctx *ctx, const sqllock_options *opts,
                 int flags, sqllock_db **out, cli_db *where)
 {
+    return cli_open_db_within(ctx, opts, flags, 0, out, where);
+}
+
+/* Waits the pause before the next connect of cli_open_db_within(), never
+ * past end_us: 0 when end_us has passed. Doubled each time up to 1 s. */
+static int connect_pause(int64_t end_us, int64_t *pause_ms)
+{
+    int64_t left = (end_us - sqllock_now_us()) / 1000, ms = *pause_ms;
+    struct timespec ts;
+
+    if (left <= 0)
+        return 0;
+    if (ms > left)
+        ms = left;
+    ts.tv_sec = (time_t)(ms / 1000);
+    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    nanosleep(&ts, NULL);
+    *pause_ms = *pause_ms * 2 < 1000 ? *pause_ms * 2 : 1000;
+    return 1;
+}
+
+int cli_open_db_within(const cli_ctx *ctx, const sqllock_options *opts,
+                       int flags, int64_t wait_ms, sqllock_db **out,
+                       cli_db *where)
+{
+    int64_t now = sqllock_now_us(), end_us = now, pause_ms = 50;
     sqllock_db *db = NULL;
     cli_db src;
     char file[4096];
@@ -306,7 +362,18 @@ int cli_open_db(const cli_ctx *ctx, const sqllock_options *opts,
         rc = CLI_EXIT_DB;
         goto done;
     }
+    if (wait_ms > 0)
+        end_us = wait_ms < (INT64_MAX - now) / 1000 ? now + wait_ms * 1000
+                                                    : INT64_MAX;
     rc = sqllock_open(src.url, opts, &db);
+    /* A server, or a pooler's slot, that cannot be had now: again while
+     * the wait lasts (a connect that fails has sent nothing). */
+    while (rc == SQLLOCK_ECONNECT && wait_ms > 0 &&
+           connect_pause(end_us, &pause_ms)) {
+        sqllock_close(db);
+        db = NULL;
+        rc = sqllock_open(src.url, opts, &db);
+    }
     if (rc != SQLLOCK_OK) {
         int status = rc;
 

@@ -12,7 +12,11 @@
  * renewal. guard.c explains how, and what it does not cover.
  *
  * The lease is renewed by the library's watchdog (sqllock_lease_watch(),
- * DESIGN L7): a renewer thread with its own connection. The main thread
+ * DESIGN L7): a renewer thread with its own connection -- or, behind a
+ * pooler that gives each client connection a server connection of its
+ * own (pooler=session, pooler=pgpool), by a thread of this file on the
+ * run's own connection (share_renew()), so that a run holds one slot of
+ * the pool, not two. The main thread
  * is a supervisor that never talks to the database while the command
  * runs, so a renewal that hangs cannot keep it from acting: it waits,
  * with pselect(), on the wake-up pipe, the pipe from the guard, and a
@@ -189,6 +193,14 @@ typedef struct run_state {
     int leftover;              /* it left processes running */
     int guard_done;            /* the guard said CLI_GUARD_DONE */
     int guard_eof;             /* the pipe from the guard is at its end */
+    /* One connection (share_renew()): the run renews on its own
+     * handle, from a thread of its own, not through the library's
+     * watchdog and its second connection. */
+    int share;                 /* behind a session pooler */
+    int share_on;              /* the thread runs, until joined */
+    int share_stop;            /* told to stop; under mu */
+    pthread_cond_t share_cv;   /* wakes it to stop; CLOCK_MONOTONIC */
+    pthread_t sharer;
     /* What the watch callback last reported, for the main thread. */
     pthread_mutex_t mu;
     int note_pending;
@@ -365,6 +377,146 @@ static void on_watch(void *ctx, sqllock_lease *lease, int state, int status,
     wake_write(st->wake[1], RUN_WAKE_WATCH);
 }
 
+/*
+ * One server connection per run (issue 27): behind a pooler that gives
+ * each client connection a server connection for the client's whole
+ * session (pooler=session, pooler=pgpool; cli_db_session_pooler()), the
+ * library's watchdog would renew on a connection of its own, a second
+ * slot of the pool, and a pool with fewer than two free slots per
+ * concurrent run left every run holding one slot while its renewer
+ * waited for another. There the run renews on its own connection, from
+ * this thread: the main thread does not use the handle from the start of
+ * this thread until it has joined it (the handle passes between them
+ * there), and stays the supervisor that never waits on the database.
+ *
+ * The renewals are the watchdog's (DESIGN L7): every interval after the
+ * grant; after a failure again every quarter of it, the lease UNCERTAIN,
+ * until its local deadline; LOST when one finds another owner. A lease
+ * whose deadline has passed is never renewed again (a renewal would make
+ * it held again; the supervisor has acted on the loss). The news reaches
+ * the supervisor as the watchdog's does, through on_watch(). A renewal in
+ * flight when the job ends is waited for before the release uses the
+ * connection: it is bounded by the statement timeout.
+ */
+static void *share_renew(void *arg)
+{
+    run_state *st = arg;
+    sqllock_lease *all[SQLLOCK_LEASE_MANY_MAX];
+    int bad[SQLLOCK_LEASE_MANY_MAX], gone[SQLLOCK_LEASE_MANY_MAX];
+    int64_t retry = st->every_ms / 4 > 10 ? st->every_ms / 4 : 10;
+    int64_t next = st->granted_us + st->every_ms * 1000;
+    int n = 0, left, i;
+
+    all[n++] = st->lease;
+    for (i = 0; i < st->nalso; i++)
+        all[n++] = st->also[i];
+    memset(bad, 0, sizeof bad);
+    memset(gone, 0, sizeof gone);
+    left = n;
+    pthread_mutex_lock(&st->mu);
+    while (!st->share_stop && left > 0) {
+        int64_t now = sqllock_now_us(), nap;
+        int failed = 0;
+
+        if (now < next) {
+            struct timespec ts;
+
+            /* In pieces: the condition variable counts CLOCK_MONOTONIC,
+             * which stops while the host is suspended (DESIGN T1). */
+            nap = (next - now) / 1000 + 1;
+            if (nap > RUN_MAX_NAP_MS)
+                nap = RUN_MAX_NAP_MS;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += (time_t)(nap / 1000);
+            ts.tv_nsec += (long)(nap % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&st->share_cv, &st->mu, &ts);
+            continue;
+        }
+        pthread_mutex_unlock(&st->mu);
+        for (i = 0; i < n; i++) {
+            int rc;
+
+            if (gone[i])
+                continue;
+            if (sqllock_lease_state(all[i]) == SQLLOCK_STATE_LOST) {
+                gone[i] = 1;
+                left--;
+                on_watch(st, all[i], SQLLOCK_STATE_LOST, SQLLOCK_TIMEOUT,
+                         "its local deadline passed before a renewal "
+                         "succeeded");
+                continue;
+            }
+            rc = sqllock_lease_renew(all[i]);
+            if (rc == SQLLOCK_OK) {
+                if (bad[i])
+                    on_watch(st, all[i], SQLLOCK_STATE_HELD, rc, NULL);
+                bad[i] = 0;
+            } else if (rc == SQLLOCK_LOST || rc == SQLLOCK_ENOTHELD) {
+                gone[i] = 1;
+                left--;
+                on_watch(st, all[i], SQLLOCK_STATE_LOST, SQLLOCK_LOST,
+                         sqllock_errmsg(st->db));
+            } else {
+                if (!bad[i])
+                    on_watch(st, all[i], SQLLOCK_STATE_UNCERTAIN, rc,
+                             sqllock_errmsg(st->db));
+                bad[i] = 1;
+                failed = 1;
+            }
+        }
+        next = sqllock_now_us() + (failed ? retry : st->every_ms) * 1000;
+        pthread_mutex_lock(&st->mu);
+    }
+    pthread_mutex_unlock(&st->mu);
+    return NULL;
+}
+
+/* Starts share_renew(). The thread inherits the main thread's mask, with
+ * the four signals blocked (take_signals()). 0, or -1 with errno. */
+static int share_start(run_state *st)
+{
+    pthread_condattr_t ca;
+    int err;
+
+    if (pthread_condattr_init(&ca) != 0)
+        return -1;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    err = pthread_cond_init(&st->share_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (err != 0) {
+        errno = err;
+        return -1;
+    }
+    st->share_stop = 0;
+    err = pthread_create(&st->sharer, NULL, share_renew, st);
+    if (err != 0) {
+        pthread_cond_destroy(&st->share_cv);
+        errno = err;
+        return -1;
+    }
+    st->share_on = 1;
+    return 0;
+}
+
+/* Stops share_renew() and joins it: the handle is the main thread's
+ * again. Harmless when it does not run. */
+static void share_stop(run_state *st)
+{
+    if (!st->share_on)
+        return;
+    pthread_mutex_lock(&st->mu);
+    st->share_stop = 1;
+    pthread_cond_signal(&st->share_cv);
+    pthread_mutex_unlock(&st->mu);
+    pthread_join(st->sharer, NULL);
+    pthread_cond_destroy(&st->share_cv);
+    st->share_on = 0;
+}
+
 /* Sends a message to the guard. The pipe does not block: a guard that
  * has stopped reading (it is stopped itself) costs a message, never the
  * supervisor. */
@@ -481,6 +633,10 @@ static int release_all(run_state *st)
     sqllock_lease *all[SQLLOCK_LEASE_MANY_MAX];
     int i, n;
 
+    /* A renewal on the run's own connection (share_renew()) that found
+     * NAME's lease taken has forgotten it: nothing of it to give back. */
+    if (sqllock_lease_count(st->lease) == 0 && st->nalso == 0)
+        return SQLLOCK_LOST;
     if (st->rw != NULL)
         return sqllock_rw_release(st->rw);
     /* A permit: released through its semaphore, whose messages name it
@@ -895,7 +1051,10 @@ static int send_start(run_state *st)
  * (or from being supervised), and returns `code`. */
 static int give_back(run_state *st, int code)
 {
-    int rc = release_all(st);
+    int rc;
+
+    share_stop(st);
+    rc = release_all(st);
 
     if (rc != SQLLOCK_OK)
         cli_db_error(st->db, rc, "run: releasing %s", st->what);
@@ -1042,12 +1201,16 @@ static int start_and_supervise(run_state *st)
         say(st, "cannot set up signals: %s", strerror(errno));
         return give_back(st, CLI_EXIT_DB);
     }
-    /* The renewer thread already runs (prepare_renewer()). */
+    /* The renewer thread already runs (prepare_renewer()), or the run
+     * renews on its own connection (share_renew()). */
     wo.interval_ms = st->interval_ms;
     wo.callback = on_watch;
     wo.ctx = st;
-    rc = sqllock_lease_watch(st->lease, &wo);
-    for (i = 0; rc == SQLLOCK_OK && i < st->nalso; i++)
+    /* share_renew() starts after send_start(), which reads the lease's
+     * owner and token: a renewal that finds the lease taken forgets
+     * them. */
+    rc = st->share ? SQLLOCK_OK : sqllock_lease_watch(st->lease, &wo);
+    for (i = 0; !st->share && rc == SQLLOCK_OK && i < st->nalso; i++)
         rc = sqllock_lease_watch(st->also[i], &wo);
     if (rc != SQLLOCK_OK) {
         rc = cli_db_error(st->db, rc, "run: cannot renew %s",
@@ -1061,6 +1224,11 @@ static int start_and_supervise(run_state *st)
     if (send_start(st) != 0) {
         say(st, "cannot start the command: %s", strerror(errno));
         return give_back(st, CLI_EXIT_DB);
+    }
+    if (st->share && share_start(st) != 0) {
+        /* The command starts, and is stopped at once. */
+        say(st, "cannot start the renewer thread: %s", strerror(errno));
+        lose(st, "it cannot be renewed");
     }
     /* The first answer: the command runs, or could not be executed. */
     while ((rc = (int)read(st->sts, &m, sizeof m)) < 0 && errno == EINTR)
@@ -1395,7 +1563,14 @@ static int run_held(run_state *st)
     st->history_start_ms = history_now_ms();
     note_history(st, 0, 0, "running");
     code = start_and_supervise(st);
-    if (st->cmd > 0 && sqllock_lease_count(st->lease) > 0)
+    /* The handle is the main thread's again, and what its renewer said
+     * last, should it have said it after the supervisor's last look, is
+     * taken. */
+    if (st->share) {
+        share_stop(st);
+        take_note(st);
+    }
+    if (st->cmd > 0 && (sqllock_lease_count(st->lease) > 0 || st->lost))
         code = give_up(st, code);
     note_history(st, history_now_ms(), code,
                  code == CLI_EXIT_OK ? "ok"
@@ -1455,6 +1630,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     run_state st;
     cli_db where;
     char wait[32];
+    int64_t open_start, open_ms;
 
     memset(&ra, 0, sizeof ra);
     memset(&where, 0, sizeof where);
@@ -1624,7 +1800,22 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
      * renewer's connection takes this from the handle. */
     dbo.busy_timeout_ms = st.every_ms < 5000
                               ? (st.every_ms > 0 ? st.every_ms : 1) : 5000;
-    rc = cli_open_db(&c, &dbo, 1, &st.db, &where);
+    /* Behind a session pooler the run holds one server connection, not
+     * two (share_renew()), and one it cannot get yet it waits for as it
+     * waits for the lock (--wait). */
+    rc = cli_db_url(&c, &where);
+    if (rc != CLI_EXIT_OK) {
+        end_guard(&st);
+        close(st.sts);
+        cli_db_free(&where);
+        return rc;
+    }
+    st.share = cli_db_session_pooler(where.url);
+    cli_db_free(&where);
+    open_start = cli_guard_now_us();
+    rc = cli_open_db_within(&c, &dbo, 1, st.share && !ra.skip ? la.wait_ms
+                                                              : 0,
+                            &st.db, &where);
     if (rc != CLI_EXIT_OK) {
         end_guard(&st);
         close(st.sts);
@@ -1649,8 +1840,19 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     }
     for (i = 0; rc == SQLLOCK_OK && i < st.nalso; i++)
         rc = sqllock_lease_new(st.db, st.also_names[i], &lo, &st.also[i]);
-    if (rc == SQLLOCK_OK)
+    if (rc == SQLLOCK_OK && !st.share)
         rc = prepare_renewer(st.db);
+    /* The wait for a pool's slot came out of --wait. */
+    open_ms = (cli_guard_now_us() - open_start) / 1000;
+    if (st.share && open_ms >= 1000)
+        event(&st, "connected after %s (waiting for the pooler's server "
+              "connection, or for the server)",
+              span(wait, sizeof wait, open_ms));
+    if (st.share && la.wait_ms > 0 && la.wait_ms != SQLLOCK_WAIT_FOREVER) {
+        la.wait_ms -= open_ms;
+        if (la.wait_ms < 0)
+            la.wait_ms = 0;
+    }
     if (rc == SQLLOCK_OK && leader && !ra.skip &&
         la.wait_ms == SQLLOCK_WAIT_FOREVER)
         event(&st, "campaigning for the leadership of '%s'", name);

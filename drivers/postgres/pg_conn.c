@@ -336,7 +336,7 @@ static int session_ready(sqllock_conn *c, int64_t left_ms, int64_t bound_ms,
                                "sqllock connection holds a server "
                                "connection for its whole life (a lease "
                                "holder one, its renewer one, a waiter one, "
-                               "a reaper one; `sqllock run` two); make the "
+                               "a reaper one; `sqllock run` one); make the "
                                "pool larger (PgBouncer default_pool_size) "
                                "or use pool_mode = transaction with "
                                "pooler=transaction", (long long)bound_ms);

@@ -1,7 +1,8 @@
 /*
  * pooler/bouncer.c -- test_pooler through PgBouncer: `sqllock run` from 8
- * processes (a), a transaction pooler the URL does not declare (c), the
- * connection budget (d), and the application's own transaction (g).
+ * processes (a), a transaction pooler the URL does not declare (c), one
+ * server connection per run (d), and the application's own transaction
+ * (g).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,7 +40,7 @@ static const char RUN_BODY[] =
 
 /* 8 shell loops of RUN_ITERS `sqllock run`s each, at once, through `url`;
  * checks the exit codes, the counter, overlaps and token order. */
-static void run_contention(const char *url, const char *label)
+static void run_contention(const char *url, const char *label, int iters)
 {
     char *dir = tu_mkdtemp(), path[1400], loop[4096], name[64];
     char buf[65536], out[1400], err[1400];
@@ -62,7 +63,7 @@ static void run_contention(const char *url, const char *label)
              "export D='%s'; for i in $(seq %d); do "
              "SQLLOCK_DB=\"$U\" '%s' run '%s' --ttl 20s --wait 60s -- "
              "sh -c '%s'; echo $? >> \"$D/rc\"; done",
-             dir, RUN_ITERS, SQLLOCK_CLI_PATH, name, RUN_BODY);
+             dir, iters, SQLLOCK_CLI_PATH, name, RUN_BODY);
     setenv("U", url, 1);
     argv[0] = "/bin/sh";
     argv[1] = "-c";
@@ -99,16 +100,16 @@ static void run_contention(const char *url, const char *label)
         fail_msg("%s: %d of %d runs did not exit 0 (loop 0 said: %s)", label,
                  bad, runs, buf);
     }
-    assert_int_equal(runs, RUN_PROCS * RUN_ITERS);
+    assert_int_equal(runs, RUN_PROCS * iters);
     snprintf(path, sizeof path, "%s/count", dir);
     tu_read_file(path, buf, sizeof buf);
     count = atoi(buf);
     snprintf(path, sizeof path, "%s/overlaps", dir);
     if (tu_read_file(path, buf, sizeof buf) != 0)
         fail_msg("%s: commands overlapped: %s", label, buf);
-    if (count != RUN_PROCS * RUN_ITERS)
+    if (count != RUN_PROCS * iters)
         fail_msg("%s: the counter is %d after %d runs: lost updates", label,
-                 count, RUN_PROCS * RUN_ITERS);
+                 count, RUN_PROCS * iters);
     /* L5: each command's token is above the one before it. */
     snprintf(path, sizeof path, "%s/tokens", dir);
     tu_read_file(path, buf, sizeof buf);
@@ -122,7 +123,7 @@ static void run_contention(const char *url, const char *label)
             p++;
     }
     printf("    a [%s] %d x %d `sqllock run`: counter %d, 0 overlaps, "
-           "tokens grow, %lld ms\n", label, RUN_PROCS, RUN_ITERS, count,
+           "tokens grow, %lld ms\n", label, RUN_PROCS, iters, count,
            (long long)(tu_now_ms() - t0));
     for (i = 0; i < RUN_PROCS; i++) {
         snprintf(path, sizeof path, "%s/out%d", dir, i);
@@ -146,7 +147,7 @@ void test_pooler_a_C1_run_transaction_mode(void **state)
     int rc;
     (void)state;
 
-    run_contention(g_tx, "transaction");
+    run_contention(g_tx, "transaction", RUN_ITERS);
     db = open_url(g_tx);
     l = new_lease(db, "pooler-restart", 30000, 0);
     EXPECT_RC(db, sqllock_lease_acquire(l, 5000), SQLLOCK_OK, "acquire");
@@ -159,13 +160,14 @@ void test_pooler_a_C1_run_transaction_mode(void **state)
     EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
     sqllock_lease_free(l);
     sqllock_close(db);
-    run_contention(g_tx, "transaction, after a PgBouncer restart");
+    run_contention(g_tx, "transaction, after a PgBouncer restart",
+                   RUN_ITERS);
 }
 
 void test_pooler_a_C1_run_session_mode(void **state)
 {
     (void)state;
-    run_contention(g_session, "session");
+    run_contention(g_session, "session", RUN_ITERS);
 }
 
 /*
@@ -410,21 +412,85 @@ void test_pooler_c_C1_undeclared_transaction_pooler(void **state)
 /* d: the connection budget                                             */
 /* ------------------------------------------------------------------ */
 
-/* Through a session pool of one server connection, `sqllock run` needs
- * two (its connection and its renewer's): it must fail before it takes
- * the lease or runs the command, and say why, instead of losing the
- * lease later while the renewer waits in the pooler's queue. The API the
- * same: sqllock_watch_prepare() fails within the connect timeout. */
-void test_pooler_d_run_needs_two_server_connections(void **state)
+/* Runs `sqllock [--db url] run ARGS...` (NULL-terminated, at most 12),
+ * its output in dir/out and dir/err; returns its pid. */
+static pid_t spawn_run(const char *dir, const char *url, const char *tag,
+                       const char *const *args)
+{
+    const char *argv[20];
+    char out[1400], err[1400];
+    int n = 0;
+
+    snprintf(out, sizeof out, "%s/out-%s", dir, tag);
+    snprintf(err, sizeof err, "%s/err-%s", dir, tag);
+    argv[n++] = SQLLOCK_CLI_PATH;
+    argv[n++] = "--db";
+    argv[n++] = url;
+    argv[n++] = "run";
+    while (*args != NULL && n < 19)
+        argv[n++] = *args++;
+    argv[n] = NULL;
+    return tu_spawn(argv, out, err, 1);
+}
+
+/* What `spawn_run(dir, ..., tag, ...)` printed on stderr, in buf. */
+static const char *run_said(const char *dir, const char *tag, char *buf,
+                            size_t size)
+{
+    char err[1400];
+
+    snprintf(err, sizeof err, "%s/err-%s", dir, tag);
+    buf[0] = '\0';
+    tu_read_file(err, buf, size);
+    return buf;
+}
+
+/* Waits up to timeout_ms for the run `tag` (killed after that), and puts
+ * what it printed on stderr in buf: its exit code, or -1. */
+static int run_ended(const char *dir, const char *tag, pid_t pid,
+                     int64_t timeout_ms, char *buf, size_t size)
+{
+    int code = tu_wait_for(pid, timeout_ms);
+
+    if (code < 0)
+        tu_kill_wait(pid);
+    run_said(dir, tag, buf, size);
+    return code;
+}
+
+/*
+ * Issue 27 item 2: through a session pooler (pooler=session) `sqllock run`
+ * holds one server connection, not two: it renews its lease on its own
+ * connection (tools/run.c share_renew()), and a connect for which the
+ * pool has no slot yet is tried again within --wait. Before, each run
+ * held its connection while its renewer waited for a second one: through
+ * a session pool of 1 every run exited 69; of 2, with 8 runs at once, 2
+ * of 24 ran. The library's own watchdog still connects on its own
+ * (sqllock_watch_prepare() fails through a pool of one, saying so).
+ *
+ *  1  a run through a pool of 1 whose command outlives the ttl: the
+ *     renewals go through the one connection, exit 0, the lease is
+ *     released (DESIGN L7); the same through pgpool-II (pooler=pgpool,
+ *     whose clients each hold a pgpool child);
+ *  2  the same, and an operator frees the lock by force meanwhile: the
+ *     next renewal finds it taken, the command is stopped, exit 76
+ *     (DESIGN X2);
+ *  3  8 processes x 3 runs at once through a pool of 2 with --wait: all
+ *     24 exit 0, the counter is exact, no overlap, tokens grow (a);
+ *  4  the pool's one slot held by another client for longer than the
+ *     connect timeout (10 s): a run with --wait waits for it and runs
+ *     once it is free; one without --wait exits 69 and names the pool.
+ */
+void test_pooler_d_run_holds_one_server_connection(void **state)
 {
     sqllock_options opts = SQLLOCK_OPTIONS_INIT;
-    sqllock_db *db = NULL;
-    char *dir = tu_mkdtemp(), marker[1200], out[1200], err[1200];
-    char buf[8192], cmd[1400];
-    const char *argv[12];
-    int64_t t0;
+    sqllock_db *db = NULL, *hog;
+    char *dir = tu_mkdtemp(), marker[1200], cmd[1400], name[96];
+    char names[2][96], markers[2][1200], cmds[2][2500], buf[8192];
+    int64_t t0, hold_ms;
+    pid_t pid, waiter, quick, pids[2];
     tu_row r;
-    int code, rc;
+    int code, rc, i;
     (void)state;
 
     assert_non_null(dir);
@@ -444,41 +510,127 @@ void test_pooler_d_run_needs_two_server_connections(void **state)
                  (long long)opts.connect_timeout_ms);
     sqllock_close(db);
 
-    snprintf(marker, sizeof marker, "%s/ran", dir);
-    snprintf(out, sizeof out, "%s/out", dir);
-    snprintf(err, sizeof err, "%s/err", dir);
-    snprintf(cmd, sizeof cmd, "touch '%s'", marker);
-    argv[0] = SQLLOCK_CLI_PATH;
-    argv[1] = "--db";
-    argv[2] = g_tight;
-    argv[3] = "run";
-    argv[4] = "pooler-budget";
-    argv[5] = "--ttl";
-    argv[6] = "3s";
-    argv[7] = "--";
-    argv[8] = "sh";
-    argv[9] = "-c";
-    argv[10] = cmd;
-    argv[11] = NULL;
+    /* 1: a 3 s ttl, a command of 4 s: renewed on the run's connection;
+     * through pgpool-II (pooler=pgpool) too, at the same time. */
+    for (i = 0; i < 2; i++) {
+        const char *url = i == 0 ? g_tight : g_pgpool_sr;
+
+        snprintf(names[i], sizeof names[i], "pooler-one-%ld-%d",
+                 (long)getpid(), i);
+        snprintf(markers[i], sizeof markers[i], "%s/ran%d", dir, i);
+        snprintf(cmds[i], sizeof cmds[i], "sleep 4; touch '%s'",
+                 markers[i]);
+        {
+            const char *a[] = { names[i], "--ttl", "3s", "--verbose", "--",
+                                "sh", "-c", cmds[i], NULL };
+
+            pids[i] = spawn_run(dir, url, i == 0 ? "one" : "pgpool", a);
+        }
+    }
     t0 = tu_now_ms();
-    code = tu_wait_for(tu_spawn(argv, out, err, 1), 60000);
+    for (i = 0; i < 2; i++) {
+        const char *what = i == 0 ? "PgBouncer session pool of 1"
+                                  : "pgpool-II, pooler=pgpool";
+
+        code = run_ended(dir, i == 0 ? "one" : "pgpool", pids[i], 60000,
+                         buf, sizeof buf);
+        printf("    d1 [%s] `sqllock run --ttl 3s` of a 4 s command: exit "
+               "%d after %lld ms\n", what, code,
+               (long long)(tu_now_ms() - t0));
+        if (code != 0)
+            fail_msg("[%s] run exited %d: %s", what, code, buf);
+        if (access(markers[i], F_OK) != 0)
+            fail_msg("[%s] the command did not run to its end: %s", what,
+                     buf);
+        db = open_url(g_direct);
+        ASSERT_RC(tu_find(db, names[i], &r), SQLLOCK_OK, db);
+        if (r.found)
+            fail_msg("[%s] the lease is still there after the run: %s",
+                     what, buf);
+        sqllock_close(db);
+        unlink(markers[i]);
+    }
+
+    /* 2: taken away by force while the command runs. */
+    snprintf(marker, sizeof marker, "%s/ran", dir);
+    snprintf(name, sizeof name, "pooler-one-lost-%ld", (long)getpid());
+    snprintf(cmd, sizeof cmd, "touch '%s'; sleep 30", marker);
+    {
+        const char *a[] = { name, "--ttl", "3s", "--", "sh", "-c", cmd,
+                            NULL };
+
+        pid = spawn_run(dir, g_tight, "lost", a);
+    }
+    t0 = tu_now_ms() + tu_scaled_ms(20000);
+    while (access(marker, F_OK) != 0 && tu_now_ms() < t0 &&
+           tu_wait_for(pid, 0) < 0)
+        tu_sleep_ms(10);
+    if (access(marker, F_OK) != 0)
+        fail_msg("the command did not start: %s",
+                 run_said(dir, "lost", buf, sizeof buf));
+    {
+        const char *argv[] = { SQLLOCK_CLI_PATH, "--db", g_direct,
+                               "release", name, "--force", "--force",
+                               NULL };
+        char o[1400], e[1400];
+
+        snprintf(o, sizeof o, "%s/out-force", dir);
+        snprintf(e, sizeof e, "%s/err-force", dir);
+        code = tu_wait_for(tu_spawn(argv, o, e, 1), 30000);
+        if (code != 0) {
+            tu_read_file(e, buf, sizeof buf);
+            fail_msg("release --force --force exited %d: %s", code, buf);
+        }
+    }
+    t0 = tu_now_ms();
+    code = run_ended(dir, "lost", pid, 30000, buf, sizeof buf);
     t0 = tu_now_ms() - t0;
-    tu_read_file(err, buf, sizeof buf);
-    printf("    d [session pool of 1] `sqllock run`: exit %d after %lld "
-           "ms: %s", code, (long long)t0, buf);
-    assert_int_equal(code, 69);
-    if (!tu_contains_ci(buf, "pool"))
-        fail_msg("the message does not name the pool: %s", buf);
-    if (access(marker, F_OK) == 0)
-        fail_msg("the command ran although the renewer had no connection");
-    /* No lease was taken. */
-    db = open_url(g_direct);
-    ASSERT_RC(tu_find(db, "pooler-budget", &r), SQLLOCK_OK, db);
-    assert_int_equal(r.found, 0);
-    sqllock_close(db);
+    printf("    d2 [session pool of 1] lock freed by force: run exit %d "
+           "%lld ms later: %s", code, (long long)t0, buf);
+    if (code != 76)
+        fail_msg("run exited %d, want 76 (X2): %s", code, buf);
+    if (!tu_contains_ci(buf, "lost"))
+        fail_msg("run does not say the lock was lost: %s", buf);
     unlink(marker);
-    unlink(out);
-    unlink(err);
+
+    /* 3: 8 x 3 runs through a pool of two. */
+    run_contention(g_pair, "session pool of 2", 3);
+
+    /* 4: the one slot held for longer than the connect timeout. */
+    snprintf(name, sizeof name, "pooler-slot-%ld", (long)getpid());
+    hog = open_url(g_tight);
+    {
+        const char *a[] = { name, "--ttl", "5s", "--wait", "60s",
+                            "--verbose", "--", "true", NULL };
+        const char *b[] = { name, "--ttl", "5s", "--", "true", NULL };
+
+        waiter = spawn_run(dir, g_tight, "waiter", a);
+        quick = spawn_run(dir, g_tight, "quick", b);
+    }
+    t0 = tu_now_ms();
+    code = run_ended(dir, "quick", quick, tu_scaled_ms(40000), buf,
+                     sizeof buf);
+    hold_ms = tu_now_ms() - t0;
+    printf("    d4 [session pool of 1, its slot taken] run without --wait: "
+           "exit %d after %lld ms: %s", code, (long long)hold_ms, buf);
+    if (code != 69 || !tu_contains_ci(buf, "pool"))
+        fail_msg("run without --wait exited %d, want 69 naming the pool: "
+                 "%s", code, buf);
+    if (tu_wait_for(waiter, 0) >= 0)
+        fail_msg("run --wait ended while the slot was taken: %s",
+                 run_said(dir, "waiter", buf, sizeof buf));
+    sqllock_close(hog);
+    t0 = tu_now_ms();
+    code = run_ended(dir, "waiter", waiter, 60000, buf, sizeof buf);
+    t0 = tu_now_ms() - t0;
+    printf("    d4 run --wait 60s: exit %d, %lld ms after the slot was "
+           "freed (held %lld ms)\n", code, (long long)t0,
+           (long long)hold_ms);
+    if (code != 0)
+        fail_msg("run --wait exited %d: %s", code, buf);
+    if (!tu_contains_ci(buf, "connected after"))
+        fail_msg("run --verbose does not say it waited for a connection: "
+                 "%s", buf);
     tu_rmdir(dir);
     free(dir);
 }

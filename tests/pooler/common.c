@@ -20,7 +20,7 @@
 
 char g_dir[1024], g_script[1024];
 char g_tx[1024], g_tx_poll[1024], g_undeclared[1024];
-char g_session[1024], g_tight[1024];
+char g_session[1024], g_tight[1024], g_pair[1024];
 char g_pgpool_raw[1024], g_pgpool_sr[1024], g_pgpool_sr_poll[1024];
 char g_direct[1024];
 int g_slow = 1;           /* tu_slowdown() */
@@ -74,6 +74,7 @@ int load_urls(void)
         { "SQLLOCK_TEST_PGBOUNCER_UNDECLARED_URL", g_undeclared },
         { "SQLLOCK_TEST_PGBOUNCER_SESSION_URL", g_session },
         { "SQLLOCK_TEST_PGBOUNCER_TIGHT_URL", g_tight },
+        { "SQLLOCK_TEST_PGBOUNCER_PAIR_URL", g_pair },
         { "SQLLOCK_TEST_PGPOOL_RAW_URL", g_pgpool_raw },
         { "SQLLOCK_TEST_PGPOOL_SR_URL", g_pgpool_sr },
         { "SQLLOCK_TEST_PGPOOL_SR_POLL_URL", g_pgpool_sr_poll },

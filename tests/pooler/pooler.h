@@ -21,7 +21,7 @@
 /* pooler/common.c */
 extern char g_dir[1024], g_script[1024];
 extern char g_tx[1024], g_tx_poll[1024], g_undeclared[1024];
-extern char g_session[1024], g_tight[1024];
+extern char g_session[1024], g_tight[1024], g_pair[1024];
 extern char g_pgpool_raw[1024], g_pgpool_sr[1024], g_pgpool_sr_poll[1024];
 extern char g_direct[1024];
 extern int g_slow;               /* tu_slowdown() */
@@ -50,7 +50,7 @@ void test_pooler_a_C1_run_session_mode(void **state);
 void test_pooler_a_C3_run_through_pgbouncer_restart(void **state);
 void test_pooler_b_L9_wakeups(void **state);
 void test_pooler_c_C1_undeclared_transaction_pooler(void **state);
-void test_pooler_d_run_needs_two_server_connections(void **state);
+void test_pooler_d_run_holds_one_server_connection(void **state);
 void test_pooler_e_C2_pgpool_raw_no_false_success(void **state);
 void test_pooler_f_L9_pgpool_streaming_mode(void **state);
 void test_pooler_g_C2_native_transaction_refused(void **state);
