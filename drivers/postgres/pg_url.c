@@ -160,6 +160,76 @@ static int parse_port(const char *s, int *port)
     return 1;
 }
 
+/*
+ * libpq's parameters whose values it checks itself, and quotes in its
+ * message when it refuses one ('invalid sslmode value: "S3cret"'): a
+ * password pasted into the wrong parameter would be shown (DESIGN C4).
+ * They are checked here first, as libpq checks them, and refused with a
+ * message that names the parameter and what it takes, not the value.
+ */
+static const struct pg_checked {
+    const char *name;
+    const char *takes;          /* "|a|b|c|", or NULL for an integer */
+    const char *say;
+} pg_checked[] = {
+    { "sslmode", "|disable|allow|prefer|require|verify-ca|verify-full|",
+      "disable, allow, prefer, require, verify-ca or verify-full" },
+    { "gssencmode", "|disable|prefer|require|", "disable, prefer or require" },
+    { "channel_binding", "|disable|prefer|require|",
+      "disable, prefer or require" },
+    { "target_session_attrs",
+      "|any|read-write|read-only|primary|standby|prefer-standby|",
+      "any, read-write, read-only, primary, standby or prefer-standby" },
+    { "port", NULL, "a port number" },
+    { "connect_timeout", NULL, "a whole number of seconds" },
+    { "keepalives", NULL, "a whole number (0 turns them off)" },
+    { "keepalives_idle", NULL, "a whole number of seconds" },
+    { "keepalives_interval", NULL, "a whole number of seconds" },
+    { "keepalives_count", NULL, "a whole number" },
+    { "tcp_user_timeout", NULL, "a whole number of milliseconds" },
+};
+
+/* 1 when libpq takes `v` as an integer: an optional sign, digits, white
+ * space around them (libpq's parse_int_param()). */
+static int libpq_int(const char *v)
+{
+    const char *d;
+
+    v += strspn(v, " \t\n\r\f\v");
+    if (*v == '+' || *v == '-')
+        v++;
+    d = v;
+    v += strspn(v, "0123456789");
+    if (v == d || v - d > 9)
+        return 0;
+    v += strspn(v, " \t\n\r\f\v");
+    return *v == '\0';
+}
+
+/* Checks the value of a parameter of pg_checked[]: SQLLOCK_OK, or
+ * SQLLOCK_EURL without the value. */
+static int check_libpq_value(const char *k, const char *v, sqllock_dberr *err)
+{
+    size_t i, n = strlen(v);
+
+    for (i = 0; i < sizeof pg_checked / sizeof pg_checked[0]; i++) {
+        const struct pg_checked *c = &pg_checked[i];
+        const char *at;
+
+        if (strcmp(k, c->name) != 0)
+            continue;
+        if (c->takes == NULL ? libpq_int(v)
+            : (n > 0 && strchr(v, '|') == NULL &&
+               (at = strstr(c->takes, v)) != NULL && at[-1] == '|' &&
+               at[n] == '|'))
+            return SQLLOCK_OK;
+        return sqllock_dberr_set(err, SQLLOCK_EURL, "", "%s must be %s; the "
+                                 "value given is not (it is not shown, in "
+                                 "case it is a secret)", c->name, c->say);
+    }
+    return SQLLOCK_OK;
+}
+
 int sqllock__pg_url_read(const sqllock_url *url, pg_target *t,
                          sqllock_dberr *err)
 {
@@ -182,6 +252,8 @@ int sqllock__pg_url_read(const sqllock_url *url, pg_target *t,
                                      "tries in turn, each with the connect "
                                      "timeout", k, strcmp(k, "port") == 0
                                      ? "port" : "host");
+        if (check_libpq_value(k, v, err) != SQLLOCK_OK)
+            return SQLLOCK_EURL;
         if (!own_param(k))
             continue;
         own = 1;

@@ -228,16 +228,26 @@ void test_secrets_C4_hostile_urls_cli(void **state)
 
 
 /* Issue 27 item 6: a password pasted into another parameter of a MySQL
- * URL -- ssl_mode=, option_file=, socket= -- or of a SQLite URL --
+ * URL -- ssl_mode=, option_file=, socket= --, of a PostgreSQL URL --
+ * libpq's sslmode=, target_session_attrs=, port=, the keepalives, ...,
+ * whose messages quote the value -- or of a SQLite URL --
  * busy_timeout= -- is not echoed when the
  * driver refuses the value: the message names the parameter (and what
  * it takes), and the URL it quotes hides the values of its parameters.
  * Through the API and the tool (exit 64, a malformed URL). */
 void test_secrets_C4_parameter_values_not_echoed(void **state)
 {
-    static const char *const params[] = {
-        "ssl_mode", "option_file", "socket",
+    static const char *const my_params[] = {
+        "ssl_mode", "option_file", "socket", NULL
     };
+    /* libpq's own messages quote the value of each of these. */
+    static const char *const pg_params[] = {
+        "sslmode", "gssencmode", "channel_binding", "target_session_attrs",
+        "port", "connect_timeout", "keepalives", "keepalives_idle",
+        "keepalives_interval", "keepalives_count", "tcp_user_timeout", NULL
+    };
+    const char *const *params;
+    int pg;
     fixture *f = *state;
     char url[4600], label[300];
     forms fm;
@@ -280,21 +290,19 @@ void test_secrets_C4_parameter_values_not_echoed(void **state)
         free(path);
         return;
     }
-    if (strcmp(f->drv, "mysql") != 0) {
-        printf("secrets [%s]: the parameters are MySQL's and SQLite's\n",
-               f->drv);
-        return;
-    }
-    for (i = 0; i < sizeof params / sizeof params[0]; i++) {
+    pg = strcmp(f->drv, "postgres") == 0;
+    params = pg ? pg_params : my_params;
+    for (i = 0; params[i] != NULL; i++) {
         const char *const args[] = { "--db", url, "list", NULL };
         sqllock_db *db = NULL;
         const char *msg;
 
-        snprintf(url, sizeof url, "mysql://%s@%s:%d/%s?%s=Kp7wVx9qC4zz",
-                 f->user, f->host, f->port, f->db, params[i]);
+        snprintf(url, sizeof url, "%s://%s@%s:%d/%s?%s=Kp7wVx9qC4zz",
+                 pg ? "postgres" : "mysql", f->user, f->host, f->port,
+                 f->db, params[i]);
         rc = sqllock_open(url, NULL, &db);
         msg = sqllock_errmsg(db);
-        snprintf(label, sizeof label, "[mysql] %s=<secret>: errmsg",
+        snprintf(label, sizeof label, "[%s] %s=<secret>: errmsg", f->drv,
                  params[i]);
         printf("  %s: %s: %s\n", label, sqllock_errname(rc), msg);
         if (rc != SQLLOCK_EURL || strstr(msg, params[i]) == NULL)
@@ -304,15 +312,16 @@ void test_secrets_C4_parameter_values_not_echoed(void **state)
         sqllock_close(db);
         se_clear_db_env();
         code = se_run_tool(&t, f->dir, args);
-        snprintf(label, sizeof label, "[mysql] %s=<secret>: --db list",
-                 params[i]);
+        snprintf(label, sizeof label, "[%s] %s=<secret>: --db list",
+                 f->drv, params[i]);
         se_expect_clean(label, t.out, strlen(t.out), &fm);
         se_expect_clean(label, t.err, strlen(t.err), &fm);
         if (code != 64 || strstr(t.err, params[i]) == NULL)
             fail_msg("%s: exit %d, want 64 naming %s; stderr: %s", label,
                      code, params[i], t.err);
-        /* What ssl_mode takes is said. */
-        if (i == 0 && strstr(t.err, "VERIFY_IDENTITY") == NULL)
+        /* What ssl_mode (sslmode) takes is said. */
+        if (i == 0 && strstr(t.err, pg ? "verify-full" : "VERIFY_IDENTITY")
+                          == NULL)
             fail_msg("%s: the modes ssl_mode takes are not named: %s",
                      label, t.err);
     }
