@@ -463,10 +463,22 @@ class LeaseSet:
             arr[i] = l._handle()
         return arr
 
+    def _blocker(self, dbh: int) -> Optional[bytes]:
+        """The row of the name the handle's message says was found held
+        ("lock 'NAME' is held ..."), for Busy's holder; None if none is
+        named. With the lock held, right after the call."""
+        msg = lib.sqllock_errmsg(dbh) or b""
+        for l in self.leases:
+            row = l.name.encode()
+            if b"lock '" + row + b"'" in msg:
+                return row
+        return None
+
     def acquire(self, wait: Optional[cv.Duration] = _UNSET) -> "LeaseSet":
         """Takes every name or none, waiting up to `wait` (default: the
         set's) for the name found held. Busy (wait 0) or Timeout names
-        that lock; nothing is held then."""
+        that lock, and its holder, token and time left (as Lease's
+        do); nothing is held then."""
         wait_ms = self._wait_ms if wait is _UNSET else cv.wait_ms(wait)
         with self._db._lock:
             arr = self._array()
@@ -478,7 +490,7 @@ class LeaseSet:
             rc = lib.sqllock_lease_acquire_many(dbh, arr, len(self.leases),
                                                 wait_ms)
             if rc != _lib.OK:
-                raise self._db._fail(rc)
+                raise self._db._fail(rc, self._blocker(dbh))
             for l in self.leases:
                 l._count = lib.sqllock_lease_count(l._h)
                 l._token = lib.sqllock_lease_token(l._h)

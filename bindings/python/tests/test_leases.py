@@ -192,10 +192,15 @@ def test_L12_lock_many_all_or_none(url: str, name: str) -> None:
     # released at the end of the block. Bad lists are refused.
     names = [name + "-c", name + "-a", name + "-b"]
     with sqllock.connect(url) as a, sqllock.connect(url) as b:
-        with b.lock(names[2], ttl=30):
+        with b.lock(names[2], ttl=30, holder="py-many-holder") as held:
             with pytest.raises(sqllock.Busy) as busy:
                 a.lock_many(names, ttl=30, wait=0).acquire()
             assert names[2] in str(busy.value)
+            # Busy names the holder, token and time left, as Lease's does.
+            assert busy.value.holder == "py-many-holder"
+            assert busy.value.token == held.token
+            assert 20 < busy.value.remaining <= 30
+            assert "py-many-holder" in str(busy.value)
             assert {i.name for i in a.list()}.isdisjoint(names[:2])
             assert not a.lock_many(names, ttl=30).try_acquire()
         with a.lock_many(names, ttl=30, wait=5) as locks:
