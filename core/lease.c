@@ -442,7 +442,7 @@ static int acquire_in_transaction(sqllock_db *db, const sqllock_value *args,
  * SQLLOCK_ENOSCHEMA, not installed): the connection takes the
  * statements instead from now on, and does not ask again. The acquire
  * routine (LEASE_ACQUIRE_ONE, sqllock_acquire_v1 on MySQL) is the oldest
- * routine and the one the README tells a least-privilege user to be
+ * routine and the one docs/databases.md tells a least-privilege user to be
  * granted: where it is refused, so are the later ones (the wake-up and
  * the multi-name routines were not installed either, or the user has no
  * EXECUTE at all), which are then not tried, each a failed round trip

@@ -48,7 +48,7 @@
 # `sqllock-rw-Kq7v`, in DIR/env as SQLLOCK_TEST_*_RW_URL) with no rights
 # on anything until `grant-rw` gives it SELECT, INSERT, UPDATE and DELETE
 # on the sqllock tables (and USAGE on PostgreSQL's token sequence): the
-# grants README.md documents, nothing more.
+# grants docs/databases.md documents, nothing more.
 #
 # The ports must be free: start fails, saying which, when one is taken.
 #
@@ -203,7 +203,7 @@ restart_my() {   # restart_my DIR [kill|graceful [DOWN_SECONDS]]
   run_my "$dir"
 }
 
-# grant_rw DIR: the run-time grants of DESIGN S2 (README.md "Databases")
+# grant_rw DIR: the run-time grants of DESIGN S2 (docs/databases.md)
 # to sqllock_rw, on the tables that `sqllock init` created in sqllock_test.
 # Also on sqllock_test_counter, a table of the tests, when it is there.
 grant_rw() {

@@ -668,7 +668,7 @@ if [ -n "$srv" ]; then
   # DESIGN S2: at run time the library needs only SELECT, INSERT, UPDATE
   # and DELETE on its tables (and, on PostgreSQL, USAGE on the token
   # sequence). The owner creates the tables; servers.sh grant-rw gives
-  # sqllock_rw exactly the grants README.md lists, and the conformance
+  # sqllock_rw exactly the grants docs/databases.md lists, and the conformance
   # suite runs as that user (sqllock_init() on the current schema must
   # succeed). The S1 cases -- one needs an empty schema to create tables
   # in, the other drops and re-creates MySQL's acquire routine -- are left

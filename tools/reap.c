@@ -1,6 +1,6 @@
 /*
  * reap.c -- `sqllock reap [--older-than DUR] [--batch N]`: one pass of the
- * reaper (DESIGN P4), for cron where no reaper thread runs (the README
+ * reaper (DESIGN P4), for cron where no reaper thread runs (docs/reaping.md
  * has a crontab line: every five minutes, `reap --older-than 1h`).
  *
  * It deletes the lease rows that expired more than DUR ago (default 0:

@@ -541,7 +541,7 @@ static void refuse_routine(sqllock_db *db, const char *name)
  * (sqllock_acquire_v1) says that the wake-up and the multi-name routines
  * are refused too, and they are not tried. The wake-up routine is tried
  * before it, and its own refusal does not say that sqllock_acquire_v1 is
- * refused (a user granted EXECUTE on that one alone, as the README
+ * refused (a user granted EXECUTE on that one alone, as docs/databases.md
  * tells, runs it): a lease with wake-ups pays two, once. Counted by the
  * core's statement counter: an acquire's first time on the connection
  * against its next. As the least-privilege user (scripts/test.sh), the
