@@ -317,6 +317,8 @@ node_arg() {
   case "${1:-}" in 1|2|3) ;; *) die "the node is 1, 2 or 3, not '${1:-}'" ;; esac
 }
 
+# DIR may be relative (abs_path, scripts/lib.sh).
+[ -z "${2:-}" ] || set -- "$1" "$(abs_path "$2")" "${@:3}"
 case "${1:-}" in
   start)
     dir=${2:?usage: galera.sh start DIR}

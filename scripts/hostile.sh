@@ -158,6 +158,8 @@ ENV
   echo "hostile servers: PostgreSQL on 127.0.0.1:$pg_port, MariaDB on 127.0.0.1:$my_port (in $dir)"
 }
 
+# DIR may be relative (abs_path, scripts/lib.sh).
+[ -z "${2:-}" ] || set -- "$1" "$(abs_path "$2")" "${@:3}"
 case "${1:-}" in
   start) start_hostile "${2:?usage: hostile.sh start DIR}" ;;
   stop) "$here/servers.sh" stop "${2:?usage: hostile.sh stop DIR}" ;;

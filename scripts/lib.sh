@@ -5,8 +5,30 @@
 # shellcheck source=scripts/ci.sh
 . "$(dirname "${BASH_SOURCE[0]}")/ci.sh"
 
+# apt_waiting CMD...: runs an apt-get command; while another package
+# manager (an unattended upgrade, another apt-get) holds the dpkg or the
+# lists lock, waits for it -- apt's own wait (DPkg::Lock::Timeout), then
+# tries again every 10 s -- for up to 10 minutes in all. Prints the
+# command's output only when it fails.
+apt_waiting() {
+  local i out
+  for i in $(seq 1 60); do
+    if out=$("$@" 2>&1); then return 0; fi
+    if ! grep -qiE "could not get lock|unable to acquire|is another process using it" <<<"$out"; then
+      printf '%s\n' "$out" >&2
+      return 1
+    fi
+    [ "$i" -gt 1 ] || echo "== waiting for another package manager to finish (the apt/dpkg lock is taken)"
+    sleep 10
+  done
+  printf '%s\n' "$out" >&2
+  return 1
+}
+
 # ensure_packages PKG...: installs the packages that are not installed yet,
-# with apt-get (through sudo when not root). Does nothing when all are there.
+# with apt-get (through sudo when not root), waiting for another package
+# manager that holds the lock (apt_waiting). Does nothing when all are
+# there.
 ensure_packages() {
   local missing=() p
   for p in "$@"; do
@@ -18,8 +40,20 @@ ensure_packages() {
   echo "== installing: ${missing[*]}"
   local sudo=""
   if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt_waiting $sudo apt-get -o DPkg::Lock::Timeout=60 update -qq
+  apt_waiting $sudo env DEBIAN_FRONTEND=noninteractive apt-get \
+    -o DPkg::Lock::Timeout=60 install -y -qq --no-install-recommends \
+    "${missing[@]}"
+}
+
+# abs_path PATH: PATH made absolute against the current directory. The
+# server scripts take their DIR through it: the servers run as other
+# users, from other directories, and a restart must find the same DIR.
+abs_path() {
+  case $1 in
+    /*) printf '%s\n' "$1" ;;
+    *) printf '%s/%s\n' "$PWD" "$1" ;;
+  esac
 }
 
 # The packages a build needs.

@@ -240,6 +240,8 @@ stop_all() {
   done
 }
 
+# DIR may be relative (abs_path, scripts/lib.sh).
+[ -z "${2:-}" ] || set -- "$1" "$(abs_path "$2")" "${@:3}"
 case "${1:-}" in
   start)
     start_all "${2:?usage: pgrepl.sh start DIR sync|async}" "${3:?usage: pgrepl.sh start DIR sync|async}" ;;

@@ -198,6 +198,11 @@ stop_all() {
   stop_pid_file "$dir/pgpool-sr/pgpool.pid" INT
 }
 
+# DIR and SERVERS_DIR may be relative (abs_path, scripts/lib.sh).
+[ -z "${2:-}" ] || set -- "$1" "$(abs_path "$2")" "${@:3}"
+if [ "${1:-}" = start ] && [ -n "${3:-}" ]; then
+  set -- "$1" "$2" "$(abs_path "$3")" "${@:4}"
+fi
 case "${1:-}" in
   start)
     start_all "${2:?usage: poolers.sh start DIR SERVERS_DIR}" \

@@ -99,6 +99,8 @@ stop_redis() {
   rm -f "$dir/redis.pid"
 }
 
+# DIR may be relative (abs_path, scripts/lib.sh).
+[ -z "${2:-}" ] || set -- "$1" "$(abs_path "$2")" "${@:3}"
 case "${1:-}" in
   start)
     start_redis "${2:?usage: redis.sh start DIR}"

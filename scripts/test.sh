@@ -104,6 +104,29 @@ root=$(pwd)
 . scripts/stages.sh
 stages_tmp=$(mktemp "${TMPDIR:-/tmp}/sqllock-stages.XXXXXX")
 stages_init "$stages_tmp"
+# Until cleanup() takes over (below, once there is something to stop):
+# the stage table on any exit, also when installing fails.
+early_exit() {
+  local rc=$?
+  if [ "$rc" = 0 ]; then stage_end; else stage_end "FAILED($rc)"; fi
+  stages_table
+  rm -f "$stages_tmp"
+  exit "$rc"
+}
+trap early_exit EXIT
+cat <<'SAY'
+== scripts/test.sh: what it does to this machine
+   installs with apt-get (through sudo when not root) what is missing of
+   the build tools and client libraries, PostgreSQL 15, MariaDB and
+   galera-4, PgBouncer, pgpool-II, Redis, valgrind, clang, Python 3 with
+   pytest and the database clients (docs/testing.md lists them; Debian
+   starts the services of the server packages it installs, as it always
+   does -- the tests never use them);
+   starts its own servers on 127.0.0.1, each in a temporary directory with
+   its own configuration (PostgreSQL, MariaDB, a 3-node Galera cluster,
+   PgBouncer, pgpool-II, TLS servers; Redis for the benchmark's smoke
+   run), and stops them when it exits.
+SAY
 stage "install packages"
 ensure_packages "${BUILD_PACKAGES[@]}" libcmocka-dev valgrind faketime jq \
   postgresql mariadb-server galera-4 rsync iproute2 libpq-dev \

@@ -240,6 +240,8 @@ stop_all() {
   fi
 }
 
+# DIR may be relative (abs_path, scripts/lib.sh).
+[ -z "${2:-}" ] || set -- "$1" "$(abs_path "$2")" "${@:3}"
 case "${1:-}" in
   start)
     dir=${2:?usage: tls.sh start DIR}
