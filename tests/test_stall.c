@@ -424,7 +424,14 @@ static void test_stall_R1_lock_wait_is_not_cut(void **state)
                  (long long)lock_wait, (long long)stmt, sqllock_errname(rc),
                  (long long)took, sqllock_errmsg(db));
     assert_true(took >= lock_wait - 100);
-    assert_true(took <= lock_wait + stmt + SLACK_MS);
+    /* The server ended the wait (ELOCKED, above), not the client's bound
+     * of lock_wait + stmt (that is ECONNECT); what comes on top is this
+     * process's scheduling, which a loaded machine stretches. */
+    if (took > lock_wait + stmt + tu_scaled_ms(SLACK_MS))
+        fail_msg("R1: the lock wait took %lld ms (lock timeout %lld ms, "
+                 "statement timeout %lld ms, slack %lld ms scaled to the "
+                 "load)", (long long)took, (long long)lock_wait,
+                 (long long)stmt, (long long)tu_scaled_ms(SLACK_MS));
     sqllock_txn_free(t);
     /* The handle works on afterwards, its bound grown for lock waits. */
     t = NULL;
@@ -468,7 +475,11 @@ static void test_stall_L9_acquire_wait_is_not_cut(void **state)
                  (long long)wait, (long long)stmt, sqllock_errname(rc),
                  (long long)took, sqllock_errmsg(db));
     assert_true(took >= wait - 100);
-    assert_true(took <= wait + stmt + SLACK_MS);
+    if (took > wait + stmt + tu_scaled_ms(SLACK_MS))
+        fail_msg("L9: the wait took %lld ms (wait %lld ms, statement "
+                 "timeout %lld ms, slack %lld ms scaled to the load)",
+                 (long long)took, (long long)wait, (long long)stmt,
+                 (long long)tu_scaled_ms(SLACK_MS));
     EXPECT_RC(holder, sqllock_lease_release(hl), SQLLOCK_OK, "release");
     sqllock_lease_free(hl);
     sqllock_lease_free(l);

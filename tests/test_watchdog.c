@@ -33,6 +33,11 @@ typedef struct seen {
     _Atomic int uncertain;     /* changes to UNCERTAIN */
     _Atomic int held;          /* changes back to HELD */
     _Atomic int lost;          /* changes to LOST */
+    _Atomic int lost_taken;    /* ... with SQLLOCK_LOST: a renewal found
+                                  the row taken or removed */
+    _Atomic int lost_late;     /* ... with SQLLOCK_TIMEOUT: the local
+                                  deadline passed first (a starved
+                                  renewer, rightly told, L6) */
     _Atomic int last_state;
     _Atomic int last_status;
     _Atomic int bad_state;     /* the callback's `state` disagreed with
@@ -54,8 +59,11 @@ static void on_change(void *ctx, sqllock_lease *l, int state, int status,
         atomic_fetch_add(&s->uncertain, 1);
     else if (state == SQLLOCK_STATE_HELD)
         atomic_fetch_add(&s->held, 1);
-    else if (state == SQLLOCK_STATE_LOST)
+    else if (state == SQLLOCK_STATE_LOST) {
         atomic_fetch_add(&s->lost, 1);
+        atomic_fetch_add(status == SQLLOCK_TIMEOUT ? &s->lost_late
+                                                   : &s->lost_taken, 1);
+    }
     /* The state is written before the callback runs; LOST and HELD are
      * final for that moment; UNCERTAIN may already read LOST if the local
      * deadline passed meanwhile. */
@@ -578,9 +586,13 @@ static void test_watch_L7_unwatch_does_not_wait_for_hung_renewal(void **state)
 
 /*
  * L7: release stops renewal first. A lease renewed every few ms and
- * released at random moments is never reported lost, every release
- * succeeds, and no row is left behind (a renewer racing a release must
- * not resurrect or touch it).
+ * released at random moments is never found taken or removed by its
+ * renewer (LOST with SQLLOCK_LOST: a renewal that raced the release),
+ * every release succeeds, and no row is left behind (a renewer racing a
+ * release must not resurrect or touch it). On a loaded machine the
+ * renewer may be starved past the 2 s ttl: that lease is reported LOST
+ * with SQLLOCK_TIMEOUT (L6, the library doing right), counted and said
+ * apart; its release still succeeds (no one else took the row).
  */
 static void test_watch_L7_release_stops_renewal(void **state)
 {
@@ -610,14 +622,23 @@ static void test_watch_L7_release_stops_renewal(void **state)
         assert_int_equal(tu_find(db, name, &row), SQLLOCK_OK);
         assert_false(row.found);
     }
-    assert_int_equal(atomic_load(&s.lost), 0);
+    if (atomic_load(&s.lost_taken) != 0)
+        fail_msg("a renewal racing a release reported the lease taken or "
+                 "removed %d times: %s", atomic_load(&s.lost_taken),
+                 s.first_msg);
     assert_int_equal(atomic_load(&s.bad_state), 0);
     /* Free while watched: the same, through free. */
     EXPECT_RC(db, sqllock_lease_acquire(l, 5000), SQLLOCK_OK, "acquire");
     watch(l, db, 5, &s);
     tu_sleep_ms(20);
     sqllock_lease_free(l);
-    assert_int_equal(atomic_load(&s.lost), 0);
+    if (atomic_load(&s.lost_taken) != 0)
+        fail_msg("freeing a watched lease: reported taken or removed: %s",
+                 s.first_msg);
+    if (atomic_load(&s.lost_late) != 0)
+        printf("    the renewer was starved past the 2 s ttl %d times; "
+               "each was reported LOST (SQLLOCK_TIMEOUT) as L6 wants, and "
+               "released cleanly\n", atomic_load(&s.lost_late));
     sqllock_close(db);
 }
 

@@ -425,3 +425,86 @@ int rf_teardown(void **state)
     free(f);
     return 0;
 }
+
+void rf_own_server(rf_server *s, const char *what)
+{
+    const char *pg = getenv("SQLLOCK_TEST_PG_URL");
+    const char *my = getenv("SQLLOCK_TEST_MYSQL_URL");
+
+    s->dir = getenv("SQLLOCK_TEST_SERVERS_DIR");
+    s->script = getenv("SQLLOCK_TEST_SERVERS_SCRIPT");
+    s->is_pg = pg != NULL && strcmp(g_url, pg) == 0;
+    if (s->dir == NULL || *s->dir == '\0' || s->script == NULL
+        || *s->script == '\0' || strchr(s->dir, '\'')
+        || strchr(s->script, '\'')
+        || !(s->is_pg || (my != NULL && strcmp(g_url, my) == 0)))
+        tu_cannot_run("%s: no server of SQLLOCK_TEST_SERVERS_DIR behind "
+                      "this URL (scripts/test.sh runs this entry through "
+                      "tests/own_servers.sh)", what);
+}
+
+void rf_restart_in_background(const rf_server *s, const char *pg_mode,
+                              const char *my_mode, int down_s,
+                              const char *down, const char *back)
+{
+    char cmd[20000];
+
+    snprintf(cmd, sizeof cmd, "(SQLLOCK_SERVERS_DOWN_FILE='%s' bash '%s' %s "
+             "'%s' %s %d >&2; touch '%s') &", down, s->script,
+             s->is_pg ? "restart-pg" : "restart-my", s->dir,
+             s->is_pg ? pg_mode : my_mode, down_s, back);
+    fflush(stdout);
+    if (system(cmd) != 0)
+        fail_msg("%s failed", cmd);
+}
+
+void rf_wait_file(const char *path, int64_t ms)
+{
+    int64_t end = tu_now_ms() + ms;
+
+    while (!rf_file_exists(path) && tu_now_ms() < end)
+        tu_sleep_ms(10);
+    if (!rf_file_exists(path))
+        fail_msg("%s did not appear within %lld ms", path, (long long)ms);
+}
+
+int64_t rf_take_after_restart(const char *name, int64_t backoff_max_ms)
+{
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *l = NULL;
+    sqllock_db *db = NULL;
+    int64_t had;
+    int rc, i;
+
+    rc = sqllock_open(g_url, NULL, &db);
+    for (i = 0; i < 100 && rc == SQLLOCK_ECONNECT; i++) {
+        sqllock_close(db);
+        tu_sleep_ms(20);
+        rc = sqllock_open(g_url, NULL, &db);
+    }
+    EXPECT_RC(db, rc, SQLLOCK_OK, "open after the restart");
+    lo.ttl_ms = 5000;
+    lo.backoff_max_ms = backoff_max_ms;
+    EXPECT_RC(db, sqllock_lease_new(db, name, &lo, &l), SQLLOCK_OK, "new");
+    EXPECT_RC(db, sqllock_lease_acquire(l, 15000), SQLLOCK_OK,
+              "acquire after the restart");
+    had = tu_now_ms();
+    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    sqllock_lease_free(l);
+    sqllock_close(db);
+    return had;
+}
+
+void rf_reopen(fixture *f)
+{
+    int i;
+
+    for (i = 0; i < 4; i++) {
+        sqllock_lease_free(f->leases[i]);
+        f->leases[i] = NULL;
+    }
+    sqllock_close(f->db);
+    f->db = NULL;
+    EXPECT_RC(f->db, sqllock_open(g_url, NULL, &f->db), SQLLOCK_OK,
+              "reopen");
+}

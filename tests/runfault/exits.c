@@ -112,80 +112,41 @@ void test_runfault_X2_release_finds_takeover_exits_76(void **state)
 void test_runfault_C3_database_restart_mid_job(void **state)
 {
     fixture *f = *state;
-    const char *dir = getenv("SQLLOCK_TEST_SERVERS_DIR");
-    const char *script_path = getenv("SQLLOCK_TEST_SERVERS_SCRIPT");
-    const char *pg = getenv("SQLLOCK_TEST_PG_URL");
-    const char *my = getenv("SQLLOCK_TEST_MYSQL_URL");
     const char *name = rf_U(f, "restart");
-    char started[4300], go[4300], script[9000], cmd[9000];
-    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
-    sqllock_lease *l = NULL;
-    sqllock_db *db = NULL;
+    char started[4300], go[4300], down[4300], back[4300], script[9000];
     int64_t t_end, t_free;
-    int code, rc, i;
+    rf_server srv;
+    int code;
     job *j;
 
-    if (dir == NULL || *dir == '\0' || script_path == NULL
-        || *script_path == '\0' || strchr(dir, '\'')
-        || strchr(script_path, '\'')
-        || !((pg != NULL && strcmp(g_url, pg) == 0)
-             || (my != NULL && strcmp(g_url, my) == 0))) {
-        tu_cannot_run("C3 restart: no server of SQLLOCK_TEST_SERVERS_DIR "
-                      "behind this URL (scripts/test.sh runs this entry "
-                      "through tests/own_servers.sh)");
-    }
+    rf_own_server(&srv, "C3 restart");
     rf_fpath(f, started, sizeof started, "started");
     rf_fpath(f, go, sizeof go, "go");
+    rf_fpath(f, down, sizeof down, "down");
+    rf_fpath(f, back, sizeof back, "back");
     snprintf(script, sizeof script,
              "echo $$ > '%s'; while [ ! -e '%s' ]; do sleep 0.02; done; "
              "exit 3", started, go);
     START(f, j, "run", name, "--ttl", "15s", "--verbose", "--", "sh", "-c",
           script);
     rf_wait_started(f, j, started);
-    snprintf(cmd, sizeof cmd, "bash '%s' %s '%s' %s >&2", script_path,
-             pg != NULL && strcmp(g_url, pg) == 0 ? "restart-pg"
-                                                  : "restart-my",
-             dir, pg != NULL && strcmp(g_url, pg) == 0 ? "immediate"
-                                                       : "kill");
-    if (system(cmd) != 0)
-        fail_msg("%s failed", cmd);
+    rf_restart_in_background(&srv, "immediate", "kill", 0, down, back);
+    rf_wait_file(back, 60000);
     rf_touch(go);
     code = rf_finish(f, j, 30000);
     t_end = tu_now_ms();
     if (code != 3)
         fail_msg("exit %d, want the command's 3; stderr: %s", code, f->err);
     /* Another "host", on a connection of its own. */
-    rc = sqllock_open(g_url, NULL, &db);
-    for (i = 0; i < 100 && rc == SQLLOCK_ECONNECT; i++) {
-        sqllock_close(db);
-        tu_sleep_ms(100);
-        rc = sqllock_open(g_url, NULL, &db);
-    }
-    EXPECT_RC(db, rc, SQLLOCK_OK, "open after the restart");
-    lo.ttl_ms = 5000;
-    EXPECT_RC(db, sqllock_lease_new(db, name, &lo, &l), SQLLOCK_OK, "new");
-    EXPECT_RC(db, sqllock_lease_acquire(l, 15000), SQLLOCK_OK,
-              "acquire after the run");
-    t_free = tu_now_ms() - t_end;
-    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
-    sqllock_lease_free(l);
-    sqllock_close(db);
+    t_free = rf_take_after_restart(name, 100) - t_end;
     if (t_free > 3000)
         fail_msg("the lock was free only %lld ms after the run ended "
                  "(ttl 15 s): the release did not reach the server",
                  (long long)t_free);
     printf("    C3: exit 3 across a restart; free %lld ms after the run\n",
            (long long)t_free);
-    /* The test's own connection died with the server: a new one (the
-     * leases of the group go first: they belong to the handle). */
-    for (i = 0; i < 4; i++) {
-        sqllock_lease_free(f->leases[i]);
-        f->leases[i] = NULL;
-    }
-    sqllock_close(f->db);
-    f->db = NULL;
-    rc = sqllock_open(g_url, NULL, &f->db);
-    EXPECT_RC(f->db, rc, SQLLOCK_OK, "reopen");
+    /* The test's own connection died with the server. */
+    rf_reopen(f);
 }
 
 /*
@@ -201,28 +162,14 @@ void test_runfault_C3_database_restart_mid_job(void **state)
  */
 static void outage(fixture *f, int down_s)
 {
-    const char *dir = getenv("SQLLOCK_TEST_SERVERS_DIR");
-    const char *script_path = getenv("SQLLOCK_TEST_SERVERS_SCRIPT");
-    const char *pg = getenv("SQLLOCK_TEST_PG_URL");
-    const char *my = getenv("SQLLOCK_TEST_MYSQL_URL");
     const char *name = rf_U(f, down_s < 5 ? "outage-short" : "outage-long");
-    int is_pg = pg != NULL && strcmp(g_url, pg) == 0;
     char started[4300], go[4300], down[4300], back[4300], script[9000];
-    char cmd[20000];
-    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
-    sqllock_lease *l = NULL;
-    sqllock_db *db = NULL;
-    int64_t t_back, t_free, end, bound = tu_scaled_ms(1000);
-    int code, rc, i;
+    int64_t t_back, t_free, bound = tu_scaled_ms(1000);
+    rf_server srv;
+    int code;
     job *j;
 
-    if (dir == NULL || *dir == '\0' || script_path == NULL
-        || *script_path == '\0' || strchr(dir, '\'')
-        || strchr(script_path, '\'')
-        || !(is_pg || (my != NULL && strcmp(g_url, my) == 0)))
-        tu_cannot_run("C3 outage: no server of SQLLOCK_TEST_SERVERS_DIR "
-                      "behind this URL (scripts/test.sh runs this entry "
-                      "through tests/own_servers.sh)");
+    rf_own_server(&srv, "C3 outage");
     rf_fpath(f, started, sizeof started, "started");
     rf_fpath(f, go, sizeof go, "go");
     rf_fpath(f, down, sizeof down, "down");
@@ -232,44 +179,19 @@ static void outage(fixture *f, int down_s)
              "exit 3", started, go);
     START(f, j, "run", name, "--ttl", "30s", "--", "sh", "-c", script);
     rf_wait_started(f, j, started);
-    /* The restart in the background: down, then `back` once it is up. */
-    snprintf(cmd, sizeof cmd, "(SQLLOCK_SERVERS_DOWN_FILE='%s' bash '%s' %s "
-             "'%s' %s %d >&2; touch '%s') &", down, script_path,
-             is_pg ? "restart-pg" : "restart-my", dir,
-             is_pg ? "fast" : "graceful", down_s, back);
-    if (system(cmd) != 0)
-        fail_msg("%s failed", cmd);
-    end = tu_now_ms() + 60000;
-    while (!rf_file_exists(down) && tu_now_ms() < end)
-        tu_sleep_ms(10);
-    assert_true(rf_file_exists(down));
+    rf_restart_in_background(&srv, "fast", "graceful", down_s, down, back);
+    rf_wait_file(down, 60000);
     /* The command ends while the server is down. */
     rf_touch(go);
-    end = tu_now_ms() + 60000 + down_s * 1000;
-    while (!rf_file_exists(back) && tu_now_ms() < end)
-        tu_sleep_ms(10);
-    assert_true(rf_file_exists(back));
+    rf_wait_file(back, 60000 + down_s * 1000);
     t_back = tu_now_ms();
     /* Another "host": a connection of its own, the lock as soon as it
      * is free. */
-    rc = sqllock_open(g_url, NULL, &db);
-    for (i = 0; i < 100 && rc == SQLLOCK_ECONNECT; i++) {
-        sqllock_close(db);
-        tu_sleep_ms(20);
-        rc = sqllock_open(g_url, NULL, &db);
-    }
-    EXPECT_RC(db, rc, SQLLOCK_OK, "open after the restart");
-    lo.ttl_ms = 5000;
-    lo.backoff_max_ms = 50;
-    EXPECT_RC(db, sqllock_lease_new(db, name, &lo, &l), SQLLOCK_OK, "new");
-    EXPECT_RC(db, sqllock_lease_acquire(l, 15000), SQLLOCK_OK,
-              "acquire after the outage");
-    t_free = tu_now_ms() - t_back;
-    EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
-    sqllock_lease_free(l);
+    t_free = rf_take_after_restart(name, 50) - t_back;
     code = rf_finish(f, j, 90000);
     printf("    C3: %s down %d s: the lock was free %lld ms after the "
-           "server was back; stderr: %s", is_pg ? "PostgreSQL" : "MariaDB",
+           "server was back; stderr: %s", srv.is_pg ? "PostgreSQL"
+                                                    : "MariaDB",
            down_s, (long long)t_free, f->err);
     if (code != 3)
         fail_msg("exit %d, want the command's 3; stderr: %s", code, f->err);
@@ -281,21 +203,13 @@ static void outage(fixture *f, int down_s)
         || !tu_contains_ci(f->err, "released lock"))
         fail_msg("the run did not say that it tried again and how it "
                  "ended: %s", f->err);
-    sqllock_close(db);
     /* The run's record: in the history, with the command's exit code. */
     EXPECT_EXIT(f, 0, "history", name, "--json");
     if (strstr(f->out, "\"exit\": 3") == NULL ||
         strstr(f->out, "\"status\": \"failed\"") == NULL)
         fail_msg("the history does not have the run's outcome: %s", f->out);
     /* The group's own connection died with the server: a new one. */
-    for (i = 0; i < 4; i++) {
-        sqllock_lease_free(f->leases[i]);
-        f->leases[i] = NULL;
-    }
-    sqllock_close(f->db);
-    f->db = NULL;
-    rc = sqllock_open(g_url, NULL, &f->db);
-    EXPECT_RC(f->db, rc, SQLLOCK_OK, "reopen");
+    rf_reopen(f);
 }
 
 void test_runfault_C3_outage_of_2s(void **state)
@@ -320,28 +234,18 @@ void test_runfault_C3_outage_of_10s(void **state)
 void test_runfault_C3_library_release_through_outage(void **state)
 {
     fixture *f = *state;
-    const char *dir = getenv("SQLLOCK_TEST_SERVERS_DIR");
-    const char *script_path = getenv("SQLLOCK_TEST_SERVERS_SCRIPT");
-    const char *pg = getenv("SQLLOCK_TEST_PG_URL");
-    const char *my = getenv("SQLLOCK_TEST_MYSQL_URL");
     const char *name = rf_U(f, "librelease");
     const char *quick_name = rf_U(f, "libquick");
-    int is_pg = pg != NULL && strcmp(g_url, pg) == 0;
-    char down[4300], back[4300], cmd[20000];
+    char down[4300], back[4300];
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     sqllock_lease *l = NULL, *quick = NULL;
     sqllock_db *db = NULL;
-    int64_t end, t_back, t_done;
-    int rc, i;
+    int64_t t_back, t_done;
+    rf_server srv;
     tu_row r;
+    int rc;
 
-    if (dir == NULL || *dir == '\0' || script_path == NULL
-        || *script_path == '\0' || strchr(dir, '\'')
-        || strchr(script_path, '\'')
-        || !(is_pg || (my != NULL && strcmp(g_url, my) == 0)))
-        tu_cannot_run("C3 outage: no server of SQLLOCK_TEST_SERVERS_DIR "
-                      "behind this URL (scripts/test.sh runs this entry "
-                      "through tests/own_servers.sh)");
+    rf_own_server(&srv, "C3 outage");
     rf_fpath(f, down, sizeof down, "down");
     rf_fpath(f, back, sizeof back, "back");
     EXPECT_RC(db, sqllock_open(g_url, NULL, &db), SQLLOCK_OK, "open");
@@ -352,16 +256,8 @@ void test_runfault_C3_library_release_through_outage(void **state)
     EXPECT_RC(db, sqllock_lease_new(db, quick_name, &lo, &quick), SQLLOCK_OK,
               "new (release timeout 1 ms)");
     EXPECT_RC(db, sqllock_lease_try_acquire(quick), SQLLOCK_OK, "acquire");
-    snprintf(cmd, sizeof cmd, "(SQLLOCK_SERVERS_DOWN_FILE='%s' bash '%s' %s "
-             "'%s' %s 2 >&2; touch '%s') &", down, script_path,
-             is_pg ? "restart-pg" : "restart-my", dir,
-             is_pg ? "fast" : "graceful", back);
-    if (system(cmd) != 0)
-        fail_msg("%s failed", cmd);
-    end = tu_now_ms() + 60000;
-    while (!rf_file_exists(down) && tu_now_ms() < end)
-        tu_sleep_ms(10);
-    assert_true(rf_file_exists(down));
+    rf_restart_in_background(&srv, "fast", "graceful", 2, down, back);
+    rf_wait_file(down, 60000);
     /* The caller who cannot wait: ECONNECT at once, still held. */
     rc = sqllock_lease_release(quick);
     if (rc != SQLLOCK_ECONNECT)
@@ -373,12 +269,11 @@ void test_runfault_C3_library_release_through_outage(void **state)
     rc = sqllock_lease_release(l);
     t_done = tu_now_ms();
     EXPECT_RC(db, rc, SQLLOCK_OK, "release through the outage");
-    end = tu_now_ms() + 60000;
-    while (!rf_file_exists(back) && tu_now_ms() < end)
-        tu_sleep_ms(10);
+    rf_wait_file(back, 60000);
     t_back = tu_now_ms();
     printf("    C3: %s down 2 s: the release returned OK (%lld ms before "
-           "the restart script ended)\n", is_pg ? "PostgreSQL" : "MariaDB",
+           "the restart script ended)\n", srv.is_pg ? "PostgreSQL"
+                                                    : "MariaDB",
            (long long)(t_back - t_done));
     memset(&r, 0, sizeof r);
     r.want = name;
@@ -390,12 +285,5 @@ void test_runfault_C3_library_release_through_outage(void **state)
     sqllock_lease_free(l);
     sqllock_lease_free(quick);
     sqllock_close(db);
-    for (i = 0; i < 4; i++) {
-        sqllock_lease_free(f->leases[i]);
-        f->leases[i] = NULL;
-    }
-    sqllock_close(f->db);
-    f->db = NULL;
-    rc = sqllock_open(g_url, NULL, &f->db);
-    EXPECT_RC(f->db, rc, SQLLOCK_OK, "reopen");
+    rf_reopen(f);
 }

@@ -102,6 +102,31 @@ void rf_delete_row(fixture *f, const char *name);
 int rf_setup(void **state);
 int rf_teardown(void **state);
 
+/* The C3 cases' own server (tests/own_servers.sh): the servers.sh
+ * directory and script behind g_url, or the case cannot run. */
+typedef struct rf_server {
+    const char *dir;
+    const char *script;
+    int is_pg;                 /* PostgreSQL, else MariaDB */
+} rf_server;
+void rf_own_server(rf_server *s, const char *what);
+/* Restarts it in the background: stopped as `pg_mode`/`my_mode` says
+ * (servers.sh restart-pg / restart-my), started again `down_s` seconds
+ * later; `down` is created once it is down, `back` once it is up. */
+void rf_restart_in_background(const rf_server *s, const char *pg_mode,
+                              const char *my_mode, int down_s,
+                              const char *down, const char *back);
+/* Waits up to ms for `path` to exist (fails the case when it does not). */
+void rf_wait_file(const char *path, int64_t ms);
+/* Another "host" after a restart: opens g_url (trying again while the
+ * server is not back), takes `name` (waiting up to 15 s, polling at most
+ * every backoff_max_ms), releases it; returns when it had it, in ms of
+ * tu_now_ms(). */
+int64_t rf_take_after_restart(const char *name, int64_t backoff_max_ms);
+/* The group's own handle died with the server: its leases are freed and
+ * it is opened again. */
+void rf_reopen(fixture *f);
+
 /* runfault/killed.c: the runner or its guard killed (X1) */
 void test_runfault_X1_runner_killed_while_command_runs(void **state);
 void test_runfault_X1_runner_killed_before_grant(void **state);
