@@ -33,16 +33,11 @@
 #include "test_util.h"
 #include "test_run.h"
 #include "test_spawn.h"
+#include "tu_tool.h"
 
 #ifndef SQLLOCK_CLI_PATH
 #error "SQLLOCK_CLI_PATH must name the built sqllock tool"
 #endif
-
-#define MAX_ARGS 40
-#define MAX_JOBS 8
-/* How long a command may take to start: the tool connects first, and
- * under sanitizers everything is slow. */
-#define START_MS 20000
 
 /* The short ttl of the renewal and loss cases: 600 ms times the slowdown
  * factor of the tool (tool_slowdown()), as text for --ttl (set in
@@ -69,217 +64,8 @@ static int64_t tool_slowdown(void)
     return f < 1 ? 1 : f;
 }
 
-/* One run of the tool in the background. */
-typedef struct job {
-    pid_t pid;                 /* the tool; 0 once reaped */
-    pid_t cmd;                 /* the command's shell, once it started */
-    char out[4300];
-    char err[4300];
-} job;
-
-typedef struct fixture {
-    char *dir;
-    sqllock_db *db;            /* the test's own connection */
-    const tu_sql *sql;
-    char out[16384];           /* the last finished job's stdout */
-    char err[16384];           /* and stderr */
-    char names[16][300];       /* see U() */
-    unsigned next_name;
-    unsigned next_file;
-    job jobs[MAX_JOBS];        /* pid != 0: started and not reaped, so
-                                  killed in the group's teardown should a
-                                  test fail */
-    sqllock_lease *leases[4];  /* freed in teardown (the group's) */
-} fixture;
-
 /* The URL the current group runs on. */
 static const char *g_url;
-
-/* The lock name `tail` made unique to this process. */
-static const char *U(fixture *f, const char *tail)
-{
-    char *b = f->names[f->next_name++ % 16];
-
-    snprintf(b, sizeof f->names[0], "runcmd-%ld-%s", (long)getpid(), tail);
-    return b;
-}
-
-/* A fresh path in the fixture's directory. */
-static void fpath(fixture *f, char *buf, size_t size, const char *what)
-{
-    snprintf(buf, size, "%s/%s-%u", f->dir, what, f->next_file++);
-}
-
-static int file_exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-/* 1 while `pid` runs; a zombie waiting to be reaped counts as ended. */
-static int pid_alive(pid_t pid)
-{
-    char path[64], buf[512];
-    const char *p;
-
-    if (kill(pid, 0) != 0 && errno == ESRCH)
-        return 0;
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    if (tu_read_file(path, buf, sizeof buf) > 0) {
-        p = strrchr(buf, ')');
-        if (p != NULL && p[1] == ' ' && p[2] == 'Z')
-            return 0;
-    }
-    return 1;
-}
-
-/* Waits up to `ms` for `pid` to end; 1 when it did. */
-static int pid_gone_within(pid_t pid, int64_t ms)
-{
-    int64_t end = tu_now_ms() + ms;
-
-    while (pid_alive(pid)) {
-        if (tu_now_ms() >= end)
-            return 0;
-        tu_sleep_ms(10);
-    }
-    return 1;
-}
-
-/* The job has ended and was reaped. */
-static void forget_job(job *j)
-{
-    j->pid = 0;
-}
-
-/* Starts `sqllock --db URL args...` in the background. */
-static job *start_tool(fixture *f, const char *const *args)
-{
-    const char *argv[MAX_ARGS + 4];
-    job *j = NULL;
-    int n = 0, i;
-
-    for (i = 0; i < MAX_JOBS && j == NULL; i++)
-        if (f->jobs[i].pid == 0)
-            j = &f->jobs[i];
-    if (j == NULL)
-        fail_msg("too many jobs at once");
-    memset(j, 0, sizeof *j);
-    argv[n++] = SQLLOCK_CLI_PATH;
-    argv[n++] = "--db";
-    argv[n++] = g_url;
-    for (; *args != NULL && n < MAX_ARGS; args++)
-        argv[n++] = *args;
-    argv[n] = NULL;
-    fpath(f, j->out, sizeof j->out, "stdout");
-    fpath(f, j->err, sizeof j->err, "stderr");
-    j->pid = tu_spawn(argv, j->out, j->err, 1);
-    return j;
-}
-
-/* The job was reaped: its output goes to f->out and f->err. */
-static void collect(fixture *f, job *j)
-{
-    forget_job(j);
-    tu_read_file(j->out, f->out, sizeof f->out);
-    tu_read_file(j->err, f->err, sizeof f->err);
-}
-
-/* Waits up to `ms` for the tool to end and returns its exit code (1000 +
- * N when a signal killed it); its output lands in f->out and f->err. A
- * tool still running then fails the test. */
-static int finish(fixture *f, job *j, int64_t ms)
-{
-    int code = tu_wait_for(j->pid, ms);
-
-    if (code < 0) {
-        tu_kill_wait(j->pid);
-        if (j->cmd > 0)
-            kill(-j->cmd, SIGKILL);
-        forget_job(j);
-        tu_read_file(j->err, f->err, sizeof f->err);
-        fail_msg("sqllock still running after %lld ms; stderr: %s",
-                 (long long)ms, f->err);
-    }
-    collect(f, j);
-    return code;
-}
-
-/* Runs the tool to its end (at most 30 s); returns its exit code. */
-static int run_tool(fixture *f, const char *const *args)
-{
-    return finish(f, start_tool(f, args), 30000);
-}
-
-#define EXPECT_EXIT(f, want, ...)                                              \
-    do {                                                                       \
-        const char *const args_[] = { __VA_ARGS__, NULL };                     \
-        int got_ = run_tool((f), args_);                                       \
-        if (got_ != (want))                                                    \
-            fail_msg("sqllock %s %s ...: exit %d, want %d\nstdout: %s\n"       \
-                     "stderr: %s", args_[0], args_[1], got_, (want), (f)->out, \
-                     (f)->err);                                                \
-    } while (0)
-
-#define START(f, j, ...)                                                       \
-    do {                                                                       \
-        const char *const args_[] = { __VA_ARGS__, NULL };                     \
-        (j) = start_tool((f), args_);                                          \
-    } while (0)
-
-/* Waits until the command has written its shell's pid (and a newline) to
- * `path`, which it does first thing; returns that pid. Fails the test if
- * the tool ends first. */
-static pid_t wait_started(fixture *f, job *j, const char *path)
-{
-    int64_t end = tu_now_ms() + START_MS;
-    char buf[64];
-    long pid;
-    int code;
-
-    for (;;) {
-        if (tu_read_file(path, buf, sizeof buf) > 0 &&
-            strchr(buf, '\n') != NULL && (pid = strtol(buf, NULL, 10)) > 0) {
-            j->cmd = (pid_t)pid;
-            return j->cmd;
-        }
-        code = tu_wait_for(j->pid, 0);
-        if (code >= 0) {
-            collect(f, j);
-            fail_msg("sqllock ended (exit %d) before the command started; "
-                     "stderr: %s", code, f->err);
-        }
-        if (tu_now_ms() >= end) {
-            tu_kill_wait(j->pid);
-            collect(f, j);
-            fail_msg("the command did not start within %d ms; stderr: %s",
-                     START_MS, f->err);
-        }
-        tu_sleep_ms(10);
-    }
-}
-
-/* A lease handle on the test's own connection, freed in teardown. */
-static sqllock_lease *lease_for(fixture *f, const char *name, int64_t ttl_ms)
-{
-    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
-    sqllock_lease *l = NULL;
-    int i;
-
-    lo.ttl_ms = ttl_ms;
-    EXPECT_RC(f->db, sqllock_lease_new(f->db, name, &lo, &l), SQLLOCK_OK,
-              "lease_new");
-    /* A slot that is empty, or whose lease an earlier test released. */
-    for (i = 0; i < 4; i++)
-        if (f->leases[i] == NULL || sqllock_lease_count(f->leases[i]) == 0) {
-            sqllock_lease_free(f->leases[i]);
-            f->leases[i] = l;
-            return l;
-        }
-    sqllock_lease_free(l);
-    fail_msg("too many leases in one test");
-    return NULL;
-}
 
 /* Tries `l` every 10 ms until it is granted (a lease in the way has
  * expired by the server's clock) or `ms` have passed; returns the last
@@ -295,68 +81,22 @@ static int acquire_when_expired(sqllock_lease *l, int64_t ms)
     return rc;
 }
 
-/* The row of `name`, which must exist. */
-static void row_of(fixture *f, const char *name, tu_row *r)
-{
-    EXPECT_RC(f->db, tu_find(f->db, name, r), SQLLOCK_OK, "list");
-    if (r->found != 1)
-        fail_msg("lock '%s' has no row", name);
-}
-
 /* N1: the row of `name` is the kind marker with `owner`. */
-static void expect_marker(fixture *f, const char *name, const char *owner)
+static void expect_marker(tt_fixture *f, const char *name, const char *owner)
 {
     tu_row r;
 
-    row_of(f, name, &r);
+    tt_row_of(f, name, &r);
     if (strcmp(r.owner, owner) != 0)
         fail_msg("lock '%s': owner %s, want the kind marker %s", name,
                  r.owner, owner);
 }
 
-/* The lock is free: its row is gone (released, not merely expired). */
-static void expect_no_row(fixture *f, const char *name)
-{
-    tu_row r;
-
-    EXPECT_RC(f->db, tu_find(f->db, name, &r), SQLLOCK_OK, "list");
-    if (r.found != 0)
-        fail_msg("lock '%s' still has a row (owner %s, %lld ms left)", name,
-                 r.owner, (long long)r.remaining_ms);
-}
-
-/* Deletes the row behind everybody's back, as an operator would. */
-static void delete_row(fixture *f, const char *name)
-{
-    sqllock_value v = sqllock__text(name);
-    int64_t affected = -1;
-
-    EXPECT_RC(f->db, sqllock__exec_sql(f->db, f->sql->delete_lease, &v, 1,
-                                       NULL, NULL, &affected),
-              SQLLOCK_OK, "delete the lease row");
-    assert_int_equal(affected, 1);
-}
-
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    int rc;
+    tt_fixture *f = tt_setup(SQLLOCK_CLI_PATH, g_url, "runcmd");
 
     if (f == NULL)
-        return -1;
-    f->dir = tu_mkdtemp();
-    if (f->dir == NULL)
-        return -1;
-    rc = sqllock_open(g_url, NULL, &f->db);
-    if (rc == SQLLOCK_OK)
-        rc = sqllock_init(f->db);
-    if (rc != SQLLOCK_OK) {
-        fprintf(stderr, "open/init: %s: %s\n", sqllock_errname(rc),
-                sqllock_errmsg(f->db));
-        return -1;
-    }
-    f->sql = tu_sql_for(sqllock_db_driver(f->db));
-    if (f->sql == NULL)
         return -1;
     g_ttl_ms = 600 * tool_slowdown();
     snprintf(g_ttl, sizeof g_ttl, "%lldms", (long long)g_ttl_ms);
@@ -366,29 +106,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    int i;
-
-    if (f == NULL)
-        return 0;
-    /* After a failed check: nothing keeps running. */
-    for (i = 0; i < MAX_JOBS; i++) {
-        job *j = &f->jobs[i];
-        if (j->pid == 0)
-            continue;
-        if (j->cmd > 0)
-            kill(-j->cmd, SIGKILL);
-        tu_kill_wait(j->pid);
-    }
-    for (i = 0; i < 4; i++) {
-        if (f->leases[i] != NULL && sqllock_lease_count(f->leases[i]) > 0)
-            sqllock_lease_release(f->leases[i]);
-        sqllock_lease_free(f->leases[i]);
-    }
-    sqllock_close(f->db);
-    tu_rmdir(f->dir);
-    free(f->dir);
-    free(f);
+    tt_teardown(*state);
     return 0;
 }
 
@@ -399,28 +117,28 @@ static int teardown(void **state)
  * row is gone afterwards. */
 static void test_runcmd_L7_renewal_keeps_lock_for_5x_ttl(void **state)
 {
-    fixture *f = *state;
-    const char *name = U(f, "long");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "long");
     char started[4300], done[4300], script[9000];
     sqllock_lease *mine;
     tu_row r0, r;
     int64_t t0, last_expiry = 0;
     int tries = 0, code, rc;
-    job *j;
+    tt_job *j;
 
-    fpath(f, started, sizeof started, "started");
-    fpath(f, done, sizeof done, "done");
+    tt_fpath(f, started, sizeof started, "started");
+    tt_fpath(f, done, sizeof done, "done");
     snprintf(script, sizeof script,
              "echo $$ > '%s'; sleep %.3f; echo done > '%s'; exit 3", started,
              5 * g_ttl_ms / 1000.0, done);
-    START(f, j, "run", name, "--ttl", g_ttl, "--", "sh", "-c", script);
-    wait_started(f, j, started);
+    TT_START(f, j, "run", name, "--ttl", g_ttl, "--", "sh", "-c", script);
+    tt_wait_started(f, j, started);
     t0 = tu_now_ms();
-    row_of(f, name, &r0);
-    mine = lease_for(f, name, 5000);
+    tt_row_of(f, name, &r0);
+    mine = tt_lease_for(f, name, 5000);
     while ((code = tu_wait_for(j->pid, 0)) < 0) {
         rc = sqllock_lease_try_acquire(mine);
-        if (rc == SQLLOCK_OK && file_exists(done)) {
+        if (rc == SQLLOCK_OK && tt_file_exists(done)) {
             /* The job is over and the tool has just released the lock
              * (that the release found it still ours is checked below). */
             EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK,
@@ -439,15 +157,15 @@ static void test_runcmd_L7_renewal_keeps_lock_for_5x_ttl(void **state)
             assert_string_equal(r.owner, r0.owner);
             assert_int_equal(r.token, r0.token);
             last_expiry = r.expires_at_ms;
-        } else if (!file_exists(done)) {
+        } else if (!tt_file_exists(done)) {
             fail_msg("the row vanished while the job ran");
         }
         tu_sleep_ms(50);
     }
     if (code < 0)
-        code = finish(f, j, 15000);
+        code = tt_finish(f, j, 15000);
     else
-        collect(f, j);
+        tt_collect(f, j);
     if (code != 3)
         fail_msg("sqllock run: exit %d, want the job's 3; stderr: %s", code,
                  f->err);
@@ -461,7 +179,7 @@ static void test_runcmd_L7_renewal_keeps_lock_for_5x_ttl(void **state)
         fail_msg("the lease's expiry moved from %lld only to %lld: not "
                  "renewed", (long long)r0.expires_at_ms,
                  (long long)last_expiry);
-    expect_no_row(f, name);
+    tt_expect_no_row(f, name);
     EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK,
               "acquire after the job");
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
@@ -474,23 +192,23 @@ static void test_runcmd_L7_renewal_keeps_lock_for_5x_ttl(void **state)
  * row alone. */
 static void test_runcmd_L6_L7_lost_after_pause_sends_signal(void **state)
 {
-    fixture *f = *state;
-    const char *name = U(f, "pause");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "pause");
     char started[4300], got[4300], script[9000], buf[64];
     sqllock_lease *mine;
     pid_t cmd;
     tu_row r;
     int code;
-    job *j;
+    tt_job *j;
 
-    fpath(f, started, sizeof started, "started");
-    fpath(f, got, sizeof got, "got");
+    tt_fpath(f, started, sizeof started, "started");
+    tt_fpath(f, got, sizeof got, "got");
     snprintf(script, sizeof script,
              "trap 'echo USR1 > \"%s\"; exit 0' USR1; echo $$ > '%s'; "
              "while :; do sleep 0.1; done", got, started);
-    START(f, j, "run", name, "--ttl", g_ttl, "--signal", "USR1",
-          "--kill-after", "10s", "--", "sh", "-c", script);
-    cmd = wait_started(f, j, started);
+    TT_START(f, j, "run", name, "--ttl", g_ttl, "--signal", "USR1",
+             "--kill-after", "10s", "--", "sh", "-c", script);
+    cmd = tt_wait_started(f, j, started);
     /* Not in the foreground of a terminal: the command leads a process
      * group of its own. */
     assert_int_equal(getpgid(cmd), cmd);
@@ -498,18 +216,18 @@ static void test_runcmd_L6_L7_lost_after_pause_sends_signal(void **state)
     /* Taken as soon as the server's clock has the paused tool's lease
      * expired: tried every 10 ms, for its ttl and a generous 5 s (times
      * the slowdown factor) more. */
-    mine = lease_for(f, name, 30000);
+    mine = tt_lease_for(f, name, 30000);
     EXPECT_RC(f->db, acquire_when_expired(mine, g_ttl_ms +
                                                     tu_scaled_ms(5000)),
               SQLLOCK_OK, "acquire the paused tool's expired lease");
     assert_int_equal(kill(j->pid, SIGCONT), 0);
-    code = finish(f, j, 15000);
+    code = tt_finish(f, j, 15000);
     if (code != 76)
         fail_msg("sqllock run: exit %d, want 76; stderr: %s", code, f->err);
     assert_true(tu_contains_ci(f->err, "lost"));
     assert_true(tu_read_file(got, buf, sizeof buf) > 0);
     assert_string_equal(buf, "USR1\n");
-    row_of(f, name, &r);
+    tt_row_of(f, name, &r);
     assert_string_equal(r.owner, sqllock_lease_owner(mine));
     assert_int_equal(r.token, sqllock_lease_token(mine));
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK,
@@ -530,34 +248,34 @@ static void test_runcmd_L6_L7_lost_after_pause_sends_signal(void **state)
  * from under it (row deleted, then taken by `mine`), and returns the
  * tool's exit code; *ms gets the time from the theft (its start) to the
  * tool's end and *sleeper the pid of the command's `sleep 30`. */
-static int steal(fixture *f, const char *name, const char *command,
+static int steal(tt_fixture *f, const char *name, const char *command,
                  const char *kill_after, sqllock_lease *mine, int64_t *ms,
                  pid_t *sleeper)
 {
     char started[4300], spid[4300], script[9000], buf[64];
     int64_t t;
     int code;
-    job *j;
+    tt_job *j;
 
-    fpath(f, started, sizeof started, "started");
-    fpath(f, spid, sizeof spid, "sleeper");
+    tt_fpath(f, started, sizeof started, "started");
+    tt_fpath(f, spid, sizeof spid, "sleeper");
     snprintf(script, sizeof script, command, spid, started);
     if (kill_after != NULL)
-        START(f, j, "run", name, "--ttl", "600ms", "--kill-after",
-              kill_after, "--", "sh", "-c", script);
+        TT_START(f, j, "run", name, "--ttl", "600ms", "--kill-after",
+                 kill_after, "--", "sh", "-c", script);
     else
-        START(f, j, "run", name, "--ttl", "600ms", "--", "sh", "-c",
-              script);
-    wait_started(f, j, started);
+        TT_START(f, j, "run", name, "--ttl", "600ms", "--", "sh", "-c",
+                 script);
+    tt_wait_started(f, j, started);
     assert_true(tu_read_file(spid, buf, sizeof buf) > 0);
     *sleeper = (pid_t)strtol(buf, NULL, 10);
     assert_true(*sleeper > 0);
     /* The loss cannot be noticed before the row is deleted. */
     t = tu_now_ms();
-    delete_row(f, name);
+    tt_delete_row(f, name);
     EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK,
               "take the deleted lease");
-    code = finish(f, j, 25000);
+    code = tt_finish(f, j, 25000);
     *ms = tu_now_ms() - t;
     return code;
 }
@@ -571,9 +289,9 @@ static int steal(fixture *f, const char *name, const char *command,
  * lock is someone else's. */
 static void test_runcmd_L7_lost_to_takeover_then_kill_after(void **state)
 {
-    fixture *f = *state;
-    const char *name = U(f, "steal");
-    sqllock_lease *mine = lease_for(f, name, 30000);
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "steal");
+    sqllock_lease *mine = tt_lease_for(f, name, 30000);
     const char *term, *killed;
     pid_t sleeper;
     int64_t ms;
@@ -592,10 +310,10 @@ static void test_runcmd_L7_lost_to_takeover_then_kill_after(void **state)
         fail_msg("the tool ended %lld ms after the theft; want at least the "
                  "800 ms grace, and far less than the command's 30 s",
                  (long long)ms);
-    if (!pid_gone_within(sleeper, 3000))
+    if (!tt_pid_gone_within(sleeper, 3000))
         fail_msg("the command's child %lld still runs after the lease was "
                  "lost", (long long)sleeper);
-    row_of(f, name, &r);
+    tt_row_of(f, name, &r);
     assert_string_equal(r.owner, sqllock_lease_owner(mine));
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
 
@@ -606,7 +324,7 @@ static void test_runcmd_L7_lost_to_takeover_then_kill_after(void **state)
     if (ms >= 5000)
         fail_msg("--kill-after 0: the tool ended %lld ms after the theft",
                  (long long)ms);
-    assert_true(pid_gone_within(sleeper, 3000));
+    assert_true(tt_pid_gone_within(sleeper, 3000));
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
 
     /* The command ends on SIGTERM but leaves a child that ignores it:
@@ -617,7 +335,7 @@ static void test_runcmd_L7_lost_to_takeover_then_kill_after(void **state)
         fail_msg("a command that left a child: exit %d, want 76; stderr: %s",
                  code, f->err);
     assert_true(ms < 5000);
-    if (!pid_gone_within(sleeper, 3000))
+    if (!tt_pid_gone_within(sleeper, 3000))
         fail_msg("the child %lld the command left still runs after the "
                  "lease was lost", (long long)sleeper);
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
@@ -627,97 +345,97 @@ static void test_runcmd_L7_lost_to_takeover_then_kill_after(void **state)
  * without running the command; on a free one the command runs. */
 static void test_runcmd_L9_skip_does_not_run(void **state)
 {
-    fixture *f = *state;
-    const char *name = U(f, "skip");
-    sqllock_lease *mine = lease_for(f, name, 30000);
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "skip");
+    sqllock_lease *mine = tt_lease_for(f, name, 30000);
     char file[4300];
     int64_t t;
     tu_row r;
 
-    fpath(f, file, sizeof file, "touched");
+    tt_fpath(f, file, sizeof file, "touched");
     EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK, "hold");
     t = tu_now_ms();
-    EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--skip", "--", "touch",
-                file);
+    TT_EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--skip", "--", "touch",
+                   file);
     /* At once: one try, no waiting (a start and one statement). */
     if (tu_now_ms() - t >= 3000)
         fail_msg("--skip took %lld ms", (long long)(tu_now_ms() - t));
-    assert_false(file_exists(file));
-    EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--skip", "--busy-exit",
-                "0", "--", "touch", file);
-    assert_false(file_exists(file));
-    EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--", "touch", file);
-    assert_false(file_exists(file));
-    row_of(f, name, &r);
+    assert_false(tt_file_exists(file));
+    TT_EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--skip", "--busy-exit",
+                   "0", "--", "touch", file);
+    assert_false(tt_file_exists(file));
+    TT_EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--", "touch", file);
+    assert_false(tt_file_exists(file));
+    tt_row_of(f, name, &r);
     assert_string_equal(r.owner, sqllock_lease_owner(mine));
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
-    EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--skip", "--", "touch",
-                file);
-    assert_true(file_exists(file));
-    expect_no_row(f, name);
+    TT_EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--skip", "--", "touch",
+                   file);
+    assert_true(tt_file_exists(file));
+    tt_expect_no_row(f, name);
 }
 
 /* L9: --wait 5s waits for a holder that releases after about 1 s, and
  * only then runs the command. */
 static void test_runcmd_L9_wait_runs_after_release(void **state)
 {
-    fixture *f = *state;
-    const char *name = U(f, "wait");
-    sqllock_lease *mine = lease_for(f, name, 30000);
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "wait");
+    sqllock_lease *mine = tt_lease_for(f, name, 30000);
     char file[4300], script[9000];
     int64_t t;
     int code;
-    job *j;
+    tt_job *j;
 
-    fpath(f, file, sizeof file, "ran");
+    tt_fpath(f, file, sizeof file, "ran");
     snprintf(script, sizeof script, "echo ran > '%s'", file);
     EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK, "hold");
-    START(f, j, "run", name, "--ttl", "5s", "--wait", "5s", "--", "sh",
-          "-c", script);
+    TT_START(f, j, "run", name, "--ttl", "5s", "--wait", "5s", "--", "sh",
+             "-c", script);
     tu_sleep_ms(1000);
-    assert_false(file_exists(file));
+    assert_false(tt_file_exists(file));
     code = tu_wait_for(j->pid, 0);
     if (code >= 0) {
-        collect(f, j);
+        tt_collect(f, j);
         fail_msg("sqllock run --wait 5s ended (exit %d) while the lock was "
                  "held; stderr: %s", code, f->err);
     }
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
     t = tu_now_ms();
-    code = finish(f, j, 15000);
+    code = tt_finish(f, j, 15000);
     if (code != 0)
         fail_msg("sqllock run --wait 5s: exit %d, want 0; stderr: %s", code,
                  f->err);
-    assert_true(file_exists(file));
+    assert_true(tt_file_exists(file));
     if (tu_now_ms() - t > 3000)
         fail_msg("the wait ended %lld ms after the release",
                  (long long)(tu_now_ms() - t));
-    expect_no_row(f, name);
+    tt_expect_no_row(f, name);
 }
 
 /* L9: a --wait that runs out exits 75 (or --busy-exit) without running
  * the command, at the end of the wait. */
 static void test_runcmd_L9_wait_times_out(void **state)
 {
-    fixture *f = *state;
-    const char *name = U(f, "timeout");
-    sqllock_lease *mine = lease_for(f, name, 30000);
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "timeout");
+    sqllock_lease *mine = tt_lease_for(f, name, 30000);
     char file[4300];
     int64_t t;
 
-    fpath(f, file, sizeof file, "touched");
+    tt_fpath(f, file, sizeof file, "touched");
     EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK, "hold");
     t = tu_now_ms();
-    EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--wait", "700ms", "--",
-                "touch", file);
+    TT_EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--wait", "700ms", "--",
+                   "touch", file);
     /* At the deadline: not before it, and not long after. */
     t = tu_now_ms() - t;
     if (t < 700 || t >= 3000)
         fail_msg("--wait 700ms gave up after %lld ms", (long long)t);
-    assert_false(file_exists(file));
-    EXPECT_EXIT(f, 9, "run", name, "--ttl", "5s", "--wait", "300ms",
-                "--busy-exit", "9", "--", "touch", file);
-    assert_false(file_exists(file));
+    assert_false(tt_file_exists(file));
+    TT_EXPECT_EXIT(f, 9, "run", name, "--ttl", "5s", "--wait", "300ms",
+                   "--busy-exit", "9", "--", "touch", file);
+    assert_false(tt_file_exists(file));
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
 }
 
@@ -737,9 +455,9 @@ static int fair_row(void *ctx, const sqllock_lease_info *in)
     return 0;
 }
 
-static void await_fair_queue(fixture *f, const char *name, int n)
+static void await_fair_queue(tt_fixture *f, const char *name, int n)
 {
-    int64_t end = tu_now_ms() + tu_scaled_ms(START_MS);
+    int64_t end = tu_now_ms() + tu_scaled_ms(TT_START_MS);
     fair_q q;
 
     for (;;) {
@@ -761,38 +479,38 @@ static void await_fair_queue(fixture *f, const char *name, int n)
  * (75), and --fair with --also is a usage error (64). */
 static void test_runcmd_M3_fair_runs_in_order(void **state)
 {
-    fixture *f = *state;
-    const char *name = U(f, "fair");
-    sqllock_lease *mine = lease_for(f, name, 30000);
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "fair");
+    sqllock_lease *mine = tt_lease_for(f, name, 30000);
     char file[4300], sa[9000], sb[9000], got[64];
-    job *a, *b;
+    tt_job *a, *b;
     int code;
 
-    fpath(f, file, sizeof file, "order");
+    tt_fpath(f, file, sizeof file, "order");
     snprintf(sa, sizeof sa, "echo A >> '%s'; sleep 0.2", file);
     snprintf(sb, sizeof sb, "echo B >> '%s'", file);
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--fair", "--also",
-                "other", "--", "true");
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--fair", "--also",
+                   "other", "--", "true");
     assert_true(tu_contains_ci(f->err, "--fair"));
     EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK, "hold");
-    START(f, a, "run", name, "--ttl", "10s", "--fair", "--wait", "60s", "--",
-          "sh", "-c", sa);
+    TT_START(f, a, "run", name, "--ttl", "10s", "--fair", "--wait", "60s",
+             "--", "sh", "-c", sa);
     await_fair_queue(f, name, 1);
-    START(f, b, "run", name, "--ttl", "10s", "--fair", "--wait", "60s", "--",
-          "sh", "-c", sb);
+    TT_START(f, b, "run", name, "--ttl", "10s", "--fair", "--wait", "60s",
+             "--", "sh", "-c", sb);
     await_fair_queue(f, name, 2);
-    EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--fair", "--skip", "--",
-                "true");
+    TT_EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--fair", "--skip", "--",
+                   "true");
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
-    code = finish(f, a, 30000);
+    code = tt_finish(f, a, 30000);
     if (code != 0)
         fail_msg("run --fair A: exit %d; stderr: %s", code, f->err);
-    code = finish(f, b, 30000);
+    code = tt_finish(f, b, 30000);
     if (code != 0)
         fail_msg("run --fair B: exit %d; stderr: %s", code, f->err);
     tu_read_file(file, got, sizeof got);
     assert_string_equal(got, "A\nB\n");
-    expect_no_row(f, name);
+    tt_expect_no_row(f, name);
     await_fair_queue(f, name, 0);
 }
 
@@ -802,7 +520,7 @@ static void test_runcmd_M3_fair_runs_in_order(void **state)
  * dies of the signal gives 128 + N, as a shell reports it. */
 static void test_runcmd_L3_signals_forwarded_then_released(void **state)
 {
-    fixture *f = *state;
+    tt_fixture *f = *state;
     static const struct {
         int sig;
         const char *name;
@@ -812,43 +530,43 @@ static void test_runcmd_L3_signals_forwarded_then_released(void **state)
         { SIGHUP, "HUP", 129 },
     };
     char started[4300], got[4300], script[9000], want[16], buf[64];
-    const char *name = U(f, "sig");
+    const char *name = tt_name(f, "sig");
     size_t i;
     int code;
-    job *j;
+    tt_job *j;
 
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        fpath(f, started, sizeof started, "started");
-        fpath(f, got, sizeof got, "got");
+        tt_fpath(f, started, sizeof started, "started");
+        tt_fpath(f, got, sizeof got, "got");
         snprintf(script, sizeof script,
                  "trap 'echo %s > \"%s\"; exit %d' %s; echo $$ > '%s'; "
                  "while :; do sleep 0.1; done", cases[i].name, got,
                  cases[i].code, cases[i].name, started);
-        START(f, j, "run", name, "--ttl", "2s", "--", "sh", "-c", script);
-        wait_started(f, j, started);
+        TT_START(f, j, "run", name, "--ttl", "2s", "--", "sh", "-c", script);
+        tt_wait_started(f, j, started);
         assert_int_equal(kill(j->pid, cases[i].sig), 0);
-        code = finish(f, j, 15000);
+        code = tt_finish(f, j, 15000);
         if (code != cases[i].code)
             fail_msg("SIG%s: exit %d, want %d; stderr: %s", cases[i].name,
                      code, cases[i].code, f->err);
         snprintf(want, sizeof want, "%s\n", cases[i].name);
         tu_read_file(got, buf, sizeof buf);
         assert_string_equal(buf, want);
-        expect_no_row(f, name);
+        tt_expect_no_row(f, name);
     }
 
     /* No trap: the command dies of the signal; the tool says 128 + 15. */
-    fpath(f, started, sizeof started, "started");
+    tt_fpath(f, started, sizeof started, "started");
     snprintf(script, sizeof script, "echo $$ > '%s'; exec sleep 30",
              started);
-    START(f, j, "run", name, "--ttl", "2s", "--", "sh", "-c", script);
-    wait_started(f, j, started);
+    TT_START(f, j, "run", name, "--ttl", "2s", "--", "sh", "-c", script);
+    tt_wait_started(f, j, started);
     assert_int_equal(kill(j->pid, SIGTERM), 0);
-    code = finish(f, j, 15000);
+    code = tt_finish(f, j, 15000);
     if (code != 128 + SIGTERM)
         fail_msg("exit %d, want %d; stderr: %s", code, 128 + SIGTERM,
                  f->err);
-    expect_no_row(f, name);
+    tt_expect_no_row(f, name);
 }
 
 /* M4 through `run --leader`: the command starts only once the runner is
@@ -862,8 +580,8 @@ static void test_runcmd_L3_signals_forwarded_then_released(void **state)
  * --also is a usage error. */
 static void test_runcmd_M4_leader(void **state)
 {
-    fixture *f = *state;
-    const char *name = U(f, "leader");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "leader");
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     char started[4300], started2[4300], got[4300], env[4300], stop[4300];
     char script[14000], script2[9000], buf[600], want[400], row[300];
@@ -871,10 +589,10 @@ static void test_runcmd_M4_leader(void **state)
     int64_t t;
     long tok;
     int code, i;
-    job *j, *j2;
+    tt_job *j, *j2;
 
-    EXPECT_EXIT(f, 64, "run", name, "--leader", "--also", "x", "--ttl",
-                "2s", "--", "true");
+    TT_EXPECT_EXIT(f, 64, "run", name, "--leader", "--also", "x", "--ttl",
+                   "2s", "--", "true");
     lo.ttl_ms = 30000;
     EXPECT_RC(f->db, sqllock_leader_lease_new(f->db, name, &lo, &mine),
               SQLLOCK_OK, "leader_lease_new");
@@ -886,23 +604,23 @@ static void test_runcmd_M4_leader(void **state)
     EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK,
               "take the leadership first");
 
-    fpath(f, started, sizeof started, "started");
-    fpath(f, got, sizeof got, "got");
-    fpath(f, env, sizeof env, "env");
+    tt_fpath(f, started, sizeof started, "started");
+    tt_fpath(f, got, sizeof got, "got");
+    tt_fpath(f, env, sizeof env, "env");
     snprintf(script, sizeof script,
              "trap 'echo TERM > \"%s\"; exit 0' TERM; "
              "echo \"$SQLLOCK_NAME $SQLLOCK_TOKEN\" > '%s'; echo $$ > '%s'; "
              "while :; do sleep 0.1; done", got, env, started);
-    START(f, j, "run", name, "--leader", "--ttl", g_ttl, "--", "sh", "-c",
-          script);
+    TT_START(f, j, "run", name, "--leader", "--ttl", g_ttl, "--", "sh", "-c",
+             script);
     /* Not elected: the command does not run. */
     tu_sleep_ms(3 * g_ttl_ms);
-    if (file_exists(started) || tu_wait_for(j->pid, 0) >= 0)
+    if (tt_file_exists(started) || tu_wait_for(j->pid, 0) >= 0)
         fail_msg("run --leader started the command (or ended) while "
                  "another candidate led");
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK,
               "hand the leadership over");
-    wait_started(f, j, started);
+    tt_wait_started(f, j, started);
     assert_true(tu_read_file(env, buf, sizeof buf) > 0);
     snprintf(want, sizeof want, "%s ", name);
     if (strncmp(buf, want, strlen(want)) != 0)
@@ -910,11 +628,11 @@ static void test_runcmd_M4_leader(void **state)
     tok = strtol(buf + strlen(want), NULL, 10);
     assert_true(tok > 0);
     /* Lost: the row deleted and taken; the command is stopped, exit 76. */
-    delete_row(f, row);
+    tt_delete_row(f, row);
     EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK,
               "take the leadership over");
     assert_true(sqllock_lease_token(mine) > tok);
-    code = finish(f, j, 15000);
+    code = tt_finish(f, j, 15000);
     if (code != 76)
         fail_msg("run --leader after a loss: exit %d, want 76; stderr: %s",
                  code, f->err);
@@ -928,32 +646,32 @@ static void test_runcmd_M4_leader(void **state)
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
 
     /* Hand-over on SIGTERM, to a runner that waits. */
-    fpath(f, started, sizeof started, "started");
-    fpath(f, got, sizeof got, "got");
-    fpath(f, env, sizeof env, "env");
+    tt_fpath(f, started, sizeof started, "started");
+    tt_fpath(f, got, sizeof got, "got");
+    tt_fpath(f, env, sizeof env, "env");
     snprintf(script, sizeof script,
              "trap 'echo TERM > \"%s\"; exit 0' TERM; "
              "echo \"$SQLLOCK_NAME $SQLLOCK_TOKEN\" > '%s'; echo $$ > '%s'; "
              "while :; do sleep 0.1; done", got, env, started);
-    START(f, j, "run", name, "--leader", "--ttl", "30s", "--", "sh", "-c",
-          script);
-    wait_started(f, j, started);
-    fpath(f, started2, sizeof started2, "started");
-    fpath(f, stop, sizeof stop, "stop");
+    TT_START(f, j, "run", name, "--leader", "--ttl", "30s", "--", "sh", "-c",
+             script);
+    tt_wait_started(f, j, started);
+    tt_fpath(f, started2, sizeof started2, "started");
+    tt_fpath(f, stop, sizeof stop, "stop");
     snprintf(script2, sizeof script2,
              "echo $$ > '%s'; while [ ! -e '%s' ]; do sleep 0.05; done; "
              "exit 5", started2, stop);
-    START(f, j2, "run", name, "--leader", "--ttl", "30s", "--", "sh", "-c",
-          script2);
+    TT_START(f, j2, "run", name, "--leader", "--ttl", "30s", "--", "sh", "-c",
+             script2);
     tu_sleep_ms(g_ttl_ms);
-    assert_false(file_exists(started2));
+    assert_false(tt_file_exists(started2));
     t = tu_now_ms();
     assert_int_equal(kill(j->pid, SIGTERM), 0);
-    wait_started(f, j2, started2);
+    tt_wait_started(f, j2, started2);
     t = tu_now_ms() - t;
     printf("# run --leader: the next runner's command started %lld ms "
            "after SIGTERM to the leader\n", (long long)t);
-    code = finish(f, j, 15000);
+    code = tt_finish(f, j, 15000);
     if (code != 0)
         fail_msg("the leader stopped by SIGTERM: exit %d, want its "
                  "command's 0; stderr: %s", code, f->err);
@@ -969,11 +687,11 @@ static void test_runcmd_M4_leader(void **state)
         assert_non_null(fp);
         fclose(fp);
     }
-    code = finish(f, j2, 15000);
+    code = tt_finish(f, j2, 15000);
     if (code != 5)
         fail_msg("run --leader whose command exited 5: exit %d; stderr: %s",
                  code, f->err);
-    expect_no_row(f, row);
+    tt_expect_no_row(f, row);
 }
 
 /* L12 through `run --also`: with one of the names held, nothing is taken
@@ -986,29 +704,30 @@ static void test_runcmd_M4_leader(void **state)
  * renewal: the lease is lost, the command stopped, exit 76. */
 static void test_runcmd_L12_also(void **state)
 {
-    fixture *f = *state;
-    const char *a = U(f, "also-a"), *b = U(f, "also-b"), *c = U(f, "also-c");
-    sqllock_lease *mine = lease_for(f, b, 30000);
+    tt_fixture *f = *state;
+    const char *a = tt_name(f, "also-a"), *b = tt_name(f, "also-b");
+    const char *c = tt_name(f, "also-c");
+    sqllock_lease *mine = tt_lease_for(f, b, 30000);
     char file[4300], pidf[4300], script[9000], buf[4300], want[2000];
     int code;
-    job *j;
+    tt_job *j;
 
-    fpath(f, file, sizeof file, "env");
+    tt_fpath(f, file, sizeof file, "env");
     snprintf(script, sizeof script, "printf '%%s|%%s|%%s|%%s' "
              "\"$SQLLOCK_NAME\" \"$SQLLOCK_TOKEN\" \"$SQLLOCK_NAMES\" "
              "\"$SQLLOCK_TOKENS\" > '%s'", file);
     EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK, "hold b");
-    EXPECT_EXIT(f, 75, "run", a, "--also", c, "--also", b, "--ttl", "5s",
-                "--", "sh", "-c", script);
+    TT_EXPECT_EXIT(f, 75, "run", a, "--also", c, "--also", b, "--ttl", "5s",
+                   "--", "sh", "-c", script);
     assert_true(tu_contains_ci(f->err, b));
-    assert_false(file_exists(file));
-    expect_no_row(f, a);
-    expect_no_row(f, c);
+    assert_false(tt_file_exists(file));
+    tt_expect_no_row(f, a);
+    tt_expect_no_row(f, c);
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release b");
-    EXPECT_EXIT(f, 64, "run", a, "--also", c, "--also=" , "--ttl", "5s",
-                "--", "true");
-    EXPECT_EXIT(f, 0, "run", a, "--also", c, "--also", b, "--ttl", "5s",
-                "--", "sh", "-c", script);
+    TT_EXPECT_EXIT(f, 64, "run", a, "--also", c, "--also=", "--ttl", "5s",
+                   "--", "true");
+    TT_EXPECT_EXIT(f, 0, "run", a, "--also", c, "--also", b, "--ttl", "5s",
+                   "--", "sh", "-c", script);
     assert_true(tu_read_file(file, buf, sizeof buf) > 0);
     snprintf(want, sizeof want, "%s|", a);
     assert_true(strncmp(buf, want, strlen(want)) == 0);
@@ -1024,31 +743,31 @@ static void test_runcmd_L12_also(void **state)
         assert_true(t1 > 0 && t2 > 0 && t3 > 0 && t1 == t0);
         assert_true(t1 != t2 && t2 != t3 && t1 != t3);
     }
-    expect_no_row(f, a);
-    expect_no_row(f, b);
-    expect_no_row(f, c);
-    EXPECT_EXIT(f, 64, "run", a, "--also", a, "--ttl", "5s", "--", "true");
+    tt_expect_no_row(f, a);
+    tt_expect_no_row(f, b);
+    tt_expect_no_row(f, c);
+    TT_EXPECT_EXIT(f, 64, "run", a, "--also", a, "--ttl", "5s", "--", "true");
     assert_true(tu_contains_ci(f->err, "twice"));
-    EXPECT_EXIT(f, 64, "run", a, "--also", b, "--ttl", "5s",
-                "--hold-at-least", "1s", "--", "true");
-    EXPECT_EXIT(f, 64, "run", a, "--also", "--ttl", "5s", "--", "true");
+    TT_EXPECT_EXIT(f, 64, "run", a, "--also", b, "--ttl", "5s",
+                   "--hold-at-least", "1s", "--", "true");
+    TT_EXPECT_EXIT(f, 64, "run", a, "--also", "--ttl", "5s", "--", "true");
 
     /* A lost --also name stops the command. */
-    fpath(f, pidf, sizeof pidf, "pid");
+    tt_fpath(f, pidf, sizeof pidf, "pid");
     snprintf(script, sizeof script, "echo $$ > '%s'; exec sleep 30", pidf);
-    START(f, j, "run", a, "--also", b, "--ttl", "2s", "--kill-after", "0",
-          "--", "sh", "-c", script);
-    wait_started(f, j, pidf);
+    TT_START(f, j, "run", a, "--also", b, "--ttl", "2s", "--kill-after", "0",
+             "--", "sh", "-c", script);
+    tt_wait_started(f, j, pidf);
     /* Past the ttl, both names are still held: each is renewed. */
     tu_sleep_ms(3000);
     code = tu_wait_for(j->pid, 0);
     if (code >= 0) {
-        collect(f, j);
+        tt_collect(f, j);
         fail_msg("run --also ended (exit %d) within 1.5 ttl: a lease was not "
                  "renewed; stderr: %s", code, f->err);
     }
-    delete_row(f, b);
-    code = finish(f, j, 15000);
+    tt_delete_row(f, b);
+    code = tt_finish(f, j, 15000);
     if (code != 76)
         fail_msg("a lost --also name: exit %d, want 76; stderr: %s", code,
                  f->err);
@@ -1056,7 +775,7 @@ static void test_runcmd_L12_also(void **state)
     if (strstr(f->err, want) == NULL)
         fail_msg("the message does not name the lost --also lock: %s",
                  f->err);
-    expect_no_row(f, a);
+    tt_expect_no_row(f, a);
 }
 
 /* M1: `run NAME --permits N` runs CMD holding one permit of semaphore
@@ -1065,8 +784,8 @@ static void test_runcmd_L12_also(void **state)
  * permits held it runs nothing and exits 75; bad --permits is 64. */
 static void test_runcmd_M1_permits(void **state)
 {
-    fixture *f = *state;
-    const char *name = U(f, "sem");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "sem");
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     sqllock_sem *mine = NULL, *mine2 = NULL;
     char file[4300], script[9000], buf[4300], want[600];
@@ -1080,11 +799,11 @@ static void test_runcmd_M1_permits(void **state)
     EXPECT_RC(f->db, sqllock_sem_new(f->db, name, 2, &lo, &mine2), SQLLOCK_OK,
               "sem new");
     EXPECT_RC(f->db, sqllock_sem_try_acquire(mine), SQLLOCK_OK, "hold one");
-    fpath(f, file, sizeof file, "env");
+    tt_fpath(f, file, sizeof file, "env");
     snprintf(script, sizeof script, "printf '%%s|%%s|%%s' \"$SQLLOCK_NAME\" "
              "\"$SQLLOCK_PERMIT\" \"$SQLLOCK_TOKEN\" > '%s'", file);
-    EXPECT_EXIT(f, 0, "run", name, "--permits", "2", "--ttl", "5s", "--",
-                "sh", "-c", script);
+    TT_EXPECT_EXIT(f, 0, "run", name, "--permits", "2", "--ttl", "5s", "--",
+                   "sh", "-c", script);
     assert_true(tu_read_file(file, buf, sizeof buf) > 0);
     snprintf(want, sizeof want, "%s|", name);
     if (strncmp(buf, want, strlen(want)) != 0)
@@ -1099,25 +818,25 @@ static void test_runcmd_M1_permits(void **state)
     assert_int_equal(live, 1);
     /* All permits held: CMD does not run. */
     EXPECT_RC(f->db, sqllock_sem_try_acquire(mine2), SQLLOCK_OK, "hold two");
-    fpath(f, file, sizeof file, "touched");
-    EXPECT_EXIT(f, 75, "run", name, "--permits", "2", "--ttl", "5s", "--",
-                "touch", file);
+    tt_fpath(f, file, sizeof file, "touched");
+    TT_EXPECT_EXIT(f, 75, "run", name, "--permits", "2", "--ttl", "5s", "--",
+                   "touch", file);
     assert_true(tu_contains_ci(f->err, "semaphore"));
-    assert_false(file_exists(file));
+    assert_false(tt_file_exists(file));
     /* A larger N takes the permit above them (at most max(N) live). */
-    EXPECT_EXIT(f, 0, "run", name, "--permits", "3", "--ttl", "5s", "--",
-                "touch", file);
-    assert_true(file_exists(file));
-    EXPECT_EXIT(f, 64, "run", name, "--permits", "0", "--ttl", "5s", "--",
-                "true");
-    EXPECT_EXIT(f, 64, "run", name, "--permits", "1001", "--ttl", "5s", "--",
-                "true");
-    EXPECT_EXIT(f, 64, "run", name, "--permits", "two", "--ttl", "5s", "--",
-                "true");
-    EXPECT_EXIT(f, 64, "run", name, "--permits", "2", "--also", "x", "--ttl",
-                "5s", "--", "true");
-    EXPECT_EXIT(f, 64, "run", name, "--permits", "2", "--hold-at-least",
-                "1s", "--ttl", "5s", "--", "true");
+    TT_EXPECT_EXIT(f, 0, "run", name, "--permits", "3", "--ttl", "5s", "--",
+                   "touch", file);
+    assert_true(tt_file_exists(file));
+    TT_EXPECT_EXIT(f, 64, "run", name, "--permits", "0", "--ttl", "5s", "--",
+                   "true");
+    TT_EXPECT_EXIT(f, 64, "run", name, "--permits", "1001", "--ttl", "5s",
+                   "--", "true");
+    TT_EXPECT_EXIT(f, 64, "run", name, "--permits", "two", "--ttl", "5s", "--",
+                   "true");
+    TT_EXPECT_EXIT(f, 64, "run", name, "--permits", "2", "--also", "x",
+                   "--ttl", "5s", "--", "true");
+    TT_EXPECT_EXIT(f, 64, "run", name, "--permits", "2", "--hold-at-least",
+                   "1s", "--ttl", "5s", "--", "true");
     EXPECT_RC(f->db, sqllock_sem_release(mine), SQLLOCK_OK, "release");
     EXPECT_RC(f->db, sqllock_sem_release(mine2), SQLLOCK_OK, "release");
     sqllock_sem_free(mine);
@@ -1128,55 +847,55 @@ static void test_runcmd_M1_permits(void **state)
  * spellings of the same options work. */
 static void test_runcmd_E2_usage_errors(void **state)
 {
-    fixture *f = *state;
-    const char *name = U(f, "usage");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "usage");
     char file[4300];
 
-    fpath(f, file, sizeof file, "touched");
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--skip", "--wait", "1s",
-                "--", "touch", file);
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--wait", "1s", "--skip",
-                "--", "touch", file);
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--signal", "NOPE", "--",
-                "touch", file);
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--signal", "0", "--",
-                "touch", file);
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--signal", "999", "--",
-                "touch", file);
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--signal", "-15", "--",
-                "touch", file);
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--signal", "SIG15", "--",
-                "touch", file);
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--kill-after", "5parsecs",
-                "--", "touch", file);
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--kill-after", "-1s",
-                "--", "touch", file);
+    tt_fpath(f, file, sizeof file, "touched");
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--skip", "--wait", "1s",
+                   "--", "touch", file);
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--wait", "1s", "--skip",
+                   "--", "touch", file);
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--signal", "NOPE", "--",
+                   "touch", file);
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--signal", "0", "--",
+                   "touch", file);
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--signal", "999", "--",
+                   "touch", file);
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--signal", "-15", "--",
+                   "touch", file);
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--signal", "SIG15",
+                   "--", "touch", file);
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--kill-after",
+                   "5parsecs", "--", "touch", file);
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--kill-after", "-1s",
+                   "--", "touch", file);
     /* The renewal interval must be shorter than ttl - ttl/10. */
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "1s", "--renew-every", "1s",
-                "--", "touch", file);
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "1s", "--renew-every", "2s",
-                "--", "touch", file);
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "1s", "--renew-every", "900ms",
-                "--", "touch", file);
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "1s", "--renew-every", "0",
-                "--", "touch", file);
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "1s", "--renew-every", "soon",
-                "--", "touch", file);
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "1s", "--renew-every", "1s",
+                   "--", "touch", file);
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "1s", "--renew-every", "2s",
+                   "--", "touch", file);
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "1s", "--renew-every", "900ms",
+                   "--", "touch", file);
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "1s", "--renew-every", "0",
+                   "--", "touch", file);
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "1s", "--renew-every", "soon",
+                   "--", "touch", file);
     assert_true(tu_contains_ci(f->err, "renew-every"));
-    assert_false(file_exists(file));
-    expect_no_row(f, name);
+    assert_false(tt_file_exists(file));
+    tt_expect_no_row(f, name);
 
     /* Accepted spellings. */
-    EXPECT_EXIT(f, 0, "run", name, "--ttl", "1s", "--renew-every", "899ms",
-                "--", "true");
-    EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--signal", "SIGUSR1",
-                "--kill-after", "0", "--", "true");
-    EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--signal", "usr2", "--",
-                "true");
-    EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--signal=9", "--wait",
-                "1s", "--", "touch", file);
-    assert_true(file_exists(file));
-    expect_no_row(f, name);
+    TT_EXPECT_EXIT(f, 0, "run", name, "--ttl", "1s", "--renew-every", "899ms",
+                   "--", "true");
+    TT_EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--signal", "SIGUSR1",
+                   "--kill-after", "0", "--", "true");
+    TT_EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--signal", "usr2", "--",
+                   "true");
+    TT_EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--signal=9", "--wait",
+                   "1s", "--", "touch", file);
+    assert_true(tt_file_exists(file));
+    tt_expect_no_row(f, name);
 }
 
 /* Counts the rows of NAME's shared/exclusive lock (NAME 0x1f ...). */
@@ -1206,8 +925,8 @@ static int count_rw_rows(void *ctx, const sqllock_lease_info *info)
  */
 static void test_runcmd_M2_shared_and_exclusive(void **state)
 {
-    fixture *f = *state;
-    const char *name = U(f, "rw");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "rw");
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
     sqllock_rw *r = NULL, *w = NULL;
     char file[4300], script[9000], buf[512], want[200];
@@ -1217,30 +936,31 @@ static void test_runcmd_M2_shared_and_exclusive(void **state)
     EXPECT_RC(f->db, sqllock_rw_new(f->db, name, 1, &o, &r), SQLLOCK_OK, "r");
     EXPECT_RC(f->db, sqllock_rw_new(f->db, name, 0, &o, &w), SQLLOCK_OK, "w");
     EXPECT_RC(f->db, sqllock_rw_try_acquire(r), SQLLOCK_OK, "reader");
-    fpath(f, file, sizeof file, "env");
+    tt_fpath(f, file, sizeof file, "env");
     snprintf(script, sizeof script,
              "echo \"$SQLLOCK_NAME $SQLLOCK_TOKEN\" > '%s'", file);
-    EXPECT_EXIT(f, 0, "run", name, "--shared", "--ttl", "5s", "--", "sh",
-                "-c", script);
+    TT_EXPECT_EXIT(f, 0, "run", name, "--shared", "--ttl", "5s", "--", "sh",
+                   "-c", script);
     tu_read_file(file, buf, sizeof buf);
     snprintf(want, sizeof want, "%s ", name);
     assert_true(strncmp(buf, want, strlen(want)) == 0);
     assert_true(atoll(buf + strlen(want)) > 0);
-    EXPECT_EXIT(f, 75, "run", name, "--exclusive", "--ttl", "5s", "--",
-                "true");
+    TT_EXPECT_EXIT(f, 75, "run", name, "--exclusive", "--ttl", "5s", "--",
+                   "true");
     assert_true(tu_contains_ci(f->err, "readers"));
     EXPECT_RC(f->db, sqllock_rw_release(r), SQLLOCK_OK, "reader release");
     EXPECT_RC(f->db, sqllock_rw_try_acquire(w), SQLLOCK_OK, "writer");
-    EXPECT_EXIT(f, 75, "run", name, "--shared", "--ttl", "5s", "--", "true");
-    EXPECT_EXIT(f, 78, "run", name, "--ttl", "5s", "--", "true");
+    TT_EXPECT_EXIT(f, 75, "run", name, "--shared", "--ttl", "5s", "--",
+                   "true");
+    TT_EXPECT_EXIT(f, 78, "run", name, "--ttl", "5s", "--", "true");
     assert_true(tu_contains_ci(f->err, "shared/exclusive"));
     EXPECT_RC(f->db, sqllock_rw_release(w), SQLLOCK_OK, "writer release");
-    fpath(f, file, sizeof file, "excl");
-    EXPECT_EXIT(f, 0, "run", name, "--exclusive", "--ttl", "5s", "--wait",
-                "5s", "--", "touch", file);
-    assert_true(file_exists(file));
-    EXPECT_EXIT(f, 64, "run", name, "--shared", "--exclusive", "--ttl", "5s",
-                "--", "true");
+    tt_fpath(f, file, sizeof file, "excl");
+    TT_EXPECT_EXIT(f, 0, "run", name, "--exclusive", "--ttl", "5s", "--wait",
+                   "5s", "--", "touch", file);
+    assert_true(tt_file_exists(file));
+    TT_EXPECT_EXIT(f, 64, "run", name, "--shared", "--exclusive", "--ttl",
+                   "5s", "--", "true");
     EXPECT_RC(f->db, sqllock_list(f->db, count_rw_rows, &rows), SQLLOCK_OK,
               "list");
     assert_int_equal(rows.n, 0);
@@ -1262,73 +982,73 @@ static void test_runcmd_M2_shared_and_exclusive(void **state)
  */
 static void test_runcmd_N1_one_name_one_kind(void **state)
 {
-    fixture *f = *state;
-    const char *a = U(f, "kind-a"), *b = U(f, "kind-b");
+    tt_fixture *f = *state;
+    const char *a = tt_name(f, "kind-a"), *b = tt_name(f, "kind-b");
     char started[4300], ran[4300], script[9000], want[400];
     int64_t t0;
     int code;
-    job *j;
+    tt_job *j;
 
     /* A shared run, then a plain one. */
-    fpath(f, started, sizeof started, "started");
-    fpath(f, ran, sizeof ran, "ran");
+    tt_fpath(f, started, sizeof started, "started");
+    tt_fpath(f, ran, sizeof ran, "ran");
     snprintf(script, sizeof script, "echo $$ > '%s'; exec sleep 30", started);
-    START(f, j, "run", a, "--shared", "--ttl", "5s", "--", "sh", "-c",
-          script);
-    wait_started(f, j, started);
+    TT_START(f, j, "run", a, "--shared", "--ttl", "5s", "--", "sh", "-c",
+             script);
+    tt_wait_started(f, j, started);
     t0 = tu_now_ms();
-    EXPECT_EXIT(f, 78, "run", a, "--ttl", "5s", "--wait", "20s", "--",
-                "touch", ran);
+    TT_EXPECT_EXIT(f, 78, "run", a, "--ttl", "5s", "--wait", "20s", "--",
+                   "touch", ran);
     if (tu_now_ms() - t0 > tu_scaled_ms(10000))
         fail_msg("run exited 78 only after %lld ms", (long long)(tu_now_ms()
                                                                  - t0));
     if (!tu_contains_ci(f->err, "shared/exclusive"))
         fail_msg("the message does not name the kind: %s", f->err);
-    assert_false(file_exists(ran));
-    EXPECT_EXIT(f, 78, "acquire", a, "--ttl", "5s");
+    assert_false(tt_file_exists(ran));
+    TT_EXPECT_EXIT(f, 78, "acquire", a, "--ttl", "5s");
     assert_int_equal(kill(j->pid, SIGTERM), 0);
-    code = finish(f, j, 15000);
+    code = tt_finish(f, j, 15000);
     if (code != 128 + SIGTERM)
         fail_msg("the shared run: exit %d; stderr: %s", code, f->err);
-    EXPECT_EXIT(f, 78, "run", a, "--ttl", "5s", "--", "touch", ran);
-    assert_false(file_exists(ran));
-    EXPECT_EXIT(f, 0, "run", a, "--exclusive", "--ttl", "5s", "--", "true");
+    TT_EXPECT_EXIT(f, 78, "run", a, "--ttl", "5s", "--", "touch", ran);
+    assert_false(tt_file_exists(ran));
+    TT_EXPECT_EXIT(f, 0, "run", a, "--exclusive", "--ttl", "5s", "--", "true");
 
     /* What the operator sees. */
-    EXPECT_EXIT(f, 0, "list");
+    TT_EXPECT_EXIT(f, 0, "list");
     snprintf(want, sizeof want, "%s [kind: shared/exclusive lock]", a);
     if (strstr(f->out, want) == NULL)
         fail_msg("list does not show '%s': %s", want, f->out);
     assert_non_null(strstr(strstr(f->out, want), "never"));
-    EXPECT_EXIT(f, 0, "show", a);
+    TT_EXPECT_EXIT(f, 0, "show", a);
     assert_true(tu_contains_ci(f->out, "shared/exclusive"));
-    EXPECT_EXIT(f, 0, "show", a, "--json");
+    TT_EXPECT_EXIT(f, 0, "show", a, "--json");
     assert_non_null(strstr(f->out, "\"kind\": \"shared/exclusive lock\""));
-    EXPECT_EXIT(f, 78, "release", a, "--force", "--force");
+    TT_EXPECT_EXIT(f, 78, "release", a, "--force", "--force");
     assert_true(tu_contains_ci(f->err, "never freed"));
     expect_marker(f, a, SQLLOCK_KIND_OWNER_RW);
 
     /* A plain run, then the other kinds. */
-    fpath(f, started, sizeof started, "started");
+    tt_fpath(f, started, sizeof started, "started");
     snprintf(script, sizeof script, "echo $$ > '%s'; exec sleep 30", started);
-    START(f, j, "run", b, "--ttl", "5s", "--", "sh", "-c", script);
-    wait_started(f, j, started);
-    EXPECT_EXIT(f, 78, "run", b, "--shared", "--ttl", "5s", "--wait", "20s",
-                "--", "touch", ran);
+    TT_START(f, j, "run", b, "--ttl", "5s", "--", "sh", "-c", script);
+    tt_wait_started(f, j, started);
+    TT_EXPECT_EXIT(f, 78, "run", b, "--shared", "--ttl", "5s", "--wait", "20s",
+                   "--", "touch", ran);
     if (!tu_contains_ci(f->err, "plain lease"))
         fail_msg("the message does not name the plain lease: %s", f->err);
-    EXPECT_EXIT(f, 78, "run", b, "--exclusive", "--ttl", "5s", "--", "touch",
-                ran);
-    EXPECT_EXIT(f, 78, "run", b, "--permits", "2", "--ttl", "5s", "--",
-                "touch", ran);
-    EXPECT_EXIT(f, 78, "run", b, "--leader", "--skip", "--ttl", "5s", "--",
-                "touch", ran);
-    assert_false(file_exists(ran));
+    TT_EXPECT_EXIT(f, 78, "run", b, "--exclusive", "--ttl", "5s", "--",
+                   "touch", ran);
+    TT_EXPECT_EXIT(f, 78, "run", b, "--permits", "2", "--ttl", "5s", "--",
+                   "touch", ran);
+    TT_EXPECT_EXIT(f, 78, "run", b, "--leader", "--skip", "--ttl", "5s", "--",
+                   "touch", ran);
+    assert_false(tt_file_exists(ran));
     assert_int_equal(kill(j->pid, SIGTERM), 0);
-    code = finish(f, j, 15000);
+    code = tt_finish(f, j, 15000);
     if (code != 128 + SIGTERM)
         fail_msg("the plain run: exit %d; stderr: %s", code, f->err);
-    expect_no_row(f, b);
+    tt_expect_no_row(f, b);
 }
 
 int main(void)

@@ -46,6 +46,7 @@
 #include "test_util.h"
 #include "test_run.h"
 #include "test_spawn.h"
+#include "tu_tool.h"
 #include "runfault/runfault.h"
 
 int main(void)

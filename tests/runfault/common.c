@@ -1,7 +1,8 @@
 /*
- * common.c -- test_runfault: the helpers (names and files,
- * the job's processes, running the tool, leases and rows) and the
- * fixture's setup and teardown (runfault.h).
+ * common.c -- test_runfault: the helpers of its own (the job's
+ * processes, the guard, the C3 cases' own server) and the fixture's
+ * setup and teardown (runfault.h); running the tool, names, files,
+ * leases and rows are tests/harness/tu_tool.h's.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,29 +15,11 @@
 #include "test_util.h"
 #include "test_run.h"
 #include "test_spawn.h"
+#include "tu_tool.h"
 #include "runfault.h"
 
 const char *g_url;
 int64_t g_worst_ms;     /* the slowest end of a job, for the log */
-
-const char *rf_U(fixture *f, const char *tail)
-{
-    char *b = f->names[f->next_name++ % 16];
-
-    snprintf(b, sizeof f->names[0], "runfault-%ld-%s", (long)getpid(), tail);
-    return b;
-}
-
-void rf_fpath(fixture *f, char *buf, size_t size, const char *what)
-{
-    snprintf(buf, size, "%s/%s-%u", f->dir, what, f->next_file++);
-}
-
-int rf_file_exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
 
 void rf_touch(const char *path)
 {
@@ -44,23 +27,6 @@ void rf_touch(const char *path)
 
     assert_non_null(fp);
     fclose(fp);
-}
-
-/* 1 while `pid` runs; a zombie counts as ended. */
-static int pid_alive(pid_t pid)
-{
-    char path[64], buf[512];
-    const char *p;
-
-    if (kill(pid, 0) != 0 && errno == ESRCH)
-        return 0;
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    if (tu_read_file(path, buf, sizeof buf) > 0) {
-        p = strrchr(buf, ')');
-        if (p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
-            return 0;
-    }
-    return 1;
 }
 
 /* The live processes whose environment holds SQLLOCK_NAME=<name> (any
@@ -100,7 +66,7 @@ int rf_job_procs(const char *name, int prefix, int kill_them)
             match = strncmp(env + off, want, wl) == 0
                     && (prefix || env[off + wl] == '\0');
         pid = (pid_t)strtol(e->d_name, NULL, 10);
-        if (match && pid_alive(pid)) {
+        if (match && tt_pid_alive(pid)) {
             n++;
             if (kill_them)
                 kill(pid, SIGKILL);
@@ -163,10 +129,10 @@ int64_t rf_gone(const char *name, pid_t guard, int64_t t0,
     for (;;) {
         left = rf_job_procs(name, 0, 0);
         ms = tu_now_ms() - t0;
-        if (left == 0 && (guard == 0 || !pid_alive(guard)))
+        if (left == 0 && (guard == 0 || !tt_pid_alive(guard)))
             break;
         if (ms > GONE_MS) {
-            int g = guard != 0 && pid_alive(guard);
+            int g = guard != 0 && tt_pid_alive(guard);
 
             rf_job_procs(name, 0, 1);
             if (guard != 0)
@@ -184,97 +150,10 @@ int64_t rf_gone(const char *name, pid_t guard, int64_t t0,
     return ms;
 }
 
-static void forget_job(job *j)
-{
-    j->pid = 0;
-}
-
-job *rf_start_tool(fixture *f, const char *const *args)
-{
-    const char *argv[MAX_ARGS + 4];
-    job *j = NULL;
-    int n = 0, i;
-
-    for (i = 0; i < MAX_JOBS && j == NULL; i++)
-        if (f->jobs[i].pid == 0)
-            j = &f->jobs[i];
-    if (j == NULL)
-        fail_msg("too many jobs at once");
-    memset(j, 0, sizeof *j);
-    argv[n++] = SQLLOCK_CLI_PATH;
-    argv[n++] = "--db";
-    argv[n++] = g_url;
-    for (; *args != NULL && n < MAX_ARGS; args++)
-        argv[n++] = *args;
-    argv[n] = NULL;
-    rf_fpath(f, j->out, sizeof j->out, "stdout");
-    rf_fpath(f, j->err, sizeof j->err, "stderr");
-    j->pid = tu_spawn(argv, j->out, j->err, 1);
-    return j;
-}
-
-static void collect(fixture *f, job *j)
-{
-    forget_job(j);
-    tu_read_file(j->out, f->out, sizeof f->out);
-    tu_read_file(j->err, f->err, sizeof f->err);
-}
-
-int rf_finish(fixture *f, job *j, int64_t ms)
-{
-    int code = tu_wait_for(j->pid, ms);
-
-    if (code < 0) {
-        tu_kill_wait(j->pid);
-        forget_job(j);
-        tu_read_file(j->err, f->err, sizeof f->err);
-        fail_msg("sqllock still running after %lld ms; stderr: %s",
-                 (long long)ms, f->err);
-    }
-    collect(f, j);
-    return code;
-}
-
-int rf_run_tool(fixture *f, const char *const *args)
-{
-    return rf_finish(f, rf_start_tool(f, args), 30000);
-}
-
-/* Waits until the command has written its pid and a newline to `path`;
- * returns that pid. Fails the test if the tool ends first. */
-pid_t rf_wait_started(fixture *f, job *j, const char *path)
-{
-    int64_t end = tu_now_ms() + START_MS;
-    char buf[64];
-    long pid;
-    int code;
-
-    for (;;) {
-        if (tu_read_file(path, buf, sizeof buf) > 0 &&
-            strchr(buf, '\n') != NULL && (pid = strtol(buf, NULL, 10)) > 0) {
-            j->cmd = (pid_t)pid;
-            return j->cmd;
-        }
-        code = tu_wait_for(j->pid, 0);
-        if (code >= 0) {
-            collect(f, j);
-            fail_msg("sqllock ended (exit %d) before the command started; "
-                     "stderr: %s", code, f->err);
-        }
-        if (tu_now_ms() >= end) {
-            tu_kill_wait(j->pid);
-            collect(f, j);
-            fail_msg("the command did not start within %d ms; stderr: %s",
-                     START_MS, f->err);
-        }
-        tu_sleep_ms(5);
-    }
-}
-
 /* Waits until the tool's stderr holds `text`. */
-void rf_wait_stderr(fixture *f, job *j, const char *text)
+void rf_wait_stderr(tt_fixture *f, tt_job *j, const char *text)
 {
-    int64_t end = tu_now_ms() + START_MS;
+    int64_t end = tu_now_ms() + TT_START_MS;
     int code;
 
     for (;;) {
@@ -283,15 +162,15 @@ void rf_wait_stderr(fixture *f, job *j, const char *text)
             return;
         code = tu_wait_for(j->pid, 0);
         if (code >= 0) {
-            collect(f, j);
+            tt_collect(f, j);
             fail_msg("sqllock ended (exit %d) before saying \"%s\"; "
                      "stderr: %s", code, text, f->err);
         }
         if (tu_now_ms() >= end) {
             tu_kill_wait(j->pid);
-            collect(f, j);
+            tt_collect(f, j);
             fail_msg("sqllock did not say \"%s\" within %d ms; stderr: %s",
-                     text, START_MS, f->err);
+                     text, TT_START_MS, f->err);
         }
         tu_sleep_ms(5);
     }
@@ -300,7 +179,7 @@ void rf_wait_stderr(fixture *f, job *j, const char *text)
 /* Waits until every process of the TREE command runs. */
 void rf_wait_tree(const char *name)
 {
-    int64_t end = tu_now_ms() + START_MS;
+    int64_t end = tu_now_ms() + TT_START_MS;
     int n;
 
     while ((n = rf_job_procs(name, 0, 0)) < TREE_PROCS) {
@@ -311,81 +190,11 @@ void rf_wait_tree(const char *name)
     }
 }
 
-sqllock_lease *rf_lease_with(fixture *f, const char *name,
-                             int64_t ttl_ms, const char *holder)
-{
-    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
-    sqllock_lease *l = NULL;
-    int i;
-
-    lo.ttl_ms = ttl_ms;
-    lo.holder = holder;
-    EXPECT_RC(f->db, sqllock_lease_new(f->db, name, &lo, &l), SQLLOCK_OK,
-              "lease_new");
-    for (i = 0; i < 4; i++)
-        if (f->leases[i] == NULL || sqllock_lease_count(f->leases[i]) == 0) {
-            sqllock_lease_free(f->leases[i]);
-            f->leases[i] = l;
-            return l;
-        }
-    sqllock_lease_free(l);
-    fail_msg("too many leases in one test");
-    return NULL;
-}
-
-sqllock_lease *rf_lease_for(fixture *f, const char *name, int64_t ttl_ms)
-{
-    return rf_lease_with(f, name, ttl_ms, NULL);
-}
-
-void rf_row_of(fixture *f, const char *name, tu_row *r)
-{
-    EXPECT_RC(f->db, tu_find(f->db, name, r), SQLLOCK_OK, "list");
-    if (r->found != 1)
-        fail_msg("lock '%s' has no row", name);
-}
-
-void rf_expect_no_row(fixture *f, const char *name)
-{
-    tu_row r;
-
-    EXPECT_RC(f->db, tu_find(f->db, name, &r), SQLLOCK_OK, "list");
-    if (r.found != 0)
-        fail_msg("lock '%s' still has a row (owner %s, %lld ms left)", name,
-                 r.owner, (long long)r.remaining_ms);
-}
-
-void rf_delete_row(fixture *f, const char *name)
-{
-    sqllock_value v = sqllock__text(name);
-    int64_t affected = -1;
-
-    EXPECT_RC(f->db, sqllock__exec_sql(f->db, f->sql->delete_lease, &v, 1,
-                                       NULL, NULL, &affected),
-              SQLLOCK_OK, "delete the lease row");
-    assert_int_equal(affected, 1);
-}
-
 int rf_setup(void **state)
 {
-    fixture *f = calloc(1, sizeof *f);
-    int rc;
+    tt_fixture *f = tt_setup(SQLLOCK_CLI_PATH, g_url, "runfault");
 
     if (f == NULL)
-        return -1;
-    f->dir = tu_mkdtemp();
-    if (f->dir == NULL)
-        return -1;
-    rc = sqllock_open(g_url, NULL, &f->db);
-    if (rc == SQLLOCK_OK)
-        rc = sqllock_init(f->db);
-    if (rc != SQLLOCK_OK) {
-        fprintf(stderr, "open/init: %s: %s\n", sqllock_errname(rc),
-                sqllock_errmsg(f->db));
-        return -1;
-    }
-    f->sql = tu_sql_for(sqllock_db_driver(f->db));
-    if (f->sql == NULL)
         return -1;
     *state = f;
     return 0;
@@ -393,20 +202,12 @@ int rf_setup(void **state)
 
 int rf_teardown(void **state)
 {
-    fixture *f = *state;
+    tt_fixture *f = *state;
     char prefix[64];
-    int i;
 
     if (f == NULL)
         return 0;
-    for (i = 0; i < MAX_JOBS; i++) {
-        job *j = &f->jobs[i];
-        if (j->pid == 0)
-            continue;
-        if (j->cmd > 0)
-            kill(-j->cmd, SIGKILL);
-        tu_kill_wait(j->pid);
-    }
+    tt_kill_jobs(f);
     /* After a failed check: nothing of any job keeps running, and the
      * guards and orphans re-parented here are reaped. */
     snprintf(prefix, sizeof prefix, "runfault-%ld-", (long)getpid());
@@ -414,15 +215,7 @@ int rf_teardown(void **state)
     tu_sleep_ms(20);
     while (waitpid(-1, NULL, WNOHANG) > 0)
         ;
-    for (i = 0; i < 4; i++) {
-        if (f->leases[i] != NULL && sqllock_lease_count(f->leases[i]) > 0)
-            sqllock_lease_release(f->leases[i]);
-        sqllock_lease_free(f->leases[i]);
-    }
-    sqllock_close(f->db);
-    tu_rmdir(f->dir);
-    free(f->dir);
-    free(f);
+    tt_teardown(f);
     return 0;
 }
 
@@ -462,9 +255,9 @@ void rf_wait_file(const char *path, int64_t ms)
 {
     int64_t end = tu_now_ms() + ms;
 
-    while (!rf_file_exists(path) && tu_now_ms() < end)
+    while (!tt_file_exists(path) && tu_now_ms() < end)
         tu_sleep_ms(10);
-    if (!rf_file_exists(path))
+    if (!tt_file_exists(path))
         fail_msg("%s did not appear within %lld ms", path, (long long)ms);
 }
 
@@ -495,7 +288,7 @@ int64_t rf_take_after_restart(const char *name, int64_t backoff_max_ms)
     return had;
 }
 
-void rf_reopen(fixture *f)
+void rf_reopen(tt_fixture *f)
 {
     int i;
 

@@ -14,6 +14,7 @@
 #include "test_util.h"
 #include "test_run.h"
 #include "test_spawn.h"
+#include "tu_tool.h"
 #include "runfault.h"
 
 /* ------------------------------------------------------------------ */
@@ -27,35 +28,35 @@
  * --signal (USR1, which it only records) at the lease's deadline. */
 void test_runfault_X2_X3_paused_runner_exits_76(void **state)
 {
-    fixture *f = *state;
-    const char *name = rf_U(f, "pause");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "pause");
     char started[4300], got[4300], done[4300], script[14000], buf[64];
     sqllock_lease *mine;
     int64_t end;
     tu_row r;
     int code;
-    job *j;
+    tt_job *j;
 
-    rf_fpath(f, started, sizeof started, "started");
-    rf_fpath(f, got, sizeof got, "got");
-    rf_fpath(f, done, sizeof done, "done");
+    tt_fpath(f, started, sizeof started, "started");
+    tt_fpath(f, got, sizeof got, "got");
+    tt_fpath(f, done, sizeof done, "done");
     snprintf(script, sizeof script,
              "trap 'echo USR1 >> \"%s\"' USR1; echo $$ > '%s'; i=0; "
              "while [ $i -lt 15 ]; do sleep 0.1; i=$((i+1)); done; "
              "echo done > '%s'; exit 0", got, started, done);
-    START(f, j, "run", name, "--ttl", "600ms", "--signal", "USR1",
-          "--kill-after", "30s", "--", "sh", "-c", script);
-    rf_wait_started(f, j, started);
+    TT_START(f, j, "run", name, "--ttl", "600ms", "--signal", "USR1",
+             "--kill-after", "30s", "--", "sh", "-c", script);
+    tt_wait_started(f, j, started);
     assert_int_equal(kill(j->pid, SIGSTOP), 0);
-    mine = rf_lease_for(f, name, 30000);
+    mine = tt_lease_for(f, name, 30000);
     EXPECT_RC(f->db, sqllock_lease_acquire(mine, 5000), SQLLOCK_OK,
               "take the stopped runner's expired lease");
     end = tu_now_ms() + 10000;
-    while (!rf_file_exists(done) && tu_now_ms() < end)
+    while (!tt_file_exists(done) && tu_now_ms() < end)
         tu_sleep_ms(10);
-    assert_true(rf_file_exists(done));
+    assert_true(tt_file_exists(done));
     assert_int_equal(kill(j->pid, SIGCONT), 0);
-    code = rf_finish(f, j, 15000);
+    code = tt_finish(f, j, 15000);
     if (code != 76)
         fail_msg("exit %d, want 76; stderr: %s", code, f->err);
     if (!tu_contains_ci(f->err, "noticed at")
@@ -63,7 +64,7 @@ void test_runfault_X2_X3_paused_runner_exits_76(void **state)
         fail_msg("the message does not say when and why: %s", f->err);
     tu_read_file(got, buf, sizeof buf);
     assert_string_equal(buf, "USR1\n");
-    rf_row_of(f, name, &r);
+    tt_row_of(f, name, &r);
     assert_string_equal(r.owner, sqllock_lease_owner(mine));
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
 }
@@ -73,30 +74,30 @@ void test_runfault_X2_X3_paused_runner_exits_76(void **state)
  * finds the lease lost, and the exit code is 76, not 0. */
 void test_runfault_X2_release_finds_takeover_exits_76(void **state)
 {
-    fixture *f = *state;
-    const char *name = rf_U(f, "relost");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "relost");
     char started[4300], go[4300], script[9000];
-    sqllock_lease *mine = rf_lease_for(f, name, 30000);
+    sqllock_lease *mine = tt_lease_for(f, name, 30000);
     tu_row r;
     int code;
-    job *j;
+    tt_job *j;
 
-    rf_fpath(f, started, sizeof started, "started");
-    rf_fpath(f, go, sizeof go, "go");
+    tt_fpath(f, started, sizeof started, "started");
+    tt_fpath(f, go, sizeof go, "go");
     snprintf(script, sizeof script,
              "echo $$ > '%s'; while [ ! -e '%s' ]; do sleep 0.02; done; "
              "exit 0", started, go);
-    START(f, j, "run", name, "--ttl", "30s", "--", "sh", "-c", script);
-    rf_wait_started(f, j, started);
-    rf_delete_row(f, name);
+    TT_START(f, j, "run", name, "--ttl", "30s", "--", "sh", "-c", script);
+    tt_wait_started(f, j, started);
+    tt_delete_row(f, name);
     EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK,
               "take the deleted lease");
     rf_touch(go);
-    code = rf_finish(f, j, 15000);
+    code = tt_finish(f, j, 15000);
     if (code != 76 || !tu_contains_ci(f->err, "releasing lock"))
         fail_msg("exit %d, want 76 and the release's finding; stderr: %s",
                  code, f->err);
-    rf_row_of(f, name, &r);
+    tt_row_of(f, name, &r);
     assert_string_equal(r.owner, sqllock_lease_owner(mine));
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
 }
@@ -111,29 +112,29 @@ void test_runfault_X2_release_finds_takeover_exits_76(void **state)
  * lock is free at once after it, not only after its 15 s ttl. */
 void test_runfault_C3_database_restart_mid_job(void **state)
 {
-    fixture *f = *state;
-    const char *name = rf_U(f, "restart");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "restart");
     char started[4300], go[4300], down[4300], back[4300], script[9000];
     int64_t t_end, t_free;
     rf_server srv;
     int code;
-    job *j;
+    tt_job *j;
 
     rf_own_server(&srv, "C3 restart");
-    rf_fpath(f, started, sizeof started, "started");
-    rf_fpath(f, go, sizeof go, "go");
-    rf_fpath(f, down, sizeof down, "down");
-    rf_fpath(f, back, sizeof back, "back");
+    tt_fpath(f, started, sizeof started, "started");
+    tt_fpath(f, go, sizeof go, "go");
+    tt_fpath(f, down, sizeof down, "down");
+    tt_fpath(f, back, sizeof back, "back");
     snprintf(script, sizeof script,
              "echo $$ > '%s'; while [ ! -e '%s' ]; do sleep 0.02; done; "
              "exit 3", started, go);
-    START(f, j, "run", name, "--ttl", "15s", "--verbose", "--", "sh", "-c",
-          script);
-    rf_wait_started(f, j, started);
+    TT_START(f, j, "run", name, "--ttl", "15s", "--verbose", "--", "sh", "-c",
+             script);
+    tt_wait_started(f, j, started);
     rf_restart_in_background(&srv, "immediate", "kill", 0, down, back);
     rf_wait_file(back, 60000);
     rf_touch(go);
-    code = rf_finish(f, j, 30000);
+    code = tt_finish(f, j, 30000);
     t_end = tu_now_ms();
     if (code != 3)
         fail_msg("exit %d, want the command's 3; stderr: %s", code, f->err);
@@ -160,25 +161,25 @@ void test_runfault_C3_database_restart_mid_job(void **state)
  * exit code, the run's exit code is the command's, and it said once that
  * it was trying again and how that ended.
  */
-static void outage(fixture *f, int down_s)
+static void outage(tt_fixture *f, int down_s)
 {
-    const char *name = rf_U(f, down_s < 5 ? "outage-short" : "outage-long");
+    const char *name = tt_name(f, down_s < 5 ? "outage-short" : "outage-long");
     char started[4300], go[4300], down[4300], back[4300], script[9000];
     int64_t t_back, t_free, bound = tu_scaled_ms(1000);
     rf_server srv;
     int code;
-    job *j;
+    tt_job *j;
 
     rf_own_server(&srv, "C3 outage");
-    rf_fpath(f, started, sizeof started, "started");
-    rf_fpath(f, go, sizeof go, "go");
-    rf_fpath(f, down, sizeof down, "down");
-    rf_fpath(f, back, sizeof back, "back");
+    tt_fpath(f, started, sizeof started, "started");
+    tt_fpath(f, go, sizeof go, "go");
+    tt_fpath(f, down, sizeof down, "down");
+    tt_fpath(f, back, sizeof back, "back");
     snprintf(script, sizeof script,
              "echo $$ > '%s'; while [ ! -e '%s' ]; do sleep 0.02; done; "
              "exit 3", started, go);
-    START(f, j, "run", name, "--ttl", "30s", "--", "sh", "-c", script);
-    rf_wait_started(f, j, started);
+    TT_START(f, j, "run", name, "--ttl", "30s", "--", "sh", "-c", script);
+    tt_wait_started(f, j, started);
     rf_restart_in_background(&srv, "fast", "graceful", down_s, down, back);
     rf_wait_file(down, 60000);
     /* The command ends while the server is down. */
@@ -188,7 +189,7 @@ static void outage(fixture *f, int down_s)
     /* Another "host": a connection of its own, the lock as soon as it
      * is free. */
     t_free = rf_take_after_restart(name, 50) - t_back;
-    code = rf_finish(f, j, 90000);
+    code = tt_finish(f, j, 90000);
     printf("    C3: %s down %d s: the lock was free %lld ms after the "
            "server was back; stderr: %s", srv.is_pg ? "PostgreSQL"
                                                     : "MariaDB",
@@ -204,7 +205,7 @@ static void outage(fixture *f, int down_s)
         fail_msg("the run did not say that it tried again and how it "
                  "ended: %s", f->err);
     /* The run's record: in the history, with the command's exit code. */
-    EXPECT_EXIT(f, 0, "history", name, "--json");
+    TT_EXPECT_EXIT(f, 0, "history", name, "--json");
     if (strstr(f->out, "\"exit\": 3") == NULL ||
         strstr(f->out, "\"status\": \"failed\"") == NULL)
         fail_msg("the history does not have the run's outcome: %s", f->out);
@@ -233,9 +234,9 @@ void test_runfault_C3_outage_of_10s(void **state)
  */
 void test_runfault_C3_library_release_through_outage(void **state)
 {
-    fixture *f = *state;
-    const char *name = rf_U(f, "librelease");
-    const char *quick_name = rf_U(f, "libquick");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "librelease");
+    const char *quick_name = tt_name(f, "libquick");
     char down[4300], back[4300];
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
     sqllock_lease *l = NULL, *quick = NULL;
@@ -246,8 +247,8 @@ void test_runfault_C3_library_release_through_outage(void **state)
     int rc;
 
     rf_own_server(&srv, "C3 outage");
-    rf_fpath(f, down, sizeof down, "down");
-    rf_fpath(f, back, sizeof back, "back");
+    tt_fpath(f, down, sizeof down, "down");
+    tt_fpath(f, back, sizeof back, "back");
     EXPECT_RC(db, sqllock_open(g_url, NULL, &db), SQLLOCK_OK, "open");
     lo.ttl_ms = 30000;
     EXPECT_RC(db, sqllock_lease_new(db, name, &lo, &l), SQLLOCK_OK, "new");

@@ -13,6 +13,7 @@
 #include "test_util.h"
 #include "test_run.h"
 #include "test_spawn.h"
+#include "tu_tool.h"
 #include "runfault.h"
 
 /* ------------------------------------------------------------------ */
@@ -25,54 +26,54 @@
  * (nobody could), so it stays held until it expires. */
 void test_runfault_X1_runner_killed_while_command_runs(void **state)
 {
-    fixture *f = *state;
-    const char *name = rf_U(f, "kill-run");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "kill-run");
     char started[4300], script[9000];
     pid_t guard;
     int64_t ms;
     tu_row r;
-    job *j;
+    tt_job *j;
 
-    rf_fpath(f, started, sizeof started, "started");
+    tt_fpath(f, started, sizeof started, "started");
     snprintf(script, sizeof script, TREE, started);
-    START(f, j, "run", name, "--ttl", "2s", "--", "sh", "-c", script);
-    rf_wait_started(f, j, started);
+    TT_START(f, j, "run", name, "--ttl", "2s", "--", "sh", "-c", script);
+    tt_wait_started(f, j, started);
     rf_wait_tree(name);
     guard = rf_wait_guard(j->pid);
     assert_true(guard > 0);
     assert_int_equal(kill(j->pid, SIGKILL), 0);
     ms = rf_gone(name, guard, tu_now_ms(), "SIGKILL while the command ran");
-    assert_int_equal(rf_finish(f, j, 5000), 1000 + SIGKILL);
+    assert_int_equal(tt_finish(f, j, 5000), 1000 + SIGKILL);
     printf("    X1: %d processes of the job and the guard gone %lld ms "
            "after the runner's SIGKILL\n", TREE_PROCS, (long long)ms);
-    rf_row_of(f, name, &r);
+    tt_row_of(f, name, &r);
 }
 
 /* SIGKILL of the runner while it waits for a busy lock: the guard exits
  * with it, and the command never runs. */
 void test_runfault_X1_runner_killed_before_grant(void **state)
 {
-    fixture *f = *state;
-    const char *name = rf_U(f, "kill-wait");
-    sqllock_lease *mine = rf_lease_for(f, name, 30000);
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "kill-wait");
+    sqllock_lease *mine = tt_lease_for(f, name, 30000);
     char ran[4300], script[9000];
     pid_t guard;
-    job *j;
+    tt_job *j;
 
-    rf_fpath(f, ran, sizeof ran, "ran");
+    tt_fpath(f, ran, sizeof ran, "ran");
     snprintf(script, sizeof script, "touch '%s'", ran);
     EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK, "hold");
-    START(f, j, "run", name, "--ttl", "2s", "--wait", "20s", "--verbose",
-          "--", "sh", "-c", script);
+    TT_START(f, j, "run", name, "--ttl", "2s", "--wait", "20s", "--verbose",
+             "--", "sh", "-c", script);
     rf_wait_stderr(f, j, "waiting up to");
     guard = rf_wait_guard(j->pid);
     assert_true(guard > 0);
     assert_int_equal(kill(j->pid, SIGKILL), 0);
     rf_gone(name, guard, tu_now_ms(), "SIGKILL while waiting for the lock");
-    assert_int_equal(rf_finish(f, j, 5000), 1000 + SIGKILL);
+    assert_int_equal(tt_finish(f, j, 5000), 1000 + SIGKILL);
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
     tu_sleep_ms(100);
-    assert_false(rf_file_exists(ran));
+    assert_false(tt_file_exists(ran));
 }
 
 /* SIGKILL of the runner after its command has ended, while what the
@@ -80,26 +81,26 @@ void test_runfault_X1_runner_killed_before_grant(void **state)
  * --kill-after: the guard kills it at once. */
 void test_runfault_X1_runner_killed_after_command(void **state)
 {
-    fixture *f = *state;
-    const char *name = rf_U(f, "kill-left");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "kill-left");
     char started[4300], script[9000];
     pid_t guard;
     int64_t ms;
-    job *j;
+    tt_job *j;
 
-    rf_fpath(f, started, sizeof started, "started");
+    tt_fpath(f, started, sizeof started, "started");
     snprintf(script, sizeof script,
              "trap '' TERM; sleep 300 & echo $$ > '%s'; exit 0", started);
-    START(f, j, "run", name, "--ttl", "2s", "--kill-after", "30s", "--",
-          "sh", "-c", script);
-    rf_wait_started(f, j, started);
+    TT_START(f, j, "run", name, "--ttl", "2s", "--kill-after", "30s", "--",
+             "sh", "-c", script);
+    tt_wait_started(f, j, started);
     rf_wait_stderr(f, j, "left 1 process running");
     assert_int_equal(rf_job_procs(name, 0, 0), 1);
     guard = rf_wait_guard(j->pid);
     assert_true(guard > 0);
     assert_int_equal(kill(j->pid, SIGKILL), 0);
     ms = rf_gone(name, guard, tu_now_ms(), "SIGKILL while leftovers stopped");
-    assert_int_equal(rf_finish(f, j, 5000), 1000 + SIGKILL);
+    assert_int_equal(tt_finish(f, j, 5000), 1000 + SIGKILL);
     printf("    X1: the command's leftover gone %lld ms after the runner's "
            "SIGKILL\n", (long long)ms);
 }
@@ -110,31 +111,31 @@ void test_runfault_X1_runner_killed_after_command(void **state)
  * a failure can be replayed. */
 void test_runfault_X1_runner_killed_at_random(void **state)
 {
-    fixture *f = *state;
+    tt_fixture *f = *state;
     unsigned seed = (unsigned)getpid() ^ (unsigned)tu_now_ms();
     char started[4300], script[9000], delays[256] = "";
     int64_t worst = 0, ms;
     int i, ran = 0;
 
     for (i = 0; i < 6; i++) {
-        const char *name = rf_U(f, "kill-random");
+        const char *name = tt_name(f, "kill-random");
         int delay = (int)(rand_r(&seed) % 400);
         char name_i[300];
         pid_t guard;
-        job *j;
+        tt_job *j;
 
         snprintf(name_i, sizeof name_i, "%s-%d", name, i);
-        rf_fpath(f, started, sizeof started, "started");
+        tt_fpath(f, started, sizeof started, "started");
         snprintf(script, sizeof script, TREE, started);
-        START(f, j, "run", name_i, "--ttl", "2s", "--", "sh", "-c", script);
+        TT_START(f, j, "run", name_i, "--ttl", "2s", "--", "sh", "-c", script);
         tu_sleep_ms(delay);
         guard = rf_find_guard(j->pid);
         assert_int_equal(kill(j->pid, SIGKILL), 0);
         ms = rf_gone(name_i, guard, tu_now_ms(), "SIGKILL at a random moment");
         if (ms > worst)
             worst = ms;
-        ran += rf_file_exists(started);
-        rf_finish(f, j, 5000);
+        ran += tt_file_exists(started);
+        tt_finish(f, j, 5000);
         snprintf(delays + strlen(delays), sizeof delays - strlen(delays),
                  "%s%d", i ? "," : "", delay);
     }
@@ -149,29 +150,29 @@ void test_runfault_X1_runner_killed_at_random(void **state)
  * why. */
 void test_runfault_X1_guard_killed(void **state)
 {
-    fixture *f = *state;
-    const char *name = rf_U(f, "kill-guard");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "kill-guard");
     char started[4300], script[9000];
     int64_t t0;
     pid_t guard;
     int code;
-    job *j;
+    tt_job *j;
 
-    rf_fpath(f, started, sizeof started, "started");
+    tt_fpath(f, started, sizeof started, "started");
     snprintf(script, sizeof script, TREE, started);
-    START(f, j, "run", name, "--ttl", "2s", "--", "sh", "-c", script);
-    rf_wait_started(f, j, started);
+    TT_START(f, j, "run", name, "--ttl", "2s", "--", "sh", "-c", script);
+    tt_wait_started(f, j, started);
     rf_wait_tree(name);
     guard = rf_wait_guard(j->pid);
     assert_true(guard > 0);
     assert_int_equal(kill(guard, SIGKILL), 0);
     t0 = tu_now_ms();
-    code = rf_finish(f, j, 10000);
+    code = tt_finish(f, j, 10000);
     if (code != 69 || !tu_contains_ci(f->err, "guard"))
         fail_msg("the guard killed: exit %d, want 69 and a message about "
                  "the guard; stderr: %s", code, f->err);
     rf_gone(name, 0, t0, "SIGKILL of the guard");
-    rf_expect_no_row(f, name);
+    tt_expect_no_row(f, name);
 }
 
 /* What a command leaves running when it exits -- a child in its group,
@@ -179,20 +180,20 @@ void test_runfault_X1_guard_killed(void **state)
  * lock is given up; the exit code is the command's. */
 void test_runfault_X1_leftovers_stopped_before_release(void **state)
 {
-    fixture *f = *state;
-    const char *name = rf_U(f, "leftover");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "leftover");
     char started[4300], script[9000];
     int64_t t0;
     int code;
-    job *j;
+    tt_job *j;
 
-    rf_fpath(f, started, sizeof started, "started");
+    tt_fpath(f, started, sizeof started, "started");
     snprintf(script, sizeof script,
              "sleep 300 & setsid sleep 300 & echo $$ > '%s'; exit 4",
              started);
     t0 = tu_now_ms();
-    START(f, j, "run", name, "--ttl", "2s", "--", "sh", "-c", script);
-    code = rf_finish(f, j, 15000);
+    TT_START(f, j, "run", name, "--ttl", "2s", "--", "sh", "-c", script);
+    code = tt_finish(f, j, 15000);
     if (code != 4)
         fail_msg("exit %d, want the command's 4; stderr: %s", code, f->err);
     if (!tu_contains_ci(f->err, "left 2 processes running"))
@@ -200,5 +201,5 @@ void test_runfault_X1_leftovers_stopped_before_release(void **state)
     if (tu_now_ms() - t0 > 8000)
         fail_msg("took %lld ms", (long long)(tu_now_ms() - t0));
     assert_int_equal(rf_job_procs(name, 0, 0), 0);
-    rf_expect_no_row(f, name);
+    tt_expect_no_row(f, name);
 }

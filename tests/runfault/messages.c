@@ -13,6 +13,7 @@
 #include "test_util.h"
 #include "test_run.h"
 #include "test_spawn.h"
+#include "tu_tool.h"
 #include "runfault.h"
 
 /* ------------------------------------------------------------------ */
@@ -25,48 +26,48 @@
  * are a usage error together. */
 void test_runfault_busy_message_and_quiet(void **state)
 {
-    fixture *f = *state;
-    const char *name = rf_U(f, "busy");
-    sqllock_lease *mine = rf_lease_with(f, name, 30000, "cron@web3 nightly");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "busy");
+    sqllock_lease *mine = tt_lease_with(f, name, 30000, "cron@web3 nightly");
     char file[4300], tok[64];
 
-    rf_fpath(f, file, sizeof file, "touched");
+    tt_fpath(f, file, sizeof file, "touched");
     EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK, "hold");
     snprintf(tok, sizeof tok, "token %lld",
              (long long)sqllock_lease_token(mine));
-    EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--", "touch", file);
+    TT_EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--", "touch", file);
     if (strstr(f->err, "holder 'cron@web3 nightly'") == NULL
         || strstr(f->err, tok) == NULL || strstr(f->err, "s left") == NULL)
         fail_msg("the busy message names no holder, token and time left: "
                  "%s", f->err);
     if (strstr(f->err, sqllock_lease_owner(mine)) != NULL)
         fail_msg("the busy message shows the owner id: %s", f->err);
-    EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--quiet", "--", "touch",
-                file);
+    TT_EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--quiet", "--", "touch",
+                   file);
     assert_string_equal(f->err, "");
     assert_string_equal(f->out, "");
-    EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--busy-exit", "0",
-                "--quiet", "--", "touch", file);
+    TT_EXPECT_EXIT(f, 0, "run", name, "--ttl", "5s", "--busy-exit", "0",
+                   "--quiet", "--", "touch", file);
     assert_string_equal(f->err, "");
-    EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--wait", "300ms",
-                "--quiet", "--", "touch", file);
+    TT_EXPECT_EXIT(f, 75, "run", name, "--ttl", "5s", "--wait", "300ms",
+                   "--quiet", "--", "touch", file);
     assert_string_equal(f->err, "");
-    EXPECT_EXIT(f, 75, "acquire", name, "--ttl", "5s", "--quiet");
+    TT_EXPECT_EXIT(f, 75, "acquire", name, "--ttl", "5s", "--quiet");
     assert_string_equal(f->err, "");
     assert_string_equal(f->out, "");
-    EXPECT_EXIT(f, 75, "acquire", name, "--ttl", "5s");
+    TT_EXPECT_EXIT(f, 75, "acquire", name, "--ttl", "5s");
     assert_true(tu_contains_ci(f->err, "held"));
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--quiet", "--verbose",
-                "--", "touch", file);
-    assert_false(rf_file_exists(file));
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--quiet", "--verbose",
+                   "--", "touch", file);
+    assert_false(tt_file_exists(file));
     EXPECT_RC(f->db, sqllock_lease_release(mine), SQLLOCK_OK, "release");
     /* Errors are not quieted. */
-    EXPECT_EXIT(f, 127, "run", name, "--ttl", "5s", "--quiet", "--",
-                "/nonexistent/sqllock-no-such-command");
+    TT_EXPECT_EXIT(f, 127, "run", name, "--ttl", "5s", "--quiet", "--",
+                   "/nonexistent/sqllock-no-such-command");
     assert_true(tu_contains_ci(f->err, "cannot execute"));
-    EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--hold-at-least",
-                "soon", "--", "true");
-    rf_expect_no_row(f, name);
+    TT_EXPECT_EXIT(f, 64, "run", name, "--ttl", "5s", "--hold-at-least",
+                   "soon", "--", "true");
+    tt_expect_no_row(f, name);
 }
 
 /* Fails unless the lines of `err` that contain the `n` texts come in
@@ -98,18 +99,18 @@ static void expect_events(const char *err, const char *const *texts, int n)
  * taken over, the loss between the start and the end. */
 void test_runfault_verbose_events_in_order(void **state)
 {
-    fixture *f = *state;
-    const char *name = rf_U(f, "verbose");
+    tt_fixture *f = *state;
+    const char *name = tt_name(f, "verbose");
     char tokfile[4300], started[4300], script[9000], buf[64], acq[400];
     sqllock_lease *mine;
     int code;
-    job *j;
+    tt_job *j;
 
-    rf_fpath(f, tokfile, sizeof tokfile, "token");
+    tt_fpath(f, tokfile, sizeof tokfile, "token");
     snprintf(script, sizeof script,
              "echo \"$SQLLOCK_TOKEN\" > '%s'; exit 3", tokfile);
-    EXPECT_EXIT(f, 3, "run", name, "--ttl", "5s", "--verbose", "--", "sh",
-                "-c", script);
+    TT_EXPECT_EXIT(f, 3, "run", name, "--ttl", "5s", "--verbose", "--", "sh",
+                   "-c", script);
     tu_read_file(tokfile, buf, sizeof buf);
     buf[strcspn(buf, "\n")] = '\0';
     snprintf(acq, sizeof acq, "acquired lock '%s': token %s", name, buf);
@@ -120,16 +121,16 @@ void test_runfault_verbose_events_in_order(void **state)
         expect_events(f->err, ev, 4);
     }
 
-    rf_fpath(f, started, sizeof started, "started");
+    tt_fpath(f, started, sizeof started, "started");
     snprintf(script, sizeof script, "echo $$ > '%s'; exec sleep 30",
              started);
-    START(f, j, "run", name, "--ttl", "600ms", "--kill-after", "0",
-          "--verbose", "--", "sh", "-c", script);
-    rf_wait_started(f, j, started);
-    rf_delete_row(f, name);
-    mine = rf_lease_for(f, name, 30000);
+    TT_START(f, j, "run", name, "--ttl", "600ms", "--kill-after", "0",
+             "--verbose", "--", "sh", "-c", script);
+    tt_wait_started(f, j, started);
+    tt_delete_row(f, name);
+    mine = tt_lease_for(f, name, 30000);
     EXPECT_RC(f->db, sqllock_lease_try_acquire(mine), SQLLOCK_OK, "take");
-    code = rf_finish(f, j, 15000);
+    code = tt_finish(f, j, 15000);
     if (code != 76)
         fail_msg("exit %d, want 76; stderr: %s", code, f->err);
     {

@@ -1,11 +1,13 @@
 /*
  * runfault.h -- what the groups of test_runfault share: the bounds, the
- * process tree a command starts, the job and the fixture, the macros that
- * run the tool, and the helpers for names, files, the job's processes,
- * the tool, leases and rows (runfault/common.c); and the cases of each
- * group, for main() (tests/test_runfault.c).
+ * process tree a command starts, the helpers for the job's processes,
+ * the guard and the C3 cases' own server (runfault/common.c); and the
+ * cases of each group, for main() (tests/test_runfault.c). The fixture,
+ * the jobs, running the tool, names, files, leases and rows are
+ * tests/harness/tu_tool.h's.
  *
- * Include after cmocka.h, test_util.h, test_run.h and test_spawn.h.
+ * Include after cmocka.h, test_util.h, test_run.h, test_spawn.h and
+ * tu_tool.h.
  */
 #ifndef SQLLOCK_TEST_RUNFAULT_H
 #define SQLLOCK_TEST_RUNFAULT_H
@@ -17,11 +19,6 @@
 #error "SQLLOCK_CLI_PATH must name the built sqllock tool"
 #endif
 
-#define MAX_ARGS 40
-#define MAX_JOBS 8
-/* How long a command may take to start: the tool connects first, and
- * under sanitizers everything is slow. */
-#define START_MS 20000
 /* The bound on the time from the runner's death to the end of the last
  * process of its job (measured times are printed; they are a few ms). */
 #define GONE_MS 3000
@@ -34,49 +31,9 @@
              "echo $$ > '%s'; wait"
 #define TREE_PROCS 7
 
-typedef struct job {
-    pid_t pid;                 /* the tool; 0 once reaped */
-    pid_t cmd;                 /* the command's shell, once it started */
-    char out[4300];
-    char err[4300];
-} job;
-
-typedef struct fixture {
-    char *dir;
-    sqllock_db *db;
-    const tu_sql *sql;
-    char out[16384];
-    char err[16384];
-    char names[16][300];
-    unsigned next_name;
-    unsigned next_file;
-    job jobs[MAX_JOBS];
-    sqllock_lease *leases[4];
-} fixture;
-
-#define EXPECT_EXIT(f, want, ...)                                              \
-    do {                                                                       \
-        const char *const args_[] = { __VA_ARGS__, NULL };                     \
-        int got_ = rf_run_tool((f), args_);                                    \
-        if (got_ != (want))                                                    \
-            fail_msg("sqllock %s %s ...: exit %d, want %d\nstdout: %s\n"       \
-                     "stderr: %s", args_[0], args_[1], got_, (want), (f)->out, \
-                     (f)->err);                                                \
-    } while (0)
-
-#define START(f, j, ...)                                                       \
-    do {                                                                       \
-        const char *const args_[] = { __VA_ARGS__, NULL };                     \
-        (j) = rf_start_tool((f), args_);                                       \
-    } while (0)
-
-
 /* runfault/common.c */
 extern const char *g_url;       /* the URL the current group runs on */
 extern int64_t g_worst_ms;      /* the slowest end of a job, for the log */
-const char *rf_U(fixture *f, const char *tail);
-void rf_fpath(fixture *f, char *buf, size_t size, const char *what);
-int rf_file_exists(const char *path);
 void rf_touch(const char *path);
 int rf_job_procs(const char *name, int prefix, int kill_them);
 pid_t rf_find_guard(pid_t runner);
@@ -87,18 +44,8 @@ pid_t rf_find_guard(pid_t runner);
 pid_t rf_wait_guard(pid_t runner);
 int64_t rf_gone(const char *name, pid_t guard, int64_t t0,
                 const char *when);
-job *rf_start_tool(fixture *f, const char *const *args);
-int rf_finish(fixture *f, job *j, int64_t ms);
-int rf_run_tool(fixture *f, const char *const *args);
-pid_t rf_wait_started(fixture *f, job *j, const char *path);
-void rf_wait_stderr(fixture *f, job *j, const char *text);
+void rf_wait_stderr(tt_fixture *f, tt_job *j, const char *text);
 void rf_wait_tree(const char *name);
-sqllock_lease *rf_lease_with(fixture *f, const char *name,
-                             int64_t ttl_ms, const char *holder);
-sqllock_lease *rf_lease_for(fixture *f, const char *name, int64_t ttl_ms);
-void rf_row_of(fixture *f, const char *name, tu_row *r);
-void rf_expect_no_row(fixture *f, const char *name);
-void rf_delete_row(fixture *f, const char *name);
 int rf_setup(void **state);
 int rf_teardown(void **state);
 
@@ -125,7 +72,7 @@ void rf_wait_file(const char *path, int64_t ms);
 int64_t rf_take_after_restart(const char *name, int64_t backoff_max_ms);
 /* The group's own handle died with the server: its leases are freed and
  * it is opened again. */
-void rf_reopen(fixture *f);
+void rf_reopen(tt_fixture *f);
 
 /* runfault/killed.c: the runner or its guard killed (X1) */
 void test_runfault_X1_runner_killed_while_command_runs(void **state);
