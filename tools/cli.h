@@ -304,6 +304,10 @@ void cli_print_cell(const char *text, size_t width);
 int cli_text_ok(const char *text, size_t len);
 void cli_print_json_string(const char *text);
 void cli_format_left(char *buf, size_t size, int64_t remaining_ms);
+/* A span of time: "0.4s", "29.8s", "4m05s", "2h10m" (a negative one as
+ * 0); tenths are cut, not rounded, so a lease never looks longer than it
+ * is. */
+void cli_format_span(char *buf, size_t size, int64_t ms);
 
 /* The run history and the operator's commands (ops.c). */
 #define CLI_HISTORY_MAX 20

@@ -271,16 +271,21 @@ int cli_guard_signal_tree(pid_t root, int sig)
  * (SIGPIPE is ignored here), and that is all right. */
 static void tell(guard *g, int op, int arg, int64_t value)
 {
+    cli_guard_send(g->sts, op, arg, value);
+}
+
+void cli_guard_send(int fd, int op, int arg, int64_t value)
+{
     cli_guard_msg m;
     ssize_t n;
 
-    if (g->sts < 0)
+    if (fd < 0)
         return;
     m.op = op;
     m.arg = arg;
     m.value = value;
     do
-        n = write(g->sts, &m, sizeof m);
+        n = write(fd, &m, sizeof m);
     while (n < 0 && errno == EINTR);
 }
 

@@ -79,5 +79,9 @@ int cli_guard_signal_tree(pid_t root, int sig);
 /* The current time of CLOCK_MONOTONIC in microseconds, the clock of the
  * library's local deadlines. */
 int64_t cli_guard_now_us(void);
+/* Writes one message to the pipe `fd` (nothing when fd < 0), again after
+ * EINTR; a whole message is one write, never split. A pipe whose reader
+ * is gone or stopped costs the message, never the writer. */
+void cli_guard_send(int fd, int op, int arg, int64_t value);
 
 #endif /* SQLLOCK_GUARD_H */

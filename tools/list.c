@@ -205,10 +205,10 @@ void cli_print_cell(const char *text, size_t width)
         putchar(' ');
 }
 
-/* Formats a remaining time: "29.8s", "4m05s", "2h10m"; tenths are cut,
- * not rounded, so a lease never looks longer than it is. */
-static void format_span(char *buf, size_t size, int64_t ms)
+void cli_format_span(char *buf, size_t size, int64_t ms)
 {
+    if (ms < 0)
+        ms = 0;
     if (ms < 60000)
         snprintf(buf, size, "%" PRId64 ".%" PRId64 "s", ms / 1000,
                  ms % 1000 / 100);
@@ -225,9 +225,9 @@ void cli_format_left(char *buf, size_t size, int64_t remaining_ms)
     char span[32];
 
     if (remaining_ms >= 0) {
-        format_span(buf, size, remaining_ms);
+        cli_format_span(buf, size, remaining_ms);
     } else {
-        format_span(span, sizeof span,
+        cli_format_span(span, sizeof span,
                     remaining_ms == INT64_MIN ? INT64_MAX : -remaining_ms);
         snprintf(buf, size, "expired %s ago", span);
     }

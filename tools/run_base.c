@@ -54,17 +54,7 @@ void run_wall_time(char *buf, size_t size, int64_t mono_us)
  * rounded (as `list` shows them). */
 const char *run_span(char *buf, size_t size, int64_t ms)
 {
-    if (ms < 0)
-        ms = 0;
-    if (ms < 60000)
-        snprintf(buf, size, "%" PRId64 ".%" PRId64 "s", ms / 1000,
-                 ms % 1000 / 100);
-    else if (ms < 3600000)
-        snprintf(buf, size, "%" PRId64 "m%02" PRId64 "s", ms / 60000,
-                 ms % 60000 / 1000);
-    else
-        snprintf(buf, size, "%" PRId64 "h%02" PRId64 "m", ms / 3600000,
-                 ms % 3600000 / 60000);
+    cli_format_span(buf, size, ms);
     return buf;
 }
 
@@ -119,17 +109,7 @@ void run_wake_write(int fd, unsigned char b)
  * supervisor. */
 void run_to_guard(run_state *st, int op, int arg, int64_t value)
 {
-    cli_guard_msg m;
-    ssize_t n;
-
-    if (st->ctl < 0)
-        return;
-    m.op = op;
-    m.arg = arg;
-    m.value = value;
-    do
-        n = write(st->ctl, &m, sizeof m);
-    while (n < 0 && errno == EINTR);
+    cli_guard_send(st->ctl, op, arg, value);
 }
 
 /* The pause before the next try of a statement that could not reach the
