@@ -1,13 +1,14 @@
 /*
- * guard.c -- guarding the application's own writes (DESIGN G1).
+ * guard.c -- the text that guards the application's own writes (DESIGN
+ * G1).
  *
  * A guard is a boolean SQL expression that an application puts in the
  * WHERE of its own write: true while the lease (name, token) is held by
  * the server's clock at the time it is evaluated, and it keeps the lease
  * row from being taken over until the write's transaction ends. Its text
- * is each dialect's LEASE_GUARD (driver version 4, in the driver's SQL
+ * is each dialect's LEASE_GUARD (in the driver's SQL
  * file, DESIGN D1); the core only rewrites its placeholders into the
- * style of the application's client library, and puts it into the
+ * style of the application's client library; table.c puts it into the
  * UPDATE of sqllock_table_guarded_update(). No value is ever pasted into
  * the text (D3): the application binds the name and the token.
  */
@@ -95,10 +96,10 @@ int sqllock__guard_text(sqllock_db *db, int style, int first, char *out,
 
     if (len != NULL)
         *len = 0;
-    if (sql == NULL || sql->text == NULL)
+    if (sql == NULL)
         return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "the %s driver has "
-                             "no lease guard (it was built against an "
-                             "sqllock_driver.h older than version 4)",
+                             "no lease guard (its dialect has no "
+                             "LEASE_GUARD)",
                              db->drv->name);
     args = sql->args != NULL ? sql->args : "12";
     for (s = sql->text; *s != '\0';) {
@@ -177,95 +178,4 @@ int sqllock_guard_sql(sqllock_db *db, const char *name, int64_t token,
         return sqllock__fail(db, SQLLOCK_EINVAL, "the buffer is NULL");
     rc = sqllock__guard_text(db, style, first, buf, size, len);
     return rc == SQLLOCK_OK ? sqllock__ok(db) : rc;
-}
-
-/* After a guarded update matched nothing: LOST when the guard no longer
- * holds, else what the row says (sqllock__fence_verdict(), or the key's
- * row alone without a fence). The update has decided; this only reads. */
-static int guard_verdict(sqllock_db *db, const sqllock_table *t,
-                         const sqllock_cell *key, const char *fence,
-                         const char *name, int64_t token)
-{
-    char sql[SQLLOCK_GUARD_SQL_MAX + 64], guard[SQLLOCK_GUARD_SQL_MAX];
-    sqllock_value args[2];
-    sqllock_stmt *st = NULL;
-    int64_t held = 0;
-    int style, has_row = 0, rc;
-
-    style = db->drv->dialect->placeholder == SQLLOCK_PLACEHOLDER_DOLLAR
-                ? SQLLOCK_PARAM_DOLLAR : SQLLOCK_PARAM_QMARK;
-    rc = sqllock__guard_text(db, style, 1, guard, sizeof guard, NULL);
-    if (rc != SQLLOCK_OK)
-        return rc;
-    snprintf(sql, sizeof sql, "SELECT CASE WHEN %s THEN 1 ELSE 0 END", guard);
-    args[0] = sqllock__text(name);
-    args[1] = sqllock__int(token);
-    rc = sqllock__txn_check(db, "reading the lease");
-    if (rc == SQLLOCK_OK)
-        rc = sqllock__run_dyn(db, sql, args, 2, "reading the lease", &st);
-    if (rc == SQLLOCK_OK) {
-        rc = sqllock__fetch_dyn(db, st, &has_row, "reading the lease");
-        if (rc == SQLLOCK_OK && has_row)
-            held = db->drv->column_int64(st, 0);
-        if (rc == SQLLOCK_OK)
-            db->drv->reset(st);
-    }
-    if (rc != SQLLOCK_OK)
-        return sqllock__txn_failed(db, rc);
-    if (held != 1)
-        return sqllock__fail(db, SQLLOCK_LOST, "guarded update of '%s' "
-                             "refused: lease '%s' with token %lld is no "
-                             "longer held (taken over, expired by the "
-                             "server's clock, released or reaped)", t->table,
-                             name, (long long)token);
-    if (fence != NULL)
-        return sqllock__fence_verdict(db, t, key, fence, token);
-    {
-        sqllock_table probe = { t->table, t->key_column, t->key_column };
-        rc = sqllock_table_get(db, &probe, key, NULL, 0, NULL, NULL);
-    }
-    if (rc != SQLLOCK_OK)
-        return rc;
-    return sqllock__fail(db, SQLLOCK_CONFLICT, "guarded update of '%s': the "
-                         "lease is held but a condition failed%s", t->table,
-                         t->version_column != NULL ? " (or the version is at "
-                         "its largest value)" : "");
-}
-
-int sqllock_table_guarded_update(sqllock_db *db, const sqllock_lease *lease,
-                                 const sqllock_table *t,
-                                 const sqllock_cell *key,
-                                 const char *fence_column,
-                                 const sqllock_cell *sets, int nsets,
-                                 const sqllock_cell *conds, int nconds)
-{
-    sqllock__write_check w = { -1, NULL, 0, NULL };
-    int rc;
-
-    if (db == NULL)
-        return SQLLOCK_EINVAL;
-    if (db->drv == NULL)
-        return sqllock__fail(db, SQLLOCK_EMISUSE, "the handle has no driver "
-                             "(its open failed)");
-    if (lease == NULL)
-        return sqllock__fail(db, SQLLOCK_EINVAL, "the lease is NULL");
-    if (lease->count == 0)
-        return sqllock__fail(db, SQLLOCK_ENOTHELD, "guarded update: lease "
-                             "'%s' is not held by its handle", lease->name);
-    if (lease->flags & SQLLOCK_LEASE_FAST)
-        return sqllock__fail(db, SQLLOCK_EINVAL, "guarded update: lease '%s' "
-                             "is in fast mode, which has no fencing token "
-                             "and cannot guard", lease->name);
-    if (fence_column != NULL &&
-        (rc = sqllock__check_ident(db, fence_column, 0, "fence column")) !=
-            SQLLOCK_OK)
-        return rc;
-    w.fence = fence_column;
-    w.token = lease->token;
-    w.guard_name = lease->name;
-    rc = sqllock__table_write(db, t, key, &w, sets, nsets, conds, nconds);
-    if (rc == SQLLOCK_CONFLICT)
-        rc = guard_verdict(db, t, key, fence_column, lease->name,
-                           lease->token);
-    return rc;
 }

@@ -39,11 +39,12 @@ struct sqllock_db {
     int begin_pending;         /* a row-lock transaction is begun but its
                                   BEGIN not sent: it goes with the next
                                   statement, in the same round trip
-                                  (driver version 10, execute_begin()) */
+                                  (the driver's execute_txn()) */
     int64_t lock_timeout_ms;   /* last TXN_LOCK_TIMEOUT sent on this
                                   connection; -1 when unknown */
     sqllock_connect_params params;
     struct sqllock__renewer *renewer; /* watchdog thread (watch.c), or NULL */
+    const struct sqllock__renewer_ops *renewer_ops; /* set with it */
     char *url;                 /* the URL as given, for reconnects */
     char *url_redacted;        /* the URL with any password hidden */
     char *secrets;             /* sqllock__url_secrets(url), for messages */
@@ -122,6 +123,22 @@ struct sqllock_lease {
  * SQLLOCK_OK (core/db.c). */
 int sqllock__refuse_borrowed(sqllock_db *db, const char *what);
 
+/* The handle's connection (core/db.c). sqllock__connected() makes sure
+ * there is one, connecting again after a loss (never a borrowed one);
+ * sqllock__connect() connects now; sqllock__drop_connection() closes it
+ * and its statements. sqllock__db_error() records a database error on the
+ * handle and drops a broken connection, so that the next call connects
+ * again; it returns the status. */
+int sqllock__connected(sqllock_db *db);
+int sqllock__connect(sqllock_db *db);
+void sqllock__drop_connection(sqllock_db *db);
+int sqllock__db_error(sqllock_db *db, const sqllock_dberr *err,
+                      const char *what);
+/* The largest client-side bound a handle takes, in ms: an int64 of
+ * milliseconds far beyond any real wait would overflow the deadlines the
+ * drivers compute. */
+#define SQLLOCK__MAX_TIMEOUT_MS ((int64_t)1000 * 86400 * 365 * 100)
+
 /* Errors (core/error.c). Sets the handle's status and message (printf
  * style; cut safely to fit; CR and LF removed) and returns the status. */
 int sqllock__fail(sqllock_db *db, int status, const char *fmt, ...)
@@ -145,6 +162,9 @@ void sqllock__vformat(char *buf, size_t size, const char *fmt, va_list ap);
 int sqllock__url_parse(const char *text, sqllock_url **out, char *why,
                        size_t why_size);
 void sqllock__url_free(sqllock_url *url);
+/* The value of one hex digit, or -1 (core/url.c; redact.c decodes with
+ * it too). */
+int sqllock__hexval(int c);
 /* The URL with every secret replaced by "***": the user info's password
  * (up to the last '@'), the values of password=-like parameters, and the
  * value of every query parameter that is not public (names are kept).
@@ -192,21 +212,27 @@ int sqllock__connect_hosts(sqllock_db *db, const sqllock_url *url,
 /* Registry (core/registry.c). 1 if `scheme` names a driver sqllock ships,
  * built in or not. */
 int sqllock__scheme_known(const char *scheme);
+/* The oldest driver version registered: 14, the counted statement table
+ * (sqllock_driver.h). */
+#define SQLLOCK_DRIVER_VERSION_MIN 14
+/* The version of the driver refused for `scheme` (its name copied to
+ * `name`), or 0 when none was. */
+int sqllock__scheme_refused(const char *scheme, char *name, size_t size);
 void sqllock__register_builtin(void);
 
-/* Statements (core/db.c). Runs the dialect's statement `id` with the core
+/* Statements (core/stmt.c). Runs the dialect's statement `id` with the core
  * arguments `args`, prepared once per connection; the result is left open
  * for sqllock__fetch() and must be ended with sqllock__end(). */
 int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
                  int nargs, const char *what);
-/* The dialect's statement `id`, or NULL when the driver's version is too
- * old to have it. */
+/* The dialect's statement `id`, or NULL when the dialect has none (a NULL
+ * text, or a table that ends before it). */
 const sqllock_sql *sqllock__sql_of(const sqllock_driver *drv, sqllock_sql_id id);
 int sqllock__fetch(sqllock_db *db, sqllock_sql_id id, int *has_row,
                    const char *what);
 void sqllock__end(sqllock_db *db, sqllock_sql_id id);
 
-/* Transactions on the handle's connection (core/db.c). rollback keeps
+/* Transactions on the handle's connection (core/stmt.c). rollback keeps
  * the handle's current error and only drops a broken connection. */
 /* Statements the core has sent, all handles together: one per execute,
  * begin, commit and rollback (a prepare, once per connection, is not
@@ -215,7 +241,7 @@ extern _Atomic uint64_t sqllock__statements_sent;
 int sqllock__begin(sqllock_db *db, const char *what);
 /* Whether a BEGIN can wait for the next statement (sqllock__run(),
  * sqllock__run_dyn()) and go in its round trip, db->begin_pending: the
- * driver has execute_begin() (version 10), and the connection is the
+ * driver has execute_txn(), and the connection is the
  * library's own. */
 int sqllock__can_defer_begin(const sqllock_db *db);
 /* Runs `sql` (cached as sqllock__run_dyn() caches it) as the last
@@ -242,11 +268,63 @@ void sqllock__rollback(sqllock_db *db);
  * failed, and its later calls are refused; returns `status`. */
 int sqllock__txn_check(sqllock_db *db, const char *what);
 int sqllock__txn_failed(sqllock_db *db, int status);
+/* A row-lock transaction (core/txn.c); its state is read by the
+ * statement layer below it. */
+enum sqllock__txn_state {
+    TXN_PENDING,      /* nothing sent yet (SQLite: BEGIN IMMEDIATE not run) */
+    TXN_OPEN,
+    TXN_FAILED,       /* rolled back after a failure (R7); the handle's
+                         transaction until rolled back or freed */
+    TXN_OVER
+};
+struct sqllock_txn {
+    sqllock_db *db;
+    enum sqllock__txn_state state;
+    int joined;       /* the application's transaction (sqllock_txn_join()):
+                         nothing begins, commits or rolls it back here */
+    int64_t saved_timeout_ms; /* a borrowed connection's own row-lock wait,
+                                 put back when the txn ends; -1 unread */
+    int64_t lock_timeout_ms;
+    int ended_by;     /* the status that ended it early, or SQLLOCK_OK */
+    char why[SQLLOCK__ERRMSG_MAX];  /* TXN_FAILED: that failure's message */
+};
+/* 1 while the handle's sqllock_txn has sent nothing yet: no database
+ * transaction is open, so the connection may be replaced. */
+static inline int sqllock__txn_pending(const sqllock_db *db)
+{
+    return db->txn != NULL && db->txn->state == TXN_PENDING;
+}
 /* 1 when the handle's transaction has failed (R7). */
-/* 1 while the handle's sqllock_txn has sent nothing yet (core/txn.c):
- * no database transaction is open, so the connection may be replaced. */
-int sqllock__txn_pending(const sqllock_db *db);
-int sqllock__txn_is_failed(const sqllock_db *db);
+static inline int sqllock__txn_is_failed(const sqllock_db *db)
+{
+    return db->txn != NULL && db->txn->state == TXN_FAILED;
+}
+/* For the row locks of a transaction (core/txn_lock.c), from its life
+ * (core/txn.c): sqllock__txn_check_open() refuses a call in a failed or
+ * ended transaction; sqllock__txn_start() begins it (SQLite: takes the
+ * write lock, waiting as `mode` says; *taken 0 when SKIP LOCKED found the
+ * database busy); sqllock__txn_set_lock_timeout() sets the row-lock wait
+ * when it changes; sqllock__txn_ends() says whether a status may have
+ * ended the database's transaction, and sqllock__txn_end_failed() then
+ * rolls it back and fails the sqllock_txn (R7), returning `status`. */
+int sqllock__txn_check_open(sqllock_txn *t, const char *what);
+int sqllock__txn_start(sqllock_txn *t, sqllock_lock_mode mode, int *taken);
+int sqllock__txn_set_lock_timeout(sqllock_txn *t, int64_t ms);
+int sqllock__txn_ends(int status);
+int sqllock__txn_end_failed(sqllock_txn *t, int status);
+/* sqllock__run(), sqllock__fetch(), sqllock__run_dyn() and
+ * sqllock__fetch_dyn() inside the handle's row-lock transaction, if one
+ * is open: refused in a failed one, and failing it when the statement's
+ * failure ended it (R7). */
+int sqllock__txn_run(sqllock_db *db, sqllock_sql_id id,
+                     const sqllock_value *args, int nargs, const char *what);
+int sqllock__txn_fetch(sqllock_db *db, sqllock_sql_id id, int *has_row,
+                       const char *what);
+int sqllock__txn_run_dyn(sqllock_db *db, const char *sql,
+                         const sqllock_value *args, int nargs,
+                         const char *what, sqllock_stmt **out);
+int sqllock__txn_fetch_dyn(sqllock_db *db, sqllock_stmt *st, int *has_row,
+                           const char *what);
 /* *in_txn = 1 when the handle's statements run inside a transaction: a
  * sqllock_txn on it (begun or joined), or, on a borrowed connection, the
  * application's own (the driver's answer, no round trip). */
@@ -272,11 +350,11 @@ int sqllock__exec_sql(sqllock_db *db, const char *sql,
                       const sqllock_value *args, int nargs, int *has_row,
                       int64_t *first, int64_t *affected);
 
-/* Notifications (core/db.c), for drivers with SQLLOCK_CAP_NOTIFY. They
+/* Notifications (core/notify.c), for drivers with SQLLOCK_CAP_NOTIFY. They
  * leave the handle's message alone and drop a broken connection. */
 int sqllock__can_notify(const sqllock_db *db);
 /* *usable = 1 when the connection (opened now if need be) can carry
- * session-lock wake-ups (the version-7 statements, sqllock_driver.h),
+ * session-lock wake-ups (LEASE_ACQUIRE_WAKE and the rest, sqllock_driver.h),
  * else 0. Fails only when the connection cannot be opened (that status,
  * the handle's message set), so that a caller does not wait for a second
  * connect timeout in its own statement. */
@@ -316,13 +394,17 @@ typedef void sqllock__backoff_hook(const char *name, int64_t sleep_ms,
                                    int listening);
 extern sqllock__backoff_hook *_Atomic sqllock__on_backoff;
 
-/* The watchdog (core/watch.c). */
+/* The watchdog (core/watch.c). The handle and its leases, below it, reach
+ * a handle's renewer only through these, which watch.c sets on the handle
+ * (db->renewer_ops) with the renewer when the first watch starts it. */
 struct sqllock__renewer;
-/* Stops and joins the handle's renewer, unwatching every lease. */
-void sqllock__renewer_free(struct sqllock__renewer *r);
-/* Removes `lease` from the renewer's list, waiting for a renewal or a
- * callback of it in progress. */
-void sqllock__renewer_forget(struct sqllock__renewer *r, sqllock_lease *lease);
+typedef struct sqllock__renewer_ops {
+    /* Stops and joins the renewer, unwatching every lease. */
+    void (*free)(struct sqllock__renewer *r);
+    /* Removes `lease` from the renewer's list, waiting for a renewal or
+     * a callback of it in progress. */
+    void (*forget)(struct sqllock__renewer *r, sqllock_lease *lease);
+} sqllock__renewer_ops;
 /* Renews the lease named by (name, owner, token) on `db`: *affected is 1
  * when it was still ours, 0 when lost (core/lease.c). `fast`: with the
  * asynchronous commit of SQLLOCK_LEASE_FAST. */
@@ -339,6 +421,8 @@ int64_t sqllock__lease_deadline(const sqllock_lease *l);
  * lease_many.c). */
 /* The handle no longer holds: renewal stops first (L7). */
 void sqllock__lease_forget(sqllock_lease *l);
+/* Takes the lease off its handle's renewer, if watched (core/lease.c). */
+void sqllock__lease_unwatch(sqllock_lease *l);
 /* A fresh random owner id in l->owner. */
 int sqllock__lease_new_owner(sqllock_lease *l);
 /* The acquire's statements in the caller's transaction (no RETURNING):
@@ -450,20 +534,34 @@ int sqllock__lease_try(sqllock_lease *l);
  * is sqllock_lease_try_acquire() without a fair lease's look at its
  * queue; sqllock__fair_try and sqllock__fair_acquire are the fair
  * lease's try and waiting acquire (arguments already checked). */
+/* The grant of l's row, once (core/lease_grant.c): SQLLOCK_OK with the
+ * lease held, SQLLOCK_BUSY, or the statement's failure. */
+int sqllock__lease_insert(sqllock_lease *l);
 int sqllock__lease_try_plain(sqllock_lease *l);
 int sqllock__fair_try(sqllock_lease *l);
 int sqllock__fair_acquire(sqllock_lease *l, int64_t wait_ms);
 
-/* Value constructors. */
+/* Value constructors (core/stmt.c). sqllock__cell() is the value of one
+ * of the application's cells; sqllock__cells() those of cells[0..n), in
+ * stack[0..nstack) when they fit, else in a block of their own, which the
+ * caller frees when *out is not stack (*out is NULL for n == 0). */
 sqllock_value sqllock__int(int64_t v);
 sqllock_value sqllock__text(const char *s);
+sqllock_value sqllock__cell(const sqllock_cell *c);
+int sqllock__cells(sqllock_db *db, const sqllock_cell *cells, int n,
+                   sqllock_value *stack, int nstack, sqllock_value **out);
 
+/* The caller's input (core/check.c). A handle: SQLLOCK_EINVAL for NULL,
+ * SQLLOCK_EMISUSE, saying so, when its open failed. */
+int sqllock__check_db(sqllock_db *db);
 /* Lock names and record keys: 1..SQLLOCK_NAME_MAX bytes of valid UTF-8
- * without control characters (core/lease.c). `what` is "lock name" or
- * "record key" for the message. */
+ * without control characters. `what` is "lock name" or "record key" for
+ * the message. */
 int sqllock__check_name(sqllock_db *db, const char *name, const char *what);
+/* The version a versioned write expects: 1..INT64_MAX - 1. */
+int sqllock__check_version(sqllock_db *db, int64_t expected);
 
-/* sqllock_record_get(), _create() and _cas() (core/versioned.c) for a
+/* sqllock_record_get(), _create() and _cas() (core/record.c) for a
  * key the caller has checked: the library's own records, under derived
  * names (below), which sqllock__check_name() refuses. */
 int sqllock__record_get(sqllock_db *db, const char *key, void **value,
@@ -474,7 +572,7 @@ int sqllock__record_cas(sqllock_db *db, const char *key, int64_t expected,
                         const void *value, size_t len, int64_t *new_version);
 
 /*
- * Derived names (core/lease.c). A semaphore, a shared lock, a fair queue
+ * Derived names (core/check.c). A semaphore, a shared lock, a fair queue
  * or an election named NAME keeps its rows in the lease table under
  * names NAME + SQLLOCK__SEP + tag: the separator is a control character,
  * which no name a user gives may contain, so a derived name never meets
@@ -502,10 +600,10 @@ void sqllock__derived_range(const char *base, char *lo, char *hi);
 int sqllock__lease_new_derived(sqllock_db *db, const char *derived,
                                const sqllock_lease_options *opts,
                                sqllock_lease **out);
-/* The lease rows with lo <= name < hi (LEASE_RANGE, driver version 11;
- * SQLLOCK_EUNSUPPORTED before), expired ones included (remaining_ms <= 0),
+/* The lease rows with lo <= name < hi (LEASE_RANGE;
+ * SQLLOCK_EUNSUPPORTED without it), expired ones included (remaining_ms <= 0),
  * each handed to `cb` (its texts live until cb returns) until it returns
- * non-zero, which is then returned (core/db.c). */
+ * non-zero, which is then returned (core/rows.c). */
 int sqllock__lease_range(sqllock_db *db, const char *lo, const char *hi,
                          int (*cb)(void *ctx, const sqllock_lease_info *),
                          void *ctx, const char *what);
@@ -518,36 +616,29 @@ int sqllock__lease_get(sqllock_db *db, const char *name,
                        char buf[SQLLOCK__LEASE_GET_BUF], int *found,
                        const char *what);
 
-/* Identifiers of the application's tables (core/versioned.c):
- * [A-Za-z_][A-Za-z0-9_]*, at most 63 bytes, "schema.table" when
- * `qualified`. */
+/* Identifiers of the application's tables (core/check.c):
+ * [A-Za-z_][A-Za-z0-9_]*, at most SQLLOCK__IDENT_MAX bytes,
+ * "schema.table" when `qualified`. */
+#define SQLLOCK__IDENT_MAX 63
 int sqllock__check_ident(sqllock_db *db, const char *s, int qualified,
                          const char *what);
-/* What a write on an application table checks besides its conditions
- * (core/versioned.c). */
-typedef struct sqllock__write_check {
-    int64_t expected;          /* the version; < 0: no version check */
-    const char *fence;         /* the fence column, or NULL: no fence */
-    int64_t token;             /* with a fence or a guard: the token */
-    const char *guard_name;    /* the lease name of the guard (G1), or
-                                  NULL: no guard */
-} sqllock__write_check;
-/* UPDATE t SET <sets>, [fence = ?,] [v = v + 1] WHERE k = ? [AND v = ?]
- * [AND COALESCE(fence, 0) <= ?] AND <conds> [AND <guard>], checked and
- * run inside the handle's row-lock transaction if one is open (R7).
- * SQLLOCK_OK, SQLLOCK_CONFLICT when no row matched, or an error. */
-int sqllock__table_write(sqllock_db *db, const sqllock_table *t,
-                         const sqllock_cell *key,
-                         const sqllock__write_check *w,
-                         const sqllock_cell *sets, int nsets,
-                         const sqllock_cell *conds, int nconds);
-/* After a fenced write matched nothing: SQLLOCK_LOST when the row's fence
- * holds a larger token than `token`, SQLLOCK_CONFLICT when not,
- * SQLLOCK_NOTFOUND without a row, with the message set. */
-int sqllock__fence_verdict(sqllock_db *db, const sqllock_table *t,
-                           const sqllock_cell *key, const char *fence,
-                           int64_t token);
 
+/* SQL on the application's tables, built at run time (core/sqlbuild.c):
+ * text appended, identifiers quoted, placeholders numbered as the
+ * dialect writes them; `overflow` is set once text did not fit. */
+#define SQLLOCK__SQL_MAX 2048
+typedef struct sqllock__sqlbuf {
+    const sqllock_dialect *d;
+    char text[SQLLOCK__SQL_MAX];
+    size_t len;
+    int nph;
+    int overflow;
+} sqllock__sqlbuf;
+void sqllock__sb_add(sqllock__sqlbuf *b, const char *s);
+/* A validated identifier, quoted; "schema.table" becomes
+ * "schema"."table". */
+void sqllock__sb_ident(sqllock__sqlbuf *b, const char *ident);
+void sqllock__sb_placeholder(sqllock__sqlbuf *b);
 /* The guard (core/guard.c, contract G1): the dialect's LEASE_GUARD text
  * with its placeholders written in `style` (SQLLOCK_PARAM_*), numbered
  * from `first` where the style numbers them, into out[size]; *len (when
@@ -557,7 +648,8 @@ int sqllock__guard_text(sqllock_db *db, int style, int first, char *out,
                         size_t size, size_t *len);
 
 /* Builds SELECT key FROM table WHERE key = <placeholder><suffix> with the
- * dialect's quoting, for a table whose identifiers were checked. */
+ * dialect's quoting, for a table whose identifiers were checked
+ * (core/sqlbuild.c). */
 int sqllock__sql_select_key(sqllock_db *db, const sqllock_table *t,
                             const char *suffix, char *out, size_t size);
 

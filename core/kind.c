@@ -92,14 +92,14 @@ int sqllock__kind_mark(sqllock_db *db, const char *base, int kind)
         if (rc == SQLLOCK_EUNSUPPORTED) {
             char why[SQLLOCK__ERRMSG_MAX];
 
-            /* A driver older than LEASE_RANGE (version 11): N1 cannot
-             * be kept, so the primitive is not used. */
+            /* A dialect without LEASE_RANGE: N1 cannot be kept, so
+             * the primitive is not used. */
             memcpy(why, db->errmsg, sizeof why);
             return sqllock__fail(db, rc, "%s '%s': its check that the "
                                  "name is no other kind of lock (contract "
                                  "N1) reads the name's row, which needs "
-                                 "driver version 11 (%s)", kinds[kind].name,
-                                 base, why);
+                                 "the statement LEASE_RANGE (%s)",
+                                 kinds[kind].name, base, why);
         }
         if (rc != SQLLOCK_OK)
             return rc;

@@ -208,7 +208,7 @@ int sqllock__fair_acquire(sqllock_lease *l, int64_t wait_ms)
     int rc, target = -1, t;
 
     if (l->count > 0 || wait_ms == 0)
-        return sqllock_lease_try_acquire(l);
+        return sqllock__kind_busy(l, sqllock__fair_try(l), NULL);
     /* No queue: an ordinary try, as any other waiter's first; a name
      * found held is read, to tell a kind marker from a holder (N1). */
     rc = sqllock__kind_busy(l, sqllock__fair_try(l), &kind_next);

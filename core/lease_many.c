@@ -67,7 +67,7 @@ static int many_check(sqllock_db *db, sqllock_lease *const *leases, int n,
  */
 /*
  * The same attempt in one round trip, where the dialect has a routine
- * for it (LEASE_ACQUIRE_MANY, sqllock_driver.h version 9) and the
+ * for it (LEASE_ACQUIRE_MANY, sqllock_driver.h) and the
  * leases share their ttl and holder text (the routine takes one of
  * each). SQLLOCK_ENOSCHEMA or SQLLOCK_EPERM: not installed or not
  * allowed, nothing changed; the caller uses the transaction.
@@ -156,7 +156,7 @@ static int many_routine_fits(sqllock_db *db, sqllock_lease **s, int n)
                                              SQLLOCK_SQL_LEASE_ACQUIRE_MANY);
     int i;
 
-    if (sql == NULL || sql->text == NULL || db->no_many_routine)
+    if (sql == NULL || db->no_many_routine)
         return 0;
     for (i = 1; i < n; i++)
         if (s[i]->ttl_ms != s[0]->ttl_ms ||

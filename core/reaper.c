@@ -154,7 +154,7 @@ static int reap_pass(sqllock_db *db, int64_t grace_ms, int batch,
      * trimming at once may deadlock each other; the one rolled back
      * leaves the rest to the other. */
     trim = sqllock__sql_of(db->drv, SQLLOCK_SQL_TOKEN_TRIM);
-    if (trim != NULL && trim->text != NULL) {
+    if (trim != NULL) {
         args[0] = sqllock__int(batch);
         rc = run_batches(db, SQLLOCK_SQL_TOKEN_TRIM, args, 1, batch, &trimmed,
                          "trimming the token counter's rows", 1, r);
@@ -303,7 +303,7 @@ int sqllock_reaper_start(const char *url, const sqllock_reaper_options *opts,
         return start_fail(why, why_size, rc, msg);
     }
     reap = sqllock__sql_of(r->db->drv, SQLLOCK_SQL_LEASE_REAP);
-    if (reap == NULL || reap->text == NULL) {
+    if (reap == NULL) {
         snprintf(msg, sizeof msg, "sqllock_reaper_start: the %s driver has "
                  "no statement for reaping expired leases",
                  r->db->drv->name);

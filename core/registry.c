@@ -7,6 +7,7 @@
  */
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <strings.h>
 
 #include "internal.h"
@@ -18,10 +19,20 @@ typedef struct entry {
     const sqllock_driver *drv;
 } entry;
 
+/* A scheme whose driver was refused for its version, so that an open on
+ * it can say why rather than "no driver". */
+typedef struct refused {
+    char scheme[32];
+    char name[32];
+    int version;
+} refused;
+
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
 static entry registry[REGISTRY_MAX];
 static int registry_len;
+static refused refusals[REGISTRY_MAX];
+static int refusals_len;
 
 /* The schemes of the drivers sqllock ships, built into this copy or not,
  * so that "not built" can be told apart from "unknown". */
@@ -67,13 +78,84 @@ int sqllock__scheme_known(const char *scheme)
     return 0;
 }
 
+/* Remembers (or forgets, version 0) that `scheme`'s driver was refused;
+ * with registry_mutex held. */
+static void note_refusal(const char *scheme, const char *name, int version)
+{
+    int i;
+
+    for (i = 0; i < refusals_len; i++)
+        if (strcasecmp(refusals[i].scheme, scheme) == 0)
+            break;
+    if (version == 0) {
+        if (i < refusals_len)
+            refusals[i] = refusals[--refusals_len];
+        return;
+    }
+    if (i == refusals_len) {
+        if (refusals_len == REGISTRY_MAX)
+            return;
+        refusals_len++;
+    }
+    snprintf(refusals[i].scheme, sizeof refusals[i].scheme, "%s", scheme);
+    snprintf(refusals[i].name, sizeof refusals[i].name, "%s", name);
+    refusals[i].version = version;
+}
+
+int sqllock__scheme_refused(const char *scheme, char *name, size_t size)
+{
+    int i, version = 0;
+
+    pthread_mutex_lock(&registry_mutex);
+    for (i = 0; i < refusals_len; i++) {
+        if (strcasecmp(refusals[i].scheme, scheme) == 0) {
+            snprintf(name, size, "%s", refusals[i].name);
+            version = refusals[i].version;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&registry_mutex);
+    return version;
+}
+
+/* The statements every dialect gives (sqllock_driver.h). */
+static int has_required_statements(const sqllock_driver *drv)
+{
+    const sqllock_dialect *d = drv->dialect;
+    int id;
+
+    if (d->stmts == NULL || d->nstmts <= SQLLOCK_SQL_TXN_LOCK_TIMEOUT)
+        return 0;
+    for (id = SQLLOCK_SQL_LEASE_ACQUIRE; id <= SQLLOCK_SQL_TXN_LOCK_TIMEOUT;
+         id++) {
+        if ((id == SQLLOCK_SQL_TOKEN_NEXT ||
+             id == SQLLOCK_SQL_LEASE_SET_TOKEN) &&
+            (drv->caps & SQLLOCK_CAP_RETURNING))
+            continue;
+        if (d->stmts[id].text == NULL)
+            return 0;
+    }
+    return 1;
+}
+
 int sqllock_driver_register(const sqllock_driver *drv)
 {
     int i, j, rc = SQLLOCK_OK;
 
     if (drv == NULL || drv->version < 1 || drv->name == NULL ||
-        drv->schemes == NULL || drv->schemes[0] == NULL ||
-        drv->dialect == NULL || drv->connect == NULL ||
+        drv->schemes == NULL || drv->schemes[0] == NULL)
+        return SQLLOCK_EINVAL;
+    /* An older layout: none of its fields past `version`, `name` and
+     * `schemes` may be read. */
+    if (drv->version < SQLLOCK_DRIVER_VERSION_MIN) {
+        pthread_mutex_lock(&registry_mutex);
+        for (j = 0; drv->schemes[j] != NULL; j++)
+            note_refusal(drv->schemes[j], drv->name, drv->version);
+        pthread_mutex_unlock(&registry_mutex);
+        return SQLLOCK_EUNSUPPORTED;
+    }
+    if (drv->dialect == NULL || !has_required_statements(drv) ||
+        drv->connect == NULL ||
         drv->disconnect == NULL || drv->prepare == NULL ||
         drv->finalize == NULL || drv->execute == NULL ||
         drv->fetch == NULL || drv->column_int64 == NULL ||
@@ -100,6 +182,7 @@ int sqllock_driver_register(const sqllock_driver *drv)
         }
         registry[i].scheme = drv->schemes[j];
         registry[i].drv = drv;
+        note_refusal(drv->schemes[j], drv->name, 0);
     }
     pthread_mutex_unlock(&registry_mutex);
     return rc;

@@ -8,7 +8,7 @@
  * exclusive grant), then waits until no reader row is left; only then
  * is it granted. A reader goes in only while no W row exists
  * (RW_READ_ACQUIRE), in a transaction that every grant of W is ordered
- * against (sqllock_driver.h, version 13), so that a reader either
+ * against (sqllock_driver.h, RW_READ_ACQUIRE), so that a reader either
  * committed its row before a writer's grant of W (and the writer's
  * check finds it) or sees W and waits.
  *
@@ -127,7 +127,7 @@ int sqllock_rw_shared(const sqllock_rw *rw)
     return rw != NULL && rw->shared;
 }
 
-/* SQLLOCK_EUNSUPPORTED for a driver before version 13. */
+/* SQLLOCK_EUNSUPPORTED for a dialect without RW_EXPIRE. */
 static int check_driver(sqllock_rw *rw)
 {
     const sqllock_sql *e;
@@ -138,10 +138,10 @@ static int check_driver(sqllock_rw *rw)
                              "'%s': the handle has no driver (its open "
                              "failed)", what_of(rw), rw->base);
     e = sqllock__sql_of(rw->db->drv, SQLLOCK_SQL_RW_EXPIRE);
-    if (e == NULL || e->text == NULL)
+    if (e == NULL)
         return sqllock__fail(rw->db, SQLLOCK_EUNSUPPORTED, "the %s driver "
-                             "has no shared/exclusive locks (driver version "
-                             "13)", rw->db->drv->name);
+                             "has no shared/exclusive locks (its dialect "
+                             "has no RW_EXPIRE)", rw->db->drv->name);
     /* A reader's share lock orders it against a writer's grant only on
      * the node that holds it: on a Galera cluster a reader and a writer
      * on two nodes could both get in. Refused, as the connect found it
@@ -251,7 +251,7 @@ static int read_once(sqllock_rw *rw)
     args[4] = sqllock__int(l->ttl_ms);
     sent_us = sqllock__now_us();
     one = sqllock__sql_of(db->drv, SQLLOCK_SQL_RW_READ_ACQUIRE);
-    if (one != NULL && one->text != NULL) {
+    if (one != NULL) {
         rc = sqllock__run(db, SQLLOCK_SQL_RW_READ_ACQUIRE, args, 5, what);
         if (rc == SQLLOCK_OK)
             rc = sqllock__first_int(db, SQLLOCK_SQL_RW_READ_ACQUIRE,

@@ -14,7 +14,7 @@
  * waiting according to the mode (R5).
  *
  * A statement of the transaction -- a lock call's, or a record or table
- * call's on the same handle (versioned.c) -- that fails in a way that
+ * call's on the same handle (record.c, table.c) -- that fails in a way that
  * ended the database's transaction, or may have (a deadlock, a
  * serialization failure, a lock wait that timed out, a lost connection),
  * fails the transaction (R7): it is rolled back at once, and from then
@@ -31,28 +31,7 @@
 
 #include "internal.h"
 
-#define TXN_MAX_ROWS 64
 #define TXN_DEFAULT_TIMEOUT_MS 5000
-
-enum txn_state {
-    TXN_PENDING,      /* nothing sent yet (SQLite: BEGIN IMMEDIATE not run) */
-    TXN_OPEN,
-    TXN_FAILED,       /* rolled back after a failure (R7); the handle's
-                         transaction until rolled back or freed */
-    TXN_OVER
-};
-
-struct sqllock_txn {
-    sqllock_db *db;
-    enum txn_state state;
-    int joined;       /* the application's transaction (sqllock_txn_join()):
-                         nothing begins, commits or rolls it back here */
-    int64_t saved_timeout_ms; /* a borrowed connection's own row-lock wait,
-                                 put back when the txn ends; -1 unread */
-    int64_t lock_timeout_ms;
-    int ended_by;     /* the status that ended it early, or SQLLOCK_OK */
-    char why[SQLLOCK__ERRMSG_MAX];  /* TXN_FAILED: that failure's message */
-};
 
 /* Reads a borrowed connection's own row-lock wait, once per txn, before
  * the first change, so that detach() can put it back. */
@@ -80,7 +59,7 @@ static int save_lock_timeout(sqllock_txn *t)
     return rc;
 }
 
-static int set_lock_timeout_of(sqllock_txn *t, int64_t ms)
+int sqllock__txn_set_lock_timeout(sqllock_txn *t, int64_t ms)
 {
     sqllock_db *db = t->db;
     sqllock_value arg = sqllock__int(ms);
@@ -114,7 +93,7 @@ static int set_lock_timeout_of(sqllock_txn *t, int64_t ms)
  * (nothing on a lost connection), and stays the handle's transaction,
  * refusing every call, until the application rolls it back (R7). The
  * failed call reports `status` with the database's message. */
-static int end_failed(sqllock_txn *t, int status)
+int sqllock__txn_end_failed(sqllock_txn *t, int status)
 {
     sqllock_db *db = t->db;
 
@@ -140,7 +119,7 @@ static int end_failed(sqllock_txn *t, int status)
  * deadlock back whole (a lock wait timeout by statement, or whole with
  * innodb_rollback_on_timeout); a lost connection ends it; SQLite may
  * roll back after a full disk or a busy database. */
-static int ends_txn(int status)
+int sqllock__txn_ends(int status)
 {
     return status == SQLLOCK_ELOCKED || status == SQLLOCK_EDEADLOCK ||
            status == SQLLOCK_ESERIALIZATION || status == SQLLOCK_ECONNECT ||
@@ -171,7 +150,7 @@ static int fail_lost(sqllock_txn *t)
 {
     sqllock__fail(t->db, SQLLOCK_ECONNECT, "the connection of the "
                   "transaction was lost");
-    return end_failed(t, SQLLOCK_ECONNECT);
+    return sqllock__txn_end_failed(t, SQLLOCK_ECONNECT);
 }
 
 /* Ends the transaction on the handle: it may begin another. On a borrowed
@@ -227,19 +206,9 @@ int sqllock__txn_failed(sqllock_db *db, int status)
     sqllock_txn *t = db->txn;
 
     if (t != NULL && t->state == TXN_OPEN &&
-        (ends_txn(status) || db->conn == NULL))
-        return end_failed(t, status);
+        (sqllock__txn_ends(status) || db->conn == NULL))
+        return sqllock__txn_end_failed(t, status);
     return status;
-}
-
-int sqllock__txn_pending(const sqllock_db *db)
-{
-    return db->txn != NULL && db->txn->state == TXN_PENDING;
-}
-
-int sqllock__txn_is_failed(const sqllock_db *db)
-{
-    return db->txn != NULL && db->txn->state == TXN_FAILED;
 }
 
 /* Every field of sqllock_txn_options is in its struct_version 1, so none
@@ -264,7 +233,7 @@ static int app_in_txn(sqllock_db *db, int *in_txn)
     if (db->conn == NULL)
         return sqllock__fail(db, SQLLOCK_ECONNECT, "the borrowed connection "
                              "failed earlier (%s)", db->lost_why);
-    if (db->drv->version < 5 || db->drv->txn_status == NULL)
+    if (db->drv->txn_status == NULL)
         return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "the %s driver cannot "
                              "tell whether the connection is inside a "
                              "transaction", db->drv->name);
@@ -394,7 +363,7 @@ static int txn_new(sqllock_db *db, const sqllock_txn_options *opts,
     return sqllock__ok(db);
 }
 
-static int check_open(sqllock_txn *t, const char *what)
+int sqllock__txn_check_open(sqllock_txn *t, const char *what)
 {
     if (lost(t))
         fail_lost(t);
@@ -422,24 +391,24 @@ static int start_joined(sqllock_txn *t, sqllock_lock_mode mode, int *taken)
     int rc, rc2;
 
     if (!(db->drv->caps & SQLLOCK_CAP_DB_LOCK)) {
-        rc = set_lock_timeout_of(t, t->lock_timeout_ms);
+        rc = sqllock__txn_set_lock_timeout(t, t->lock_timeout_ms);
         if (rc != SQLLOCK_OK)
             return rc;
         t->state = TXN_OPEN;
         *taken = 1;
         return SQLLOCK_OK;
     }
-    rc = set_lock_timeout_of(t, mode == SQLLOCK_LOCK_WAIT ? t->lock_timeout_ms
-                                                          : 0);
+    rc = sqllock__txn_set_lock_timeout(
+        t, mode == SQLLOCK_LOCK_WAIT ? t->lock_timeout_ms : 0);
     if (rc != SQLLOCK_OK)
         return rc;
     rc = sqllock__run(db, SQLLOCK_SQL_TXN_WRITE_LOCK, NULL, 0,
                       "taking the database's write lock");
     if (rc == SQLLOCK_OK)
         sqllock__end(db, SQLLOCK_SQL_TXN_WRITE_LOCK);
-    rc2 = set_lock_timeout_of(t, t->saved_timeout_ms >= 0 ? t->saved_timeout_ms
-                                                          : db->params
-                                                                .busy_timeout_ms);
+    rc2 = sqllock__txn_set_lock_timeout(
+        t, t->saved_timeout_ms >= 0 ? t->saved_timeout_ms
+                                    : db->params.busy_timeout_ms);
     if (rc == SQLLOCK_EDBBUSY) {
         if (mode == SQLLOCK_LOCK_SKIP_LOCKED)
             return sqllock__ok(db);
@@ -462,7 +431,7 @@ static int start_joined(sqllock_txn *t, sqllock_lock_mode mode, int *taken)
  * waiting as the mode says; *taken is 0 when SKIP LOCKED found the
  * database busy (the transaction stays pending and may try again).
  */
-static int start_txn(sqllock_txn *t, sqllock_lock_mode mode, int *taken)
+int sqllock__txn_start(sqllock_txn *t, sqllock_lock_mode mode, int *taken)
 {
     sqllock_db *db = t->db;
     int rc, rc2;
@@ -473,11 +442,11 @@ static int start_txn(sqllock_txn *t, sqllock_lock_mode mode, int *taken)
     if (!(db->drv->caps & SQLLOCK_CAP_DB_LOCK) &&
         sqllock__can_defer_begin(db)) {
         /* BEGIN goes with the first statement of the transaction, in the
-         * same round trip (driver version 10): the lock timeout, a
+         * same round trip (the driver's execute_txn()): the lock timeout, a
          * setting of the session, is set before it, when it changes
          * (behind a transaction pooler the driver sets it again with
          * BEGIN, for the transaction, as its begin() does). */
-        rc = set_lock_timeout_of(t, t->lock_timeout_ms);
+        rc = sqllock__txn_set_lock_timeout(t, t->lock_timeout_ms);
         if (rc != SQLLOCK_OK)
             return rc;
         db->begin_pending = 1;
@@ -490,20 +459,20 @@ static int start_txn(sqllock_txn *t, sqllock_lock_mode mode, int *taken)
         if (rc != SQLLOCK_OK)
             return rc;
         t->state = TXN_OPEN;
-        rc = set_lock_timeout_of(t, t->lock_timeout_ms);
+        rc = sqllock__txn_set_lock_timeout(t, t->lock_timeout_ms);
         if (rc != SQLLOCK_OK)
             return rc;
         *taken = 1;
         return SQLLOCK_OK;
     }
-    rc = set_lock_timeout_of(t, mode == SQLLOCK_LOCK_WAIT ? t->lock_timeout_ms
-                                                         : 0);
+    rc = sqllock__txn_set_lock_timeout(
+        t, mode == SQLLOCK_LOCK_WAIT ? t->lock_timeout_ms : 0);
     if (rc != SQLLOCK_OK)
         return rc;
     rc = sqllock__begin(db, "taking the database's write lock");
     /* The wait was for BEGIN IMMEDIATE only; statements inside the
      * transaction go back to the handle's own busy timeout. */
-    rc2 = set_lock_timeout_of(t, db->params.busy_timeout_ms);
+    rc2 = sqllock__txn_set_lock_timeout(t, db->params.busy_timeout_ms);
     if (rc == SQLLOCK_EDBBUSY) {
         if (mode == SQLLOCK_LOCK_SKIP_LOCKED)
             return sqllock__ok(db);
@@ -521,292 +490,6 @@ static int start_txn(sqllock_txn *t, sqllock_lock_mode mode, int *taken)
     return SQLLOCK_OK;
 }
 
-/* Creates the lock row `name` if it does not exist. A concurrent creator
- * may win the race (SQLLOCK_EEXISTS): the row exists, which is all that
- * is needed. */
-static int ensure_row(sqllock_txn *t, const char *name)
-{
-    sqllock_value arg = sqllock__text(name);
-    int rc = sqllock__run(t->db, SQLLOCK_SQL_ROW_ENSURE, &arg, 1,
-                          "creating the lock row");
-
-    if (rc == SQLLOCK_OK)
-        sqllock__end(t->db, SQLLOCK_SQL_ROW_ENSURE);
-    return rc == SQLLOCK_EEXISTS ? SQLLOCK_OK : rc;
-}
-
-/* Runs the locking SELECT `sql` with `key`; *got says whether it returned
- * the row (locked it). */
-static int lock_one(sqllock_txn *t, const char *sql, sqllock_value key,
-                    int *got)
-{
-    sqllock_stmt *st = NULL;
-    int rc, has_row = 0;
-
-    *got = 0;
-    rc = sqllock__run_dyn(t->db, sql, &key, 1, "locking the row", &st);
-    if (rc != SQLLOCK_OK)
-        return rc;
-    rc = sqllock__fetch_dyn(t->db, st, &has_row, "locking the row");
-    if (rc != SQLLOCK_OK)
-        return rc;
-    *got = has_row;
-    t->db->drv->reset(st);
-    return SQLLOCK_OK;
-}
-
-/*
- * One lock row on the application's connection (G2), inside its
- * transaction or the library's own one there, which runs at the
- * session's isolation level (DESIGN D5: a borrowed session's level is
- * the application's), maybe REPEATABLE READ: there MySQL's ROW_ENSURE (INSERT ... SELECT ...
- * WHERE NOT EXISTS) reads the existing row with a shared lock, which
- * waits for a holder (breaking NOWAIT and SKIP LOCKED) and, taken by two
- * transactions that then both ask for the exclusive lock, deadlocks.
- * So the row is locked first, and created only when it is missing: WAIT
- * and NOWAIT return no row only then; SKIP LOCKED tells a missing row
- * from a locked one by a plain read, which takes no lock. A row created
- * here belongs to the application's transaction until it commits.
- */
-static int lock_joined(sqllock_txn *t, const char *sql, const char *name,
-                       sqllock_lock_mode mode, int *got)
-{
-    sqllock_value arg = sqllock__text(name);
-    int rc = lock_one(t, sql, arg, got);
-
-    if (rc != SQLLOCK_OK || *got)
-        return rc;
-    if (mode == SQLLOCK_LOCK_SKIP_LOCKED) {
-        char plain[160];
-        int exists = 0;
-
-        snprintf(plain, sizeof plain, "SELECT name FROM sqllock_row WHERE "
-                 "name = %s", t->db->drv->dialect->placeholder ==
-                 SQLLOCK_PLACEHOLDER_DOLLAR ? "$1" : "?");
-        rc = lock_one(t, plain, arg, &exists);
-        if (rc != SQLLOCK_OK || exists)
-            return rc;                       /* locked by another: skipped */
-    }
-    if ((rc = ensure_row(t, name)) != SQLLOCK_OK)
-        return rc;
-    return lock_one(t, sql, arg, got);
-}
-
-static int check_lock_args(sqllock_txn *t, int n, sqllock_lock_mode mode,
-                           const char *what)
-{
-    int rc = check_open(t, what);
-
-    if (rc != SQLLOCK_OK)
-        return rc;
-    if (n < 1 || n > TXN_MAX_ROWS)
-        return sqllock__fail(t->db, SQLLOCK_EINVAL, "%s: lock 1 to %d rows "
-                             "at a time (got %d)", what, TXN_MAX_ROWS, n);
-    if (mode != SQLLOCK_LOCK_WAIT && mode != SQLLOCK_LOCK_NOWAIT &&
-        mode != SQLLOCK_LOCK_SKIP_LOCKED)
-        return sqllock__fail(t->db, SQLLOCK_EINVAL, "%s: unknown lock mode "
-                             "%d", what, (int)mode);
-    return SQLLOCK_OK;
-}
-
-/* Orders two keys: numbers before texts, numbers by value, texts by
- * bytes. */
-static int cmp_keys(const sqllock_cell *x, const sqllock_cell *y)
-{
-    if ((x->text == NULL) != (y->text == NULL))
-        return x->text == NULL ? -1 : 1;
-    if (x->text != NULL)
-        return strcmp(x->text, y->text);
-    return x->number < y->number ? -1 : x->number > y->number;
-}
-
-int sqllock_txn_lock(sqllock_txn *t, const char *const *names, int n,
-                     sqllock_lock_mode mode, int *got)
-{
-    const char *what = "locking rows";
-    int idx[TXN_MAX_ROWS], i, rc, taken;
-    char skipped[TXN_MAX_ROWS];
-    char sql[160];
-    sqllock_db *db;
-
-    if (t == NULL)
-        return SQLLOCK_EINVAL;
-    db = t->db;
-    if ((rc = check_lock_args(t, n, mode, what)) != SQLLOCK_OK)
-        return rc;
-    if (names == NULL)
-        return sqllock__fail(db, SQLLOCK_EINVAL, "%s: the names are NULL",
-                             what);
-    for (i = 0; i < n; i++) {
-        if ((rc = sqllock__check_name(db, names[i], "lock name")) != SQLLOCK_OK)
-            return rc;
-        idx[i] = i;
-        if (got != NULL)
-            got[i] = 0;
-    }
-    /* At most 64 entries: an insertion sort of their indexes. */
-    for (i = 1; i < n; i++) {
-        int v = idx[i], j;
-        for (j = i; j > 0 && strcmp(names[idx[j - 1]], names[v]) > 0; j--)
-            idx[j] = idx[j - 1];
-        idx[j] = v;
-    }
-    /* Before the transaction starts, the missing lock rows are created in
-     * statements of their own that commit at once: created inside the
-     * transaction, a new row would be locked by it, and a concurrent
-     * locker's NOWAIT would wait for the insert instead of failing. (A row
-     * created by a later lock call of an open transaction, or inside an
-     * application's transaction that a lock call joined, does stay locked
-     * by it until it ends: creating the same name then waits for that
-     * transaction. So a missing row is looked for first, by a read that
-     * never waits, and only created when missing, with that wait bounded
-     * as the mode says -- the lock timeout for WAIT, next to nothing
-     * otherwise -- and reported as the lock it is: ELOCKED, or skipped
-     * with SKIP LOCKED.) */
-    memset(skipped, 0, sizeof skipped);
-    if (t->state == TXN_PENDING && !t->joined &&
-        !(db->drv->caps & SQLLOCK_CAP_DB_LOCK)) {
-        snprintf(sql, sizeof sql, "SELECT name FROM sqllock_row WHERE name "
-                 "= %s", db->drv->dialect->placeholder ==
-                 SQLLOCK_PLACEHOLDER_DOLLAR ? "$1" : "?");
-        for (i = 0; i < n; i++) {
-            int exists = 0;
-
-            if (i > 0 && strcmp(names[idx[i]], names[idx[i - 1]]) == 0)
-                continue;
-            rc = lock_one(t, sql, sqllock__text(names[idx[i]]), &exists);
-            if (rc != SQLLOCK_OK)
-                return rc;
-            if (exists)
-                continue;
-            rc = set_lock_timeout_of(t, mode == SQLLOCK_LOCK_WAIT
-                                            ? t->lock_timeout_ms : 1);
-            if (rc == SQLLOCK_OK)
-                rc = ensure_row(t, names[idx[i]]);
-            if (rc == SQLLOCK_ELOCKED && mode == SQLLOCK_LOCK_SKIP_LOCKED) {
-                skipped[idx[i]] = 1;
-                continue;
-            }
-            if (rc == SQLLOCK_ELOCKED) {
-                char why[SQLLOCK__ERRMSG_MAX];
-
-                memcpy(why, db->errmsg, sizeof why);
-                return sqllock__fail(db, rc, "lock '%s' is being created by "
-                                     "a transaction that has not ended, "
-                                     "which holds it (MySQL waits at least "
-                                     "1 s to say so): %s", names[idx[i]],
-                                     why);
-            }
-            if (rc != SQLLOCK_OK)
-                return rc;
-        }
-    }
-    if (t->state == TXN_PENDING) {
-        rc = start_txn(t, mode, &taken);
-        if (rc != SQLLOCK_OK)
-            return ends_txn(rc) ? end_failed(t, rc) : rc;
-        if (!taken)
-            return sqllock__ok(db);            /* SKIP LOCKED: none */
-    }
-    snprintf(sql, sizeof sql, "SELECT name FROM sqllock_row WHERE name = %s%s",
-             db->drv->dialect->placeholder == SQLLOCK_PLACEHOLDER_DOLLAR ?
-             "$1" : "?", db->drv->dialect->for_update[mode] ?
-             db->drv->dialect->for_update[mode] : "");
-    for (i = 0; i < n; i++) {
-        const char *name = names[idx[i]];
-        sqllock_value arg = sqllock__text(name);
-        int g = 0;
-
-        if (i > 0 && strcmp(name, names[idx[i - 1]]) == 0) {
-            if (got != NULL)
-                got[idx[i]] = got[idx[i - 1]];
-            continue;                          /* a duplicate */
-        }
-        if (skipped[idx[i]])
-            continue;                          /* SKIP LOCKED: being made */
-        if ((t->joined || db->borrowed) &&
-            !(db->drv->caps & SQLLOCK_CAP_DB_LOCK))
-            rc = lock_joined(t, sql, name, mode, &g);
-        else if ((rc = ensure_row(t, name)) == SQLLOCK_OK)
-            rc = lock_one(t, sql, arg, &g);
-        if (rc != SQLLOCK_OK)
-            return ends_txn(rc) ? end_failed(t, rc) : rc;
-        if (got != NULL)
-            got[idx[i]] = g;
-    }
-    return sqllock__ok(db);
-}
-
-int sqllock_txn_lock_rows(sqllock_txn *t, const sqllock_table *tbl,
-                          const sqllock_cell *keys, int n,
-                          sqllock_lock_mode mode, int *got)
-{
-    const char *what = "locking rows";
-    int idx[TXN_MAX_ROWS], i, rc, taken;
-    char sql[512];
-    sqllock_db *db;
-
-    if (t == NULL)
-        return SQLLOCK_EINVAL;
-    db = t->db;
-    if ((rc = check_lock_args(t, n, mode, what)) != SQLLOCK_OK)
-        return rc;
-    if (tbl == NULL || keys == NULL)
-        return sqllock__fail(db, SQLLOCK_EINVAL, "%s: the %s is NULL", what,
-                             tbl == NULL ? "table" : "key array");
-    if ((rc = sqllock__check_ident(db, tbl->table, 1, "table name")) !=
-            SQLLOCK_OK ||
-        (rc = sqllock__check_ident(db, tbl->key_column, 0, "key column")) !=
-            SQLLOCK_OK)
-        return rc;
-    for (i = 0; i < n; i++) {
-        idx[i] = i;
-        if (got != NULL)
-            got[i] = 0;
-    }
-    for (i = 1; i < n; i++) {
-        int v = idx[i], j;
-        for (j = i; j > 0 && cmp_keys(&keys[idx[j - 1]], &keys[v]) > 0; j--)
-            idx[j] = idx[j - 1];
-        idx[j] = v;
-    }
-    rc = sqllock__sql_select_key(db, tbl, db->drv->dialect->for_update[mode],
-                                 sql, sizeof sql);
-    if (rc != SQLLOCK_OK)
-        return rc;
-    if (t->state == TXN_PENDING) {
-        rc = start_txn(t, mode, &taken);
-        if (rc != SQLLOCK_OK)
-            return ends_txn(rc) ? end_failed(t, rc) : rc;
-        if (!taken)
-            return sqllock__ok(db);
-    }
-    for (i = 0; i < n; i++) {
-        const sqllock_cell *k = &keys[idx[i]];
-        sqllock_value arg = k->text != NULL ? sqllock__text(k->text)
-                                            : sqllock__int(k->number);
-        int g = 0;
-
-        if (i > 0 && cmp_keys(&keys[idx[i - 1]], k) == 0) {
-            if (got != NULL)
-                got[idx[i]] = got[idx[i - 1]];
-            continue;                          /* a duplicate */
-        }
-        rc = lock_one(t, sql, arg, &g);
-        if (rc == SQLLOCK_ENOSCHEMA)
-            rc = sqllock__fail(db, SQLLOCK_EINVAL, "table '%s' does not exist",
-                               tbl->table);
-        if (rc != SQLLOCK_OK)
-            return ends_txn(rc) ? end_failed(t, rc) : rc;
-        if (got != NULL)
-            got[idx[i]] = g;
-        if (!g && mode != SQLLOCK_LOCK_SKIP_LOCKED)
-            return sqllock__fail(db, SQLLOCK_NOTFOUND, "%s: no row of '%s' "
-                                 "has key #%d", what, tbl->table, idx[i] + 1);
-    }
-    return sqllock__ok(db);
-}
-
 void *sqllock_txn_native(sqllock_txn *t)
 {
     int taken;
@@ -816,15 +499,15 @@ void *sqllock_txn_native(sqllock_txn *t)
     /* Not after a failure (R7): the application's statements would run
      * outside the transaction. */
     if (t->state == TXN_FAILED || lost(t)) {
-        check_open(t, "the transaction's connection");
+        sqllock__txn_check_open(t, "the transaction's connection");
         return NULL;
     }
     /* The application is about to run its own statements: they belong in
      * the transaction, so it starts now if no lock call started it (the
      * application's own, joined, is open already). */
     if (t->state == TXN_PENDING && !t->joined &&
-        start_txn(t, SQLLOCK_LOCK_WAIT, &taken) != SQLLOCK_OK) {
-        end_failed(t, sqllock_errcode(t->db));
+        sqllock__txn_start(t, SQLLOCK_LOCK_WAIT, &taken) != SQLLOCK_OK) {
+        sqllock__txn_end_failed(t, sqllock_errcode(t->db));
         return NULL;
     }
     /* A BEGIN still waiting for a statement to go with goes now: the
@@ -832,7 +515,7 @@ void *sqllock_txn_native(sqllock_txn *t)
     if (t->db->begin_pending &&
         sqllock__begin_flush(t->db, "beginning the transaction") !=
             SQLLOCK_OK) {
-        end_failed(t, sqllock_errcode(t->db));
+        sqllock__txn_end_failed(t, sqllock_errcode(t->db));
         return NULL;
     }
     return sqllock_db_native(t->db);
@@ -844,7 +527,7 @@ int sqllock_txn_commit(sqllock_txn *t)
 
     if (t == NULL)
         return SQLLOCK_EINVAL;
-    if ((rc = check_open(t, "commit")) != SQLLOCK_OK)
+    if ((rc = sqllock__txn_check_open(t, "commit")) != SQLLOCK_OK)
         return rc;
     if (t->joined)
         return sqllock__fail(t->db, SQLLOCK_EMISUSE, "commit: the "
@@ -868,7 +551,7 @@ int sqllock_txn_commit_exec(sqllock_txn *t, const char *sql,
 {
     sqllock_value stack[COMMIT_EXEC_ARGS_ON_STACK], *vals = stack;
     sqllock_db *db;
-    int i, rc, taken;
+    int rc, taken;
 
     if (affected != NULL)
         *affected = 0;
@@ -882,7 +565,7 @@ int sqllock_txn_commit_exec(sqllock_txn *t, const char *sql,
         return sqllock__fail(db, SQLLOCK_EINVAL, "sqllock_txn_commit_exec: "
                              "%d arguments at %s", nargs,
                              args == NULL ? "NULL" : "a pointer");
-    if ((rc = check_open(t, "commit")) != SQLLOCK_OK)
+    if ((rc = sqllock__txn_check_open(t, "commit")) != SQLLOCK_OK)
         return rc;
     if (t->joined)
         return sqllock__fail(db, SQLLOCK_EMISUSE, "commit: the "
@@ -890,27 +573,22 @@ int sqllock_txn_commit_exec(sqllock_txn *t, const char *sql,
                              "sqllock_txn_join()): run the statement and "
                              "commit on its connection, then free this "
                              "sqllock_txn");
-    if (nargs > COMMIT_EXEC_ARGS_ON_STACK) {
-        vals = calloc((size_t)nargs, sizeof *vals);
-        if (vals == NULL)
-            return sqllock__fail(db, SQLLOCK_ENOMEM, "out of memory");
-    }
-    for (i = 0; i < nargs; i++)
-        vals[i] = args[i].text != NULL ? sqllock__text(args[i].text)
-                                       : sqllock__int(args[i].number);
+    rc = sqllock__cells(db, args, nargs, stack, COMMIT_EXEC_ARGS_ON_STACK,
+                        &vals);
+    if (rc != SQLLOCK_OK)
+        return rc;
     /* No lock call yet: the transaction starts now, as for
      * sqllock_txn_native() (SQLite takes the write lock, waiting). */
     rc = SQLLOCK_OK;
     if (t->state == TXN_PENDING) {
-        rc = start_txn(t, SQLLOCK_LOCK_WAIT, &taken);
+        rc = sqllock__txn_start(t, SQLLOCK_LOCK_WAIT, &taken);
         if (rc == SQLLOCK_OK && !taken)
             rc = sqllock__fail(db, SQLLOCK_ELOCKED, "the transaction "
                                "could not start");
     }
     if (rc == SQLLOCK_OK)
-        rc = sqllock__run_dyn_commit(db, sql, nargs > 0 ? vals : NULL, nargs,
-                                     affected, "the statement and the "
-                                     "commit");
+        rc = sqllock__run_dyn_commit(db, sql, vals, nargs, affected,
+                                     "the statement and the commit");
     if (vals != stack)
         free(vals);
     /* Over either way: committed, or rolled back (nothing of it kept;
@@ -953,4 +631,47 @@ void sqllock_txn_free(sqllock_txn *t)
     if (t->state != TXN_OVER)
         sqllock_txn_rollback(t);
     free(t);
+}
+
+/* sqllock__run(), sqllock__fetch(), sqllock__run_dyn() and
+ * sqllock__fetch_dyn() inside the handle's row-lock transaction, if one
+ * is open (R7). */
+int sqllock__txn_run(sqllock_db *db, sqllock_sql_id id,
+                     const sqllock_value *args, int nargs, const char *what)
+{
+    int rc = sqllock__txn_check(db, what);
+
+    if (rc != SQLLOCK_OK)
+        return rc;
+    rc = sqllock__run(db, id, args, nargs, what);
+    return rc == SQLLOCK_OK ? rc : sqllock__txn_failed(db, rc);
+}
+
+int sqllock__txn_fetch(sqllock_db *db, sqllock_sql_id id, int *has_row,
+                       const char *what)
+{
+    int rc = sqllock__fetch(db, id, has_row, what);
+
+    return rc == SQLLOCK_OK ? rc : sqllock__txn_failed(db, rc);
+}
+
+int sqllock__txn_run_dyn(sqllock_db *db, const char *sql,
+                         const sqllock_value *args, int nargs,
+                         const char *what, sqllock_stmt **out)
+{
+    int rc = sqllock__txn_check(db, what);
+
+    *out = NULL;
+    if (rc != SQLLOCK_OK)
+        return rc;
+    rc = sqllock__run_dyn(db, sql, args, nargs, what, out);
+    return rc == SQLLOCK_OK ? rc : sqllock__txn_failed(db, rc);
+}
+
+int sqllock__txn_fetch_dyn(sqllock_db *db, sqllock_stmt *st, int *has_row,
+                           const char *what)
+{
+    int rc = sqllock__fetch_dyn(db, st, has_row, what);
+
+    return rc == SQLLOCK_OK ? rc : sqllock__txn_failed(db, rc);
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -116,6 +117,18 @@ int sqllock__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
 int64_t sqllock__now_ms(void)
 {
     return sqllock__now_us() / 1000;
+}
+
+int64_t sqllock_driver_now_ms(void)
+{
+    return sqllock__now_ms();
+}
+
+int64_t sqllock_driver_wait_slice_ms(int64_t deadline_ms)
+{
+    if (deadline_ms > INT64_MAX / 1000)
+        deadline_ms = INT64_MAX / 1000;
+    return sqllock__wait_slice_ms(deadline_ms * 1000);
 }
 
 void sqllock__sleep_ms(int64_t ms)
@@ -396,4 +409,26 @@ too_long:
 int sqllock_parse_duration(const char *text, int64_t *ms)
 {
     return sqllock__parse_duration(text, ms, NULL);
+}
+
+/* sqllock_parse_duration() with its reason, for a tool's messages. */
+int sqllock_parse_duration_why(const char *text, int64_t *ms,
+                               const char **why)
+{
+    return sqllock__parse_duration(text, ms, why);
+}
+
+/* sqllock_free(), for the memory the library hands out
+ * (sqllock_record_get(), sqllock_url_redact()). */
+void sqllock_free(void *p)
+{
+    free(p);
+}
+
+/* The clock of local deadlines, for programs that keep time beside a
+ * lease (the tool's `run` tells its guard process when the lease's local
+ * deadline passes). */
+int64_t sqllock_now_us(void)
+{
+    return sqllock__now_us();
 }

@@ -13,7 +13,7 @@
  * Across processes, PostgreSQL carries the wake-up (LISTEN/NOTIFY on a
  * channel named after the lock, see lease_wait.c), MySQL and MariaDB a
  * companion session lock that the holder keeps and waiters block on
- * (driver version 7, lease_wait.c); SQLite and Galera poll.
+ * (LEASE_ACQUIRE_WAKE, lease_wait.c); SQLite and Galera poll.
  */
 #include <pthread.h>
 #include <string.h>

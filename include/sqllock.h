@@ -498,8 +498,8 @@ typedef struct sqllock_lease_options {
  * and handles without this flag on the same name still exclude but do
  * not queue: they can barge in ahead of the queue. The lock name is at
  * most SQLLOCK_PRIMITIVE_NAME_MAX bytes; sqllock_lease_acquire_many()
- * refuses fair leases (SQLLOCK_EUNSUPPORTED), and so does a driver of
- * version 10 or older (no LEASE_RANGE). Added in 0.9.0. */
+ * refuses fair leases (SQLLOCK_EUNSUPPORTED), and so does a driver
+ * without LEASE_RANGE. Added in 0.9.0. */
 #define SQLLOCK_LEASE_FAIR (1u << 2)
 
 #define SQLLOCK_LEASE_OPTIONS_VERSION 3
@@ -995,7 +995,8 @@ SQLLOCK_API int sqllock_lease_attach(sqllock_db *db, const char *name,
  * refused with SQLLOCK_EKIND, naming what is there, while NAME is held as
  * an ordinary lease or is a semaphore or an election.
  *
- * Needs driver version 13 (SQLLOCK_EUNSUPPORTED before) and, on
+ * Needs a driver with RW_EXPIRE (sqllock_driver.h; SQLLOCK_EUNSUPPORTED
+ * without) and, on
  * PostgreSQL and MySQL/MariaDB, the routine that sqllock_init() installs
  * (SQLLOCK_ENOSCHEMA until it has run with this version). Not on a
  * MariaDB Galera cluster (SQLLOCK_EUNSUPPORTED: a reader's lock there is

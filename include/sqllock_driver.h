@@ -20,8 +20,13 @@
  * errors into sqllock status codes. Every value goes to the database as a
  * bound parameter; nothing is ever pasted into SQL text.
  *
- * New methods are only ever appended. The core calls a method added in
- * version N only when `drv->version >= N` and the pointer is not NULL.
+ * The driver ABI is SQLLOCK_DRIVER_VERSION (14). A statement is added
+ * without a new version: the dialect's table of statements declares its
+ * own length (sqllock_dialect.nstmts), and a statement beyond it is
+ * absent. A method is only ever appended to sqllock_driver, and one
+ * appended after version 14 is read only from a driver of its version
+ * on. sqllock_driver_register() refuses a driver built for a version
+ * before 14 (the layout that had one statement array per version).
  *
  * Rule ids such as "contract L1" are those of the lock contract, each
  * stated under its own anchor in docs/contract.md (docs/contract.md#l1).
@@ -39,7 +44,7 @@
 extern "C" {
 #endif
 
-#define SQLLOCK_DRIVER_VERSION 13
+#define SQLLOCK_DRIVER_VERSION 14
 
 /* A driver's connection and prepared statement: the driver's own structs. */
 typedef struct sqllock_conn sqllock_conn;
@@ -59,8 +64,14 @@ typedef struct sqllock_stmt sqllock_stmt;
 /*
  * The statements the core runs. Each dialect gives the SQL text for each,
  * with its native placeholders, and says which core arguments bind to the
- * placeholders in order (see sqllock_sql.args). The arguments the core
- * passes, numbered from 1, and the result it reads:
+ * placeholders in order (see sqllock_sql.args). A statement whose text is
+ * NULL, or whose id lies at or beyond the dialect's nstmts, is absent: the
+ * core does without it where its description says how, and reports
+ * SQLLOCK_EUNSUPPORTED for what needs it. Every dialect must give the
+ * statements from LEASE_ACQUIRE to TXN_LOCK_TIMEOUT, except TOKEN_NEXT and
+ * LEASE_SET_TOKEN with SQLLOCK_CAP_RETURNING (sqllock_driver_register()
+ * refuses one that does not). The arguments the core passes, numbered
+ * from 1, and the result it reads:
  *
  * LEASE_ACQUIRE  1 name, 2 owner, 3 holder, 4 ttl_ms.
  *                Insert the lease row, or take over the row when it has
@@ -128,9 +139,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  * The dialect's `for_update` strings end a SELECT that locks the rows it
  * returns, in the three modes; SQLite's are empty (SQLLOCK_CAP_DB_LOCK).
  *
- * Added in driver version 2, in the dialect's `sql_v2` (indexed by id -
- * SQLLOCK_SQL_COUNT_V1_; it holds exactly these four, and its size never
- * changes):
+ * Reaping and fast mode:
  * LEASE_REAP     1 grace_ms, 2 batch. Deletes at most `batch` lease rows
  *                whose expiry lies more than grace_ms before the server's
  *                now, with that expiry test inside the DELETE itself, so
@@ -154,9 +163,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                the core then refuses fast mode. Only dialects with
  *                SQLLOCK_CAP_RETURNING may give LEASE_ACQUIRE_FAST.
  *
- * Added in driver version 4, in the dialect's `sql_v4` (indexed by id -
- * SQLLOCK_SQL_COUNT_V2_; it holds exactly this one, and its size never
- * changes; version 3 added a method and no statement):
+ * The guard:
  * LEASE_GUARD    1 name, 2 token. Not a statement: a boolean SQL
  *                expression (contract G1) that an application puts in the
  *                WHERE of its own write, and that the core puts in the
@@ -178,9 +185,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                cannot hold the row at commit; the guard is then
  *                SQLLOCK_EUNSUPPORTED.
  *
- * Added in driver version 5, in the dialect's `sql_v5` (indexed by id -
- * SQLLOCK_SQL_COUNT_V4_; it holds exactly these two, and its size never
- * changes), for a connection the application lends (adopt()):
+ * For a connection the application lends (adopt()):
  * LOCK_TIMEOUT_GET no arguments. Returns (ms): the row-lock wait that
  *                TXN_LOCK_TIMEOUT sets, as the session has it now, so
  *                that the core can put the application's value back
@@ -193,9 +198,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                lock joins), waiting as the busy timeout says, and
  *                changes nothing. A NULL text without DB_LOCK.
  *
- * Added in driver version 6, in the dialect's `sql_v6` (indexed by id -
- * SQLLOCK_SQL_COUNT_V5_; it holds exactly this one, and its size never
- * changes):
+ * The acquire in one round trip without RETURNING:
  * LEASE_ACQUIRE_ONE 1 name, 2 owner, 3 holder, 4 ttl_ms. For a dialect
  *                without SQLLOCK_CAP_RETURNING: the whole acquire --
  *                LEASE_ACQUIRE, then TOKEN_NEXT and LEASE_SET_TOKEN while
@@ -208,9 +211,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                goes back to the statements of the transaction for this
  *                connection. A NULL text where there is no such routine.
  *
- * Added in driver version 7, in the dialect's `sql_v7` (indexed by id -
- * SQLLOCK_SQL_COUNT_V6_; it holds exactly these three, and its size never
- * changes): wake-ups through a session lock (contract L9) for a database
+ * Wake-ups through a session lock (contract L9) for a database
  * without push notifications. A lease with wake-ups has a companion
  * session lock derived from its name and the database it lives in, which
  * its holder keeps on its connection while it holds the lease, and which
@@ -246,9 +247,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                keeps it below statement_timeout_ms, the client's bound
  *                on a round trip.
  *
- * Added in driver version 8, in the dialect's `sql_v8` (indexed by id -
- * SQLLOCK_SQL_COUNT_V7_; it holds exactly these three, and its size never
- * changes): batched renewal by the watchdog (contract L6, L7). The
+ * Batched renewal by the watchdog (contract L6, L7). The
  * batch is ONE bound text argument, a JSON array of at most
  * SQLLOCK_RENEW_BATCH_MAX leases, each [name, owner, token, ttl_ms]
  * (name and owner JSON strings, token and ttl_ms integers); the core
@@ -283,9 +282,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                meanwhile, deleted by hand, is reported lost, as it is).
  *                NULL with SQLLOCK_CAP_RETURNING.
  *
- * Added in driver version 9, in the dialect's `sql_v9` (indexed by id -
- * SQLLOCK_SQL_COUNT_V8_; it holds exactly this one, and its size never
- * changes):
+ * Several names at once:
  * LEASE_ACQUIRE_MANY 1 names, 2 owners, 3 holder, 4 ttl_ms. Several
  *                leases at once, all or none (contract L12), in one round
  *                trip: `names` are the names, distinct and sorted in
@@ -309,9 +306,7 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                where there is no such routine (the transaction is then
  *                always used).
  *
- * Added in driver version 11, in the dialect's `sql_v11` (indexed by id -
- * SQLLOCK_SQL_COUNT_V9_; it holds exactly this one, and its size never
- * changes):
+ * One name, and the rows a primitive keeps under it:
  * LEASE_RANGE    1 lo, 2 hi. The lease rows whose name n has lo <= n < hi
  *                in byte order (a range of the primary key, so an index
  *                range scan), ordered by name, with the columns of
@@ -321,10 +316,9 @@ typedef struct sqllock_stmt sqllock_stmt;
  *                (hi = name + "\x01": names have no control characters)
  *                and the rows a semaphore, a shared lock, a fair queue or
  *                an election keeps under one name (lo = name + "\x1f", hi =
- *                name + " "; see sqllock__derived_name() in the core). *
- * Added in driver version 13, in the dialect's `sql_v13` (indexed by id -
- * SQLLOCK_SQL_COUNT_V11_; it holds exactly these three, and its size never
- * changes): shared and exclusive holds on one name (contract M2). The
+ *                name + " "; see sqllock__derived_name() in the core).
+ *
+ * Shared and exclusive holds on one name (contract M2). The
  * writer is an ordinary lease on the derived name W = NAME "\x1f" "w";
  * each reader is a lease row of its own, R = NAME "\x1f" "r" and 16
  * random hex digits. No side ever relies on a row having expired without
@@ -369,53 +363,31 @@ typedef enum sqllock_sql_id {
     SQLLOCK_SQL_RECORD_DELETE,
     SQLLOCK_SQL_ROW_ENSURE,
     SQLLOCK_SQL_TXN_LOCK_TIMEOUT,
-    SQLLOCK_SQL_COUNT_V1_,
-    /* driver version 2, in sqllock_dialect.sql_v2 */
-    SQLLOCK_SQL_LEASE_REAP = SQLLOCK_SQL_COUNT_V1_,
+    SQLLOCK_SQL_LEASE_REAP,
     SQLLOCK_SQL_TOKEN_TRIM,
     SQLLOCK_SQL_LEASE_ACQUIRE_FAST,
     SQLLOCK_SQL_LEASE_RENEW_FAST,
-    SQLLOCK_SQL_COUNT_V2_,
-    /* driver version 4, in sqllock_dialect.sql_v4 */
-    SQLLOCK_SQL_LEASE_GUARD = SQLLOCK_SQL_COUNT_V2_,
-    SQLLOCK_SQL_COUNT_V4_,
-    /* driver version 5, in sqllock_dialect.sql_v5 */
-    SQLLOCK_SQL_LOCK_TIMEOUT_GET = SQLLOCK_SQL_COUNT_V4_,
+    SQLLOCK_SQL_LEASE_GUARD,
+    SQLLOCK_SQL_LOCK_TIMEOUT_GET,
     SQLLOCK_SQL_TXN_WRITE_LOCK,
-    SQLLOCK_SQL_COUNT_V5_,
-    /* driver version 6, in sqllock_dialect.sql_v6 */
-    SQLLOCK_SQL_LEASE_ACQUIRE_ONE = SQLLOCK_SQL_COUNT_V5_,
-    SQLLOCK_SQL_COUNT_V6_,
-    /* driver version 7, in sqllock_dialect.sql_v7 */
-    SQLLOCK_SQL_LEASE_ACQUIRE_WAKE = SQLLOCK_SQL_COUNT_V6_,
+    SQLLOCK_SQL_LEASE_ACQUIRE_ONE,
+    SQLLOCK_SQL_LEASE_ACQUIRE_WAKE,
     SQLLOCK_SQL_LEASE_RELEASE_WAKE,
     SQLLOCK_SQL_WAKE_WAIT,
-    SQLLOCK_SQL_COUNT_V7_,
-    /* driver version 8, in sqllock_dialect.sql_v8 */
-    SQLLOCK_SQL_LEASE_RENEW_MANY = SQLLOCK_SQL_COUNT_V7_,
+    SQLLOCK_SQL_LEASE_RENEW_MANY,
     SQLLOCK_SQL_LEASE_RENEW_MANY_FAST,
     SQLLOCK_SQL_LEASE_RENEWED_MANY,
-    SQLLOCK_SQL_COUNT_V8_,
-    /* driver version 9, in sqllock_dialect.sql_v9 */
-    SQLLOCK_SQL_LEASE_ACQUIRE_MANY = SQLLOCK_SQL_COUNT_V8_,
-    SQLLOCK_SQL_COUNT_V9_,
-    /* driver version 11, in sqllock_dialect.sql_v11 */
-    SQLLOCK_SQL_LEASE_RANGE = SQLLOCK_SQL_COUNT_V9_,
-    SQLLOCK_SQL_COUNT_V11_,
-    /* driver version 13, in sqllock_dialect.sql_v13 */
-    SQLLOCK_SQL_RW_READ_ACQUIRE = SQLLOCK_SQL_COUNT_V11_,
+    SQLLOCK_SQL_LEASE_ACQUIRE_MANY,
+    SQLLOCK_SQL_LEASE_RANGE,
+    SQLLOCK_SQL_RW_READ_ACQUIRE,
     SQLLOCK_SQL_RW_EXPIRE,
     SQLLOCK_SQL_RW_READ_INSERT,
-    SQLLOCK_SQL_COUNT_V13_,
-    /* Statements above are valid for the versions their comments give.
-     * A statement added later is never put in an array that exists
-     * already: a driver built before it has that array at the old size,
-     * and the core would read past its end. It goes in a new array of its
-     * version's own at the end of sqllock_dialect, which the core reads
-     * only from drivers of that version on (as SQLite's
-     * sqlite3_io_methods grows: "methods above are valid for version
-     * N"), and its ids follow here. */
-    SQLLOCK_SQL_COUNT_ = SQLLOCK_SQL_COUNT_V13_
+    /* A new statement is appended here, one line, and gets one row in
+     * each driver's table; nothing else changes. A driver built before
+     * it has a shorter table (its nstmts is smaller), and the core
+     * reads that as the statement being absent. Ids are never reused
+     * or reordered. */
+    SQLLOCK_SQL_COUNT_
 } sqllock_sql_id;
 
 /* One statement of a dialect. `args` lists, in placeholder order, which of
@@ -435,7 +407,17 @@ typedef enum sqllock_placeholder {
 } sqllock_placeholder;
 
 typedef struct sqllock_dialect {
-    sqllock_sql sql[SQLLOCK_SQL_COUNT_V1_];
+    /* The statements, indexed by sqllock_sql_id, and how many the table
+     * holds: SQLLOCK_SQL_COUNT_ of the header the driver was built with
+     * (as SQLite's sqlite3_vfs declares szOsFile). The core reads
+     * stmts[id] only for id < nstmts; a later id is absent, as a NULL
+     * text is. A driver writes it with designated initialisers:
+     *     static const sqllock_sql my_stmts[SQLLOCK_SQL_COUNT_] = {
+     *         [SQLLOCK_SQL_LEASE_ACQUIRE] = { "INSERT ...", "1234" }, ...
+     *     };
+     *     ... .stmts = my_stmts, .nstmts = SQLLOCK_SQL_COUNT_, ... */
+    const sqllock_sql *stmts;
+    size_t nstmts;
     /* The DDL, schema/<driver>.sql embedded at build time; run by
      * exec_script() inside sqllock_init(). */
     const char *schema;
@@ -447,57 +429,9 @@ typedef struct sqllock_dialect {
     /* Suffixes of a locking SELECT, indexed by sqllock_lock_mode:
      * " FOR UPDATE", " FOR UPDATE NOWAIT", " FOR UPDATE SKIP LOCKED". */
     const char *for_update[3];
-
-    /* Driver version 2: the statements from SQLLOCK_SQL_COUNT_V1_ to
-     * SQLLOCK_SQL_COUNT_V2_, four, whatever is added later. Fields added
-     * after this one are read only from drivers of their version on. */
-    sqllock_sql sql_v2[4];
-
-    /* Driver version 4: the statement from SQLLOCK_SQL_COUNT_V2_ to
-     * SQLLOCK_SQL_COUNT_V4_, one (LEASE_GUARD), whatever is added later.
-     * Read only from drivers of version 4 on. */
-    sqllock_sql sql_v4[1];
-
-    /* Driver version 5: the statements from SQLLOCK_SQL_COUNT_V4_ to
-     * SQLLOCK_SQL_COUNT_V5_, two (LOCK_TIMEOUT_GET, TXN_WRITE_LOCK),
-     * whatever is added later. Read only from drivers of version 5 on. */
-    sqllock_sql sql_v5[2];
-
-    /* Driver version 6: the statement from SQLLOCK_SQL_COUNT_V5_ to
-     * SQLLOCK_SQL_COUNT_V6_, one (LEASE_ACQUIRE_ONE), whatever is added
-     * later. Read only from drivers of version 6 on. */
-    sqllock_sql sql_v6[1];
-
-    /* Driver version 7: the statements from SQLLOCK_SQL_COUNT_V6_ to
-     * SQLLOCK_SQL_COUNT_V7_, three (LEASE_ACQUIRE_WAKE,
-     * LEASE_RELEASE_WAKE, WAKE_WAIT), whatever is added later. Read only
-     * from drivers of version 7 on. */
-    sqllock_sql sql_v7[3];
-
-    /* Driver version 8: the statements from SQLLOCK_SQL_COUNT_V7_ to
-     * SQLLOCK_SQL_COUNT_V8_, three (LEASE_RENEW_MANY,
-     * LEASE_RENEW_MANY_FAST, LEASE_RENEWED_MANY), whatever is added
-     * later. Read only from drivers of version 8 on. */
-    sqllock_sql sql_v8[3];
-
-    /* Driver version 9: the statement from SQLLOCK_SQL_COUNT_V8_ to
-     * SQLLOCK_SQL_COUNT_V9_, one (LEASE_ACQUIRE_MANY), whatever is added
-     * later. Read only from drivers of version 9 on. */
-    sqllock_sql sql_v9[1];
-
-    /* Driver version 11: the statement from SQLLOCK_SQL_COUNT_V9_ to
-     * SQLLOCK_SQL_COUNT_V11_, one (LEASE_RANGE), whatever is added later.
-     * Read only from drivers of version 11 on. */
-    sqllock_sql sql_v11[1];
-
-    /* Driver version 13: the statements from SQLLOCK_SQL_COUNT_V11_ to
-     * SQLLOCK_SQL_COUNT_V13_, three (RW_READ_ACQUIRE, RW_EXPIRE,
-     * RW_READ_INSERT), whatever is added later. Read only from drivers of
-     * version 13 on. */
-    sqllock_sql sql_v13[3];
 } sqllock_dialect;
 
-/* The most leases one LEASE_RENEW_MANY carries (driver version 8). */
+/* The most leases one LEASE_RENEW_MANY carries. */
 #define SQLLOCK_RENEW_BATCH_MAX 1000
 
 /* A bound value. Text is passed with its length and need not be
@@ -577,7 +511,7 @@ typedef struct sqllock_connect_params {
     int64_t lock_wait_ms;
 } sqllock_connect_params;
 
-/* What execute_txn() (driver version 10) sends with the statement. */
+/* What execute_txn() sends with the statement. */
 #define SQLLOCK_EXEC_BEGIN  (1u << 0)   /* BEGIN before it */
 #define SQLLOCK_EXEC_COMMIT (1u << 1)   /* COMMIT after it */
 
@@ -674,7 +608,7 @@ typedef struct sqllock_driver {
      * with *len = 0; NULL means the driver ran out of memory decoding it. */
     const void *(*column_blob)(sqllock_stmt *stmt, int col, size_t *len);
 
-    /* ---- version 2 ---- */
+    /* ---- the methods below may be NULL: the core does without ---- */
 
     /* With SQLLOCK_CAP_NOTIFY: starts (on = 1) or stops (on = 0)
      * listening on `channel` ([a-z0-9_], at most 63 bytes) on this
@@ -689,8 +623,6 @@ typedef struct sqllock_driver {
     int (*wait_notify)(sqllock_conn *conn, int64_t timeout_ms, int *woke,
                        sqllock_dberr *err);
 
-    /* ---- version 3 ---- */
-
     /* Optional: what a row lock taken on this connection excludes, as
      * sqllock_row_lock_scope() reports it (*scope = one of
      * SQLLOCK_ROW_LOCKS_*). For a driver whose answer depends on the
@@ -702,8 +634,6 @@ typedef struct sqllock_driver {
      * SQLLOCK_CAP_DB_LOCK and SQLLOCK_ROW_LOCKS_EXCLUSIVE otherwise. */
     int (*row_lock_scope)(sqllock_conn *conn, int *scope,
                           sqllock_dberr *err);
-
-    /* ---- version 5 ---- */
 
     /* Optional (sqllock_borrow()): wraps the application's own open
      * connection `native` (the type native() returns: sqlite3 *,
@@ -730,8 +660,6 @@ typedef struct sqllock_driver {
      * client library knows, without a round trip. */
     int (*txn_status)(sqllock_conn *conn, int *in_txn, sqllock_dberr *err);
 
-    /* ---- version 6 ---- */
-
     /* Optional: run by sqllock_init() once the schema is current, every
      * time (the version row says nothing of it): installs what the
      * dialect can do without, such as the stored routine of
@@ -741,16 +669,13 @@ typedef struct sqllock_driver {
      * connection or a broken schema is. */
     int (*upgrade)(sqllock_conn *conn, sqllock_dberr *err);
 
-    /* ---- version 7 ---- */
-
     /* Optional: *usable = 1 when the session-lock wake-ups of the
-     * dialect's version-7 statements work on this connection, 0 when they
+     * dialect's session-lock wake-up statements (LEASE_ACQUIRE_WAKE,
+     * LEASE_RELEASE_WAKE, WAKE_WAIT) work on this connection, 0 when they
      * must not be sent (a Galera node, where a session lock is one
      * node's); from what the connect learned, without a round trip.
      * Without it, they are used wherever the dialect has them. */
     int (*session_wake)(sqllock_conn *conn, int *usable, sqllock_dberr *err);
-
-    /* ---- version 10 ---- */
 
     /* Optional: the statement, with BEGIN before it (`with` has
      * SQLLOCK_EXEC_BEGIN) and/or COMMIT after it (SQLLOCK_EXEC_COMMIT),
@@ -780,20 +705,34 @@ typedef struct sqllock_driver {
  * Registers a driver for each of its URL schemes. Thread-safe. Registering
  * the same driver again is harmless; registering a different driver for a
  * scheme replaces the earlier one for later opens. Returns SQLLOCK_EINVAL
- * for a NULL driver, one without a name, schemes or a required method, or
- * one whose version is older than 1.
+ * for a NULL driver, one without a name, schemes, a required method or a
+ * required statement (see sqllock_sql_id), and SQLLOCK_EUNSUPPORTED for
+ * one built for a driver version before 14: its layout is not this one.
+ * The schemes of a refused driver stay unregistered, and sqllock_open()
+ * on them says which version the driver was built for.
  *
- * The driver's `version` says which fields of sqllock_driver and of its
- * sqllock_dialect exist: the core never reads a field (a method, a
- * statement array) added in a later version than the driver's, so a
- * driver built against an older sqllock_driver.h keeps working, with the
- * features it lacks reported as SQLLOCK_EUNSUPPORTED or answered from its
- * capability bits. A driver of a newer version than this library's
- * SQLLOCK_DRIVER_VERSION is used as one of this version.
+ * A driver of a newer version than this library's SQLLOCK_DRIVER_VERSION
+ * is used as one of this version: the core reads no method appended
+ * after it, and no statement beyond SQLLOCK_SQL_COUNT_.
  *
  * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_driver_register(const sqllock_driver *drv);
+
+/* The clock of a driver's deadlines, in ms: the core's own
+ * (CLOCK_BOOTTIME where there is one, so that a suspended host's sleep
+ * counts; else CLOCK_MONOTONIC).
+ * Added in 0.2.0. */
+SQLLOCK_API int64_t sqllock_driver_now_ms(void);
+
+/* How long a wait that ends at `deadline_ms` (a sqllock_driver_now_ms()
+ * time) may block in one piece now: the time left, rounded up, at most
+ * one second; 0 once it has come. A poll() loop passes it as its timeout
+ * and asks again after each return, so that a deadline that passed while
+ * the host was suspended (poll() counts CLOCK_MONOTONIC time, which a
+ * suspend stops) ends the wait soon after the resume (contract T1).
+ * Added in 0.2.0. */
+SQLLOCK_API int64_t sqllock_driver_wait_slice_ms(int64_t deadline_ms);
 
 /* The driver registered for `scheme` (case-insensitive), or NULL.
  * Added in 0.1.0. */

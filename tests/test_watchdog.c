@@ -711,7 +711,7 @@ static void test_watch_L7_many_leases_one_renewer(void **state)
 
 /* BATCH_N leases of `ttl` on `db`, each watched every `interval` ms with
  * its own callback record; they are due together, so the renewer sends
- * their renewals in one batch (LEASE_RENEW_MANY, driver version 8). */
+ * their renewals in one batch (LEASE_RENEW_MANY). */
 static void take_batch(sqllock_db *db, const char *what, int64_t ttl,
                        int64_t interval, sqllock_lease **l, seen *s)
 {

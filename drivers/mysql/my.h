@@ -19,8 +19,9 @@
  * Names: driver-private types and macros are my_ and MY_ (pg_ and PG_ in
  * the PostgreSQL driver, sq_ in the SQLite one); functions and data one
  * file of the driver calls in another are sqllock__my_ (sqllock__pg_),
- * plain static inside a file; helpers every driver could use live in the
- * core (core/util.c: sqllock__now_ms()).
+ * plain static inside a file. A driver includes sqllock_driver.h and
+ * nothing of the core's; the helpers any driver may use are declared
+ * there (sqllock_driver_now_ms(), sqllock_driver_wait_slice_ms()).
  */
 #ifndef SQLLOCK_MY_H
 #define SQLLOCK_MY_H
@@ -29,7 +30,6 @@
 
 #include <mysql.h>
 
-#include "internal.h"     /* sqllock__now_ms() and the core's other helpers */
 #include "sqllock_driver.h"
 
 /* The TLS modes of the ssl_mode URL parameter (and of an option file's

@@ -451,7 +451,7 @@ int sqllock__my_row_lock_scope(sqllock_conn *c, int *scope,
 }
 
 /*
- * Session-lock wake-ups (driver version 7) on every connection but a
+ * Session-lock wake-ups (LEASE_ACQUIRE_WAKE and the rest) on every connection but a
  * Galera node's: there GET_LOCK is the node's own (waiters on other
  * nodes would never see the holder's lock, and some Galera builds refuse
  * it), so waiters poll.

@@ -110,7 +110,7 @@ int sqllock__my_fail_timed(const sqllock_conn *c, int64_t t0, int rc,
                            sqllock_dberr *err)
 {
     char msg[sizeof err->msg];
-    int64_t took = sqllock__now_ms() - t0;
+    int64_t took = sqllock_driver_now_ms() - t0;
 
     if (rc != SQLLOCK_ECONNECT || took < (int64_t)c->io_timeout_s * 1000 - 20)
         return rc;

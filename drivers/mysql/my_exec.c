@@ -179,7 +179,7 @@ int sqllock__my_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
         return sqllock_dberr_set(err, SQLLOCK_ENOMEM, "", "out of memory "
                                  "(mysql_stmt_init)");
     }
-    t0 = sqllock__now_ms();
+    t0 = sqllock_driver_now_ms();
     if (mysql_stmt_prepare(s->st, sql, (unsigned long)strlen(sql)) != 0) {
         rc = sqllock__my_fail_timed(c, t0,
                                     sqllock__my_fail_stmt(s->st, err, NULL),
@@ -281,7 +281,7 @@ int sqllock__my_execute(sqllock_stmt *s, const sqllock_value *args,
         rc = sqllock__my_check_autocommit(s->conn, err);
     if (rc != SQLLOCK_OK)
         return rc;
-    t0 = sqllock__now_ms();
+    t0 = sqllock_driver_now_ms();
     if (mysql_stmt_execute(s->st) != 0)
         return sqllock__my_fail_timed(s->conn, t0,
                                       sqllock__my_fail_stmt(s->st, err, NULL),

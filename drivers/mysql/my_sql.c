@@ -65,7 +65,7 @@ static const char SQL_LEASE_RENEW[] =
 static const char SQL_LEASE_RELEASE[] =
     "DELETE FROM sqllock_lease WHERE name = ? AND owner = ? AND token = ?";
 
-/* Batched renewal (driver version 8, contract L7). The batch is one JSON
+/* Batched renewal (LEASE_RENEW_MANY, contract L7). The batch is one JSON
  * array, [name, owner, token, ttl_ms] each, read with JSON_TABLE (MySQL
  * 8.0, MariaDB 10.6). Names and owners are compared as bytes, as the
  * columns are; the lease row is found by its primary key. The expiry is
@@ -313,7 +313,7 @@ static const char SQL_LEASE_ACQUIRE_ONE[] =
     "CALL sqllock_acquire_v1(?, ?, ?, ?)";
 
 /*
- * L9 without polling (driver version 7): the companion session lock of a
+ * L9 without polling (LEASE_ACQUIRE_WAKE): the companion session lock of a
  * lease with wake-ups. Its name is derived from the database and the
  * lock's name, hashed to stay within MySQL's 64 characters for a lock
  * name (session locks are the server's, not the database's: two
@@ -408,7 +408,7 @@ static const char SQL_WAKE_WAIT[] =
     "RELEASE_LOCK(" WAKE_LOCK("CAST(? AS BINARY)") ") = 1, 0)";
 
 /*
- * L12 in one round trip (LEASE_ACQUIRE_MANY, driver version 9): the
+ * L12 in one round trip (LEASE_ACQUIRE_MANY): the
  * statements of sqllock_acquire_v1 for each name, in the order given
  * (the core sorts them), in ONE transaction, committed only when every
  * name was taken; at the first name held (ROW_COUNT() 0) a rollback
@@ -458,7 +458,7 @@ static const char SQL_LEASE_ACQUIRE_MANY[] =
     "CALL sqllock_acquire_many_v1(?, ?, ?, ?)";
 
 /*
- * M2, a reader's grant (RW_READ_ACQUIRE, driver version 13), in one round
+ * M2, a reader's grant (RW_READ_ACQUIRE), in one round
  * trip and one transaction. READ COMMITTED takes no gap locks, so the
  * absence of the writer's row W cannot be locked; what every grant of W
  * does lock is W's row of sqllock_token, which it REPLACEs (an exclusive
@@ -526,80 +526,55 @@ const char sqllock__my_sql_routines_present[] =
     "'sqllock_release_wake_v1', 'sqllock_acquire_many_v1', "
     "'sqllock_read_acquire_v1')";
 
+static const sqllock_sql my_stmts[SQLLOCK_SQL_COUNT_] = {
+    [SQLLOCK_SQL_LEASE_ACQUIRE] = { SQL_LEASE_ACQUIRE, "1234" },
+    [SQLLOCK_SQL_TOKEN_NEXT] = { SQL_TOKEN_NEXT, "1" },
+    [SQLLOCK_SQL_LEASE_SET_TOKEN] = { SQL_LEASE_SET_TOKEN, "312" },
+    [SQLLOCK_SQL_LEASE_RENEW] = { SQL_LEASE_RENEW, "4123" },
+    [SQLLOCK_SQL_LEASE_RELEASE] = { SQL_LEASE_RELEASE, "123" },
+    [SQLLOCK_SQL_LEASE_LIST] = { SQL_LEASE_LIST, "" },
+    [SQLLOCK_SQL_SCHEMA_VERSION] = { SQL_SCHEMA_VERSION, "" },
+    [SQLLOCK_SQL_RECORD_GET] = { SQL_RECORD_GET, "1" },
+    [SQLLOCK_SQL_RECORD_CREATE] = { SQL_RECORD_CREATE, "12" },
+    [SQLLOCK_SQL_RECORD_CAS] = { SQL_RECORD_CAS, "312" },
+    [SQLLOCK_SQL_RECORD_DELETE] = { SQL_RECORD_DELETE, "12" },
+    [SQLLOCK_SQL_ROW_ENSURE] = { SQL_ROW_ENSURE, "11" },
+    [SQLLOCK_SQL_TXN_LOCK_TIMEOUT] = { SQL_TXN_LOCK_TIMEOUT, "1" },
+    [SQLLOCK_SQL_LEASE_REAP] = { SQL_LEASE_REAP, "12" },
+    [SQLLOCK_SQL_TOKEN_TRIM] = { SQL_TOKEN_TRIM, "1" },
+    /* No fast mode on MySQL. */
+    [SQLLOCK_SQL_LEASE_ACQUIRE_FAST] = { NULL, NULL },
+    [SQLLOCK_SQL_LEASE_RENEW_FAST] = { NULL, NULL },
+    [SQLLOCK_SQL_LEASE_GUARD] = { SQL_LEASE_GUARD, "12" },
+    /* A borrowed connection's own wait, to put back (sqllock_borrow()). */
+    [SQLLOCK_SQL_LOCK_TIMEOUT_GET] =
+        { "SELECT @@SESSION.innodb_lock_wait_timeout * 1000", "" },
+    /* Row locks: no database write lock to take. */
+    [SQLLOCK_SQL_TXN_WRITE_LOCK] = { NULL, NULL },
+    [SQLLOCK_SQL_LEASE_ACQUIRE_ONE] = { SQL_LEASE_ACQUIRE_ONE, "1234" },
+    [SQLLOCK_SQL_LEASE_ACQUIRE_WAKE] = { SQL_LEASE_ACQUIRE_WAKE, "1234" },
+    [SQLLOCK_SQL_LEASE_RELEASE_WAKE] = { SQL_LEASE_RELEASE_WAKE, "123" },
+    [SQLLOCK_SQL_WAKE_WAIT] = { SQL_WAKE_WAIT, "121" },
+    [SQLLOCK_SQL_LEASE_RENEW_MANY] = { SQL_LEASE_RENEW_MANY, "1" },
+    [SQLLOCK_SQL_LEASE_RENEW_MANY_FAST] = { NULL, NULL },
+    [SQLLOCK_SQL_LEASE_RENEWED_MANY] = { SQL_LEASE_RENEWED_MANY, "1" },
+    [SQLLOCK_SQL_LEASE_ACQUIRE_MANY] = { SQL_LEASE_ACQUIRE_MANY, "1234" },
+    [SQLLOCK_SQL_LEASE_RANGE] = { SQL_LEASE_RANGE, "12" },
+    [SQLLOCK_SQL_RW_READ_ACQUIRE] = { SQL_RW_READ_ACQUIRE, "12345" },
+    [SQLLOCK_SQL_RW_EXPIRE] = { SQL_RW_EXPIRE, "12" },
+    /* RW_READ_ACQUIRE does it in its one round trip. */
+    [SQLLOCK_SQL_RW_READ_INSERT] = { NULL, NULL },
+};
+
 const sqllock_dialect sqllock__my_dialect = {
-    .sql = {
-        [SQLLOCK_SQL_LEASE_ACQUIRE] = { SQL_LEASE_ACQUIRE, "1234" },
-        [SQLLOCK_SQL_TOKEN_NEXT] = { SQL_TOKEN_NEXT, "1" },
-        [SQLLOCK_SQL_LEASE_SET_TOKEN] = { SQL_LEASE_SET_TOKEN, "312" },
-        [SQLLOCK_SQL_LEASE_RENEW] = { SQL_LEASE_RENEW, "4123" },
-        [SQLLOCK_SQL_LEASE_RELEASE] = { SQL_LEASE_RELEASE, "123" },
-        [SQLLOCK_SQL_LEASE_LIST] = { SQL_LEASE_LIST, "" },
-        [SQLLOCK_SQL_SCHEMA_VERSION] = { SQL_SCHEMA_VERSION, "" },
-        [SQLLOCK_SQL_RECORD_GET] = { SQL_RECORD_GET, "1" },
-        [SQLLOCK_SQL_RECORD_CREATE] = { SQL_RECORD_CREATE, "12" },
-        [SQLLOCK_SQL_RECORD_CAS] = { SQL_RECORD_CAS, "312" },
-        [SQLLOCK_SQL_RECORD_DELETE] = { SQL_RECORD_DELETE, "12" },
-        [SQLLOCK_SQL_ROW_ENSURE] = { SQL_ROW_ENSURE, "11" },
-        [SQLLOCK_SQL_TXN_LOCK_TIMEOUT] = { SQL_TXN_LOCK_TIMEOUT, "1" },
-    },
+    .stmts = my_stmts,
+    .nstmts = sizeof my_stmts / sizeof my_stmts[0],
     .schema = sqllock__schema_mysql,
     .ident_quote = '`',
     .placeholder = SQLLOCK_PLACEHOLDER_QUESTION,
     /* MariaDB 10.6+ and MySQL 8.0 both have NOWAIT and SKIP LOCKED. */
     .for_update = { " FOR UPDATE", " FOR UPDATE NOWAIT",
                     " FOR UPDATE SKIP LOCKED" },
-    .sql_v2 = {
-        [SQLLOCK_SQL_LEASE_REAP - SQLLOCK_SQL_COUNT_V1_] =
-            { SQL_LEASE_REAP, "12" },
-        [SQLLOCK_SQL_TOKEN_TRIM - SQLLOCK_SQL_COUNT_V1_] =
-            { SQL_TOKEN_TRIM, "1" },
-    },
-    .sql_v4 = {
-        [SQLLOCK_SQL_LEASE_GUARD - SQLLOCK_SQL_COUNT_V2_] =
-            { SQL_LEASE_GUARD, "12" },
-    },
-    .sql_v5 = {
-        /* A borrowed connection's own wait, to put back (sqllock_borrow()). */
-        [SQLLOCK_SQL_LOCK_TIMEOUT_GET - SQLLOCK_SQL_COUNT_V4_] =
-            { "SELECT @@SESSION.innodb_lock_wait_timeout * 1000", "" },
-        [SQLLOCK_SQL_TXN_WRITE_LOCK - SQLLOCK_SQL_COUNT_V4_] = { NULL, NULL },
-    },
-    .sql_v6 = {
-        [SQLLOCK_SQL_LEASE_ACQUIRE_ONE - SQLLOCK_SQL_COUNT_V5_] =
-            { SQL_LEASE_ACQUIRE_ONE, "1234" },
-    },
-    .sql_v7 = {
-        [SQLLOCK_SQL_LEASE_ACQUIRE_WAKE - SQLLOCK_SQL_COUNT_V6_] =
-            { SQL_LEASE_ACQUIRE_WAKE, "1234" },
-        [SQLLOCK_SQL_LEASE_RELEASE_WAKE - SQLLOCK_SQL_COUNT_V6_] =
-            { SQL_LEASE_RELEASE_WAKE, "123" },
-        [SQLLOCK_SQL_WAKE_WAIT - SQLLOCK_SQL_COUNT_V6_] =
-            { SQL_WAKE_WAIT, "121" },
-    },
-    .sql_v8 = {
-        [SQLLOCK_SQL_LEASE_RENEW_MANY - SQLLOCK_SQL_COUNT_V7_] =
-            { SQL_LEASE_RENEW_MANY, "1" },
-        /* No fast mode on MySQL. */
-        [SQLLOCK_SQL_LEASE_RENEW_MANY_FAST - SQLLOCK_SQL_COUNT_V7_] =
-            { NULL, NULL },
-        [SQLLOCK_SQL_LEASE_RENEWED_MANY - SQLLOCK_SQL_COUNT_V7_] =
-            { SQL_LEASE_RENEWED_MANY, "1" },
-    },
-    .sql_v9 = {
-        [SQLLOCK_SQL_LEASE_ACQUIRE_MANY - SQLLOCK_SQL_COUNT_V8_] =
-            { SQL_LEASE_ACQUIRE_MANY, "1234" },
-    },
-    .sql_v11 = {
-        [SQLLOCK_SQL_LEASE_RANGE - SQLLOCK_SQL_COUNT_V9_] =
-            { SQL_LEASE_RANGE, "12" },
-    },
-    .sql_v13 = {
-        [SQLLOCK_SQL_RW_READ_ACQUIRE - SQLLOCK_SQL_COUNT_V11_] =
-            { SQL_RW_READ_ACQUIRE, "12345" },
-        [SQLLOCK_SQL_RW_EXPIRE - SQLLOCK_SQL_COUNT_V11_] =
-            { SQL_RW_EXPIRE, "12" },
-        [SQLLOCK_SQL_RW_READ_INSERT - SQLLOCK_SQL_COUNT_V11_] = { NULL, NULL },
-    },
 };
 
 /* The session set-up, run once per connection (see the file comment of

@@ -194,7 +194,7 @@ int sqllock__my_begin(sqllock_conn *c, sqllock_dberr *err)
         rc = sqllock__my_check_autocommit(c, err);
     if (rc != SQLLOCK_OK)
         return rc;
-    t0 = sqllock__now_ms();
+    t0 = sqllock_driver_now_ms();
     if (mysql_real_query(c->my, begin, sizeof begin - 1) != 0)
         return sqllock__my_fail_timed(c, t0,
                                       sqllock__my_fail_conn(c->my, err,
@@ -231,7 +231,7 @@ static int rollback_resync(sqllock_conn *c)
  * to date (rollback_resync()) and does not change the status reported. */
 int sqllock__my_commit(sqllock_conn *c, sqllock_dberr *err)
 {
-    int64_t t0 = sqllock__now_ms();
+    int64_t t0 = sqllock_driver_now_ms();
     int rc;
 
     c->in_txn = 0;
@@ -249,7 +249,7 @@ int sqllock__my_commit(sqllock_conn *c, sqllock_dberr *err)
  * the transaction back when the connection ends). */
 int sqllock__my_rollback(sqllock_conn *c, sqllock_dberr *err)
 {
-    int64_t t0 = sqllock__now_ms();
+    int64_t t0 = sqllock_driver_now_ms();
 
     c->in_txn = 0;
     if (rollback_resync(c) != 0)

@@ -19,7 +19,6 @@
 
 #include <libpq-fe.h>
 
-#include "internal.h"     /* sqllock__now_ms() and the core's other helpers */
 #include "sqllock_driver.h"
 
 /* The most values one statement binds. The core's largest statement (a
@@ -150,7 +149,7 @@ int sqllock__pg_connect_url(const char *libpq_url, int pin,
  * 0 out of time, -1 poll() failed (errno). */
 int sqllock__pg_wait_fd(int fd, short events, int64_t deadline_ms);
 
-/* pg_exec.c */
+/* pg_trip.c */
 /* Refuses a round trip on a connection given up, or inside a transaction
  * sqllock did not begin. */
 int sqllock__pg_check_usable(sqllock_conn *c, sqllock_dberr *err);
@@ -158,6 +157,19 @@ int sqllock__pg_check_usable(sqllock_conn *c, sqllock_dberr *err);
 int sqllock__pg_expect_result(sqllock_conn *c, int sent,
                               ExecStatusType want, ExecStatusType want2,
                               PGresult **out, sqllock_dberr *err);
+/* Waits for the socket, as a round trip's step, until `deadline` (ms);
+ * the status when not ready (out of time: the connection given up, or
+ * poll() failed). */
+int sqllock__pg_wait_step(sqllock_conn *c, short events, int64_t deadline,
+                          int64_t bound_ms, sqllock_dberr *err);
+/* The status of a round trip or pipeline the server answered, given the
+ * warning on_notice() may have caught during it: `rc`, unless it
+ * succeeded and a commit in it never reached the synchronous standby
+ * (SQLLOCK_ECANCELED, or SQLLOCK_ECONNECT when the server is ending the
+ * connection). */
+int sqllock__pg_sync_wait_status(sqllock_conn *c, int rc, sqllock_dberr *err);
+
+/* pg_exec.c */
 int sqllock__pg_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
                         sqllock_dberr *err);
 void sqllock__pg_finalize(sqllock_stmt *s);

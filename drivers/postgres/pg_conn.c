@@ -86,7 +86,7 @@ static void on_notice(void *arg, const PGresult *res)
     snprintf(c->sync_msg, sizeof c->sync_msg, "%s", msg != NULL ? msg : "");
 }
 
-/* Waits until `fd` is ready for `events` or the deadline (sqllock__now_ms())
+/* Waits until `fd` is ready for `events` or the deadline (sqllock_driver_now_ms())
  * passes: 1 ready, 0 out of time, -1 poll() failed (errno). poll() counts
  * CLOCK_MONOTONIC time, which a suspend stops, so it waits a slice at a
  * time and reads the deadline clock after each (DESIGN T1). Once the
@@ -99,7 +99,7 @@ int sqllock__pg_wait_fd(int fd, short events, int64_t deadline_ms)
     int r;
 
     for (;;) {
-        ms = sqllock__wait_slice_ms(deadline_ms * 1000);
+        ms = sqllock_driver_wait_slice_ms(deadline_ms);
         pfd.fd = fd;
         pfd.events = events;
         pfd.revents = 0;
@@ -121,7 +121,7 @@ int sqllock__pg_wait_fd(int fd, short events, int64_t deadline_ms)
 static int connect_poll(PGconn *pg, int64_t timeout_ms, sqllock_dberr *err)
 {
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-    int64_t deadline = sqllock__now_ms() + timeout_ms;
+    int64_t deadline = sqllock_driver_now_ms() + timeout_ms;
     int r;
 
     for (;;) {
@@ -275,7 +275,7 @@ int sqllock__pg_connect_url(const char *libpq_url, int pin,
                             int64_t connect_ms, sqllock_conn **out,
                             sqllock_dberr *err)
 {
-    int64_t start = sqllock__now_ms();
+    int64_t start = sqllock_driver_now_ms();
     sqllock_conn *c;
     PGconn *pg = NULL;
     int status;
@@ -288,7 +288,7 @@ int sqllock__pg_connect_url(const char *libpq_url, int pin,
     /* PgBouncer without pooler= in the URL: the pins go in a SET. */
     if (status == SQLLOCK_ECONNECT && pin &&
         has_text(err->msg, "unsupported startup parameter")) {
-        int64_t left = connect_ms - (sqllock__now_ms() - start);
+        int64_t left = connect_ms - (sqllock_driver_now_ms() - start);
 
         status = connect_libpq(libpq_url, 0, left > 1 ? left : 1, &pg, err);
         c->pins_unsent = 1;
@@ -347,7 +347,7 @@ int sqllock__pg_connect(const sqllock_url *url,
                         const sqllock_connect_params *p, sqllock_conn **out,
                         sqllock_dberr *err)
 {
-    int64_t start = sqllock__now_ms();
+    int64_t start = sqllock_driver_now_ms();
     sqllock_conn *c;
     pg_target t;
     int status;
@@ -373,7 +373,7 @@ int sqllock__pg_connect(const sqllock_url *url,
     if (c->pooler == PG_POOLER_SESSION || c->pooler == PG_POOLER_PGPOOL ||
         c->pins_unsent) {
         status = session_ready(c, p->connect_timeout_ms -
-                               (sqllock__now_ms() - start),
+                               (sqllock_driver_now_ms() - start),
                                p->connect_timeout_ms, err);
         if (status != SQLLOCK_OK) {
             sqllock__pg_disconnect(c);

@@ -180,9 +180,9 @@ static int wait_on(sqllock_conn *c, int64_t timeout_ms, int *woke,
         return sqllock_dberr_set(err, SQLLOCK_ECONNECT, "",
                                  "waiting for a notification: no socket");
     /* A slice at a time, the deadline clock read after each (T1). */
-    end_ms = sqllock__now_ms() + timeout_ms;
+    end_ms = sqllock_driver_now_ms() + timeout_ms;
     for (;;) {
-        left = sqllock__wait_slice_ms(end_ms * 1000);
+        left = sqllock_driver_wait_slice_ms(end_ms);
         if (left <= 0)
             return SQLLOCK_OK;
         pfd.events = POLLIN;

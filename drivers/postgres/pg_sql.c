@@ -141,7 +141,7 @@ static const char SQL_LEASE_RENEW_FAST[] =
     "WHERE name = $1 AND owner = $2 AND token = $3 "
     "AND EXISTS (SELECT 1 FROM async)";
 
-/* Batched renewal (driver version 8, contract L7): LEASE_RENEW for every
+/* Batched renewal (LEASE_RENEW_MANY, contract L7): LEASE_RENEW for every
  * element of the JSON array $1, [name, owner, token, ttl_ms] each, in one
  * statement and one transaction. A row is renewed only where name, owner
  * and token all match one element, by the server's clock (now(), the
@@ -329,7 +329,7 @@ static const char SQL_LEASE_GUARD[] =
     "END $sqllock_do$"
 
 /*
- * L12 in one round trip (LEASE_ACQUIRE_MANY, driver version 9): a
+ * L12 in one round trip (LEASE_ACQUIRE_MANY): a
  * function that takes every name's advisory lock first -- each key once,
  * in ascending order of the keys, not of the names: two names whose
  * hashtext() is the same share one key, and taken in the order of the
@@ -393,7 +393,7 @@ static const char SQL_LEASE_ACQUIRE_MANY[] =
     "FROM sqllock_acquire_many_v2($1, $2, $3, $4::float8)";
 
 /*
- * M2, a reader's grant (RW_READ_ACQUIRE, driver version 13), in one round
+ * M2, a reader's grant (RW_READ_ACQUIRE), in one round
  * trip: a function, because the check of the writer's row W must come
  * AFTER the shared advisory lock on W's key (the key every grant of W
  * takes exclusively in LEASE_ACQUIRE), and a statement's snapshot is
@@ -461,70 +461,56 @@ int sqllock__pg_upgrade(sqllock_conn *c, sqllock_dberr *err)
 
 extern const char sqllock__schema_postgres[];
 
+static const sqllock_sql pg_stmts[SQLLOCK_SQL_COUNT_] = {
+    [SQLLOCK_SQL_LEASE_ACQUIRE] = { SQL_LEASE_ACQUIRE, "1234" },
+    /* RETURNING: the acquire takes its token itself. */
+    [SQLLOCK_SQL_TOKEN_NEXT] = { NULL, NULL },
+    [SQLLOCK_SQL_LEASE_SET_TOKEN] = { NULL, NULL },
+    [SQLLOCK_SQL_LEASE_RENEW] = { SQL_LEASE_RENEW, "1234" },
+    [SQLLOCK_SQL_LEASE_RELEASE] = { SQL_LEASE_RELEASE, "1234" },
+    [SQLLOCK_SQL_LEASE_LIST] = { SQL_LEASE_LIST, "" },
+    [SQLLOCK_SQL_SCHEMA_VERSION] = { SQL_SCHEMA_VERSION, "" },
+    [SQLLOCK_SQL_RECORD_GET] = { SQL_RECORD_GET, "1" },
+    [SQLLOCK_SQL_RECORD_CREATE] = { SQL_RECORD_CREATE, "12" },
+    [SQLLOCK_SQL_RECORD_CAS] = { SQL_RECORD_CAS, "123" },
+    [SQLLOCK_SQL_RECORD_DELETE] = { SQL_RECORD_DELETE, "12" },
+    [SQLLOCK_SQL_ROW_ENSURE] = { SQL_ROW_ENSURE, "1" },
+    [SQLLOCK_SQL_TXN_LOCK_TIMEOUT] = { SQL_TXN_LOCK_TIMEOUT, "1" },
+    [SQLLOCK_SQL_LEASE_REAP] = { SQL_LEASE_REAP, "12" },
+    /* Tokens come from a sequence: no per-name rows to trim. */
+    [SQLLOCK_SQL_TOKEN_TRIM] = { NULL, NULL },
+    [SQLLOCK_SQL_LEASE_ACQUIRE_FAST] = { SQL_LEASE_ACQUIRE_FAST, "1234" },
+    [SQLLOCK_SQL_LEASE_RENEW_FAST] = { SQL_LEASE_RENEW_FAST, "1234" },
+    [SQLLOCK_SQL_LEASE_GUARD] = { SQL_LEASE_GUARD, "12" },
+    [SQLLOCK_SQL_LOCK_TIMEOUT_GET] = { SQL_LOCK_TIMEOUT_GET, "" },
+    /* Row locks: no database write lock to take. */
+    [SQLLOCK_SQL_TXN_WRITE_LOCK] = { NULL, NULL },
+    /* PostgreSQL acquires in one statement and wakes waiters with
+     * NOTIFY. */
+    [SQLLOCK_SQL_LEASE_ACQUIRE_ONE] = { NULL, NULL },
+    [SQLLOCK_SQL_LEASE_ACQUIRE_WAKE] = { NULL, NULL },
+    [SQLLOCK_SQL_LEASE_RELEASE_WAKE] = { NULL, NULL },
+    [SQLLOCK_SQL_WAKE_WAIT] = { NULL, NULL },
+    [SQLLOCK_SQL_LEASE_RENEW_MANY] = { SQL_LEASE_RENEW_MANY, "1" },
+    [SQLLOCK_SQL_LEASE_RENEW_MANY_FAST] = { SQL_LEASE_RENEW_MANY_FAST, "1" },
+    /* RETURNING names the renewed rows. */
+    [SQLLOCK_SQL_LEASE_RENEWED_MANY] = { NULL, NULL },
+    [SQLLOCK_SQL_LEASE_ACQUIRE_MANY] = { SQL_LEASE_ACQUIRE_MANY, "1234" },
+    [SQLLOCK_SQL_LEASE_RANGE] = { SQL_LEASE_RANGE, "12" },
+    [SQLLOCK_SQL_RW_READ_ACQUIRE] = { SQL_RW_READ_ACQUIRE, "12345" },
+    [SQLLOCK_SQL_RW_EXPIRE] = { SQL_RW_EXPIRE, "12" },
+    /* RW_READ_ACQUIRE does it in its one round trip. */
+    [SQLLOCK_SQL_RW_READ_INSERT] = { NULL, NULL },
+};
+
 const sqllock_dialect sqllock__pg_dialect = {
-    .sql = {
-        [SQLLOCK_SQL_LEASE_ACQUIRE] = { SQL_LEASE_ACQUIRE, "1234" },
-        [SQLLOCK_SQL_LEASE_RENEW] = { SQL_LEASE_RENEW, "1234" },
-        [SQLLOCK_SQL_LEASE_RELEASE] = { SQL_LEASE_RELEASE, "1234" },
-        [SQLLOCK_SQL_LEASE_LIST] = { SQL_LEASE_LIST, "" },
-        [SQLLOCK_SQL_SCHEMA_VERSION] = { SQL_SCHEMA_VERSION, "" },
-        [SQLLOCK_SQL_RECORD_GET] = { SQL_RECORD_GET, "1" },
-        [SQLLOCK_SQL_RECORD_CREATE] = { SQL_RECORD_CREATE, "12" },
-        [SQLLOCK_SQL_RECORD_CAS] = { SQL_RECORD_CAS, "123" },
-        [SQLLOCK_SQL_RECORD_DELETE] = { SQL_RECORD_DELETE, "12" },
-        [SQLLOCK_SQL_ROW_ENSURE] = { SQL_ROW_ENSURE, "1" },
-        [SQLLOCK_SQL_TXN_LOCK_TIMEOUT] = { SQL_TXN_LOCK_TIMEOUT, "1" },
-    },
+    .stmts = pg_stmts,
+    .nstmts = sizeof pg_stmts / sizeof pg_stmts[0],
     .schema = sqllock__schema_postgres,
     .ident_quote = '"',
     .placeholder = SQLLOCK_PLACEHOLDER_DOLLAR,
     .for_update = { " FOR UPDATE", " FOR UPDATE NOWAIT",
                     " FOR UPDATE SKIP LOCKED" },
-    /* Tokens come from a sequence: no per-name rows to trim. */
-    .sql_v2 = {
-        [SQLLOCK_SQL_LEASE_REAP - SQLLOCK_SQL_COUNT_V1_] =
-            { SQL_LEASE_REAP, "12" },
-        [SQLLOCK_SQL_TOKEN_TRIM - SQLLOCK_SQL_COUNT_V1_] = { NULL, NULL },
-        [SQLLOCK_SQL_LEASE_ACQUIRE_FAST - SQLLOCK_SQL_COUNT_V1_] =
-            { SQL_LEASE_ACQUIRE_FAST, "1234" },
-        [SQLLOCK_SQL_LEASE_RENEW_FAST - SQLLOCK_SQL_COUNT_V1_] =
-            { SQL_LEASE_RENEW_FAST, "1234" },
-    },
-    .sql_v4 = {
-        [SQLLOCK_SQL_LEASE_GUARD - SQLLOCK_SQL_COUNT_V2_] =
-            { SQL_LEASE_GUARD, "12" },
-    },
-    .sql_v5 = {
-        [SQLLOCK_SQL_LOCK_TIMEOUT_GET - SQLLOCK_SQL_COUNT_V4_] =
-            { SQL_LOCK_TIMEOUT_GET, "" },
-        /* Row locks: no database write lock to take. */
-        [SQLLOCK_SQL_TXN_WRITE_LOCK - SQLLOCK_SQL_COUNT_V4_] = { NULL, NULL },
-    },
-    /* No version 6 or 7 statements: PostgreSQL acquires in one statement
-     * and wakes waiters with NOTIFY. */
-    .sql_v8 = {
-        [SQLLOCK_SQL_LEASE_RENEW_MANY - SQLLOCK_SQL_COUNT_V7_] =
-            { SQL_LEASE_RENEW_MANY, "1" },
-        [SQLLOCK_SQL_LEASE_RENEW_MANY_FAST - SQLLOCK_SQL_COUNT_V7_] =
-            { SQL_LEASE_RENEW_MANY_FAST, "1" },
-        [SQLLOCK_SQL_LEASE_RENEWED_MANY - SQLLOCK_SQL_COUNT_V7_] =
-            { NULL, NULL },
-    },
-    .sql_v9 = {
-        [SQLLOCK_SQL_LEASE_ACQUIRE_MANY - SQLLOCK_SQL_COUNT_V8_] =
-            { SQL_LEASE_ACQUIRE_MANY, "1234" },
-    },
-    .sql_v11 = {
-        [SQLLOCK_SQL_LEASE_RANGE - SQLLOCK_SQL_COUNT_V9_] =
-            { SQL_LEASE_RANGE, "12" },
-    },
-    .sql_v13 = {
-        [SQLLOCK_SQL_RW_READ_ACQUIRE - SQLLOCK_SQL_COUNT_V11_] =
-            { SQL_RW_READ_ACQUIRE, "12345" },
-        [SQLLOCK_SQL_RW_EXPIRE - SQLLOCK_SQL_COUNT_V11_] =
-            { SQL_RW_EXPIRE, "12" },
-        [SQLLOCK_SQL_RW_READ_INSERT - SQLLOCK_SQL_COUNT_V11_] = { NULL, NULL },
-    },
 };
 
 int sqllock__pg_stmt_kind(const char *sql)

@@ -392,7 +392,7 @@ void test_conformance_L5_token_increases_after_row_deleted(void **state)
 
 /* Whether the last acquire on `db` ran the one-round-trip routine. */
 /* A routine ran the acquire: LEASE_ACQUIRE_ONE, or, for a lease with
- * wake-ups, LEASE_ACQUIRE_WAKE (driver version 7). */
+ * wake-ups, LEASE_ACQUIRE_WAKE. */
 static int used_routine(sqllock_db *db)
 {
     return (db->stmts[SQLLOCK_SQL_LEASE_ACQUIRE_ONE] != NULL ||

@@ -1,7 +1,7 @@
 /*
  * pipeline.c -- test_rowlock: a row-lock transaction's BEGIN goes with its
  * first statement, in one round trip, where the driver can (PostgreSQL:
- * libpq's pipeline mode, driver version 10); the meaning of the lock
+ * libpq's pipeline mode, the driver's execute_txn()); the meaning of the lock
  * calls is the same (R1 modes and their statuses, R7 failures), and the
  * connection comes out of every call usable and out of pipeline mode.
  *
