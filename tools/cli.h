@@ -311,6 +311,26 @@ void cli_format_span(char *buf, size_t size, int64_t ms);
 
 /* The run history and the operator's commands (ops.c). */
 #define CLI_HISTORY_MAX 20
+/* The history record of a lock name (tools/history.c): its record key,
+ * and the audit lines (DESIGN C5) of a forced release -- written in one
+ * transaction with the delete of the lease row `row` of `owner` and
+ * `token` (SQLLOCK_LOST when that row was gone: nothing changed) -- and
+ * of a clearing (the runs, or with `all` the forced releases too).
+ * `who` is cli_who_am_i()'s: "user@host" of whoever runs the tool in
+ * `me`, and in `who` the same with, on a database with users, the
+ * database user it connected as. cli_audit_refused() is the message of
+ * an audit write the database refused. */
+#define CLI_HISTORY_LINE_MAX 600
+void cli_history_key(const char *name, char *key, size_t size);
+void cli_who_am_i(sqllock_db *db, char *me, size_t me_size, char *who,
+                  size_t who_size);
+int cli_history_force(sqllock_db *db, const char *name, const char *row,
+                      const char *owner, int64_t token, const char *status,
+                      const char *who);
+int cli_history_clear(sqllock_db *db, const char *name, int all,
+                      const char *who);
+int cli_audit_refused(sqllock_db *db, int rc, const char *what);
+
 /* Adds (or, when an entry with this token is there, completes) the entry
  * of one run of `name` in its history, a record of the library's
  * versioned records (sqllock_record_update()): `status` "running" at the
