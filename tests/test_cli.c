@@ -26,6 +26,7 @@
 #include "test_util.h"
 #include "test_run.h"
 #include "test_spawn.h"
+#include "tu_tool.h"
 #include "cli/cli.h"
 
 /* ------------------------------------------------------------------ */

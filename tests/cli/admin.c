@@ -11,6 +11,7 @@
 #include "test_util.h"
 #include "test_run.h"
 #include "test_spawn.h"
+#include "tu_tool.h"
 #include "cli.h"
 
 /* list --json shows a held lease with its owner and token. */

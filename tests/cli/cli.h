@@ -5,7 +5,8 @@
  * teardown (cli/common.c); and the cases of each group, for main()
  * (tests/test_cli.c).
  *
- * Include after cmocka.h, test_util.h, test_run.h and test_spawn.h.
+ * Include after cmocka.h, test_util.h, test_run.h, test_spawn.h and
+ * tu_tool.h.
  */
 #ifndef SQLLOCK_TEST_CLI_H
 #define SQLLOCK_TEST_CLI_H
@@ -16,19 +17,14 @@
 #error "SQLLOCK_CLI_PATH must name the built sqllock tool"
 #endif
 
-typedef struct fixture {
-    char *dir;
-    char url[4200];
-    char out[65536];           /* the last run's stdout */
-    char err[8192];            /* the last run's stderr */
-    char names[16][300];       /* see cl_U() */
-    unsigned next_name;
-} fixture;
+/* The group's fixture is the harness's (tests/harness/tu_tool.h): its
+ * directory, URL, the last run's stdout and stderr, unique names. */
+typedef tt_fixture fixture;
 
 #define EXPECT_BARE(f, want, ...)                                              \
     do {                                                                       \
         const char *const args_[] = { __VA_ARGS__, NULL };                     \
-        int got_ = cl_cli_bare((f), args_);                                    \
+        int got_ = tt_run_bare((f), args_);                                    \
         if (got_ != (want))                                                    \
             fail_msg("sqllock %s ... (no --db): exit %d, want %d\nstdout: "    \
                      "%s\nstderr: %s", args_[0], got_, (want), (f)->out,       \
@@ -38,7 +34,7 @@ typedef struct fixture {
 #define EXPECT_EXIT(f, want, ...)                                              \
     do {                                                                       \
         const char *const args_[] = { __VA_ARGS__, NULL };                     \
-        int got_ = cl_cli((f), args_);                                         \
+        int got_ = tt_run_tool((f), args_);                                         \
         if (got_ != (want))                                                    \
             fail_msg("sqllock %s ...: exit %d, want %d\nstdout: %s\n"          \
                      "stderr: %s", args_[0], got_, (want), (f)->out,           \
@@ -61,13 +57,13 @@ typedef struct fixture {
 /* The URL the current group runs on. */
 extern const char *g_url;
 
-/* cli/common.c */
-const char *cl_U(fixture *f, const char *tail);
-int cl_cli(fixture *f, const char *const *args);
-int cl_cli_bare(fixture *f, const char *const *args);
+/* cli/common.c: acquiring with the tool, the group's setup and
+ * teardown */
+/* The lock name `tail` made unique to this process. */
+#define cl_U(f, tail) tt_name((f), (tail))
 void cl_acquire(fixture *f, const char *name, const char *ttl,
                 char owner[SQLLOCK_OWNER_LEN + 1], int64_t *token);
-int cl_file_exists(const char *path);
+int cl_run_with_url(fixture *f, const char *url, const char *const *args);
 int cl_setup(void **state);
 int cl_teardown(void **state);
 

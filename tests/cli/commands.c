@@ -12,6 +12,7 @@
 #include "test_util.h"
 #include "test_run.h"
 #include "test_spawn.h"
+#include "tu_tool.h"
 #include "cli.h"
 
 /* S1: init succeeds, and again (idempotent). */
@@ -65,14 +66,14 @@ void test_cli_run_busy_does_not_run(void **state)
     cl_acquire(f, cl_U(f, "run-busy"), "60s", owner, &token);
     EXPECT_EXIT(f, 75, "run", cl_U(f, "run-busy"), "--ttl", "5s", "--",
                 "touch", file);
-    assert_false(cl_file_exists(file));
+    assert_false(tt_file_exists(file));
     snprintf(tok, sizeof tok, "%lld", (long long)token);
     EXPECT_EXIT(f, 0, "release", cl_U(f, "run-busy"), "--owner", owner,
                 "--token", tok);
     /* Free now: the command runs, and the lock is released after it. */
     EXPECT_EXIT(f, 0, "run", cl_U(f, "run-busy"), "--ttl", "5s", "--", "touch",
                 file);
-    assert_true(cl_file_exists(file));
+    assert_true(tt_file_exists(file));
     cl_acquire(f, cl_U(f, "run-busy"), "60s", owner, &token);
     snprintf(tok, sizeof tok, "%lld", (long long)token);
     EXPECT_EXIT(f, 0, "release", cl_U(f, "run-busy"), "--owner", owner,
@@ -151,22 +152,14 @@ void test_cli_usage_errors(void **state)
                 tu_contains_ci(f->err, "duration") ||
                 tu_contains_ci(f->err, "ttl"));
     {
-        /* An unknown scheme in --db: a copy of the fixture with that
-         * URL. */
-        fixture *g = calloc(1, sizeof *g);
+        /* An unknown scheme in --db. */
         const char *const args[] = { "list", NULL };
-        int rc;
-        assert_non_null(g);
-        g->dir = f->dir;
-        snprintf(g->url, sizeof g->url, "%s", nosuch[0]);
-        rc = cl_cli(g, args);
-        if (rc != 64) {
-            fprintf(stderr, "stdout: %s\nstderr: %s\n", g->out, g->err);
-            free(g);
-            fail_msg("sqllock --db nosuch://x list: exit %d, want 64", rc);
-        }
-        assert_true(tu_contains_ci(g->err, "nosuch"));
-        free(g);
+        int rc = cl_run_with_url(f, nosuch[0], args);
+
+        if (rc != 64)
+            fail_msg("sqllock --db nosuch://x list: exit %d, want 64\n"
+                     "stdout: %s\nstderr: %s", rc, f->out, f->err);
+        assert_true(tu_contains_ci(f->err, "nosuch"));
     }
     /* Nothing was left behind by the failed commands. */
     EXPECT_EXIT(f, 0, "run", cl_U(f, "bad"), "--ttl", "5s", "--", "true");
@@ -307,7 +300,7 @@ void test_cli_duration_too_long(void **state)
             strstr(f->err, "36500d") == NULL)
             fail_msg("run %s 99999999999h: stderr \"%s\" should name the "
                      "option, the text and the limit", opts[i], f->err);
-        assert_false(cl_file_exists(file));
+        assert_false(tt_file_exists(file));
     }
     EXPECT_EXIT(f, 64, "acquire", cl_U(f, "long"), "--ttl", "36500d1ms");
     EXPECT_CONTAINS_ERR(f, "36500d");

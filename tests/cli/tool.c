@@ -18,6 +18,7 @@
 #include "test_util.h"
 #include "test_run.h"
 #include "test_spawn.h"
+#include "tu_tool.h"
 #include "cli.h"
 
 /* The refusal stderr shows when no database is named: it says how to
@@ -52,7 +53,7 @@ void test_cli_no_database_refused(void **state)
     EXPECT_BARE(f, 64, "run", cl_U(f, "nodb"), "--ttl", "5s", "--", "touch",
                 file);
     expect_no_db_message(f, "run");
-    assert_false(cl_file_exists(file));
+    assert_false(tt_file_exists(file));
     assert_string_equal(f->out, "");
     EXPECT_BARE(f, 64, "acquire", cl_U(f, "nodb"), "--ttl", "5s");
     expect_no_db_message(f, "acquire");
@@ -72,7 +73,7 @@ void test_cli_no_database_refused(void **state)
     EXPECT_BARE(f, 64, "run", cl_U(f, "nodb"), "--ttl", "5s", "--", "touch",
                 file);
     expect_no_db_message(f, "run with empty variables");
-    assert_false(cl_file_exists(file));
+    assert_false(tt_file_exists(file));
     unsetenv("SQLLOCK_DB_FILE");
 
     /* --local goes with neither --db nor --db-file, wherever each is. */
@@ -87,7 +88,7 @@ void test_cli_no_database_refused(void **state)
     setenv("SQLLOCK_DB", f->url, 1);
     EXPECT_BARE(f, 0, "--local", "run", cl_U(f, "local"), "--ttl", "5s", "--",
                 "touch", file);
-    assert_true(cl_file_exists(file));
+    assert_true(tt_file_exists(file));
     EXPECT_BARE(f, 0, "acquire", cl_U(f, "local"), "--ttl", "1m", "--local");
     assert_true(tu_get_var(f->out, "SQLLOCK_OWNER", owner, sizeof owner));
     assert_true(tu_get_var(f->out, "SQLLOCK_TOKEN", tok, sizeof tok));
@@ -259,23 +260,6 @@ void test_cli_command_help(void **state)
     assert_non_null(strstr(f->out, "Exit status:"));
 }
 
-/* A copy of the fixture whose --db is `url`. */
-static int run_with_url(fixture *f, const char *url,
-                        const char *const *args)
-{
-    fixture *g = calloc(1, sizeof *g);
-    int rc;
-
-    assert_non_null(g);
-    g->dir = f->dir;
-    snprintf(g->url, sizeof g->url, "%s", url);
-    rc = cl_cli(g, args);
-    memcpy(f->out, g->out, sizeof f->out);
-    memcpy(f->err, g->err, sizeof f->err);
-    free(g);
-    return rc;
-}
-
 /* Issue 27 item 5: a malformed URL, or one that names no driver, is a
  * usage error (64), as a bad option is: no retry can help; a database
  * that cannot be reached stays 69. */
@@ -302,7 +286,7 @@ void test_cli_malformed_url_is_usage(void **state)
     int rc;
 
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        rc = run_with_url(f, bad[i].url, list);
+        rc = cl_run_with_url(f, bad[i].url, list);
         if (rc != 64 || strstr(f->err, bad[i].why) == NULL)
             fail_msg("sqllock --db %s list: exit %d, want 64 and \"%s\"; "
                      "stderr: %s", bad[i].url, rc, bad[i].why, f->err);
@@ -311,7 +295,7 @@ void test_cli_malformed_url_is_usage(void **state)
     if (drv != NULL && strcmp(drv, "mysql") == 0) {
         snprintf(url, sizeof url, "%s%sssl_mode=sometimes", f->url,
                  strchr(f->url, '?') != NULL ? "&" : "?");
-        rc = run_with_url(f, url, list);
+        rc = cl_run_with_url(f, url, list);
         if (rc != 64 || strstr(f->err, "ssl_mode") == NULL)
             fail_msg("ssl_mode=sometimes: exit %d, want 64; stderr: %s", rc,
                      f->err);
@@ -336,22 +320,22 @@ void test_cli_read_commands_do_not_create(void **state)
     snprintf(path, sizeof path, "%s/missing.db", f->dir);
     snprintf(url, sizeof url, "sqlite://%s", path);
     for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
-        rc = run_with_url(f, url, cmds[i]);
+        rc = cl_run_with_url(f, url, cmds[i]);
         if (rc != 69 || strstr(f->err, "does not exist") == NULL ||
             strstr(f->err, path) == NULL)
             fail_msg("%s on a missing SQLite file: exit %d, want 69 and "
                      "\"does not exist\"; stderr: %s", cmds[i][0], rc,
                      f->err);
-        if (cl_file_exists(path))
+        if (tt_file_exists(path))
             fail_msg("%s created the SQLite file %s", cmds[i][0], path);
     }
     {
         static const char *const init[] = { "init", NULL };
 
-        rc = run_with_url(f, url, init);
+        rc = cl_run_with_url(f, url, init);
         assert_int_equal(rc, 0);
-        assert_true(cl_file_exists(path));
-        rc = run_with_url(f, url, cmds[0]);
+        assert_true(tt_file_exists(path));
+        rc = cl_run_with_url(f, url, cmds[0]);
         assert_int_equal(rc, 0);
     }
 }
@@ -407,7 +391,7 @@ void test_cli_connect_failure_messages(void **state)
     }
     snprintf(url, sizeof url, "%.*s:Wr0ng-Pw9%s", (int)(colon - f->url),
              f->url, at);
-    rc = run_with_url(f, url, list);
+    rc = cl_run_with_url(f, url, list);
     if (rc != 69 || strstr(f->err, "Wr0ng-Pw9") != NULL)
         fail_msg("a wrong password: exit %d, want 69, no password; "
                  "stderr: %s", rc, f->err);
@@ -426,7 +410,7 @@ void test_cli_connect_failure_messages(void **state)
     snprintf(url, sizeof url, "%s://u:x@127.0.0.1:%d/%s",
              strcmp(drv, "mysql") == 0 ? "mysql" : "postgres",
              closed_port(), db);
-    rc = run_with_url(f, url, list);
+    rc = cl_run_with_url(f, url, list);
     if (rc != 69 || !tu_contains_ci(f->err, "refused"))
         fail_msg("a closed port: exit %d, want 69 and \"refused\"; "
                  "stderr: %s", rc, f->err);

@@ -254,3 +254,30 @@ void tu_print_statuses(const char *label, int width, const int64_t *by,
     if (len > 0)
         printf("    %-*s %s\n", width, label, buf);
 }
+
+void tu_barrier(int *arrived, int n)
+{
+    int64_t deadline = tu_now_ms() + 30000;
+
+    __atomic_add_fetch(arrived, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(arrived, __ATOMIC_SEQ_CST) < n &&
+           tu_now_ms() < deadline)
+        tu_sleep_us(100);
+}
+
+void tu_close_for_fork(sqllock_db **db)
+{
+    sqllock_close(*db);
+    *db = NULL;
+    fflush(stdout);
+    fflush(stderr);
+}
+
+void tu_reopen(sqllock_db **db, const char *url)
+{
+    int rc = sqllock_open(url, NULL, db);
+
+    if (rc != SQLLOCK_OK)
+        fail_msg("reopening the group's handle: %s: %s",
+                 sqllock_errname(rc), sqllock_errmsg(*db));
+}

@@ -53,6 +53,19 @@ int64_t tu_backend_id(sqllock_db *db);
 /* Opens `url`, failing the test (with the reason) when it cannot. */
 sqllock_db *tu_open_or_fail(const char *url);
 
+/* A start line for forked children, so that they contend from the first
+ * call: each arrives (`arrived` in shared memory), then waits, for 30 s
+ * at most, for all `n`. */
+void tu_barrier(int *arrived, int n);
+
+/* A group's handle is closed before a fork and opened again after it: a
+ * child must not inherit an open connection (its memory, and on SQLite
+ * its page cache, would be the child's too). tu_close_for_fork() closes
+ * *db and flushes stdio; tu_reopen() opens `url` into *db, failing the
+ * test when it cannot. */
+void tu_close_for_fork(sqllock_db **db);
+void tu_reopen(sqllock_db **db, const char *url);
+
 /* A statement of the test's own on an application table (test_rowlock,
  * test_optimistic): runs `fmt` with the table name put in for its %s and
  * returns its status; the other arguments as for sqllock__exec_sql(). */

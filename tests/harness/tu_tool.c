@@ -18,6 +18,7 @@
 #include "test_util.h"
 #include "test_run.h"
 #include "test_spawn.h"
+#include "tu_env.h"
 #include "tu_tool.h"
 
 tt_fixture *tt_setup(const char *tool, const char *url, const char *prefix)
@@ -136,7 +137,8 @@ int tt_pid_gone_within(pid_t pid, int64_t ms)
     return 1;
 }
 
-tt_job *tt_start_tool(tt_fixture *f, const char *const *args)
+/* The tool with `args`, after --db and the group's URL when `with_db`. */
+static tt_job *start_tool(tt_fixture *f, const char *const *args, int with_db)
 {
     const char *argv[TT_MAX_ARGS + 4];
     tt_job *j = NULL;
@@ -149,8 +151,10 @@ tt_job *tt_start_tool(tt_fixture *f, const char *const *args)
         fail_msg("too many jobs at once");
     memset(j, 0, sizeof *j);
     argv[n++] = f->tool;
-    argv[n++] = "--db";
-    argv[n++] = f->url;
+    if (with_db) {
+        argv[n++] = "--db";
+        argv[n++] = f->url;
+    }
     for (; *args != NULL && n < TT_MAX_ARGS; args++)
         argv[n++] = *args;
     argv[n] = NULL;
@@ -158,6 +162,11 @@ tt_job *tt_start_tool(tt_fixture *f, const char *const *args)
     tt_fpath(f, j->err, sizeof j->err, "stderr");
     j->pid = tu_spawn(argv, j->out, j->err, 1);
     return j;
+}
+
+tt_job *tt_start_tool(tt_fixture *f, const char *const *args)
+{
+    return start_tool(f, args, 1);
 }
 
 void tt_collect(tt_fixture *f, tt_job *j)
@@ -186,7 +195,12 @@ int tt_finish(tt_fixture *f, tt_job *j, int64_t ms)
 
 int tt_run_tool(tt_fixture *f, const char *const *args)
 {
-    return tt_finish(f, tt_start_tool(f, args), 30000);
+    return tt_finish(f, start_tool(f, args, 1), tu_scaled_ms(60000));
+}
+
+int tt_run_bare(tt_fixture *f, const char *const *args)
+{
+    return tt_finish(f, start_tool(f, args, 0), tu_scaled_ms(60000));
 }
 
 pid_t tt_wait_started(tt_fixture *f, tt_job *j, const char *path)

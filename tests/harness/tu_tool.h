@@ -37,7 +37,7 @@ typedef struct tt_fixture {
     const char *prefix;        /* of its lock names: "<prefix>-<pid>-" */
     sqllock_db *db;            /* the test's own connection */
     const struct tu_sql *sql;
-    char out[16384];           /* the last finished job's stdout */
+    char out[65536];           /* the last finished job's stdout */
     char err[16384];           /* and stderr */
     char names[16][300];       /* see tt_name() */
     unsigned next_name;
@@ -76,8 +76,11 @@ void tt_collect(tt_fixture *f, tt_job *j);
  * N when a signal killed it); its output lands in f->out and f->err. A
  * tool still running then fails the test. */
 int tt_finish(tt_fixture *f, tt_job *j, int64_t ms);
-/* Runs the tool to its end (at most 30 s); returns its exit code. */
+/* Runs the tool to its end (at most a minute, scaled by tu_slowdown());
+ * returns its exit code. tt_run_bare() the same without the fixture's
+ * --db. */
 int tt_run_tool(tt_fixture *f, const char *const *args);
+int tt_run_bare(tt_fixture *f, const char *const *args);
 /* Waits until the command has written its shell's pid (and a newline) to
  * `path`, which it does first thing; returns that pid. Fails the test if
  * the tool ends first, or the command does not start in TT_START_MS. */

@@ -14,14 +14,11 @@
 #include "test_run.h"
 #include "optimistic.h"
 
-
-
 const char *g_url;
 
 /* ------------------------------------------------------------------ */
 /* The test's own SQL, per driver                                      */
 /* ------------------------------------------------------------------ */
-
 
 const opt_sql *opt_sql_for(const char *driver)
 {
@@ -64,7 +61,6 @@ const opt_sql *opt_sql_for(const char *driver)
 /* ------------------------------------------------------------------ */
 /* The group fixture                                                   */
 /* ------------------------------------------------------------------ */
-
 
 /* The database name in a mysql:// URL (the path after the host). */
 void url_dbname(const char *url, char *out, size_t size)
@@ -328,34 +324,3 @@ int wait_children(const pid_t *pids, int n, const char *what)
     return failed;
 }
 
-/* A start line for forked children, so that they contend from the first
- * call: each arrives, then waits (briefly) for all the others. */
-void barrier(int *arrived, int n)
-{
-    int64_t deadline = tu_now_ms() + 30000;
-
-    __atomic_add_fetch(arrived, 1, __ATOMIC_SEQ_CST);
-    while (__atomic_load_n(arrived, __ATOMIC_SEQ_CST) < n &&
-           tu_now_ms() < deadline)
-        tu_sleep_us(100);
-}
-
-/* The group's handle is closed before a fork and opened again after it:
- * a child must not inherit an open connection (its memory, and on SQLite
- * its page cache, would be the child's too). */
-void fixture_close_for_fork(fixture *f)
-{
-    sqllock_close(f->db);
-    f->db = NULL;
-    fflush(stdout);
-    fflush(stderr);
-}
-
-void fixture_reopen(fixture *f)
-{
-    int rc = sqllock_open(g_url, NULL, &f->db);
-
-    if (rc != SQLLOCK_OK)
-        fail_msg("reopening the group's handle: %s: %s",
-                 sqllock_errname(rc), sqllock_errmsg(f->db));
-}

@@ -66,9 +66,6 @@ void rec_expect_missing(sqllock_db *db, const char *key,
                                const char *what);
 void rec_remove(sqllock_db *db, const char *key);
 int wait_children(const pid_t *pids, int n, const char *what);
-void barrier(int *arrived, int n);
-void fixture_close_for_fork(fixture *f);
-void fixture_reopen(fixture *f);
 
 /* optimistic/records.c: versioned records (O1) */
 void test_optimistic_O1_get_missing_notfound(void **state);

@@ -385,7 +385,7 @@ static int o2_child(o2_shared *sh, const char *key, int updates)
     if (db == NULL)
         return 2;
     memset(&c, 0, sizeof c);
-    barrier(&sh->arrived, PROCS);
+    tu_barrier(&sh->arrived, PROCS);
     while (done < updates && res == 0) {
         int attempts = -1;
         rc = sqllock_record_update(db, key, counter_fn, &c, NULL, &attempts);
@@ -419,7 +419,7 @@ void test_optimistic_O2_counter_processes(void **state)
     rkey(key, sizeof key, "counter");
     rec_remove(f->db, key);
     sh = tu_shared_map(sizeof *sh);
-    fixture_close_for_fork(f);
+    tu_close_for_fork(&f->db);
     for (i = 0; i < PROCS; i++) {
         pids[i] = fork();
         assert_true(pids[i] >= 0);
@@ -430,7 +430,7 @@ void test_optimistic_O2_counter_processes(void **state)
         }
     }
     failed = wait_children(pids, PROCS, "O2 counter");
-    fixture_reopen(f);
+    tu_reopen(&f->db, g_url);
     copy = *sh;
     munmap(sh, sizeof *sh);
     printf("    O2 [%s] %d processes x %d updates: %d calls, %d OK, %d ran "
@@ -550,7 +550,7 @@ static int o2_one_child(o2_shared *sh, const char *key, int calls)
     memset(&c, 0, sizeof c);
     c.sleep_us = 300;
     o.max_attempts = 1;
-    barrier(&sh->arrived, O2_ONE_PROCS);
+    tu_barrier(&sh->arrived, O2_ONE_PROCS);
     for (i = 0; i < calls && res == 0; i++) {
         int attempts = -1;
         rc = sqllock_record_update(db, key, counter_fn, &c, &o, &attempts);
@@ -581,7 +581,7 @@ void test_optimistic_O2_one_attempt_conflicts(void **state)
     EXPECT_RC(f->db, sqllock_record_create(f->db, key, "0", 1), SQLLOCK_OK,
               "create the counter");
     sh = tu_shared_map(sizeof *sh);
-    fixture_close_for_fork(f);
+    tu_close_for_fork(&f->db);
     for (i = 0; i < O2_ONE_PROCS; i++) {
         pids[i] = fork();
         assert_true(pids[i] >= 0);
@@ -592,7 +592,7 @@ void test_optimistic_O2_one_attempt_conflicts(void **state)
         }
     }
     failed = wait_children(pids, O2_ONE_PROCS, "O2 one-attempt");
-    fixture_reopen(f);
+    tu_reopen(&f->db, g_url);
     copy = *sh;
     munmap(sh, sizeof *sh);
     printf("    O2 [%s] max_attempts = 1, %d processes x %d calls: %d OK, "

@@ -250,7 +250,7 @@ static int o3_cas_child(o3_shared *sh, const sqllock_table *t)
 
     if (db == NULL)
         return 2;
-    barrier(&sh->arrived, PROCS);
+    tu_barrier(&sh->arrived, PROCS);
     for (;;) {
         int64_t qty = -1, ver = -1, nv = -1;
         int rc = sqllock_table_get(db, t, &key, cols, 1, &qty, &ver);
@@ -296,7 +296,7 @@ static int o3_update_child(o3_shared *sh, const sqllock_table *t)
 
     if (db == NULL)
         return 2;
-    barrier(&sh->arrived, PROCS);
+    tu_barrier(&sh->arrived, PROCS);
     for (;;) {
         int rc = sqllock_table_update(db, t, &key, &sub, 1, &enough, 1);
         if (rc == SQLLOCK_OK) {
@@ -325,7 +325,7 @@ static void o3_run(fixture *f, int use_cas)
 
     inv_reset(f, 1, O3_STOCK, 1);
     sh = tu_shared_map(sizeof *sh);
-    fixture_close_for_fork(f);
+    tu_close_for_fork(&f->db);
     for (i = 0; i < PROCS; i++) {
         pids[i] = fork();
         assert_true(pids[i] >= 0);
@@ -337,7 +337,7 @@ static void o3_run(fixture *f, int use_cas)
         }
     }
     failed = wait_children(pids, PROCS, name);
-    fixture_reopen(f);
+    tu_reopen(&f->db, g_url);
     copy = *sh;
     munmap(sh, sizeof *sh);
     assert_true(inv_read(f, f->db, 1, &qty, &ver));

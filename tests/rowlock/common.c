@@ -16,8 +16,6 @@
 #include "test_run.h"
 #include "rowlock.h"
 
-
-
 /* A NOWAIT call must answer well inside the 5 s default lock wait. The
  * handle's first row-lock transaction also reconnects once (to raise
  * its statement bound), and a SCRAM connect under valgrind takes 0.5-2
@@ -28,14 +26,11 @@ int64_t nowait_bound_ms(void)
     return tu_slowdown_tool() >= 8 ? 4000 : 500;   /* valgrind: 8 */
 }
 
-
 const char *g_url;
-
 
 /* ------------------------------------------------------------------ */
 /* The test's own SQL, per driver                                      */
 /* ------------------------------------------------------------------ */
-
 
 const rl_sql *rl_sql_for(const char *driver)
 {
@@ -108,11 +103,9 @@ const rl_sql *rl_sql_for(const char *driver)
     return NULL;
 }
 
-
 /* ------------------------------------------------------------------ */
 /* The group fixture                                                   */
 /* ------------------------------------------------------------------ */
-
 
 int is_driver(const fixture *f, const char *name)
 {
@@ -279,25 +272,6 @@ sqllock_txn_options txn_opts(int64_t lock_timeout_ms)
     return o;
 }
 
-/* The group's handle is closed before a fork and opened again after it:
- * a child must not inherit an open connection. */
-void fixture_close_for_fork(fixture *f)
-{
-    sqllock_close(f->db);
-    f->db = NULL;
-    fflush(stdout);
-    fflush(stderr);
-}
-
-void fixture_reopen(fixture *f)
-{
-    int rc = sqllock_open(g_url, NULL, &f->db);
-
-    if (rc != SQLLOCK_OK)
-        fail_msg("reopening the group's handle: %s: %s",
-                 sqllock_errname(rc), sqllock_errmsg(f->db));
-}
-
 sqllock_db *open_second(void)
 {
     sqllock_db *db = NULL;
@@ -359,18 +333,6 @@ int wait_children(const pid_t *pids, int n, const char *what)
     return failed;
 }
 
-/* A start line for forked children: each arrives, then waits (briefly)
- * for all the others. */
-void barrier(int *arrived, int n)
-{
-    int64_t deadline = tu_now_ms() + 30000;
-
-    __atomic_add_fetch(arrived, 1, __ATOMIC_SEQ_CST);
-    while (__atomic_load_n(arrived, __ATOMIC_SEQ_CST) < n &&
-           tu_now_ms() < deadline)
-        tu_sleep_us(100);
-}
-
 /* Reads one byte from `fd`, waiting up to `timeout_ms`. Returns the byte,
  * 0 on timeout, -1 at end of file or on an error. */
 int pipe_get(int fd, int timeout_ms)
@@ -407,7 +369,6 @@ void pipe_put(int fd, char c)
         ;
 }
 
-
 /* Counts an unexpected status and keeps the first message. */
 void shared_error(shared *sh, sqllock_db *db, const char *what, int rc)
 {
@@ -439,7 +400,7 @@ int run_children(fixture *f, int n, shared *sh, const char *what,
     pid_t pids[64] = { 0 };
     int i, started = 0, failed;
 
-    fixture_close_for_fork(f);
+    tu_close_for_fork(&f->db);
     for (i = 0; i < n; i++) {
         pids[i] = fork();
         if (pids[i] < 0)
@@ -449,7 +410,7 @@ int run_children(fixture *f, int n, shared *sh, const char *what,
         started++;
     }
     failed = wait_children(pids, started, what);
-    fixture_reopen(f);
+    tu_reopen(&f->db, g_url);
     if (started < n)
         fail_msg("%s: fork failed after %d children", what, started);
     return failed;

@@ -33,7 +33,7 @@ static int r4_order_child(fixture *f, int me, shared *sh)
     ot.table = f->orders;
     ot.key_column = "order_id";
     ot.version_column = NULL;
-    barrier(&sh->arrived, PROCS);
+    tu_barrier(&sh->arrived, PROCS);
     for (i = 0; i < ORDERS && res == 0; i++) {
         /* Half the processes walk the orders backwards. */
         int64_t id = (me % 2 == 0) ? i + 1 : ORDERS - i;
@@ -144,7 +144,7 @@ static int r4_stock_child(fixture *f, int me, shared *sh)
     st.table = f->stock;
     st.key_column = "id";
     st.version_column = NULL;
-    barrier(&sh->arrived, PROCS);
+    tu_barrier(&sh->arrived, PROCS);
     while (!sold_out && res == 0) {
         sqllock_txn *t = NULL;
         sqllock_value v[2];
@@ -251,7 +251,7 @@ static int queue_worker(fixture *f, int me, shared *sh)
     jt.table = f->jobs;
     jt.key_column = "id";
     jt.version_column = NULL;
-    barrier(&sh->arrived, QUEUE_WORKERS);
+    tu_barrier(&sh->arrived, QUEUE_WORKERS);
     for (pass = 0; pass < 2000 && res == 0; pass++) {
         int64_t open = -1;
         int b;

@@ -223,7 +223,7 @@ void test_rowlock_R1_modes(void **state)
     lname(f, y, sizeof y, "r1-y");
     assert_int_equal(pipe(up), 0);
     assert_int_equal(pipe(down), 0);
-    fixture_close_for_fork(f);
+    tu_close_for_fork(&f->db);
     pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -233,7 +233,7 @@ void test_rowlock_R1_modes(void **state)
     }
     close(up[1]);
     close(down[0]);
-    fixture_reopen(f);
+    tu_reopen(&f->db, g_url);
     db2 = open_second();
     c = pipe_get(up[0], 30000);
     if (c != 'H') {
@@ -298,7 +298,7 @@ static int r2_child(fixture *f, int me, shared *sh)
         return 2;
     names[0] = me == 0 ? g_r2_a : g_r2_b;
     names[1] = me == 0 ? g_r2_b : g_r2_a;
-    barrier(&sh->arrived, 2);
+    tu_barrier(&sh->arrived, 2);
     for (i = 0; i < R2_LOOPS; i++) {
         sqllock_txn *t = NULL;
         int got[2] = { 0, 0 };
@@ -473,7 +473,7 @@ static void r3_run(fixture *f, int use_lib)
         assert_int_equal(pipe(up[i]), 0);
         assert_int_equal(pipe(down[i]), 0);
     }
-    fixture_close_for_fork(f);
+    tu_close_for_fork(&f->db);
     for (i = 0; i < 2; i++) {
         pids[i] = fork();
         assert_true(pids[i] >= 0);
@@ -507,7 +507,7 @@ static void r3_run(fixture *f, int use_lib)
         close(up[i][0]);
     }
     failed = wait_children(pids, 2, use_lib ? "R3 lib" : "R3 own");
-    fixture_reopen(f);
+    tu_reopen(&f->db, g_url);
     copy = *sh;
     munmap(sh, sizeof *sh);
     for (i = 0; i < 2; i++) {

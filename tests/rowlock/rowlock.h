@@ -108,11 +108,8 @@ const char *lname(const fixture *f, char *buf, size_t size,
 void expect_status(sqllock_db *db, int rc, int want, const char *what,
                           const char *words);
 sqllock_txn_options txn_opts(int64_t lock_timeout_ms);
-void fixture_close_for_fork(fixture *f);
-void fixture_reopen(fixture *f);
 sqllock_db *open_second(void);
 int wait_children(const pid_t *pids, int n, const char *what);
-void barrier(int *arrived, int n);
 int pipe_get(int fd, int timeout_ms);
 void pipe_put(int fd, char c);
 void shared_error(shared *sh, sqllock_db *db, const char *what, int rc);
