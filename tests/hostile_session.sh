@@ -18,12 +18,7 @@ if [ "${1:-}" = --serializable ]; then
 fi
 envfile=${SQLLOCK_TEST_HOSTILE_DIR:+$SQLLOCK_TEST_HOSTILE_DIR/hostile.env}
 if [ -z "$envfile" ] || [ ! -f "$envfile" ]; then
-  echo "hostile: SKIPPED: no hostile-session servers (SQLLOCK_TEST_HOSTILE_DIR; scripts/hostile.sh starts them)"
-  if is_ci; then
-    echo "hostile: under CI (CI=$CI) a test that does not run fails"
-    exit 1
-  fi
-  exit 77
+  skip_or_fail hostile "no hostile-session servers (SQLLOCK_TEST_HOSTILE_DIR; scripts/hostile.sh starts them)"
 fi
 get() { sed -n "s/^$1='\(.*\)'$/\1/p" "$envfile"; }
 urls=$(get SQLLOCK_TEST_HOSTILE_URLS)

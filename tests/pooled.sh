@@ -15,11 +15,6 @@ if [ -z "$urls" ] && [ -n "${SQLLOCK_TEST_POOLERS_DIR:-}" ] &&
   urls=$(sed -n "s/^SQLLOCK_TEST_POOLER_URLS='\(.*\)'$/\1/p" "$SQLLOCK_TEST_POOLERS_DIR/env")
 fi
 if [ -z "$urls" ]; then
-  echo "pooled: SKIPPED: no poolers (SQLLOCK_TEST_POOLERS_DIR; scripts/poolers.sh starts them)"
-  if is_ci; then
-    echo "pooled: under CI (CI=$CI) a test that does not run fails"
-    exit 1
-  fi
-  exit 77
+  skip_or_fail pooled "no poolers (SQLLOCK_TEST_POOLERS_DIR; scripts/poolers.sh starts them)"
 fi
 SQLLOCK_TEST_URLS=$urls SQLLOCK_TEST_REQUIRE=postgres exec "$@"

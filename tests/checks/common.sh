@@ -17,12 +17,7 @@ check_fail() {   # check_fail MESSAGE: the check failed
 
 check_need_servers() {   # check_need_servers WHAT
   if [ -z "${SQLLOCK_TEST_SERVERS_DIR:-}" ] || [ ! -f "$SQLLOCK_TEST_SERVERS_DIR/env" ]; then
-    echo "$1: SKIPPED: no servers of scripts/servers.sh (SQLLOCK_TEST_SERVERS_DIR)"
-    if is_ci; then
-      echo "$1: under CI (CI=$CI) a check that does not run fails"
-      exit 1
-    fi
-    exit 77
+    skip_or_fail "$1" "no servers of scripts/servers.sh (SQLLOCK_TEST_SERVERS_DIR)"
   fi
   # shellcheck disable=SC1091
   . "$SQLLOCK_TEST_SERVERS_DIR/env"

@@ -6,9 +6,7 @@ set -euo pipefail
 example=$1
 . "$(dirname "$0")/common.sh"
 if [ -z "${SQLLOCK_TEST_PG_URL:-}" ]; then
-  echo "order_flow: SKIPPED: no PostgreSQL (SQLLOCK_TEST_PG_URL)"
-  if is_ci; then exit 1; fi
-  exit 77
+  skip_or_fail order_flow "no PostgreSQL (SQLLOCK_TEST_PG_URL)"
 fi
 out="$check_work/order_flow.out"
 : > "$out"
