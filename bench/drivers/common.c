@@ -2,8 +2,9 @@
  * drivers/common.c -- what the parts of bench_drivers share: the library's
  * statements read from the driver's dialect, the clients' owner ids and
  * the library's pair, the table of driver parts, the measured point and
- * the medians of a row, opening and closing the clients, and the rows of
- * the two CSV files.
+ * the medians of a row, opening and closing the clients, the rows of
+ * the two CSV files, and --optimistic's table name and FOR UPDATE
+ * statements.
  */
 #include <errno.h>
 #include <math.h>
@@ -287,3 +288,17 @@ void csv_row(const config *cfg, const char *driver, const char *desc,
     fputc('\n', cfg->csv);
 }
 
+/* --optimistic: the application table (bench_inv_<pid>) while it exists. */
+char g_inv_table[64];
+
+/* The FOR UPDATE scenario's two statements on bench_inv_<pid>, in the
+ * driver's placeholder style: "SELECT qty ... WHERE id = ?" and "UPDATE
+ * ... SET qty = ?, version = version + 1 WHERE id = ?". */
+void fu_sql(char *read, char *write, size_t n, int dollar)
+{
+    snprintf(read, n, "SELECT qty FROM %s WHERE id = %s", g_inv_table,
+             dollar ? "$1" : "?");
+    snprintf(write, n, "UPDATE %s SET qty = %s, version = version + 1 "
+             "WHERE id = %s", g_inv_table, dollar ? "$1" : "?",
+             dollar ? "$2" : "?");
+}

@@ -52,7 +52,7 @@ extern const char *g_sql_set_token;   /* MySQL: 3 token, 1 name, 2 owner */
 /* ------------------------------------------------------------------------ */
 
 /* --optimistic: the application table (bench_inv_<pid>) while it exists. */
-extern char g_inv_table[64];       /* drivers/optimistic.c */
+extern char g_inv_table[64];       /* drivers/common.c */
 
 #define TTL_MS 30000
 #define WARMUP_PAIRS 10
@@ -240,7 +240,7 @@ void csv_row(const config *cfg, const char *driver, const char *desc,
 /* drivers/sqlite.c, with or without SQLite */
 void floor_setup(const config *cfg, const bench_driver *bd, sqllock_db *db);
 
-/* drivers/optimistic.c */
+/* drivers/common.c: the FOR UPDATE statements of --optimistic */
 void fu_sql(char *read, char *write, size_t n, int dollar);
 
 /* The runs: the lease scenarios (drivers/lease.c), the release commit

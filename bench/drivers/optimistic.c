@@ -12,21 +12,6 @@
 
 #include "drivers/drivers.h"
 
-/* --optimistic: the application table (bench_inv_<pid>) while it exists. */
-char g_inv_table[64];
-
-/* The FOR UPDATE scenario's two statements on bench_inv_<pid>, in the
- * driver's placeholder style: "SELECT qty ... WHERE id = ?" and "UPDATE
- * ... SET qty = ?, version = version + 1 WHERE id = ?". */
-void fu_sql(char *read, char *write, size_t n, int dollar)
-{
-    snprintf(read, n, "SELECT qty FROM %s WHERE id = %s", g_inv_table,
-             dollar ? "$1" : "?");
-    snprintf(write, n, "UPDATE %s SET qty = %s, version = version + 1 "
-             "WHERE id = %s", g_inv_table, dollar ? "$1" : "?",
-             dollar ? "$2" : "?");
-}
-
 /* --optimistic: decrements of qty on the application table
  * bench_inv_<pid>(id, qty, version), through the library. */
 

@@ -14,7 +14,7 @@
  *   my_conn.c     connecting to one host, the session set-up
  *   my_exec.c     statements, results, columns
  *   my_txn.c      committed on its own (DESIGN C2), scripts, transactions
- *   my_error.c    the error map and messages
+ *   my_error.c    the error map and messages; options, each set or refused
  *
  * Names: driver-private types and macros are my_ and MY_ (pg_ and PG_ in
  * the PostgreSQL driver, sq_ in the SQLite one); functions and data one
@@ -240,11 +240,6 @@ int sqllock__my_txn_status(sqllock_conn *c, int *in_txn, sqllock_dberr *err);
 void *sqllock__my_native(sqllock_conn *c);
 int sqllock__my_row_lock_scope(sqllock_conn *c, int *scope,
                                sqllock_dberr *err);
-/* Sets one option of the client library; an option it refuses is an
- * error. */
-int sqllock__my_set_option(MYSQL *my, enum mysql_option opt,
-                           const void *value, const char *what,
-                           sqllock_dberr *err);
 
 /* my_exec.c */
 int sqllock__my_prepare(sqllock_conn *c, const char *sql, sqllock_stmt **out,
@@ -274,6 +269,11 @@ int sqllock__my_commit(sqllock_conn *c, sqllock_dberr *err);
 int sqllock__my_rollback(sqllock_conn *c, sqllock_dberr *err);
 
 /* my_error.c */
+/* Sets one option of the client library; an option it refuses is an
+ * error. */
+int sqllock__my_set_option(MYSQL *my, enum mysql_option opt,
+                           const void *value, const char *what,
+                           sqllock_dberr *err);
 /* The sqllock status of a MySQL or MariaDB error number. */
 int sqllock__my_classify(unsigned int code);
 /* Fill `err` from the connection's or the statement's last error;

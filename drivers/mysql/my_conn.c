@@ -50,17 +50,6 @@ static unsigned int io_timeout_s(const sqllock_connect_params *p)
     return s > INT_MAX ? (unsigned int)INT_MAX : (unsigned int)s;
 }
 
-/* Sets one option; the client library refuses only options it does not
- * know, which is reported as an error. */
-int sqllock__my_set_option(MYSQL *my, enum mysql_option opt, const void *value,
-                           const char *what, sqllock_dberr *err)
-{
-    if (mysql_options(my, opt, value) != 0)
-        return sqllock_dberr_set(err, SQLLOCK_EDB, "", "the MySQL client "
-                                 "library refused the option %s", what);
-    return SQLLOCK_OK;
-}
-
 /* Sets the options every connection gets (see the file comment). */
 static int set_options(MYSQL *my, const sqllock_connect_params *p,
                        const my_target *t, sqllock_dberr *err)

@@ -136,3 +136,14 @@ void sqllock__my_append(char *buf, size_t size, const char *fmt, ...)
     vsnprintf(buf + len, size - len, fmt, ap);
     va_end(ap);
 }
+
+/* Sets one option; the client library refuses only options it does not
+ * know, which is reported as an error. */
+int sqllock__my_set_option(MYSQL *my, enum mysql_option opt, const void *value,
+                           const char *what, sqllock_dberr *err)
+{
+    if (mysql_options(my, opt, value) != 0)
+        return sqllock_dberr_set(err, SQLLOCK_EDB, "", "the MySQL client "
+                                 "library refused the option %s", what);
+    return SQLLOCK_OK;
+}

@@ -145,11 +145,11 @@ int sqllock__pg_txn_status(sqllock_conn *c, int *in_txn, sqllock_dberr *err);
 int sqllock__pg_connect_url(const char *libpq_url, int pin,
                             int64_t connect_ms, sqllock_conn **out,
                             sqllock_dberr *err);
+
+/* pg_trip.c */
 /* Waits until `fd` is ready for `events` or the deadline passes: 1 ready,
  * 0 out of time, -1 poll() failed (errno). */
 int sqllock__pg_wait_fd(int fd, short events, int64_t deadline_ms);
-
-/* pg_trip.c */
 /* Refuses a round trip on a connection given up, or inside a transaction
  * sqllock did not begin. */
 int sqllock__pg_check_usable(sqllock_conn *c, sqllock_dberr *err);

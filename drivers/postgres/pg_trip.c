@@ -267,3 +267,30 @@ int sqllock__pg_expect_result(sqllock_conn *c, int sent,
         *out = res;
     return rc;
 }
+
+/* Waits until `fd` is ready for `events` or the deadline
+ * (sqllock_driver_now_ms()) passes: 1 ready, 0 out of time, -1 poll() failed (errno). poll() counts
+ * CLOCK_MONOTONIC time, which a suspend stops, so it waits a slice at a
+ * time and reads the deadline clock after each (DESIGN T1). Once the
+ * deadline has come, one last poll() that does not block: an answer
+ * that came while the host slept is taken rather than given up. */
+int sqllock__pg_wait_fd(int fd, short events, int64_t deadline_ms)
+{
+    struct pollfd pfd;
+    int64_t ms;
+    int r;
+
+    for (;;) {
+        ms = sqllock_driver_wait_slice_ms(deadline_ms);
+        pfd.fd = fd;
+        pfd.events = events;
+        pfd.revents = 0;
+        r = poll(&pfd, 1, (int)ms);
+        if (r > 0)
+            return 1;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (ms == 0)
+            return 0;
+    }
+}
