@@ -176,8 +176,27 @@ bg_done() {
     sleep 1
   done
 }
+# bg_unnice NAME: job NAME and all it has started back at the normal
+# priority. A job built with `niced` yields the CPU to the foreground
+# stage; once the foreground only waits for it, it must not yield to a
+# neighbour instead: with two CPU-bound loops at nice 0 beside a run, the
+# niced sanitizer trees got about 1% of the machine and still built half
+# an hour after the plain stage had ended (issue 28 item 5). A process
+# started after its parent was reniced inherits the new priority. (Only
+# root may lower a niceness; elsewhere this changes nothing.)
+bg_unnice() {
+  local pids=${bg_pids[$1]:-} next p
+  while [ -n "$pids" ]; do
+    # shellcheck disable=SC2086
+    renice -n 0 -p $pids >/dev/null 2>&1 || true
+    next=""
+    for p in $pids; do next="$next $(pgrep -P "$p" | tr '\n' ' ')"; done
+    pids=$(echo $next)
+  done
+}
 bg_wait() {
   local name=$1 rc
+  bg_unnice "$name"
   bg_done "$name"
   rc=$(cat "$work/$name.rc" 2>/dev/null) || rc="no status (the job was killed)"
   unset -v 'bg_pids[$name]'
