@@ -310,6 +310,9 @@ static inline int sqllock__txn_is_failed(const sqllock_db *db)
 int sqllock__txn_check_open(sqllock_txn *t, const char *what);
 int sqllock__txn_start(sqllock_txn *t, sqllock_lock_mode mode, int *taken);
 int sqllock__txn_set_lock_timeout(sqllock_txn *t, int64_t ms);
+/* As the transaction ends: a borrowed connection's own row-lock wait
+ * put back, the handle's message kept (core/txn_timeout.c). */
+void sqllock__txn_restore_lock_timeout(sqllock_txn *t);
 int sqllock__txn_ends(int status);
 int sqllock__txn_end_failed(sqllock_txn *t, int status);
 /* sqllock__run(), sqllock__fetch(), sqllock__run_dyn() and
