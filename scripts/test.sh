@@ -190,7 +190,9 @@ bg_unnice() {
     # shellcheck disable=SC2086
     renice -n 0 -p $pids >/dev/null 2>&1 || true
     next=""
-    for p in $pids; do next="$next $(pgrep -P "$p" | tr '\n' ' ')"; done
+    for p in $pids; do
+      next="$next $({ pgrep -P "$p" || true; } | tr '\n' ' ')"
+    done
     pids=$(echo $next)
   done
 }
