@@ -128,3 +128,30 @@ int sqllock__lease_get(sqllock_db *db, const char *name,
     *found = g.found;
     return sqllock__ok(db);
 }
+
+int sqllock_lease_lookup(sqllock_db *db, const char *name,
+                         int (*cb)(void *ctx, const sqllock_lease_info *),
+                         void *ctx)
+{
+    char buf[SQLLOCK__LEASE_GET_BUF];
+    sqllock_lease_info info;
+    int found = 0, rc;
+
+    if (db == NULL)
+        return SQLLOCK_EINVAL;
+    if (cb == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "sqllock_lease_lookup: the "
+                             "callback is NULL");
+    if (name == NULL || name[0] == '\0')
+        return sqllock__fail(db, SQLLOCK_EINVAL, "sqllock_lease_lookup: the "
+                             "name is %s", name == NULL ? "NULL" : "empty");
+    rc = sqllock__lease_get(db, name, &info, buf, &found,
+                            "looking up a lease");
+    if (rc != SQLLOCK_OK)
+        return rc;
+    if (!found)
+        return sqllock__fail(db, SQLLOCK_NOTFOUND, "no lease row '%s'",
+                             name);
+    cb(ctx, &info);
+    return sqllock__ok(db);
+}

@@ -1176,6 +1176,18 @@ SQLLOCK_API int sqllock_list(sqllock_db *db,
                              int (*cb)(void *ctx, const sqllock_lease_info *),
                              void *ctx);
 
+/* The lease row of exactly NAME -- a lock name, or a primitive's row as
+ * sqllock_list() shows it (a semaphore's permit, a shared lock's writer
+ * row "NAME [w]", ...) -- handed to `cb` once, in one round trip whatever
+ * the size of the table. SQLLOCK_NOTFOUND when there is no row. A row
+ * that expired but was not yet taken over or reaped is found, with
+ * remaining_ms <= 0: a lock is held only while remaining_ms > 0.
+ * Added in 0.10.0. */
+SQLLOCK_API int sqllock_lease_lookup(sqllock_db *db, const char *name,
+                                     int (*cb)(void *ctx,
+                                               const sqllock_lease_info *),
+                                     void *ctx);
+
 /*
  * Kind markers (contract N1, one name, one meaning). The first use of NAME
  * as a shared/exclusive lock, a semaphore or an election takes the plain

@@ -63,6 +63,7 @@ int main(void)
         cmocka_unit_test(test_conformance_L3_attach_renew_release),
         cmocka_unit_test(test_conformance_D3_names_round_trip),
         cmocka_unit_test(test_conformance_D1_derived_rows_range),
+        cmocka_unit_test(test_conformance_lookup_one_row),
     };
     /* Through PgBouncer (tests/pooled.sh) the empty target cannot be
      * reached: by design, not a case that could not run. */

@@ -310,3 +310,110 @@ void test_conformance_D1_derived_rows_range(void **state)
                                     "semaphore name"),
               SQLLOCK_EINVAL, f->db);
 }
+
+/* sqllock_lease_lookup(): the row of exactly one name, in one round
+ * trip -- a held lease's owner, token and holder; an expired row not yet
+ * taken over (remaining_ms <= 0); a primitive's derived row by its raw
+ * name; SQLLOCK_NOTFOUND for no row (nor for "NAME2" beside NAME); and
+ * bad input (E2). */
+typedef struct lookup_seen {
+    int calls;
+    tu_row r;
+} lookup_seen;
+
+static int lookup_cb(void *ctx, const sqllock_lease_info *info)
+{
+    lookup_seen *s = ctx;
+
+    s->calls++;
+    snprintf(s->r.owner, sizeof s->r.owner, "%s", info->owner);
+    snprintf(s->r.holder, sizeof s->r.holder, "%s", info->holder);
+    s->r.token = info->token;
+    s->r.remaining_ms = info->remaining_ms;
+    s->r.acquired_at_ms = info->acquired_at_ms;
+    s->r.expires_at_ms = info->expires_at_ms;
+    return 0;
+}
+
+void test_conformance_lookup_one_row(void **state)
+{
+    fixture *f = *state;
+    char name[300], other[320], row[SQLLOCK_NAME_MAX + 1];
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *a = NULL, *d = NULL, *e = NULL;
+    lookup_seen s;
+
+    snprintf(name, sizeof name, "%s", cf_lock_name(f, "lookup", "a"));
+    snprintf(other, sizeof other, "%s2", name);
+    o.ttl_ms = 20000;
+    o.holder = "lookup holder";
+    memset(&s, 0, sizeof s);
+    ASSERT_RC(sqllock_lease_lookup(f->db, name, lookup_cb, &s),
+              SQLLOCK_NOTFOUND, f->db);
+    assert_int_equal(s.calls, 0);
+    assert_non_null(strstr(sqllock_errmsg(f->db), name));
+
+    ASSERT_RC(sqllock_lease_new(f->db, name, &o, &a), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_try_acquire(a), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_lookup(f->db, name, lookup_cb, &s), SQLLOCK_OK,
+              f->db);
+    assert_int_equal(s.calls, 1);
+    assert_string_equal(s.r.owner, sqllock_lease_owner(a));
+    assert_int_equal(s.r.token, sqllock_lease_token(a));
+    assert_string_equal(s.r.holder, "lookup holder");
+    assert_true(s.r.remaining_ms > 0 && s.r.remaining_ms <= 20000);
+    assert_true(s.r.expires_at_ms - s.r.acquired_at_ms >= 19999);
+    memset(&s, 0, sizeof s);
+    ASSERT_RC(sqllock_lease_lookup(f->db, other, lookup_cb, &s),
+              SQLLOCK_NOTFOUND, f->db);
+    assert_int_equal(s.calls, 0);
+
+    /* A derived row, by its raw name (BASE 0x1f TAG). */
+    ASSERT_RC(sqllock__derived_name(f->db, row, name, "p0",
+                                    "semaphore name"), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock__lease_new_derived(f->db, row, &o, &d), SQLLOCK_OK,
+              f->db);
+    ASSERT_RC(sqllock__lease_try(d), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_lookup(f->db, row, lookup_cb, &s), SQLLOCK_OK,
+              f->db);
+    assert_int_equal(s.calls, 1);
+    assert_string_equal(s.r.owner, sqllock_lease_owner(d));
+
+    /* An expired row is found, with nothing left. */
+    e = cf_new_lease(f->db, other, 100);
+    ASSERT_RC(sqllock_lease_try_acquire(e), SQLLOCK_OK, f->db);
+    tu_sleep_ms(250);
+    memset(&s, 0, sizeof s);
+    ASSERT_RC(sqllock_lease_lookup(f->db, other, lookup_cb, &s), SQLLOCK_OK,
+              f->db);
+    assert_int_equal(s.calls, 1);
+    assert_true(s.r.remaining_ms <= 0);
+
+    /* E2. */
+    assert_int_equal(sqllock_lease_lookup(NULL, name, lookup_cb, &s),
+                     SQLLOCK_EINVAL);
+    ASSERT_RC(sqllock_lease_lookup(f->db, NULL, lookup_cb, &s),
+              SQLLOCK_EINVAL, f->db);
+    assert_non_null(strstr(sqllock_errmsg(f->db), "NULL"));
+    ASSERT_RC(sqllock_lease_lookup(f->db, "", lookup_cb, &s),
+              SQLLOCK_EINVAL, f->db);
+    assert_non_null(strstr(sqllock_errmsg(f->db), "empty"));
+    ASSERT_RC(sqllock_lease_lookup(f->db, name, NULL, NULL),
+              SQLLOCK_EINVAL, f->db);
+    assert_non_null(strstr(sqllock_errmsg(f->db), "callback"));
+    {
+        char big[SQLLOCK_NAME_MAX + 40];
+        memset(big, 'x', sizeof big - 1);
+        big[sizeof big - 1] = '\0';
+        ASSERT_RC(sqllock_lease_lookup(f->db, big, lookup_cb, &s),
+                  SQLLOCK_EINVAL, f->db);
+        assert_non_null(strstr(sqllock_errmsg(f->db), "too long"));
+    }
+
+    ASSERT_RC(sqllock_lease_release(a), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_release(d), SQLLOCK_OK, f->db);
+    sqllock_lease_release(e);
+    sqllock_lease_free(a);
+    sqllock_lease_free(d);
+    sqllock_lease_free(e);
+}
