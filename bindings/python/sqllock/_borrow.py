@@ -115,6 +115,7 @@ class BorrowedDatabase(Database):
         native = native_of(connection)
         self._native = native
         self._setup(_BorrowLock(native))
+        self._main.check = native.check     # the connection is still open
         self._url = None
         self._driver = native.scheme
         ptr = native.open()
@@ -134,11 +135,6 @@ class BorrowedDatabase(Database):
         _open.add(self)
 
     # ---- plumbing ---------------------------------------------------------
-
-    def _handle(self) -> int:
-        h = super()._handle()
-        self._native.check()
-        return h
 
     @contextlib.contextmanager
     def _in_callback(self) -> Iterator[None]:
@@ -243,6 +239,7 @@ class JoinedTransaction(Transaction):
                  lock_timeout: Optional[cv.Duration] = None,
                  begin: bool = True) -> None:
         self._db = db
+        self._s = db._main
         self._h: Optional[int] = None
         self._on_enter: Optional[Callable[[], Any]] = None
         opts = _lib.TxnOptions.init(

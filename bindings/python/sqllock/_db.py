@@ -10,6 +10,7 @@ import datetime
 import os
 import stat
 import threading
+import time
 import weakref
 from ctypes import byref, c_char_p, c_int, c_int64, c_size_t, c_void_p
 from typing import (TYPE_CHECKING, Any, Callable, ContextManager, Dict,
@@ -137,57 +138,317 @@ def _ms_to_datetime(ms: int) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
 
 
-class Database:
-    """A connection to one database (a sqllock_db). Make it with
-    sqllock.connect(). Close it with close(), or use it as a context
-    manager.
 
-    Threads: the handle, its leases and its transaction are used by one
-    thread at a time (contract E3). Every call takes a lock per handle,
-    so calls from several threads are safe but wait for each other -- a
-    thread waiting for a lock holds up every other call on the handle.
-    For concurrent work, open one Database per thread. Lease state
-    (``lease.lost``, ``lease.state``, ``lease.remaining``) may be read
-    from any thread at any time. After fork(), the child must open its
-    own handles.
+def _info_of(i: Any) -> "LeaseInfo":
+    return LeaseInfo((i.name or b"").decode("utf-8", "replace"),
+                     (i.owner or b"").decode(),
+                     (i.holder or b"").decode("utf-8", "replace"),
+                     i.token, _ms_to_datetime(i.acquired_at_ms),
+                     _ms_to_datetime(i.expires_at_ms), i.remaining_ms / 1000)
+
+
+def _lookup(h: Optional[int], row: bytes) -> Optional["LeaseInfo"]:
+    """The lease row `row` read on the C handle `h` in one round trip
+    (sqllock_lease_lookup()), or None when there is none or it cannot
+    be read; with the handle's lock held."""
+    found: List[LeaseInfo] = []
+
+    def each(ctx: Any, info: Any) -> int:
+        found.append(_info_of(info.contents))
+        return 0
+
+    if h is None or lib.sqllock_lease_lookup(h, row, _lib.LIST_FN(each),
+                                             None) != _lib.OK or not found:
+        return None
+    return found[0]
+
+
+class _Session:
+    """One connection of a Database (a sqllock_db of the C library) and
+    what lives on it: its lock (contract E3: one thread in it at a time),
+    the leases made on it (weakly), the held ones (strongly: a held lease
+    and its watch callback live until released), the handles of leases
+    collected meanwhile (freed under the lock), and its row-lock
+    transaction. `busy` is set while a thread has it to itself: a
+    blocking wait or a transaction (Database._checkout)."""
+
+    __slots__ = ("h", "lock", "leases", "held", "pending", "txn", "busy",
+                 "check", "__weakref__")
+
+    def __init__(self, lock: Any) -> None:
+        self.h: Optional[int] = None
+        self.lock = lock
+        self.leases: "weakref.WeakValueDictionary[int, Any]" = \
+            weakref.WeakValueDictionary()
+        self.held: Dict[int, Any] = {}
+        self.pending: List[Any] = []
+        self.txn: Optional[Any] = None
+        self.busy = False
+        # What else handle() checks (a borrowed connection still open).
+        self.check: Optional[Callable[[], None]] = None
+
+    def handle(self) -> int:
+        """The C handle; call with the lock held."""
+        if self.h is None:
+            raise errors.Misuse("the database handle is closed")
+        if self.check is not None:
+            self.check()
+        return self.h
+
+    def fail(self, rc: int, row: Optional[bytes] = None) -> errors.Error:
+        """The exception for `rc` with the handle's message; call with the
+        lock held, right after the call that returned `rc`. For Busy and
+        Timeout with `row` (the lock's row name), the row is read as it
+        is now and the exception names its holder and the time it has
+        left (as ``sqllock run`` does), also in its attributes."""
+        err = _lib.error_for(rc, lib.sqllock_errmsg(self.h))
+        if row is not None and isinstance(err, (errors.Busy, errors.Timeout)):
+            self.add_holder(err, row)
+        return err
+
+    def add_holder(self, err: errors.Error, row: bytes) -> None:
+        """Sets err's holder, token and remaining from the lease row
+        `row`, and adds them to its message; nothing when the row is gone
+        (released meanwhile) or cannot be read. With the lock held."""
+        got = _lookup(self.h, row)
+        if got is None:
+            return
+        err.holder, err.token, err.remaining = (got.holder, got.token,
+                                                got.remaining)
+        left = ("%.1fs left" % got.remaining if got.remaining >= 0
+                else "expired %.1fs ago" % -got.remaining)
+        err.message = "%s: holder %r, token %d, %s" % (err.message,
+                                                       got.holder, got.token,
+                                                       left)
+        err.args = (err.message,)
+
+    def defer_free(self, h: Any) -> None:
+        """A Lease was collected, or moved to another session: its handle
+        is freed under this session's lock (by the next lease made here,
+        or close()), never from the collector."""
+        self.pending.append(h)
+
+    def drain(self) -> None:
+        """Frees the handles of collected Leases; with the lock held."""
+        while self.pending:
+            h = self.pending.pop()
+            if isinstance(h, tuple):        # (free function, handle)
+                h[0](h[1])
+            else:
+                lib.sqllock_lease_free(h)
+
+    def call(self, fn: Callable[..., int], *args: Any) -> None:
+        """fn(handle, *args) under the lock; raises on failure."""
+        with self.lock:
+            rc = fn(self.handle(), *args)
+            if rc != _lib.OK:
+                raise self.fail(rc)
+
+    def close(self) -> None:
+        """Frees the C handle, its transaction and its leases' handles;
+        with the lock held."""
+        if self.h is None:
+            return
+        if self.txn is not None:
+            self.txn._free()
+        for lease in list(self.leases.values()):
+            lease._free()
+        self.drain()
+        lib.sqllock_close(self.h)
+        self.h = None
+
+
+#: How many connections a Database of sqllock.connect() keeps at most by
+#: default (its max_connections): see Database.
+MAX_CONNECTIONS = 8
+
+
+class Database:
+    """A connection pool to one database: sqllock_db handles of the C
+    library, one per connection. Make it with sqllock.connect(). Close it
+    with close(), or use it as a context manager.
+
+    Threads share one Database. A short call (a try, a release, a
+    renewal, list(), the records, execute()) runs on the handle's first
+    connection, one thread at a time for a round trip or two. A blocking
+    wait -- an acquire that finds the lock held and may wait (``wait``
+    not 0), a lock_many() likewise, a row-lock transaction for its whole
+    life -- takes a connection of the pool to itself, so that it holds up
+    no other thread's call; a lease it acquires stays on that connection
+    (its session-lock wake-up lives there) until released, and the
+    connection serves no other wait or transaction meanwhile. The pool
+    opens connections as they are needed, up to `max_connections`
+    (default 8), and keeps them until close(). When every connection is
+    taken, a wait waits for one to come free within its own time (then
+    Timeout, saying so), and a transaction within its lock_timeout (for
+    ever without one).
+
+    The connection budget: one handle uses at most max_connections
+    connections of its own, and one more per connection on which a
+    watched lease is held -- the renewer's (contract L7): at most 2 x
+    max_connections in all. ``max_connections=1`` is one connection
+    that every call shares in turn (a wait then holds up every other
+    call on the handle).
+
+    Lease state (``lease.lost``, ``lease.state``, ``lease.remaining``)
+    may be read from any thread at any time. A row-lock transaction
+    belongs to the thread that opened it: the records, table calls and
+    execute() of that thread run inside it, and that thread may take no
+    lease meanwhile (R8); other threads' calls run outside it. After
+    fork(), the child must open its own handles.
     """
 
     def __init__(self, url: str, *, busy_timeout: Optional[cv.Duration] = None,
                  connect_timeout: Optional[cv.Duration] = None,
-                 statement_timeout: Optional[cv.Duration] = None) -> None:
-        self._setup(_HandleLock())
-        opts = _lib.Options.init(
+                 statement_timeout: Optional[cv.Duration] = None,
+                 max_connections: int = MAX_CONNECTIONS) -> None:
+        if isinstance(max_connections, bool) or \
+                not isinstance(max_connections, int):
+            raise TypeError("max_connections must be an int")
+        if max_connections < 1:
+            raise errors.InvalidArgument("max_connections must be at least "
+                                         "1, not %d" % max_connections)
+        self._setup(_HandleLock(), max_connections)
+        self._opts = _lib.Options.init(
             busy_timeout_ms=cv.duration_ms(busy_timeout, "busy_timeout"),
             connect_timeout_ms=cv.duration_ms(connect_timeout,
                                               "connect_timeout"),
             statement_timeout_ms=cv.duration_ms(statement_timeout,
                                                 "statement_timeout"))
-        raw = cv.text(url, "url")
-        h = c_void_p()
-        rc = lib.sqllock_open(raw, byref(opts), byref(h))
-        if rc != _lib.OK:
-            msg = lib.sqllock_errmsg(h)
-            lib.sqllock_close(h)
-            raise _lib.error_for(rc, msg)
-        self._h = h.value
+        self._raw_url = cv.text(url, "url")
         self._url = url
-        self._driver = lib.sqllock_db_driver(self._h).decode()
+        self._main.h = self._open_c()
+        self._driver = lib.sqllock_db_driver(self._main.h).decode()
         _open.add(self)
 
     # ---- plumbing ---------------------------------------------------------
 
-    def _setup(self, lock: Any) -> None:
-        """The state of a handle not yet opened (self._h None)."""
-        self._h: Optional[int] = None
-        self._lock = lock
-        # Every live Lease of the handle (weakly), the held ones (strongly:
-        # a held lease and its watch callback live until released), and
-        # the handles of Leases collected meanwhile, freed under the lock.
-        self._leases: "weakref.WeakValueDictionary[int, Lease]" = \
-            weakref.WeakValueDictionary()
-        self._held: Dict[int, "Lease"] = {}
-        self._pending: List[Any] = []
-        self._txn: Optional["Transaction"] = None
+    def _setup(self, lock: Any, max_connections: int = 1) -> None:
+        """The state of a handle not yet opened (no C handle yet)."""
+        self._main = _Session(lock)
+        self._sessions: List[_Session] = [self._main]
+        self._max = max_connections
+        self._opening = 0                 # connections being opened
+        self._pool = threading.Condition(threading.Lock())
+        self._closed = False
+        self._tls = threading.local()     # .session: this thread's txn's
+
+    def _open_c(self) -> int:
+        """A new C handle on the URL, with the handle's options."""
+        h = c_void_p()
+        rc = lib.sqllock_open(self._raw_url, byref(self._opts), byref(h))
+        if rc != _lib.OK:
+            msg = lib.sqllock_errmsg(h)
+            lib.sqllock_close(h)
+            raise _lib.error_for(rc, msg)
+        return h.value
+
+    # The first connection's state, by the names a handle of one
+    # connection had (sqllock.BorrowedDatabase and the transactions use
+    # them).
+    @property
+    def _lock(self) -> Any:
+        return self._main.lock
+
+    @property
+    def _h(self) -> Optional[int]:
+        return self._main.h
+
+    @_h.setter
+    def _h(self, h: Optional[int]) -> None:
+        self._main.h = h
+
+    @property
+    def _txn(self) -> Any:
+        return self._main.txn
+
+    @_txn.setter
+    def _txn(self, txn: Any) -> None:
+        self._main.txn = txn
+
+    def _here(self) -> _Session:
+        """The connection the calling thread's calls run on: its open
+        transaction's, else the first."""
+        s = getattr(self._tls, "session", None)
+        if s is not None and s.txn is not None and s.h is not None:
+            return s
+        return self._main
+
+    def _no_txn_here(self, what: str) -> None:
+        """Misuse when the calling thread has a row-lock transaction open
+        on a connection of the pool other than the first (R8, per thread;
+        on the first, the C library refuses the call itself)."""
+        s = self._here()
+        if s is not self._main:
+            raise errors.Misuse("%s: this thread has a row-lock transaction "
+                                "open on this database: end it first (R8)"
+                                % what)
+
+    def _free_for_wait(self, s: _Session) -> bool:
+        return (s is not self._main and not s.busy and not s.held and
+                s.txn is None and s.h is not None)
+
+    def _checkout(self, deadline: Optional[float], what: str) -> _Session:
+        """A connection of the pool for a thread's blocking wait or
+        transaction, to itself until _checkin(): one that holds no lease
+        and serves no other wait or transaction, opened if none is and
+        the pool may grow, else waited for until `deadline` (a
+        time.monotonic() time; None: for ever) -- then Timeout. With
+        max_connections 1, the one connection (its lock keeps the calls
+        apart)."""
+        if self._max == 1:
+            return self._main
+        with self._pool:
+            while True:
+                if self._closed:
+                    raise errors.Misuse("the database handle is closed")
+                for s in self._sessions:
+                    if self._free_for_wait(s):
+                        s.busy = True
+                        return s
+                if len(self._sessions) + self._opening < self._max:
+                    self._opening += 1
+                    break
+                left = None if deadline is None else \
+                    deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise errors.Timeout(
+                        "%s: every connection of the database handle's pool "
+                        "(max_connections=%d) was waiting, in a transaction "
+                        "or holding a lease acquired by a wait, for the "
+                        "whole wait; raise max_connections, or release "
+                        "sooner" % (what, self._max))
+                self._pool.wait(left)
+        s = _Session(_HandleLock())
+        s.busy = True
+        try:
+            s.h = self._open_c()
+        finally:
+            with self._pool:
+                self._opening -= 1
+                if s.h is not None and not self._closed:
+                    self._sessions.append(s)
+                self._pool.notify_all()
+        if s.h is None or self._closed:
+            if s.h is not None:
+                lib.sqllock_close(s.h)
+            raise errors.Misuse("the database handle is closed")
+        return s
+
+    def _checkin(self, s: _Session) -> None:
+        """Gives back a connection of _checkout()."""
+        if s is self._main:
+            return
+        with self._pool:
+            s.busy = False
+            self._pool.notify_all()
+
+    def _pool_changed(self) -> None:
+        """A connection's last held lease was released: a waiter for a
+        connection may take it."""
+        if self._max > 1:
+            with self._pool:
+                self._pool.notify_all()
 
     def _in_callback(self) -> ContextManager[Any]:
         """What surrounds a callback of the library that runs the
@@ -197,90 +458,56 @@ class Database:
         return contextlib.nullcontext()
 
     def _handle(self) -> int:
-        """The C handle; call with the lock held."""
-        if self._h is None:
-            raise errors.Misuse("the database handle is closed")
-        return self._h
+        """The first connection's C handle; call with its lock held."""
+        return self._main.handle()
 
     def _fail(self, rc: int, row: Optional[bytes] = None) -> errors.Error:
-        """The exception for `rc` with the handle's message; call with the
-        lock held, right after the call that returned `rc`. For Busy and
-        Timeout with `row` (the lock's row name), the row is read as it
-        is now and the exception names its holder and the time it has
-        left (as ``sqllock run`` does), also in its attributes."""
-        err = _lib.error_for(rc, lib.sqllock_errmsg(self._h))
-        if row is not None and isinstance(err, (errors.Busy, errors.Timeout)):
-            self._add_holder(err, row)
-        return err
-
-    def _add_holder(self, err: errors.Error, row: bytes) -> None:
-        """Sets err's holder, token and remaining from the lease row
-        `row`, and adds them to its message; nothing when the row is gone
-        (released meanwhile) or cannot be read. With the lock held."""
-        found: List[Any] = []
-
-        def each(ctx: Any, info: Any) -> int:
-            i = info.contents
-            if i.name != row:
-                return 0
-            found.append(((i.holder or b"").decode("utf-8", "replace"),
-                          i.token, i.remaining_ms / 1000))
-            return 1             # stop the walk
-
-        if lib.sqllock_list(self._h, _lib.LIST_FN(each), None) not in (0, 1) \
-                or not found:
-            return
-        holder, token, remaining = found[0]
-        err.holder, err.token, err.remaining = holder, token, remaining
-        left = ("%.1fs left" % remaining if remaining >= 0
-                else "expired %.1fs ago" % -remaining)
-        err.message = "%s: holder %r, token %d, %s" % (err.message, holder,
-                                                       token, left)
-        err.args = (err.message,)
+        """The first connection's exception for `rc` (_Session.fail)."""
+        return self._main.fail(rc, row)
 
     def _defer_free(self, h: Any) -> None:
-        """A Lease was collected: its handle is freed under the lock (by
-        the next lease made, or close()), never from the collector."""
-        self._pending.append(h)
+        self._main.defer_free(h)
 
     def _drain(self) -> None:
-        """Frees the handles of collected Leases; with the lock held."""
-        while self._pending:
-            h = self._pending.pop()
-            if isinstance(h, tuple):        # (free function, handle)
-                h[0](h[1])
-            else:
-                lib.sqllock_lease_free(h)
+        self._main.drain()
 
     def _call(self, fn: Callable[..., int], *args: Any) -> None:
-        """fn(handle, *args) under the handle's lock; raises on failure."""
-        with self._lock:
-            rc = fn(self._handle(), *args)
-            if rc != _lib.OK:
-                raise self._fail(rc)
+        """fn(handle, *args) on the calling thread's connection, under
+        its lock; raises on failure."""
+        self._here().call(fn, *args)
 
     # ---- the handle -------------------------------------------------------
 
     def close(self) -> None:
-        """Frees the handle: its transaction is rolled back, and its
-        leases' handles are freed. A lease still held is NOT released in
-        the database: it stays until its ttl passes (release it first, or
-        hold it in a ``with`` block). Closing twice is harmless."""
-        with self._lock:
-            if self._h is None:
-                return
-            if self._txn is not None:
-                self._txn._free()
-            for lease in list(self._leases.values()):
-                lease._free()
-            self._drain()
-            lib.sqllock_close(self._h)
-            self._h = None
+        """Closes every connection: an open transaction is rolled back,
+        and the leases' handles are freed. A lease still held is NOT
+        released in the database: it stays until its ttl passes (release
+        it first, or hold it in a ``with`` block). Closing twice is
+        harmless. Call it when no other thread uses the handle."""
+        with self._pool:
+            self._closed = True
+            sessions = list(self._sessions)
+            self._pool.notify_all()
+        for s in reversed(sessions):
+            with s.lock:
+                s.close()
         _open.discard(self)
 
     @property
     def closed(self) -> bool:
-        return self._h is None
+        return self._main.h is None
+
+    @property
+    def max_connections(self) -> int:
+        """The most connections the pool opens (see Database)."""
+        return self._max
+
+    @property
+    def connections(self) -> int:
+        """The connections the pool has open now (renewers' not
+        counted)."""
+        with self._pool:
+            return sum(1 for s in self._sessions if s.h is not None)
 
     def __enter__(self) -> "Database":
         return self
@@ -313,8 +540,9 @@ class Database:
     @property
     def errmsg(self) -> str:
         """The last message on the handle (sqllock_errmsg())."""
-        with self._lock:
-            return lib.sqllock_errmsg(self._h).decode("utf-8", "replace")
+        s = self._here()
+        with s.lock:
+            return lib.sqllock_errmsg(s.h).decode("utf-8", "replace")
 
     def init(self) -> None:
         """Creates the sqllock tables if they do not exist (idempotent; a
@@ -487,14 +715,15 @@ class Database:
             ropts.backoff_max_ms = cv.duration_ms(hi, "backoff")
         attempts = c_int()
         cb = _lib.UPDATE_FN(call)
-        with self._lock:
-            rc = lib.sqllock_record_update(self._handle(), cv.text(key, "key"),
+        s = self._here()
+        with s.lock:
+            rc = lib.sqllock_record_update(s.handle(), cv.text(key, "key"),
                                            cb, None, byref(ropts),
                                            byref(attempts))
             if raised:
                 raise raised[0]
             if rc != _lib.OK:
-                raise self._fail(rc)
+                raise s.fail(rc)
         return RecordUpdate(keep[1] if keep else b"", attempts.value)
 
     # ---- the application's tables (contract O3, L5) -----------------------
@@ -575,13 +804,22 @@ class Database:
         conds, nc = cv.column_cells(where, False, "where")
         fence = (cv.text(fence_column, "fence_column")
                  if fence_column is not None else None)
-        with self._lock:
-            lh = lease._handle()
-            rc = lib.sqllock_table_guarded_update(self._handle(), lh,
-                                                  byref(t), byref(k), fence,
-                                                  sets, ns, conds, nc)
-            if rc != _lib.OK:
-                raise self._fail(rc)
+        # On the connection the lease is held on (the write then waits
+        # for no other thread's wait), or inside this thread's
+        # transaction, or on this handle when the lease is another's (a
+        # borrowed handle's write): that one's lock first, then the
+        # lease's.
+        here, ls = self._here(), lease._s
+        with here.lock if here is not ls else contextlib.nullcontext():
+            with ls.lock:
+                lh = lease._handle()
+                s = ls if lease._db is self and here is self._main else here
+                rc = lib.sqllock_table_guarded_update(s.handle(), lh,
+                                                      byref(t), byref(k),
+                                                      fence, sets, ns, conds,
+                                                      nc)
+                if rc != _lib.OK:
+                    raise s.fail(rc)
 
     def guard_sql(self, name: str, token: int, paramstyle: Any = "qmark",
                   first: int = 1) -> str:
@@ -600,17 +838,39 @@ class Database:
         rows: List[LeaseInfo] = []
 
         def each(ctx: Any, info: Any) -> int:
-            i = info.contents
-            rows.append(LeaseInfo(
-                (i.name or b"").decode("utf-8", "replace"),
-                (i.owner or b"").decode(),
-                (i.holder or b"").decode("utf-8", "replace"),
-                i.token, _ms_to_datetime(i.acquired_at_ms),
-                _ms_to_datetime(i.expires_at_ms), i.remaining_ms / 1000))
+            rows.append(_info_of(info.contents))
             return 0
 
         self._call(lib.sqllock_list, _lib.LIST_FN(each), None)
         return rows
+
+    def lookup(self, name: str) -> Optional[LeaseInfo]:
+        """The lease row of `name` in one round trip (not a scan of the
+        table): a LeaseInfo, or None when there is no row. `name` is a
+        lock name or a row as list() shows it (a primitive's rows are its
+        name, "\x1f" and a tag: a shared lock's writer row is
+        ``NAME + "\x1fw"``). A row whose lease expired
+        but was not yet taken over or reaped is returned too, with
+        ``remaining <= 0``. Added in 0.10.0."""
+        found: List[LeaseInfo] = []
+
+        def each(ctx: Any, info: Any) -> int:
+            found.append(_info_of(info.contents))
+            return 0
+
+        try:
+            self._call(lib.sqllock_lease_lookup, cv.text(name, "name"),
+                       _lib.LIST_FN(each), None)
+        except errors.NotFound:
+            return None
+        return found[0] if found else None
+
+    def locked(self, name: str) -> bool:
+        """True when a lease on `name` is live now by the database's
+        clock, whoever holds it (lookup() gives the holder and the time
+        left). Added in 0.10.0."""
+        info = self.lookup(name)
+        return info is not None and info.remaining > 0
 
     def __iter__(self) -> Iterator[LeaseInfo]:
         return iter(self.list())
@@ -636,10 +896,15 @@ class Database:
         connection (inside the handle's row-lock transaction when one is
         open), with `args` bound in order to the database's placeholders
         ($1 on PostgreSQL, ? on SQLite and MySQL)."""
+        return self._execute_on(self._here(), sql, args)
+
+    def _execute_on(self, s: _Session, sql: str,
+                    args: Sequence[Union[int, str]]) -> ExecResult:
+        """execute() on connection `s`."""
         arr, n = cv.cells(args, "argument")
         has_row, first, affected = c_int(), c_int64(), c_int64()
-        self._call(lib.sqllock_db_exec, cv.text(sql, "sql"), arr, n,
-                   byref(has_row), byref(first), byref(affected))
+        s.call(lib.sqllock_db_exec, cv.text(sql, "sql"), arr, n,
+               byref(has_row), byref(first), byref(affected))
         return ExecResult(bool(has_row.value),
                           first.value if has_row.value else None,
                           affected.value)
@@ -718,10 +983,12 @@ def _default_url() -> str:
 def connect(url: Optional[str] = None, *, init: bool = False,
             busy_timeout: Optional[cv.Duration] = None,
             connect_timeout: Optional[cv.Duration] = None,
-            statement_timeout: Optional[cv.Duration] = None) -> Database:
+            statement_timeout: Optional[cv.Duration] = None,
+            max_connections: int = MAX_CONNECTIONS) -> Database:
     """Opens a database handle from a URL (``sqlite:///path/locks.db``,
     ``postgres://user:pass@host/db``, ``mysql://...``), and with
-    ``init=True`` creates the sqllock tables if they are missing. Raises
+    ``init=True`` creates the sqllock tables if they are missing.
+    `max_connections` bounds the handle's pool (see Database). Raises
     the connection's error (BadURL, UnknownScheme, ConnectionError,
     PermissionDenied, ...) with the library's message.
 
@@ -737,7 +1004,8 @@ def connect(url: Optional[str] = None, *, init: bool = False,
         url = _default_url()
     db = Database(url, busy_timeout=busy_timeout,
                   connect_timeout=connect_timeout,
-                  statement_timeout=statement_timeout)
+                  statement_timeout=statement_timeout,
+                  max_connections=max_connections)
     if init:
         try:
             db.init()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import enum
 import threading
+import time
 import traceback
 import weakref
 from ctypes import byref, c_void_p
@@ -117,29 +118,14 @@ class Lease:
         self._wopts = _lib.WatchOptions.init(
             interval_ms=cv.duration_ms(renew_every, "renew_every"),
             retry_ms=cv.duration_ms(retry_every, "retry_every"))
-        raw_name = cv.text(name, "name")
-        h = c_void_p()
-        with db._lock:
-            dbh = db._handle()
-            if _attach is None:
-                rc = self._new_c(dbh, raw_name, opts, h)
-            else:
-                rc = lib.sqllock_lease_attach(
-                    dbh, raw_name, cv.text(_attach[0], "owner"), _attach[1],
-                    byref(opts), byref(h))
-            if rc != _lib.OK:
-                raise db._fail(rc)
-            self._h = h.value
-            self.name: str = name
-            db._leases[self._h] = self
-            db._drain()
-        # Dropped without its database being closed: the handle is freed
-        # under the database's lock later (never from the collector).
-        # Not at exit: the atexit hook of _db.py closes the database, which
-        # frees every live lease's handle itself (a finalizer run at exit
-        # would queue the same handle a second time: a double free).
-        self._finalizer = weakref.finalize(self, db._defer_free, self._h)
-        self._finalizer.atexit = False
+        self._raw_name = cv.text(name, "name")
+        self._opts = opts
+        self.name: str = name
+        # A lease is made on the database's first connection; a wait may
+        # move it, not held, to a connection of the pool (_rebind).
+        self._s: Any = db._main
+        self._key = 0
+        self._make_c(_attach)
         if _attach is not None:
             self._count = 1
             self._owner, self._token = _attach[0], _attach[1]
@@ -147,9 +133,80 @@ class Lease:
 
     # ---- plumbing ---------------------------------------------------------
 
+    def _make_c(self, attach: Optional[Tuple[str, int]] = None) -> None:
+        """Makes the C handle on the lease's connection self._s."""
+        s = self._s
+        h = c_void_p()
+        with s.lock:
+            dbh = s.handle()
+            if attach is None:
+                rc = self._new_c(dbh, self._raw_name, self._opts, h)
+            else:
+                rc = lib.sqllock_lease_attach(
+                    dbh, self._raw_name, cv.text(attach[0], "owner"),
+                    attach[1], byref(self._opts), byref(h))
+            if rc != _lib.OK:
+                raise s.fail(rc)
+            with self._hlock:
+                self._made_c(h.value)
+            s.leases[self._key] = self
+            s.drain()
+        # Dropped without its database being closed: the handle is freed
+        # under its connection's lock later (never from the collector).
+        # Not at exit: the atexit hook of _db.py closes the database, which
+        # frees every live lease's handle itself (a finalizer run at exit
+        # would queue the same handle a second time: a double free).
+        self._finalizer = weakref.finalize(self, s.defer_free,
+                                           self._free_token())
+        self._finalizer.atexit = False
+
+    def _made_c(self, h: int) -> None:
+        """Keeps the C handle _new_c() made (under _hlock)."""
+        self._h = h
+        self._key = h
+
+    def _free_token(self) -> Any:
+        """What _Session.drain() frees this lease's C handle with."""
+        return self._h
+
+    def _rebind(self, s: Any) -> None:
+        """Moves the lease, not held, to connection `s`: a new C handle
+        there; the old one is freed under its own connection's lock (by
+        the next call there), not now -- that connection may be another
+        thread's wait's."""
+        old = self._s
+        if s is old:
+            return
+        assert self._count == 0
+        if self._key:
+            old.leases.pop(self._key, None)
+            old.held.pop(self._h, None)
+            self._finalizer.detach()
+            token = self._free_token()
+            with self._hlock:
+                self._forget_c()
+            old.defer_free(token)
+        self._s = s
+        self._make_c()
+
+    def _forget_c(self) -> None:
+        """Forgets the C handle (freed elsewhere); under _hlock."""
+        self._h = None
+        self._key = 0
+
+    def _home(self) -> Any:
+        """The connection a call of this lease runs on. A lease not held
+        goes back to the first connection: a connection of the pool
+        hosts only the holds its waits acquired, so that no wait there
+        holds up their release."""
+        if self._count == 0 and self._s is not self._db._main and \
+                not self._db.closed:
+            self._rebind(self._db._main)
+        return self._s
+
     def _handle(self) -> int:
-        """The C handle; call with the database's lock held."""
-        self._db._handle()
+        """The C handle; call with its connection's lock held."""
+        self._s.handle()
         if self._h is None:
             raise errors.Misuse("the lease handle was freed (its database "
                                 "was closed)")
@@ -173,22 +230,24 @@ class Lease:
     def _hold(self) -> None:
         # A new hold: the database keeps the Lease (and its callback)
         # alive while it is held, whatever the caller keeps.
-        self._db._held[self._h] = self
+        self._s.held[self._h] = self
         self.lost_event.clear()
         self._loss = None
 
     def _unhold(self) -> None:
         self._count = lib.sqllock_lease_count(self._h)
         if self._count == 0:
-            self._db._held.pop(self._h, None)
+            s = self._s
+            if s.held.pop(self._h, None) is not None and not s.held:
+                self._db._pool_changed()
 
     def _free(self) -> None:
         """Frees the C handle (the database's close); with its lock held."""
         if self._h is None:
             return
         lib.sqllock_lease_unwatch(self._h)   # waits for a callback running
-        self._db._held.pop(self._h, None)
-        self._db._leases.pop(self._h, None)
+        self._s.held.pop(self._h, None)
+        self._s.leases.pop(self._key, None)
         with self._hlock:
             self._finalizer.detach()
             self._free_c()
@@ -231,25 +290,26 @@ class Lease:
         self._wopts.callback = self._cb
         rc = lib.sqllock_lease_watch(self._h, byref(self._wopts))
         if rc != _lib.OK:
-            err = self._db._fail(rc)
+            err = self._s.fail(rc)
             lib.sqllock_lease_release(self._h)
             self._unhold()
             raise err
 
-    def _acquire_locked(self, wait_ms: int) -> None:
-        """acquire() with the database's lock held."""
+    def _acquire_locked(self, wait_ms: int, quiet: bool = False) -> None:
+        """acquire() with the connection's lock held; `quiet`: a Busy
+        raised does not name the holder (a try before a wait)."""
         h = self._handle()
         if self._watch and self._count == 0:
-            rc = lib.sqllock_watch_prepare(self._db._h)
+            rc = lib.sqllock_watch_prepare(self._s.h)
             if rc != _lib.OK:
-                raise self._db._fail(rc)
+                raise self._s.fail(rc)
         rc = self._acquire_c(h, wait_ms)
         if rc != _lib.OK:
             # Busy and Timeout name the holder of the lease's own row (not
             # of a semaphore's or a shared lock's rows).
             row = lib.sqllock_lease_name(h)
-            err = self._db._fail(rc, row if row == self.name.encode()
-                                 else None)
+            err = self._s.fail(rc, row if row == self.name.encode() and
+                               not quiet else None)
             if rc == errors.Lost.status:
                 self._mark_lost(err)     # a reentrant renewal found it lost
                 self._unhold()
@@ -263,10 +323,10 @@ class Lease:
                 self._start_watch()
 
     def _release_locked(self) -> None:
-        """release() with the database's lock held."""
+        """release() with the connection's lock held."""
         h = self._handle()
         rc = self._release_c(h)
-        err = self._db._fail(rc) if rc != _lib.OK else None
+        err = self._s.fail(rc) if rc != _lib.OK else None
         self._unhold()
         if err is not None:
             if isinstance(err, errors.Lost):
@@ -281,8 +341,34 @@ class Lease:
         single try (wait 0) finds it held, Timeout when the wait ends with
         it held. On a lease already held it counts up and renews (L8)."""
         wait_ms = self._wait_ms if wait is _UNSET else cv.wait_ms(wait)
-        with self._db._lock:
-            self._acquire_locked(wait_ms)
+        self._db._no_txn_here("lock '%s'" % self.name)
+        if self._count > 0 or wait_ms <= 0 or self._db._max == 1:
+            s = self._home()
+            with s.lock:
+                self._acquire_locked(wait_ms)
+            return self
+        # A wait: one try on the first connection, then the wait on a
+        # connection of the pool's own, so that it holds up no other
+        # thread's call. The lease stays there while it is held.
+        start = time.monotonic()
+        s = self._home()
+        with s.lock:
+            try:
+                self._acquire_locked(0, quiet=True)
+                return self
+            except errors.Busy:
+                pass
+        deadline = (None if wait_ms == _lib.WAIT_FOREVER
+                    else start + wait_ms / 1000)
+        w = self._db._checkout(deadline, "lock '%s'" % self.name)
+        try:
+            self._rebind(w)
+            left = (wait_ms if deadline is None else
+                    max(1, int((deadline - time.monotonic()) * 1000)))
+            with w.lock:
+                self._acquire_locked(left)
+        finally:
+            self._db._checkin(w)
         return self
 
     def try_acquire(self) -> bool:
@@ -296,10 +382,11 @@ class Lease:
     def renew(self) -> None:
         """Extends the held lease to ttl from now (server clock). Lost
         when another owner took it over or it was removed."""
-        with self._db._lock:
+        s = self._home()
+        with s.lock:
             rc = lib.sqllock_lease_renew(self._handle())
             if rc != _lib.OK:
-                err = self._db._fail(rc)
+                err = s.fail(rc)
                 if isinstance(err, errors.Lost):
                     self._mark_lost(err)
                     self._unhold()
@@ -309,7 +396,8 @@ class Lease:
         """Counts a reentrant hold down; at zero deletes the lease row if
         it is still ours. Lost when another owner took it over or the row
         was removed (the handle is released all the same: L4)."""
-        with self._db._lock:
+        s = self._home()
+        with s.lock:
             self._release_locked()
 
     def check(self) -> None:
@@ -409,7 +497,7 @@ class Lease:
         Added in 0.2.0."""
         from . import _guard
         style = _guard.style_of(paramstyle)
-        with self._db._lock:
+        with self._s.lock:
             self._handle()
             if self._count == 0:
                 raise errors.NotHeld("lock '%s' is not held by this lease"
@@ -480,26 +568,66 @@ class LeaseSet:
         that lock, and its holder, token and time left (as Lease's
         do); nothing is held then."""
         wait_ms = self._wait_ms if wait is _UNSET else cv.wait_ms(wait)
-        with self._db._lock:
-            arr = self._array()
-            dbh = self._db._handle()
-            if any(l._watch for l in self.leases):
-                rc = lib.sqllock_watch_prepare(dbh)
-                if rc != _lib.OK:
-                    raise self._db._fail(rc)
-            rc = lib.sqllock_lease_acquire_many(dbh, arr, len(self.leases),
-                                                wait_ms)
-            if rc != _lib.OK:
-                raise self._db._fail(rc, self._blocker(dbh))
+        db = self._db
+        db._no_txn_here("lock_many")
+        s = self._home()
+        if wait_ms <= 0 or db._max == 1 or not self.leases:
+            with s.lock:
+                self._acquire_locked(s, wait_ms)
+            return self
+        # As Lease.acquire(): a try here, then the wait on a connection
+        # of the pool's own, where the leases stay while held.
+        start = time.monotonic()
+        with s.lock:
+            try:
+                self._acquire_locked(s, 0, quiet=True)
+                return self
+            except errors.Busy:
+                pass
+        deadline = (None if wait_ms == _lib.WAIT_FOREVER
+                    else start + wait_ms / 1000)
+        w = db._checkout(deadline, "lock_many")
+        try:
             for l in self.leases:
-                l._count = lib.sqllock_lease_count(l._h)
-                l._token = lib.sqllock_lease_token(l._h)
-                l._owner = lib.sqllock_lease_owner(l._h).decode()
-                l._hold()
-            for l in self.leases:
-                if l._watch:
-                    l._start_watch()
+                l._rebind(w)
+            left = (wait_ms if deadline is None else
+                    max(1, int((deadline - time.monotonic()) * 1000)))
+            with w.lock:
+                self._acquire_locked(w, left)
+        finally:
+            db._checkin(w)
         return self
+
+    def _home(self) -> Any:
+        """The connection of the set's leases (all on one): the first,
+        unless they are held on a connection of the pool."""
+        if self.leases and any(l.count for l in self.leases):
+            return self.leases[0]._s
+        for l in self.leases:
+            l._home()
+        return self._db._main
+
+    def _acquire_locked(self, s: Any, wait_ms: int,
+                        quiet: bool = False) -> None:
+        """acquire() on connection `s`, with its lock held."""
+        arr = self._array()
+        dbh = s.handle()
+        if any(l._watch for l in self.leases):
+            rc = lib.sqllock_watch_prepare(dbh)
+            if rc != _lib.OK:
+                raise s.fail(rc)
+        rc = lib.sqllock_lease_acquire_many(dbh, arr, len(self.leases),
+                                            wait_ms)
+        if rc != _lib.OK:
+            raise s.fail(rc, None if quiet else self._blocker(dbh))
+        for l in self.leases:
+            l._count = lib.sqllock_lease_count(l._h)
+            l._token = lib.sqllock_lease_token(l._h)
+            l._owner = lib.sqllock_lease_owner(l._h).decode()
+            l._hold()
+        for l in self.leases:
+            if l._watch:
+                l._start_watch()
 
     def try_acquire(self) -> bool:
         """One try: True when every name was taken, False when one is
@@ -514,11 +642,12 @@ class LeaseSet:
         """Releases every lease of the set (each whatever the others
         find); raises the first failure (Lost: that name had been
         lost)."""
-        with self._db._lock:
+        s = self._home()
+        with s.lock:
             arr = self._array()
-            rc = lib.sqllock_lease_release_many(self._db._handle(), arr,
+            rc = lib.sqllock_lease_release_many(s.handle(), arr,
                                                 len(self.leases))
-            err = self._db._fail(rc) if rc != _lib.OK else None
+            err = s.fail(rc) if rc != _lib.OK else None
             for l in self.leases:
                 l._unhold()
             if err is not None:

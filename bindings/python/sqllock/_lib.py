@@ -322,6 +322,7 @@ PROTOTYPES = {
     "sqllock_reaper_stats_get": (c_int, [_P, POINTER(ReaperStats)]),
     "sqllock_reaper_stop": (None, [_P]),
     "sqllock_list": (c_int, [_P, LIST_FN, c_void_p]),
+    "sqllock_lease_lookup": (c_int, [_P, c_char_p, LIST_FN, c_void_p]),
     "sqllock_row_lock_scope": (c_int, [_P, _ip]),
     "sqllock_row_lock_scope_name": (c_char_p, [c_int]),
     "sqllock_txn_begin": (c_int, [_P, POINTER(TxnOptions), _PP]),

@@ -1,7 +1,6 @@
 """Shared and exclusive holds on one name (contract M2): sqllock_rw_*."""
 from __future__ import annotations
 
-import weakref
 from ctypes import byref, c_void_p
 from typing import Any, Optional
 
@@ -30,12 +29,6 @@ class RWLease(Lease):
         self.shared: bool = bool(shared)
         self._rw: Optional[int] = None
         super().__init__(db, name, ttl, wait, **options)
-        # The C lease belongs to the sqllock_rw: a collected RWLease frees
-        # the sqllock_rw (under the database's lock, as a Lease).
-        self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, db._defer_free,
-                                           (lib.sqllock_rw_free, self._rw))
-        self._finalizer.atexit = False
 
     def _new_c(self, dbh: int, raw_name: bytes, opts: Any, h: c_void_p) -> int:
         rw = c_void_p()
@@ -45,6 +38,13 @@ class RWLease(Lease):
             self._rw = rw.value
             h.value = lib.sqllock_rw_lease(self._rw)
         return rc
+
+    def _free_token(self) -> Any:
+        return (lib.sqllock_rw_free, self._rw)
+
+    def _forget_c(self) -> None:
+        super()._forget_c()
+        self._rw = None
 
     def _acquire_c(self, h: int, wait_ms: int) -> int:
         return lib.sqllock_rw_acquire(self._rw, wait_ms)

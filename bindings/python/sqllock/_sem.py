@@ -1,7 +1,6 @@
 """Semaphores with N permits (contract M1): sqllock_sem_*."""
 from __future__ import annotations
 
-import weakref
 from ctypes import byref, c_void_p
 from typing import Any, Optional
 
@@ -39,15 +38,6 @@ class SemaphoreLease(Lease):
         self._sem: Optional[int] = None
         self._permit = -1
         super().__init__(db, name, ttl, wait, **options)
-        # Lease.__init__ took the semaphore handle for the lease handle
-        # (_new_c below): keep it as the database's key only, and free the
-        # semaphore (and with it its permits' leases) when collected.
-        self._key = self._h
-        self._h = None
-        self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, db._defer_free,
-                                           (lib.sqllock_sem_free, self._sem))
-        self._finalizer.atexit = False
 
     def _new_c(self, dbh: int, raw_name: bytes, opts: Any, h: c_void_p) -> int:
         sem = c_void_p()
@@ -58,25 +48,38 @@ class SemaphoreLease(Lease):
             h.value = self._sem
         return rc
 
+    def _made_c(self, h: int) -> None:
+        # The permit's lease handle comes with each hold (_h); the
+        # semaphore's is the key.
+        self._key = h
+        self._h = None
+
+    def _free_token(self) -> Any:
+        return (lib.sqllock_sem_free, self._sem)
+
+    def _forget_c(self) -> None:
+        super()._forget_c()
+        self._sem = None
+
     def _sem_handle(self) -> int:
-        self._db._handle()
+        self._s.handle()
         if self._sem is None:
             raise errors.Misuse("the semaphore handle was freed (its "
                                 "database was closed)")
         return self._sem
 
-    def _acquire_locked(self, wait_ms: int) -> None:
+    def _acquire_locked(self, wait_ms: int, quiet: bool = False) -> None:
         sem = self._sem_handle()
         if self._watch and self._count == 0:
-            rc = lib.sqllock_watch_prepare(self._db._h)
+            rc = lib.sqllock_watch_prepare(self._s.h)
             if rc != _lib.OK:
-                raise self._db._fail(rc)
+                raise self._s.fail(rc)
         rc = lib.sqllock_sem_acquire(sem, wait_ms)
         if rc != _lib.OK:
-            raise self._db._fail(rc)
+            raise self._s.fail(rc)
         h = lib.sqllock_sem_lease(sem)
         if self._h is not None and self._h != h:
-            self._db._held.pop(self._h, None)
+            self._s.held.pop(self._h, None)
         with self._hlock:
             self._h = h
         self._permit = lib.sqllock_sem_permit(sem)
@@ -100,7 +103,7 @@ class SemaphoreLease(Lease):
     def _release_locked(self) -> None:
         sem = self._sem_handle()
         rc = lib.sqllock_sem_release(sem)
-        err = self._db._fail(rc) if rc != _lib.OK else None
+        err = self._s.fail(rc) if rc != _lib.OK else None
         if self._h is not None:
             self._unhold()
         self._permit = -1
@@ -116,8 +119,8 @@ class SemaphoreLease(Lease):
             return
         if self._h is not None:
             lib.sqllock_lease_unwatch(self._h)
-            self._db._held.pop(self._h, None)
-        self._db._leases.pop(self._key, None)
+            self._s.held.pop(self._h, None)
+        self._s.leases.pop(self._key, None)
         with self._hlock:
             self._finalizer.detach()
             lib.sqllock_sem_free(self._sem)

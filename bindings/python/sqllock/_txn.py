@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+import time
 from ctypes import byref, c_int, c_void_p
 from typing import Any, Callable, List, Optional, Union
 
@@ -34,10 +35,12 @@ class Transaction:
 
     Made by ``db.transaction()``; nothing is sent until the first lock
     call (or execute()). As a context manager it commits at the end of the
-    block and rolls back when the block raises (R6). The record and table
-    calls of the same Database run inside it once it has started (R4).
-    While it is open the handle refuses lease calls with Misuse (R8): take
-    leases on a Database of their own. After a statement of it failed
+    block and rolls back when the block raises (R6). It has a connection
+    of the Database's pool to itself (see Database), and belongs to the
+    thread that opened it: that thread's record and table calls and
+    execute() on the same Database run inside it once it has started
+    (R4), and that thread's lease calls raise Misuse while it is open
+    (R8); other threads' calls run outside it. After a statement of it failed
     with Locked, Deadlock, SerializationFailure, ConnectionError (...)
     the transaction has failed: every later call raises Misuse until
     rollback() (R7).
@@ -49,16 +52,34 @@ class Transaction:
         self._on_enter: Optional[Callable[[], Any]] = None
         opts = _lib.TxnOptions.init(
             lock_timeout_ms=cv.duration_ms(lock_timeout, "lock_timeout"))
+        # A connection of the pool to itself for its whole life (the
+        # thread's own, if it has one open: the C library refuses a
+        # second), waited for as long as its locks may wait.
+        here = db._here()
+        if here is not db._main or db._max == 1:
+            s = here
+        else:
+            ms = opts.lock_timeout_ms
+            s = db._checkout(None if ms <= 0 else
+                             time.monotonic() + ms / 1000,
+                             "a row-lock transaction")
+        self._s = s
         h = c_void_p()
-        with db._lock:
-            rc = lib.sqllock_txn_begin(db._handle(), byref(opts), byref(h))
-            if rc != _lib.OK:
-                raise db._fail(rc)
-            self._h = h.value
-            db._txn = self
+        try:
+            with s.lock:
+                rc = lib.sqllock_txn_begin(s.handle(), byref(opts), byref(h))
+                if rc != _lib.OK:
+                    raise s.fail(rc)
+                self._h = h.value
+                s.txn = self
+        except BaseException:
+            if s is not here:
+                db._checkin(s)
+            raise
+        db._tls.session = s
 
     def _handle(self) -> int:
-        self._db._handle()
+        self._s.handle()
         if self._h is None:
             raise errors.Misuse("the transaction is over (committed, rolled "
                                 "back, or its database closed)")
@@ -69,22 +90,27 @@ class Transaction:
         if self._h is not None:
             lib.sqllock_txn_free(self._h)
             self._h = None
-            if self._db._txn is self:
-                self._db._txn = None
+            self._ended()
+
+    def _ended(self) -> None:
+        """The transaction is over: its connection goes back."""
+        s = self._s
+        if s.txn is self:
+            s.txn = None
+            self._db._checkin(s)
 
     def _abandon(self) -> None:
         """Forgets the C transaction without freeing it, for a borrowed
         connection the application closed (freeing could send a
         statement on it); with the database's lock held."""
         self._h = None
-        if self._db._txn is self:
-            self._db._txn = None
+        self._ended()
 
     def _call(self, fn: Callable[..., int], *args: Any) -> None:
-        with self._db._lock:
+        with self._s.lock:
             rc = fn(self._handle(), *args)
             if rc != _lib.OK:
-                raise self._db._fail(rc)
+                raise self._s.fail(rc)
 
     @property
     def open(self) -> bool:
@@ -115,24 +141,24 @@ class Transaction:
     def execute(self, sql: str, *args: Union[int, str]) -> ExecResult:
         """One statement of the application's own, inside the transaction
         (R4): Database.execute() on the same handle."""
-        with self._db._lock:
+        with self._s.lock:
             self._handle()
-        return self._db.execute(sql, *args)
+        return self._db._execute_on(self._s, sql, args)
 
     def commit(self) -> None:
         """Commits: the locks end. Misuse when the transaction failed (R7:
         roll it back); on a Galera cluster Deadlock when another node's
         transaction committed first."""
-        with self._db._lock:
+        with self._s.lock:
             rc = lib.sqllock_txn_commit(self._handle())
             if rc != _lib.OK:
-                raise self._db._fail(rc)
+                raise self._s.fail(rc)
             self._free()
 
     def rollback(self) -> None:
         """Rolls back (the one way out of a failed transaction, R7); a
         transaction already over is left alone."""
-        with self._db._lock:
+        with self._s.lock:
             if self._h is None:
                 return
             lib.sqllock_txn_rollback(self._h)

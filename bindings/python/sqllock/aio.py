@@ -5,10 +5,12 @@ thread of the handle's own, so that the event loop never waits.
         async with db.lock("nightly-report", ttl=30, wait=10) as lease:
             ...
 
-Each AsyncDatabase has one worker thread: its calls run there one after
-another (a handle is one thread's at a time anyway, contract E3), so a
-lease waiting on a handle holds up that handle's other calls -- open one
-handle per concurrent waiter. The blocking calls never take the event
+Each AsyncDatabase has one worker thread for its short calls (a try, a
+release, a renewal, the records, a transaction's statements), run there
+one after another, and up to max_connections more for lease waits: a
+wait runs on a connection of the Database's pool (see
+sqllock.Database), so that a task waiting for a lock holds up no other
+task's call on the same handle. The blocking calls never take the event
 loop's thread.
 
 Cancellation. A lease wait runs as short waits of the C library in turn
@@ -61,6 +63,9 @@ class AsyncDatabase:
         self.sync = db
         self._ex = concurrent.futures.ThreadPoolExecutor(
             1, thread_name_prefix="sqllock-aio")
+        # The lease waits: at most one per connection of the pool.
+        self._wex = concurrent.futures.ThreadPoolExecutor(
+            db.max_connections, thread_name_prefix="sqllock-aio-wait")
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -73,6 +78,7 @@ class AsyncDatabase:
             await asyncio.shield(self._run(self.sync.close))
         finally:
             self._ex.shutdown(wait=False)
+            self._wex.shutdown(wait=False)
 
     async def __aenter__(self) -> "AsyncDatabase":
         return self
@@ -227,9 +233,8 @@ class AsyncLease:
             if wait_ms == 0:
                 step = 0
             try:
-                with lease._db._lock:
-                    lease._acquire_locked(step)
-            except (errors.Busy, errors.Timeout) as e:
+                lease.acquire(step)
+            except (errors.Busy, errors.Timeout):
                 if wait_ms == 0:
                     raise
                 if not forever and time.monotonic() >= deadline:
@@ -249,7 +254,7 @@ class AsyncLease:
         lease = await self._ensure()
         cancel = threading.Event()
         fut = asyncio.wrap_future(
-            self._db._ex.submit(self._acquire_slices, wait_ms, cancel))
+            self._db._wex.submit(self._acquire_slices, wait_ms, cancel))
         try:
             await asyncio.shield(fut)
         except asyncio.CancelledError:

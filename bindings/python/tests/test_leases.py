@@ -267,3 +267,36 @@ def test_M3_fair_waiters_served_in_arrival_order(url: str, name: str) -> None:
         assert not errors, errors
         assert order == [0, 1, 2, 3]
         assert _queued(a, name) == 0
+
+
+def test_lookup_and_locked_read_one_row(db: sqllock.Database,
+                                        name: str) -> None:
+    # lookup(): the row of one name (sqllock_lease_lookup(), one round
+    # trip): a held lease's owner, token, holder and time left; None
+    # without a row; an expired row with remaining <= 0, which locked()
+    # does not count; bad names raise (E2).
+    assert db.lookup(name) is None and db.locked(name) is False
+    with db.lock(name, ttl=30, holder="lookup-test") as lease:
+        info = db.lookup(name)
+        assert info is not None
+        assert (info.name, info.owner, info.token, info.holder) == \
+            (name, lease.owner, lease.token, "lookup-test")
+        assert 0 < info.remaining <= 30
+        assert db.locked(name) is True
+        assert db.lookup(name + "2") is None
+    assert db.lookup(name) is None and db.locked(name) is False
+    short = db.lock(name, ttl=0.1, watch=False).acquire()
+    time.sleep(0.3)
+    info = db.lookup(name)
+    assert info is not None and info.remaining <= 0
+    assert db.locked(name) is False
+    try:
+        short.release()
+    except sqllock.Lost:              # past its local deadline (L4)
+        pass
+    with pytest.raises(sqllock.InvalidArgument):
+        db.lookup("")
+    with pytest.raises(sqllock.InvalidArgument, match="too long"):
+        db.lookup("x" * 5000)
+    with pytest.raises(sqllock.InvalidArgument, match="NULL"):
+        db.lookup(None)  # type: ignore[arg-type]
