@@ -1,14 +1,20 @@
 /*
  * order_flow.c -- the classic order payment under a row lock (PostgreSQL).
  *
- *   example_order_flow postgres://user:pass@host/db [--reset]
+ *   example_order_flow postgres://user:pass@host/db [--reset | --drop]
  *
- * (--reset marks order 1 unpaid again and exits.)
+ * (--reset marks order 1 unpaid again and exits; --drop drops the
+ * example's table and exits.)
  *
  * Pays order 1 exactly once, however many copies of this program run at
  * the same time: lock the order's row (SELECT ... FOR UPDATE through
  * sqllock_txn_lock_rows), check it is unpaid, mark it paid, commit. The
  * application's own statements run on the transaction's connection.
+ *
+ * It touches no table but its own, example_orders, which it makes with
+ * a column made_by_sqllock_example that marks it as the example's. A
+ * table of that name without the mark is someone else's: the example
+ * stops, having changed nothing.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +22,19 @@
 
 #include <libpq-fe.h>
 #include <sqllock.h>
+
+#define MARK "made_by_sqllock_example"
+
+/* Whether example_orders is there and is the example's (its mark). */
+static int ours(PGconn *pg)
+{
+    PGresult *res = PQexec(pg, "SELECT " MARK " FROM example_orders "
+                               "WHERE false");
+    int ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+
+    PQclear(res);
+    return ok;
+}
 
 static int run(PGconn *pg, const char *sql)
 {
@@ -52,11 +71,30 @@ int main(int argc, char **argv)
         sqllock_close(db);
         return 1;
     }
-    /* The application's table (normally there already). */
-    if (!run(sqllock_db_native(db), "CREATE TABLE IF NOT EXISTS example_orders "
-             "(order_id bigint PRIMARY KEY, paid boolean NOT NULL)") ||
-        !run(sqllock_db_native(db), "INSERT INTO example_orders VALUES "
-             "(1, false) ON CONFLICT DO NOTHING")) {
+    pg = sqllock_db_native(db);
+    if (argc > 2 && strcmp(argv[2], "--drop") == 0) {
+        rc = !ours(pg) || run(pg, "DROP TABLE example_orders");
+        sqllock_close(db);
+        return rc ? 0 : 1;
+    }
+    /* The example's table: made by the first copy; a copy that loses the
+     * race to make it finds it made. */
+    if (!ours(pg)) {
+        res = PQexec(pg, "CREATE TABLE example_orders (order_id bigint "
+                         "PRIMARY KEY, paid boolean NOT NULL, " MARK
+                         " boolean)");
+        PQclear(res);
+        if (!ours(pg)) {
+            fprintf(stderr, "%s: a table example_orders that this example "
+                    "did not make (it has no column " MARK ") is there: it "
+                    "is never touched; run the example on another database\n",
+                    argv[0]);
+            sqllock_close(db);
+            return 1;
+        }
+    }
+    if (!run(pg, "INSERT INTO example_orders VALUES (1, false, true) "
+                 "ON CONFLICT DO NOTHING")) {
         sqllock_close(db);
         return 1;
     }

@@ -52,6 +52,7 @@ int main(void)
         cmocka_unit_test(test_cli_history_bounded),
         cmocka_unit_test(test_cli_history_of_runs),
         cmocka_unit_test(test_cli_demo_on_database),
+        cmocka_unit_test(test_cli_demo_touches_only_its_tables),
         cmocka_unit_test(test_cli_release_held_by_another),
         cmocka_unit_test(test_cli_duration_too_long),
         cmocka_unit_test(test_cli_run_default_ttl),

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The oversell demo in Python: 8 buyer processes, a stock of 20 items in
-an application table inventory(id, qty, version), each buyer reading the
-stock, "paying by card" for 2 ms, then writing the stock less one:
+a table of the example's own, example_inventory(id, qty, version), each
+buyer reading the stock, "paying by card" for 2 ms, then writing the
+stock less one:
 
   no lock             read, pay, write: two buyers read the same stock and
                       both sell the item (oversell);
-  lease lock          the same under db.lock("inventory:1"): none;
+  lease lock          the same under db.lock("example_inventory:1"): none;
   lease + guard       the lease, and the application's own connection
                       (sqlite3, psycopg or psycopg2, MySQLdb) reads and
                       writes in its own transaction, the UPDATE carrying
@@ -21,6 +22,13 @@ stock, "paying by card" for 2 ms, then writing the stock less one:
 
     python3 examples/python/inventory.py sqlite:///tmp/shop.db
     python3 examples/python/inventory.py postgres://user:pw@host/db
+
+It touches no table but its own: it makes example_inventory (--prefix
+changes "example_") with a column made_by_sqllock_example that marks it
+as the example's, and drops it at the end. A table of that name without
+the mark is someone else's: the example stops before changing anything.
+One with the mark was left by an earlier run that was killed, and is
+made again. The locks' own rows are in sqllock's tables.
 
 (With the binding installed, or PYTHONPATH=bindings/python, and the
 library found: SQLLOCK_LIBRARY=build/libsqllock.so. The two modes on the
@@ -43,17 +51,57 @@ except ImportError:     # run from a clone, without installing the binding
                                     "..", "..", "bindings", "python"))
     import sqllock
 
-TABLE = sqllock.Table("inventory", "id", "version")
+MARK = "made_by_sqllock_example"
 PAY = 0.002
+# The example's table: set by use_table() in each process.
+INV = "example_inventory"
+TABLE = sqllock.Table(INV, "id", "version")
+
+
+def use_table(prefix: str) -> None:
+    global INV, TABLE
+    INV = prefix + "inventory"
+    TABLE = sqllock.Table(INV, "id", "version")
+
+
+def ours(db: sqllock.Database, table: str) -> bool:
+    """True when `table` exists and carries the example's mark."""
+    try:
+        db.execute("SELECT %s FROM %s WHERE 1 = 0" % (MARK, table))
+        return True
+    except sqllock.Error:
+        return False
+
+
+def make_table(url: str) -> None:
+    """Makes the example's table, or stops (SystemExit) at a table of
+    its name that the example did not make, having changed nothing."""
+    with sqllock.connect(url, init=True) as db:
+        if ours(db, INV):
+            db.execute("DROP TABLE %s" % INV)     # left by a killed run
+        try:
+            db.execute("CREATE TABLE %s (id INTEGER PRIMARY KEY, qty INTEGER "
+                       "NOT NULL, version INTEGER NOT NULL, %s INTEGER)"
+                       % (INV, MARK))
+        except sqllock.Error as e:
+            raise SystemExit(
+                "inventory.py: cannot create the example's table %s (%s). "
+                "A table of that name that the example did not make (it has "
+                "no column %s) is never touched: give another --prefix, or "
+                "run the example on another database" % (INV, e, MARK))
+
+
+def drop_table(url: str) -> None:
+    with sqllock.connect(url) as db:
+        if ours(db, INV):
+            db.execute("DROP TABLE %s" % INV)
 
 
 def setup(url: str, stock: int) -> None:
-    with sqllock.connect(url, init=True) as db:
-        db.execute("CREATE TABLE IF NOT EXISTS inventory (id INTEGER PRIMARY "
-                   "KEY, qty INTEGER NOT NULL, version INTEGER NOT NULL)")
-        db.execute("DELETE FROM inventory")
-        db.execute("INSERT INTO inventory (id, qty, version) VALUES (1, %d, 1)"
-                   % stock)
+    with sqllock.connect(url) as db:
+        db.execute("DELETE FROM %s" % INV)
+        db.execute("INSERT INTO %s (id, qty, version) VALUES (1, %d, 1)"
+                   % (INV, stock))
 
 
 # ---- the application's own connection ---------------------------------------
@@ -108,16 +156,16 @@ class App:
 # ---- the buyers ----------------------------------------------------------------
 
 def buy_unlocked(db: sqllock.Database, app: Optional[App]) -> bool:
-    qty = db.execute("SELECT qty FROM inventory WHERE id = 1").first
+    qty = db.execute("SELECT qty FROM %s WHERE id = 1" % INV).first
     if qty < 1:
         return False
     time.sleep(PAY)
-    db.execute("UPDATE inventory SET qty = %d WHERE id = 1" % (qty - 1))
+    db.execute("UPDATE %s SET qty = %d WHERE id = 1" % (INV, qty - 1))
     return True
 
 
 def buy_lease(db: sqllock.Database, app: Optional[App]) -> bool:
-    with db.lock("inventory:1", ttl=10, wait=60, backoff=(0.001, 0.02)):
+    with db.lock(INV + ":1", ttl=10, wait=60, backoff=(0.001, 0.02)):
         return buy_unlocked(db, app)
 
 
@@ -127,16 +175,16 @@ def buy_lease_guard(db: sqllock.Database, app: App) -> bool:
     # nothing once the lease is no longer ours (paused past the ttl, taken
     # over): it checks the lease row in the same statement and keeps it
     # locked until the commit (docs/guard.md).
-    with db.lock("inventory:1", ttl=10, wait=60, backoff=(0.001, 0.02)) \
+    with db.lock(INV + ":1", ttl=10, wait=60, backoff=(0.001, 0.02)) \
             as lease:
         guard, params = lease.guard(app.conn)      # ? or %s, as conn takes
         try:
-            qty = app.query("SELECT qty FROM inventory WHERE id = 1")
+            qty = app.query("SELECT qty FROM %s WHERE id = 1" % INV)
             if qty < 1:
                 app.conn.rollback()
                 return False
             time.sleep(PAY)
-            changed = app.query("UPDATE inventory SET qty = " + app.ph +
+            changed = app.query("UPDATE " + INV + " SET qty = " + app.ph +
                                 " WHERE id = 1 AND " + guard, qty - 1, *params)
             if changed == 0:
                 raise sqllock.Lost("the lease was lost: the sale is undone")
@@ -150,11 +198,11 @@ def buy_lease_guard(db: sqllock.Database, app: App) -> bool:
 def buy_row_lock(db: sqllock.Database, app: Optional[App]) -> bool:
     with db.transaction(lock_timeout=60) as txn:
         txn.lock_rows(TABLE, 1)
-        qty = txn.execute("SELECT qty FROM inventory WHERE id = 1").first
+        qty = txn.execute("SELECT qty FROM %s WHERE id = 1" % INV).first
         if qty < 1:
             return False
         time.sleep(PAY)
-        txn.execute("UPDATE inventory SET qty = %d WHERE id = 1" % (qty - 1))
+        txn.execute("UPDATE %s SET qty = %d WHERE id = 1" % (INV, qty - 1))
         return True
 
 
@@ -165,10 +213,10 @@ def buy_joined_row_lock(db: sqllock.Database, app: App) -> bool:
     try:
         with app.bdb.join(lock_timeout=60) as txn:
             txn.lock_rows(TABLE, 1)               # SELECT ... FOR UPDATE
-            qty = app.query("SELECT qty FROM inventory WHERE id = 1")
+            qty = app.query("SELECT qty FROM %s WHERE id = 1" % INV)
             if qty >= 1:
                 time.sleep(PAY)
-                app.query("UPDATE inventory SET qty = " + app.ph +
+                app.query("UPDATE " + INV + " SET qty = " + app.ph +
                           " WHERE id = 1", qty - 1)
         # Leaving the join commits nothing: the application does.
         if qty < 1:
@@ -201,7 +249,8 @@ MODES = [("no lock", buy_unlocked), ("lease lock", buy_lease),
 WITH_APP = (buy_lease_guard, buy_joined_row_lock)
 
 
-def buyer(url: str, mode: int) -> int:
+def buyer(url: str, mode: int, prefix: str) -> int:
+    use_table(prefix)
     buy = MODES[mode][1]
     sold = 0
     app = App(url) if buy in WITH_APP else None
@@ -226,24 +275,38 @@ def main() -> int:
     ap.add_argument("url")
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--stock", type=int, default=20)
+    ap.add_argument("--prefix", default="example_",
+                    help="of the example's table's name (default example_)")
     args = ap.parse_args()
+    if not args.prefix.replace("_", "a").isalnum() or \
+            not args.prefix[:1].isalpha():
+        ap.error("--prefix: letters, digits and _, a letter first")
+    use_table(args.prefix)
+    make_table(args.url)
     ctx = multiprocessing.get_context("spawn")   # no handle crosses a fork
     bad = 0
     print("%-20s %7s %5s %5s %8s" % ("mode", "workers", "stock", "sold",
                                      "oversold"))
     # One process per buyer, started once; each mode gives every one of
     # them a buyer to run, all at the same time.
-    with ctx.Pool(args.workers) as pool:
-        for i, (label, _) in enumerate(MODES):
-            setup(args.url, args.stock)
-            sold = sum(pool.starmap(buyer, [(args.url, i)] * args.workers,
-                                    chunksize=1))
-            over = sold - args.stock
-            print("%-20s %7d %5d %5d %8d" % (label, args.workers, args.stock,
-                                             sold, over), flush=True)
-            if i > 0 and over != 0:
-                bad = 1
+    try:
+        with ctx.Pool(args.workers) as pool:
+            for i, (label, _) in enumerate(MODES):
+                bad |= run_mode(pool, args, i, label)
+    finally:
+        drop_table(args.url)
     return bad
+
+
+def run_mode(pool: Any, args: Any, i: int, label: str) -> int:
+    """One mode: every buyer at once; 1 when a locked mode oversold."""
+    setup(args.url, args.stock)
+    sold = sum(pool.starmap(buyer, [(args.url, i, args.prefix)] *
+                            args.workers, chunksize=1))
+    over = sold - args.stock
+    print("%-20s %7d %5d %5d %8d" % (label, args.workers, args.stock, sold,
+                                     over), flush=True)
+    return 1 if i > 0 and over != 0 else 0
 
 
 if __name__ == "__main__":

@@ -84,6 +84,7 @@ void test_cli_run_default_ttl(void **state);
  * connects */
 void test_cli_no_database_refused(void **state);
 void test_cli_demo_on_database(void **state);
+void test_cli_demo_touches_only_its_tables(void **state);
 #ifdef SQLLOCK_CLI_SQLITE_ONLY_PATH
 void test_cli_driver_not_built_says_how(void **state);
 #endif

@@ -142,6 +142,81 @@ void test_cli_demo_on_database(void **state)
     }
 }
 
+/* Issue 29 item 5: the demo touches only tables it made. Beside an
+ * application's `inventory` table with rows, and a table of its own name
+ * (demo_stock) that it did not make, the demo stops before changing
+ * anything and says why; the rows of both are as they were. With that
+ * table gone it runs, leaves `inventory` as it was, and drops its own
+ * tables; a table the demo left behind (its mark column) is taken back. */
+static int64_t cl_first(fixture *f, const char *fmt, const char *table)
+{
+    int has_row = 0;
+    int64_t first = -1;
+
+    assert_int_equal(tu_exec_on(f->db, fmt, table, NULL, 0, &has_row, &first,
+                                NULL), SQLLOCK_OK);
+    assert_true(has_row);
+    return first;
+}
+
+static int cl_table_exists(fixture *f, const char *table)
+{
+    int has_row = 0;
+
+    return tu_exec_on(f->db, "SELECT COUNT(*) FROM %s", table, NULL, 0,
+                      &has_row, NULL, NULL) == SQLLOCK_OK;
+}
+
+void test_cli_demo_touches_only_its_tables(void **state)
+{
+    fixture *f = *state;
+    static const char *const sum = "SELECT SUM(qty * 100 + version) FROM %s";
+
+    tu_exec_on(f->db, "DROP TABLE %s", "demo_stock", NULL, 0, NULL, NULL,
+               NULL);
+    tu_exec_on(f->db, "DROP TABLE %s", "demo_sale", NULL, 0, NULL, NULL,
+               NULL);
+    tu_exec_on(f->db, "DROP TABLE %s", "inventory", NULL, 0, NULL, NULL,
+               NULL);
+    tu_exec_ok(f->db, "CREATE TABLE %s (id INTEGER PRIMARY KEY, qty INTEGER "
+               "NOT NULL, version INTEGER NOT NULL)", "inventory", NULL, 0);
+    tu_exec_ok(f->db, "INSERT INTO %s VALUES (1, 7, 3), (2, 0, 1), "
+               "(3, 12, 9)", "inventory", NULL, 0);
+    tu_exec_ok(f->db, "CREATE TABLE %s (id INTEGER PRIMARY KEY, qty INTEGER "
+               "NOT NULL)", "demo_stock", NULL, 0);
+    tu_exec_ok(f->db, "INSERT INTO %s VALUES (1, 42)", "demo_stock", NULL, 0);
+    assert_int_equal(cl_first(f, sum, "inventory"), 703 + 1 + 1209);
+
+    /* A demo_stock the demo did not make: stop, touch nothing. */
+    assert_int_not_equal(tt_run_tool(f, (const char *[]){ "demo",
+                                     "--workers", "2", "--stock", "3",
+                                     NULL }), 0);
+    EXPECT_CONTAINS_ERR(f, "demo_stock");
+    EXPECT_CONTAINS_ERR(f, "never touched");
+    assert_int_equal(cl_first(f, "SELECT qty FROM %s WHERE id = 1",
+                              "demo_stock"), 42);
+    assert_int_equal(cl_first(f, "SELECT COUNT(*) FROM %s", "demo_stock"), 1);
+    assert_false(cl_table_exists(f, "demo_sale"));
+    assert_int_equal(cl_first(f, sum, "inventory"), 1913);
+    assert_int_equal(cl_first(f, "SELECT COUNT(*) FROM %s", "inventory"), 3);
+
+    /* That table gone: the demo runs and leaves only what it found. */
+    tu_exec_ok(f->db, "DROP TABLE %s", "demo_stock", NULL, 0);
+    EXPECT_EXIT(f, 0, "demo", "--workers", "2", "--stock", "3");
+    assert_int_equal(cl_first(f, sum, "inventory"), 1913);
+    assert_int_equal(cl_first(f, "SELECT COUNT(*) FROM %s", "inventory"), 3);
+    assert_false(cl_table_exists(f, "demo_stock"));
+    assert_false(cl_table_exists(f, "demo_sale"));
+
+    /* A table an earlier demo left (killed before its end): taken back. */
+    tu_exec_ok(f->db, "CREATE TABLE %s (id INTEGER, made_by_sqllock_demo "
+               "INTEGER)", "demo_sale", NULL, 0);
+    EXPECT_EXIT(f, 0, "demo", "--workers", "2", "--stock", "3");
+    assert_false(cl_table_exists(f, "demo_sale"));
+    assert_int_equal(cl_first(f, sum, "inventory"), 1913);
+    tu_exec_ok(f->db, "DROP TABLE %s", "inventory", NULL, 0);
+}
+
 #ifdef SQLLOCK_CLI_SQLITE_ONLY_PATH
 /* Issue 16 (item 10): a copy of the tool built with the SQLite driver
  * alone (tools/CMakeLists.txt), as on a machine that has only SQLite's
