@@ -233,7 +233,7 @@ class AsyncLease:
             if wait_ms == 0:
                 step = 0
             try:
-                lease.acquire(step)
+                lease.acquire(step / 1000)      # seconds
             except (errors.Busy, errors.Timeout):
                 if wait_ms == 0:
                     raise
