@@ -133,7 +133,7 @@ ensure_packages "${BUILD_PACKAGES[@]}" libcmocka-dev valgrind faketime jq \
   postgresql mariadb-server galera-4 rsync iproute2 libpq-dev \
   default-libmysqlclient-dev pgbouncer pgpool2 man-db \
   libhiredis-dev redis-server python3 python3-pytest \
-  python3-psycopg2 python3-psycopg python3-mysqldb
+  python3-psycopg2 python3-psycopg python3-mysqldb python3-venv dpkg-dev
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
   ensure_packages clang libclang-rt-dev
@@ -713,6 +713,14 @@ cc examples/lease.c $(pkg-config --cflags --libs sqllock) -o "$pkgdir/consumer_p
 LD_LIBRARY_PATH="$pkgdir/prefix/lib" "$pkgdir/consumer_pc" "sqlite://$pkgdir/a.db" >/dev/null
 unset PKG_CONFIG_PATH
 echo "package: CMake (shared, static) and pkg-config consumers built and ran"
+
+# The project's packages (issue 29 items 3, 4): the Debian packages and
+# the wheel built as the README says, the wheel installed offline into a
+# venv of each CPython found, the .debs installed on this machine under
+# CI (root), checked as a user would, and removed (tests/packages.sh).
+stage "packages"
+scripts/packages.sh "$work/dist"
+tests/packages.sh "$work/dist"
 
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # Every test under AddressSanitizer + UndefinedBehaviorSanitizer (with

@@ -4,9 +4,14 @@ The library is found, in this order, at:
 
 1. ``$SQLLOCK_LIBRARY``: the path of a libsqllock.so (a build tree's,
    say); nothing else is tried when it is set;
-2. ``ctypes.util.find_library("sqllock")`` (the loader's cache: an
-   installed copy after ``ldconfig``);
-3. the soname ``libsqllock.so.0`` through the loader's own search
+2. the package's own copy, ``sqllock/_libs/libsqllock.so.0``, which the
+   wheel carries (bindings/python/tools/build_wheel.py): the libraries
+   of the system it needs (``_libs/DEPENDS``: libpq5, libmariadb3,
+   libsqlite3-0 on Debian) are checked first, and a missing one is
+   named with its package;
+3. ``ctypes.util.find_library("sqllock")`` (the loader's cache: an
+   installed copy after ``ldconfig``, such as Debian's libsqllock0);
+4. the soname ``libsqllock.so.0`` through the loader's own search
    (``LD_LIBRARY_PATH``, /usr/local/lib, ...).
 
 Every function is called through ``ctypes.CDLL``, which releases the GIL
@@ -392,10 +397,44 @@ class LibraryNotFound(ImportError):
     """libsqllock could not be loaded, or is not one this binding knows."""
 
 
+BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_libs")
+
+
+def _check_bundled_depends() -> None:
+    """The system libraries the wheel's libsqllock needs, each loaded
+    once by its soname: LibraryNotFound naming every missing one and its
+    Debian package, rather than the loader's message about the first."""
+    path = os.path.join(BUNDLED, "DEPENDS")
+    if not os.path.exists(path):
+        return
+    missing = []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) != 2:
+                continue
+            try:
+                ctypes.CDLL(parts[0])
+            except OSError:
+                missing.append(parts)
+    if missing:
+        raise LibraryNotFound(
+            "the libsqllock in this sqllock package needs libraries of the "
+            "system that are not installed: %s. On Debian or Ubuntu: "
+            "apt-get install %s" % (
+                ", ".join("%s (package %s)" % (so, pkg)
+                          for so, pkg in missing),
+                " ".join(pkg for _, pkg in missing)))
+
+
 def _candidates() -> List[str]:
     path = os.environ.get("SQLLOCK_LIBRARY")
     if path:
         return [path]
+    own = os.path.join(BUNDLED, "libsqllock.so.0")
+    if os.path.exists(own):
+        _check_bundled_depends()
+        return [own]
     found = ctypes.util.find_library("sqllock")
     names = [found] if found else []
     if "libsqllock.so.0" not in names:
@@ -416,9 +455,11 @@ def load() -> ctypes.CDLL:
             why.append("%s: %s" % (name, e))
     if lib is None:
         raise LibraryNotFound(
-            "cannot load libsqllock (%s). Set SQLLOCK_LIBRARY to the path of "
-            "libsqllock.so (a build tree's: build/libsqllock.so), or install "
-            "the library (cmake --install, then ldconfig)" % "; ".join(why))
+            "cannot load libsqllock (%s). Install the wheel (it carries the "
+            "library) or Debian's libsqllock0, set SQLLOCK_LIBRARY to the "
+            "path of libsqllock.so (a build tree's: build/libsqllock.so), or "
+            "install the library (cmake --install, then ldconfig)"
+            % "; ".join(why))
     missing = [n for n in PROTOTYPES if not hasattr(lib, n)]
     if missing:
         raise LibraryNotFound(
