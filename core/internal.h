@@ -81,6 +81,7 @@ struct sqllock_lease {
     int64_t token;
     int64_t ttl_ms;
     int64_t margin_ms;
+    int margin_default;              /* margin_ms is ttl_ms / 10, not given */
     int64_t backoff_min_ms;
     int64_t backoff_max_ms;
     int64_t release_timeout_ms;      /* C3: how long a release retries */
@@ -407,6 +408,15 @@ typedef struct sqllock__renewer_ops {
     /* Removes `lease` from the renewer's list, waiting for a renewal or
      * a callback of it in progress. */
     void (*forget)(struct sqllock__renewer *r, sqllock_lease *lease);
+    /* sqllock_lease_renew_ttl(): the watched `lease`'s entry takes the
+     * new ttl and margin (its interval and retry following them where
+     * they were the defaults), after a renewal of it in flight has
+     * settled, so that none with the old ttl is sent after this returns.
+     * SQLLOCK_EINVAL (nothing changed) when a given interval is not
+     * shorter than ttl - margin; SQLLOCK_EMISUSE from the lease's own
+     * watch callback. Nothing for a lease not watched. */
+    int (*retune)(struct sqllock__renewer *r, sqllock_lease *lease,
+                  int64_t ttl_ms, int64_t margin_ms);
 } sqllock__renewer_ops;
 /* Renews the lease named by (name, owner, token) on `db`: *affected is 1
  * when it was still ours, 0 when lost (core/lease.c). `fast`: with the
@@ -418,6 +428,8 @@ int sqllock__lease_renew_raw(sqllock_db *db, const char *name,
  * the renewer. */
 void sqllock__lease_set_state(sqllock_lease *l, int state);
 void sqllock__lease_extend(sqllock_lease *l, int64_t deadline_us);
+/* Moves the local deadline back to `deadline_us` if it is later. */
+void sqllock__lease_shorten(sqllock_lease *l, int64_t deadline_us);
 int64_t sqllock__lease_deadline(const sqllock_lease *l);
 
 /* Shared by the files of leases (core/lease.c, lease_wait.c,

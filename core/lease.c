@@ -34,6 +34,7 @@ static int apply_options(sqllock_db *db, sqllock_lease *l,
     l->ttl_ms = opts->ttl_ms;
     l->margin_ms = opts->safety_margin_ms ? opts->safety_margin_ms
                                           : opts->ttl_ms / 10;
+    l->margin_default = opts->safety_margin_ms == 0;
     if (l->margin_ms >= l->ttl_ms)
         return sqllock__fail(db, SQLLOCK_EINVAL, "the safety margin (%lld ms) "
                              "must be smaller than the ttl (%lld ms)",
@@ -264,6 +265,15 @@ void sqllock__lease_extend(sqllock_lease *l, int64_t deadline_us)
     int64_t cur = atomic_load(&l->deadline_us);
 
     while (cur < deadline_us &&
+           !atomic_compare_exchange_weak(&l->deadline_us, &cur, deadline_us))
+        ;
+}
+
+void sqllock__lease_shorten(sqllock_lease *l, int64_t deadline_us)
+{
+    int64_t cur = atomic_load(&l->deadline_us);
+
+    while (cur > deadline_us &&
            !atomic_compare_exchange_weak(&l->deadline_us, &cur, deadline_us))
         ;
 }

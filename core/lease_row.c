@@ -182,6 +182,42 @@ int sqllock_lease_renew(sqllock_lease *l)
     return sqllock__ok(l->db);
 }
 
+int sqllock_lease_renew_ttl(sqllock_lease *l, int64_t ttl_ms)
+{
+    int64_t margin;
+    int rc;
+
+    if (l == NULL)
+        return SQLLOCK_EINVAL;
+    if (l->count == 0)
+        return sqllock__fail(l->db, SQLLOCK_ENOTHELD, "this handle does not "
+                             "hold lock '%s' (renew with a ttl)", l->name);
+    if (ttl_ms <= 0)
+        return sqllock__fail(l->db, SQLLOCK_EINVAL, "the lease ttl must be "
+                             "positive (got %lld ms)", (long long)ttl_ms);
+    if (ttl_ms > INT64_C(9000000000000))
+        return sqllock__fail(l->db, SQLLOCK_EINVAL, "the lease ttl of %lld ms "
+                             "is too large", (long long)ttl_ms);
+    margin = l->margin_default ? ttl_ms / 10 : l->margin_ms;
+    if (margin >= ttl_ms)
+        return sqllock__fail(l->db, SQLLOCK_EINVAL, "the safety margin (%lld "
+                             "ms) must be smaller than the ttl (%lld ms)",
+                             (long long)margin, (long long)ttl_ms);
+    if ((rc = sqllock__lease_refuse_in_txn(l, "renewing")) != SQLLOCK_OK)
+        return rc;
+    if (l->db->renewer != NULL) {
+        rc = l->db->renewer_ops->retune(l->db->renewer, l, ttl_ms, margin);
+        if (rc != SQLLOCK_OK)
+            return rc;
+    }
+    l->ttl_ms = ttl_ms;
+    l->margin_ms = margin;
+    /* A shorter ttl is this host's reckoning at once (L6), whatever the
+     * renewal below answers: the server may have applied it. */
+    sqllock__lease_shorten(l, sqllock__now_us() + (ttl_ms - margin) * 1000);
+    return sqllock_lease_renew(l);
+}
+
 int sqllock__lease_renew_raw(sqllock_db *db, const char *name,
                              const char *owner, int64_t token, int64_t ttl_ms,
                              int fast, int64_t *affected)

@@ -22,6 +22,8 @@ typedef struct watch_entry {
     int fast;                   /* SQLLOCK_LEASE_FAST */
     int64_t interval_us;
     int64_t retry_us;
+    int64_t interval_given_ms;  /* the watch options' (0: ttl / 3) */
+    int64_t retry_given_ms;     /* (0: interval / 4) */
     int64_t due_us;             /* when the next renewal is due */
     int64_t key_us;             /* the heap's order: when it needs the
                                    renewer next */

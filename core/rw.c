@@ -482,10 +482,10 @@ static int acquire(sqllock_rw *rw, int64_t wait_ms)
     l = sqllock_rw_lease(rw);
     if ((rc = sqllock__lease_refuse_in_txn(l, "acquiring")) != SQLLOCK_OK)
         return rc;
+    /* L8 for this kind too: the holding handle counts up and renews its
+     * row (the reader's, or the writer's). */
     if (l->count > 0)
-        return sqllock__fail(rw->db, SQLLOCK_EMISUSE, "this handle already "
-                             "holds the %s '%s' (not reentrant)", what_of(rw),
-                             rw->base);
+        return sqllock__lease_try_plain(l);
     if ((rc = check_driver(rw)) != SQLLOCK_OK)
         return rc;
     /* N1: NAME is a shared/exclusive lock, not a plain lease or another

@@ -271,20 +271,14 @@ static int holding(const sqllock_sem *s)
     return s->held >= 0 && sqllock_lease_count(s->slot[s->held]) > 0;
 }
 
-/* Before an acquire: SQLLOCK_EMISUSE when the handle holds a permit;
- * and NAME must be a semaphore (N1), which the handle checks once: the
- * marker stays. */
-static int refuse_held(sqllock_sem *s)
+/* Before an acquire: NAME must be a semaphore (N1), which the handle
+ * checks once: the marker stays. */
+static int check_kind(sqllock_sem *s)
 {
     int rc;
 
     if (s->held >= 0 && !holding(s))
         s->held = -1;           /* released through its lease, or lost */
-    if (s->held >= 0)
-        return sqllock__fail(s->db, SQLLOCK_EMISUSE, "this handle already "
-                             "holds permit %d of semaphore '%s': release it "
-                             "first (a handle holds one permit; use a "
-                             "handle per permit)", s->held, s->name);
     if (!s->kind_checked) {
         if ((rc = sqllock__lease_refuse_in_txn(s->slot[0], "acquiring")) !=
                 SQLLOCK_OK ||
@@ -302,7 +296,9 @@ int sqllock_sem_try_acquire(sqllock_sem *sem)
 
     if (sem == NULL)
         return SQLLOCK_EINVAL;
-    if ((rc = refuse_held(sem)) != SQLLOCK_OK)
+    if (holding(sem))           /* L8: the same permit, counted up */
+        return sqllock__lease_try_plain(sem->slot[sem->held]);
+    if ((rc = check_kind(sem)) != SQLLOCK_OK)
         return rc;
     return try_round(sem, (int)sqllock__rand_upto(sem->permits - 1));
 }
@@ -321,7 +317,9 @@ int sqllock_sem_acquire(sqllock_sem *sem, int64_t wait_ms)
         return sqllock__fail(sem->db, SQLLOCK_EINVAL, "the wait time must "
                              "not be negative (got %lld ms)",
                              (long long)wait_ms);
-    if ((rc = refuse_held(sem)) != SQLLOCK_OK)
+    if (holding(sem))           /* L8: the same permit, counted up */
+        return sqllock__lease_try_plain(sem->slot[sem->held]);
+    if ((rc = check_kind(sem)) != SQLLOCK_OK)
         return rc;
     sqllock__wait_start(&w, sem->db, 0, wait_ms);
     for (;;) {

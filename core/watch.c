@@ -304,12 +304,15 @@ static void *renewer_main(void *arg)
 
 static void renewer_free(struct sqllock__renewer *r);
 static void renewer_forget(struct sqllock__renewer *r, sqllock_lease *lease);
+static int renewer_retune(struct sqllock__renewer *r, sqllock_lease *lease,
+                          int64_t ttl_ms, int64_t margin_ms);
 
 /* What the handle and its leases call (sqllock_close(), the free of a
- * lease): set on the handle with its renewer. */
+ * lease, sqllock_lease_renew_ttl()): set on the handle with its renewer. */
 static const sqllock__renewer_ops renewer_ops = {
     renewer_free,
-    renewer_forget
+    renewer_forget,
+    renewer_retune
 };
 
 static int renewer_start(sqllock_db *db)
@@ -409,6 +412,74 @@ static void renewer_forget(struct sqllock__renewer *r, sqllock_lease *lease)
     pthread_mutex_unlock(&r->mu);
 }
 
+/* The renewal interval and retry of a watch, in ms, for a lease of
+ * ttl - margin = valid: the given ones, else ttl / 3 and interval / 4
+ * (the retry within 10 ms .. interval). 0 when the interval is not
+ * shorter than `valid` (the lease would lapse between renewals). */
+static int64_t watch_interval(int64_t given, int64_t ttl_ms, int64_t valid)
+{
+    int64_t interval = given ? given : ttl_ms / 3;
+
+    if (interval < 1)
+        interval = 1;
+    return interval < valid ? interval : 0;
+}
+
+static int64_t watch_retry(int64_t given, int64_t interval)
+{
+    int64_t retry = given ? given : interval / 4;
+
+    if (retry < 10)
+        retry = 10;
+    return retry > interval ? interval : retry;
+}
+
+static int renewer_retune(struct sqllock__renewer *r, sqllock_lease *lease,
+                          int64_t ttl_ms, int64_t margin_ms)
+{
+    watch_entry *e;
+    int64_t interval, due;
+
+    pthread_mutex_lock(&r->mu);
+    if (pthread_equal(pthread_self(), r->thread)) {
+        pthread_mutex_unlock(&r->mu);
+        return sqllock__fail(lease->db, SQLLOCK_EMISUSE, "lock '%s': a new "
+                             "ttl cannot be set from a watch callback",
+                             lease->name);
+    }
+    while ((e = lease->watch) != NULL && (e->inflight || r->busy == lease))
+        pthread_cond_wait(&r->idle, &r->mu);
+    if (e == NULL) {
+        pthread_mutex_unlock(&r->mu);
+        return SQLLOCK_OK;
+    }
+    interval = watch_interval(e->interval_given_ms, ttl_ms, ttl_ms - margin_ms);
+    if (interval == 0) {
+        pthread_mutex_unlock(&r->mu);
+        return sqllock__fail(lease->db, SQLLOCK_EINVAL, "lock '%s': the "
+                             "renewal interval (%lld ms) must be shorter "
+                             "than the new ttl minus the safety margin (%lld "
+                             "ms); nothing was changed", lease->name,
+                             (long long)e->interval_given_ms,
+                             (long long)(ttl_ms - margin_ms));
+    }
+    e->ttl_ms = ttl_ms;
+    e->margin_ms = margin_ms;
+    e->interval_us = interval * 1000;
+    e->retry_us = watch_retry(e->retry_given_ms, interval) * 1000;
+    /* The caller renews now; the renewer's next is an interval later at
+     * most. */
+    due = sqllock__now_us() + e->interval_us;
+    if (due < e->due_us) {
+        heap_remove(r, e);
+        e->due_us = due;
+        set_key(e);
+        heap_push(r, e);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return SQLLOCK_OK;
+}
+
 int sqllock_lease_watch(sqllock_lease *l, const sqllock_watch_options *opts)
 {
     static const sqllock_watch_options defaults = SQLLOCK_WATCH_OPTIONS_INIT;
@@ -436,20 +507,16 @@ int sqllock_lease_watch(sqllock_lease *l, const sqllock_watch_options *opts)
     if (opts->interval_ms < 0 || opts->retry_ms < 0)
         return sqllock__fail(db, SQLLOCK_EINVAL, "watch intervals must not be "
                              "negative");
-    interval = opts->interval_ms ? opts->interval_ms : l->ttl_ms / 3;
-    if (interval < 1)
-        interval = 1;
-    if (interval >= valid)
+    interval = watch_interval(opts->interval_ms, l->ttl_ms, valid);
+    if (interval == 0)
         return sqllock__fail(db, SQLLOCK_EINVAL, "the renewal interval (%lld "
                              "ms) must be shorter than the ttl minus the "
                              "safety margin (%lld ms), or the lease would "
-                             "lapse between renewals", (long long)interval,
+                             "lapse between renewals",
+                             (long long)(opts->interval_ms ? opts->interval_ms
+                                                           : l->ttl_ms / 3),
                              (long long)valid);
-    retry = opts->retry_ms ? opts->retry_ms : interval / 4;
-    if (retry < 10)
-        retry = 10;
-    if (retry > interval)
-        retry = interval;
+    retry = watch_retry(opts->retry_ms, interval);
     if (db->renewer == NULL) {
         rc = renewer_start(db);
         if (rc != SQLLOCK_OK)
@@ -470,6 +537,8 @@ int sqllock_lease_watch(sqllock_lease *l, const sqllock_watch_options *opts)
     e->fast = (l->flags & SQLLOCK_LEASE_FAST) != 0;
     e->interval_us = interval * 1000;
     e->retry_us = retry * 1000;
+    e->interval_given_ms = opts->interval_ms;
+    e->retry_given_ms = opts->retry_ms;
     e->state = SQLLOCK_STATE_HELD;
     e->pos = NOT_QUEUED;
     e->callback = opts->callback;

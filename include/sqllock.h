@@ -601,6 +601,21 @@ SQLLOCK_API int sqllock_lease_acquire(sqllock_lease *lease, int64_t wait_ms);
  */
 SQLLOCK_API int sqllock_lease_renew(sqllock_lease *lease);
 
+/* Renews the held lease now for `ttl_ms` (by the server's clock) and
+ * makes that its ttl from then on: each later renewal, the watchdog's
+ * included, is for ttl_ms. A longer ttl extends the hold; a shorter one
+ * shortens it, on this host at once (the local deadline moves back
+ * before the statement is sent, L6). The safety margin follows the ttl
+ * when it was the default (ttl/10), else it stays and must be smaller;
+ * a watched lease's renewal interval follows it likewise (the default
+ * ttl/3), and one given to sqllock_lease_watch() must stay shorter than
+ * ttl minus margin. SQLLOCK_EINVAL (a ttl <= 0 or too large, a margin or
+ * interval that no longer fits: nothing changed), SQLLOCK_ENOTHELD,
+ * SQLLOCK_EMISUSE from the lease's own watch callback; otherwise as
+ * sqllock_lease_renew() (SQLLOCK_LOST, a connection's error: the new ttl
+ * stays, and the watchdog renews with it). Added in 0.10.0. */
+SQLLOCK_API int sqllock_lease_renew_ttl(sqllock_lease *lease, int64_t ttl_ms);
+
 /*
  * Counts a reentrant hold down; at zero, deletes the row if it still names
  * this owner and token. SQLLOCK_OK: released, and no other owner held the
@@ -767,8 +782,10 @@ SQLLOCK_API int sqllock_sem_new(sqllock_db *db, const char *name,
  * semaphore's rows, then a try of each, in random order). Returns
  * SQLLOCK_OK (sqllock_sem_permit() says which permit,
  * sqllock_sem_lease() is its lease) or SQLLOCK_BUSY when all N are held.
- * SQLLOCK_EMISUSE when the handle already holds a permit (one permit per
- * handle).
+ * A handle holds one permit at most: on a handle that holds one, an
+ * acquire counts that permit's hold up and renews it (L8, as for every
+ * kind since 0.10.0; SQLLOCK_EMISUSE before), and a release counts it
+ * down, letting the permit go at zero.
  * Added in 0.9.0.
  */
 SQLLOCK_API int sqllock_sem_try_acquire(sqllock_sem *sem);
@@ -1025,7 +1042,9 @@ SQLLOCK_API int sqllock_rw_new(sqllock_db *db, const char *name, int shared,
  * Tries once. Shared: SQLLOCK_OK, or SQLLOCK_BUSY while a writer holds
  * or waits. Exclusive: SQLLOCK_OK, or SQLLOCK_BUSY while a writer holds
  * or readers are inside (nothing is kept: the writer's row is let go at
- * once). SQLLOCK_EMISUSE on a handle that already holds (not reentrant).
+ * once). On a handle that already holds, its hold counts up and is
+ * renewed (L8, as for every kind since 0.10.0; SQLLOCK_EMISUSE before);
+ * each release counts down, and the hold ends at zero.
  * SQLLOCK_EKIND when NAME is held as a plain lease or is another kind
  * (N1, above).
  *

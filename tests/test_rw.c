@@ -73,8 +73,9 @@ static int64_t mono_us(void)
  * keeps nothing: a reader still gets in after it); once they leave the
  * writer gets it, and readers are then BUSY; a plain lease on NAME is
  * refused with SQLLOCK_EKIND (N1; test_kinds has the rest); a second
- * acquire on a holding handle is EMISUSE, a release of nothing
- * ENOTHELD.
+ * acquire on a holding handle counts its hold up (L8, as every kind:
+ * the reader stays in after one release, and a writer stays out until
+ * the second), a release of nothing is ENOTHELD.
  */
 static void test_rw_M2_basics(void **state)
 {
@@ -100,7 +101,16 @@ static void test_rw_M2_basics(void **state)
     assert_true(sqllock_lease_token(sqllock_rw_lease(r2)) !=
                 sqllock_lease_token(sqllock_rw_lease(r1)));
     assert_true(sqllock_lease_held(sqllock_rw_lease(r2)));
-    EXPECT_RC(db, sqllock_rw_try_acquire(r1), SQLLOCK_EMISUSE, "again");
+    {
+        int64_t token = sqllock_lease_token(sqllock_rw_lease(r1));
+
+        EXPECT_RC(db, sqllock_rw_try_acquire(r1), SQLLOCK_OK, "again");
+        assert_int_equal(sqllock_lease_count(sqllock_rw_lease(r1)), 2);
+        assert_int_equal(sqllock_lease_token(sqllock_rw_lease(r1)), token);
+        EXPECT_RC(db, sqllock_rw_release(r1), SQLLOCK_OK, "count down");
+        assert_int_equal(sqllock_lease_count(sqllock_rw_lease(r1)), 1);
+        assert_true(sqllock_lease_held(sqllock_rw_lease(r1)));
+    }
     EXPECT_RC(db3, sqllock_rw_try_acquire(wr), SQLLOCK_BUSY, "writer try");
     expect_msg_any(db3, "writer try", "readers");
     EXPECT_RC(db2, sqllock_rw_release(r2), SQLLOCK_OK, "r2 release");
@@ -119,6 +129,12 @@ static void test_rw_M2_basics(void **state)
     EXPECT_RC(db, sqllock_rw_try_acquire(r1), SQLLOCK_BUSY, "reader vs writer");
     expect_msg_any(db, "reader vs writer", "writer");
     EXPECT_RC(db, sqllock_rw_acquire(r1, 100), SQLLOCK_TIMEOUT, "reader wait");
+    /* L8 for the exclusive hold: counted up, the readers kept out until
+     * the last release. */
+    EXPECT_RC(db3, sqllock_rw_acquire(wr, 1000), SQLLOCK_OK, "writer again");
+    assert_int_equal(sqllock_lease_count(sqllock_rw_lease(wr)), 2);
+    EXPECT_RC(db3, sqllock_rw_release(wr), SQLLOCK_OK, "writer count down");
+    EXPECT_RC(db, sqllock_rw_try_acquire(r1), SQLLOCK_BUSY, "still a writer");
     EXPECT_RC(db3, sqllock_rw_release(wr), SQLLOCK_OK, "writer release");
     EXPECT_RC(db3, sqllock_rw_release(wr), SQLLOCK_ENOTHELD, "twice");
     EXPECT_RC(db, sqllock_rw_acquire(r1, 5000), SQLLOCK_OK, "reader after");

@@ -544,8 +544,18 @@ static void test_sem_M1_L9_same_process_n1(void **state)
     EXPECT_RC(db, sqllock_sem_release(a), SQLLOCK_OK, "release a");
     EXPECT_RC(db, sqllock_sem_release(a), SQLLOCK_ENOTHELD, "again");
     EXPECT_RC(db2, sqllock_sem_acquire(b, 5000), SQLLOCK_OK, "b waits");
-    EXPECT_RC(db2, sqllock_sem_try_acquire(b), SQLLOCK_EMISUSE, "b twice");
+    /* L8, as every kind: the same permit, counted up, held until the
+     * last release. */
+    EXPECT_RC(db2, sqllock_sem_try_acquire(b), SQLLOCK_OK, "b twice");
+    EXPECT_RC(db2, sqllock_sem_acquire(b, 1000), SQLLOCK_OK, "b thrice");
+    assert_int_equal(sqllock_lease_count(sqllock_sem_lease(b)), 3);
+    assert_int_equal(sqllock_sem_permit(b), 0);
     EXPECT_RC(db2, sqllock_sem_release(b), SQLLOCK_OK, "release b");
+    EXPECT_RC(db2, sqllock_sem_release(b), SQLLOCK_OK, "release b 2");
+    EXPECT_RC(db, sqllock_sem_try_acquire(a), SQLLOCK_BUSY, "a, b in");
+    EXPECT_RC(db2, sqllock_sem_release(b), SQLLOCK_OK, "release b 3");
+    EXPECT_RC(db, sqllock_sem_try_acquire(a), SQLLOCK_OK, "a, b out");
+    EXPECT_RC(db, sqllock_sem_release(a), SQLLOCK_OK, "release a 2");
     sqllock_sem_free(a);
     sqllock_sem_free(b);
     sqllock_close(db);

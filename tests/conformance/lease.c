@@ -652,3 +652,112 @@ int cf_restore_routines(void **state)
     }
     return sqllock_init(f->db) == SQLLOCK_OK ? 0 : -1;
 }
+
+static int row_left_cb(void *ctx, const sqllock_lease_info *info)
+{
+    *(int64_t *)ctx = info->remaining_ms;
+    return 0;
+}
+
+/* The server's time left on `name`'s row (sqllock_lease_lookup()). */
+static int64_t row_left_ms(sqllock_db *db, const char *name)
+{
+    int64_t left = -1;
+
+    ASSERT_RC(sqllock_lease_lookup(db, name, row_left_cb, &left), SQLLOCK_OK,
+              db);
+    return left;
+}
+
+/* L7 with another ttl (sqllock_lease_renew_ttl()): a longer ttl extends
+ * the hold on the server and on this host, a shorter one shortens both;
+ * the ttl stays for later renewals; a given margin must stay below it;
+ * bad input changes nothing (E2). A watched lease's renewer follows the
+ * new ttl: renewed every ttl/3 of the NEW ttl -- with the old interval
+ * (20 s) the lease would lapse after 1.35 s and be reported LOST -- and
+ * an interval given to the watch that the new ttl no longer fits is
+ * refused with nothing changed. */
+void test_conformance_L7_renew_with_another_ttl(void **state)
+{
+    fixture *f = *state;
+    const char *name = cf_lock_name(f, "renewttl", "a");
+    const char *mname = cf_lock_name(f, "renewttl", "m");
+    const char *wname = cf_lock_name(f, "renewttl", "w");
+    const char *vname = cf_lock_name(f, "renewttl", "v");
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_watch_options wo = SQLLOCK_WATCH_OPTIONS_INIT;
+    sqllock_lease *a = cf_new_lease(f->db, name, 2000), *m = NULL;
+    sqllock_lease *w = cf_new_lease(f->db, wname, 60000);
+    sqllock_lease *v = cf_new_lease(f->db, vname, 60000);
+    const int64_t short_ms = tu_scaled_ms(1500);
+    int64_t t0;
+
+    ASSERT_RC(sqllock_lease_try_acquire(a), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_renew_ttl(a, 60000), SQLLOCK_OK, f->db);
+    assert_true(row_left_ms(f->db, name) > 30000);
+    assert_true(sqllock_lease_remaining_ms(a) > 30000);
+    assert_true(sqllock_lease_remaining_ms(a) <= 54000);   /* the margin */
+    ASSERT_RC(sqllock_lease_renew_ttl(a, 3000), SQLLOCK_OK, f->db);
+    assert_true(row_left_ms(f->db, name) <= 3000);
+    assert_true(sqllock_lease_remaining_ms(a) <= 2700);
+    /* E2: refused, the ttl unchanged (a plain renewal is for 3 s). */
+    ASSERT_RC(sqllock_lease_renew_ttl(a, 0), SQLLOCK_EINVAL, f->db);
+    assert_non_null(strstr(sqllock_errmsg(f->db), "positive"));
+    ASSERT_RC(sqllock_lease_renew_ttl(a, -5), SQLLOCK_EINVAL, f->db);
+    ASSERT_RC(sqllock_lease_renew_ttl(a, INT64_MAX), SQLLOCK_EINVAL, f->db);
+    assert_non_null(strstr(sqllock_errmsg(f->db), "too large"));
+    assert_int_equal(sqllock_lease_renew_ttl(NULL, 1000), SQLLOCK_EINVAL);
+    ASSERT_RC(sqllock_lease_renew(a), SQLLOCK_OK, f->db);
+    assert_true(row_left_ms(f->db, name) <= 3000);
+    assert_true(row_left_ms(f->db, name) > 0);
+    ASSERT_RC(sqllock_lease_release(a), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_renew_ttl(a, 5000), SQLLOCK_ENOTHELD, f->db);
+
+    /* A margin given at sqllock_lease_new() stays, and must fit. */
+    o.ttl_ms = 5000;
+    o.safety_margin_ms = 1000;
+    ASSERT_RC(sqllock_lease_new(f->db, mname, &o, &m), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_try_acquire(m), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_renew_ttl(m, 900), SQLLOCK_EINVAL, f->db);
+    assert_non_null(strstr(sqllock_errmsg(f->db), "safety margin"));
+    ASSERT_RC(sqllock_lease_renew_ttl(m, 20000), SQLLOCK_OK, f->db);
+    assert_true(sqllock_lease_remaining_ms(m) <= 19000);
+    assert_true(sqllock_lease_remaining_ms(m) > 10000);
+    ASSERT_RC(sqllock_lease_release(m), SQLLOCK_OK, f->db);
+
+    /* Watched, default interval: the renewer follows the new ttl. */
+    ASSERT_RC(sqllock_lease_try_acquire(w), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_watch(w, NULL), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_renew_ttl(w, short_ms), SQLLOCK_OK, f->db);
+    t0 = tu_now_ms();
+    while (tu_now_ms() - t0 < short_ms * 3) {
+        tu_sleep_ms(short_ms / 10);
+        if (sqllock_lease_state(w) == SQLLOCK_STATE_LOST)
+            fail_msg("the watched lease was lost %lld ms after its ttl "
+                     "became %lld ms: the renewer did not follow the new "
+                     "ttl (or this machine starved it for a whole ttl)",
+                     (long long)(tu_now_ms() - t0), (long long)short_ms);
+    }
+    assert_true(row_left_ms(f->db, wname) > 0);
+    assert_true(row_left_ms(f->db, wname) <= short_ms);
+    ASSERT_RC(sqllock_lease_release(w), SQLLOCK_OK, f->db);
+
+    /* Watched with a given interval the new ttl does not fit: refused,
+     * nothing changed (the ttl still 60 s). */
+    wo.interval_ms = 5000;
+    ASSERT_RC(sqllock_lease_try_acquire(v), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_watch(v, &wo), SQLLOCK_OK, f->db);
+    ASSERT_RC(sqllock_lease_renew_ttl(v, 4000), SQLLOCK_EINVAL, f->db);
+    assert_non_null(strstr(sqllock_errmsg(f->db), "renewal interval"));
+    ASSERT_RC(sqllock_lease_renew(v), SQLLOCK_OK, f->db);
+    assert_true(row_left_ms(f->db, vname) > 30000);
+    assert_true(sqllock_lease_remaining_ms(v) > 30000);
+    ASSERT_RC(sqllock_lease_renew_ttl(v, 10000), SQLLOCK_OK, f->db);
+    assert_true(row_left_ms(f->db, vname) <= 10000);
+    ASSERT_RC(sqllock_lease_release(v), SQLLOCK_OK, f->db);
+
+    sqllock_lease_free(a);
+    sqllock_lease_free(m);
+    sqllock_lease_free(w);
+    sqllock_lease_free(v);
+}

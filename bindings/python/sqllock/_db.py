@@ -595,8 +595,8 @@ class Database:
         holder stops new shared ones and waits only for those inside.
         Used as ``with db.rw_lock(name, ttl=30, shared=False, wait=60) as
         lease:`` like lock(); the lease's token is the hold's (an
-        exclusive one fences writes). Not the plain lease on `name`. Not
-        reentrant. Added in 0.9.0."""
+        exclusive one fences writes). Not the plain lease on `name`.
+        Reentrant, as every kind (L8). Added in 0.9.0."""
         from ._rw import RWLease
         return RWLease(self, name, ttl, wait, shared=shared, **options)
 
@@ -607,7 +607,8 @@ class Database:
         holders at once (contract M1), not yet acquired: used as ``with
         db.semaphore("exports", 3, ttl=30, wait=60) as permit:`` like
         lock(). The permit is a lease of its own (token, renewal, loss);
-        ``permit.permit`` says which one (0..permits-1). Not reentrant.
+        ``permit.permit`` says which one (0..permits-1). Reentrant, as
+        every kind (L8): the same permit, counted up.
         Added in 0.9.0."""
         from ._sem import SemaphoreLease
         return SemaphoreLease(self, name, permits, ttl, wait, **options)

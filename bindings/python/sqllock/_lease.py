@@ -120,6 +120,7 @@ class Lease:
             retry_ms=cv.duration_ms(retry_every, "retry_every"))
         self._raw_name = cv.text(name, "name")
         self._opts = opts
+        self._ttl_ms = opts.ttl_ms
         self.name: str = name
         # A lease is made on the database's first connection; a wait may
         # move it, not held, to a connection of the pool (_rebind).
@@ -335,11 +336,22 @@ class Lease:
 
     # ---- the lease --------------------------------------------------------
 
-    def acquire(self, wait: Optional[cv.Duration] = _UNSET) -> "Lease":
+    def acquire(self, wait: Optional[cv.Duration] = _UNSET, *,
+                blocking: Optional[bool] = None,
+                timeout: Optional[float] = None) -> Any:
         """Takes the lease, waiting up to `wait` (default: the lock's)
-        while another owner holds it (contract L1, L9). Busy when a
-        single try (wait 0) finds it held, Timeout when the wait ends with
-        it held. On a lease already held it counts up and renews (L8)."""
+        while another owner holds it (contract L1, L9), and returns the
+        lease. Busy when a single try (wait 0) finds it held, Timeout
+        when the wait ends with it held. On a lease already held it
+        counts up and renews (L8).
+
+        With `blocking` or `timeout` it is threading.Lock's acquire and
+        returns a bool: ``acquire(blocking=False)`` tries once,
+        ``acquire(timeout=5)`` waits up to 5 s, ``acquire(blocking=True)``
+        (timeout None or -1) waits for ever; False when another owner
+        still holds it. Other errors raise as above. Added in 0.10.0."""
+        if blocking is not None or timeout is not None:
+            return self._acquire_bool(blocking, timeout)
         wait_ms = self._wait_ms if wait is _UNSET else cv.wait_ms(wait)
         self._db._no_txn_here("lock '%s'" % self.name)
         if self._count > 0 or wait_ms <= 0 or self._db._max == 1:
@@ -371,20 +383,81 @@ class Lease:
             self._db._checkin(w)
         return self
 
-    def try_acquire(self) -> bool:
-        """One try: True when acquired, False when another owner holds it."""
+    def _acquire_bool(self, blocking: Optional[bool],
+                      timeout: Optional[float]) -> bool:
+        if blocking is False:
+            if timeout is not None and timeout != -1:
+                raise ValueError("can't specify a timeout for a non-blocking "
+                                 "call")
+            wait: Optional[cv.Duration] = 0
+        elif timeout is None or timeout == -1:
+            wait = None
+        else:
+            if isinstance(timeout, bool) or \
+                    not isinstance(timeout, (int, float)):
+                raise TypeError("timeout must be a number of seconds")
+            if timeout < 0:
+                raise ValueError("timeout value must be a non-negative "
+                                 "number or -1")
+            wait = timeout
         try:
-            self.acquire(0)
-        except errors.Busy:
+            self.acquire(wait)
+        except (errors.Busy, errors.Timeout):
             return False
         return True
 
-    def renew(self) -> None:
-        """Extends the held lease to ttl from now (server clock). Lost
-        when another owner took it over or it was removed."""
+    def try_acquire(self) -> bool:
+        """One try: True when acquired, False when another owner holds it."""
+        return self._acquire_bool(False, None)
+
+    def owned(self) -> bool:
+        """True while this lease holds the lock (and its local deadline is
+        ahead): ``held``, as the lock clients of Python call it. Added in
+        0.10.0."""
+        return self.held
+
+    def locked(self) -> bool:
+        """True when the lock is held now, by anyone (this lease or
+        another owner), by the database's clock: one round trip
+        (Database.locked()). Added in 0.10.0."""
+        return self._db.locked(self.name)
+
+    @property
+    def ttl(self) -> float:
+        """The lease's ttl in seconds: the one it was made with, or the
+        last renew(ttl=...)'s."""
+        return self._ttl_ms / 1000
+
+    def extend(self, seconds: cv.Duration) -> None:
+        """Renews the held lease so that it lasts `seconds` longer than it
+        had left: ``renew(ttl=remaining + seconds)``, ``remaining`` being
+        this host's reckoning (never later than the server's). The ttl
+        then stays that for later renewals. Added in 0.10.0."""
+        add = cv.duration_ms(seconds, "seconds")
+        if add <= 0:
+            raise errors.InvalidArgument("extend: the time to add must be "
+                                         "positive")
+        self.renew(ttl=(int(self.remaining * 1000) + add) / 1000)
+
+    def renew(self, ttl: Optional[cv.Duration] = None) -> None:
+        """Extends the held lease to ttl from now (server clock). With
+        `ttl` (seconds, a timedelta or "30s"), the lease's ttl becomes it
+        from now on -- this renewal and every later one, the watchdog's
+        included (sqllock_lease_renew_ttl(): a shorter ttl shortens the
+        hold on this host at once). Lost when another owner took it over
+        or it was removed."""
+        ttl_ms = None if ttl is None else cv.duration_ms(ttl, "ttl")
         s = self._home()
         with s.lock:
-            rc = lib.sqllock_lease_renew(self._handle())
+            if ttl_ms is None:
+                rc = lib.sqllock_lease_renew(self._handle())
+            else:
+                rc = lib.sqllock_lease_renew_ttl(self._handle(), ttl_ms)
+                # Refused (nothing changed), or the new ttl stays (C).
+                if rc == _lib.OK or errors.BY_STATUS.get(rc) not in (
+                        errors.InvalidArgument, errors.NotHeld,
+                        errors.Misuse):
+                    self._ttl_ms = ttl_ms
             if rc != _lib.OK:
                 err = s.fail(rc)
                 if isinstance(err, errors.Lost):

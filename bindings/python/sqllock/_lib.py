@@ -286,6 +286,7 @@ PROTOTYPES = {
     "sqllock_lease_try_acquire": (c_int, [_P]),
     "sqllock_lease_acquire": (c_int, [_P, c_int64]),
     "sqllock_lease_renew": (c_int, [_P]),
+    "sqllock_lease_renew_ttl": (c_int, [_P, c_int64]),
     "sqllock_lease_release": (c_int, [_P]),
     "sqllock_lease_acquire_many": (c_int, [_P, POINTER(c_void_p), c_int,
                                            c_int64]),

@@ -19,7 +19,9 @@ class RWLease(Lease):
     already in (writer preference). Everything else is a Lease's: the
     context manager, watchdog renewal, `token` (an exclusive hold's grows
     with every exclusive grant of the name: it fences writes), `owner`,
-    `state`, `lost`. Not reentrant (a second acquire raises Misuse).
+    `state`, `lost`. Reentrant, as every kind (L8): a second acquire
+    while it holds counts the hold up and renews it; the hold ends at the
+    last release.
     `shared` says which kind it is.
     """
 
@@ -55,6 +57,18 @@ class RWLease(Lease):
     def _free_c(self) -> None:
         lib.sqllock_rw_free(self._rw)
         self._rw = None
+
+    def locked(self) -> bool:
+        """True when this hold could not be taken now: for an exclusive
+        hold, when anyone holds the name (shared or exclusive); for a
+        shared one, when an exclusive holder holds it or waits for it.
+        Reads the name's rows (a shared hold's are one per reader: a scan
+        of the lease table). Added in 0.10.0."""
+        if self.shared:
+            return self._db.locked(self.name + "\x1fw")
+        prefix = self.name + "\x1f"
+        return any(i.remaining > 0 for i in self._db.list()
+                   if i.name.startswith(prefix))
 
     def __repr__(self) -> str:
         return "<sqllock.RWLease %s %r>" % (

@@ -22,8 +22,9 @@ class SemaphoreLease(Lease):
     held is a lease of its own: the context manager, watchdog renewal,
     `token`, `owner`, `state` and `lost` are a Lease's, and `permit` says
     which permit it is (0..permits-1; -1 while none is held). A permit of
-    a holder that died comes back when its ttl has run out. Not
-    reentrant: a second acquire while one is held raises Misuse.
+    a holder that died comes back when its ttl has run out. Reentrant, as
+    every kind (L8): a second acquire while it holds counts the same
+    permit up and renews it; the permit goes at the last release.
 
     The C lease behind it is the permit's, and changes from one hold to
     the next; the semaphore handle owns it.
@@ -76,8 +77,18 @@ class SemaphoreLease(Lease):
                 raise self._s.fail(rc)
         rc = lib.sqllock_sem_acquire(sem, wait_ms)
         if rc != _lib.OK:
-            raise self._s.fail(rc)
+            err = self._s.fail(rc)
+            if isinstance(err, errors.Lost) and self._h is not None:
+                self._mark_lost(err)     # a reentrant renewal found it lost
+                self._unhold()
+                if self._count == 0:
+                    self._permit = -1
+            raise err
         h = lib.sqllock_sem_lease(sem)
+        count = lib.sqllock_lease_count(h)
+        if count > 1:                    # L8: the same permit, counted up
+            self._count = count
+            return
         if self._h is not None and self._h != h:
             self._s.held.pop(self._h, None)
         with self._hlock:
@@ -106,7 +117,8 @@ class SemaphoreLease(Lease):
         err = self._s.fail(rc) if rc != _lib.OK else None
         if self._h is not None:
             self._unhold()
-        self._permit = -1
+        if self._count == 0:
+            self._permit = -1
         if err is not None:
             if isinstance(err, errors.Lost):
                 self._mark_lost(err)
@@ -128,6 +140,12 @@ class SemaphoreLease(Lease):
             self._h = None
         self._count = 0
         self._permit = -1
+
+    def locked(self) -> bool:
+        """True when no permit is free now (asyncio.Semaphore's
+        locked()): ``permits`` of them are live by the database's clock.
+        Added in 0.10.0."""
+        return self._db.semaphore_count(self.name) >= self.permits
 
     @property
     def permit(self) -> int:

@@ -300,3 +300,67 @@ def test_lookup_and_locked_read_one_row(db: sqllock.Database,
         db.lookup("x" * 5000)
     with pytest.raises(sqllock.InvalidArgument, match="NULL"):
         db.lookup(None)  # type: ignore[arg-type]
+
+
+def test_L7_renew_with_a_ttl_and_extend(url: str, name: str) -> None:
+    # renew(ttl=...) (sqllock_lease_renew_ttl()): the hold lasts the new
+    # ttl on the server and here, and keeps it for later renewals, the
+    # watchdog's included; extend(s) adds s to what is left; bad values
+    # change nothing (E2).
+    with sqllock.connect(url) as db:
+        lease = db.lock(name, ttl=2).acquire()
+        assert lease.ttl == 2
+        lease.renew(ttl=60)
+        assert lease.ttl == 60
+        assert db.lookup(name).remaining > 30 and lease.remaining > 30
+        lease.renew(ttl="3s")
+        assert db.lookup(name).remaining <= 3 and lease.remaining <= 2.7
+        before = lease.remaining
+        lease.extend(20)
+        assert lease.remaining > before + 15
+        assert 20 < db.lookup(name).remaining <= 23.5
+        with pytest.raises(sqllock.InvalidArgument):
+            lease.renew(ttl=0)
+        with pytest.raises(sqllock.InvalidArgument):
+            lease.extend(0)
+        assert 20 < lease.ttl <= 23.5
+        # The watchdog follows a short ttl (its interval is ttl/3 of it).
+        lease.renew(ttl=1.5 * slowdown())
+        time.sleep(4 * slowdown())
+        assert lease.held and not lease.lost, lease.state
+        assert db.lookup(name).remaining > 0
+        lease.release()
+        with pytest.raises(sqllock.NotHeld):
+            lease.renew(ttl=5)
+
+
+def test_lock_client_idioms(url: str, name: str) -> None:
+    # threading.Lock's acquire(blocking=, timeout=) -> bool, locked() (by
+    # anyone) and owned() (by this lease), as the lock clients of Python.
+    with sqllock.connect(url) as db, sqllock.connect(url) as other:
+        mine = db.lock(name, ttl=30)
+        theirs = other.lock(name, ttl=30)
+        assert not mine.locked() and not mine.owned()
+        assert mine.acquire(blocking=False) is True
+        assert mine.locked() and mine.owned()
+        assert theirs.locked() and not theirs.owned()
+        assert theirs.acquire(blocking=False) is False
+        t0 = time.monotonic()
+        assert theirs.acquire(timeout=0.3) is False
+        assert time.monotonic() - t0 >= 0.25
+        timer = threading.Timer(0.3, mine.release)
+        timer.start()
+        assert theirs.acquire(blocking=True, timeout=30 * slowdown()) is True
+        timer.join()
+        assert theirs.owned() and not mine.owned() and mine.locked()
+        theirs.release()
+        assert mine.acquire(timeout=-1) is True      # for ever: free now
+        mine.release()
+        with pytest.raises(ValueError):
+            mine.acquire(blocking=False, timeout=1)
+        with pytest.raises(ValueError):
+            mine.acquire(timeout=-2)
+        with pytest.raises(TypeError):
+            mine.acquire(timeout="1s")  # type: ignore[arg-type]
+        assert mine.try_acquire() is True
+        mine.release()

@@ -21,8 +21,11 @@ def test_M2_readers_share_a_writer_excludes(url: str, name: str) -> None:
             with pytest.raises(sqllock.Busy) as busy:
                 c.rw_lock(name, ttl=30, shared=False, wait=0).acquire()
             assert "readers" in str(busy.value)
-            with pytest.raises(sqllock.Misuse):
-                r1.acquire(0)               # not reentrant
+            # L8, as every kind: counted up, the same hold.
+            token = r1.token
+            assert r1.acquire(0).count == 2 and r1.token == token
+            r1.release()
+            assert r1.count == 1 and r1.held
             # N1: a plain lease on the name is refused, naming its kind.
             with pytest.raises(sqllock.WrongKind, match="shared/exclusive"):
                 c.lock(name, ttl=30, wait=5).acquire()
@@ -55,3 +58,18 @@ def test_M2_collected_and_closed_handles_are_freed(url: str, name: str) -> None:
     db.close()                              # frees the others
     with pytest.raises(sqllock.Misuse):
         kept.acquire(0)
+
+
+def test_M2_locked_says_whether_this_hold_could_be_taken(url: str,
+                                                         name: str) -> None:
+    with sqllock.connect(url) as db:
+        r = db.rw_lock(name, ttl=30, shared=True)
+        w = db.rw_lock(name, ttl=30, shared=False)
+        assert not r.locked() and not w.locked()
+        r.acquire(0)
+        assert w.locked() and not r.locked()     # a reader: no writer in
+        r.release()
+        w.acquire(0)
+        assert r.locked() and w.owned()
+        w.release()
+        assert not r.locked() and not w.locked()

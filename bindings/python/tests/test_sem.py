@@ -26,8 +26,12 @@ def test_M1_at_most_n_permits(url: str, name: str) -> None:
             with pytest.raises(sqllock.Busy):
                 third.acquire(0)
             assert not third.try_acquire()
-            with pytest.raises(sqllock.Misuse):
-                p1.acquire(0)                # not reentrant
+            # L8, as every kind: the same permit, counted up.
+            permit = p1.permit
+            assert p1.acquire(0).count == 2 and p1.permit == permit
+            p1.release()
+            assert p1.count == 1 and p1.held and p1.permit == permit
+            assert a.semaphore_count(name) == 2
             # One more permit for whoever says 3: permit 2 is free.
             with c.semaphore(name, 3, ttl=30, wait=0) as wider:
                 assert wider.permit == 2
@@ -85,3 +89,17 @@ def test_operator_releases_a_stuck_permit_by_its_row(url: str,
         row.release()
         with pytest.raises(sqllock.Lost):
             held.release()
+
+
+def test_M1_locked_when_no_permit_is_free(url: str, name: str) -> None:
+    with sqllock.connect(url) as db:
+        a = db.semaphore(name, 2, ttl=30)
+        b = db.semaphore(name, 2, ttl=30)
+        assert not a.locked()
+        a.acquire(0)
+        assert not b.locked() and a.owned() and not b.owned()
+        b.acquire(0)
+        assert a.locked() and b.locked()
+        a.release()
+        assert not b.locked()
+        b.release()
