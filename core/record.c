@@ -414,3 +414,117 @@ int sqllock_record_update(sqllock_db *db, const char *key,
         retry_sleep(opts, attempt);
     }
 }
+
+/* The end of the key range of `prefix` (exclusive): the prefix with its
+ * last code point one higher (UTF-8 orders as code points do, so every
+ * key that begins with the prefix is below it, and no other key of that
+ * start); a last U+10FFFF is dropped and the one before raised. With no
+ * code point left (the empty prefix), 64 x U+10FFFF: above every key of
+ * at most SQLLOCK_NAME_MAX bytes. `hi` holds SQLLOCK_NAME_MAX + 5. */
+static void prefix_end(const char *prefix, char *hi)
+{
+    size_t n = strlen(prefix), start;
+    uint32_t cp;
+    int i;
+
+    memcpy(hi, prefix, n + 1);
+    while (n > 0) {
+        start = n - 1;
+        while (start > 0 && ((unsigned char)hi[start] & 0xc0) == 0x80)
+            start--;
+        cp = (unsigned char)hi[start];
+        cp = cp < 0x80 ? cp : cp < 0xe0 ? cp & 0x1f : cp < 0xf0 ? cp & 0x0f
+                                                                 : cp & 0x07;
+        for (i = (int)start + 1; i < (int)n; i++)
+            cp = (cp << 6) | ((unsigned char)hi[i] & 0x3f);
+        n = start;
+        if (cp == 0x10ffff)
+            continue;
+        cp = cp == 0xd7ff ? 0xe000 : cp + 1;
+        if (cp < 0x80) {
+            hi[n++] = (char)cp;
+        } else if (cp < 0x800) {
+            hi[n++] = (char)(0xc0 | (cp >> 6));
+            hi[n++] = (char)(0x80 | (cp & 0x3f));
+        } else if (cp < 0x10000) {
+            hi[n++] = (char)(0xe0 | (cp >> 12));
+            hi[n++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+            hi[n++] = (char)(0x80 | (cp & 0x3f));
+        } else {
+            hi[n++] = (char)(0xf0 | (cp >> 18));
+            hi[n++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+            hi[n++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+            hi[n++] = (char)(0x80 | (cp & 0x3f));
+        }
+        hi[n] = '\0';
+        return;
+    }
+    for (i = 0; i < 64; i++)
+        memcpy(hi + 4 * i, "\xf4\x8f\xbf\xbf", 4);
+    hi[256] = '\0';
+}
+
+int sqllock_record_list(sqllock_db *db, const char *prefix,
+                        int (*cb)(void *ctx, const char *key,
+                                  const void *value, size_t len,
+                                  int64_t version),
+                        void *ctx)
+{
+    const char *what = "listing records";
+    char hi[SQLLOCK_NAME_MAX + 8];
+    sqllock_value args[2];
+    sqllock_stmt *st;
+    size_t plen;
+    int rc, has_row = 0, stop = 0;
+
+    if ((rc = sqllock__check_db(db)) != SQLLOCK_OK)
+        return rc;
+    if (cb == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "sqllock_record_list: the "
+                             "callback is NULL");
+    if (prefix == NULL)
+        return sqllock__fail(db, SQLLOCK_EINVAL, "the record key prefix is "
+                             "NULL (\"\" lists every record)");
+    plen = strlen(prefix);
+    if (plen > 0 &&
+        (rc = sqllock__check_name(db, prefix, "record key prefix")) !=
+            SQLLOCK_OK)
+        return rc;
+    if (sqllock__sql_of(db->drv, SQLLOCK_SQL_RECORD_RANGE) == NULL ||
+        db->drv->column_blob == NULL)
+        return sqllock__fail(db, SQLLOCK_EUNSUPPORTED, "the %s driver cannot "
+                             "list records (RECORD_RANGE)", db->drv->name);
+    prefix_end(prefix, hi);
+    args[0] = sqllock__text(prefix);
+    args[1] = sqllock__text(hi);
+    rc = sqllock__txn_run(db, SQLLOCK_SQL_RECORD_RANGE, args, 2, what);
+    if (rc != SQLLOCK_OK)
+        return rc;
+    st = db->stmts[SQLLOCK_SQL_RECORD_RANGE];
+    for (;;) {
+        const char *key;
+        const void *bytes;
+        size_t n = 0;
+
+        rc = sqllock__txn_fetch(db, SQLLOCK_SQL_RECORD_RANGE, &has_row, what);
+        if (rc != SQLLOCK_OK)
+            return rc;
+        if (!has_row)
+            break;
+        key = db->drv->column_text(st, 0);
+        if (key == NULL || strchr(key, SQLLOCK__SEP) != NULL)
+            continue;               /* the library's own (derived names) */
+        bytes = db->drv->column_blob(st, 1, &n);
+        if (bytes == NULL) {
+            sqllock__end(db, SQLLOCK_SQL_RECORD_RANGE);
+            return sqllock__fail(db, SQLLOCK_ENOMEM, "%s: out of memory",
+                                 what);
+        }
+        stop = cb(ctx, key, bytes, n, db->drv->column_int64(st, 2));
+        if (stop != 0)
+            break;
+    }
+    sqllock__end(db, SQLLOCK_SQL_RECORD_RANGE);
+    sqllock__ok(db);
+    return stop;
+}

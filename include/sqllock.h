@@ -1540,6 +1540,20 @@ SQLLOCK_API int sqllock_record_cas(sqllock_db *db, const char *key,
                                    int64_t expected, const void *value,
                                    size_t len, int64_t *new_version);
 
+/* Calls `cb` for each record whose key begins with `prefix` ("" for
+ * every record), in key order (by bytes), with its key, value, the
+ * value's length and its version; they live until `cb` returns. A
+ * non-zero return from `cb` stops the walk and is returned. One index
+ * range scan; inside the handle's row-lock transaction when one is open
+ * (R4). The library's own records (the tool's history) are not shown.
+ * SQLLOCK_EINVAL for a NULL or oversized prefix or one with control
+ * characters, or a NULL callback. Added in 0.10.0. */
+SQLLOCK_API int sqllock_record_list(sqllock_db *db, const char *prefix,
+                                    int (*cb)(void *ctx, const char *key,
+                                              const void *value, size_t len,
+                                              int64_t version),
+                                    void *ctx);
+
 /* Deletes record `key` if its version is still `expected`.
  * SQLLOCK_CONFLICT otherwise.
  * Added in 0.1.0. */

@@ -382,6 +382,9 @@ typedef enum sqllock_sql_id {
     SQLLOCK_SQL_RW_READ_ACQUIRE,
     SQLLOCK_SQL_RW_EXPIRE,
     SQLLOCK_SQL_RW_READ_INSERT,
+    /* key, value, version of the records with ?1 <= key < ?2, in key
+     * (byte) order: sqllock_record_list(). */
+    SQLLOCK_SQL_RECORD_RANGE,
     /* A new statement is appended here, one line, and gets one row in
      * each driver's table; nothing else changes. A driver built before
      * it has a shorter table (its nstmts is smaller), and the core

@@ -39,6 +39,7 @@ int main(void)
         cmocka_unit_test(test_optimistic_O1_value_max),
         cmocka_unit_test(test_optimistic_O1_free_null),
         cmocka_unit_test(test_optimistic_O1_bad_keys),
+        cmocka_unit_test(test_optimistic_O1_list_by_prefix),
         cmocka_unit_test(test_optimistic_O1_version_overflow),
         cmocka_unit_test(test_optimistic_O2_counter_processes),
         cmocka_unit_test(test_optimistic_O2_fn_status_writes_nothing),

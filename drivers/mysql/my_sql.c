@@ -143,6 +143,10 @@ static const char SQL_SCHEMA_VERSION[] =
 static const char SQL_RECORD_GET[] =
     "SELECT `value`, version FROM sqllock_record WHERE `key` = ?";
 
+static const char SQL_RECORD_RANGE[] =
+    "SELECT `key`, `value`, version FROM sqllock_record "
+    "WHERE `key` >= ? AND `key` < ? ORDER BY `key`";
+
 static const char SQL_RECORD_CREATE[] =
     "INSERT INTO sqllock_record (`key`, `value`, version) VALUES (?, ?, 1)";
 
@@ -560,6 +564,7 @@ static const sqllock_sql my_stmts[SQLLOCK_SQL_COUNT_] = {
     [SQLLOCK_SQL_LEASE_RENEWED_MANY] = { SQL_LEASE_RENEWED_MANY, "1" },
     [SQLLOCK_SQL_LEASE_ACQUIRE_MANY] = { SQL_LEASE_ACQUIRE_MANY, "1234" },
     [SQLLOCK_SQL_LEASE_RANGE] = { SQL_LEASE_RANGE, "12" },
+    [SQLLOCK_SQL_RECORD_RANGE] = { SQL_RECORD_RANGE, "12" },
     [SQLLOCK_SQL_RW_READ_ACQUIRE] = { SQL_RW_READ_ACQUIRE, "12345" },
     [SQLLOCK_SQL_RW_EXPIRE] = { SQL_RW_EXPIRE, "12" },
     /* RW_READ_ACQUIRE does it in its one round trip. */

@@ -64,6 +64,10 @@ static const char SQL_SCHEMA_VERSION[] =
 static const char SQL_RECORD_GET[] =
     "SELECT value, version FROM sqllock_record WHERE key = ?1";
 
+static const char SQL_RECORD_RANGE[] =
+    "SELECT key, value, version FROM sqllock_record "
+    "WHERE key >= ?1 AND key < ?2 ORDER BY key";
+
 static const char SQL_RECORD_CREATE[] =
     "INSERT INTO sqllock_record (key, value, version) VALUES (?1, ?2, 1) "
     "ON CONFLICT (key) DO NOTHING";
@@ -173,6 +177,7 @@ static const sqllock_sql sq_stmts[SQLLOCK_SQL_COUNT_] = {
     /* Several names: the core's transaction (BEGIN IMMEDIATE). */
     [SQLLOCK_SQL_LEASE_ACQUIRE_MANY] = { NULL, NULL },
     [SQLLOCK_SQL_LEASE_RANGE] = { SQL_LEASE_RANGE, "12" },
+    [SQLLOCK_SQL_RECORD_RANGE] = { SQL_RECORD_RANGE, "12" },
     /* A reader: RW_EXPIRE and RW_READ_INSERT in the core's write
      * transaction. */
     [SQLLOCK_SQL_RW_READ_ACQUIRE] = { NULL, NULL },

@@ -76,6 +76,7 @@ void test_optimistic_O1_delete_versions(void **state);
 void test_optimistic_O1_value_max(void **state);
 void test_optimistic_O1_free_null(void **state);
 void test_optimistic_O1_bad_keys(void **state);
+void test_optimistic_O1_list_by_prefix(void **state);
 void test_optimistic_O1_version_overflow(void **state);
 
 /* optimistic/records.c: the retry helper under contention (O2) */

@@ -615,3 +615,107 @@ void test_optimistic_O2_one_attempt_conflicts(void **state)
                "counter after the one-attempt run");
     rec_remove(f->db, key);
 }
+
+/* sqllock_record_list(): the records under a prefix, in key (byte)
+ * order -- not the prefix's neighbours ("...b" lists b and b2, not a or
+ * c), keys of several bytes per character included; the empty prefix
+ * lists every record; a callback's non-zero return stops the walk and is
+ * returned; bad input is refused (E2). */
+typedef struct rl_seen {
+    char keys[8][300];
+    char values[8][16];
+    int64_t versions[8];
+    int n;
+    int stop_at;        /* return 7 at this row (1-based), 0: never */
+} rl_seen;
+
+static int rl_cb(void *ctx, const char *key, const void *value, size_t len,
+                 int64_t version)
+{
+    rl_seen *s = ctx;
+
+    if (s->n < 8) {
+        snprintf(s->keys[s->n], sizeof s->keys[0], "%s", key);
+        snprintf(s->values[s->n], sizeof s->values[0], "%.*s", (int)len,
+                 (const char *)value);
+        s->versions[s->n] = version;
+    }
+    s->n++;
+    return s->n == s->stop_at ? 7 : 0;
+}
+
+void test_optimistic_O1_list_by_prefix(void **state)
+{
+    fixture *f = *state;
+    static const char *const tails[] = {
+        "-a", "-b", "-b2", "-c", "-b\xc3\xa9", "-b\xf4\x8f\xbf\xbf", "",
+    };
+    enum { N = sizeof tails / sizeof tails[0] };
+    char base[128], key[N][300], prefix[300];
+    rl_seen s;
+    int64_t v;
+    size_t i;
+
+    rkey(base, sizeof base, "list");
+    for (i = 0; i < N; i++) {
+        snprintf(key[i], sizeof key[i], "%s%s", base, tails[i]);
+        EXPECT_RC(f->db, sqllock_record_create(f->db, key[i], tails[i],
+                                               strlen(tails[i])),
+                  SQLLOCK_OK, key[i]);
+    }
+    EXPECT_RC(f->db, sqllock_record_cas(f->db, key[1], 1, "B", 1, &v),
+              SQLLOCK_OK, "cas b");
+
+    memset(&s, 0, sizeof s);
+    snprintf(prefix, sizeof prefix, "%s-b", base);
+    EXPECT_RC(f->db, sqllock_record_list(f->db, prefix, rl_cb, &s),
+              SQLLOCK_OK, "list -b");
+    assert_int_equal(s.n, 4);
+    assert_string_equal(s.keys[0], key[1]);          /* -b */
+    assert_string_equal(s.values[0], "B");
+    assert_int_equal(s.versions[0], 2);
+    assert_string_equal(s.keys[1], key[2]);          /* -b2 */
+    assert_int_equal(s.versions[1], 1);
+    assert_string_equal(s.keys[2], key[4]);          /* -bé */
+    assert_string_equal(s.keys[3], key[5]);          /* -b U+10FFFF */
+
+    memset(&s, 0, sizeof s);
+    snprintf(prefix, sizeof prefix, "%s-", base);
+    EXPECT_RC(f->db, sqllock_record_list(f->db, prefix, rl_cb, &s),
+              SQLLOCK_OK, "list -");
+    assert_int_equal(s.n, 6);                        /* not `base` itself */
+    assert_string_equal(s.keys[0], key[0]);
+    assert_string_equal(s.keys[5], key[3]);          /* -c last */
+
+    memset(&s, 0, sizeof s);
+    s.stop_at = 2;
+    assert_int_equal(sqllock_record_list(f->db, prefix, rl_cb, &s), 7);
+    assert_int_equal(s.n, 2);
+
+    memset(&s, 0, sizeof s);
+    EXPECT_RC(f->db, sqllock_record_list(f->db, "", rl_cb, &s), SQLLOCK_OK,
+              "list all");
+    assert_true(s.n >= (int)N);
+
+    memset(&s, 0, sizeof s);
+    snprintf(prefix, sizeof prefix, "%s-zz", base);
+    EXPECT_RC(f->db, sqllock_record_list(f->db, prefix, rl_cb, &s),
+              SQLLOCK_OK, "list none");
+    assert_int_equal(s.n, 0);
+
+    /* E2. */
+    assert_int_equal(sqllock_record_list(NULL, "", rl_cb, &s),
+                     SQLLOCK_EINVAL);
+    EXPECT_RC(f->db, sqllock_record_list(f->db, NULL, rl_cb, &s),
+              SQLLOCK_EINVAL, "NULL prefix");
+    EXPECT_RC(f->db, sqllock_record_list(f->db, "", NULL, NULL),
+              SQLLOCK_EINVAL, "NULL callback");
+    EXPECT_RC(f->db, sqllock_record_list(f->db, "a\x1f", rl_cb, &s),
+              SQLLOCK_EINVAL, "control character");
+    memset(prefix, 'p', 256);
+    prefix[256] = '\0';
+    EXPECT_RC(f->db, sqllock_record_list(f->db, prefix, rl_cb, &s),
+              SQLLOCK_EINVAL, "oversized prefix");
+    for (i = 0; i < N; i++)
+        rec_remove(f->db, key[i]);
+}

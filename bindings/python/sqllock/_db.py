@@ -657,6 +657,25 @@ class Database:
             lib.sqllock_free(value)
         return Record(key, data, version.value)
 
+    def records(self, prefix: str = "") -> List[Record]:
+        """The records whose key begins with `prefix` ("" for all), in
+        key order (by bytes), each with its value and version
+        (sqllock_record_list(): one index range scan). Inside this
+        thread's row-lock transaction when one is open (R4). Added in
+        0.10.0."""
+        out: List[Record] = []
+
+        def each(ctx: Any, key: bytes, value: Optional[int], n: int,
+                 version: int) -> int:
+            out.append(Record(key.decode("utf-8", "replace"),
+                              ctypes.string_at(value, n) if n else b"",
+                              version))
+            return 0
+
+        self._call(lib.sqllock_record_list, cv.text(prefix, "prefix"),
+                   _lib.RECORD_FN(each), None)
+        return out
+
     def record_create(self, key: str, value: Value) -> None:
         """Creates `key` at version 1; Conflict when it exists."""
         raw = cv.value_bytes(value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import threading
+import time
 from ctypes import byref, c_void_p
 from typing import Any, Callable, Optional
 
@@ -37,7 +38,14 @@ class Leader:
     and stays out of the next round until another candidate has been
     leader, however briefly, or `resign_hold` has passed; stop() resigns
     if leader and ends the candidate (or use it as a context manager). The candidate's calls are
-    thread-safe."""
+    thread-safe.
+
+    Without callbacks: ``wait_for_leadership(timeout)`` blocks until this
+    candidate leads (True) or the time is up (False), and ``leader`` reads
+    the election's current leader (holder, term, time left) from the
+    database. With ``init=True`` (the default) the candidate first
+    creates the sqllock tables if they are missing (as
+    sqllock.connect(url, init=True); a current schema is only read)."""
 
     def __init__(self, url: str, name: str, *, ttl: cv.Duration,
                  holder: Optional[str] = None,
@@ -49,10 +57,18 @@ class Leader:
                                              str], Any]] = None,
                  on_observed: Optional[Callable[[str, int], Any]] = None,
                  connect_timeout: Optional[cv.Duration] = None,
-                 statement_timeout: Optional[cv.Duration] = None) -> None:
+                 statement_timeout: Optional[cv.Duration] = None,
+                 init: bool = True) -> None:
         self._lock = threading.Lock()
         self._h: Optional[int] = None
         self._name = name
+        self._url = url
+        self._db: Any = None
+        # Signalled on each election and loss (wait_for_leadership()).
+        self._changed = threading.Condition(threading.Lock())
+        self._timeouts = (connect_timeout, statement_timeout)
+        if init:
+            self._reader().init()
         self._dbo = _lib.Options.init(
             connect_timeout_ms=cv.duration_ms(connect_timeout,
                                               "connect_timeout"),
@@ -60,11 +76,13 @@ class Leader:
                                                 "statement_timeout"))
 
         def elected(ctx: Any, h: Any, token: int) -> None:
+            self._notify()
             if on_elected is not None:
                 on_elected(token)
 
         def lost(ctx: Any, h: Any, token: int, status: int,
                  msg: Optional[bytes]) -> None:
+            self._notify()
             if on_lost is not None:
                 text = (msg or b"").decode("utf-8", "replace")
                 err = None if status == _lib.OK else _lib.error_for(status,
@@ -99,9 +117,50 @@ class Leader:
             raise _lib.error_for(rc, why.value)
         self._h = h.value
 
+    def _notify(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+    def _reader(self) -> Any:
+        """A Database of one connection on the URL, for init and reads."""
+        with self._lock:
+            if self._db is None:
+                from ._db import Database
+                self._db = Database(self._url, max_connections=1,
+                                    connect_timeout=self._timeouts[0],
+                                    statement_timeout=self._timeouts[1])
+            return self._db
+
     @property
     def name(self) -> str:
         return self._name
+
+    def wait_for_leadership(self, timeout: Optional[float] = None) -> bool:
+        """Blocks until this candidate is the leader (True), or `timeout`
+        seconds have passed (False; None waits for ever). Leadership can
+        end right after: act only while ``is_leader``, and fence each
+        action with ``token``. Added in 0.10.0."""
+        if timeout is not None and timeout < 0:
+            raise ValueError("timeout must not be negative")
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while not self.is_leader:
+                if self._h is None:
+                    raise errors.Misuse("the candidate was stopped")
+                left = 0.1 if end is None else min(0.1, end - time.monotonic())
+                if left <= 0:
+                    return False
+                # In slices: the local deadline ends a leadership without
+                # a callback, and a stop() ends the wait.
+                self._changed.wait(left)
+        return True
+
+    @property
+    def leader(self) -> Optional[LeaderInfo]:
+        """The election's current leader as the database has it (this
+        candidate or another), or None when there is none: one read on a
+        connection of its own. Added in 0.10.0."""
+        return leader_get(self._reader(), self._name)
 
     @property
     def is_leader(self) -> bool:
@@ -151,6 +210,10 @@ class Leader:
             if self._h is not None:
                 lib.sqllock_leader_stop(self._h)
                 self._h = None
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+        self._notify()
 
     def __enter__(self) -> "Leader":
         return self
@@ -169,12 +232,13 @@ def leader_get(db: Any, name: str) -> Optional[LeaderInfo]:
     """The current leader of election `name`, read on the Database `db`
     (sqllock_leader_get()); None when there is none."""
     out = _lib.LeaderInfo()
-    with db._lock:
-        rc = lib.sqllock_leader_get(db._handle(), cv.text(name, "name"),
+    s = db._here()
+    with s.lock:
+        rc = lib.sqllock_leader_get(s.handle(), cv.text(name, "name"),
                                     byref(out))
         if rc == errors.NotFound.status:
             return None
         if rc != _lib.OK:
-            raise db._fail(rc)
+            raise s.fail(rc)
     return LeaderInfo(out.holder.decode("utf-8", "replace"), out.token,
                       out.remaining_ms / 1000)

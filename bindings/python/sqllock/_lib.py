@@ -263,6 +263,8 @@ UPDATE_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t, POINTER(c_void_p),
                       POINTER(c_size_t))
 # int (*cb)(void *ctx, const sqllock_lease_info *)
 LIST_FN = CFUNCTYPE(c_int, c_void_p, POINTER(LeaseInfo))
+# sqllock_record_list()'s callback: ctx, key, value, len, version.
+RECORD_FN = CFUNCTYPE(c_int, c_void_p, c_char_p, c_void_p, c_size_t, c_int64)
 
 _P = c_void_p               # an opaque handle
 _PP = POINTER(c_void_p)     # where a handle is returned
@@ -345,6 +347,7 @@ PROTOTYPES = {
     "sqllock_record_cas": (c_int, [_P, c_char_p, c_int64, c_char_p, c_size_t,
                                    _i64p]),
     "sqllock_record_delete": (c_int, [_P, c_char_p, c_int64]),
+    "sqllock_record_list": (c_int, [_P, c_char_p, RECORD_FN, c_void_p]),
     "sqllock_record_update": (c_int, [_P, c_char_p, UPDATE_FN, c_void_p,
                                       POINTER(RetryOptions), _ip]),
     "sqllock_table_get": (c_int, [_P, POINTER(Table), POINTER(Cell),

@@ -187,3 +187,29 @@ def test_P1_P4_reap_and_the_reaper_thread(url: str, name: str) -> None:
         live.release()
     with pytest.raises(sqllock.UnknownScheme):
         sqllock.start_reaper("nosuch://x/y")
+
+
+def test_O1_records_by_prefix(db: sqllock.Database, name: str) -> None:
+    # db.records(prefix): the records under a prefix in key order, with
+    # values and versions (sqllock_record_list()); not the neighbours of
+    # the prefix; the library's own records (derived keys) never shown.
+    keys = [name + t for t in ("-a", "-b", "-b2", "-c", "-b\u00e9")]
+    for k in keys:
+        db.record_create(k, k.encode())
+    db.record_cas(name + "-b", 1, b"B")
+    got = db.records(name + "-b")
+    assert [r.key for r in got] == [name + "-b", name + "-b2",
+                                    name + "-b\u00e9"]
+    assert (got[0].value, got[0].version) == (b"B", 2)
+    assert got[1].value == (name + "-b2").encode() and got[1].version == 1
+    assert [r.key for r in db.records(name + "-")] == sorted(
+        keys, key=lambda k: k.encode())
+    assert {r.key for r in db.records()} >= set(keys)
+    assert db.records(name + "-zz") == []
+    with pytest.raises(sqllock.InvalidArgument):
+        db.records(name + "\x1f")
+    with pytest.raises(sqllock.InvalidArgument):
+        db.records(None)  # type: ignore[arg-type]
+    for r in db.records(name + "-"):
+        db.record_delete(r.key, r.version)
+    assert db.records(name) == []
