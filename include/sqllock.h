@@ -1545,7 +1545,9 @@ SQLLOCK_API int sqllock_record_cas(sqllock_db *db, const char *key,
  * value's length and its version; they live until `cb` returns. A
  * non-zero return from `cb` stops the walk and is returned. One index
  * range scan; inside the handle's row-lock transaction when one is open
- * (R4). The library's own records (the tool's history) are not shown.
+ * (R4). Records the library keeps for itself under keys no caller can
+ * give (an election's) are not shown; the tool's history records are
+ * ordinary ones, under "sqllock:history:".
  * SQLLOCK_EINVAL for a NULL or oversized prefix or one with control
  * characters, or a NULL callback. Added in 0.10.0. */
 SQLLOCK_API int sqllock_record_list(sqllock_db *db, const char *prefix,
