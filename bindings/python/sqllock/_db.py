@@ -72,6 +72,15 @@ class LeaseInfo:
 
 
 @dataclasses.dataclass(frozen=True)
+class LeaderInfo:
+    """The current leader of an election, as anyone reads it."""
+
+    holder: str          #: its identity (the candidate's holder text)
+    token: int           #: its term, the fencing token of its actions
+    remaining: float     #: seconds until its lease expires (server clock)
+
+
+@dataclasses.dataclass(frozen=True)
 class Record:
     """A versioned record of the library's own table."""
 
@@ -895,12 +904,21 @@ class Database:
     def __iter__(self) -> Iterator[LeaseInfo]:
         return iter(self.list())
 
-    def leader(self, name: str) -> Any:
+    def leader(self, name: str) -> Optional[LeaderInfo]:
         """The current leader of election `name` (a sqllock.LeaderInfo:
         holder, token, remaining seconds), or None when there is none
-        (contract M4). Added in 0.9.0."""
-        from . import _leader
-        return _leader.leader_get(self, name)
+        (contract M4; sqllock_leader_get()). Added in 0.9.0."""
+        out = _lib.LeaderInfo()
+        s = self._here()
+        with s.lock:
+            rc = lib.sqllock_leader_get(s.handle(), cv.text(name, "name"),
+                                        byref(out))
+            if rc == errors.NotFound.status:
+                return None
+            if rc != _lib.OK:
+                raise s.fail(rc)
+        return LeaderInfo(out.holder.decode("utf-8", "replace"), out.token,
+                          out.remaining_ms / 1000)
 
     def reap(self, grace: cv.Duration = 0, batch: int = 1000) -> int:
         """One pass of the reaper (contract P1, P4): deletes lease rows

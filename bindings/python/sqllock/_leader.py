@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import threading
 import time
 from ctypes import byref, c_void_p
@@ -10,16 +9,8 @@ from typing import Any, Callable, Optional
 
 from . import _convert as cv
 from . import _lib, errors
+from ._db import Database, LeaderInfo
 from ._lib import lib
-
-
-@dataclasses.dataclass(frozen=True)
-class LeaderInfo:
-    """The current leader of an election, as anyone reads it."""
-
-    holder: str          #: its identity (the candidate's holder text)
-    token: int           #: its term, the fencing token of its actions
-    remaining: float     #: seconds until its lease expires (server clock)
 
 
 class Leader:
@@ -125,7 +116,6 @@ class Leader:
         """A Database of one connection on the URL, for init and reads."""
         with self._lock:
             if self._db is None:
-                from ._db import Database
                 self._db = Database(self._url, max_connections=1,
                                     connect_timeout=self._timeouts[0],
                                     statement_timeout=self._timeouts[1])
@@ -228,17 +218,7 @@ class Leader:
             pass
 
 
-def leader_get(db: Any, name: str) -> Optional[LeaderInfo]:
+def leader_get(db: Database, name: str) -> Optional[LeaderInfo]:
     """The current leader of election `name`, read on the Database `db`
-    (sqllock_leader_get()); None when there is none."""
-    out = _lib.LeaderInfo()
-    s = db._here()
-    with s.lock:
-        rc = lib.sqllock_leader_get(s.handle(), cv.text(name, "name"),
-                                    byref(out))
-        if rc == errors.NotFound.status:
-            return None
-        if rc != _lib.OK:
-            raise s.fail(rc)
-    return LeaderInfo(out.holder.decode("utf-8", "replace"), out.token,
-                      out.remaining_ms / 1000)
+    (sqllock_leader_get()); None when there is none: db.leader(name)."""
+    return db.leader(name)

@@ -7,12 +7,15 @@ import time
 import traceback
 import weakref
 from ctypes import byref, c_void_p
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import (TYPE_CHECKING, Any, Callable, List, Optional, Sequence,
+                    Tuple)
 
 from . import _convert as cv
 from . import _lib, errors
-from ._db import Database
 from ._lib import lib
+
+if TYPE_CHECKING:
+    from ._db import Database
 
 
 class LeaseState(enum.IntEnum):

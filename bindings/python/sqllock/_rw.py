@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from ctypes import byref, c_void_p
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from . import _convert as cv
-from ._db import Database
 from ._lease import Lease
 from ._lib import lib
+
+if TYPE_CHECKING:
+    from ._db import Database
 
 
 class RWLease(Lease):

@@ -4,12 +4,14 @@ from __future__ import annotations
 import enum
 import time
 from ctypes import byref, c_int, c_void_p
-from typing import Any, Callable, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Union
 
 from . import _convert as cv
 from . import _lib, errors
-from ._db import Database, ExecResult, Table
 from ._lib import lib
+
+if TYPE_CHECKING:
+    from ._db import Database, ExecResult, Table
 
 
 class LockMode(enum.IntEnum):
