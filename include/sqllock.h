@@ -605,7 +605,9 @@ SQLLOCK_API int sqllock_lease_renew(sqllock_lease *lease);
  * makes that its ttl from then on: each later renewal, the watchdog's
  * included, is for ttl_ms. A longer ttl extends the hold; a shorter one
  * shortens it, on this host at once (the local deadline moves back
- * before the statement is sent, L6). The safety margin follows the ttl
+ * before the statement is sent, L6), and on the server -- except on
+ * MySQL/MariaDB, whose renewal never moves a row's expiry back: there
+ * the shorter ttl governs once the old expiry has passed. The safety margin follows the ttl
  * when it was the default (ttl/10), else it stays and must be smaller;
  * a watched lease's renewal interval follows it likewise (the default
  * ttl/3), and one given to sqllock_lease_watch() must stay shorter than
