@@ -129,11 +129,41 @@ int sqllock__lease_get(sqllock_db *db, const char *name,
     return sqllock__ok(db);
 }
 
+/* The row that `typed` names as sqllock list shows a primitive's row,
+ * "BASE [TAG]" (BASE 0x1f TAG), into `row`: 1 when it has that form (a
+ * tag of printable ASCII without ']', not a kind marker's "kind:..."),
+ * else 0. */
+static int display_row(const char *typed, char *row)
+{
+    const char *open = NULL, *p;
+    size_t tlen = strlen(typed), blen, taglen, i;
+
+    if (tlen < 5 || typed[tlen - 1] != ']')
+        return 0;
+    for (p = typed; (p = strstr(p, " [")) != NULL; p++)
+        open = p;
+    if (open == NULL || open == typed)
+        return 0;
+    blen = (size_t)(open - typed);
+    taglen = tlen - blen - 3;
+    if (taglen == 0 || blen + 1 + taglen > SQLLOCK__DERIVED_MAX ||
+        strncmp(open + 2, "kind:", 5) == 0)
+        return 0;
+    for (i = 0; i < taglen; i++)
+        if (open[2 + i] < 0x21 || open[2 + i] > 0x7e || open[2 + i] == ']')
+            return 0;
+    memcpy(row, typed, blen);
+    row[blen] = SQLLOCK__SEP;
+    memcpy(row + blen + 1, open + 2, taglen);
+    row[blen + 1 + taglen] = '\0';
+    return 1;
+}
+
 int sqllock_lease_lookup(sqllock_db *db, const char *name,
                          int (*cb)(void *ctx, const sqllock_lease_info *),
                          void *ctx)
 {
-    char buf[SQLLOCK__LEASE_GET_BUF];
+    char buf[SQLLOCK__LEASE_GET_BUF], row[SQLLOCK__DERIVED_MAX + 1];
     sqllock_lease_info info;
     int found = 0, rc;
 
@@ -147,6 +177,9 @@ int sqllock_lease_lookup(sqllock_db *db, const char *name,
                              "name is %s", name == NULL ? "NULL" : "empty");
     rc = sqllock__lease_get(db, name, &info, buf, &found,
                             "looking up a lease");
+    if (rc == SQLLOCK_OK && !found && display_row(name, row))
+        rc = sqllock__lease_get(db, row, &info, buf, &found,
+                                "looking up a lease");
     if (rc != SQLLOCK_OK)
         return rc;
     if (!found)

@@ -1197,10 +1197,13 @@ SQLLOCK_API int sqllock_list(sqllock_db *db,
                              int (*cb)(void *ctx, const sqllock_lease_info *),
                              void *ctx);
 
-/* The lease row of exactly NAME -- a lock name, or a primitive's row as
- * sqllock_list() shows it (a semaphore's permit, a shared lock's writer
- * row "NAME [w]", ...) -- handed to `cb` once, in one round trip whatever
- * the size of the table. SQLLOCK_NOTFOUND when there is no row. A row
+/* The lease row of exactly NAME -- a lock name, or a primitive's row by
+ * its name in the table (BASE 0x1f TAG, as sqllock_list() reports it) or
+ * as `sqllock list` shows it, "BASE [TAG]" (a semaphore's permit
+ * "jobs [p0]", a shared lock's writer row "jobs [w]", ...) -- handed to
+ * `cb` once (info->name is the row's name in the table), in one or two
+ * round trips whatever the size of the table. SQLLOCK_NOTFOUND when
+ * there is no row. A row
  * that expired but was not yet taken over or reaped is found, with
  * remaining_ms <= 0: a lock is held only while remaining_ms > 0.
  * Added in 0.10.0. */
@@ -1541,6 +1544,78 @@ SQLLOCK_API int sqllock_record_create(sqllock_db *db, const char *key,
 SQLLOCK_API int sqllock_record_cas(sqllock_db *db, const char *key,
                                    int64_t expected, const void *value,
                                    size_t len, int64_t *new_version);
+
+/*
+ * A lock name's history (`sqllock history NAME`): one versioned record,
+ * key sqllock_history_key(NAME), whose value is lines, newest first, of
+ * runs (kind "run", `sqllock run` writes them) and audit lines ("force",
+ * "clear"), up to SQLLOCK_HISTORY_MAX of each:
+ *   KIND \t TOKEN \t START_MS \t END_MS \t EXIT \t STATUS \t WHO \n
+ * Times are the writing host's clock, ms since the epoch; tabs and line
+ * breaks in a field become spaces. In WHO, SQLLOCK_HISTORY_ROLE is
+ * replaced by the database's current user in an audit line (PostgreSQL,
+ * MySQL; SQLite has no users). Added in 0.10.0 (the tool's until then).
+ */
+#define SQLLOCK_HISTORY_MAX 20
+#define SQLLOCK_HISTORY_LINE_MAX 600
+#define SQLLOCK_HISTORY_ROLE "\001"
+/* The record key of NAME's history into key[size] (size at least
+ * SQLLOCK_NAME_MAX + 1): "sqllock:history:NAME", or for a long NAME the
+ * name cut and a hash of the whole. */
+SQLLOCK_API void sqllock_history_key(const char *name, char *key,
+                                     size_t size);
+/* Adds the line of a run of NAME (token, who ran it, times, exit code,
+ * status), replacing that run's earlier line (the same token). */
+SQLLOCK_API int sqllock_history_note(sqllock_db *db, const char *name,
+                                     int64_t token, const char *who,
+                                     int64_t start_ms, int64_t end_ms,
+                                     int exit_code, const char *status);
+/* Clears NAME's history: the runs, or with `all` the audit lines too;
+ * the clearing is itself an audit line, first, naming `who` (DESIGN
+ * C5). */
+SQLLOCK_API int sqllock_history_clear(sqllock_db *db, const char *name,
+                                      int all, const char *who);
+
+/* Options of sqllock_force_release(). */
+typedef struct sqllock_force_options {
+    int struct_version;        /* SQLLOCK_FORCE_OPTIONS_VERSION */
+    int64_t token;             /* free only the hold of this token; 0: the
+                                  hold there now */
+    int live;                  /* free a lease that is still live by the
+                                  database's clock (its holder may be
+                                  alive and working) */
+    const char *who;           /* who forces it, for the audit line; NULL:
+                                  "user@host" of this process, and the
+                                  database user (SQLLOCK_HISTORY_ROLE) */
+} sqllock_force_options;
+#define SQLLOCK_FORCE_OPTIONS_VERSION 1
+#define SQLLOCK_FORCE_OPTIONS_INIT { SQLLOCK_FORCE_OPTIONS_VERSION, 0, 0, NULL }
+
+/*
+ * An operator's forced release (DESIGN C5): frees the lease row of NAME
+ * whoever holds it, by the owner and token read just before, and writes
+ * an audit line ("force", the token, "live" or "expired", who) into
+ * NAME's history -- in one transaction: both or neither. NAME is a lock
+ * name or a primitive's row as sqllock_lease_lookup() takes it ("jobs
+ * [w]", "jobs [p1]": its line goes into BASE's history, the tag beside
+ * the status). Its holder hears SQLLOCK_LOST at its next renewal (L4),
+ * and a write it fences with its token is refused (L5).
+ * `cb`, when not NULL, is called with the row found (before it is
+ * freed, and also when it is not). Returns SQLLOCK_OK when freed;
+ * SQLLOCK_NOTFOUND when NAME has no row; SQLLOCK_EKIND for a kind
+ * marker (N1: never freed); SQLLOCK_CONFLICT when opts->token is given
+ * and the row has another; SQLLOCK_BUSY when the lease is still live and
+ * opts->live is 0; SQLLOCK_LOST when the row changed between the read
+ * and the delete (released, taken over, reaped: nothing changed); a
+ * database's status otherwise (SQLLOCK_EPERM: the role may not write the
+ * audit record, and nothing was changed). Not on a borrowed handle.
+ * Added in 0.10.0.
+ */
+SQLLOCK_API int sqllock_force_release(sqllock_db *db, const char *name,
+                                      const sqllock_force_options *opts,
+                                      int (*cb)(void *ctx,
+                                                const sqllock_lease_info *row),
+                                      void *ctx);
 
 /* Calls `cb` for each record whose key begins with `prefix` ("" for
  * every record), in key order (by bytes), with its key, value, the

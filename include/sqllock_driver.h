@@ -385,6 +385,14 @@ typedef enum sqllock_sql_id {
     /* key, value, version of the records with ?1 <= key < ?2, in key
      * (byte) order: sqllock_record_list(). */
     SQLLOCK_SQL_RECORD_RANGE,
+    /* A forced release's audit (core/history.c), in one transaction:
+     * HISTORY_PUT sets record ?2's value to ?1 -- with byte 0x01 in it
+     * replaced by the database's current user where it has users -- if
+     * its version is still ?3, counting the version up; LEASE_FORCE_DELETE
+     * deletes the lease row (?1 name, ?2 owner, ?3 token), durably, with
+     * no wake-up (the holder is not waited for). */
+    SQLLOCK_SQL_HISTORY_PUT,
+    SQLLOCK_SQL_LEASE_FORCE_DELETE,
     /* A new statement is appended here, one line, and gets one row in
      * each driver's table; nothing else changes. A driver built before
      * it has a shorter table (its nstmts is smaller), and the core

@@ -64,6 +64,7 @@ int main(void)
         cmocka_unit_test(test_conformance_D3_names_round_trip),
         cmocka_unit_test(test_conformance_D1_derived_rows_range),
         cmocka_unit_test(test_conformance_lookup_one_row),
+        cmocka_unit_test(test_conformance_C5_force_release),
         cmocka_unit_test(test_conformance_L7_renew_with_another_ttl),
     };
     /* Through PgBouncer (tests/pooled.sh) the empty target cannot be

@@ -309,39 +309,16 @@ void cli_format_left(char *buf, size_t size, int64_t remaining_ms);
  * is. */
 void cli_format_span(char *buf, size_t size, int64_t ms);
 
-/* The run history and the operator's commands (ops.c). */
-#define CLI_HISTORY_MAX 20
-/* The history record of a lock name (tools/history.c): its record key,
- * and the audit lines (DESIGN C5) of a forced release -- written in one
- * transaction with the delete of the lease row `row` of `owner` and
- * `token` (SQLLOCK_LOST when that row was gone: nothing changed) -- and
- * of a clearing (the runs, or with `all` the forced releases too).
- * `who` is cli_who_am_i()'s: "user@host" of whoever runs the tool in
- * `me`, and in `who` the same with, on a database with users, the
- * database user it connected as. cli_audit_refused() is the message of
- * an audit write the database refused. */
-#define CLI_HISTORY_LINE_MAX 600
-void cli_history_key(const char *name, char *key, size_t size);
+/* The run history and the operator's commands (ops.c). The history
+ * record is the library's (sqllock_history_key(), sqllock_history_note(),
+ * sqllock_history_clear(), sqllock_force_release()). cli_who_am_i()
+ * gives "user@host" of whoever runs the tool in `me`, and in `who` the
+ * same with, on a database with users, the database user it connected
+ * as (SQLLOCK_HISTORY_ROLE); cli_audit_refused() is the message of an
+ * audit write the database refused (tools/history.c). */
 void cli_who_am_i(sqllock_db *db, char *me, size_t me_size, char *who,
                   size_t who_size);
-int cli_history_force(sqllock_db *db, const char *name, const char *row,
-                      const char *owner, int64_t token, const char *status,
-                      const char *who);
-int cli_history_clear(sqllock_db *db, const char *name, int all,
-                      const char *who);
 int cli_audit_refused(sqllock_db *db, int rc, const char *what);
-
-/* Adds (or, when an entry with this token is there, completes) the entry
- * of one run of `name` in its history, a record of the library's
- * versioned records (sqllock_record_update()): `status` "running" at the
- * start, then "ok", "failed", "lost", "busy" or "error" with the end time
- * and the exit code. Times are this host's clock, in ms since the epoch.
- * Keeps the CLI_HISTORY_MAX newest entries. Returns a library status;
- * the caller only warns: a history that cannot be written never changes
- * a job's outcome. */
-int cli_history_note(sqllock_db *db, const char *name, int64_t token,
-                     const char *holder, int64_t start_ms, int64_t end_ms,
-                     int exit_code, const char *status);
 /* `sqllock release NAME --force`: frees a lease whatever its owner
  * (ops.c); cli_cmd_release() hands over when --force was given. */
 int cli_force_release(const cli_ctx *ctx, const char *name, int force);

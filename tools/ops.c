@@ -7,7 +7,7 @@
  *
  * The history of a lock name is one of the library's versioned records
  * (DESIGN O1), keyed "sqllock:history:NAME", whose value is up to
- * CLI_HISTORY_MAX lines, newest first, one per run of `sqllock run` and
+ * SQLLOCK_HISTORY_MAX lines, newest first, one per run of `sqllock run` and
  * one per forced release:
  *
  *     kind TAB token TAB start_ms TAB end_ms TAB exit TAB status TAB who
@@ -46,8 +46,8 @@
 /* ------------------------------------------------------------------ */
 
 typedef struct one_lease {
-    const char *want;
     int found;
+    char row[SQLLOCK_NAME_MAX + 1];     /* its name in the table */
     char owner[SQLLOCK_OWNER_LEN + 1];
     char holder[SQLLOCK_HOLDER_MAX + 1];
     int64_t token, acquired_at_ms, expires_at_ms, remaining_ms;
@@ -57,76 +57,48 @@ static int find_cb(void *ctx, const sqllock_lease_info *info)
 {
     one_lease *o = ctx;
 
-    if (strcmp(info->name, o->want) != 0)
-        return 0;
     o->found = 1;
+    snprintf(o->row, sizeof o->row, "%s", info->name);
     snprintf(o->owner, sizeof o->owner, "%s", info->owner);
     snprintf(o->holder, sizeof o->holder, "%s", info->holder);
     o->token = info->token;
     o->acquired_at_ms = info->acquired_at_ms;
     o->expires_at_ms = info->expires_at_ms;
     o->remaining_ms = info->remaining_ms;
-    return 1;                   /* stop the walk */
-}
-
-/* Reads the lease row of `name` (by walking the table, as `list` does). */
-static int find_lease(sqllock_db *db, const char *name, one_lease *o)
-{
-    int rc;
-
-    memset(o, 0, sizeof *o);
-    o->want = name;
-    rc = sqllock_list(db, find_cb, o);
-    return rc == 1 ? SQLLOCK_OK : rc;
+    return 0;
 }
 
 /*
- * The row `typed` names (issue 27 item 4): its own lease row; or, when
- * there is none and `typed` reads "BASE [TAG]" as `list` shows the row a
- * shared/exclusive lock, a semaphore, a fair queue or an election keeps
- * under BASE (BASE, 0x1f, TAG: core/internal.h), that row. `row` gets
- * the name of the row found (`typed` when neither is there), `base` the
- * name whose history it belongs to (BASE for a derived row).
+ * The row `typed` names, in one round trip (sqllock_lease_lookup()): its
+ * own lease row; or, when there is none and `typed` reads "BASE [TAG]"
+ * as `list` shows the row a shared/exclusive lock, a semaphore, a fair
+ * queue or an election keeps under BASE, that row (issue 27 item 4).
+ * `row` gets the name of the row found (`typed` when none is there),
+ * `base` the name whose history it belongs to (BASE for a derived row).
  */
 static int find_row(sqllock_db *db, const char *typed, one_lease *o,
                     char *row, char *base)
 {
-    const char *open = NULL, *p;
-    size_t tlen = strlen(typed), blen, taglen, i;
-    one_lease d;
+    const char *sep;
     int rc;
 
-    snprintf(row, SQLLOCK_NAME_MAX + 1, "%s", typed);
-    snprintf(base, SQLLOCK_NAME_MAX + 1, "%s", typed);
-    rc = find_lease(db, typed, o);
-    if (rc != SQLLOCK_OK || o->found || tlen < 5 || typed[tlen - 1] != ']')
-        return rc;
-    for (p = typed; (p = strstr(p, " [")) != NULL; p++)
-        open = p;
-    if (open == NULL || open == typed)
-        return rc;
-    blen = (size_t)(open - typed);
-    taglen = tlen - blen - 3;
-    if (taglen == 0 || blen + 1 + taglen > SQLLOCK_NAME_MAX ||
-        strncmp(open + 2, "kind:", 5) == 0)
-        return rc;
-    for (i = 0; i < taglen; i++)
-        if (open[2 + i] < 0x21 || open[2 + i] > 0x7e || open[2 + i] == ']')
-            return rc;
-    memcpy(row, typed, blen);
-    row[blen] = '\x1f';
-    memcpy(row + blen + 1, open + 2, taglen);
-    row[blen + 1 + taglen] = '\0';
-    rc = find_lease(db, row, &d);
-    if (rc == SQLLOCK_OK && d.found) {
-        *o = d;
-        o->want = NULL;
-        memcpy(base, typed, blen);
-        base[blen] = '\0';
-    } else {
-        snprintf(row, SQLLOCK_NAME_MAX + 1, "%s", typed);
-    }
+    memset(o, 0, sizeof *o);
+    rc = sqllock_lease_lookup(db, typed, find_cb, o);
+    if (rc == SQLLOCK_NOTFOUND)
+        rc = SQLLOCK_OK;
+    snprintf(row, SQLLOCK_NAME_MAX + 1, "%s", o->found ? o->row : typed);
+    sep = o->found ? strchr(o->row, '\x1f') : NULL;
+    snprintf(base, SQLLOCK_NAME_MAX + 1, "%.*s",
+             (int)(sep != NULL ? (size_t)(sep - o->row) : strlen(row)), row);
     return rc;
+}
+
+/* Reads the lease row of exactly `name`. */
+static int find_lease(sqllock_db *db, const char *name, one_lease *o)
+{
+    char row[SQLLOCK_NAME_MAX + 1], base[SQLLOCK_NAME_MAX + 1];
+
+    return find_row(db, name, o, row, base);
 }
 
 /* The checks `acquire` makes of a lock name (sqllock_lease_new():
@@ -313,7 +285,7 @@ int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv)
         char me[300], who[300];
 
         cli_who_am_i(db, me, sizeof me, who, sizeof who);
-        rc = cli_history_clear(db, name, clear_all, who);
+        rc = sqllock_history_clear(db, name, clear_all, who);
         if (rc != SQLLOCK_OK) {
             rc = cli_audit_refused(db, rc, "history --clear");
             sqllock_close(db);
@@ -328,7 +300,7 @@ int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv)
                          "clearing is noted in it)");
         return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
     }
-    cli_history_key(name, key, sizeof key);
+    sqllock_history_key(name, key, sizeof key);
     rc = sqllock_record_get(db, key, &value, &len, &version);
     if (rc != SQLLOCK_OK && rc != SQLLOCK_NOTFOUND) {
         rc = cli_db_error(db, rc, "history");
@@ -442,8 +414,8 @@ int cli_release_lost(sqllock_db *db, const char *name, const char *owner,
 int cli_force_release(const cli_ctx *ctx, const char *name, int force)
 {
     cli_ctx c = *ctx;
-    char who[300], me[300], left[64], status[64];
-    char row[SQLLOCK_NAME_MAX + 1], base[SQLLOCK_NAME_MAX + 1];
+    char who[300], me[300], left[64];
+    sqllock_force_options fo = SQLLOCK_FORCE_OPTIONS_INIT;
     sqllock_db *db;
     one_lease o;
     int rc, users;
@@ -456,23 +428,30 @@ int cli_force_release(const cli_ctx *ctx, const char *name, int force)
         sqllock_close(db);
         return rc;
     }
-    rc = find_row(db, name, &o, row, base);
-    if (rc != SQLLOCK_OK) {
-        rc = cli_db_error(db, rc, "release --force");
+    /* DESIGN C5: the lease row (by its owner and token, read just before)
+     * is deleted and the audit line written in one transaction, or
+     * neither (sqllock_force_release()): a role that may delete leases
+     * but not write the record frees nothing. A live lease's holder may
+     * be alive and working, and nothing here can tell (its renewals and
+     * its process are elsewhere): freed only with --force twice. */
+    cli_who_am_i(db, me, sizeof me, who, sizeof who);
+    fo.live = force >= 2;
+    fo.who = who;
+    memset(&o, 0, sizeof o);
+    rc = sqllock_force_release(db, name, &fo, find_cb, &o);
+    users = strcmp(sqllock_db_driver(db), "sqlite") != 0;
+    cli_format_left(left, sizeof left, o.remaining_ms);
+    if (rc == SQLLOCK_NOTFOUND) {
         sqllock_close(db);
-        return rc;
-    }
-    if (!o.found) {
         fputs("no lease on ", stdout);
         cli_print_cell(name, 0);
         puts(": nothing to release");
-        sqllock_close(db);
         return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_DB;
     }
-    /* N1: a kind marker is no lease. Freeing it would let a plain lease
-     * in while the name's readers, permits or leader hold it; it has no
-     * owner id that could be attached to, either. */
-    if (sqllock_kind_marker(o.owner) != NULL) {
+    if (rc == SQLLOCK_EKIND) {
+        /* N1: a kind marker is no lease. Freeing it would let a plain
+         * lease in while the name's readers, permits or leader hold it;
+         * it has no owner id that could be attached to, either. */
         fputs("sqllock: release --force: '", stderr);
         fputs(name, stderr);
         fprintf(stderr, "' is not a lease but the row that marks the name "
@@ -483,11 +462,7 @@ int cli_force_release(const cli_ctx *ctx, const char *name, int force)
         sqllock_close(db);
         return CLI_EXIT_KIND;
     }
-    cli_format_left(left, sizeof left, o.remaining_ms);
-    /* A live lease: its holder may be alive and working, and nothing
-     * here can tell (its renewals and its process are elsewhere). Once
-     * more, to be sure. */
-    if (o.remaining_ms > 0 && force < 2) {
+    if (rc == SQLLOCK_BUSY) {
         fputs("sqllock: release --force: lock '", stderr);
         fputs(name, stderr);
         fprintf(stderr, "' is held by '%s' (token %" PRId64 ", %s left by "
@@ -499,20 +474,6 @@ int cli_force_release(const cli_ctx *ctx, const char *name, int force)
         sqllock_close(db);
         return CLI_EXIT_BUSY;
     }
-    /* DESIGN C5: the lease row (by its owner and token, read above) is
-     * deleted and the audit line written in one transaction, or neither
-     * (history_audit()): a role that may delete leases but not write the
-     * record frees nothing. */
-    cli_who_am_i(db, me, sizeof me, who, sizeof who);
-    /* A primitive's row ("NAME [w]") is noted in NAME's history, its
-     * tag beside the status. */
-    snprintf(status, sizeof status, "%s%s%s%s",
-             o.remaining_ms > 0 ? "live" : "expired",
-             strcmp(row, name) != 0 ? " [" : "",
-             strcmp(row, name) != 0 ? strchr(row, '\x1f') + 1 : "",
-             strcmp(row, name) != 0 ? "]" : "");
-    rc = cli_history_force(db, base, row, o.owner, o.token, status, who);
-    users = strcmp(sqllock_db_driver(db), "sqlite") != 0;
     if (rc == SQLLOCK_LOST) {
         /* Taken over, released or reaped since it was read. */
         fprintf(stderr, "sqllock: release --force: the lease of token %"

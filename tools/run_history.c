@@ -62,7 +62,7 @@ void run_note_history(run_state *st, int64_t end_ms, int code,
                 db = own;
         }
         if (db != NULL)
-            rc = cli_history_note(db, st->name, st->history_token,
+            rc = sqllock_history_note(db, st->name, st->history_token,
                                   st->history_who, st->history_start_ms,
                                   end_ms, code, status);
         if (rc != SQLLOCK_ECONNECT || end_ms == 0)

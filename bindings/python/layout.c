@@ -34,6 +34,7 @@ int main(void)
     sqllock_txn_options to = SQLLOCK_TXN_OPTIONS_INIT;
     sqllock_retry_options rt = SQLLOCK_RETRY_OPTIONS_INIT;
     sqllock_leader_options ldo = SQLLOCK_LEADER_OPTIONS_INIT;
+    sqllock_force_options fo = SQLLOCK_FORCE_OPTIONS_INIT;
 
     SIZE(sqllock_options);
     FIELD(sqllock_options, struct_version);
@@ -132,6 +133,15 @@ int main(void)
     INIT(sqllock_txn_options, to, struct_version);
     INIT(sqllock_txn_options, to, lock_timeout_ms);
 
+    SIZE(sqllock_force_options);
+    FIELD(sqllock_force_options, struct_version);
+    FIELD(sqllock_force_options, token);
+    FIELD(sqllock_force_options, live);
+    FIELD(sqllock_force_options, who);
+    INIT(sqllock_force_options, fo, struct_version);
+    INIT(sqllock_force_options, fo, token);
+    INIT(sqllock_force_options, fo, live);
+    INIT_PTR(sqllock_force_options, fo, who);
     SIZE(sqllock_retry_options);
     FIELD(sqllock_retry_options, struct_version);
     FIELD(sqllock_retry_options, max_attempts);
@@ -198,6 +208,7 @@ int main(void)
     CONST(SQLLOCK_REAPER_OPTIONS_VERSION);
     CONST(SQLLOCK_TXN_OPTIONS_VERSION);
     CONST(SQLLOCK_RETRY_OPTIONS_VERSION);
+    CONST(SQLLOCK_FORCE_OPTIONS_VERSION);
     SQLLOCK_STATUS_MAP(STATUS)
     return 0;
 }

@@ -213,6 +213,14 @@ static const char SQL_RECORD_RANGE[] =
     "SELECT key, value, version FROM sqllock_record "
     "WHERE key >= $1 AND key < $2 ORDER BY key";
 
+static const char SQL_HISTORY_PUT[] =
+    "UPDATE sqllock_record SET value = pg_catalog.convert_to("
+    "pg_catalog.replace($1::text, pg_catalog.chr(1), current_user::text), "
+    "'UTF8'), version = version + 1 WHERE key = $2 AND version = $3";
+
+static const char SQL_LEASE_FORCE_DELETE[] =
+    "DELETE FROM sqllock_lease WHERE name = $1 AND owner = $2 AND token = $3";
+
 static const char SQL_RECORD_CREATE[] =
     "INSERT INTO sqllock_record (key, value, version) VALUES ($1, $2, 1) "
     "ON CONFLICT (key) DO NOTHING";
@@ -502,6 +510,8 @@ static const sqllock_sql pg_stmts[SQLLOCK_SQL_COUNT_] = {
     [SQLLOCK_SQL_LEASE_ACQUIRE_MANY] = { SQL_LEASE_ACQUIRE_MANY, "1234" },
     [SQLLOCK_SQL_LEASE_RANGE] = { SQL_LEASE_RANGE, "12" },
     [SQLLOCK_SQL_RECORD_RANGE] = { SQL_RECORD_RANGE, "12" },
+    [SQLLOCK_SQL_HISTORY_PUT] = { SQL_HISTORY_PUT, "123" },
+    [SQLLOCK_SQL_LEASE_FORCE_DELETE] = { SQL_LEASE_FORCE_DELETE, "123" },
     [SQLLOCK_SQL_RW_READ_ACQUIRE] = { SQL_RW_READ_ACQUIRE, "12345" },
     [SQLLOCK_SQL_RW_EXPIRE] = { SQL_RW_EXPIRE, "12" },
     /* RW_READ_ACQUIRE does it in its one round trip. */

@@ -68,6 +68,14 @@ static const char SQL_RECORD_RANGE[] =
     "SELECT key, value, version FROM sqllock_record "
     "WHERE key >= ?1 AND key < ?2 ORDER BY key";
 
+/* SQLite has no users: the line is written as given. */
+static const char SQL_HISTORY_PUT[] =
+    "UPDATE sqllock_record SET value = CAST(?1 AS BLOB), "
+    "version = version + 1 WHERE key = ?2 AND version = ?3";
+
+static const char SQL_LEASE_FORCE_DELETE[] =
+    "DELETE FROM sqllock_lease WHERE name = ?1 AND owner = ?2 AND token = ?3";
+
 static const char SQL_RECORD_CREATE[] =
     "INSERT INTO sqllock_record (key, value, version) VALUES (?1, ?2, 1) "
     "ON CONFLICT (key) DO NOTHING";
@@ -178,6 +186,8 @@ static const sqllock_sql sq_stmts[SQLLOCK_SQL_COUNT_] = {
     [SQLLOCK_SQL_LEASE_ACQUIRE_MANY] = { NULL, NULL },
     [SQLLOCK_SQL_LEASE_RANGE] = { SQL_LEASE_RANGE, "12" },
     [SQLLOCK_SQL_RECORD_RANGE] = { SQL_RECORD_RANGE, "12" },
+    [SQLLOCK_SQL_HISTORY_PUT] = { SQL_HISTORY_PUT, "123" },
+    [SQLLOCK_SQL_LEASE_FORCE_DELETE] = { SQL_LEASE_FORCE_DELETE, "123" },
     /* A reader: RW_EXPIRE and RW_READ_INSERT in the core's write
      * transaction. */
     [SQLLOCK_SQL_RW_READ_ACQUIRE] = { NULL, NULL },

@@ -232,7 +232,7 @@ void test_cli_C5_force_audit_names_role_and_outlives_runs(void **state)
     EXPECT_EXIT(f, 0, "history", name, "--clear-all");
 }
 
-/* Issue 15 item 7: a name's history keeps the newest CLI_HISTORY_MAX
+/* Issue 15 item 7: a name's history keeps the newest SQLLOCK_HISTORY_MAX
  * (20) entries, newest first; a name too long to fit the record key with
  * its prefix gets a key of its own (a hash of the whole name), never
  * another name's. */

@@ -73,6 +73,7 @@ void test_conformance_list_shows_row(void **state);
 void test_conformance_list_expired_row_negative(void **state);
 void test_conformance_D1_derived_rows_range(void **state);
 void test_conformance_lookup_one_row(void **state);
+void test_conformance_C5_force_release(void **state);
 void test_conformance_L7_renew_with_another_ttl(void **state);
 void test_conformance_L3_attach_renew_release(void **state);
 void test_conformance_D3_names_round_trip(void **state);

@@ -417,3 +417,137 @@ void test_conformance_lookup_one_row(void **state)
     sqllock_lease_free(d);
     sqllock_lease_free(e);
 }
+
+/* C5 in the library (sqllock_force_release()): a live lease is freed
+ * only when asked to (BUSY otherwise, the row reported), an expired one
+ * at once, a given token must be the row's; the audit line goes into the
+ * name's history in the same transaction (a primitive's row, named as
+ * `sqllock list` shows it, into its base's, the tag beside the status);
+ * the holder then hears LOST; a kind marker is never freed (N1); bad
+ * input is refused (E2). */
+static int force_cb(void *ctx, const sqllock_lease_info *info)
+{
+    tu_row *r = ctx;
+
+    r->found++;
+    snprintf(r->owner, sizeof r->owner, "%s", info->owner);
+    snprintf(r->holder, sizeof r->holder, "%s", info->holder);
+    r->token = info->token;
+    r->remaining_ms = info->remaining_ms;
+    return 0;
+}
+
+/* The newest line of `name`'s history, "" without one. */
+static void history_top(sqllock_db *db, const char *name, char *line,
+                        size_t size)
+{
+    char key[SQLLOCK_NAME_MAX + 1];
+    void *value = NULL;
+    size_t len = 0;
+    int64_t version;
+    const char *nl;
+
+    sqllock_history_key(name, key, sizeof key);
+    line[0] = '\0';
+    if (sqllock_record_get(db, key, &value, &len, &version) == SQLLOCK_OK &&
+        value != NULL) {
+        nl = memchr(value, '\n', len);
+        snprintf(line, size, "%.*s",
+                 (int)(nl != NULL ? (size_t)(nl - (char *)value) : len),
+                 (char *)value);
+    }
+    sqllock_free(value);
+}
+
+void test_conformance_C5_force_release(void **state)
+{
+    fixture *f = *state;
+    sqllock_db *db2 = cf_open_db();
+    char name[300], sname[300], row[320], line[700], want[400];
+    sqllock_force_options fo = SQLLOCK_FORCE_OPTIONS_INIT;
+    sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
+    sqllock_lease *a, *e;
+    sqllock_sem *sem = NULL;
+    tu_row r;
+
+    snprintf(name, sizeof name, "%s", cf_lock_name(f, "force", "a"));
+    snprintf(sname, sizeof sname, "%s", cf_lock_name(f, "force", "s"));
+    a = cf_new_lease(db2, name, 60000);
+    memset(&r, 0, sizeof r);
+    ASSERT_RC(sqllock_force_release(f->db, name, NULL, force_cb, &r),
+              SQLLOCK_NOTFOUND, f->db);
+    assert_int_equal(r.found, 0);
+
+    ASSERT_RC(sqllock_lease_try_acquire(a), SQLLOCK_OK, db2);
+    ASSERT_RC(sqllock_force_release(f->db, name, NULL, force_cb, &r),
+              SQLLOCK_BUSY, f->db);
+    assert_int_equal(r.found, 1);
+    assert_int_equal(r.token, sqllock_lease_token(a));
+    assert_non_null(strstr(sqllock_errmsg(f->db), "alive"));
+    fo.token = sqllock_lease_token(a) + 1000;
+    fo.live = 1;
+    ASSERT_RC(sqllock_force_release(f->db, name, &fo, NULL, NULL),
+              SQLLOCK_CONFLICT, f->db);
+    fo.token = sqllock_lease_token(a);
+    fo.who = "operator-7";
+    memset(&r, 0, sizeof r);
+    ASSERT_RC(sqllock_force_release(f->db, name, &fo, force_cb, &r),
+              SQLLOCK_OK, f->db);
+    assert_int_equal(r.token, sqllock_lease_token(a));
+    assert_string_equal(r.owner, sqllock_lease_owner(a));
+    cf_expect_no_row(f->db, name);
+    history_top(f->db, name, line, sizeof line);
+    snprintf(want, sizeof want, "force\t%lld\t",
+             (long long)sqllock_lease_token(a));
+    assert_true(strncmp(line, want, strlen(want)) == 0);
+    assert_non_null(strstr(line, "\tlive\toperator-7"));
+    ASSERT_RC(sqllock_lease_renew(a), SQLLOCK_LOST, db2);
+
+    /* Expired: freed without asking, "expired" in the line, the default
+     * who ("user@host", and the database user where it has users). */
+    e = cf_new_lease(db2, name, 100);
+    ASSERT_RC(sqllock_lease_try_acquire(e), SQLLOCK_OK, db2);
+    tu_sleep_ms(250);
+    ASSERT_RC(sqllock_force_release(f->db, name, NULL, NULL, NULL),
+              SQLLOCK_OK, f->db);
+    history_top(f->db, name, line, sizeof line);
+    assert_non_null(strstr(line, "\texpired\t"));
+    assert_non_null(strstr(line, "@"));
+    if (strcmp(sqllock_db_driver(f->db), "sqlite") != 0)
+        assert_non_null(strstr(line, " as "));
+    assert_null(strchr(line, '\001'));         /* the role put in */
+
+    /* A semaphore's permit by its row as `sqllock list` shows it; the
+     * name itself is the kind marker (N1). */
+    o.ttl_ms = 60000;
+    ASSERT_RC(sqllock_sem_new(db2, sname, 1, &o, &sem), SQLLOCK_OK, db2);
+    ASSERT_RC(sqllock_sem_try_acquire(sem), SQLLOCK_OK, db2);
+    snprintf(row, sizeof row, "%s [p0]", sname);
+    fo = (sqllock_force_options)SQLLOCK_FORCE_OPTIONS_INIT;
+    fo.live = 1;
+    ASSERT_RC(sqllock_force_release(f->db, row, &fo, NULL, NULL), SQLLOCK_OK,
+              f->db);
+    history_top(f->db, sname, line, sizeof line);
+    assert_non_null(strstr(line, "\tlive [p0]\t"));
+    ASSERT_RC(sqllock_sem_release(sem), SQLLOCK_LOST, db2);
+    ASSERT_RC(sqllock_force_release(f->db, sname, &fo, NULL, NULL),
+              SQLLOCK_EKIND, f->db);
+
+    /* E2. */
+    assert_int_equal(sqllock_force_release(NULL, name, NULL, NULL, NULL),
+                     SQLLOCK_EINVAL);
+    ASSERT_RC(sqllock_force_release(f->db, NULL, NULL, NULL, NULL),
+              SQLLOCK_EINVAL, f->db);
+    fo.struct_version = 0;
+    ASSERT_RC(sqllock_force_release(f->db, name, &fo, NULL, NULL),
+              SQLLOCK_EINVAL, f->db);
+    fo = (sqllock_force_options)SQLLOCK_FORCE_OPTIONS_INIT;
+    fo.token = -1;
+    ASSERT_RC(sqllock_force_release(f->db, name, &fo, NULL, NULL),
+              SQLLOCK_EINVAL, f->db);
+
+    sqllock_sem_free(sem);
+    sqllock_lease_free(a);
+    sqllock_lease_free(e);
+    sqllock_close(db2);
+}

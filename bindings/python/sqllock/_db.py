@@ -894,6 +894,37 @@ class Database:
             return None
         return found[0] if found else None
 
+    def force_release(self, name: str, *, token: int = 0,
+                      live: bool = False,
+                      who: Optional[str] = None) -> LeaseInfo:
+        """An operator's forced release (sqllock_force_release(), DESIGN
+        C5): frees the lease row of `name` whoever holds it, and writes
+        the audit line into the name's history (``sqllock history NAME``)
+        in the same transaction -- both or neither. `name` may be a
+        primitive's row as ``sqllock list`` shows it ("jobs [w]"). Returns
+        the row freed. `token`: only that hold (Conflict when the row has
+        another); `live`: free a lease still live by the database's clock
+        (else Busy, naming its holder: it may be alive and working);
+        `who`: who forces it, for the audit (default "user@host" and the
+        database user). NotFound without a row, WrongKind for the row that
+        marks a name's kind (N1: never freed), Lost when the row changed
+        meanwhile (nothing changed), PermissionDenied when the role may
+        not write the audit record (nothing changed). The holder hears
+        Lost at its next renewal. Added in 0.10.0."""
+        found: List[LeaseInfo] = []
+
+        def each(ctx: Any, info: Any) -> int:
+            found.append(_info_of(info.contents))
+            return 0
+
+        if isinstance(token, bool) or not isinstance(token, int):
+            raise TypeError("token must be an int")
+        opts = _lib.ForceOptions.init(token=token, live=1 if live else 0,
+                                      who=cv.text(who, "who"))
+        self._call(lib.sqllock_force_release, cv.text(name, "name"),
+                   byref(opts), _lib.LIST_FN(each), None)
+        return found[0]
+
     def locked(self, name: str) -> bool:
         """True when a lease on `name` is live now by the database's
         clock, whoever holds it (lookup() gives the holder and the time

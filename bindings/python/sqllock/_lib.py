@@ -81,6 +81,7 @@ WATCH_OPTIONS_VERSION = 1
 REAPER_OPTIONS_VERSION = 1
 TXN_OPTIONS_VERSION = 1
 RETRY_OPTIONS_VERSION = 1
+FORCE_OPTIONS_VERSION = 1
 LEADER_OPTIONS_VERSION = 1
 
 OK = 0
@@ -197,6 +198,17 @@ class RetryOptions(_Versioned):
                 ("backoff_max_ms", c_int64)]
 
 
+class ForceOptions(_Versioned):
+    """sqllock_force_options (SQLLOCK_FORCE_OPTIONS_INIT)."""
+
+    C_NAME = "sqllock_force_options"
+    VERSION = FORCE_OPTIONS_VERSION
+    _fields_ = [("struct_version", c_int),
+                ("token", c_int64),
+                ("live", c_int),
+                ("who", c_char_p)]
+
+
 class Table(Structure):
     """struct sqllock_table."""
 
@@ -255,7 +267,7 @@ class LeaderInfo(Structure):
 
 STRUCTS = (Options, LeaseOptions, WatchOptions, ReaperOptions, ReaperStats,
            LeaseInfo, TxnOptions, RetryOptions, Table, Cell, LeaderOptions,
-           LeaderInfo)
+           LeaderInfo, ForceOptions)
 
 # int (*sqllock_update_fn)(void *ctx, const void *old, size_t old_len,
 #                          const void **out, size_t *out_len)
@@ -331,6 +343,8 @@ PROTOTYPES = {
     "sqllock_reaper_stop": (None, [_P]),
     "sqllock_list": (c_int, [_P, LIST_FN, c_void_p]),
     "sqllock_lease_lookup": (c_int, [_P, c_char_p, LIST_FN, c_void_p]),
+    "sqllock_force_release": (c_int, [_P, c_char_p, POINTER(ForceOptions),
+                                      LIST_FN, c_void_p]),
     "sqllock_row_lock_scope": (c_int, [_P, _ip]),
     "sqllock_row_lock_scope_name": (c_char_p, [c_int]),
     "sqllock_txn_begin": (c_int, [_P, POINTER(TxnOptions), _PP]),

@@ -375,3 +375,39 @@ def test_lock_client_idioms(url: str, name: str) -> None:
             mine.acquire(timeout="1s")  # type: ignore[arg-type]
         assert mine.try_acquire() is True
         mine.release()
+
+
+def test_C5_force_release(url: str, name: str) -> None:
+    # db.force_release() (sqllock_force_release()): Busy for a live lease
+    # unless live=True, Conflict for another token, NotFound without a
+    # row, WrongKind for a kind marker; the freed row returned; the audit
+    # line in the name's history record; the holder then hears Lost; a
+    # permit's row by its `sqllock list` name.
+    with sqllock.connect(url) as db, sqllock.connect(url) as op:
+        with pytest.raises(sqllock.NotFound):
+            op.force_release(name)
+        lease = db.lock(name, ttl=60, watch=False).acquire()
+        with pytest.raises(sqllock.Busy, match="alive"):
+            op.force_release(name)
+        with pytest.raises(sqllock.Conflict):
+            op.force_release(name, token=lease.token + 1000, live=True)
+        freed = op.force_release(name, token=lease.token, live=True,
+                                 who="ops-test")
+        assert (freed.name, freed.owner, freed.token) == (
+            name, lease.owner, lease.token)
+        assert op.lookup(name) is None
+        hist = [r for r in op.records("sqllock:history:" + name)
+                if r.key == "sqllock:history:" + name]
+        top = hist[0].value.decode().split("\n")[0].split("\t")
+        assert top[0] == "force" and int(top[1]) == lease.token
+        assert top[5:] == ["live", "ops-test"]
+        with pytest.raises(sqllock.Lost):
+            lease.release()
+        permit = db.semaphore(name + "-s", 1, ttl=60, watch=False).acquire()
+        op.force_release(name + "-s [p0]", live=True)
+        with pytest.raises(sqllock.Lost):
+            permit.release()
+        with pytest.raises(sqllock.WrongKind):
+            op.force_release(name + "-s", live=True)
+        with pytest.raises(sqllock.InvalidArgument):
+            op.force_release("")
