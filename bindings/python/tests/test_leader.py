@@ -81,21 +81,25 @@ def test_M4_wait_for_leadership_and_the_current_leader(url: str, name: str,
     # election's leader from the database; a hand-over lets the next
     # waiter in. init=True (the default) makes the tables of a database
     # that has none.
+    # b campaigns only once a leads: both campaign from their
+    # constructors, and b started beside a may win the race.
     bound = 10 * slowdown()
-    with sqllock.Leader(url, name, ttl=10 * slowdown(), holder="a") as a, \
-            sqllock.Leader(url, name, ttl=10 * slowdown(), holder="b") as b:
+    with sqllock.Leader(url, name, ttl=10 * slowdown(), holder="a") as a:
         assert a.wait_for_leadership(bound) is True
         assert a.is_leader and a.token > 0
-        info = b.leader
-        assert info is not None and (info.holder, info.token) == ("a", a.token)
-        t0 = time.monotonic()
-        assert b.wait_for_leadership(0.3) is False
-        assert time.monotonic() - t0 >= 0.25
-        a.stop()                                  # resigns: b is woken
-        assert b.wait_for_leadership(bound) is True
-        assert b.leader.holder == "b"
-        with pytest.raises(ValueError):
-            b.wait_for_leadership(-1)
+        with sqllock.Leader(url, name, ttl=10 * slowdown(),
+                            holder="b") as b:
+            info = b.leader
+            assert info is not None
+            assert (info.holder, info.token) == ("a", a.token)
+            t0 = time.monotonic()
+            assert b.wait_for_leadership(0.3) is False
+            assert time.monotonic() - t0 >= 0.25
+            a.stop()                                  # resigns: b is woken
+            assert b.wait_for_leadership(bound) is True
+            assert b.leader.holder == "b"
+            with pytest.raises(ValueError):
+                b.wait_for_leadership(-1)
     with pytest.raises(sqllock.Misuse):
         a.wait_for_leadership(0.1)
     fresh = "sqlite://%s/fresh-leader.db" % tmp
