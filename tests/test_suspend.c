@@ -590,19 +590,24 @@ static void *stmt_main(void *arg)
 }
 
 /* The statements on the test's pg_sleep(), which names itself by the
- * column alias `tag` (this process's): how many run (count), or cancel
- * them (cancel), on `db` (PostgreSQL). */
+ * column alias `tag` (this process's): how many sleep (count), or cancel
+ * them (cancel), on `db` (PostgreSQL). A count takes only a backend in
+ * the sleep itself (wait_event PgSleep): the statement's text shows as
+ * active while the server parses and describes it too, round trips of
+ * their own before the one the test bounds, and a clock moved then would
+ * be moved before that round trip took its deadline. */
 static int64_t pg_sleepers(sqllock_db *db, const char *tag, int cancel)
 {
-    char sql[256], pattern[64];
+    char sql[320], pattern[64];
     sqllock_value arg;
     int64_t n = 0;
     int has_row = 0;
 
     snprintf(pattern, sizeof pattern, "%%AS %s", tag);
     snprintf(sql, sizeof sql, "SELECT %s FROM pg_stat_activity WHERE "
-             "state = 'active' AND query LIKE $1 AND pid <> pg_backend_pid()",
-             cancel ? "count(pg_cancel_backend(pid))" : "count(*)");
+             "state = 'active' AND query LIKE $1 AND pid <> pg_backend_pid()"
+             "%s", cancel ? "count(pg_cancel_backend(pid))" : "count(*)",
+             cancel ? "" : " AND wait_event = 'PgSleep'");
     arg = sqllock__text(pattern);
     if (sqllock__exec_sql(db, sql, &arg, 1, &has_row, &n, NULL)
         != SQLLOCK_OK)
