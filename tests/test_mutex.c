@@ -3,7 +3,9 @@
  * E3): many processes, and many threads with a handle each, increment a
  * counter kept in the database inside the lock. Lost updates, an overlap
  * seen by a detector in shared memory, or a fencing token that does not
- * grow from holder to holder fail the test.
+ * grow from holder to holder fail the test. Every contender also records
+ * what it did in a history that the checker of tu_history.h judges (H1
+ * to H6): the checker on the real contention of every driver.
  *
  * Runs once per URL in SQLLOCK_TEST_URLS (space-separated), or on a fresh
  * temporary SQLite file; SQLLOCK_TEST_REQUIRE as in test_conformance.
@@ -19,6 +21,7 @@
 
 #include "test_util.h"
 #include "test_run.h"
+#include "tu_history.h"
 
 #define PROCS 8
 #define PROC_ITERS 200
@@ -47,6 +50,7 @@ typedef struct run_ctx {
     int64_t counter_id;
     char name[128];
     char why[256];             /* a contender's first failure */
+    tu_hist *hist;             /* the history every contender writes */
 } run_ctx;
 
 /* Runs one counter statement, retrying while the database is busy. */
@@ -76,7 +80,12 @@ static int contend(run_ctx *c, int iters, char *why, size_t why_size)
     int i, rc, res = 0;
     unsigned seed = (unsigned)getpid() ^ (unsigned)(uintptr_t)why;
 
+    char who[64];
+    int64_t seq;
+
     why[0] = '\0';
+    snprintf(who, sizeof who, "c%ld-%lx", (long)getpid(),
+             (unsigned long)(uintptr_t)why);
     rc = sqllock_open(g_url, NULL, &db);
     if (rc != SQLLOCK_OK) {
         snprintf(why, why_size, "open: %s: %s", sqllock_errname(rc),
@@ -99,7 +108,11 @@ static int contend(run_ctx *c, int iters, char *why, size_t why_size)
         int64_t value = -1, affected = 0, token, prev;
         int has_row = 0;
 
+        seq = tu_hist_invoke(c->hist, who, "acquire", c->name, 0,
+                             LEASE_TTL_MS);
         rc = sqllock_lease_acquire(l, WAIT_MS);
+        tu_hist_complete(c->hist, who, seq, tu_hist_outcome(rc),
+                         sqllock_lease_token(l));
         if (rc != SQLLOCK_OK) {
             snprintf(why, why_size, "acquire #%d: %s: %s", i,
                      sqllock_errname(rc), sqllock_errmsg(db));
@@ -107,6 +120,7 @@ static int contend(run_ctx *c, int iters, char *why, size_t why_size)
             break;
         }
         /* Inside: nobody else may be. */
+        tu_hist_section(c->hist, who, c->name, sqllock_lease_token(l), 0);
         if (__atomic_add_fetch(&c->sh->holders, 1, __ATOMIC_SEQ_CST) != 1)
             __atomic_add_fetch(&c->sh->overlaps, 1, __ATOMIC_SEQ_CST);
         token = sqllock_lease_token(l);
@@ -127,8 +141,13 @@ static int contend(run_ctx *c, int iters, char *why, size_t why_size)
             tu_sleep_us(100 + (long)(rand_r(&seed) % 400));
             args[0] = sqllock__int(value + 1);
             args[1] = sqllock__int(c->counter_id);
+            seq = tu_hist_invoke(c->hist, who, "write", c->name, token, 0);
             rc = exec_retry(db, c->sql->counter_write, args, 2, NULL, NULL,
                             &affected);
+            tu_hist_complete(c->hist, who, seq,
+                             tu_hist_outcome(rc == SQLLOCK_OK && affected != 1
+                                             ? SQLLOCK_CONFLICT : rc),
+                             token);
             if (rc != SQLLOCK_OK || affected != 1) {
                 snprintf(why, why_size, "write counter: %s (%lld rows): %s",
                          sqllock_errname(rc), (long long)affected,
@@ -138,7 +157,10 @@ static int contend(run_ctx *c, int iters, char *why, size_t why_size)
         }
         __atomic_add_fetch(&c->sh->entries, 1, __ATOMIC_SEQ_CST);
         __atomic_sub_fetch(&c->sh->holders, 1, __ATOMIC_SEQ_CST);
+        tu_hist_section_end(c->hist, who, c->name, token);
+        seq = tu_hist_invoke(c->hist, who, "release", c->name, token, 0);
         rc = sqllock_lease_release(l);
+        tu_hist_complete(c->hist, who, seq, tu_hist_outcome(rc), token);
         if (rc != SQLLOCK_OK && res == 0) {
             snprintf(why, why_size, "release #%d: %s: %s", i,
                      sqllock_errname(rc), sqllock_errmsg(db));
@@ -209,6 +231,39 @@ static int64_t counter_finish(fixture *f)
     return value;
 }
 
+/* A history for one run, in a directory of its own. */
+static tu_hist *history_open(char **dir)
+{
+    char path[1100];
+    tu_hist *h;
+
+    *dir = tu_mkdtemp();
+    snprintf(path, sizeof path, "%s/history.txt", *dir);
+    h = tu_hist_open(path);
+    assert_non_null(h);
+    return h;
+}
+
+/* Judges the run's history, with the counter's final value; removes it
+ * when it is clean, else keeps it and names it. */
+static void history_judge(tu_hist *h, char *dir, const char *name,
+                          int64_t value)
+{
+    char path[1100];
+    tu_hist_result r;
+    int bad;
+
+    tu_hist_final(h, name, value);
+    snprintf(path, sizeof path, "%s", tu_hist_path(h));
+    tu_hist_close(h);
+    bad = tu_hist_check(path, stdout, &r);
+    if (bad != 0)
+        fail_msg("the history checker found %d violations in %s (kept)",
+                 bad, path);
+    tu_rmdir(dir);
+    free(dir);
+}
+
 static void check_shared(const shared *sh, int want)
 {
     if (sh->overlaps != 0)
@@ -230,6 +285,7 @@ static void test_mutex_L1_processes(void **state)
     pid_t pids[PROCS];
     int i, failed = 0;
     int64_t value;
+    char *hdir;
     (void)state;
 
     counter_setup(&f, "proc");
@@ -242,6 +298,7 @@ static void test_mutex_L1_processes(void **state)
     c.sql = f.sql;
     c.counter_id = f.counter_id;
     snprintf(c.name, sizeof c.name, "mutex-%ld-procs", (long)getpid());
+    c.hist = history_open(&hdir);
 
     fflush(stdout);
     fflush(stderr);
@@ -272,6 +329,7 @@ static void test_mutex_L1_processes(void **state)
         }
     }
     value = counter_finish(&f);
+    history_judge(c.hist, hdir, c.name, value);
     {
         shared copy = *sh;
         munmap(sh, sizeof *sh);
@@ -306,6 +364,7 @@ static void test_mutex_L1_threads(void **state)
     thread_arg args[THREADS];
     int i, failed = 0;
     int64_t value;
+    char *hdir;
     (void)state;
 
     counter_setup(&f, "thread");
@@ -315,6 +374,7 @@ static void test_mutex_L1_threads(void **state)
     c.sql = f.sql;
     c.counter_id = f.counter_id;
     snprintf(c.name, sizeof c.name, "mutex-%ld-threads", (long)getpid());
+    c.hist = history_open(&hdir);
     for (i = 0; i < THREADS; i++) {
         memset(&args[i], 0, sizeof args[i]);
         args[i].c = &c;
@@ -329,6 +389,7 @@ static void test_mutex_L1_threads(void **state)
         }
     }
     value = counter_finish(&f);
+    history_judge(c.hist, hdir, c.name, value);
     assert_int_equal(failed, 0);
     check_shared(&sh, THREADS * THREAD_ITERS);
     if (value != THREADS * THREAD_ITERS)
