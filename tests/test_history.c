@@ -207,6 +207,14 @@ static void test_history_H3_L10_acknowledged_not_forgotten(void **state)
           "1000 a 1 C ok 1\n"
           "900000 b 2 I acquire n 0 1000\n"
           "1000000 b 2 C ok 2\n", 0);
+    /* Forgotten with its token: the same token granted again (H2 twice:
+     * out of order, and granted twice). */
+    r = judge("0 a 1 I acquire n 0 1000\n"
+              "1000 a 1 C ok 1\n"
+              "400000 b 2 I acquire n 0 1000\n"
+              "500000 b 2 C ok 1\n", 3);
+    assert_int_equal(r.broken[TU_H3], 1);
+    assert_int_equal(r.broken[TU_H2], 2);
     /* An acknowledged renewal extends what may not be forgotten. */
     r = judge("0 a 1 I acquire n 0 1000\n"
               "1000 a 1 C ok 1\n"

@@ -33,6 +33,7 @@
 #include "test_util.h"
 #include "test_run.h"
 #include "tu_proxy.h"
+#include "tu_history.h"
 
 static const char *g_url;
 
@@ -96,10 +97,20 @@ typedef struct changes {
     _Atomic int order_bad;          /* LOST came without UNCERTAIN first */
 } changes;
 
+/* The L6 case's history (tu_history.h): the holder's and the
+ * contender's operations, and the moment the callback told the holder. */
+static tu_hist *g_hist;
+static char g_hist_name[128];
+static _Atomic int64_t g_hist_token;
+
 static void on_change(void *ctx, sqllock_lease *l, int state, int status,
                       const char *msg)
 {
     changes *c = ctx;
+
+    if (state == SQLLOCK_STATE_LOST)
+        tu_hist_told_lost(g_hist, "holder", g_hist_name,
+                          atomic_load(&g_hist_token));
     int64_t now = tu_now_ms();
     int64_t zero = 0;
     (void)l;
@@ -136,8 +147,8 @@ static void test_stall_L6_lost_before_takeover(void **state)
     sqllock_lease *hl, *cl;
     tu_proxy px;
     changes ch;
-    char purl[1024], name[128];
-    int64_t t0, end, seen_lost = 0, takeover_sent = 0, sent;
+    char purl[1024], name[128], hpath[1100], *hdir;
+    int64_t t0, end, seen_lost = 0, takeover_sent = 0, sent, seq;
     int rc;
     (void)state;
 
@@ -149,12 +160,24 @@ static void test_stall_L6_lost_before_takeover(void **state)
     EXPECT_RC(hdb, sqllock_watch_prepare(hdb), SQLLOCK_OK, "watch prepare");
     hl = new_lease(hdb, name, ttl, margin);
     cl = new_lease(cdb, name, ttl, 0);
+    hdir = tu_mkdtemp();
+    snprintf(hpath, sizeof hpath, "%s/history.txt", hdir);
+    g_hist = tu_hist_open(hpath);
+    assert_non_null(g_hist);
+    snprintf(g_hist_name, sizeof g_hist_name, "%s", name);
     t0 = tu_now_ms();
-    EXPECT_RC(hdb, sqllock_lease_try_acquire(hl), SQLLOCK_OK, "acquire");
+    seq = tu_hist_invoke(g_hist, "holder", "acquire", name, 0, ttl);
+    rc = sqllock_lease_try_acquire(hl);
+    tu_hist_complete(g_hist, "holder", seq, tu_hist_outcome(rc),
+                     sqllock_lease_token(hl));
+    EXPECT_RC(hdb, rc, SQLLOCK_OK, "acquire");
+    atomic_store(&g_hist_token, sqllock_lease_token(hl));
+    tu_hist_section(g_hist, "holder", name, sqllock_lease_token(hl), 0);
     w.interval_ms = 500;
     w.callback = on_change;
     w.ctx = &ch;
     EXPECT_RC(hdb, sqllock_lease_watch(hl, &w), SQLLOCK_OK, "watch");
+    tu_hist_watched(g_hist, "holder", name, sqllock_lease_token(hl));
     assert_int_equal(tu_proxy_freeze(&px), 0);
 
     end = t0 + ttl + 10000;
@@ -162,9 +185,14 @@ static void test_stall_L6_lost_before_takeover(void **state)
         if (seen_lost == 0 && sqllock_lease_state(hl) == SQLLOCK_STATE_LOST)
             seen_lost = tu_now_ms();
         sent = tu_now_ms();
+        seq = tu_hist_invoke(g_hist, "contender", "acquire", name, 0, ttl);
         rc = sqllock_lease_try_acquire(cl);
+        tu_hist_complete(g_hist, "contender", seq, tu_hist_outcome(rc),
+                         sqllock_lease_token(cl));
         if (rc == SQLLOCK_OK) {
             takeover_sent = sent;
+            tu_hist_section(g_hist, "contender", name,
+                            sqllock_lease_token(cl), 0);
             break;
         }
         if (rc != SQLLOCK_BUSY)
@@ -205,8 +233,36 @@ static void test_stall_L6_lost_before_takeover(void **state)
 
     /* After the thaw the holder hears that another owner took over. */
     assert_int_equal(tu_proxy_thaw(&px), 0);
-    EXPECT_RC(hdb, sqllock_lease_release(hl), SQLLOCK_LOST, "stale release");
-    EXPECT_RC(cdb, sqllock_lease_release(cl), SQLLOCK_OK, "release");
+    tu_hist_section_end(g_hist, "holder", name, sqllock_lease_token(hl));
+    seq = tu_hist_invoke(g_hist, "holder", "release", name,
+                         sqllock_lease_token(hl), 0);
+    rc = sqllock_lease_release(hl);
+    tu_hist_complete(g_hist, "holder", seq, tu_hist_outcome(rc),
+                     sqllock_lease_token(hl));
+    EXPECT_RC(hdb, rc, SQLLOCK_LOST, "stale release");
+    tu_hist_section_end(g_hist, "contender", name, sqllock_lease_token(cl));
+    seq = tu_hist_invoke(g_hist, "contender", "release", name,
+                         sqllock_lease_token(cl), 0);
+    rc = sqllock_lease_release(cl);
+    tu_hist_complete(g_hist, "contender", seq, tu_hist_outcome(rc),
+                     sqllock_lease_token(cl));
+    EXPECT_RC(cdb, rc, SQLLOCK_OK, "release");
+    /* The whole of it against the lease model: the holder's hold ends
+     * where the callback told it (H1), the contender's grant came after
+     * the holder's ttl (H3), the stale release said LOST (H4). */
+    {
+        tu_hist *h = g_hist;
+        int bad;
+
+        g_hist = NULL;
+        tu_hist_close(h);
+        bad = tu_hist_check(hpath, stdout, NULL);
+        if (bad != 0)
+            fail_msg("the history checker found %d violations in %s", bad,
+                     hpath);
+        tu_rmdir(hdir);
+        free(hdir);
+    }
     sqllock_lease_free(hl);
     sqllock_lease_free(cl);
     sqllock_close(hdb);

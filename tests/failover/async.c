@@ -15,6 +15,7 @@
 #include "test_run.h"
 #include "test_spawn.h"
 #include "failover.h"
+#include "tu_history.h"
 
 /* ------------------------------------------------------------------ */
 /* c. The asynchronous standby's hazard                                */
@@ -28,13 +29,15 @@ typedef struct c_shared {
 } c_shared;
 
 static c_shared *g_c;
+static tu_hist *g_c_hist;        /* both owners' operations */
+static char g_c_hist_path[1100];
 
 static int c_child(void)
 {
     sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
     sqllock_lease *l = NULL;
     sqllock_db *db = fo_open_url(g_url, 2000 * g_slow);
-    int64_t t, t0;
+    int64_t t, t0, seq;
     int rc = 1;
 
     if (db == NULL)
@@ -46,9 +49,16 @@ static int c_child(void)
     for (t = tu_now_ms(); LD(&g_c->phase) < 1 && tu_now_ms() - t < 60000;)
         tu_sleep_ms(5);
     t0 = tu_now_ms();
+    seq = tu_hist_invoke(g_c_hist, "first", "acquire", "failover-c-hazard",
+                         0, o.ttl_ms);
     g_c->rc = sqllock_lease_try_acquire(l);
     g_c->took_ms = tu_now_ms() - t0;
     g_c->token = sqllock_lease_token(l);
+    tu_hist_complete(g_c_hist, "first", seq, tu_hist_outcome(g_c->rc),
+                     g_c->token);
+    if (g_c->rc == SQLLOCK_OK)
+        tu_hist_section(g_c_hist, "first", "failover-c-hazard", g_c->token,
+                        0);
     g_c->remaining_at_grant = sqllock_lease_remaining_ms(l);
     snprintf(g_c->msg, sizeof g_c->msg, "%s", sqllock_errmsg(db));
     ST(&g_c->done, 2);
@@ -56,6 +66,9 @@ static int c_child(void)
         tu_sleep_ms(5);
     g_c->held_now = sqllock_lease_held(l);
     g_c->remaining_now = sqllock_lease_remaining_ms(l);
+    if (g_c->rc == SQLLOCK_OK)
+        tu_hist_section_end(g_c_hist, "first", "failover-c-hazard",
+                            g_c->token);
     ST(&g_c->done, 3);
     rc = 0;
 out:
@@ -97,11 +110,17 @@ static int c_recipe(const char *mode, int64_t *token_b, int64_t *fo_ms)
     sqllock_lease *b = NULL;
     sqllock_db *db, *primary;
     pid_t pid;
-    int64_t t;
+    int64_t t, seq;
     int rc;
 
     fo_fresh_pair(mode);
     g_c = tu_shared_map(sizeof *g_c);
+    snprintf(g_c_hist_path, sizeof g_c_hist_path, "%s/history-c-%s.txt",
+             g_dir, mode);
+    (void)unlink(g_c_hist_path);
+    g_c_hist = tu_hist_open(g_c_hist_path);
+    if (g_c_hist == NULL)
+        fail_msg("history %s: %s", g_c_hist_path, strerror(errno));
     fflush(stdout);
     fflush(stderr);
     pid = fork();
@@ -139,14 +158,29 @@ static int c_recipe(const char *mode, int64_t *token_b, int64_t *fo_ms)
     o.ttl_ms = 5000;
     assert_int_equal(sqllock_lease_new(db, "failover-c-hazard", &o, &b),
                      SQLLOCK_OK);
+    seq = tu_hist_invoke(g_c_hist, "second", "acquire", "failover-c-hazard",
+                         0, o.ttl_ms);
     rc = sqllock_lease_try_acquire(b);
     *token_b = sqllock_lease_token(b);
+    tu_hist_complete(g_c_hist, "second", seq, tu_hist_outcome(rc), *token_b);
+    if (rc == SQLLOCK_OK)
+        tu_hist_section(g_c_hist, "second", "failover-c-hazard", *token_b,
+                        0);
     ST(&g_c->phase, 2);
     for (t = tu_now_ms(); LD(&g_c->done) < 3 && tu_now_ms() - t < 30000;)
         tu_sleep_ms(5);
     fo_reap_or_kill(pid, 10000, "the first owner");
-    if (rc == SQLLOCK_OK)
-        sqllock_lease_release(b);
+    if (rc == SQLLOCK_OK) {
+        tu_hist_section_end(g_c_hist, "second", "failover-c-hazard",
+                            *token_b);
+        seq = tu_hist_invoke(g_c_hist, "second", "release",
+                             "failover-c-hazard", *token_b, 0);
+        tu_hist_complete(g_c_hist, "second", seq,
+                         tu_hist_outcome(sqllock_lease_release(b)),
+                         *token_b);
+    }
+    tu_hist_close(g_c_hist);
+    g_c_hist = NULL;
     sqllock_lease_free(b);
     sqllock_close(db);
     return rc;
@@ -185,6 +219,17 @@ void test_failover_async_hazard_demonstrated(void **state)
         fail_msg("async: the hazard was NOT reproduced (second owner %s, "
                  "first holds %d): did the WAL reach the standby?",
                  sqllock_errname(rc), g_c->held_now);
+    /* The history checker finds it too: the acknowledged grant
+     * forgotten (H3) and the two owners (H1). */
+    {
+        tu_hist_result hr;
+
+        tu_hist_check(g_c_hist_path, stdout, &hr);
+        if (hr.broken[TU_H3] == 0 || hr.broken[TU_H1] == 0)
+            fail_msg("the history checker missed the async hazard in %s "
+                     "(H1 %d, H3 %d)", g_c_hist_path, hr.broken[TU_H1],
+                     hr.broken[TU_H3]);
+    }
     printf("    HAZARD REPRODUCED (async standby): two owners of "
            "failover-c-hazard at once; tokens %lld then %lld%s\n",
            (long long)g_c->token, (long long)tb,
@@ -204,6 +249,9 @@ void test_failover_async_hazard_demonstrated(void **state)
     if (g_c->held_now)
         fail_msg("sync: the first owner believes it holds");
     assert_int_equal(rc, SQLLOCK_OK);
+    if (tu_hist_check(g_c_hist_path, stdout, NULL) != 0)
+        fail_msg("sync: the history checker found violations in %s",
+                 g_c_hist_path);
     munmap(g_c, sizeof *g_c);
     g_c = NULL;
 }

@@ -15,6 +15,7 @@
 #include "test_run.h"
 #include "test_spawn.h"
 #include "failover.h"
+#include "tu_history.h"
 
 /* ------------------------------------------------------------------ */
 /* a. Clients through a failover with a synchronous standby            */
@@ -56,6 +57,7 @@ typedef struct a_shared {
 
 static a_shared *g_a;
 static int64_t g_a_ttl;
+static tu_hist *g_a_hist;        /* what every worker did (tu_history.h) */
 
 static void a_bad(a_worker *w, const char *fmt, ...)
 {
@@ -111,9 +113,11 @@ static int a_worker_main(int who)
     sqllock_lease *l[A_NAMES] = { NULL };
     unsigned seed = (unsigned)getpid() * 7919u + (unsigned)who;
     sqllock_db *db = fo_open_url(g_url, 3000 * g_slow);
-    char name[64];
+    char name[64], me[16];
     int i, iter = 0;
+    int64_t seq;
 
+    snprintf(me, sizeof me, "w%d", who);
     if (db == NULL) {
         a_bad(w, "open failed");
         return 1;
@@ -132,7 +136,11 @@ static int a_worker_main(int who)
         a_hold *h;
 
         iter++;
+        a_name(name, sizeof name, n);
+        seq = tu_hist_invoke(g_a_hist, me, "acquire", name, 0, g_a_ttl);
         rc = sqllock_lease_acquire(l[n], 500);
+        tu_hist_complete(g_a_hist, me, seq, tu_hist_outcome(rc),
+                         sqllock_lease_token(l[n]));
         a_call(w, rc, t0, 500, "acquire", db);
         if (rc != SQLLOCK_OK) {
             if (rc != SQLLOCK_TIMEOUT && rc != SQLLOCK_BUSY)
@@ -165,19 +173,26 @@ static int a_worker_main(int who)
         h->rel_rc = h->rel2_rc = -1;
         ST(&h->valid, 1);
         ST(&g_a->holding[n], 1);
-        /* The exclusion invariant: read, pause, write, while held. */
+        tu_hist_section(g_a_hist, me, name, h->token, 0);
+        /* The exclusion invariant: read, pause, write, while held (the
+         * history's writes: each increment, accepted by L6's view). */
         if (sqllock_lease_held(l[n])) {
+            seq = tu_hist_invoke(g_a_hist, me, "write", name, h->token, 0);
             v = g_a->counter[n];
             tu_sleep_us(2000 + (long)(rand_r(&seed) % 4000));
             if (sqllock_lease_held(l[n])) {
                 g_a->counter[n] = v + 1;
                 ADD(&g_a->increments[n], 1);
+                tu_hist_complete(g_a_hist, me, seq, "ok", h->token);
             } else {
                 ADD(&g_a->skipped, 1);
+                tu_hist_complete(g_a_hist, me, seq, "fail", h->token);
             }
         }
         t0 = tu_now_us();
+        seq = tu_hist_invoke(g_a_hist, me, "renew", name, h->token, g_a_ttl);
         rc = sqllock_lease_renew(l[n]);
+        tu_hist_complete(g_a_hist, me, seq, tu_hist_outcome(rc), h->token);
         a_call(w, rc, t0, 0, "renew", db);
         if (rc == SQLLOCK_OK) {
             int64_t d = tu_now_us() + sqllock_lease_remaining_ms(l[n]) * 1000;
@@ -190,18 +205,23 @@ static int a_worker_main(int who)
                   "says LOST", (long long)((tu_now_us() - t_ack) / 1000));
         }
         if (sqllock_lease_held(l[n])) {
+            seq = tu_hist_invoke(g_a_hist, me, "write", name, h->token, 0);
             v = g_a->counter[n];
             tu_sleep_us(1000 + (long)(rand_r(&seed) % 2000));
             if (sqllock_lease_held(l[n])) {
                 g_a->counter[n] = v + 1;
                 ADD(&g_a->increments[n], 1);
+                tu_hist_complete(g_a_hist, me, seq, "ok", h->token);
             } else {
                 ADD(&g_a->skipped, 1);
+                tu_hist_complete(g_a_hist, me, seq, "fail", h->token);
             }
         }
-        /* From here on this client no longer acts as the holder. */
+        /* From here on this client no longer acts as the holder (nor
+         * after its local deadline, L6). */
         t_end = tu_now_us();
         h->t_end = t_end < deadline ? t_end : deadline;
+        tu_hist_section_end_at(g_a_hist, me, name, h->token, h->t_end);
         ST(&g_a->holding[n], 0);
         /* A release sent during the failover waits until the parent has
          * looked at the new primary, so that (i) sees the row as the kill
@@ -211,7 +231,10 @@ static int a_worker_main(int who)
             tu_sleep_ms(5);
         t0 = tu_now_us();
         if (sqllock_lease_count(l[n]) > 0) {
+            seq = tu_hist_invoke(g_a_hist, me, "release", name, h->token, 0);
             rc = sqllock_lease_release(l[n]);
+            tu_hist_complete(g_a_hist, me, seq, tu_hist_outcome(rc),
+                             h->token);
             a_call(w, rc, t0, 0, "release", db);
         } else {
             rc = SQLLOCK_LOST;
@@ -230,7 +253,10 @@ static int a_worker_main(int who)
             }
             tu_sleep_ms(20);
             t0 = tu_now_us();
+            seq = tu_hist_invoke(g_a_hist, me, "release", name, h->token, 0);
             rc = sqllock_lease_release(l[n]);
+            tu_hist_complete(g_a_hist, me, seq, tu_hist_outcome(rc),
+                             h->token);
             a_call(w, rc, t0, 0, "release (again)", db);
             h->rel2_rc = rc;
         }
@@ -336,6 +362,15 @@ void test_failover_sync_L1_L5_L6_L10_E1_clients_through_failover(
     fo_fresh_pair("sync");
     g_a_ttl = 6000 * g_slow;
     sh = g_a = tu_shared_map(sizeof *sh);
+    {
+        char hp[1100];
+
+        snprintf(hp, sizeof hp, "%s/history-a.txt", g_dir);
+        (void)unlink(hp);
+        g_a_hist = tu_hist_open(hp);
+        if (g_a_hist == NULL)
+            fail_msg("history %s: %s", hp, strerror(errno));
+    }
     /* The children first: the parent opens its handles after the fork. */
     for (i = 0; i < A_WORKERS; i++) {
         fflush(stdout);
@@ -459,6 +494,25 @@ void test_failover_sync_L1_L5_L6_L10_E1_clients_through_failover(
     }
     if (LD(&sh->failed))
         fail_msg("%d failure(s) recorded", LD(&sh->failed));
+    /* The whole history against the lease model (tu_history.h): the
+     * checks below, and H3 -- no acknowledged grant or renewal forgotten
+     * by the failover -- on every hold, not only those held at the kill. */
+    {
+        char hp[1100], nm[64];
+        tu_hist_result hr;
+        int bad;
+
+        for (i = 0; i < A_NAMES; i++)
+            tu_hist_final(g_a_hist, a_name(nm, sizeof nm, i),
+                          sh->counter[i]);
+        snprintf(hp, sizeof hp, "%s", tu_hist_path(g_a_hist));
+        tu_hist_close(g_a_hist);
+        g_a_hist = NULL;
+        bad = tu_hist_check(hp, stdout, &hr);
+        if (bad != 0)
+            fail_msg("the history checker found %d violations in %s", bad,
+                     hp);
+    }
 
     n = sh->nlog < A_LOG_MAX ? sh->nlog : A_LOG_MAX;
     /* (i) every lease acknowledged before the kill and not released

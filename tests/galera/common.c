@@ -16,6 +16,7 @@
 #include "test_run.h"
 #include "test_spawn.h"
 #include "galera.h"
+#include "tu_history.h"
 
 char g_dir[1024], g_script[1024];
 char g_url[NODES][512];       /* one node each */
@@ -212,15 +213,40 @@ void gl_after_kill(client *c, sqllock_db *db, int rc, int64_t began_ms)
 
 /* The critical section: read, sleep, write the name's counter; the hold
  * goes to the log. */
+tu_hist *g_hist;
+
+void gl_hist_open(const char *what)
+{
+    char path[1200];
+
+    snprintf(path, sizeof path, "%s/history-%s.txt", g_dir, what);
+    (void)unlink(path);
+    g_hist = tu_hist_open(path);
+    if (g_hist == NULL)
+        fail_msg("history %s: %s", path, strerror(errno));
+}
+
+static const char *who_am_i(char *buf, size_t size, int who)
+{
+    snprintf(buf, size, "c%d", who);
+    return buf;
+}
+
 void gl_critical(client *c, int who, int k, sqllock_lease *l,
                      long sleep_us, int64_t call_us)
 {
-    int64_t t0 = tu_now_us(), v;
+    int64_t t0 = tu_now_us(), v, seq, token = sqllock_lease_token(l);
+    char me[16];
     int i;
 
+    who_am_i(me, sizeof me, who);
+    tu_hist_section(g_hist, me, g_names[k], token, 0);
+    seq = tu_hist_invoke(g_hist, me, "write", g_names[k], token, 0);
     v = g_sh->counter[k];
     tu_sleep_us(sleep_us);
     g_sh->counter[k] = v + 1;
+    tu_hist_complete(g_hist, me, seq, "ok", token);
+    tu_hist_section_end(g_hist, me, g_names[k], token);
     if (!sqllock_lease_held(l))
         c->late_holds++;
     i = ADD(&g_sh->niv, 1);
@@ -243,8 +269,14 @@ int gl_release_hold(client *c, sqllock_db *db, sqllock_lease *l,
     int tries, rc = SQLLOCK_OK, cut = 0;
 
     for (tries = 0; tries < 50; tries++) {
-        int64_t t0 = tu_now_ms();
+        int64_t t0 = tu_now_ms(), token = sqllock_lease_token(l), seq;
+        char me[16];
+
+        snprintf(me, sizeof me, "c%d", (int)(c - g_sh->c));
+        seq = tu_hist_invoke(g_hist, me, "release", sqllock_lease_name(l),
+                             token, 0);
         rc = sqllock_lease_release(l);
+        tu_hist_complete(g_hist, me, seq, tu_hist_outcome(rc), token);
         gl_count(c, API_REL, rc, t0);
         gl_after_kill(c, db, rc, t0);
         if (rc == SQLLOCK_OK)
@@ -298,10 +330,13 @@ void gl_contend(client *c, int who, sqllock_db *db, int use_try,
             gl_bad(c, "lease_new: %s", sqllock_errmsg(db));
     }
     for (i = 0; !LD(&g_sh->stop) && c->bad[0] == '\0'; i++) {
-        int64_t t0 = tu_now_ms(), call_us = tu_now_us();
+        int64_t t0 = tu_now_ms(), call_us = tu_now_us(), seq;
+        char me[16];
         int rc;
 
         k = (who + i) % NNAMES;
+        seq = tu_hist_invoke(g_hist, who_am_i(me, sizeof me, who), "acquire",
+                             g_names[k], 0, ttl_ms);
         if (use_try) {
             rc = sqllock_lease_try_acquire(l[k]);
             gl_count(c, API_TRY, rc, t0);
@@ -309,6 +344,8 @@ void gl_contend(client *c, int who, sqllock_db *db, int use_try,
             rc = sqllock_lease_acquire(l[k], 20000);
             gl_count(c, API_ACQ, rc, t0);
         }
+        tu_hist_complete(g_hist, me, seq, tu_hist_outcome(rc),
+                         sqllock_lease_token(l[k]));
         if (in_kill)
             gl_after_kill(c, db, rc, t0);
         if (rc == SQLLOCK_OK) {
@@ -438,6 +475,21 @@ int gl_check_holds(int nclients, const char *what)
     if (overlaps > 0 || back > 0)
         fail_msg("L1/L5: %d overlapping holds (double grants), %d tokens "
                  "that did not increase", overlaps, back);
+    /* The whole history against the lease model (tu_history.h). */
+    if (g_hist != NULL) {
+        char path[1200];
+        int bad;
+
+        for (k = 0; k < NNAMES; k++)
+            tu_hist_final(g_hist, g_names[k], sh->counter[k]);
+        snprintf(path, sizeof path, "%s", tu_hist_path(g_hist));
+        tu_hist_close(g_hist);
+        g_hist = NULL;
+        bad = tu_hist_check(path, stdout, NULL);
+        if (bad != 0)
+            fail_msg("the history checker found %d violations in %s", bad,
+                     path);
+    }
     return n;
 }
 

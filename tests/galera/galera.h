@@ -93,6 +93,10 @@ void gl_critical(client *c, int who, int k, sqllock_lease *l,
                  long sleep_us, int64_t call_us);
 int gl_release_hold(client *c, sqllock_db *db, sqllock_lease *l,
                     int lost_ok);
+/* The history of the lease tests' clients (tu_history.h), in g_dir:
+ * opened before the forks, judged by gl_check_holds(). */
+extern struct tu_hist *g_hist;
+void gl_hist_open(const char *what);
 void gl_contend(client *c, int who, sqllock_db *db, int use_try,
                 int64_t ttl_ms, long sleep_us, int in_kill);
 pid_t gl_fork_child(void (*fn)(int), int who, unsigned alarm_s);

@@ -56,6 +56,7 @@ void test_galera_a_L1_L5_exclusion_across_nodes(void **state)
 
     (void)state;
     g_sh = tu_shared_map(sizeof *g_sh);
+    gl_hist_open(__func__);
     for (i = 0; i < NNAMES; i++)
         snprintf(g_names[i], sizeof g_names[i], "galera-%ld-a-%d",
                  (long)getpid(), i);
@@ -267,6 +268,7 @@ void test_galera_b_E1_L1_node_killed_while_holding(void **state)
     sqllock_close(probe);
 
     g_sh = tu_shared_map(sizeof *g_sh);
+    gl_hist_open(__func__);
     for (i = 0; i < NNAMES; i++)
         snprintf(g_names[i], sizeof g_names[i], "galera-%ld-b-%d",
                  (long)getpid(), i);

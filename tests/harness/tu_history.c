@@ -167,8 +167,9 @@ const char *tu_hist_outcome(int status)
     }
 }
 
-static void point(tu_hist *h, const char *client, const char *kind,
-                  const char *name, int64_t a, const char *b)
+static void point_at(tu_hist *h, int64_t t, const char *client,
+                     const char *kind, const char *name, int64_t a,
+                     const char *b)
 {
     char line[LINE_MAX_], who[WORD_MAX * 3], what[NAME_MAX_];
 
@@ -177,9 +178,21 @@ static void point(tu_hist *h, const char *client, const char *kind,
     escape(who, sizeof who, client);
     escape(what, sizeof what, name);
     put(h, line, snprintf(line, sizeof line, "%lld %s 0 %s %s %lld%s%s\n",
-                          (long long)tu_hist_now_us(), who, kind, what,
+                          (long long)t, who, kind, what,
                           (long long)a, b != NULL ? " " : "",
                           b != NULL ? b : ""));
+}
+
+static void point(tu_hist *h, const char *client, const char *kind,
+                  const char *name, int64_t a, const char *b)
+{
+    point_at(h, tu_hist_now_us(), client, kind, name, a, b);
+}
+
+void tu_hist_section_end_at(tu_hist *h, const char *client,
+                            const char *name, int64_t token, int64_t t_us)
+{
+    point_at(h, t_us, client, "E", name, token, NULL);
 }
 
 void tu_hist_section(tu_hist *h, const char *client, const char *name,
@@ -529,14 +542,17 @@ static int build_ops(hist *H)
  * the client on that token that ended "lost" closes it. */
 static int build_holds(hist *H)
 {
-    int i, j, n = 0;
+    int i, j, n = 0, nopen = 0, *open_ix;
 
     H->capacity = calloc((size_t)H->names.n + 1, sizeof *H->capacity);
     for (i = 0; i < H->nev; i++)
         n += H->ev[i].kind == 'S';
     H->hold = calloc((size_t)n + 1, sizeof *H->hold);
-    if (H->hold == NULL || H->capacity == NULL)
+    open_ix = malloc(((size_t)n + 1) * sizeof *open_ix);
+    if (H->hold == NULL || H->capacity == NULL || open_ix == NULL) {
+        free(open_ix);
         return -1;
+    }
     for (i = 0; i < H->nev; i++) {
         const ev *e = &H->ev[i];
         int name = e->name, close_ = 0;
@@ -544,8 +560,9 @@ static int build_holds(hist *H)
 
         switch (e->kind) {
         case 'S': {
-            hold *h = &H->hold[H->nhold++];
+            hold *h = &H->hold[H->nhold];
 
+            open_ix[nopen++] = H->nhold++;
             h->start = e->t;
             h->end = INT64_MAX;
             h->token = e->a;
@@ -583,16 +600,18 @@ static int build_holds(hist *H)
         }
         if (!close_)
             continue;
-        for (j = H->nhold - 1; j >= 0; j--) {
-            hold *h = &H->hold[j];
+        for (j = nopen - 1; j >= 0; j--) {
+            hold *h = &H->hold[open_ix[j]];
 
-            if (h->open && h->client == e->client && h->name == name &&
+            if (h->client == e->client && h->name == name &&
                 h->token == token) {
                 h->end = e->t;
                 h->open = 0;
+                open_ix[j] = open_ix[--nopen];
             }
         }
     }
+    free(open_ix);
     return 0;
 }
 
@@ -644,27 +663,30 @@ static int by_name_start(const void *x, const void *y)
     return 0;
 }
 
-/* H1: at each hold's start, the holds still open on its name. */
+/* H1: at each hold's start, the holds still open on its name (kept in
+ * a list of the ones not yet ended, so that a long history of short
+ * holds costs little). */
 static void rule_h1(hist *H)
 {
-    int i, j, first = 0;
+    int i, j, nlive = 0, *live;
 
     qsort(H->hold, (size_t)H->nhold, sizeof *H->hold, by_name_start);
+    live = malloc(((size_t)H->nhold + 1) * sizeof *live);
+    if (live == NULL)
+        return;
     for (i = 0; i < H->nhold; i++) {
         const hold *h = &H->hold[i];
-        int cap, live = 0, reported = 0;
+        int cap = cap_of(H, h->name), reported = 0, k = 0;
 
-        if (i == 0 || H->hold[i - 1].name != h->name)
-            first = i;
-        cap = cap_of(H, h->name);
-        for (j = first; j < i; j++) {
-            const hold *g = &H->hold[j];
+        if (i > 0 && H->hold[i - 1].name != h->name)
+            nlive = 0;
+        for (j = 0; j < nlive; j++)
+            if (H->hold[live[j]].end > h->start)
+                live[k++] = live[j];
+        nlive = k;
+        for (j = 0; j < nlive && cap == 1 && !reported; j++) {
+            const hold *g = &H->hold[live[j]];
 
-            if (g->end <= h->start)
-                continue;
-            live++;
-            if (cap > 1 || reported)
-                continue;
             if (h->shared && g->shared)
                 continue;
             reported = 1;
@@ -677,12 +699,14 @@ static void rule_h1(hist *H)
                   H->clients.s[h->client], (long long)h->token,
                   h->shared ? "shared" : "exclusive", rel_s(H, h->start));
         }
-        if (cap > 1 && live >= cap)
+        if (cap > 1 && nlive >= cap)
             broke(H, TU_H1, "name '%s': %d holds at %.3f s, over its "
                   "capacity of %d (the latest: %s, token %lld)",
-                  H->names.s[h->name], live + 1, rel_s(H, h->start), cap,
+                  H->names.s[h->name], nlive + 1, rel_s(H, h->start), cap,
                   H->clients.s[h->client], (long long)h->token);
+        live[nlive++] = i;
     }
+    free(live);
 }
 
 /* What the judging of one name works from: its acknowledged grants by
@@ -961,7 +985,12 @@ static void rule_h3(hist *H, const name_ix *g)
              k < g->n && g->by_done[k]->complete < until; k++) {
             const op *b = g->by_done[k];
 
-            if (b->token <= x->token)
+            /* A later grant: a larger token, or -- when the tokens
+             * themselves were forgotten and issued again (H2 says so) --
+             * one asked for after x was acknowledged. */
+            if (b->token == x->token && b->client == x->client)
+                continue;
+            if (b->token <= x->token && b->invoke <= x->complete)
                 continue;
             if (b->shared && is_shared(g, x->token))
                 continue;
@@ -1011,7 +1040,10 @@ static void rule_h4_h5(hist *H, const name_ix *g)
                   "been acknowledged (%.3f s)", H->names.s[x->name],
                   H->clients.s[x->client], (long long)x->token,
                   rel_s(H, x->invoke), rel_s(H, l->released));
-        else if (x->invoke > l->live_until)
+        else if (l->grant != NULL && x->invoke > l->live_until)
+            /* Judged only when its grant is in the history: a hold
+             * granted out of sight (inside `sqllock run`) has an expiry
+             * the history cannot know. */
             broke(H, TU_H5, "name '%s': %s's write for token %lld, invoked "
                   "at %.3f s, was accepted after the hold had expired on "
                   "any server clock (%.3f s)", H->names.s[x->name],

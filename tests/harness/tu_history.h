@@ -47,9 +47,10 @@
  *      invoked has the smaller token; no token is granted twice.
  *   H3 (L10, DESIGN's "nothing acknowledged and then forgotten") an
  *      acknowledged grant or renewal invoked at i with ttl T keeps the
- *      name until i + T on the server's clock: no conflicting grant of a
- *      larger token completes before then, unless the holder invoked its
- *      release, or an operator forced it, first.
+ *      name until i + T on the server's clock: no conflicting later grant
+ *      (a larger token, or one invoked after it was acknowledged, should
+ *      the tokens have been forgotten too) completes before then, unless
+ *      the holder invoked its release, or an operator forced it, first.
  *   H4 (L4) a release or renewal of a token that a conflicting grant of
  *      a larger token has superseded (that grant completed before it was
  *      invoked) is never acknowledged: it reports lost.
@@ -100,6 +101,10 @@ void tu_hist_section_end(tu_hist *h, const char *client, const char *name,
                          int64_t token);                 /* E */
 void tu_hist_told_lost(tu_hist *h, const char *client, const char *name,
                        int64_t token);                   /* N */
+/* E at a time already past (tu_hist_now_us() time): a holder's L6 local
+ * deadline that passed before it stopped, say. */
+void tu_hist_section_end_at(tu_hist *h, const char *client,
+                            const char *name, int64_t token, int64_t t_us);
 /* The lease of `token` is renewed from now on by a renewer whose
  * renewals the history does not see (sqllock_lease_watch()): H5 takes it
  * as live until its release or a superseding grant. */

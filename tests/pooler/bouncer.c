@@ -21,6 +21,7 @@
 #include "test_run.h"
 #include "test_spawn.h"
 #include "pooler/pooler.h"
+#include "tu_history.h"
 
 /* ------------------------------------------------------------------ */
 /* a: `sqllock run` from 8 processes                                    */
@@ -31,12 +32,21 @@
 
 /* The command each run executes under the lock: it records an overlap
  * when another command is inside (mkdir is atomic), appends its token,
- * and increments the counter file with a read, a pause and a write. */
+ * and increments the counter file with a read, a pause and a write --
+ * its section and the write in the history too (tu_history.h, through
+ * the tool $H), which the checker judges with the counter's end. */
 static const char RUN_BODY[] =
+    "c=run$$; \"$H\" note \"$D/history\" $c S \"$SQLLOCK_NAME\" "
+    "\"$SQLLOCK_TOKEN\"; "
     "if ! mkdir \"$D/in\" 2>/dev/null; then echo x >> \"$D/overlaps\"; fi; "
     "echo \"$SQLLOCK_TOKEN\" >> \"$D/tokens\"; "
+    "s=$(\"$H\" invoke \"$D/history\" $c write \"$SQLLOCK_NAME\" "
+    "\"$SQLLOCK_TOKEN\" 0); "
     "n=$(cat \"$D/count\"); sleep 0.01; echo $((n + 1)) > \"$D/count\"; "
-    "rmdir \"$D/in\" 2>/dev/null; true";
+    "\"$H\" complete \"$D/history\" $c \"$s\" ok \"$SQLLOCK_TOKEN\"; "
+    "rmdir \"$D/in\" 2>/dev/null; "
+    "\"$H\" note \"$D/history\" $c E \"$SQLLOCK_NAME\" \"$SQLLOCK_TOKEN\"; "
+    "true";
 
 /* 8 shell loops of RUN_ITERS `sqllock run`s each, at once, through `url`;
  * checks the exit codes, the counter, overlaps and token order. */
@@ -60,10 +70,11 @@ static void run_contention(const char *url, const char *label, int iters)
     fclose(fp);
     /* Each loop records the exit code of every run. */
     snprintf(loop, sizeof loop,
-             "export D='%s'; for i in $(seq %d); do "
+             "export D='%s' H='%s'; for i in $(seq %d); do "
              "SQLLOCK_DB=\"$U\" '%s' run '%s' --ttl 20s --wait 60s -- "
              "sh -c '%s'; echo $? >> \"$D/rc\"; done",
-             dir, iters, SQLLOCK_CLI_PATH, name, RUN_BODY);
+             dir, SQLLOCK_HISTORY_TOOL, iters, SQLLOCK_CLI_PATH, name,
+             RUN_BODY);
     setenv("U", url, 1);
     argv[0] = "/bin/sh";
     argv[1] = "-c";
@@ -121,6 +132,20 @@ static void run_contention(const char *url, const char *label, int iters)
         prev = tok;
         while (*p == '\n')
             p++;
+    }
+    /* The commands' history against the lease model (H1, H6). */
+    {
+        tu_hist *h;
+
+        snprintf(path, sizeof path, "%s/history", dir);
+        h = tu_hist_open(path);
+        assert_non_null(h);
+        tu_hist_final(h, name, count);
+        tu_hist_close(h);
+        if (tu_hist_check(path, stdout, NULL) != 0)
+            fail_msg("%s: the history checker found violations in %s "
+                     "(kept)", label, path);
+        unlink(path);
     }
     printf("    a [%s] %d x %d `sqllock run`: counter %d, 0 overlaps, "
            "tokens grow, %lld ms\n", label, RUN_PROCS, iters, count,

@@ -17,6 +17,7 @@
 #include "test_run.h"
 #include "test_spawn.h"
 #include "restart.h"
+#include "tu_history.h"
 
 
 /* ------------------------------------------------------------------ */
@@ -54,6 +55,7 @@
 
 cl_shared *g_cl;
 int g_slow = 1;
+tu_hist *g_cl_hist;
 char g_cl_hold[200], g_cl_manual[200], g_cl_counter[200],
     g_cl_orphan[200];
 
@@ -295,6 +297,8 @@ static void cl_on_watch(void *ctx, sqllock_lease *l, int state, int status,
     int i = sh->w_nev;
 
     (void)l;
+    if (state == SQLLOCK_STATE_LOST)
+        tu_hist_told_lost(g_cl_hist, "holder", g_cl_hold, sh->hold_token);
     if (i < CL_EVENTS_MAX) {
         sh->w_ev[i].t_ms = tu_now_ms();
         sh->w_ev[i].state = state;
@@ -310,6 +314,51 @@ static void cl_on_watch(void *ctx, sqllock_lease *l, int state, int status,
                  msg != NULL ? msg : "");
 }
 
+/* The history's side of the calls (tu_history.h): a try_acquire,
+ * acquire or release of `l` by `who`, recorded around the call; a grant
+ * opens the holder's section, a release closes it first. */
+static int cl_hist_try(sqllock_lease *l, const char *who, int64_t ttl_ms)
+{
+    int64_t seq = tu_hist_invoke(g_cl_hist, who, "acquire",
+                                 sqllock_lease_name(l), 0, ttl_ms);
+    int rc = sqllock_lease_try_acquire(l);
+
+    tu_hist_complete(g_cl_hist, who, seq, tu_hist_outcome(rc),
+                     sqllock_lease_token(l));
+    if (rc == SQLLOCK_OK)
+        tu_hist_section(g_cl_hist, who, sqllock_lease_name(l),
+                        sqllock_lease_token(l), 0);
+    return rc;
+}
+
+static int cl_hist_acquire(sqllock_lease *l, const char *who, int64_t ttl_ms,
+                           int64_t wait_ms)
+{
+    int64_t seq = tu_hist_invoke(g_cl_hist, who, "acquire",
+                                 sqllock_lease_name(l), 0, ttl_ms);
+    int rc = sqllock_lease_acquire(l, wait_ms);
+
+    tu_hist_complete(g_cl_hist, who, seq, tu_hist_outcome(rc),
+                     sqllock_lease_token(l));
+    if (rc == SQLLOCK_OK)
+        tu_hist_section(g_cl_hist, who, sqllock_lease_name(l),
+                        sqllock_lease_token(l), 0);
+    return rc;
+}
+
+static int cl_hist_release(sqllock_lease *l, const char *who)
+{
+    int64_t token = sqllock_lease_token(l), seq;
+    int rc;
+
+    tu_hist_section_end(g_cl_hist, who, sqllock_lease_name(l), token);
+    seq = tu_hist_invoke(g_cl_hist, who, "release", sqllock_lease_name(l),
+                         token, 0);
+    rc = sqllock_lease_release(l);
+    tu_hist_complete(g_cl_hist, who, seq, tu_hist_outcome(rc), token);
+    return rc;
+}
+
 /* (a) The holder: a watched lease held across every restart (renewed by
  * the watchdog's own connection), and a second lease it renews itself
  * every 100 ms. At the end its release must be OK: no other owner held
@@ -322,6 +371,7 @@ static int cl_holder(void)
     sqllock_lease *h = NULL, *m = NULL;
     sqllock_db *db = cl_open(c);
     cl_call k;
+    int64_t seq;
     int rc;
 
     if (db == NULL)
@@ -334,12 +384,13 @@ static int cl_holder(void)
     if (sqllock_lease_new(db, g_cl_hold, &o, &h) != SQLLOCK_OK ||
         sqllock_lease_new(db, g_cl_manual, &o, &m) != SQLLOCK_OK ||
         sqllock_watch_prepare(db) != SQLLOCK_OK ||
-        sqllock_lease_try_acquire(h) != SQLLOCK_OK ||
-        sqllock_lease_try_acquire(m) != SQLLOCK_OK ||
+        cl_hist_try(h, "holder", o.ttl_ms) != SQLLOCK_OK ||
+        cl_hist_try(m, "holder", o.ttl_ms) != SQLLOCK_OK ||
         sqllock_lease_watch(h, &w) != SQLLOCK_OK) {
         cl_bad(c, "holder: setting up: %s", sqllock_errmsg(db));
         goto out;
     }
+    tu_hist_watched(g_cl_hist, "holder", g_cl_hold, sqllock_lease_token(h));
     g_cl->hold_token = g_cl->hold_last_token = sqllock_lease_token(h);
     g_cl->hold_tokens[0] = g_cl->hold_token;
     g_cl->hold_grants = 1;
@@ -349,7 +400,11 @@ static int cl_holder(void)
         if (!sqllock_lease_held(h))
             CL_ADD(&g_cl->w_notheld, 1);
         cl_begin_c3(&k, c, "renew");
+        seq = tu_hist_invoke(g_cl_hist, "holder", "renew", g_cl_manual,
+                             sqllock_lease_token(m), o.ttl_ms);
         rc = sqllock_lease_renew(m);
+        tu_hist_complete(g_cl_hist, "holder", seq, tu_hist_outcome(rc),
+                         sqllock_lease_token(m));
         cl_end(&k, rc, CL_MASK(SQLLOCK_OK), 0, db);
         cl_pause_after(rc);
         tu_sleep_ms(100);
@@ -360,10 +415,10 @@ static int cl_holder(void)
     CL_ST(&g_cl->hold_releasing, 1);
     CL_ST(&g_cl->hold_owner, 0);
     cl_begin_c3(&k, c, "release (watched)");
-    rc = sqllock_lease_release(h);
+    rc = cl_hist_release(h, "holder");
     cl_end(&k, rc, CL_MASK(SQLLOCK_OK), 0, db);
     cl_begin_c3(&k, c, "release");
-    rc = sqllock_lease_release(m);
+    rc = cl_hist_release(m, "holder");
     cl_end(&k, rc, CL_MASK(SQLLOCK_OK), 0, db);
 out:
     sqllock_lease_free(h);
@@ -385,8 +440,10 @@ static void *cl_waiter(void *arg)
     sqllock_db *db = cl_open(c);
     unsigned ok = CL_MASK(SQLLOCK_OK);
     cl_call k;
+    char me[16];
     int rc;
 
+    snprintf(me, sizeof me, "waiter%d", idx);
     if (db == NULL)
         return NULL;
     if (idx == CL_WAIT_SHORT)
@@ -410,7 +467,7 @@ static void *cl_waiter(void *arg)
             }
         }
         cl_begin(&k, c, "acquire (wait)");
-        rc = sqllock_lease_acquire(l, wait);
+        rc = cl_hist_acquire(l, me, o.ttl_ms, wait);
         cl_end(&k, rc, ok, wait, db);
         cl_pause_after(rc);
         if (rc != SQLLOCK_OK)
@@ -436,7 +493,7 @@ static void *cl_waiter(void *arg)
             CL_ST(&g_cl->hold_owner, 0);
         }
         cl_begin_c3(&k, c, "release");
-        rc = sqllock_lease_release(l);
+        rc = cl_hist_release(l, me);
         cl_end(&k, rc, CL_MASK(SQLLOCK_OK), 0, db);
         break;
     }
@@ -459,8 +516,10 @@ static void *cl_counter(void *arg)
     sqllock_db *db = cl_open(c);
     unsigned seed = (unsigned)getpid() * 31u + (unsigned)idx;
     cl_call k;
+    char me[16];
     int rc;
 
+    snprintf(me, sizeof me, "counter%d", idx);
     if (db == NULL)
         return NULL;
     o.ttl_ms = cl_counter_ms(1500);
@@ -474,7 +533,7 @@ static void *cl_counter(void *arg)
         int64_t t0, token;
 
         cl_begin(&k, c, "acquire (wait)");
-        rc = sqllock_lease_acquire(l, wait);
+        rc = cl_hist_acquire(l, me, o.ttl_ms, wait);
         cl_end(&k, rc, CL_MASK(SQLLOCK_OK) | CL_MASK(SQLLOCK_TIMEOUT), wait,
                db);
         cl_pause_after(rc);
@@ -498,11 +557,15 @@ static void *cl_counter(void *arg)
                 g_cl->gen_tok_min[g] = token;
             g_cl->gen_tok_max[g] = token;
             if (sqllock_lease_held(l)) {
+                int64_t seq = tu_hist_invoke(g_cl_hist, me, "write",
+                                             g_cl_counter, token, 0);
+
                 v = g_cl->counter;
                 tu_sleep_us((long)(rand_r(&seed) % 300));
                 g_cl->counter = v + 1;
                 g_cl->increments++;
                 wrote = 1;
+                tu_hist_complete(g_cl_hist, me, seq, "ok", token);
             } else {
                 g_cl->skipped++;
             }
@@ -514,6 +577,7 @@ static void *cl_counter(void *arg)
                 g_cl->holds[n].who = idx;
             }
             CL_ST(&g_cl->counter_owner, 0);
+            tu_hist_section_end(g_cl_hist, me, g_cl_counter, token);
         } else {
             CL_ADD(&g_cl->overlaps, 1);
             cl_bad(c, "L1: granted the counter's lease while client %d "
@@ -527,7 +591,7 @@ static void *cl_counter(void *arg)
             if (n > 0 || !wrote)
                 okr |= CL_MASK(SQLLOCK_LOST);
             cl_begin_c3(&k, c, n == 0 ? "release" : "release (again)");
-            rc = sqllock_lease_release(l);
+            rc = cl_hist_release(l, me);
             cl_end(&k, rc, okr, 0, db);
             if (rc != SQLLOCK_ECONNECT)
                 break;

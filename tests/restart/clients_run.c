@@ -17,6 +17,7 @@
 #include "test_run.h"
 #include "test_spawn.h"
 #include "restart.h"
+#include "tu_history.h"
 
 static int cl_hold_cmp(const void *a, const void *b)
 {
@@ -177,6 +178,15 @@ static void cl_run(const char *mode, int restarts, int64_t up_ms,
              (long)getpid(), label);
     snprintf(g_cl_orphan, sizeof g_cl_orphan, "restart-%ld-%s-orphan-",
              (long)getpid(), label);
+    {
+        char hp[1200];
+
+        snprintf(hp, sizeof hp, "%s/history-%s.txt", g_dir, label);
+        (void)unlink(hp);
+        g_cl_hist = tu_hist_open(hp);
+        if (g_cl_hist == NULL)
+            fail_msg("history %s: %s", hp, strerror(errno));
+    }
     sh->c[CL_HOLDER].role = "holder (renew)";
     sh->c[CL_WAIT_LONG].role = "waiter (60 s waits)";
     sh->c[CL_WAIT_SHORT].role = "waiter (300 ms waits)";
@@ -405,6 +415,23 @@ static void cl_run(const char *mode, int restarts, int64_t up_ms,
             fail_msg("L5: token %lld held after token %lld",
                      (long long)sh->holds[i].token,
                      (long long)sh->holds[i - 1].token);
+
+    /* The whole history against the lease model (tu_history.h): H3
+     * above all -- no acknowledged grant or renewal forgotten by a
+     * restart. */
+    {
+        char hp[1200];
+        int bad;
+
+        tu_hist_final(g_cl_hist, g_cl_counter, sh->counter);
+        snprintf(hp, sizeof hp, "%s", tu_hist_path(g_cl_hist));
+        tu_hist_close(g_cl_hist);
+        g_cl_hist = NULL;
+        bad = tu_hist_check(hp, stdout, NULL);
+        if (bad != 0)
+            fail_msg("the history checker found %d violations in %s", bad,
+                     hp);
+    }
 
     /* (d) the reapers. */
     if (sh->r_errors < restarts)

@@ -28,6 +28,10 @@ typedef struct server {
                      sqllock_errname(want), sqllock_errmsg(db));               \
     } while (0)
 
+/* The clients' history (tu_history.h): opened before the forks,
+ * judged at the end of the run (restart/clients_run.c). */
+extern struct tu_hist *g_cl_hist;
+
 /* restart/common.c */
 extern const server *g_srv;
 extern const char *g_dir, *g_script;
