@@ -971,6 +971,34 @@ static void test_badinput_E2_bad_urls(void **state)
             sqllock_close(db);
         }
     }
+    /* MySQL's innodb_flush= takes 1 or any (L10: the server's
+     * innodb_flush_log_at_trx_commit must be 1 unless the URL accepts
+     * another); on a MySQL handle's own URL, both connect (the test
+     * servers flush at each commit). test_galnet has a server whose
+     * setting is 0. */
+    if (sqllock_driver_find("mysql") != NULL) {
+        static const char *const good[] = { "innodb_flush=1",
+                                            "innodb_flush=any" };
+        sqllock_db *db = NULL;
+        size_t k;
+
+        assert_int_equal(sqllock_open("mysql://u:pw@localhost/db?"
+                                      "innodb_flush=2", NULL, &db),
+                         SQLLOCK_EURL);
+        expect_msg(db, "innodb_flush=2", "innodb_flush", NULL);
+        sqllock_close(db);
+        for (k = 0; k < 2 && strcmp(tu_url_driver(f->url), "mysql") == 0;
+             k++) {
+            char url[4400];
+
+            snprintf(url, sizeof url, "%s%s%s", f->url,
+                     strchr(f->url, '?') != NULL ? "&" : "?", good[k]);
+            db = NULL;
+            EXPECT_RC(db, sqllock_open(url, NULL, &db), SQLLOCK_OK, good[k]);
+            EXPECT_RC(db, sqllock_init(db), SQLLOCK_OK, good[k]);
+            sqllock_close(db);
+        }
+    }
     /* A negative timeout in the options. */
     {
         sqllock_options so = SQLLOCK_OPTIONS_INIT;

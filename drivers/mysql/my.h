@@ -177,6 +177,9 @@ typedef struct my_target {
     const char *option_file;
     const char *option_group;
     my_optfile file;
+    /* The URL's innodb_flush=any: accept a server whose
+     * innodb_flush_log_at_trx_commit is not 1 (after_connect()). */
+    int innodb_flush_any;
 } my_target;
 
 /* my_sql.c */

@@ -597,7 +597,9 @@ const char sqllock__my_sql_session_tz[] =
     "SET time_zone = '+00:00', autocommit = 1, sql_mode = '" MY_SQL_MODE "'";
 const char sqllock__my_sql_session_isolation[] =
     "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
-/* Galera (see after_connect() in my_conn.c). MySQL 8.0 runs both and
- * answers no row. */
-const char sqllock__my_sql_wsrep_on[] = "SHOW VARIABLES LIKE 'wsrep_on'";
+/* Galera and durability (see after_connect() in my_conn.c), in one
+ * round trip. MySQL 8.0 runs both and answers no wsrep rows. */
+const char sqllock__my_sql_wsrep_on[] =
+    "SHOW VARIABLES WHERE Variable_name IN ('wsrep_on', "
+    "'innodb_flush_log_at_trx_commit')";
 const char sqllock__my_sql_wsrep_ready[] = "SHOW STATUS LIKE 'wsrep_ready'";

@@ -36,7 +36,7 @@ void sqllock__my_target_free(my_target *t)
  * not. */
 #define MY_KNOWN_PARAMS "socket, ssl_mode, ssl_ca, ssl_capath, " \
     "ssl_cert, ssl_key, ssl_cipher, ssl_crl, ssl_crlpath, option_file, " \
-    "option_group"
+    "option_group, innodb_flush"
 
 /* 1 if an unknown parameter's name looks like a password's. */
 static int password_like(const char *key)
@@ -71,6 +71,20 @@ static int url_param(const sqllock_url *url, int i, my_target *t,
     }
     if (strcmp(key, "ssl_mode") == 0) {
         *rc = parse_ssl_mode(value, &t->ssl, err);
+        return 1;
+    }
+    /* innodb_flush=any: connect to a server whose commits are not
+     * flushed to disk when acknowledged (see after_connect()). */
+    if (strcmp(key, "innodb_flush") == 0) {
+        if (strcmp(value, "any") == 0)
+            t->innodb_flush_any = 1;
+        else if (strcmp(value, "1") == 0)
+            t->innodb_flush_any = 0;
+        else
+            *rc = sqllock_dberr_set(err, SQLLOCK_EURL, "", "innodb_flush "
+                                    "must be 1 (the default: the server's "
+                                    "innodb_flush_log_at_trx_commit must be "
+                                    "1) or any");
         return 1;
     }
     if (strcmp(key, "option_file") == 0) {
