@@ -119,21 +119,24 @@ cat <<'SAY'
 == scripts/test.sh: what it does to this machine
    installs with apt-get (through sudo when not root) what is missing of
    the build tools and client libraries, PostgreSQL 15, MariaDB and
-   galera-4, PgBouncer, pgpool-II, Redis, valgrind, clang, Python 3 with
-   pytest and the database clients (docs/testing.md lists them; Debian
-   starts the services of the server packages it installs, as it always
-   does -- the tests never use them);
+   galera-4, PgBouncer, pgpool-II, Patroni, etcd, HAProxy, Redis,
+   valgrind, clang, Python 3 with pytest and the database clients
+   (docs/testing.md lists them; Debian starts the services of the server
+   packages it installs, as it always does -- the tests never use them);
    starts its own servers on 127.0.0.1, each in a temporary directory with
    its own configuration (PostgreSQL, MariaDB, a 3-node Galera cluster,
    PgBouncer, pgpool-II, TLS servers; Redis for the benchmark's smoke
-   run), and stops them when it exits.
+   run; test_patroni its Patroni cluster with etcd and HAProxy, and
+   test_galnet its Galera clusters in network namespaces of its own,
+   10.213.7.0/24), and stops them when it exits.
 SAY
 stage "install packages"
 ensure_packages "${BUILD_PACKAGES[@]}" libcmocka-dev valgrind faketime jq \
   postgresql mariadb-server galera-4 rsync iproute2 libpq-dev \
   default-libmysqlclient-dev pgbouncer pgpool2 man-db \
   libhiredis-dev redis-server python3 python3-pytest \
-  python3-psycopg2 python3-psycopg python3-mysqldb python3-venv dpkg-dev
+  python3-psycopg2 python3-psycopg python3-mysqldb python3-venv dpkg-dev \
+  patroni python3-etcd etcd-server etcd-client haproxy
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
   ensure_packages clang libclang-rt-dev
@@ -732,7 +735,7 @@ if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   stage "asan ctest"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_ctest build/asan asan "$ctest_jobs" -LE 'hostile|pooled|check'
+    run_ctest build/asan asan "$ctest_jobs" -LE 'hostile|pooled|check|ha'
 
   # ThreadSanitizer finds races between threads, so it runs the entries
   # in which more than one thread runs (label threads, tests/CMakeLists.txt
