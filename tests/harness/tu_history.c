@@ -457,7 +457,8 @@ static int read_file(hist *H, const char *path)
         H->nev++;
     }
     fclose(f);
-    qsort(H->ev, (size_t)H->nev, sizeof *H->ev, by_time);
+    if (H->nev > 0)                     /* an empty file: H->ev NULL */
+        qsort(H->ev, (size_t)H->nev, sizeof *H->ev, by_time);
     H->t0 = H->nev > 0 ? H->ev[0].t : 0;
     return 0;
 }
