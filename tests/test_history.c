@@ -108,6 +108,22 @@ static void test_history_H1_overlap_not_told(void **state)
           "2002000 b 0 S n 2 x\n"
           "2003000 a 0 E n 1\n"
           "2004000 b 0 E n 2\n", 0);
+    /* A section ended at a time before it began (its local deadline had
+     * passed by the grant) is empty; a second E of a section that ended
+     * does not empty a later one. */
+    judge("1000 a 1 I acquire n 0 1000\n"
+          "2000 a 1 C ok 1\n"
+          "1500 a 0 E n 1\n"
+          "3000 a 0 S n 1 x\n"
+          "4000 b 0 S n 2 x\n"
+          "5000 b 0 E n 2\n", 0);
+    r = judge("3000 a 0 S n 1 x\n"
+              "3500 a 0 E n 1\n"
+              "3600 a 0 E n 1\n"
+              "4000 a 0 S n 1 x\n"
+              "4100 b 0 S n 2 x\n"
+              "5000 b 0 E n 2\n", 1);
+    assert_int_equal(r.broken[TU_H1], 1);
     /* A killed holder whose section nobody closed holds to the end. */
     r = judge("1000 a 1 I acquire n 0 1000\n"
               "2000 a 1 C ok 1\n"

@@ -543,15 +543,19 @@ static int build_ops(hist *H)
  * the client on that token that ended "lost" closes it. */
 static int build_holds(hist *H)
 {
-    int i, j, n = 0, nopen = 0, *open_ix;
+    struct { int client, name; int64_t token; } *early;
+    int i, j, n = 0, nopen = 0, nearly = 0, closed, *open_ix;
 
     H->capacity = calloc((size_t)H->names.n + 1, sizeof *H->capacity);
     for (i = 0; i < H->nev; i++)
         n += H->ev[i].kind == 'S';
     H->hold = calloc((size_t)n + 1, sizeof *H->hold);
     open_ix = malloc(((size_t)n + 1) * sizeof *open_ix);
-    if (H->hold == NULL || H->capacity == NULL || open_ix == NULL) {
+    early = malloc(((size_t)n + 1) * sizeof *early);
+    if (H->hold == NULL || H->capacity == NULL || open_ix == NULL ||
+        early == NULL) {
         free(open_ix);
+        free(early);
         return -1;
     }
     for (i = 0; i < H->nev; i++) {
@@ -561,9 +565,8 @@ static int build_holds(hist *H)
 
         switch (e->kind) {
         case 'S': {
-            hold *h = &H->hold[H->nhold];
+            hold *h = &H->hold[H->nhold++];
 
-            open_ix[nopen++] = H->nhold++;
             h->start = e->t;
             h->end = INT64_MAX;
             h->token = e->a;
@@ -571,6 +574,19 @@ static int build_holds(hist *H)
             h->name = e->name;
             h->shared = e->shared;
             h->open = 1;
+            /* Ended before it began (an E at a local deadline that had
+             * passed by the grant: sqllock_lease_remaining_ms() 0):
+             * an empty hold. */
+            for (j = 0; j < nearly; j++)
+                if (early[j].client == h->client && early[j].name == h->name
+                    && early[j].token == h->token) {
+                    h->end = h->start;
+                    h->open = 0;
+                    early[j] = early[--nearly];
+                    break;
+                }
+            if (h->open)
+                open_ix[nopen++] = H->nhold - 1;
             continue;
         }
         case 'K':
@@ -601,6 +617,7 @@ static int build_holds(hist *H)
         }
         if (!close_)
             continue;
+        closed = 0;
         for (j = nopen - 1; j >= 0; j--) {
             hold *h = &H->hold[open_ix[j]];
 
@@ -609,10 +626,26 @@ static int build_holds(hist *H)
                 h->end = e->t;
                 h->open = 0;
                 open_ix[j] = open_ix[--nopen];
+                closed = 1;
+            }
+        }
+        /* An E or N that closed nothing: kept, for a section of that
+         * token that has not begun yet -- none that ended already (a
+         * second E of one section is no such thing). */
+        if (!closed && e->kind != 'C' && nearly < n + 1) {
+            for (j = 0; j < H->nhold; j++)
+                if (H->hold[j].client == e->client &&
+                    H->hold[j].name == name && H->hold[j].token == token)
+                    break;
+            if (j == H->nhold) {
+                early[nearly].client = e->client;
+                early[nearly].name = name;
+                early[nearly++].token = token;
             }
         }
     }
     free(open_ix);
+    free(early);
     return 0;
 }
 
