@@ -73,7 +73,10 @@ int sqllock__connect(sqllock_db *db)
         err.status = rc;
         return sqllock__fail_db(db, &err, "connect");
     }
-    db->conn_gen++;
+    /* The first connect is the open's; every later one replaces a
+     * connection that was lost. */
+    if (db->conn_gen++ > 0)
+        sqllock__m_reconnected(db);
     return SQLLOCK_OK;
 }
 

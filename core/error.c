@@ -241,6 +241,11 @@ int sqllock__fail(sqllock_db *db, int status, const char *fmt, ...)
     va_end(ap);
     show_derived(db->errmsg, sizeof db->errmsg);
     sqllock__scrub(db->errmsg, sizeof db->errmsg, db->secrets);
+    /* A pooler, a server or a setting the library will not work with:
+     * the log hook hears it too (issue 31). */
+    if (status == SQLLOCK_EPROXY || status == SQLLOCK_EUNSUPPORTED)
+        sqllock__log(SQLLOCK_EVENT_REFUSED, SQLLOCK_LOG_ERROR, db, NULL, 0,
+                     status, 0, "%s", db->errmsg);
     return status;
 }
 

@@ -37,19 +37,25 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
-void sqllock_history_key(const char *name, char *key, size_t size)
+void sqllock__record_key(const char *prefix, const char *name, char *key,
+                         size_t size)
 {
-    size_t plen = strlen(HISTORY_PREFIX), n = strlen(name), keep;
+    size_t plen = strlen(prefix), n = strlen(name), keep;
 
     if (plen + n <= SQLLOCK_NAME_MAX) {
-        snprintf(key, size, "%s%s", HISTORY_PREFIX, name);
+        snprintf(key, size, "%s%s", prefix, name);
         return;
     }
     keep = SQLLOCK_NAME_MAX - plen - 17;
     while (keep > 0 && ((unsigned char)name[keep] & 0xC0) == 0x80)
         keep--;
-    snprintf(key, size, "%s%.*s#%016" PRIx64, HISTORY_PREFIX, (int)keep,
-             name, fnv1a(name));
+    snprintf(key, size, "%s%.*s#%016" PRIx64, prefix, (int)keep, name,
+             fnv1a(name));
+}
+
+void sqllock_history_key(const char *name, char *key, size_t size)
+{
+    sqllock__record_key(HISTORY_PREFIX, name, key, size);
 }
 
 /* Copies `s` into a field of a line: tabs and line breaks become spaces,

@@ -26,6 +26,132 @@ typedef struct sqllock__dyn {
     uint64_t used;
 } sqllock__dyn;
 
+/* ---- Metrics and the log hook (core/metrics.c) ---- */
+
+#define SQLLOCK__HIST_BUCKETS 17
+
+typedef struct sqllock__hist {
+    _Atomic uint64_t bucket[SQLLOCK__HIST_BUCKETS]; /* not cumulative */
+    _Atomic uint64_t count;
+    _Atomic uint64_t sum_us;
+} sqllock__hist;
+
+/* Kinds of acquire, outcomes, operations, renewal results, loss causes,
+ * release outcomes, row-lock and compare-and-set outcomes: the labels. */
+enum { SQLLOCK__MK_LEASE, SQLLOCK__MK_FAIR, SQLLOCK__MK_MANY,
+       SQLLOCK__MK_SEM, SQLLOCK__MK_SHARED, SQLLOCK__MK_EXCLUSIVE,
+       SQLLOCK__MK_LEADER, SQLLOCK__MK_COUNT };
+enum { SQLLOCK__MO_GRANTED, SQLLOCK__MO_BUSY, SQLLOCK__MO_TIMEOUT,
+       SQLLOCK__MO_ERROR, SQLLOCK__MO_COUNT };
+enum { SQLLOCK__OP_OTHER, SQLLOCK__OP_ACQUIRE, SQLLOCK__OP_RELEASE,
+       SQLLOCK__OP_RENEW, SQLLOCK__OP_ROW_LOCK, SQLLOCK__OP_RECORD,
+       SQLLOCK__OP_REAP, SQLLOCK__OP_COUNT };
+enum { SQLLOCK__MR_ON_TIME, SQLLOCK__MR_LATE, SQLLOCK__MR_FAILED,
+       SQLLOCK__MR_COUNT };
+/* A hold's end: a loss's cause, or SQLLOCK__END_RELEASED (no loss). */
+enum { SQLLOCK__ML_TAKEN_OVER, SQLLOCK__ML_EXPIRED, SQLLOCK__ML_CONNECTION,
+       SQLLOCK__ML_COUNT };
+#define SQLLOCK__END_RELEASED (-1)
+/* A grant that was no hold (a kind marker's): undone, not timed. */
+#define SQLLOCK__END_NONE (-2)
+enum { SQLLOCK__MREL_RELEASED, SQLLOCK__MREL_LOST, SQLLOCK__MREL_ERROR,
+       SQLLOCK__MREL_COUNT };
+enum { SQLLOCK__MRL_GRANTED, SQLLOCK__MRL_BUSY, SQLLOCK__MRL_TIMEOUT,
+       SQLLOCK__MRL_DEADLOCK, SQLLOCK__MRL_ERROR, SQLLOCK__MRL_COUNT };
+enum { SQLLOCK__MC_OK, SQLLOCK__MC_CONFLICT, SQLLOCK__MC_ERROR,
+       SQLLOCK__MC_COUNT };
+
+typedef struct sqllock__metrics {
+    _Atomic uint64_t acq[SQLLOCK__MK_COUNT][SQLLOCK__MO_COUNT];
+    sqllock__hist acq_wait;
+    sqllock__hist hold;
+    _Atomic int64_t held;
+    _Atomic uint64_t renewals[SQLLOCK__MR_COUNT];
+    _Atomic uint64_t losses[SQLLOCK__ML_COUNT];
+    _Atomic uint64_t releases[SQLLOCK__MREL_COUNT];
+    _Atomic uint64_t wakeups, polls;
+    _Atomic uint64_t stmts[SQLLOCK__OP_COUNT];
+    _Atomic uint64_t trips[SQLLOCK__OP_COUNT];
+    _Atomic uint64_t rowlocks[SQLLOCK__MRL_COUNT];
+    _Atomic uint64_t cas[SQLLOCK__MC_COUNT];
+    _Atomic uint64_t reaped, reap_sweeps, reconnects;
+} sqllock__metrics;
+
+/* The operation a handle's statements count under; returns the old one
+ * (for the caller to put back). */
+int sqllock__op_set(sqllock_db *db, int op);
+/* One round trip carrying `statements` statements. */
+void sqllock__m_statement(sqllock_db *db, int statements);
+/* A public acquire call of `kind` ended with `rc`, begun at start_us
+ * (sqllock__now_us(); 0: not timed -- a campaign's term); logs the
+ * grant. */
+void sqllock__m_acquire(sqllock_db *db, int kind, int rc, int64_t start_us,
+                        const char *name, int64_t token);
+/* Around a public acquire: sqllock__m_enter() notes the time and makes
+ * the handle's statements count as `op`; sqllock__m_acquired() puts the
+ * operation back, counts the call (sqllock__m_acquire()) and returns
+ * rc. */
+typedef struct sqllock__mcall {
+    sqllock_db *db;
+    int64_t start_us;
+    int op;
+} sqllock__mcall;
+void sqllock__m_enter(sqllock__mcall *c, sqllock_db *db, int op);
+int sqllock__m_acquired(sqllock__mcall *c, int kind, int rc,
+                        const char *name, int64_t token);
+/* A grant: the hold starts (a reentrant grant changes nothing). */
+void sqllock__m_grant(sqllock_lease *l);
+/* The SQLLOCK__MK_ kind a lease handle's own acquires count as
+ * (lease_acquire.c). */
+int sqllock__lease_mkind(const sqllock_lease *l);
+/* The hold ends: SQLLOCK__END_RELEASED or a SQLLOCK__ML_ cause. 1 when
+ * this call ended it (0: it had ended, or never started); *held_us (may
+ * be NULL) its length. */
+int sqllock__m_hold_end(sqllock_lease *l, int end, int64_t *held_us);
+void sqllock__m_release(sqllock_lease *l, int rc, int64_t token,
+                        int64_t held_us);
+void sqllock__m_renewal(sqllock_db *db, int result);
+void sqllock__m_pause(sqllock_db *db, int woke);
+void sqllock__m_reaped(sqllock_db *db, int64_t rows);
+void sqllock__m_rowlock(sqllock_db *db, int rc);
+void sqllock__m_cas(sqllock_db *db, int rc);
+void sqllock__m_reconnected(sqllock_db *db);
+void sqllock__m_leader_add(sqllock_leader *leader);
+void sqllock__m_leader_remove(sqllock_leader *leader);
+/* A growing text in the OpenMetrics format (core/omtext.c). `oom` set:
+ * an allocation failed and the text is void. Zeroed to start; freed with
+ * sqllock__mt_free(). */
+typedef struct sqllock__mtext {
+    char *buf;
+    size_t len, cap;
+    int oom;
+} sqllock__mtext;
+void sqllock__mt_printf(sqllock__mtext *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void sqllock__mt_append(sqllock__mtext *t, const char *s, size_t n);
+/* A label value, escaped: backslash, double quote, line feed. */
+void sqllock__mt_label(sqllock__mtext *t, const char *s, size_t n);
+/* A family's TYPE, UNIT (NULL: none) and HELP lines. */
+void sqllock__mt_family(sqllock__mtext *t, const char *name,
+                        const char *type, const char *unit,
+                        const char *help);
+void sqllock__mt_free(sqllock__mtext *t);
+
+/* 1 when an event of `level` goes to the hook (cheap: one atomic). */
+int sqllock__log_on(int level);
+/* Sends an event to the process's hook, if any (printf-style message,
+ * scrubbed of the handle's secrets). Call with no library mutex held. */
+void sqllock__log(int type, int level, sqllock_db *db, const char *name,
+                  int64_t token, int status, int64_t value_ms,
+                  const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 8, 9)))
+#endif
+    ;
+
 struct sqllock_db {
     const sqllock_driver *drv;
     sqllock_conn *conn;
@@ -69,6 +195,8 @@ struct sqllock_db {
     char lost_why[200];        /* borrowed: why the connection was dropped */
     int errcode;
     char errmsg[SQLLOCK__ERRMSG_MAX];
+    int op;                    /* SQLLOCK__OP_*: what statements count as */
+    sqllock__metrics metrics;  /* this handle's counts (metrics.c) */
 };
 
 /* A lease handle (core/lease.c). `state` and `deadline_us` are atomics:
@@ -95,6 +223,8 @@ struct sqllock_lease {
                                         and its companion lock taken */
     _Atomic int64_t deadline_us;     /* local monotonic; L6 */
     _Atomic int state;               /* SQLLOCK_STATE_* */
+    _Atomic int64_t granted_us;      /* when the hold began, for the
+                                        metrics; 0 when none (metrics.c) */
     void *watch;                     /* the renewer's entry of this lease
                                         while watched, else NULL; under
                                         the renewer's mutex (watch.c) */
@@ -585,6 +715,13 @@ int sqllock__record_create(sqllock_db *db, const char *key, const void *value,
                            size_t len);
 int sqllock__record_cas(sqllock_db *db, const char *key, int64_t expected,
                         const void *value, size_t len, int64_t *new_version);
+/* The key of a record the tool keeps about lock NAME (core/history.c):
+ * prefix + NAME, or for a long NAME the name cut (at a character's
+ * start) and a hash of the whole, in key[size] (at least
+ * SQLLOCK_NAME_MAX + 1): "sqllock:history:NAME" (sqllock_history_key()),
+ * "sqllock:slot:NAME" (sqllock_slot_key()). */
+void sqllock__record_key(const char *prefix, const char *name, char *key,
+                         size_t size);
 
 /*
  * Derived names (core/check.c). A semaphore, a shared lock, a fair queue

@@ -180,6 +180,7 @@ int sqllock_leader_start(const char *url, const char *name,
                         "cannot start the campaign thread: %s",
                         strerror(err));
     }
+    sqllock__m_leader_add(L);       /* the sqllock_leader gauge */
     *out = L;
     return SQLLOCK_OK;
 }
@@ -202,6 +203,51 @@ int64_t sqllock_leader_remaining_ms(const sqllock_leader *L)
     if (L == NULL || !atomic_load(&L->acting))
         return 0;
     return sqllock_lease_remaining_ms(L->lease);
+}
+
+/*
+ * Health, for a readiness probe. OK exactly when is_leader() is 1; else
+ * "stalled" while the campaign thread is still inside lead() -- it has
+ * neither handed the term over (resign, stop) nor given the row up --
+ * though the lease may no longer be acted on (remaining_ms() is 0, as
+ * is_leader() reads it: its local deadline is less than a millisecond
+ * away or past, or a renewal found it taken): a database that stopped
+ * answering keeps it there until the loss is reported and the release's
+ * statements end. The deadline is read under the mutex, after
+ * `leading`: lead() clears `leading` under it only after the release,
+ * which zeroes the deadline, so a zero deadline there means the term is
+ * over. The age is rounded down while healthy and up when stalled, so
+ * that it is below ttl - margin exactly when the status is OK.
+ */
+int sqllock_leader_health(const sqllock_leader *L, int64_t *since_renewal_ms)
+{
+    sqllock_leader *M = (sqllock_leader *)L;  /* the mutex only */
+    int64_t deadline, valid_us, age_us;
+    int stalled;
+
+    if (since_renewal_ms != NULL)
+        *since_renewal_ms = -1;
+    if (L == NULL)
+        return SQLLOCK_EINVAL;
+    valid_us = (L->lease->ttl_ms - L->lease->margin_ms) * 1000;
+    if (sqllock_leader_is_leader(L)) {
+        deadline = sqllock__lease_deadline(L->lease);
+        age_us = sqllock__now_us() - (deadline - valid_us);
+        if (since_renewal_ms != NULL)
+            *since_renewal_ms = age_us > 0 ? age_us / 1000 : 0;
+        return SQLLOCK_OK;
+    }
+    pthread_mutex_lock(&M->mu);
+    deadline = sqllock__lease_deadline(L->lease);
+    stalled = L->leading && !L->resign_req && !L->stop && deadline != 0 &&
+              sqllock_lease_remaining_ms(L->lease) == 0;
+    pthread_mutex_unlock(&M->mu);
+    if (!stalled)
+        return SQLLOCK_BUSY;
+    age_us = sqllock__now_us() - (deadline - valid_us);
+    if (since_renewal_ms != NULL)
+        *since_renewal_ms = age_us > 0 ? (age_us + 999) / 1000 : 0;
+    return SQLLOCK_TIMEOUT;
 }
 
 const char *sqllock_leader_name(const sqllock_leader *L)
@@ -240,6 +286,7 @@ void sqllock_leader_stop(sqllock_leader *L)
 {
     if (L == NULL || pthread_equal(pthread_self(), L->thread))
         return;
+    sqllock__m_leader_remove(L);
     pthread_mutex_lock(&L->mu);
     L->stop = 1;
     atomic_store(&L->acting, 0);

@@ -283,6 +283,8 @@ static void lead(sqllock_leader *L)
         atomic_store(&L->acting, 1);
     pthread_mutex_unlock(&L->mu);
     elected = 1;
+    sqllock__m_acquire(L->db, SQLLOCK__MK_LEADER, SQLLOCK_OK, 0,
+                       sqllock_leader_name(L), token);
     if (L->opts.on_elected != NULL)
         L->opts.on_elected(L->opts.ctx, L, token);
     if (token != L->seen_token) {

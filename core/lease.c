@@ -223,6 +223,7 @@ int sqllock_lease_attach(sqllock_db *db, const char *name, const char *owner,
     /* The deadline stays 0, unknown until a renew: the lease is not
      * trusted (held() is 0) until then. */
     atomic_store(&(*out)->state, SQLLOCK_STATE_HELD);
+    sqllock__m_grant(*out);
     return sqllock__ok(db);
 }
 
@@ -237,6 +238,7 @@ void sqllock_lease_free(sqllock_lease *lease)
     if (lease == NULL)
         return;
     sqllock__lease_unwatch(lease);
+    sqllock__m_hold_end(lease, SQLLOCK__END_RELEASED, NULL);
     free(lease);
 }
 

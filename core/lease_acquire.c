@@ -20,7 +20,7 @@
  * to tell a kind marker from a holder (N1, core/kind.c). A fair lease's
  * try first looks at its queue (lease_fair.c, M3).
  */
-int sqllock_lease_try_acquire(sqllock_lease *l)
+static int try_acquire_body(sqllock_lease *l)
 {
     int rc;
 
@@ -32,6 +32,19 @@ int sqllock_lease_try_acquire(sqllock_lease *l)
     return sqllock__kind_busy(l, sqllock__lease_try(l), NULL);
 }
 
+int sqllock_lease_try_acquire(sqllock_lease *l)
+{
+    sqllock__mcall c;
+    int rc;
+
+    if (l == NULL)
+        return SQLLOCK_EINVAL;
+    sqllock__m_enter(&c, l->db, SQLLOCK__OP_ACQUIRE);
+    rc = try_acquire_body(l);
+    return sqllock__m_acquired(&c, sqllock__lease_mkind(l), rc, l->name,
+                               l->token);
+}
+
 int sqllock__lease_try(sqllock_lease *l)
 {
     if (l != NULL && (l->flags & SQLLOCK_LEASE_FAIR))
@@ -39,7 +52,7 @@ int sqllock__lease_try(sqllock_lease *l)
     return sqllock__lease_try_plain(l);
 }
 
-int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
+static int acquire_body(sqllock_lease *l, int64_t wait_ms)
 {
     sqllock__wait w;
     uint64_t seen;
@@ -93,4 +106,27 @@ int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
     }
     sqllock__wait_end(&w, &l);
     return rc;
+}
+
+int sqllock_lease_acquire(sqllock_lease *l, int64_t wait_ms)
+{
+    sqllock__mcall c;
+    int rc;
+
+    if (l == NULL)
+        return SQLLOCK_EINVAL;
+    sqllock__m_enter(&c, l->db, SQLLOCK__OP_ACQUIRE);
+    rc = acquire_body(l, wait_ms);
+    return sqllock__m_acquired(&c, sqllock__lease_mkind(l), rc, l->name,
+                               l->token);
+}
+
+/* The kind of acquire a lease handle's calls count as (metrics.c). */
+int sqllock__lease_mkind(const sqllock_lease *l)
+{
+    if (l->kind == SQLLOCK__KIND_LEADER)
+        return SQLLOCK__MK_LEADER;
+    if (l->flags & SQLLOCK_LEASE_FAIR)
+        return SQLLOCK__MK_FAIR;
+    return SQLLOCK__MK_LEASE;
 }

@@ -249,5 +249,6 @@ int sqllock__lease_insert(sqllock_lease *l)
     l->companion_gen = db->conn_gen;
     atomic_store(&l->deadline_us, sent_us + (l->ttl_ms - l->margin_ms) * 1000);
     atomic_store(&l->state, SQLLOCK_STATE_HELD);
+    sqllock__m_grant(l);
     return sqllock__ok(db);
 }

@@ -233,6 +233,7 @@ done:
         atomic_store(&s[i]->deadline_us,
                      sent_us + (s[i]->ttl_ms - s[i]->margin_ms) * 1000);
         atomic_store(&s[i]->state, SQLLOCK_STATE_HELD);
+        sqllock__m_grant(s[i]);
     }
     return sqllock__ok(db);
 }
@@ -269,8 +270,8 @@ static int many_try(sqllock_db *db, sqllock_lease **s, int n, int *blocker)
  * the sleep), the blocker's companion session lock on MySQL/MariaDB --
  * with the backoff of the blocker's lease underneath.
  */
-int sqllock_lease_acquire_many(sqllock_db *db, sqllock_lease *const *leases,
-                               int n, int64_t wait_ms)
+static int acquire_many_body(sqllock_db *db, sqllock_lease *const *leases,
+                             int n, int64_t wait_ms)
 {
     sqllock_lease *s[SQLLOCK_LEASE_MANY_MAX], *b;
     uint64_t seen[SQLLOCK_LEASE_MANY_MAX];
@@ -345,6 +346,23 @@ int sqllock_lease_acquire_many(sqllock_db *db, sqllock_lease *const *leases,
     }
     sqllock__wait_end(&w, s);
     return rc;
+}
+
+int sqllock_lease_acquire_many(sqllock_db *db, sqllock_lease *const *leases,
+                               int n, int64_t wait_ms)
+{
+    sqllock__mcall c;
+    int rc;
+
+    if (db == NULL)
+        return SQLLOCK_EINVAL;
+    sqllock__m_enter(&c, db, SQLLOCK__OP_ACQUIRE);
+    rc = acquire_many_body(db, leases, n, wait_ms);
+    /* Named by its first lease (the event's name; counted once). */
+    return sqllock__m_acquired(&c, SQLLOCK__MK_MANY, rc,
+                               leases != NULL && n > 0 && leases[0] != NULL
+                               ? leases[0]->name : "",
+                               rc == SQLLOCK_OK ? leases[0]->token : 0);
 }
 
 /*

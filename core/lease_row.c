@@ -141,7 +141,7 @@ int sqllock__lease_refuse_in_txn(sqllock_lease *l, const char *what)
                          "first", what, l->name);
 }
 
-int sqllock_lease_renew(sqllock_lease *l)
+static int renew_body(sqllock_lease *l)
 {
     char first[SQLLOCK__ERRMSG_MAX];
     int64_t sent_us, affected = 0;
@@ -170,6 +170,7 @@ int sqllock_lease_renew(sqllock_lease *l)
     if (rc != SQLLOCK_OK)
         return rc;
     if (affected == 0) {
+        sqllock__m_hold_end(l, SQLLOCK__ML_TAKEN_OVER, NULL);
         sqllock__lease_forget(l);
         return sqllock__fail(l->db, SQLLOCK_LOST, "lock '%s' was lost: taken "
                              "over by another owner, or removed after it "
@@ -180,6 +181,27 @@ int sqllock_lease_renew(sqllock_lease *l)
      * since: whatever the renewer concluded, the lease is held again. */
     atomic_store(&l->state, SQLLOCK_STATE_HELD);
     return sqllock__ok(l->db);
+}
+
+int sqllock_lease_renew(sqllock_lease *l)
+{
+    int64_t token;
+    int rc, op;
+
+    if (l == NULL)
+        return SQLLOCK_EINVAL;
+    token = l->token;
+    op = sqllock__op_set(l->db, SQLLOCK__OP_RENEW);
+    rc = renew_body(l);
+    sqllock__op_set(l->db, op);
+    if (rc == SQLLOCK_ENOTHELD || rc == SQLLOCK_EMISUSE)
+        return rc;
+    sqllock__m_renewal(l->db, rc == SQLLOCK_OK ? SQLLOCK__MR_ON_TIME
+                       : SQLLOCK__MR_FAILED);
+    if (rc == SQLLOCK_LOST)
+        sqllock__log(SQLLOCK_EVENT_LOST, SQLLOCK_LOG_ERROR, l->db, l->name,
+                     token, rc, 0, "%s", sqllock_errmsg(l->db));
+    return rc;
 }
 
 int sqllock_lease_renew_ttl(sqllock_lease *l, int64_t ttl_ms)
@@ -295,7 +317,7 @@ static int release_retrying(sqllock_lease *l, int64_t deadline_us,
     }
 }
 
-int sqllock_lease_release(sqllock_lease *l)
+static int release_body(sqllock_lease *l, int64_t *held_us)
 {
     char first[SQLLOCK__ERRMSG_MAX];
     int64_t affected = 0, sent_us, deadline_us, start_us;
@@ -333,7 +355,6 @@ int sqllock_lease_release(sqllock_lease *l)
     }
     if (rc != SQLLOCK_OK)
         return rc;
-    sqllock__lease_forget(l);
     /*
      * A retried release that finds the row gone: if the first attempt
      * was sent before the lease's local deadline (L6), no one else could
@@ -349,6 +370,13 @@ int sqllock_lease_release(sqllock_lease *l)
     if (affected == 0 && maybe_sent && deadline_us != 0 &&
         sent_us < deadline_us)
         affected = 1;
+    /* The hold ends here (metrics.c), with its cause, then the handle
+     * forgets it. */
+    sqllock__m_hold_end(l, affected > 0 ? SQLLOCK__END_RELEASED
+                        : SQLLOCK__ML_TAKEN_OVER, held_us);
+    if (*held_us == 0)
+        *held_us = 1;           /* ended here: 0 would read "not released" */
+    sqllock__lease_forget(l);
     if (affected > 0 && !(l->flags & SQLLOCK_LEASE_NO_WAKEUP))
         sqllock__wake_post(l->wake_key);
     if (affected == 0)
@@ -361,6 +389,23 @@ int sqllock_lease_release(sqllock_lease *l)
                              "the first one was sent after the lease's "
                              "local deadline)" : "");
     return sqllock__ok(l->db);
+}
+
+int sqllock_lease_release(sqllock_lease *l)
+{
+    int64_t token, held_us = 0;
+    int rc, op;
+
+    if (l == NULL)
+        return SQLLOCK_EINVAL;
+    token = l->token;
+    op = sqllock__op_set(l->db, SQLLOCK__OP_RELEASE);
+    rc = release_body(l, &held_us);
+    sqllock__op_set(l->db, op);
+    /* A reentrant hold counted down is no release. */
+    if (held_us > 0 || rc != SQLLOCK_OK)
+        sqllock__m_release(l, rc, token, held_us);
+    return rc;
 }
 
 /* The retry of an acquire that the database rolled back: see
@@ -405,6 +450,7 @@ int sqllock__lease_grant_fixed(sqllock_db *db, const char *name,
                                int64_t ttl_ms)
 {
     sqllock_lease l;
+    int rc;
 
     memset(&l, 0, sizeof l);
     l.db = db;
@@ -418,7 +464,11 @@ int sqllock__lease_grant_fixed(sqllock_db *db, const char *name,
     l.wake_key = sqllock__wake_key(db->url, name);
     atomic_init(&l.state, SQLLOCK_STATE_NOT_HELD);
     atomic_init(&l.deadline_us, 0);
-    return insert_retried(&l);
+    atomic_init(&l.granted_us, 0);
+    rc = insert_retried(&l);
+    /* A marker is no hold (metrics.c). */
+    sqllock__m_hold_end(&l, SQLLOCK__END_NONE, NULL);
+    return rc;
 }
 
 int sqllock__lease_try_plain(sqllock_lease *l)

@@ -182,11 +182,12 @@ void sqllock__wait_pause(sqllock__wait *w, sqllock_lease *b, int i,
                 memset(w->listened, 0, sizeof w->listened);
             }
         } else if (wake) {
-            sqllock__wake_wait(b->wake_key, seen, until);
+            woke = sqllock__wake_wait(b->wake_key, seen, until) != 0;
         } else {
             sqllock__sleep_until(until);
         }
     }
+    sqllock__m_pause(w->db, woke);
     if (w->attempt < 62)
         w->attempt++;
 }

@@ -129,8 +129,8 @@ static int check_grace_batch(sqllock_db *db, int64_t grace_ms, int batch,
 
 /* One pass; `r` (may be NULL) is the thread whose stop request ends it
  * early. */
-static int reap_pass(sqllock_db *db, int64_t grace_ms, int batch,
-                     int64_t *deleted, sqllock_reaper *r)
+static int reap_pass_body(sqllock_db *db, int64_t grace_ms, int batch,
+                          int64_t *deleted, sqllock_reaper *r)
 {
     const sqllock_sql *trim;
     sqllock_value args[2];
@@ -162,6 +162,18 @@ static int reap_pass(sqllock_db *db, int64_t grace_ms, int batch,
             return rc;
     }
     return sqllock__ok(db);
+}
+
+/* The same, its statements and rows counted (metrics.c). */
+static int reap_pass(sqllock_db *db, int64_t grace_ms, int batch,
+                     int64_t *deleted, sqllock_reaper *r)
+{
+    int op = sqllock__op_set(db, SQLLOCK__OP_REAP), rc;
+
+    rc = reap_pass_body(db, grace_ms, batch, deleted, r);
+    sqllock__op_set(db, op);
+    sqllock__m_reaped(db, *deleted);
+    return rc;
 }
 
 int sqllock_reap(sqllock_db *db, int64_t grace_ms, int batch,

@@ -237,8 +237,8 @@ int sqllock_record_cas(sqllock_db *db, const char *key, int64_t expected,
     return sqllock__record_cas(db, key, expected, value, len, new_version);
 }
 
-int sqllock__record_cas(sqllock_db *db, const char *key, int64_t expected,
-                        const void *value, size_t len, int64_t *new_version)
+static int record_cas_body(sqllock_db *db, const char *key, int64_t expected,
+                           const void *value, size_t len, int64_t *new_version)
 {
     sqllock_value args[3];
     int64_t affected = 0;
@@ -264,6 +264,17 @@ int sqllock__record_cas(sqllock_db *db, const char *key, int64_t expected,
     if (new_version != NULL)
         *new_version = expected + 1;
     return sqllock__ok(db);
+}
+
+int sqllock__record_cas(sqllock_db *db, const char *key, int64_t expected,
+                        const void *value, size_t len, int64_t *new_version)
+{
+    int rc, op = sqllock__op_set(db, SQLLOCK__OP_RECORD);
+
+    rc = record_cas_body(db, key, expected, value, len, new_version);
+    sqllock__op_set(db, op);
+    sqllock__m_cas(db, rc);
+    return rc;
 }
 
 int sqllock_record_delete(sqllock_db *db, const char *key, int64_t expected)

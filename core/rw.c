@@ -283,6 +283,7 @@ static int read_once(sqllock_rw *rw)
     l->token = token;
     atomic_store(&l->deadline_us, sent_us + (l->ttl_ms - l->margin_ms) * 1000);
     atomic_store(&l->state, SQLLOCK_STATE_HELD);
+    sqllock__m_grant(l);
     return sqllock__ok(db);
 }
 
@@ -521,14 +522,7 @@ static int acquire(sqllock_rw *rw, int64_t wait_ms)
     return rc;
 }
 
-int sqllock_rw_try_acquire(sqllock_rw *rw)
-{
-    if (rw == NULL)
-        return SQLLOCK_EINVAL;
-    return acquire(rw, 0);
-}
-
-int sqllock_rw_acquire(sqllock_rw *rw, int64_t wait_ms)
+static int rw_acquire_body(sqllock_rw *rw, int64_t wait_ms)
 {
     if (rw == NULL)
         return SQLLOCK_EINVAL;
@@ -536,6 +530,27 @@ int sqllock_rw_acquire(sqllock_rw *rw, int64_t wait_ms)
         return sqllock__fail(rw->db, SQLLOCK_EINVAL, "the wait time must not "
                              "be negative (got %lld ms)", (long long)wait_ms);
     return acquire(rw, wait_ms);
+}
+
+int sqllock_rw_acquire(sqllock_rw *rw, int64_t wait_ms)
+{
+    sqllock__mcall c;
+    int rc;
+
+    if (rw == NULL)
+        return SQLLOCK_EINVAL;
+    sqllock__m_enter(&c, rw->db, SQLLOCK__OP_ACQUIRE);
+    rc = rw_acquire_body(rw, wait_ms);
+    return sqllock__m_acquired(&c, rw->shared ? SQLLOCK__MK_SHARED
+                                              : SQLLOCK__MK_EXCLUSIVE,
+                               rc, rw->base, rc == SQLLOCK_OK
+                               ? sqllock_lease_token(sqllock_rw_lease(rw))
+                               : 0);
+}
+
+int sqllock_rw_try_acquire(sqllock_rw *rw)
+{
+    return sqllock_rw_acquire(rw, 0);
 }
 
 int sqllock_rw_release(sqllock_rw *rw)

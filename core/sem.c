@@ -290,7 +290,7 @@ static int check_kind(sqllock_sem *s)
     return SQLLOCK_OK;
 }
 
-int sqllock_sem_try_acquire(sqllock_sem *sem)
+static int sem_try_body(sqllock_sem *sem)
 {
     int rc;
 
@@ -303,7 +303,22 @@ int sqllock_sem_try_acquire(sqllock_sem *sem)
     return try_round(sem, (int)sqllock__rand_upto(sem->permits - 1));
 }
 
-int sqllock_sem_acquire(sqllock_sem *sem, int64_t wait_ms)
+int sqllock_sem_try_acquire(sqllock_sem *sem)
+{
+    sqllock__mcall c;
+    int rc;
+
+    if (sem == NULL)
+        return SQLLOCK_EINVAL;
+    sqllock__m_enter(&c, sem->db, SQLLOCK__OP_ACQUIRE);
+    rc = sem_try_body(sem);
+    return sqllock__m_acquired(&c, SQLLOCK__MK_SEM, rc, sem->name,
+                               rc == SQLLOCK_OK
+                               ? sqllock_lease_token(sqllock_sem_lease(sem))
+                               : 0);
+}
+
+static int sem_acquire_body(sqllock_sem *sem, int64_t wait_ms)
 {
     sqllock_lease *waited[SEM_WAIT_SLOTS], *l;
     int slots[SEM_WAIT_SLOTS];
@@ -359,6 +374,21 @@ int sqllock_sem_acquire(sqllock_sem *sem, int64_t wait_ms)
     }
     sqllock__wait_end(&w, waited);
     return rc;
+}
+
+int sqllock_sem_acquire(sqllock_sem *sem, int64_t wait_ms)
+{
+    sqllock__mcall c;
+    int rc;
+
+    if (sem == NULL)
+        return SQLLOCK_EINVAL;
+    sqllock__m_enter(&c, sem->db, SQLLOCK__OP_ACQUIRE);
+    rc = sem_acquire_body(sem, wait_ms);
+    return sqllock__m_acquired(&c, SQLLOCK__MK_SEM, rc, sem->name,
+                               rc == SQLLOCK_OK
+                               ? sqllock_lease_token(sqllock_sem_lease(sem))
+                               : 0);
 }
 
 int sqllock_sem_release(sqllock_sem *sem)

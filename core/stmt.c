@@ -109,7 +109,7 @@ static int grow_lock_wait(sqllock_db *db, int64_t ms, const char *what)
     return rc;
 }
 
-_Atomic uint64_t sqllock__statements_sent;
+_Atomic uint64_t sqllock__statements_sent;  /* metrics.c adds to it */
 
 /* Executes `st`; with a deferred BEGIN, BEGIN goes in the same round
  * trip, and stays pending only when it did not run (then the connection
@@ -195,8 +195,7 @@ int sqllock__run(sqllock_db *db, sqllock_sql_id id, const sqllock_value *args,
             bound[n++] = args[k];
         }
     }
-    atomic_fetch_add_explicit(&sqllock__statements_sent, 1,
-                              memory_order_relaxed);
+    sqllock__m_statement(db, db->begin_pending ? 2 : 1);
     rc = execute(db, db->stmts[id], bound, n, &err);
     if (rc != SQLLOCK_OK) {
         db->drv->reset(db->stmts[id]);
@@ -279,8 +278,7 @@ int sqllock__run_dyn(sqllock_db *db, const char *sql, const sqllock_value *args,
     if (rc != SQLLOCK_OK)
         return rc;
     memset(&err, 0, sizeof err);
-    atomic_fetch_add_explicit(&sqllock__statements_sent, 1,
-                              memory_order_relaxed);
+    sqllock__m_statement(db, db->begin_pending ? 2 : 1);
     rc = execute(db, st, args, nargs, &err);
     if (rc != SQLLOCK_OK) {
         db->drv->reset(st);
@@ -318,6 +316,8 @@ int sqllock__run_dyn_commit(sqllock_db *db, const char *sql,
     if (db->begin_pending)
         with |= SQLLOCK_EXEC_BEGIN;
     memset(&err, 0, sizeof err);
+    /* The statement and its COMMIT (and the BEGIN), one round trip. */
+    sqllock__m_statement(db, (with & SQLLOCK_EXEC_BEGIN) ? 3 : 2);
     rc = db->drv->execute_txn(st, args, nargs, with, &in_txn, &err);
     if (rc == SQLLOCK_OK || in_txn)
         db->begin_pending = 0;
@@ -384,8 +384,7 @@ int sqllock__begin(sqllock_db *db, const char *what)
     if (rc != SQLLOCK_OK)
         return rc;
     memset(&err, 0, sizeof err);
-    atomic_fetch_add_explicit(&sqllock__statements_sent, 1,
-                              memory_order_relaxed);
+    sqllock__m_statement(db, 1);
     rc = db->drv->begin(db->conn, &err);
     if (rc != SQLLOCK_OK) {
         err.status = rc;
@@ -409,8 +408,7 @@ int sqllock__commit(sqllock_db *db, const char *what)
         return sqllock__fail(db, SQLLOCK_ECONNECT, "%s: the connection was "
                              "lost before the commit", what);
     memset(&err, 0, sizeof err);
-    atomic_fetch_add_explicit(&sqllock__statements_sent, 1,
-                              memory_order_relaxed);
+    sqllock__m_statement(db, 1);
     rc = db->drv->commit(db->conn, &err);
     if (rc != SQLLOCK_OK) {
         err.status = rc;
@@ -430,8 +428,7 @@ void sqllock__rollback(sqllock_db *db)
     if (db->conn == NULL || db->drv->rollback == NULL)
         return;
     memset(&err, 0, sizeof err);
-    atomic_fetch_add_explicit(&sqllock__statements_sent, 1,
-                              memory_order_relaxed);
+    sqllock__m_statement(db, 1);
     if (db->drv->rollback(db->conn, &err) == SQLLOCK_ECONNECT)
         sqllock__drop_connection(db);
 }

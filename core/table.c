@@ -258,11 +258,11 @@ static int table_write(sqllock_db *db, const sqllock_table *t,
     return sqllock__ok(db);
 }
 
-int sqllock_table_cas(sqllock_db *db, const sqllock_table *t,
-                      const sqllock_cell *key, int64_t expected,
-                      const sqllock_cell *sets, int nsets,
-                      const sqllock_cell *conds, int nconds,
-                      int64_t *new_version)
+static int table_cas_body(sqllock_db *db, const sqllock_table *t,
+                          const sqllock_cell *key, int64_t expected,
+                          const sqllock_cell *sets, int nsets,
+                          const sqllock_cell *conds, int nconds,
+                          int64_t *new_version)
 {
     write_check w = { 0, NULL, 0, NULL };
     int rc;
@@ -277,6 +277,22 @@ int sqllock_table_cas(sqllock_db *db, const sqllock_table *t,
     rc = table_write(db, t, key, &w, sets, nsets, conds, nconds);
     if (rc == SQLLOCK_OK && new_version != NULL)
         *new_version = expected + 1;
+    return rc;
+}
+
+int sqllock_table_cas(sqllock_db *db, const sqllock_table *t,
+                      const sqllock_cell *key, int64_t expected,
+                      const sqllock_cell *sets, int nsets,
+                      const sqllock_cell *conds, int nconds,
+                      int64_t *new_version)
+{
+    int rc, op = sqllock__op_set(db, SQLLOCK__OP_RECORD);
+
+    rc = table_cas_body(db, t, key, expected, sets, nsets, conds, nconds,
+                        new_version);
+    sqllock__op_set(db, op);
+    if (db != NULL)
+        sqllock__m_cas(db, rc);
     return rc;
 }
 

@@ -118,8 +118,8 @@ static int cmp_keys(const sqllock_cell *x, const sqllock_cell *y)
     return x->number < y->number ? -1 : x->number > y->number;
 }
 
-int sqllock_txn_lock(sqllock_txn *t, const char *const *names, int n,
-                     sqllock_lock_mode mode, int *got)
+static int txn_lock_body(sqllock_txn *t, const char *const *names, int n,
+                         sqllock_lock_mode mode, int *got)
 {
     const char *what = "locking rows";
     int idx[TXN_MAX_ROWS], i, rc, taken;
@@ -235,9 +235,22 @@ int sqllock_txn_lock(sqllock_txn *t, const char *const *names, int n,
     return sqllock__ok(db);
 }
 
-int sqllock_txn_lock_rows(sqllock_txn *t, const sqllock_table *tbl,
-                          const sqllock_cell *keys, int n,
-                          sqllock_lock_mode mode, int *got)
+int sqllock_txn_lock(sqllock_txn *t, const char *const *names, int n,
+                     sqllock_lock_mode mode, int *got)
+{
+    sqllock_db *db = t != NULL ? t->db : NULL;
+    int rc, op = sqllock__op_set(db, SQLLOCK__OP_ROW_LOCK);
+
+    rc = txn_lock_body(t, names, n, mode, got);
+    sqllock__op_set(db, op);
+    if (db != NULL)
+        sqllock__m_rowlock(db, rc);
+    return rc;
+}
+
+static int txn_lock_rows_body(sqllock_txn *t, const sqllock_table *tbl,
+                              const sqllock_cell *keys, int n,
+                              sqllock_lock_mode mode, int *got)
 {
     const char *what = "locking rows";
     int idx[TXN_MAX_ROWS], i, rc, taken;
@@ -303,4 +316,18 @@ int sqllock_txn_lock_rows(sqllock_txn *t, const sqllock_table *tbl,
                                  "has key #%d", what, tbl->table, idx[i] + 1);
     }
     return sqllock__ok(db);
+}
+
+int sqllock_txn_lock_rows(sqllock_txn *t, const sqllock_table *tbl,
+                          const sqllock_cell *keys, int n,
+                          sqllock_lock_mode mode, int *got)
+{
+    sqllock_db *db = t != NULL ? t->db : NULL;
+    int rc, op = sqllock__op_set(db, SQLLOCK__OP_ROW_LOCK);
+
+    rc = txn_lock_rows_body(t, tbl, keys, n, mode, got);
+    sqllock__op_set(db, op);
+    if (db != NULL)
+        sqllock__m_rowlock(db, rc);
+    return rc;
 }

@@ -135,22 +135,60 @@ static void set_key(watch_entry *e)
 
 /* ---- reporting ---- */
 
-/* Calls the callback with the mutex released and the lease marked busy. */
+/* The log hook's event of a state the callback is told of. */
+static void log_state(watch_entry *e, int state, int status,
+                      const char *msg)
+{
+    int64_t left = sqllock__lease_deadline(e->lease) - sqllock__now_us();
+
+    if (left < 0)
+        left = 0;
+    if (state == SQLLOCK_STATE_HELD)
+        sqllock__log(SQLLOCK_EVENT_RENEWED_LATE, SQLLOCK_LOG_WARNING,
+                     e->lease->db, e->name, e->token, status, left / 1000,
+                     "'%s' renewed late, with %lld ms of it left: renewing "
+                     "works again", e->name, (long long)(left / 1000));
+    else if (state == SQLLOCK_STATE_UNCERTAIN)
+        sqllock__log(SQLLOCK_EVENT_UNCERTAIN, SQLLOCK_LOG_WARNING,
+                     e->lease->db, e->name, e->token, status, left / 1000,
+                     "renewing '%s' failed (%s; retried while %lld ms of it "
+                     "last): %s", e->name, sqllock_errname(status),
+                     (long long)(left / 1000), msg);
+    else if (state == SQLLOCK_STATE_LOST)
+        sqllock__log(SQLLOCK_EVENT_LOST, SQLLOCK_LOG_ERROR, e->lease->db,
+                     e->name, e->token, status, 0, "'%s' (token %lld) is "
+                     "lost: %s", e->name, (long long)e->token, msg);
+}
+
+/* Calls the callback, and the log hook, with the mutex released and the
+ * lease marked busy. */
 static void report(struct sqllock__renewer *r, watch_entry *e, int state,
                    int status, const char *msg)
 {
+    int level = state == SQLLOCK_STATE_LOST ? SQLLOCK_LOG_ERROR
+                                            : SQLLOCK_LOG_WARNING;
+
     e->state = state;
-    if (e->callback == NULL)
+    if (e->callback == NULL && !sqllock__log_on(level))
         return;
     pthread_mutex_unlock(&r->mu);
-    e->callback(e->ctx, e->lease, state, status, msg);
+    log_state(e, state, status, msg);
+    if (e->callback != NULL)
+        e->callback(e->ctx, e->lease, state, status, msg);
     pthread_mutex_lock(&r->mu);
 }
 
-/* `e` is LOST: it leaves the watch, the caller is told, the entry goes. */
+/* `e` is LOST: it leaves the watch, the caller is told, the entry goes.
+ * The loss's cause, for the metrics: a row found not ours, or a local
+ * deadline that passed while renewals failed (the connection) or with
+ * none failed (a paused or starved process). */
 static void lose(struct sqllock__renewer *r, watch_entry *e, int status,
                  const char *msg)
 {
+    sqllock__m_hold_end(e->lease, status == SQLLOCK_LOST
+                        ? SQLLOCK__ML_TAKEN_OVER
+                        : e->state == SQLLOCK_STATE_UNCERTAIN
+                        ? SQLLOCK__ML_CONNECTION : SQLLOCK__ML_EXPIRED, NULL);
     sqllock__lease_set_state(e->lease, SQLLOCK_STATE_LOST);
     if (e->lease->watch == e)
         e->lease->watch = NULL;
@@ -175,6 +213,12 @@ static void settle(struct sqllock__renewer *r, watch_entry *e,
     }
     r->busy = e->lease;
     now = sqllock__now_us();
+    sqllock__m_renewal(e->lease->db, e->rc == SQLLOCK_OK && e->renewed &&
+                       (sqllock__lease_deadline(e->lease) == 0 ||
+                        now < sqllock__lease_deadline(e->lease))
+                       ? (e->state == SQLLOCK_STATE_HELD
+                          ? SQLLOCK__MR_ON_TIME : SQLLOCK__MR_LATE)
+                       : SQLLOCK__MR_FAILED);
     if (e->rc == SQLLOCK_OK && !e->renewed) {
         lose(r, e, SQLLOCK_LOST, "the lease was taken over by another "
              "owner, or removed after it expired");
@@ -335,6 +379,7 @@ static int renewer_start(sqllock_db *db)
         free(r);
         return rc;
     }
+    sqllock__op_set(r->db, SQLLOCK__OP_RENEW);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->idle, NULL);
     sqllock__cond_init(&r->wake);

@@ -53,6 +53,7 @@
 #define SQLLOCK_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -1233,6 +1234,273 @@ SQLLOCK_API int sqllock_lease_lookup(sqllock_db *db, const char *name,
  * Added in 0.9.0. */
 SQLLOCK_API const char *sqllock_kind_marker(const char *owner);
 
+/*
+ * The lock tables as the database sees them -- every client's rows, not
+ * this process's calls (sqllock_metrics_text() counts those) -- in the
+ * OpenMetrics text format, for monitoring: `sqllock metrics` prints it
+ * for node_exporter's textfile collector. Gauges, by the database's
+ * clock where they are times of the lease table:
+ *
+ *   sqllock_db_lease_rows               rows read (live, expired, markers)
+ *   sqllock_db_locks_held{kind}         live rows by kind: lease, shared,
+ *                                       exclusive (a writer's row, also
+ *                                       while it waits for readers),
+ *                                       semaphore (permits), leader,
+ *                                       fair_waiter, other; kind markers
+ *                                       are not holds
+ *   sqllock_db_waiters_queued           live fair-queue waiters
+ *   sqllock_db_expired_rows             expired rows not yet reaped
+ *   sqllock_db_kind_markers             names marked with a kind (N1)
+ *   sqllock_db_oldest_hold_seconds      age of the oldest live hold since
+ *                                       its grant (waiters apart), 0: none
+ *   sqllock_db_hold_age_seconds{name,kind}
+ *                                       the same per lock name (a
+ *                                       primitive's base name), for the
+ *                                       SQLLOCK_METRICS_DB_OLDEST names
+ *                                       held longest only
+ *   sqllock_db_run_histories            names with a run history
+ *   sqllock_db_run_failures{name}       finished runs among the kept ones
+ *                                       (SQLLOCK_HISTORY_MAX) that exited
+ *                                       non-zero or not "ok"
+ *   sqllock_db_run_last_end_timestamp_seconds{name}, ..._last_exit_code
+ *                                       the last finished run (by the
+ *                                       runner host's clock)
+ *   sqllock_db_forced_releases{name}    forced releases among the kept
+ *                                       audit lines
+ *   sqllock_db_slot_records             schedule slot records (`run
+ *                                       --once-per`), one per name
+ *   sqllock_db_slot_last_start_timestamp_seconds{name}
+ *                                       the start of the last slot run
+ *   sqllock_db_slot_last_state{name,state}
+ *                                       its run's state as a state set:
+ *                                       1 for the record's (running, ok,
+ *                                       failed, timeout, lost), 0 others
+ *   sqllock_db_slot_last_exit_code{name} its exit code, once it ended
+ *   sqllock_db_slots_missed{name}       slots in which nothing ran since
+ *                                       it, the current one apart, by
+ *                                       its schedule and the clock (and
+ *                                       time zone) of the calling host;
+ *                                       at most 1000 ("1000 or more")
+ *   sqllock_db_up 1, sqllock_db_scrape_duration_seconds
+ *
+ * The per-name series of the histories, and those of the slots, are
+ * written for the first SQLLOCK_METRICS_DB_NAMES_MAX names (in byte
+ * order; a long name as its record key has it, cut and hashed), so that
+ * the number of series stays bounded whatever the number of locks. The
+ * text ends with "# EOF". Cost: one read of the whole lease table and
+ * one range read each of the history and the slot records, per call;
+ * a name of a cron schedule whose last slot run is long past costs a
+ * walk of up to 1000 slots here (about 0.5 ms). Nothing is kept
+ * per row, but PostgreSQL's and MySQL's client libraries hold a
+ * statement's whole result while it is walked: with 100 000 lease rows
+ * a call took 0.3 s and 26 MB on PostgreSQL, 0.25 s and 15 MB on
+ * MariaDB, 0.06 s and 2 MB on SQLite (freed when it returns). On any failure to read, the status
+ * and no text (*out NULL): a scrape is never partial. SQLLOCK_EINVAL for
+ * a NULL db or out; SQLLOCK_EMISUSE on a borrowed handle (as
+ * sqllock_list()). *out is freed with sqllock_free().
+ *
+ * Added in 0.11.0.
+ */
+#define SQLLOCK_METRICS_DB_OLDEST 10
+#define SQLLOCK_METRICS_DB_NAMES_MAX 500
+SQLLOCK_API int sqllock_metrics_db_text(sqllock_db *db, char **out);
+
+/* ------------------------------------------------------------------------ */
+/* Observers: following lock names without holding them (added in 0.11.0)  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * An observer follows lock names and reports each change of their holds
+ * -- acquired, released, expired, taken over, freed by an operator --
+ * holding and writing nothing. It reads the lease rows of all its names
+ * with ONE statement per poll, on its handle's connection, in the
+ * caller's thread: sqllock_observer_next() waits for the next poll,
+ * makes it and hands out the changes, one per call, in the order they
+ * were seen (for one row, in the order they happened). It has no thread
+ * of its own.
+ *
+ * What a name covers. Observing NAME follows the lease row NAME and
+ * every row a primitive keeps under it, each reported by its own name
+ * as `sqllock list` shows it: an election's leader, "NAME [leader]" (a
+ * follower hears of each new leader: ACQUIRED, or TAKEN_OVER after a
+ * leader's lease expired, with the new term's token); a semaphore's
+ * permits, "NAME [p0]", "NAME [p1]", ...; a shared/exclusive lock's
+ * writer, "NAME [w]" (taken when the writer starts waiting for the
+ * readers inside), and each reader, "NAME [r" 16 hex digits "]" (a row
+ * of its own per shared hold); a fair lock's holder, the row NAME (its
+ * waiters' queue rows are not holds and are not reported). NAME's kind
+ * marker (contract N1) is no hold and is never reported.
+ *
+ * The changes, each judged by the lease row and the database's clock
+ * (contract L2) alone:
+ *   HELD, FREE     the state at the start, when include_initial asks for
+ *                  it: HELD per live row, FREE (named NAME, token 0) for
+ *                  a name without one, in the order the names were given.
+ *   ACQUIRED       a row with a token where there was none, or after the
+ *                  last one ended. Also a lease renewed after it had
+ *                  expired, no one having taken it over meanwhile (by the
+ *                  database's clock it was free in between): its own
+ *                  token again.
+ *   RELEASED       the row gone (or holding a later grant's token) before
+ *                  the expiry last seen, with no forced release of its
+ *                  token in NAME's history.
+ *   FORCE_RELEASED the row gone, and NAME's history has the audit line of
+ *                  a forced release of its token (sqllock_force_release(),
+ *                  `sqllock release --force`).
+ *   EXPIRED        the expiry passed without a renewal (reported once,
+ *                  whether the row is still there or was reaped); a row
+ *                  gone with no forced release once the database's clock
+ *                  is past the expiry last seen is EXPIRED too.
+ *   TAKEN_OVER     a new grant of a row whose lease had expired (after
+ *                  its EXPIRED): the takeover of contract L1. `old_token`
+ *                  is the expired one's.
+ * A token that changed between two polls while the old one was live (a
+ * release, then a new grant) gives RELEASED, then ACQUIRED. Renewals are
+ * not changes. A hold that begins and ends between two polls is not
+ * seen at all.
+ *
+ * The bound. Every change is reported within the poll interval plus one
+ * round trip after it happened by the database's clock, while the caller
+ * is in sqllock_observer_next() (the observer looks at the database only
+ * there); `lag_ms` says how late each one was seen. On PostgreSQL the
+ * observer also LISTENs on the wake-up channel of each row it follows
+ * (contract L9), so a release that notifies -- every release of a lease
+ * without SQLLOCK_LEASE_NO_WAKEUP; not a forced release or a reaper's
+ * delete -- is reported one round trip after its commit (not behind a
+ * transaction pooler or pgpool-II without listen_host=: they poll).
+ * MySQL/MariaDB and SQLite poll at the interval. So on them a release
+ * in the last interval before the lease's expiry may be seen only after
+ * it, and is reported EXPIRED.
+ *
+ * Cost: one statement per poll (each name's rows by an index range
+ * scan); one more, a read of NAME's history record, when a hold of NAME
+ * ends; on PostgreSQL, one LISTEN per row name the first time it is seen
+ * (and a poll at once after it). A hold's end is judged by the expiry
+ * the last poll saw: with an interval below two thirds of the leases'
+ * ttl (the watchdog renews every ttl/3), the release of a renewed lease
+ * is never taken for its expiry.
+ *
+ * THREADS. An observer uses its handle's connection, as every call on the
+ * handle does (one thread at a time): give it a handle of its own. Its
+ * LISTENs are the connection's, so a waiting acquire on the same handle
+ * would consume the notifications it waits for (it then sees the
+ * release at its next poll). Free it before closing its handle.
+ */
+typedef struct sqllock_observer sqllock_observer;
+
+typedef enum sqllock_change_type {
+    SQLLOCK_CHANGE_HELD = 1,
+    SQLLOCK_CHANGE_FREE = 2,
+    SQLLOCK_CHANGE_ACQUIRED = 3,
+    SQLLOCK_CHANGE_RELEASED = 4,
+    SQLLOCK_CHANGE_EXPIRED = 5,
+    SQLLOCK_CHANGE_TAKEN_OVER = 6,
+    SQLLOCK_CHANGE_FORCE_RELEASED = 7
+} sqllock_change_type;
+
+/* One change, as sqllock_observer_next() hands it out. The caller sets
+ * struct_version (SQLLOCK_CHANGE_INIT); the library fills the fields
+ * that version has. Strings are borrowed from the observer until the
+ * next call on it. Times are by the database's clock, in ms since the
+ * Unix epoch. */
+typedef struct sqllock_change {
+    int struct_version;
+    int type;                 /* SQLLOCK_CHANGE_* */
+    const char *name;         /* the row, as `sqllock list` shows it:
+                                 "jobs", "jobs [leader]", "jobs [p1]" */
+    const char *watched;      /* the name given that it falls under */
+    int64_t token;            /* the hold's token: the new holder's for
+                                 ACQUIRED, TAKEN_OVER and HELD, the ended
+                                 one's for RELEASED, EXPIRED and
+                                 FORCE_RELEASED; 0 for FREE */
+    int64_t old_token;        /* TAKEN_OVER: the expired hold's; else 0 */
+    const char *holder;       /* that hold's holder text; "" for FREE */
+    int64_t expires_at_ms;    /* that hold's expiry as last seen; 0 for
+                                 FREE */
+    int64_t seen_at_ms;       /* the database's clock at the poll that
+                                 saw the change */
+    int64_t lag_ms;           /* how late it was seen, at most: since the
+                                 grant (ACQUIRED, TAKEN_OVER), the expiry
+                                 (EXPIRED), or the last poll that saw the
+                                 hold (RELEASED, FORCE_RELEASED, a renewal
+                                 after expiry); 0 for HELD and FREE */
+} sqllock_change;
+
+#define SQLLOCK_CHANGE_VERSION 1
+#define SQLLOCK_CHANGE_INIT \
+    { SQLLOCK_CHANGE_VERSION, 0, NULL, NULL, 0, 0, NULL, 0, 0, 0 }
+
+/* Options of an observer. Zero in a field means its default. */
+typedef struct sqllock_observer_options {
+    int struct_version;
+    /* The time between polls: the bound on how late a change is seen
+     * (above). Default (0) 1000 ms; at least
+     * SQLLOCK_OBSERVER_INTERVAL_MIN_MS; negative is SQLLOCK_EINVAL. */
+    int64_t interval_ms;
+    /* Non-zero: the first changes are the state at the start, HELD and
+     * FREE. */
+    int include_initial;
+} sqllock_observer_options;
+
+#define SQLLOCK_OBSERVER_OPTIONS_VERSION 1
+#define SQLLOCK_OBSERVER_OPTIONS_INIT \
+    { SQLLOCK_OBSERVER_OPTIONS_VERSION, 0, 0 }
+#define SQLLOCK_OBSERVER_INTERVAL_MIN_MS 50
+/* The most names one observer follows. */
+#define SQLLOCK_OBSERVER_NAMES_MAX 256
+
+/*
+ * Makes an observer of `names[0..n)` on `db` (`opts` may be NULL). It
+ * reads the names' rows once here -- the state the changes start from
+ * (and, on PostgreSQL, LISTENs first) -- so a change after this call
+ * returns is reported, however late sqllock_observer_next() is called.
+ * Inputs are copied. Errors, *out NULL and the message on `db`:
+ * SQLLOCK_EINVAL for a NULL db or out, a NULL array, n < 1 or n >
+ * SQLLOCK_OBSERVER_NAMES_MAX, a NULL, empty, oversized or malformed name
+ * (as sqllock_lease_new() checks names), a name given twice, options
+ * without a struct_version, or an interval that is negative or below the
+ * minimum; SQLLOCK_EMISUSE on a borrowed handle (as sqllock_list()), or
+ * while a row-lock transaction is open on it; SQLLOCK_EUNSUPPORTED for a
+ * driver without the statement LEASE_OBSERVE (sqllock_driver.h); the
+ * database's status when the first read fails. Free with
+ * sqllock_observer_free().
+ *
+ * Added in 0.11.0.
+ */
+SQLLOCK_API int sqllock_observer_new(sqllock_db *db, const char *const *names,
+                                     int n,
+                                     const sqllock_observer_options *opts,
+                                     sqllock_observer **out);
+
+/*
+ * The next change: SQLLOCK_OK with *out filled; SQLLOCK_TIMEOUT when none
+ * came within `timeout_ms` (0: only what the changes queued, or a poll
+ * that is due, bring; SQLLOCK_WAIT_FOREVER: no deadline). It polls when a
+ * poll is due (every interval, and at once after a wake-up) and sleeps in
+ * between, until the deadline. A poll that fails returns its status
+ * (SQLLOCK_ECONNECT, ...; the message on the handle) and changes
+ * nothing the observer knows: call again, and the next poll, a
+ * reconnect first if need be, reports what changed meanwhile -- late,
+ * as its lag says. SQLLOCK_EINVAL for a NULL observer or out, a change
+ * without a struct_version, or a negative timeout; SQLLOCK_EMISUSE while
+ * a row-lock transaction is open on the handle.
+ *
+ * Added in 0.11.0.
+ */
+SQLLOCK_API int sqllock_observer_next(sqllock_observer *obs,
+                                      sqllock_change *out,
+                                      int64_t timeout_ms);
+
+/* Frees the observer (on PostgreSQL, UNLISTENs what it listened to).
+ * Free it before its handle is closed. Accepts NULL.
+ * Added in 0.11.0. */
+SQLLOCK_API void sqllock_observer_free(sqllock_observer *obs);
+
+/* "held", "free", "acquired", "released", "expired", "taken_over",
+ * "force_released"; "unknown" for another value. A static string.
+ * Added in 0.11.0. */
+SQLLOCK_API const char *sqllock_change_name(int type);
+
 /* ------------------------------------------------------------------------ */
 /* Row locks (contract R1-R8)                                                */
 /* ------------------------------------------------------------------------ */
@@ -1697,6 +1965,140 @@ SQLLOCK_API int sqllock_record_update(sqllock_db *db, const char *key,
                                       int *attempts);
 
 /*
+ * Schedules and their slots: a job that runs at most once per slot
+ * across hosts (`sqllock run NAME --once-per DUR`, --once-per-cron).
+ *
+ * A schedule is a text. A duration ("1h", as sqllock_parse_duration()
+ * reads it, longer than 0) cuts Unix time into the slots [k * DUR,
+ * (k + 1) * DUR), k whole: UTC, whatever the time zone. A cron
+ * expression of five fields separated by white space, "minute hour
+ * day-of-month month day-of-week" -- each a list (a,b) of numbers,
+ * ranges (a-b), steps (*\/n, a-b/n) or *; day of week 0-7, 0 and 7
+ * Sunday; day of month and day of week combined as Vixie cron does
+ * (both restricted: either matches; one begins with *: both must) -- or
+ * @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly:
+ * a slot runs from one minute whose local time (the host's time zone,
+ * TZ honoured) matches to the next such minute. When the clocks go
+ * forward the minutes skipped never match; when they go back, a minute
+ * of the repeated hour matches at both of its times. A slot is judged
+ * by the clock of the host that asks, as cron fires by it: the hosts of
+ * one job must keep their clocks far closer together than a slot is
+ * long.
+ */
+#define SQLLOCK_SCHEDULE_MAX 200
+/* SQLLOCK_OK when `schedule` is one; SQLLOCK_EINVAL otherwise, with *why
+ * (when not NULL) a static sentence saying what is wrong (NULL on
+ * success). Added in 0.11.0. */
+SQLLOCK_API int sqllock_schedule_check(const char *schedule,
+                                       const char **why);
+/* The slot of the time `at_ms` (ms since the epoch): *start_ms, its
+ * start (the latest slot start <= at_ms), and *end_ms, the next one.
+ * SQLLOCK_EINVAL for a bad schedule, SQLLOCK_NOTFOUND when no slot
+ * start lies within 10 years of at_ms (or beyond what time_t holds).
+ * Thread-safe (it reads the time zone, tzset()). Added in 0.11.0. */
+SQLLOCK_API int sqllock_schedule_slot(const char *schedule, int64_t at_ms,
+                                      int64_t *start_ms, int64_t *end_ms);
+/* *count: the slot starts s with after_ms < s < before_ms, at most
+ * `max` (a cron schedule is walked slot by slot: `max` bounds the
+ * work). SQLLOCK_EINVAL for a bad schedule or max < 0. Added in
+ * 0.11.0. */
+SQLLOCK_API int sqllock_schedule_count(const char *schedule,
+                                       int64_t after_ms, int64_t before_ms,
+                                       int64_t max, int64_t *count);
+
+/*
+ * The slot record of lock NAME: one versioned record, key
+ * sqllock_slot_key(NAME) ("sqllock:slot:NAME"), whose value is one line
+ * of the fields below, separated by tabs (later versions may append
+ * fields; readers ignore them). Times are the writing host's clock, ms
+ * since the epoch.
+ */
+typedef struct sqllock_slot_info {
+    int64_t slot_ms;           /* the start of the slot of the last run */
+    int64_t prev_slot_ms;      /* the start of the slot recorded before
+                                  it, 0 for none */
+    const char *schedule;      /* the schedule it was judged by */
+    const char *state;         /* "running", "ok", "failed", "timeout",
+                                  "lost" */
+    int64_t token;             /* the run's lease token */
+    const char *who;           /* who ran it */
+    int64_t start_ms;          /* when the run started */
+    int64_t end_ms;            /* when it ended; 0 while "running" */
+    int exit_code;             /* its exit code, once it ended */
+    int64_t version;           /* the record's version */
+} sqllock_slot_info;
+/* The record key of NAME's slots into key[size] (size at least
+ * SQLLOCK_NAME_MAX + 1): SQLLOCK_SLOT_KEY_PREFIX NAME, or for a long NAME
+ * the name cut and a hash of the whole (as sqllock_history_key()).
+ * Added in 0.11.0. */
+#define SQLLOCK_SLOT_KEY_PREFIX "sqllock:slot:"
+SQLLOCK_API void sqllock_slot_key(const char *name, char *key, size_t size);
+/* Reads a slot record's value -- as sqllock_record_list() hands out the
+ * records under SQLLOCK_SLOT_KEY_PREFIX -- and hands it to `cb` (its
+ * strings live until cb returns; version is 0). SQLLOCK_EINVAL when it
+ * is not a slot record. Added in 0.11.0. */
+SQLLOCK_API int sqllock_slot_parse(const void *value, size_t len,
+                                   int (*cb)(void *ctx,
+                                             const sqllock_slot_info *info),
+                                   void *ctx);
+/* Hands NAME's slot record to `cb` (its strings live until cb returns).
+ * SQLLOCK_NOTFOUND when there is none; SQLLOCK_EINVAL when the record is
+ * not a slot record. Added in 0.11.0. */
+SQLLOCK_API int sqllock_slot_read(sqllock_db *db, const char *name,
+                                  int (*cb)(void *ctx,
+                                            const sqllock_slot_info *info),
+                                  void *ctx);
+
+/* Options of sqllock_slot_claim(). */
+typedef struct sqllock_slot_options {
+    int struct_version;        /* SQLLOCK_SLOT_OPTIONS_VERSION */
+    const char *schedule;      /* the schedule (required) */
+    int64_t slot_ms;           /* the start of the slot claimed
+                                  (sqllock_schedule_slot()) */
+    int64_t token;             /* the token of the run's lease on NAME */
+    const char *who;           /* who runs it (user@host, say) */
+    int64_t start_ms;          /* when the run started; 0: now */
+    int retry_failed;          /* run again a slot whose run did not end
+                                  "ok" (see below) */
+} sqllock_slot_options;
+#define SQLLOCK_SLOT_OPTIONS_VERSION 1
+#define SQLLOCK_SLOT_OPTIONS_INIT \
+    { SQLLOCK_SLOT_OPTIONS_VERSION, NULL, 0, 0, NULL, 0, 0 }
+
+/*
+ * Claims the slot opts->slot_ms of NAME for a run, which must hold
+ * NAME's lease (it keeps the runs of NAME apart). Reads the slot record
+ * and writes "running" for this slot, with compare-and-set (DESIGN O1),
+ * unless the record holds this slot or a later one (a later one always
+ * wins: a slot is never run after a later one). A slot whose run is
+ * recorded "ok" is never claimed again; one recorded "failed",
+ * "timeout", "lost" -- or "running", whose runner is then gone, since
+ * the caller holds the lease -- only with opts->retry_failed.
+ * Returns SQLLOCK_OK: the slot is this run's (run the job, then
+ * sqllock_slot_finish()); SQLLOCK_BUSY: the slot, or a later one, has
+ * had its run; SQLLOCK_CONFLICT: another run claimed the slot between
+ * this call's read and its write (even when NAME's lease was lost
+ * meanwhile, one of the two claims fails); SQLLOCK_EINVAL for bad
+ * options, or a record that is not a slot record (nothing is written);
+ * or a database's status. `cb`, when not NULL, is called once before
+ * the return with the record as found, when there was one. Added in
+ * 0.11.0.
+ */
+SQLLOCK_API int sqllock_slot_claim(sqllock_db *db, const char *name,
+                                   const sqllock_slot_options *opts,
+                                   int (*cb)(void *ctx,
+                                             const sqllock_slot_info *found),
+                                   void *ctx);
+/* Notes the end of the run of `token` in NAME's slot record: `state`
+ * "ok", "failed", "timeout" or "lost", its exit code, and when it ended
+ * (end_ms; 0: now), with compare-and-set. SQLLOCK_CONFLICT when the
+ * record is another run's by now (nothing written); SQLLOCK_NOTFOUND
+ * when there is none. Added in 0.11.0. */
+SQLLOCK_API int sqllock_slot_finish(sqllock_db *db, const char *name,
+                                    int64_t token, const char *state,
+                                    int exit_code, int64_t end_ms);
+
+/*
  * The application's own tables (contract O3). A table is named by the
  * application, e.g. inventory(id, qty, version): table, key column and
  * version column are identifiers `[A-Za-z_][A-Za-z0-9_]*` (the table may
@@ -1958,6 +2360,116 @@ SQLLOCK_API int sqllock_table_guarded_update(sqllock_db *db,
 SQLLOCK_API void sqllock_free(void *p);
 
 /* ------------------------------------------------------------------------ */
+/* Metrics and the log hook (added in 0.11.0)                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * METRICS. Every handle counts what its calls did, and the process keeps
+ * the sums of all its handles (the watchdog's and the reaper's threads
+ * included): acquires by kind and outcome, the time each acquire call
+ * took and the time each hold lasted (histograms), renewals on time, late
+ * (after a failed try) and failed, losses by cause, releases by outcome,
+ * how the waits' pauses ended (a wake-up or the end of a poll interval),
+ * statements and round trips by operation, reaped rows, row locks and
+ * compare-and-set writes by outcome, the leases held now, and for each
+ * sqllock_leader of the process whether it leads. Counting costs a few
+ * relaxed atomic additions per call, never a statement.
+ *
+ * sqllock_metrics_text() writes them in the OpenMetrics text format
+ * (https://openmetrics.io; what Prometheus scrapes), metric names after
+ * Prometheus' conventions: "sqllock_" first, base units in the name
+ * (seconds), "_total" on counters, e.g.
+ *
+ *     sqllock_acquires_total{kind="lease",outcome="granted"} 42
+ *     sqllock_hold_seconds_bucket{le="1.0"} 40
+ *
+ * `db` NULL: the process's sums; else that handle's own counts (a
+ * handle's renewals are those of the leases it watches). The text ends
+ * with "# EOF". Sets *out to a new string, freed with sqllock_free().
+ * SQLLOCK_EINVAL for a NULL out; SQLLOCK_ENOMEM. Thread-safe for `db`
+ * NULL; for a handle, from any thread (its counts are atomics), though a
+ * scrape that runs beside a call may see that call half counted.
+ * Counters start at 0 with the handle, or the process, and never go
+ * back. docs/observability.md lists every metric.
+ *
+ * Added in 0.11.0.
+ */
+SQLLOCK_API int sqllock_metrics_text(sqllock_db *db, char **out);
+
+/* The same, written to `out` (stdio; not flushed). SQLLOCK_EINVAL for a
+ * NULL out; SQLLOCK_ESYS when the write fails. Added in 0.11.0. */
+SQLLOCK_API int sqllock_metrics_write(sqllock_db *db, FILE *out);
+
+/* What happened, as the log hook is told it. */
+typedef enum sqllock_event_type {
+    SQLLOCK_EVENT_ACQUIRED = 1,   /* a grant: name, token, value_ms = the
+                                     acquire call's time */
+    SQLLOCK_EVENT_RELEASED = 2,   /* a release: name, token, value_ms =
+                                     how long it was held */
+    SQLLOCK_EVENT_RENEWED_LATE = 3, /* the watchdog renewed a lease after
+                                     failed tries: value_ms = the time
+                                     that was left of it (L6) */
+    SQLLOCK_EVENT_UNCERTAIN = 4,  /* a renewal failed and is retried while
+                                     the lease's time lasts: status, msg,
+                                     value_ms = the time left */
+    SQLLOCK_EVENT_LOST = 5,       /* the lease is lost (status LOST: taken
+                                     over or removed; TIMEOUT: its local
+                                     deadline passed), msg says how */
+    SQLLOCK_EVENT_RECONNECTED = 6, /* a handle connected again after its
+                                     connection was lost: name NULL */
+    SQLLOCK_EVENT_REFUSED = 7,    /* the library refused a connection or
+                                     a setting (a pooler that cannot keep
+                                     a session, a server whose durability
+                                     the contract cannot rely on, a
+                                     session property it cannot pin):
+                                     status, msg */
+    SQLLOCK_EVENT_RELEASE_LOST = 8 /* a release found the lease lost (L4):
+                                     name, token */
+} sqllock_event_type;
+
+/* Levels, with the numbers of Python's logging module. */
+#define SQLLOCK_LOG_DEBUG   10
+#define SQLLOCK_LOG_INFO    20
+#define SQLLOCK_LOG_WARNING 30
+#define SQLLOCK_LOG_ERROR   40
+
+typedef struct sqllock_event {
+    int struct_version;       /* SQLLOCK_EVENT_VERSION */
+    int type;                 /* sqllock_event_type */
+    int level;                /* SQLLOCK_LOG_* */
+    int status;               /* a sqllock_status, SQLLOCK_OK if none */
+    const char *name;         /* the lock's name, or NULL */
+    int64_t token;            /* the lease's token, 0 if none */
+    int64_t value_ms;         /* per type (above), 0 if none */
+    const char *msg;          /* one line, never NULL, no secret (C4) */
+    const char *db;           /* the handle's URL, password hidden, or
+                                 NULL */
+} sqllock_event;
+#define SQLLOCK_EVENT_VERSION 1
+
+typedef void (*sqllock_log_fn)(void *ctx, const sqllock_event *event);
+
+/*
+ * Sets the process's log hook: `fn` receives every event at `min_level`
+ * or above, from whichever thread it happened on (the caller's, the
+ * watchdog's, a candidate's campaign), one at a time per thread but not
+ * serialized across threads; the event and its strings are borrowed for
+ * the call. It must not block for long (the watchdog waits for it) and
+ * must not call the library on the handle the event came from (it may
+ * use handles of its own). NULL `fn`: no hook (the default). Replacing
+ * the hook while another thread is inside the old one is safe; the old
+ * `ctx` may still be in use until that call returns. Returns the
+ * previous hook's function (NULL if none). Added in 0.11.0.
+ */
+SQLLOCK_API sqllock_log_fn sqllock_log_set(sqllock_log_fn fn, void *ctx,
+                                           int min_level);
+
+/* "acquired", "released", "renewed_late", "uncertain", "lost",
+ * "reconnected", "refused", "release_lost"; "unknown" otherwise. Added in
+ * 0.11.0. */
+SQLLOCK_API const char *sqllock_event_name(int type);
+
+/* ------------------------------------------------------------------------ */
 /* Utilities                                                                 */
 /* ------------------------------------------------------------------------ */
 
@@ -2136,7 +2648,17 @@ typedef void (*sqllock_leader_lost_fn)(void *ctx, sqllock_leader *leader,
                                        const char *msg);
 /* A leader was seen whose term differs from the last one this candidate
  * saw (itself included, right after elected): its holder text and token,
- * borrowed for the call. Seen while campaigning, at each try. */
+ * borrowed for the call. This is the follower's "on new leader" hook: a
+ * candidate that does not lead reads the election's row after each try
+ * of its campaign (and a resigned one at each look while it stays out),
+ * so it hears of each new term -- a takeover after a crash or a stall,
+ * or a hand-over -- within one pause of its campaign, at most
+ * min(250 ms, ttl/8), and a round trip or two. A term that begins and
+ * ends within one pause may go unheard (the next one is heard), and so
+ * is every term while the candidate cannot reach the database. Measured
+ * (tests/test_leaderhealth.c, ttl 1 s, pause 125 ms): 15-80 ms after a
+ * takeover, 0-2 ms after a hand-over, whose release wakes the waiting
+ * candidates. Added in 0.9.0; the bound is promised since 0.11.0. */
 typedef void (*sqllock_leader_observed_fn)(void *ctx, sqllock_leader *leader,
                                            const char *holder, int64_t token);
 
@@ -2211,6 +2733,38 @@ SQLLOCK_API int64_t sqllock_leader_token(const sqllock_leader *leader);
  * (0 when not leader). Thread-safe.
  * Added in 0.9.0. */
 SQLLOCK_API int64_t sqllock_leader_remaining_ms(const sqllock_leader *leader);
+
+/*
+ * The candidate's health, for a readiness probe (ready = SQLLOCK_OK):
+ *
+ *   SQLLOCK_OK       it leads, and its last successful renewal (or its
+ *                    grant) was sent less than ttl - safety margin ago:
+ *                    its local deadline (L6) has not passed. The same
+ *                    moment as sqllock_leader_is_leader() == 1.
+ *   SQLLOCK_TIMEOUT  stalled: its term is not over as far as the
+ *                    candidate goes -- neither handed over nor given up --
+ *                    but it may no longer act on it: the local deadline
+ *                    passed without a successful renewal (a database
+ *                    that stopped answering, a renewer held up), or a
+ *                    renewal found the leadership taken over. It lasts
+ *                    until the campaign has reported the loss (on_lost)
+ *                    and released the row, which on a database that does
+ *                    not answer takes until its statements time out;
+ *                    then SQLLOCK_BUSY.
+ *   SQLLOCK_BUSY     not the leader: a follower, a candidate between
+ *                    terms, one that resigned or is stopping.
+ *   SQLLOCK_EINVAL   a NULL leader.
+ *
+ * *since_renewal_ms (may be NULL) gets, for OK and TIMEOUT, the time
+ * since the last successful renewal or grant of the term was sent, by
+ * this host's monotonic clock (below ttl - margin for OK, at or past it
+ * for a stall); -1 otherwise. Thread-safe: atomics and the candidate's
+ * mutex; also from its callbacks.
+ *
+ * Added in 0.11.0.
+ */
+SQLLOCK_API int sqllock_leader_health(const sqllock_leader *leader,
+                                      int64_t *since_renewal_ms);
 /* The election's name, as given. Added in 0.9.0. */
 SQLLOCK_API const char *sqllock_leader_name(const sqllock_leader *leader);
 

@@ -393,6 +393,17 @@ typedef enum sqllock_sql_id {
      * no wake-up (the holder is not waited for). */
     SQLLOCK_SQL_HISTORY_PUT,
     SQLLOCK_SQL_LEASE_FORCE_DELETE,
+    /* An observer's poll (core/observe.c, sqllock_observer_next()), one
+     * statement for all its names: ?1 is a JSON array of lock names
+     * (strings); the lease rows whose name n has w <= n < w || ' ' for
+     * some element w (the row w and the rows a primitive keeps under
+     * it, as LEASE_RANGE reads them: an index range scan per element),
+     * with LEASE_LIST's seven columns and an eighth, the server's now
+     * in ms since the epoch; and a row whose first seven columns are
+     * NULL -- when no row matches, or always -- so that the server's
+     * clock is read every time. Reads only. A NULL text: no observers
+     * (SQLLOCK_EUNSUPPORTED). */
+    SQLLOCK_SQL_LEASE_OBSERVE,
     /* A new statement is appended here, one line, and gets one row in
      * each driver's table; nothing else changes. A driver built before
      * it has a shorter table (its nstmts is smaller), and the core

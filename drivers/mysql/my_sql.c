@@ -115,6 +115,25 @@ static const char SQL_LEASE_RANGE[] =
     "CAST(TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at) DIV 1000 AS SIGNED) "
     "FROM sqllock_lease WHERE name >= ? AND name < ? ORDER BY name";
 
+/* LEASE_OBSERVE: LEASE_RANGE's rows for every name of the JSON array at
+ * once (JSON_TABLE, as LEASE_RENEW_MANY; names compared as bytes, each
+ * range read by the primary key), and a row of its own with the server's
+ * now, always (its name NULL, first in the order). Not a LEFT JOIN from
+ * that row onto the join: MariaDB 10.11 then scans the whole primary key
+ * once per name (Handler_read_next 100 282 for two names among 50 000
+ * rows, against 2 this way). */
+static const char SQL_LEASE_OBSERVE[] =
+    "SELECT l.name, l.owner, l.holder, l.token, " EPOCH_MS("l.acquired_at")
+    ", " EPOCH_MS("l.expires_at") ", "
+    "CAST(TIMESTAMPDIFF(MICROSECOND, NOW(6), l.expires_at) DIV 1000 "
+    "AS SIGNED), " EPOCH_MS("NOW(6)") " "
+    "FROM JSON_TABLE(?, '$[*]' COLUMNS ("
+    "n VARCHAR(255) CHARACTER SET utf8mb4 PATH '$')) AS w "
+    "JOIN sqllock_lease AS l ON l.name >= CAST(w.n AS BINARY) "
+    "AND l.name < CONCAT(CAST(w.n AS BINARY), ' ') "
+    "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+    EPOCH_MS("NOW(6)") " ORDER BY 1";
+
 static const char SQL_SCHEMA_VERSION[] =
     "SELECT CAST(`value` AS SIGNED) FROM sqllock_meta "
     "WHERE `key` = 'schema_version'";
@@ -574,6 +593,7 @@ static const sqllock_sql my_stmts[SQLLOCK_SQL_COUNT_] = {
     [SQLLOCK_SQL_RECORD_RANGE] = { SQL_RECORD_RANGE, "12" },
     [SQLLOCK_SQL_HISTORY_PUT] = { SQL_HISTORY_PUT, "123" },
     [SQLLOCK_SQL_LEASE_FORCE_DELETE] = { SQL_LEASE_FORCE_DELETE, "123" },
+    [SQLLOCK_SQL_LEASE_OBSERVE] = { SQL_LEASE_OBSERVE, "1" },
     [SQLLOCK_SQL_RW_READ_ACQUIRE] = { SQL_RW_READ_ACQUIRE, "12345" },
     [SQLLOCK_SQL_RW_EXPIRE] = { SQL_RW_EXPIRE, "12" },
     /* RW_READ_ACQUIRE does it in its one round trip. */

@@ -198,6 +198,21 @@ static const char SQL_LEASE_RANGE[] =
     "(extract(epoch FROM expires_at - " NOW ") * 1000)::bigint "
     "FROM sqllock_lease WHERE name >= $1 AND name < $2 ORDER BY name";
 
+/* LEASE_OBSERVE: LEASE_RANGE's rows for every name of the JSON array $1
+ * at once (each name's range an index range scan, in the "C" collation
+ * of the primary key), and the server's now; the LEFT JOIN from a row of
+ * its own gives one row of NULLs and the time when nothing matches. */
+static const char SQL_LEASE_OBSERVE[] =
+    "SELECT l.name, l.owner, l.holder, l.token, "
+    "(extract(epoch FROM l.acquired_at) * 1000)::bigint, "
+    "(extract(epoch FROM l.expires_at) * 1000)::bigint, "
+    "(extract(epoch FROM l.expires_at - " NOW ") * 1000)::bigint, "
+    "(extract(epoch FROM " NOW ") * 1000)::bigint "
+    "FROM (SELECT 1) AS one LEFT JOIN ("
+    "pg_catalog.jsonb_array_elements_text($1::jsonb) AS w(n) "
+    "JOIN sqllock_lease AS l ON l.name >= w.n COLLATE \"C\" "
+    "AND l.name < (w.n || ' ') COLLATE \"C\") ON true ORDER BY l.name";
+
 static const char SQL_SCHEMA_VERSION[] =
     "SELECT value::bigint FROM sqllock_meta WHERE key = 'schema_version'";
 
@@ -512,6 +527,7 @@ static const sqllock_sql pg_stmts[SQLLOCK_SQL_COUNT_] = {
     [SQLLOCK_SQL_RECORD_RANGE] = { SQL_RECORD_RANGE, "12" },
     [SQLLOCK_SQL_HISTORY_PUT] = { SQL_HISTORY_PUT, "123" },
     [SQLLOCK_SQL_LEASE_FORCE_DELETE] = { SQL_LEASE_FORCE_DELETE, "123" },
+    [SQLLOCK_SQL_LEASE_OBSERVE] = { SQL_LEASE_OBSERVE, "1" },
     [SQLLOCK_SQL_RW_READ_ACQUIRE] = { SQL_RW_READ_ACQUIRE, "12345" },
     [SQLLOCK_SQL_RW_EXPIRE] = { SQL_RW_EXPIRE, "12" },
     /* RW_READ_ACQUIRE does it in its one round trip. */

@@ -55,6 +55,16 @@ static const char SQL_LEASE_RANGE[] =
     "expires_at - " NOW_MS " FROM sqllock_lease "
     "WHERE name >= ? AND name < ? ORDER BY name";
 
+/* LEASE_OBSERVE: LEASE_RANGE's rows for every name of the JSON array ?1
+ * at once, and the server's now; the LEFT JOIN from a row of its own
+ * gives one row of NULLs and the time when nothing matches. */
+static const char SQL_LEASE_OBSERVE[] =
+    "SELECT l.name, l.owner, l.holder, l.token, l.acquired_at, "
+    "l.expires_at, l.expires_at - " NOW_MS ", " NOW_MS " "
+    "FROM (SELECT 1) AS one LEFT JOIN (json_each(?1) AS w "
+    "JOIN sqllock_lease AS l ON l.name >= w.value "
+    "AND l.name < w.value || ' ') ON 1 ORDER BY l.name";
+
 static const char SQL_SCHEMA_VERSION[] =
     "SELECT CAST(value AS INTEGER) FROM sqllock_meta "
     "WHERE key = 'schema_version'";
@@ -188,6 +198,7 @@ static const sqllock_sql sq_stmts[SQLLOCK_SQL_COUNT_] = {
     [SQLLOCK_SQL_RECORD_RANGE] = { SQL_RECORD_RANGE, "12" },
     [SQLLOCK_SQL_HISTORY_PUT] = { SQL_HISTORY_PUT, "123" },
     [SQLLOCK_SQL_LEASE_FORCE_DELETE] = { SQL_LEASE_FORCE_DELETE, "123" },
+    [SQLLOCK_SQL_LEASE_OBSERVE] = { SQL_LEASE_OBSERVE, "1" },
     /* A reader: RW_EXPIRE and RW_READ_INSERT in the core's write
      * transaction. */
     [SQLLOCK_SQL_RW_READ_ACQUIRE] = { NULL, NULL },
