@@ -29,6 +29,8 @@
 #define CLI_EXIT_KIND 78       /* the name is another kind of lock
                                   (SQLLOCK_EKIND, contract N1): a
                                   configuration to fix, EX_CONFIG */
+#define CLI_EXIT_TIMEOUT 124   /* run: the command ran past --max-runtime
+                                  (timeout(1)'s code) */
 #define CLI_EXIT_NOEXEC 126    /* run: the command could not be executed */
 #define CLI_EXIT_NOTFOUND 127  /* run: the command was not found */
 
@@ -331,6 +333,23 @@ int cli_force_release(const cli_ctx *ctx, const char *name, int force);
 int cli_release_lost(sqllock_db *db, const char *name, const char *owner,
                      int64_t token);
 
+/* NAME's schedule slot record (`run --once-per`) as `history` shows it
+ * (slot_view.c): cli_slot_load() reads it into *v (v->found 0 when
+ * there is none; a record it cannot read is a warning on stderr, and
+ * its status is returned); cli_slot_print() prints it after the runs,
+ * as text or (json) as the array's last element, of kind "slot" --
+ * `first` says whether an element came before -- and returns the new
+ * `first`. */
+typedef struct cli_slot_view {
+    int found;
+    sqllock_slot_info info;
+    char schedule[SQLLOCK_SCHEDULE_MAX + 1];
+    char state[32];
+    char who[SQLLOCK_HOLDER_MAX + 1];
+} cli_slot_view;
+int cli_slot_load(sqllock_db *db, const char *name, cli_slot_view *v);
+int cli_slot_print(const cli_slot_view *v, int json, int first);
+
 /* The subcommands that live in files of their own. Each takes the
  * arguments after its name and returns the tool's exit code. */
 int cli_cmd_init(const cli_ctx *ctx, int argc, char **argv);
@@ -342,5 +361,9 @@ int cli_cmd_demo(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_reap(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_show(const cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv);
+/* `sqllock watch` (watch.c): each change of the names' holds. */
+int cli_cmd_watch(const cli_ctx *ctx, int argc, char **argv);
+/* `sqllock metrics` (metrics.c): the database's view, OpenMetrics. */
+int cli_cmd_metrics(const cli_ctx *ctx, int argc, char **argv);
 
 #endif /* SQLLOCK_CLI_H */

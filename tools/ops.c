@@ -261,6 +261,7 @@ int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv)
     int64_t version = 0;
     sqllock_db *db;
     char *p, *nl;
+    cli_slot_view slot;
 
     rc = cli_parse("history", argc, argv, opts, &name, 1, &npos, NULL);
     if (rc != CLI_EXIT_OK)
@@ -308,6 +309,8 @@ int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv)
         sqllock_close(db);
         return rc;
     }
+    /* The schedule slot record (`run --once-per`), shown after the runs. */
+    cli_slot_load(db, name, &slot);
     sqllock_close(db);
     if (json)
         puts("[");
@@ -353,6 +356,7 @@ int cli_cmd_history(const cli_ctx *ctx, int argc, char **argv)
         }
         first = 0;
     }
+    first = cli_slot_print(&slot, json, first);
     if (json)
         puts(first ? "]" : "\n]");
     sqllock_free(value);

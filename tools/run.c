@@ -91,15 +91,26 @@
  * `list` shows them (never the owner id, which can release the lock).
  * --verbose prints a line for each event, each message with the time.
  *
+ * --max-runtime DUR (run_super.c) stops the command when it has run
+ * DUR, as a loss does, and the exit code is then 124 (76 when the lease
+ * was lost too). --once-per DUR and --once-per-cron EXPR (run_slot.c)
+ * run the command at most once per slot of a schedule across hosts,
+ * through NAME's slot record, claimed holding the lease before the
+ * command starts. --metrics-file PATH (run_metrics.c) writes the run's
+ * outcome, whatever it was, for Prometheus (cli_cmd_run()).
+ *
  * The parts, each calling only those below it: this file (the options
- * and the order of a run: run_held()), run_super.c (the supervision of
- * the command: signals, the guard's pipes, the supervisor's loop),
- * run_hold.c (giving the lease up: the release through an outage,
- * --hold-at-least, the busy message), run_watch.c (the lease while the
- * command runs: the renewals' news, the runner's own renewer behind a
- * session pooler, losses), run_history.c (the run in its name's history)
- * and, under them all, run_base.c (the runner's state in run_base.h, the
- * messages, the writes to the wake-up pipe and to the guard).
+ * and the order of a run: run_held()), run_metrics.c (--metrics-file),
+ * run_super.c (the supervision of the command: signals, the guard's
+ * pipes, the supervisor's loop, --max-runtime), run_hold.c (giving the
+ * lease up: the release through an outage, --hold-at-least, the busy
+ * message), run_watch.c (the lease while the command runs: the
+ * renewals' news, the runner's own renewer behind a session pooler,
+ * losses), run_slot.c (the schedule slot), run_history.c (the run in its
+ * name's history, and the writes after the job tried again through an
+ * outage) and, under them all, run_base.c (the runner's state in
+ * run_base.h, the messages, the writes to the wake-up pipe and to the
+ * guard).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -122,6 +133,8 @@
 
 #include "run_history.h"
 #include "run_hold.h"
+#include "run_metrics.h"
+#include "run_slot.h"
 #include "run_super.h"
 #include "run_watch.h"
 
@@ -130,6 +143,7 @@
 static int run_held(run_state *st)
 {
     char ttl[32], every[32];
+    const char *status;
     int code, i;
 
     if (st->leader)
@@ -142,6 +156,11 @@ static int run_held(run_state *st)
               "every %s", st->what, sqllock_lease_token(st->lease),
               run_span(ttl, sizeof ttl, st->ttl_ms),
               run_span(every, sizeof every, st->every_ms));
+    /* --once-per: the slot is claimed holding the lease, before the
+     * command runs; a slot that had its run gives the lease back. */
+    code = run_slot_claim(st);
+    if (code >= 0)
+        return run_give_back(st, code);
     if (pthread_mutex_init(&st->mu, NULL) != 0) {
         run_say(st, "cannot make a mutex");
         return run_give_back(st, CLI_EXIT_DB);
@@ -159,9 +178,21 @@ static int run_held(run_state *st)
     }
     if (st->cmd > 0 && (sqllock_lease_count(st->lease) > 0 || st->lost))
         code = run_give_up(st, code);
-    run_note_history(st, run_history_now_ms(), code,
-                     code == CLI_EXIT_OK ? "ok"
-                     : code == CLI_EXIT_LOST ? "lost" : "failed");
+    /* --max-runtime ran out: 124, unless the lease was lost too (76,
+     * DESIGN X2). */
+    if (st->timed_out && !st->broken) {
+        run_say(st, "exit %d, not the command's %d: it ran longer than "
+                "--max-runtime %s", CLI_EXIT_TIMEOUT, code,
+                st->runtime_text);
+        code = CLI_EXIT_TIMEOUT;
+    }
+    st->outcome = st->broken ? RUN_OUTCOME_LOST
+                  : st->timed_out ? RUN_OUTCOME_TIMEOUT
+                  : st->cmd > 0 ? RUN_OUTCOME_RAN : RUN_OUTCOME_ERROR;
+    status = st->broken ? "lost" : st->timed_out ? "timeout"
+             : code == CLI_EXIT_OK ? "ok" : "failed";
+    run_slot_finish(st, code, status);
+    run_note_history(st, run_history_now_ms(), code, status);
     /* The renewer is stopped by now (release and free unwatch, and
      * run_hold_until() closes the handle), so the callback can no longer
      * write to the pipe. */
@@ -177,7 +208,10 @@ static int run_held(run_state *st)
     return code;
 }
 
-int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
+/* `sqllock run`, but for --metrics-file (cli_cmd_run()): st is zeroed,
+ * *metrics gets --metrics-file's path once it is parsed. */
+static int run_cmd(run_state *st, const char **metrics, const cli_ctx *ctx,
+                   int argc, char **argv)
 {
     cli_ctx c = *ctx;
     cli_lease_args la = { NULL, NULL, NULL, 0, 0 };
@@ -185,20 +219,20 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     cli_run_args ra;
     cli_guard_cfg gcfg;
     const char *name = NULL, *permits = NULL, *release_timeout = NULL;
+    const char *max_runtime = NULL, *metrics_file = NULL;
     int help = 0, export_db = 0, shared = 0, exclusive = 0, leader = 0;
     int fair = 0, npos, rest, rc, i;
+    run_slot_args sa = { NULL, NULL, NULL, 0 };
     int64_t npermits = 0, release_timeout_ms = RUN_RELEASE_TIMEOUT_MS;
     sqllock_options dbo = SQLLOCK_OPTIONS_INIT;
     sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
-    run_state st;
     cli_db where;
     char wait[32];
     int64_t open_start, open_ms;
 
     memset(&ra, 0, sizeof ra);
     memset(&where, 0, sizeof where);
-    memset(&st, 0, sizeof st);
-    also.v = st.also_names;
+    also.v = st->also_names;
     also.max = SQLLOCK_LEASE_MANY_MAX - 1;
     {
         const cli_opt opts[] = {
@@ -221,6 +255,12 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
             { "shared", NULL, &shared, 0 },
             { "exclusive", NULL, &exclusive, 0 },
             { "permits", &permits, NULL, 0 },
+            { "max-runtime", &max_runtime, NULL, 0 },
+            { "once-per", &sa.once_per, NULL, 0 },
+            { "once-per-cron", &sa.once_per_cron, NULL, 0 },
+            { "retry-failed", NULL, &sa.retry_failed, 0 },
+            { "slot-done-exit", &sa.done_exit, NULL, 0 },
+            { "metrics-file", &metrics_file, NULL, 0 },
             { "help", NULL, &help, 0 }, { NULL, NULL, NULL, 0 }
         };
 
@@ -234,6 +274,14 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
         cli_error("run: needs NAME and a command after '--'");
         return cli_usage();
     }
+    /* From here on every outcome, a usage error too, goes to
+     * --metrics-file. */
+    st->name = name;
+    if (metrics_file != NULL && metrics_file[0] == '\0') {
+        cli_error("run: --metrics-file needs a path");
+        return cli_usage();
+    }
+    *metrics = metrics_file;
     rc = cli_lease_args_check("run", &la);
     if (rc == CLI_EXIT_OK)
         rc = cli_run_args_check(&ra, &la);
@@ -244,8 +292,23 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
         cli_error("run: --release-timeout must be longer than 0");
         rc = cli_usage();
     }
-    st.nalso = also.n;
-    if (rc == CLI_EXIT_OK && st.nalso > 0 && ra.hold_ms > 0) {
+    if (rc == CLI_EXIT_OK)
+        rc = cli_parse_duration("run", "max-runtime", max_runtime,
+                                &st->runtime_ms);
+    if (rc == CLI_EXIT_OK && max_runtime != NULL && st->runtime_ms <= 0) {
+        cli_error("run: --max-runtime must be longer than 0, not '%s'",
+                  max_runtime);
+        rc = cli_usage();
+    }
+    st->runtime_text = max_runtime;
+    /* --once-per, --once-per-cron: for the plain lease (and --also). */
+    if (rc == CLI_EXIT_OK)
+        rc = run_slot_check(st, &sa, leader ? "--leader"
+                                     : shared ? "--shared"
+                                     : exclusive ? "--exclusive"
+                                     : permits != NULL ? "--permits" : NULL);
+    st->nalso = also.n;
+    if (rc == CLI_EXIT_OK && st->nalso > 0 && ra.hold_ms > 0) {
         cli_error("run: --hold-at-least cannot be used with --also");
         rc = cli_usage();
     }
@@ -254,7 +317,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
         rc = cli_usage();
     }
     if (rc == CLI_EXIT_OK && (shared || exclusive) &&
-        (st.nalso > 0 || ra.hold_ms > 0)) {
+        (st->nalso > 0 || ra.hold_ms > 0)) {
         cli_error("run: --%s cannot be used with --also or --hold-at-least",
                   shared ? "shared" : "exclusive");
         rc = cli_usage();
@@ -264,7 +327,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
                   "--exclusive");
         rc = cli_usage();
     }
-    if (rc == CLI_EXIT_OK && leader && (st.nalso > 0 || ra.hold_ms > 0)) {
+    if (rc == CLI_EXIT_OK && leader && (st->nalso > 0 || ra.hold_ms > 0)) {
         cli_error("run: --leader cannot be used with --also or "
                   "--hold-at-least");
         rc = cli_usage();
@@ -275,7 +338,7 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
         rc = cli_usage();
     }
     /* Fair waiting (DESIGN M3) is for one name. */
-    if (rc == CLI_EXIT_OK && st.nalso > 0 && fair) {
+    if (rc == CLI_EXIT_OK && st->nalso > 0 && fair) {
         cli_error("run: --fair cannot be used with --also");
         rc = cli_usage();
     }
@@ -290,9 +353,9 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
         /* --permits N: a permit of semaphore NAME (DESIGN M1). */
         rc = cli_parse_int("run", "permits", permits, 1,
                            SQLLOCK_SEM_PERMITS_MAX, &npermits);
-        if (rc == CLI_EXIT_OK && (st.nalso > 0 || ra.hold_ms > 0)) {
+        if (rc == CLI_EXIT_OK && (st->nalso > 0 || ra.hold_ms > 0)) {
             cli_error("run: --permits cannot be used with %s",
-                      st.nalso > 0 ? "--also" : "--hold-at-least");
+                      st->nalso > 0 ? "--also" : "--hold-at-least");
             rc = cli_usage();
         }
     }
@@ -302,50 +365,53 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     if (leader && la.wait == NULL && !ra.skip)
         la.wait_ms = SQLLOCK_WAIT_FOREVER;
 
-    st.name = name;
-    st.leader = leader;
-    snprintf(st.what, sizeof st.what,
+    st->name = name;
+    st->leader = leader;
+    snprintf(st->what, sizeof st->what,
              leader ? "the leadership of '%s'"
              : npermits > 0 ? "a permit of semaphore '%s'"
              : shared ? "shared lock '%s'"
              : exclusive ? "exclusive lock '%s'" : "lock '%s'", name);
-    st.permits = (int)npermits;
-    st.cmd0 = argv[rest];
-    st.where = &where;
-    st.dbo = &dbo;
-    st.export_db = export_db;
-    st.lost_signal = ra.lost_signal;
-    st.ttl_ms = la.ttl_ms;
-    st.interval_ms = ra.renew_every_ms;
-    st.every_ms = ra.renew_every_ms ? ra.renew_every_ms : la.ttl_ms / 3;
-    st.hold_ms = ra.hold_ms;
-    st.release_timeout_ms = release_timeout_ms;
-    st.verbose = ra.verbose;
-    st.quiet = ra.quiet;
+    st->permits = (int)npermits;
+    st->cmd0 = argv[rest];
+    st->where = &where;
+    st->dbo = &dbo;
+    st->export_db = export_db;
+    st->lost_signal = ra.lost_signal;
+    st->ttl_ms = la.ttl_ms;
+    st->interval_ms = ra.renew_every_ms;
+    st->every_ms = ra.renew_every_ms ? ra.renew_every_ms : la.ttl_ms / 3;
+    st->hold_ms = ra.hold_ms;
+    st->release_timeout_ms = release_timeout_ms;
+    st->verbose = ra.verbose;
+    if (st->verbose)
+        sqllock_log_set(run_log_event, NULL, SQLLOCK_LOG_INFO);
+    st->quiet = ra.quiet;
     /* NAME's history is of its exclusive runs (and plain ones) only:
      * many shared runs hold at once, and an election is not a lock. */
-    st.history = !ra.no_history && !shared && !leader;
+    st->history = !ra.no_history && !shared && !leader;
     if (la.holder != NULL) {
-        snprintf(st.history_who, sizeof st.history_who, "%s", la.holder);
+        snprintf(st->history_who, sizeof st->history_who, "%s", la.holder);
+        snprintf(st->slot_who, sizeof st->slot_who, "%s", la.holder);
     } else {
         char host[256];
 
         if (gethostname(host, sizeof host) != 0)
             snprintf(host, sizeof host, "?");
         host[sizeof host - 1] = '\0';
-        snprintf(st.history_who, sizeof st.history_who, "%s:%ld", host,
+        snprintf(st->history_who, sizeof st->history_who, "%s:%ld", host,
                  (long)getpid());
     }
-    st.wake[0] = st.wake[1] = -1;
-    st.ctl = st.sts = -1;
+    st->wake[0] = st->wake[1] = -1;
+    st->ctl = st->sts = -1;
     tzset();
     /* The guard first: before the database is opened and before any
      * thread starts (guard.c). */
     gcfg.cmd = argv + rest;
     gcfg.lost_signal = ra.lost_signal;
     gcfg.kill_after_ms = ra.kill_after_ms;
-    st.guard = cli_guard_start(&gcfg, &st.ctl, &st.sts);
-    if (st.guard < 0) {
+    st->guard = cli_guard_start(&gcfg, &st->ctl, &st->sts);
+    if (st->guard < 0) {
         cli_error("run: cannot start the guard process: %s",
                   strerror(errno));
         return CLI_EXIT_DB;
@@ -361,27 +427,27 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
     /* A renewal must not sit in the database's busy wait for longer than
      * a renewal interval, or the lease could run out meanwhile. The
      * renewer's connection takes this from the handle. */
-    dbo.busy_timeout_ms = st.every_ms < 5000
-                              ? (st.every_ms > 0 ? st.every_ms : 1) : 5000;
+    dbo.busy_timeout_ms = st->every_ms < 5000
+                              ? (st->every_ms > 0 ? st->every_ms : 1) : 5000;
     /* Behind a session pooler the run holds one server connection, not
      * two (run_share_renew()), and one it cannot get yet it waits for as it
      * waits for the lock (--wait). */
     rc = cli_db_url(&c, &where);
     if (rc != CLI_EXIT_OK) {
-        run_end_guard(&st);
-        close(st.sts);
+        run_end_guard(st);
+        close(st->sts);
         cli_db_free(&where);
         return rc;
     }
-    st.share = cli_db_session_pooler(where.url);
+    st->share = cli_db_session_pooler(where.url);
     cli_db_free(&where);
     open_start = cli_guard_now_us();
-    rc = cli_open_db_within(&c, &dbo, 1, st.share && !ra.skip ? la.wait_ms
+    rc = cli_open_db_within(&c, &dbo, 1, st->share && !ra.skip ? la.wait_ms
                                                               : 0,
-                            &st.db, &where);
+                            &st->db, &where);
     if (rc != CLI_EXIT_OK) {
-        run_end_guard(&st);
-        close(st.sts);
+        run_end_guard(st);
+        close(st->sts);
         cli_db_free(&where);
         return rc;
     }
@@ -392,87 +458,110 @@ int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
      * rest, with the run's messages. */
     lo.release_timeout_ms = 1;
     if (shared || exclusive) {
-        rc = sqllock_rw_new(st.db, name, shared, &lo, &st.rw);
-        st.lease = sqllock_rw_lease(st.rw);
+        rc = sqllock_rw_new(st->db, name, shared, &lo, &st->rw);
+        st->lease = sqllock_rw_lease(st->rw);
     } else if (leader) {
-        rc = sqllock_leader_lease_new(st.db, name, &lo, &st.lease);
-    } else if (st.permits > 0) {
-        rc = sqllock_sem_new(st.db, name, st.permits, &lo, &st.sem);
+        rc = sqllock_leader_lease_new(st->db, name, &lo, &st->lease);
+    } else if (st->permits > 0) {
+        rc = sqllock_sem_new(st->db, name, st->permits, &lo, &st->sem);
     } else {
-        rc = sqllock_lease_new(st.db, name, &lo, &st.lease);
+        rc = sqllock_lease_new(st->db, name, &lo, &st->lease);
     }
-    for (i = 0; rc == SQLLOCK_OK && i < st.nalso; i++)
-        rc = sqllock_lease_new(st.db, st.also_names[i], &lo, &st.also[i]);
-    if (rc == SQLLOCK_OK && !st.share)
-        rc = run_prepare_renewer(st.db);
+    for (i = 0; rc == SQLLOCK_OK && i < st->nalso; i++)
+        rc = sqllock_lease_new(st->db, st->also_names[i], &lo, &st->also[i]);
+    if (rc == SQLLOCK_OK && !st->share)
+        rc = run_prepare_renewer(st->db);
     /* The wait for a pool's slot came out of --wait. */
     open_ms = (cli_guard_now_us() - open_start) / 1000;
-    if (st.share && open_ms >= 1000)
-        run_event(&st, "connected after %s (waiting for the pooler's server "
+    if (st->share && open_ms >= 1000)
+        run_event(st, "connected after %s (waiting for the pooler's server "
                   "connection, or for the server)",
                   run_span(wait, sizeof wait, open_ms));
-    if (st.share && la.wait_ms > 0 && la.wait_ms != SQLLOCK_WAIT_FOREVER) {
+    if (st->share && la.wait_ms > 0 && la.wait_ms != SQLLOCK_WAIT_FOREVER) {
         la.wait_ms -= open_ms;
         if (la.wait_ms < 0)
             la.wait_ms = 0;
     }
     if (rc == SQLLOCK_OK && leader && !ra.skip &&
         la.wait_ms == SQLLOCK_WAIT_FOREVER)
-        run_event(&st, "campaigning for the leadership of '%s'", name);
+        run_event(st, "campaigning for the leadership of '%s'", name);
     else if (rc == SQLLOCK_OK && !ra.skip && la.wait_ms > 0)
-        run_event(&st, "acquiring %s, waiting up to %s while it is busy",
-                  st.what, run_span(wait, sizeof wait, la.wait_ms));
-    if (rc == SQLLOCK_OK && st.nalso > 0) {
+        run_event(st, "acquiring %s, waiting up to %s while it is busy",
+                  st->what, run_span(wait, sizeof wait, la.wait_ms));
+    if (rc == SQLLOCK_OK && st->nalso > 0) {
         sqllock_lease *all[SQLLOCK_LEASE_MANY_MAX];
 
-        all[0] = st.lease;
-        for (i = 0; i < st.nalso; i++)
-            all[i + 1] = st.also[i];
-        rc = sqllock_lease_acquire_many(st.db, all, st.nalso + 1,
+        all[0] = st->lease;
+        for (i = 0; i < st->nalso; i++)
+            all[i + 1] = st->also[i];
+        rc = sqllock_lease_acquire_many(st->db, all, st->nalso + 1,
                                         ra.skip ? 0 : la.wait_ms);
-    } else if (rc == SQLLOCK_OK && st.rw != NULL) {
-        rc = sqllock_rw_acquire(st.rw, ra.skip ? 0 : la.wait_ms);
-    } else if (rc == SQLLOCK_OK && st.sem != NULL) {
-        rc = sqllock_sem_acquire(st.sem, ra.skip ? 0 : la.wait_ms);
-        st.lease = sqllock_sem_lease(st.sem);
+    } else if (rc == SQLLOCK_OK && st->rw != NULL) {
+        rc = sqllock_rw_acquire(st->rw, ra.skip ? 0 : la.wait_ms);
+    } else if (rc == SQLLOCK_OK && st->sem != NULL) {
+        rc = sqllock_sem_acquire(st->sem, ra.skip ? 0 : la.wait_ms);
+        st->lease = sqllock_sem_lease(st->sem);
     } else if (rc == SQLLOCK_OK) {
-        rc = sqllock_lease_acquire(st.lease, ra.skip ? 0 : la.wait_ms);
+        rc = sqllock_lease_acquire(st->lease, ra.skip ? 0 : la.wait_ms);
     }
-    st.granted_us = cli_guard_now_us();
-    if ((rc == SQLLOCK_BUSY || rc == SQLLOCK_TIMEOUT) && st.nalso > 0) {
+    st->granted_us = cli_guard_now_us();
+    if ((rc == SQLLOCK_BUSY || rc == SQLLOCK_TIMEOUT) && st->nalso > 0) {
         /* The library's message names the lock found held. */
         if (!ra.quiet)
-            cli_error("run: %s", sqllock_errmsg(st.db));
+            cli_error("run: %s", sqllock_errmsg(st->db));
+        st->outcome = RUN_OUTCOME_BUSY;
         rc = (int)ra.busy_exit_code;
     } else if ((rc == SQLLOCK_BUSY || rc == SQLLOCK_TIMEOUT) &&
-               st.sem != NULL) {
+               st->sem != NULL) {
         if (!ra.quiet)
-            run_say(&st, "not running '%s': %s", st.cmd0,
-                    sqllock_errmsg(st.db));
+            run_say(st, "not running '%s': %s", st->cmd0,
+                    sqllock_errmsg(st->db));
+        st->outcome = RUN_OUTCOME_BUSY;
         rc = (int)ra.busy_exit_code;
     } else if (rc == SQLLOCK_BUSY || rc == SQLLOCK_TIMEOUT) {
         if (!ra.quiet)
-            run_busy_message(&st);
+            run_busy_message(st);
+        st->outcome = RUN_OUTCOME_BUSY;
         rc = (int)ra.busy_exit_code;
     } else if (rc != SQLLOCK_OK) {
-        rc = cli_db_error(st.db, rc, "run");
+        rc = cli_db_error(st->db, rc, "run");
     } else {
-        rc = run_held(&st);
+        rc = run_held(st);
     }
     /* The guard has exited after the job, or exits now: it never got
      * CLI_GUARD_START. */
-    run_end_guard(&st);
-    if (st.sts >= 0)
-        close(st.sts);
-    if (st.rw != NULL)
-        sqllock_rw_free(st.rw);
-    else if (st.sem != NULL)
-        sqllock_sem_free(st.sem);   /* and its permit's lease, its own */
+    run_end_guard(st);
+    if (st->sts >= 0)
+        close(st->sts);
+    if (st->rw != NULL)
+        sqllock_rw_free(st->rw);
+    else if (st->sem != NULL)
+        sqllock_sem_free(st->sem);   /* and its permit's lease, its own */
     else
-        sqllock_lease_free(st.lease);
-    for (i = 0; i < st.nalso; i++)
-        sqllock_lease_free(st.also[i]);
-    sqllock_close(st.db);
+        sqllock_lease_free(st->lease);
+    for (i = 0; i < st->nalso; i++)
+        sqllock_lease_free(st->also[i]);
+    sqllock_close(st->db);
+    sqllock_close(st->own_db);
     cli_db_free(&where);
+    return rc;
+}
+
+int cli_cmd_run(const cli_ctx *ctx, int argc, char **argv)
+{
+    const char *metrics = NULL;
+    struct timespec ts;
+    run_state st;
+    int rc;
+
+    memset(&st, 0, sizeof st);
+    /* The run's start: --once-per's slot is the one it began in, and
+     * --metrics-file counts the wait from here. */
+    clock_gettime(CLOCK_REALTIME, &ts);
+    st.start_wall_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    st.start_us = cli_guard_now_us();
+    rc = run_cmd(&st, &metrics, ctx, argc, argv);
+    if (metrics != NULL)
+        run_metrics_write(&st, metrics, rc);
     return rc;
 }

@@ -94,6 +94,25 @@ void run_event(const run_state *st, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The library's log hook under --verbose (sqllock_log_set()): the events
+ * the runner does not report itself -- a connection made again after a
+ * loss, a pooler or setting refused -- as lines of their own. Acquired,
+ * renewed late, uncertain, lost and released are the runner's own
+ * lines (with its own words), so they are not printed twice. Called on
+ * whichever thread the event happened (the renewer's): one fprintf. */
+void run_log_event(void *ctx, const sqllock_event *ev)
+{
+    char when[64];
+
+    (void)ctx;
+    if (ev->type != SQLLOCK_EVENT_RECONNECTED &&
+        ev->type != SQLLOCK_EVENT_REFUSED)
+        return;
+    run_wall_time(when, sizeof when, cli_guard_now_us());
+    fprintf(stderr, "sqllock: %s run: %s: %s\n", when,
+            sqllock_event_name(ev->type), ev->msg);
+}
+
 /* Writes one byte to the wake-up pipe; a full pipe already wakes. */
 void run_wake_write(int fd, unsigned char b)
 {

@@ -3,10 +3,12 @@
  * runner's state, which every part reads and writes, and what every
  * part uses (run_base.c): its messages, its writes to the wake-up pipe
  * and to the guard, the pause between tries through an outage. The
- * parts, from the top: run.c (options, the order of a run), run_super.c
- * (the command's supervision), run_hold.c (giving the lease up),
- * run_watch.c (the lease while the command runs), run_history.c (the
- * run in its name's history); each calls only those below it.
+ * parts, from the top: run.c (options, the order of a run),
+ * run_metrics.c (--metrics-file), run_super.c (the command's
+ * supervision), run_hold.c (giving the lease up), run_watch.c (the lease
+ * while the command runs), run_slot.c (--once-per's schedule slot),
+ * run_history.c (the run in its name's history); each calls only those
+ * below it.
  */
 #ifndef SQLLOCK_RUN_BASE_H
 #define SQLLOCK_RUN_BASE_H
@@ -41,6 +43,9 @@
 /* The supervisor's state. */
 typedef struct run_state {
     sqllock_db *db;
+    sqllock_db *own_db;        /* opened for the writes after the job once
+                                  --hold-at-least closed db (run_persist()) */
+    int own_ok;                /* and its open succeeded */
     sqllock_lease *lease;
     /* --shared / --exclusive: the shared/exclusive lock on NAME
      * (sqllock_rw); `lease` is then its hold's lease. */
@@ -77,6 +82,33 @@ typedef struct run_state {
     int64_t history_token;     /* the token it is noted under */
     int64_t history_start_ms;  /* its start, by this host's wall clock */
     char history_who[300];     /* the holder text */
+    /* --max-runtime: the command is stopped when it has run this long
+     * (as after a loss: --signal, SIGKILL after --kill-after). */
+    int64_t runtime_ms;        /* 0 for none */
+    const char *runtime_text;  /* as given */
+    int64_t runtime_end_us;    /* when it runs out, once the command is
+                                  started (cli_guard_now_us()) */
+    int timed_out;             /* it ran out before the command ended */
+    int broken;                /* DESIGN X2: the lease was not held from
+                                  the grant until the command ended (the
+                                  exit code is 76) */
+    /* --once-per, --once-per-cron (run_slot.c): the schedule slot this
+     * run claimed in NAME's slot record. */
+    const char *schedule;      /* NULL for none */
+    int retry_failed;          /* --retry-failed */
+    int64_t slot_ms;           /* the slot of the run's start */
+    int64_t slot_end_ms;       /* and the next slot's start */
+    int slot_claimed;          /* the record says "running" for it */
+    int64_t slot_token;        /* under this token */
+    int slot_done_exit;        /* --slot-done-exit: the exit code when
+                                  the slot had its run (default 0) */
+    char slot_who[300];        /* who runs it, in the record */
+    /* For --metrics-file (run_metrics.c). */
+    int64_t start_wall_ms;     /* when sqllock run started (wall clock) */
+    int64_t start_us;          /* and by cli_guard_now_us() */
+    int64_t cmd_start_us;      /* when the command started, 0 if never */
+    int64_t cmd_end_us;        /* when it ended */
+    int outcome;               /* RUN_OUTCOME_* */
     int own_group;             /* the command has a process group of its
                                   own */
     int wake[2];               /* the wake-up pipe */
@@ -111,6 +143,18 @@ typedef struct run_state {
     char note_msg[400];
 } run_state;
 
+/* How a run ended, for --metrics-file (the label outcome=...). */
+enum {
+    RUN_OUTCOME_ERROR,         /* it failed before, or instead of, the
+                                  command (usage, database, exec) */
+    RUN_OUTCOME_RAN,           /* the command ran, and the lease held */
+    RUN_OUTCOME_BUSY,          /* the lock was held elsewhere */
+    RUN_OUTCOME_SKIPPED_SLOT,  /* --once-per: the slot had its run */
+    RUN_OUTCOME_LOST,          /* the lease was lost (exit 76) */
+    RUN_OUTCOME_TIMEOUT,       /* --max-runtime ran out */
+    RUN_OUTCOME_N
+};
+
 /* --release-timeout's default: how long a release that cannot reach the
  * database is tried again (run_release_persisting()). */
 #define RUN_RELEASE_TIMEOUT_MS 60000
@@ -122,6 +166,7 @@ void run_say(const run_state *st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+void run_log_event(void *ctx, const sqllock_event *ev);
 void run_event(const run_state *st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

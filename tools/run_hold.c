@@ -267,6 +267,7 @@ static int run_hold_until(run_state *st, int code, int64_t end_us)
         run_say(st, "exit 76, not the command's %d: %s was not held for "
                 "all of the command's run", code, st->what);
         code = CLI_EXIT_LOST;
+        st->broken = 1;
     } else if (rc != SQLLOCK_OK) {
         cli_db_error(db, rc, "run: warning: cannot keep %s until %s "
                      "(--hold-at-least); it expires at its ttl instead",
@@ -298,6 +299,7 @@ int run_give_up(run_state *st, int code)
         else
             run_say(st, "the command was stopped because %s was lost",
                     st->what);
+        st->broken = 1;
         return CLI_EXIT_LOST;
     }
     if (st->hold_ms > 0 && st->cmd > 0) {
@@ -319,6 +321,7 @@ int run_give_up(run_state *st, int code)
         run_say(st, "exit 76, not the command's %d: %s was not held for "
                 "all of the command's run", code, st->what);
         code = CLI_EXIT_LOST;
+        st->broken = 1;
     } else {
         cli_db_error(st->db, rc, "run: warning: cannot release %s "
                      "(it stays held until it expires)", st->what);

@@ -4,6 +4,17 @@
  * its news, the lease's deadline), the supervisor's loop, and the end of
  * the guard and of what the command left (DESIGN X1-X3). run.c says how
  * the parts fit.
+ *
+ * --max-runtime DUR: the command is stopped when it has run DUR, as
+ * after a loss (--signal, SIGKILL after --kill-after), whatever the
+ * lease does; the exit code is then CLI_EXIT_TIMEOUT (124), unless the
+ * lease was lost too (76, X2). DUR is counted from the command's start
+ * on the clock of the lease's deadlines (cli_guard_now_us(), which
+ * counts a suspended host's sleep: a suspend never lets the command run
+ * longer, DESIGN T1), and the guard is told the earlier of the two
+ * deadlines, so that the command is stopped at its time even while this
+ * process is stopped. The lease's ttl is no limit on the command: the
+ * lease is renewed for as long as the command runs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -118,7 +129,16 @@ static void guard_said(run_state *st, const cli_guard_msg *m)
     case CLI_GUARD_EXITED:
         st->ended = 1;
         st->wstatus = m->arg;
+        st->cmd_end_us = m->value;
         run_event(st, "the command %s", how_ended(how, sizeof how, m->arg));
+        /* It ran past --max-runtime: the guard stopped it while this
+         * supervisor could not, or it ended just after its time. */
+        if (!st->timed_out && st->runtime_end_us != 0 &&
+            m->value >= st->runtime_end_us) {
+            st->timed_out = 1;
+            run_say(st, "the command ran longer than --max-runtime %s",
+                    st->runtime_text);
+        }
         /* The guard saw it end after the deadline, which this supervisor
          * has not noticed yet (it was stopped just before it read this). */
         deadline = run_deadline_us(st);
@@ -179,18 +199,38 @@ static void read_guard(run_state *st)
     }
 }
 
-/* Tells the guard the lease's local deadline when a renewal moved it. */
+/* Tells the guard the lease's local deadline when a renewal moved it,
+ * or --max-runtime's end when that comes first. */
 static void push_deadline(run_state *st)
 {
     int64_t d;
 
-    if (st->lost)
+    if (st->lost || st->timed_out)
         return;
     d = run_deadline_us(st);
+    if (st->runtime_end_us != 0 && (d == 0 || st->runtime_end_us < d))
+        d = st->runtime_end_us;
     if (d != 0 && d != st->deadline_sent) {
         run_to_guard(st, CLI_GUARD_DEADLINE, 0, d);
         st->deadline_sent = d;
     }
+}
+
+/* --max-runtime: when the command has run its time, has the guard stop
+ * it as after a loss. After the guard's news, so that a command that
+ * ended in time is not taken for one that did not. */
+static void check_runtime(run_state *st)
+{
+    char sig[32];
+
+    if (st->runtime_end_us == 0 || st->timed_out || st->ended || st->lost ||
+        cli_guard_now_us() < st->runtime_end_us)
+        return;
+    st->timed_out = 1;
+    run_say(st, "the command ran longer than --max-runtime %s; stopping it "
+            "(%s, SIGKILL after --kill-after)", st->runtime_text,
+            cli_signame(st->lost_signal, sig, sizeof sig));
+    run_to_guard(st, CLI_GUARD_LOST, 0, 0);
 }
 
 /*
@@ -223,6 +263,13 @@ static int supervise(run_state *st)
             if (quarter < nap)
                 nap = quarter;
         }
+        if (st->runtime_end_us != 0 && !st->timed_out && !st->ended) {
+            int64_t left = (st->runtime_end_us - cli_guard_now_us()) / 1000
+                           + 1;
+
+            if (left < nap)
+                nap = left;
+        }
         if (nap < 1)
             nap = 1;
         ts.tv_sec = (time_t)(nap / 1000);
@@ -239,6 +286,7 @@ static int supervise(run_state *st)
         run_check_lease(st);
         drain(st);
         read_guard(st);
+        check_runtime(st);
     }
 }
 
@@ -561,6 +609,11 @@ int run_start_and_supervise(run_state *st)
                                  ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC);
     }
     st->cmd = (pid_t)m.arg;
+    st->cmd_start_us = cli_guard_now_us();
+    /* --max-runtime counts from the command's start (the guard hears of
+     * it at the supervisor's first look, in supervise()). */
+    if (st->runtime_ms > 0)
+        st->runtime_end_us = st->cmd_start_us + st->runtime_ms * 1000;
     run_event(st, "started the command '%s' (pid %ld)", st->cmd0,
               (long)st->cmd);
     fcntl(st->ctl, F_SETFL, O_NONBLOCK);

@@ -46,7 +46,7 @@ static int dispatch(int argc, char **argv)
     rest += 1;
     if (rest >= argc) {
         cli_error("missing COMMAND (init, acquire, release, list, show, "
-                  "history, run, reap or demo)");
+                  "history, watch, run, reap, metrics or demo)");
         return cli_usage();
     }
     cmd = argv[rest];
@@ -72,6 +72,10 @@ static int dispatch(int argc, char **argv)
         return cli_cmd_show(&ctx, argc, argv);
     if (strcmp(cmd, "history") == 0)
         return cli_cmd_history(&ctx, argc, argv);
+    if (strcmp(cmd, "watch") == 0)
+        return cli_cmd_watch(&ctx, argc, argv);
+    if (strcmp(cmd, "metrics") == 0)
+        return cli_cmd_metrics(&ctx, argc, argv);
     cli_error("unknown command '%s'", cmd);
     return cli_usage();
 }
