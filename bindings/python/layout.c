@@ -35,6 +35,8 @@ int main(void)
     sqllock_retry_options rt = SQLLOCK_RETRY_OPTIONS_INIT;
     sqllock_leader_options ldo = SQLLOCK_LEADER_OPTIONS_INIT;
     sqllock_force_options fo = SQLLOCK_FORCE_OPTIONS_INIT;
+    sqllock_observer_options obo = SQLLOCK_OBSERVER_OPTIONS_INIT;
+    sqllock_change ch = SQLLOCK_CHANGE_INIT;
 
     SIZE(sqllock_options);
     FIELD(sqllock_options, struct_version);
@@ -106,6 +108,17 @@ int main(void)
     INIT(sqllock_leader_options, ldo, resign_hold_ms);
     INIT_PTR(sqllock_leader_options, ldo, holder);
     INIT_PTR(sqllock_leader_options, ldo, on_lost);
+    SIZE(sqllock_event);
+    FIELD(sqllock_event, struct_version);
+    FIELD(sqllock_event, type);
+    FIELD(sqllock_event, level);
+    FIELD(sqllock_event, status);
+    FIELD(sqllock_event, name);
+    FIELD(sqllock_event, token);
+    FIELD(sqllock_event, value_ms);
+    FIELD(sqllock_event, msg);
+    FIELD(sqllock_event, db);
+
     SIZE(sqllock_leader_info);
     FIELD(sqllock_leader_info, holder);
     FIELD(sqllock_leader_info, token);
@@ -142,6 +155,29 @@ int main(void)
     INIT(sqllock_force_options, fo, token);
     INIT(sqllock_force_options, fo, live);
     INIT_PTR(sqllock_force_options, fo, who);
+    /* Observers (added in 0.11.0). */
+    SIZE(sqllock_observer_options);
+    FIELD(sqllock_observer_options, struct_version);
+    FIELD(sqllock_observer_options, interval_ms);
+    FIELD(sqllock_observer_options, include_initial);
+    INIT(sqllock_observer_options, obo, struct_version);
+    INIT(sqllock_observer_options, obo, interval_ms);
+    INIT(sqllock_observer_options, obo, include_initial);
+    SIZE(sqllock_change);
+    FIELD(sqllock_change, struct_version);
+    FIELD(sqllock_change, type);
+    FIELD(sqllock_change, name);
+    FIELD(sqllock_change, watched);
+    FIELD(sqllock_change, token);
+    FIELD(sqllock_change, old_token);
+    FIELD(sqllock_change, holder);
+    FIELD(sqllock_change, expires_at_ms);
+    FIELD(sqllock_change, seen_at_ms);
+    FIELD(sqllock_change, lag_ms);
+    INIT(sqllock_change, ch, struct_version);
+    INIT(sqllock_change, ch, type);
+    INIT_PTR(sqllock_change, ch, name);
+
     SIZE(sqllock_retry_options);
     FIELD(sqllock_retry_options, struct_version);
     FIELD(sqllock_retry_options, max_attempts);
@@ -209,6 +245,17 @@ int main(void)
     CONST(SQLLOCK_TXN_OPTIONS_VERSION);
     CONST(SQLLOCK_RETRY_OPTIONS_VERSION);
     CONST(SQLLOCK_FORCE_OPTIONS_VERSION);
+    CONST(SQLLOCK_OBSERVER_OPTIONS_VERSION);
+    CONST(SQLLOCK_CHANGE_VERSION);
+    CONST(SQLLOCK_OBSERVER_INTERVAL_MIN_MS);
+    CONST(SQLLOCK_OBSERVER_NAMES_MAX);
+    CONST(SQLLOCK_CHANGE_HELD);
+    CONST(SQLLOCK_CHANGE_FREE);
+    CONST(SQLLOCK_CHANGE_ACQUIRED);
+    CONST(SQLLOCK_CHANGE_RELEASED);
+    CONST(SQLLOCK_CHANGE_EXPIRED);
+    CONST(SQLLOCK_CHANGE_TAKEN_OVER);
+    CONST(SQLLOCK_CHANGE_FORCE_RELEASED);
     SQLLOCK_STATUS_MAP(STATUS)
     return 0;
 }

@@ -108,8 +108,9 @@ void test_runfault_X2_release_finds_takeover_exits_76(void **state)
 
 /* The server behind g_url restarted (a crash: PostgreSQL -m immediate,
  * mariadbd SIGKILL) while the command runs: the renewer and the release
- * reconnect (DESIGN C3), the run exits with the command's 3, and the
- * lock is free at once after it, not only after its 15 s ttl. */
+ * reconnect (DESIGN C3), which --verbose prints, the run exits with the
+ * command's 3, and the lock is free at once after it, not only after its
+ * 15 s ttl. */
 void test_runfault_C3_database_restart_mid_job(void **state)
 {
     tt_fixture *f = *state;
@@ -138,6 +139,11 @@ void test_runfault_C3_database_restart_mid_job(void **state)
     t_end = tu_now_ms();
     if (code != 3)
         fail_msg("exit %d, want the command's 3; stderr: %s", code, f->err);
+    /* --verbose prints the library's events the runner does not report
+     * itself (issue 31): the connection made again after the restart. */
+    if (strstr(f->err, " run: reconnected: connected again to ") == NULL)
+        fail_msg("--verbose did not print the reconnect; stderr: %s",
+                 f->err);
     /* Another "host", on a connection of its own. */
     t_free = rf_take_after_restart(name, 100) - t_end;
     if (t_free > 3000)

@@ -15,7 +15,7 @@ application's tables (db.table_cas), the guard of a lease for the
 application's own writes (lease.guard), the reaper (sqllock.Reaper),
 semaphores (db.semaphore), shared/exclusive locks (db.rw_lock), fair
 waiting (db.lock(..., fair=True)), leader election (sqllock.Leader,
-db.leader(name)), an
+db.leader(name)), observers of lock names (sqllock.Observer), an
 asyncio face (sqllock.connect_async), and row locks, records and guarded
 writes on the application's own DB-API connection, inside its
 transaction (sqllock.borrow(conn), bdb.join()). Every status of the C
@@ -36,7 +36,9 @@ from ._db import (Database, ExecResult, LeaseInfo, Record, RecordUpdate, Row,
 from ._lease import Lease, LeaseSet, LeaseState
 from ._leader import Leader, LeaderInfo, leader_get
 from ._lib import LibraryNotFound
+from ._metrics import Event, MetricsCollector, log_to, metrics_text
 from ._lib import lib as _clib
+from ._observe import Change, Observer
 from ._reaper import Reaper, ReaperStats, start_reaper
 from ._rw import RWLease
 from ._sem import SemaphoreLease
@@ -70,4 +72,5 @@ __all__ = [
     "sub", "set_to", "eq", "ne", "lt", "le", "gt", "ge", "Duration",
     "Error", "LibraryNotFound", "exception_for", "library_version",
     "library_path", "Leader", "LeaderInfo", "leader_get",
+    "Observer", "Change",
 ] + errors.__all__

@@ -873,6 +873,22 @@ class Database:
         self._call(lib.sqllock_list, _lib.LIST_FN(each), None)
         return rows
 
+    def metrics_db(self) -> str:
+        """The lock tables as the database sees them -- every client's
+        rows -- in the OpenMetrics text format, ending with "# EOF"
+        (sqllock_metrics_db_text(); `sqllock metrics` prints the same):
+        live holds by kind, fair waiters, expired rows, the oldest holds,
+        the runs of each name's history, and the schedule slots of the
+        names run with --once-per. One read of the whole lease
+        table. Raises the database's error rather than return a partial
+        text. Added in 0.11.0."""
+        out = c_void_p()
+        self._call(lib.sqllock_metrics_db_text, byref(out))
+        try:
+            return ctypes.string_at(out).decode("utf-8", "replace")
+        finally:
+            lib.sqllock_free(out)
+
     def lookup(self, name: str) -> Optional[LeaseInfo]:
         """The lease row of `name` in one round trip (not a scan of the
         table): a LeaseInfo, or None when there is no row. `name` is a

@@ -4,8 +4,8 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
-from ctypes import byref, c_void_p
-from typing import Any, Callable, Optional
+from ctypes import byref, c_int64, c_void_p
+from typing import Any, Callable, Optional, Tuple
 
 from . import _convert as cv
 from . import _lib, errors
@@ -170,6 +170,32 @@ class Leader:
         leader)."""
         h = self._h
         return lib.sqllock_leader_remaining_ms(h) / 1000 if h else 0.0
+
+    def health(self) -> Tuple[str, Optional[float]]:
+        """The candidate's health, for a readiness probe
+        (sqllock_leader_health()): ``("ok", age)`` while it leads and its
+        last renewal (or grant), `age` seconds ago, is within the ttl
+        minus the safety margin; ``("stalled", age)`` when its term is
+        not over yet but its local deadline passed without a renewal (a
+        database that stopped answering) -- it must not act; and
+        ``("not_leader", None)`` otherwise (a follower, between terms,
+        resigned, stopped). Thread-safe. Added in 0.11.0."""
+        age = c_int64(-1)
+        h = self._h
+        if h is None:
+            return ("not_leader", None)
+        rc = lib.sqllock_leader_health(h, byref(age))
+        if rc == _lib.OK:
+            return ("ok", age.value / 1000)
+        if rc == errors.Timeout.status:
+            return ("stalled", age.value / 1000)
+        return ("not_leader", None)
+
+    def healthy(self) -> bool:
+        """True while this candidate leads within its local deadline:
+        ``health()[0] == "ok"`` (a readiness probe's answer). Added in
+        0.11.0."""
+        return self.health()[0] == "ok"
 
     def resign(self) -> bool:
         """Hands the leadership over; False when this candidate was not

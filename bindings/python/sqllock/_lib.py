@@ -82,6 +82,13 @@ REAPER_OPTIONS_VERSION = 1
 TXN_OPTIONS_VERSION = 1
 RETRY_OPTIONS_VERSION = 1
 FORCE_OPTIONS_VERSION = 1
+OBSERVER_OPTIONS_VERSION = 1
+CHANGE_VERSION = 1
+OBSERVER_INTERVAL_MIN_MS = 50
+OBSERVER_NAMES_MAX = 256
+# sqllock_change_type (observers; added in 0.11.0).
+(CHANGE_HELD, CHANGE_FREE, CHANGE_ACQUIRED, CHANGE_RELEASED, CHANGE_EXPIRED,
+ CHANGE_TAKEN_OVER, CHANGE_FORCE_RELEASED) = range(1, 8)
 LEADER_OPTIONS_VERSION = 1
 
 OK = 0
@@ -265,9 +272,55 @@ class LeaderInfo(Structure):
                 ("remaining_ms", c_int64)]
 
 
+class Event(Structure):
+    """sqllock_event: what the log hook is told (sqllock_log_set())."""
+
+    C_NAME = "sqllock_event"
+    _fields_ = [("struct_version", c_int),
+                ("type", c_int),
+                ("level", c_int),
+                ("status", c_int),
+                ("name", c_char_p),
+                ("token", c_int64),
+                ("value_ms", c_int64),
+                ("msg", c_char_p),
+                ("db", c_char_p)]
+
+
+class ObserverOptions(_Versioned):
+    """sqllock_observer_options (SQLLOCK_OBSERVER_OPTIONS_INIT)."""
+
+    C_NAME = "sqllock_observer_options"
+    VERSION = OBSERVER_OPTIONS_VERSION
+    _fields_ = [("struct_version", c_int),
+                ("interval_ms", c_int64),
+                ("include_initial", c_int)]
+
+
+class Change(_Versioned):
+    """sqllock_change (SQLLOCK_CHANGE_INIT): one change an observer hands
+    out; its texts are borrowed until the next call on the observer."""
+
+    C_NAME = "sqllock_change"
+    VERSION = CHANGE_VERSION
+    _fields_ = [("struct_version", c_int),
+                ("type", c_int),
+                ("name", c_char_p),
+                ("watched", c_char_p),
+                ("token", c_int64),
+                ("old_token", c_int64),
+                ("holder", c_char_p),
+                ("expires_at_ms", c_int64),
+                ("seen_at_ms", c_int64),
+                ("lag_ms", c_int64)]
+
+
+# void (*sqllock_log_fn)(void *ctx, const sqllock_event *event)
+LOG_FN = CFUNCTYPE(None, c_void_p, POINTER(Event))
+
 STRUCTS = (Options, LeaseOptions, WatchOptions, ReaperOptions, ReaperStats,
            LeaseInfo, TxnOptions, RetryOptions, Table, Cell, LeaderOptions,
-           LeaderInfo, ForceOptions)
+           LeaderInfo, ForceOptions, Event, ObserverOptions, Change)
 
 # int (*sqllock_update_fn)(void *ctx, const void *old, size_t old_len,
 #                          const void **out, size_t *out_len)
@@ -398,6 +451,9 @@ PROTOTYPES = {
     "sqllock_leader_start": (c_int, [c_char_p, c_char_p,
                                      POINTER(LeaderOptions), _PP, c_char_p,
                                      c_size_t]),
+    "sqllock_metrics_text": (c_int, [_P, POINTER(c_void_p)]),
+    "sqllock_log_set": (c_void_p, [LOG_FN, c_void_p, c_int]),
+    "sqllock_event_name": (c_char_p, [c_int]),
     "sqllock_leader_is_leader": (c_int, [_P]),
     "sqllock_leader_token": (c_int64, [_P]),
     "sqllock_leader_remaining_ms": (c_int64, [_P]),
@@ -408,6 +464,17 @@ PROTOTYPES = {
     "sqllock_leader_get": (c_int, [_P, c_char_p, POINTER(LeaderInfo)]),
     "sqllock_leader_lease_new": (c_int, [_P, c_char_p, POINTER(LeaseOptions),
                                          _PP]),
+    # The database's view in OpenMetrics text, a candidate's health
+    # (issue 31; added in 0.11.0).
+    "sqllock_metrics_db_text": (c_int, [_P, POINTER(c_void_p)]),
+    "sqllock_leader_health": (c_int, [_P, _i64p]),
+    # Observers: following lock names without holding them (issue 31;
+    # added in 0.11.0).
+    "sqllock_observer_new": (c_int, [_P, POINTER(c_char_p), c_int,
+                                     POINTER(ObserverOptions), _PP]),
+    "sqllock_observer_next": (c_int, [_P, POINTER(Change), c_int64]),
+    "sqllock_observer_free": (None, [_P]),
+    "sqllock_change_name": (c_char_p, [c_int]),
 }
 
 
