@@ -136,6 +136,7 @@ ensure_packages "${BUILD_PACKAGES[@]}" libcmocka-dev valgrind faketime jq \
   default-libmysqlclient-dev pgbouncer pgpool2 man-db \
   libhiredis-dev redis-server python3 python3-pytest \
   python3-psycopg2 python3-psycopg python3-mysqldb python3-venv dpkg-dev \
+  python3-prometheus-client \
   patroni python3-etcd etcd-server etcd-client haproxy
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
