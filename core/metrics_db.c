@@ -44,6 +44,11 @@
 #include "internal.h"
 
 #define HISTORY_PREFIX "sqllock:history:"
+/* The text builder's calls (core/omtext.c), by shorter names. */
+#define mt_printf sqllock__mt_printf
+#define mt_append sqllock__mt_append
+#define mt_label sqllock__mt_label
+#define mt_free sqllock__mt_free
 /* A macro's value as a string, for the help texts. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -53,7 +58,7 @@ static void mt_seconds(sqllock__mtext *t, int64_t ms)
 {
     if (ms < 0)
         ms = 0;
-    sqllock__mt_printf(t, "%" PRId64 ".%03d", ms / 1000, (int)(ms % 1000));
+    mt_printf(t, "%" PRId64 ".%03d", ms / 1000, (int)(ms % 1000));
 }
 
 /* ---- the lease rows ---- */
@@ -204,47 +209,53 @@ static int part_leases(sqllock_db *db, sqllock__mtext *t)
         free(s);
         return rc;
     }
-    sqllock__mt_family(t, "sqllock_db_lease_rows", "gauge", NULL,
-           "Rows of the lease table read by this scrape: live, expired and "
-           "kind markers.");
-    sqllock__mt_printf(t, "sqllock_db_lease_rows %" PRId64 "\n", s->rows);
-    sqllock__mt_family(t, "sqllock_db_locks_held", "gauge", NULL,
-           "Live rows of the lease table by kind, by the database's clock "
-           "(a shared/exclusive lock's writer row counts as exclusive while "
-           "it waits for readers; fair_waiter rows are places in a fair "
-           "queue; kind markers are not counted).");
+    sqllock__mt_family(
+        t, "sqllock_db_lease_rows", "gauge", NULL,
+        "Rows of the lease table read by this scrape: live, expired and "
+        "kind markers.");
+    mt_printf(t, "sqllock_db_lease_rows %" PRId64 "\n", s->rows);
+    sqllock__mt_family(
+        t, "sqllock_db_locks_held", "gauge", NULL,
+        "Live rows of the lease table by kind, by the database's clock "
+        "(a shared/exclusive lock's writer row counts as exclusive while "
+        "it waits for readers; fair_waiter rows are places in a fair "
+        "queue; kind markers are not counted).");
     for (k = 0; k < K_COUNT; k++)
-        sqllock__mt_printf(t, "sqllock_db_locks_held{kind=\"%s\"} %" PRId64 "\n",
+        mt_printf(t, "sqllock_db_locks_held{kind=\"%s\"} %" PRId64 "\n",
                   kind_label[k], s->held[k]);
     sqllock__mt_family(t, "sqllock_db_waiters_queued", "gauge", NULL,
-           "Live waiters queued in fair locks' queues.");
-    sqllock__mt_printf(t, "sqllock_db_waiters_queued %" PRId64 "\n",
+                       "Live waiters queued in fair locks' queues.");
+    mt_printf(t, "sqllock_db_waiters_queued %" PRId64 "\n",
               s->held[K_FAIR_WAITER]);
-    sqllock__mt_family(t, "sqllock_db_expired_rows", "gauge", NULL,
-           "Rows of the lease table past their expiry and not yet taken "
-           "over or reaped.");
-    sqllock__mt_printf(t, "sqllock_db_expired_rows %" PRId64 "\n", s->expired);
-    sqllock__mt_family(t, "sqllock_db_kind_markers", "gauge", NULL,
-           "Names marked as a shared/exclusive lock, a semaphore or an "
-           "election (contract N1).");
-    sqllock__mt_printf(t, "sqllock_db_kind_markers %" PRId64 "\n", s->markers);
-    sqllock__mt_family(t, "sqllock_db_oldest_hold_seconds", "gauge", "seconds",
-           "Age by the database's clock of the oldest live hold (fair "
-           "waiters apart), since its grant; 0 when none.");
-    sqllock__mt_printf(t, "sqllock_db_oldest_hold_seconds ");
+    sqllock__mt_family(
+        t, "sqllock_db_expired_rows", "gauge", NULL,
+        "Rows of the lease table past their expiry and not yet taken "
+        "over or reaped.");
+    mt_printf(t, "sqllock_db_expired_rows %" PRId64 "\n", s->expired);
+    sqllock__mt_family(
+        t, "sqllock_db_kind_markers", "gauge", NULL,
+        "Names marked as a shared/exclusive lock, a semaphore or an "
+        "election (contract N1).");
+    mt_printf(t, "sqllock_db_kind_markers %" PRId64 "\n", s->markers);
+    sqllock__mt_family(
+        t, "sqllock_db_oldest_hold_seconds", "gauge", "seconds",
+        "Age by the database's clock of the oldest live hold (fair "
+        "waiters apart), since its grant; 0 when none.");
+    mt_printf(t, "sqllock_db_oldest_hold_seconds ");
     mt_seconds(t, s->oldest_ms);
-    sqllock__mt_printf(t, "\n");
-    sqllock__mt_family(t, "sqllock_db_hold_age_seconds", "gauge", "seconds",
-           "Age by the database's clock of the oldest live hold of each of "
-           "the lock names held longest (at most "
-           STR(SQLLOCK_METRICS_DB_OLDEST) " series).");
+    mt_printf(t, "\n");
+    sqllock__mt_family(
+        t, "sqllock_db_hold_age_seconds", "gauge", "seconds",
+        "Age by the database's clock of the oldest live hold of each of "
+        "the lock names held longest (at most "
+        STR(SQLLOCK_METRICS_DB_OLDEST) " series).");
     qsort(s->top, (size_t)s->n, sizeof *s->top, cmp_oldest);
     for (i = 0; i < s->n; i++) {
-        sqllock__mt_printf(t, "sqllock_db_hold_age_seconds{name=\"");
-        sqllock__mt_label(t, s->top[i].name, strlen(s->top[i].name));
-        sqllock__mt_printf(t, "\",kind=\"%s\"} ", kind_label[s->top[i].kind]);
+        mt_printf(t, "sqllock_db_hold_age_seconds{name=\"");
+        mt_label(t, s->top[i].name, strlen(s->top[i].name));
+        mt_printf(t, "\",kind=\"%s\"} ", kind_label[s->top[i].kind]);
         mt_seconds(t, s->top[i].age_ms);
-        sqllock__mt_printf(t, "\n");
+        mt_printf(t, "\n");
     }
     free(s);
     return SQLLOCK_OK;
@@ -321,22 +332,22 @@ static int history_record(void *ctx, const char *key, const void *value,
         }
         p = nl != NULL ? nl + 1 : end;
     }
-    sqllock__mt_printf(&h->failures, "sqllock_db_run_failures{name=\"");
-    sqllock__mt_label(&h->failures, name, strlen(name));
-    sqllock__mt_printf(&h->failures, "\"} %" PRId64 "\n", failures);
-    sqllock__mt_printf(&h->forced, "sqllock_db_forced_releases{name=\"");
-    sqllock__mt_label(&h->forced, name, strlen(name));
-    sqllock__mt_printf(&h->forced, "\"} %" PRId64 "\n", forced);
+    mt_printf(&h->failures, "sqllock_db_run_failures{name=\"");
+    mt_label(&h->failures, name, strlen(name));
+    mt_printf(&h->failures, "\"} %" PRId64 "\n", failures);
+    mt_printf(&h->forced, "sqllock_db_forced_releases{name=\"");
+    mt_label(&h->forced, name, strlen(name));
+    mt_printf(&h->forced, "\"} %" PRId64 "\n", forced);
     if (last_end > 0) {
-        sqllock__mt_printf(&h->last_end, "sqllock_db_run_last_end_timestamp_seconds"
+        mt_printf(&h->last_end, "sqllock_db_run_last_end_timestamp_seconds"
                   "{name=\"");
-        sqllock__mt_label(&h->last_end, name, strlen(name));
-        sqllock__mt_printf(&h->last_end, "\"} ");
+        mt_label(&h->last_end, name, strlen(name));
+        mt_printf(&h->last_end, "\"} ");
         mt_seconds(&h->last_end, last_end);
-        sqllock__mt_printf(&h->last_end, "\n");
-        sqllock__mt_printf(&h->last_exit, "sqllock_db_run_last_exit_code{name=\"");
-        sqllock__mt_label(&h->last_exit, name, strlen(name));
-        sqllock__mt_printf(&h->last_exit, "\"} %" PRId64 "\n", last_exit);
+        mt_printf(&h->last_end, "\n");
+        mt_printf(&h->last_exit, "sqllock_db_run_last_exit_code{name=\"");
+        mt_label(&h->last_exit, name, strlen(name));
+        mt_printf(&h->last_exit, "\"} %" PRId64 "\n", last_exit);
     }
     return 0;
 }
@@ -352,36 +363,41 @@ static int part_histories(sqllock_db *db, sqllock__mtext *t)
                              h.last_end.oom || h.last_exit.oom))
         rc = SQLLOCK_ENOMEM;
     if (rc == SQLLOCK_OK) {
-        sqllock__mt_family(t, "sqllock_db_run_histories", "gauge", NULL,
-               "Lock names with a run history (`sqllock run`); the per-name "
-               "series below show the first "
-               STR(SQLLOCK_METRICS_DB_NAMES_MAX) " in name order.");
-        sqllock__mt_printf(t, "sqllock_db_run_histories %" PRId64 "\n", h.names);
-        sqllock__mt_family(t, "sqllock_db_run_failures", "gauge", NULL,
-               "Finished runs among those a name's history keeps (its last "
-               STR(SQLLOCK_HISTORY_MAX) ") that exited non-zero or "
-               "did not end ok.");
-        sqllock__mt_append(t, h.failures.buf != NULL ? h.failures.buf : "",
+        sqllock__mt_family(
+            t, "sqllock_db_run_histories", "gauge", NULL,
+            "Lock names with a run history (`sqllock run`); the per-name "
+            "series below show the first "
+            STR(SQLLOCK_METRICS_DB_NAMES_MAX) " in name order.");
+        mt_printf(t, "sqllock_db_run_histories %" PRId64 "\n", h.names);
+        sqllock__mt_family(
+            t, "sqllock_db_run_failures", "gauge", NULL,
+            "Finished runs among those a name's history keeps (its last "
+            STR(SQLLOCK_HISTORY_MAX) ") that exited non-zero or "
+            "did not end ok.");
+        mt_append(t, h.failures.buf != NULL ? h.failures.buf : "",
                   h.failures.len);
-        sqllock__mt_family(t, "sqllock_db_run_last_end_timestamp_seconds", "gauge",
-               "seconds", "When the last finished run of a name ended, by "
-               "the clock of the host that ran it (Unix time).");
-        sqllock__mt_append(t, h.last_end.buf != NULL ? h.last_end.buf : "",
+        sqllock__mt_family(
+            t, "sqllock_db_run_last_end_timestamp_seconds", "gauge",
+            "seconds", "When the last finished run of a name ended, by "
+            "the clock of the host that ran it (Unix time).");
+        mt_append(t, h.last_end.buf != NULL ? h.last_end.buf : "",
                   h.last_end.len);
-        sqllock__mt_family(t, "sqllock_db_run_last_exit_code", "gauge", NULL,
-               "The exit code of the last finished run of a name.");
-        sqllock__mt_append(t, h.last_exit.buf != NULL ? h.last_exit.buf : "",
+        sqllock__mt_family(
+            t, "sqllock_db_run_last_exit_code", "gauge", NULL,
+            "The exit code of the last finished run of a name.");
+        mt_append(t, h.last_exit.buf != NULL ? h.last_exit.buf : "",
                   h.last_exit.len);
-        sqllock__mt_family(t, "sqllock_db_forced_releases", "gauge", NULL,
-               "Forced releases of a name among the audit lines its history "
-               "keeps (its last " STR(SQLLOCK_HISTORY_MAX) ").");
-        sqllock__mt_append(t, h.forced.buf != NULL ? h.forced.buf : "",
+        sqllock__mt_family(
+            t, "sqllock_db_forced_releases", "gauge", NULL,
+            "Forced releases of a name among the audit lines its history "
+            "keeps (its last " STR(SQLLOCK_HISTORY_MAX) ").");
+        mt_append(t, h.forced.buf != NULL ? h.forced.buf : "",
                   h.forced.len);
     }
-    sqllock__mt_free(&h.failures);
-    sqllock__mt_free(&h.last_end);
-    sqllock__mt_free(&h.last_exit);
-    sqllock__mt_free(&h.forced);
+    mt_free(&h.failures);
+    mt_free(&h.last_end);
+    mt_free(&h.last_exit);
+    mt_free(&h.forced);
     return rc;
 }
 
@@ -422,9 +438,9 @@ static int64_t wall_ms(void)
 static void name_sample(sqllock__mtext *t, const char *family,
                         const char *name)
 {
-    sqllock__mt_printf(t, "%s{name=\"", family);
-    sqllock__mt_label(t, name, strlen(name));
-    sqllock__mt_printf(t, "\"");
+    mt_printf(t, "%s{name=\"", family);
+    mt_label(t, name, strlen(name));
+    mt_printf(t, "\"");
 }
 
 /* sqllock_slot_parse()'s callback: the series of one name's record. */
@@ -436,19 +452,19 @@ static int slot_series(void *ctx, const sqllock_slot_info *r)
 
     name_sample(&s->start, "sqllock_db_slot_last_start_timestamp_seconds",
                 s->name);
-    sqllock__mt_printf(&s->start, "} ");
+    mt_printf(&s->start, "} ");
     mt_seconds(&s->start, r->slot_ms);
-    sqllock__mt_printf(&s->start, "\n");
+    mt_printf(&s->start, "\n");
     /* A state this version does not know (a later one's) is 0 in all. */
     for (i = 0; i < SLOT_STATES; i++) {
         name_sample(&s->state, "sqllock_db_slot_last_state", s->name);
-        sqllock__mt_printf(&s->state, ",state=\"%s\"} %d\n", slot_states[i],
+        mt_printf(&s->state, ",state=\"%s\"} %d\n", slot_states[i],
                            strcmp(r->state, slot_states[i]) == 0);
     }
     if (strcmp(r->state, "running") != 0) {
         name_sample(&s->exit_code, "sqllock_db_slot_last_exit_code",
                     s->name);
-        sqllock__mt_printf(&s->exit_code, "} %d\n", r->exit_code);
+        mt_printf(&s->exit_code, "} %d\n", r->exit_code);
     }
     /* The slots that began after the last one run and before the
      * current one (which may still get its run), by the schedule that
@@ -460,7 +476,7 @@ static int slot_series(void *ctx, const sqllock_slot_info *r)
         sqllock_schedule_count(r->schedule, r->slot_ms, now_slot,
                                SLOTS_MISSED_MAX, &missed) == SQLLOCK_OK) {
         name_sample(&s->missed, "sqllock_db_slots_missed", s->name);
-        sqllock__mt_printf(&s->missed, "} %" PRId64 "\n", missed);
+        mt_printf(&s->missed, "} %" PRId64 "\n", missed);
     }
     return 0;
 }
@@ -493,45 +509,49 @@ static int part_slots(sqllock_db *db, sqllock__mtext *t)
                              s.exit_code.oom || s.missed.oom))
         rc = SQLLOCK_ENOMEM;
     if (rc == SQLLOCK_OK) {
-        sqllock__mt_family(t, "sqllock_db_slot_records", "gauge", NULL,
-               "Schedule slot records (`sqllock run --once-per`, "
-               "--once-per-cron), one per lock name; the per-name series "
-               "below show the first " STR(SQLLOCK_METRICS_DB_NAMES_MAX)
-               " in name order (a record that is not a slot record as "
-               "sqllock writes it has none).");
-        sqllock__mt_printf(t, "sqllock_db_slot_records %" PRId64 "\n",
-                           s.records);
-        sqllock__mt_family(t, "sqllock_db_slot_last_start_timestamp_seconds",
-               "gauge", "seconds", "The start of the last slot in which a "
-               "name's job ran (Unix time), as its schedule cut the clock "
-               "of the host that ran it.");
-        sqllock__mt_append(t, s.start.buf != NULL ? s.start.buf : "",
+        sqllock__mt_family(
+            t, "sqllock_db_slot_records", "gauge", NULL,
+            "Schedule slot records (`sqllock run --once-per`, "
+            "--once-per-cron), one per lock name; the per-name series "
+            "below show the first " STR(SQLLOCK_METRICS_DB_NAMES_MAX)
+            " in name order (a record that is not a slot record as "
+            "sqllock writes it has none).");
+        mt_printf(t, "sqllock_db_slot_records %" PRId64 "\n", s.records);
+        sqllock__mt_family(
+            t, "sqllock_db_slot_last_start_timestamp_seconds",
+            "gauge", "seconds", "The start of the last slot in which a "
+            "name's job ran (Unix time), as its schedule cut the clock "
+            "of the host that ran it.");
+        mt_append(t, s.start.buf != NULL ? s.start.buf : "",
                            s.start.len);
-        sqllock__mt_family(t, "sqllock_db_slot_last_state", "gauge", NULL,
-               "The state of the run of a name's last slot, as a state set: "
-               "1 for the record's state (running, ok, failed, timeout, "
-               "lost), 0 for the others.");
-        sqllock__mt_append(t, s.state.buf != NULL ? s.state.buf : "",
+        sqllock__mt_family(
+            t, "sqllock_db_slot_last_state", "gauge", NULL,
+            "The state of the run of a name's last slot, as a state set: "
+            "1 for the record's state (running, ok, failed, timeout, "
+            "lost), 0 for the others.");
+        mt_append(t, s.state.buf != NULL ? s.state.buf : "",
                            s.state.len);
-        sqllock__mt_family(t, "sqllock_db_slot_last_exit_code", "gauge", NULL,
-               "The exit code of the run of a name's last slot, once it "
-               "ended (no sample while it runs).");
-        sqllock__mt_append(t, s.exit_code.buf != NULL ? s.exit_code.buf : "",
+        sqllock__mt_family(
+            t, "sqllock_db_slot_last_exit_code", "gauge", NULL,
+            "The exit code of the run of a name's last slot, once it "
+            "ended (no sample while it runs).");
+        mt_append(t, s.exit_code.buf != NULL ? s.exit_code.buf : "",
                            s.exit_code.len);
-        sqllock__mt_family(t, "sqllock_db_slots_missed", "gauge", NULL,
-               "Slots in which nothing ran since a name's last slot run, "
-               "the current slot not counted (it may still get its run), "
-               "by the schedule that run noted; at most "
-               STR(SLOTS_MISSED_MAX) ". Counted by the clock (and, for a "
-               "cron schedule, the time zone) of the host that scrapes, "
-               "while each slot run was judged by its runner host's clock.");
-        sqllock__mt_append(t, s.missed.buf != NULL ? s.missed.buf : "",
+        sqllock__mt_family(
+            t, "sqllock_db_slots_missed", "gauge", NULL,
+            "Slots in which nothing ran since a name's last slot run, "
+            "the current slot not counted (it may still get its run), "
+            "by the schedule that run noted; at most "
+            STR(SLOTS_MISSED_MAX) ". Counted by the clock (and, for a "
+            "cron schedule, the time zone) of the host that scrapes, "
+            "while each slot run was judged by its runner host's clock.");
+        mt_append(t, s.missed.buf != NULL ? s.missed.buf : "",
                            s.missed.len);
     }
-    sqllock__mt_free(&s.start);
-    sqllock__mt_free(&s.state);
-    sqllock__mt_free(&s.exit_code);
-    sqllock__mt_free(&s.missed);
+    mt_free(&s.start);
+    mt_free(&s.state);
+    mt_free(&s.exit_code);
+    mt_free(&s.missed);
     return rc;
 }
 
@@ -577,20 +597,22 @@ int sqllock_metrics_db_text(sqllock_db *db, char **out)
         }
     }
     if (rc != SQLLOCK_OK) {
-        sqllock__mt_free(&t);
+        mt_free(&t);
         return rc;
     }
-    sqllock__mt_family(&t, "sqllock_db_up", "gauge", NULL,
-           "1: the scrape read the database (a failed scrape writes no "
-           "text at all).");
-    sqllock__mt_printf(&t, "sqllock_db_up 1\n");
-    sqllock__mt_family(&t, "sqllock_db_scrape_duration_seconds", "gauge", "seconds",
-           "How long this scrape took, its statements included.");
-    sqllock__mt_printf(&t, "sqllock_db_scrape_duration_seconds %.6f\n",
+    sqllock__mt_family(
+        &t, "sqllock_db_up", "gauge", NULL,
+        "1: the scrape read the database (a failed scrape writes no "
+        "text at all).");
+    mt_printf(&t, "sqllock_db_up 1\n");
+    sqllock__mt_family(
+        &t, "sqllock_db_scrape_duration_seconds", "gauge", "seconds",
+        "How long this scrape took, its statements included.");
+    mt_printf(&t, "sqllock_db_scrape_duration_seconds %.6f\n",
               (double)(sqllock__now_us() - t0) / 1e6);
-    sqllock__mt_printf(&t, "# EOF\n");
+    mt_printf(&t, "# EOF\n");
     if (t.oom) {
-        sqllock__mt_free(&t);
+        mt_free(&t);
         return sqllock__fail(db, SQLLOCK_ENOMEM, "sqllock_metrics_db_text: "
                              "out of memory");
     }

@@ -299,7 +299,8 @@ static int read_rows(sqllock_observer *o)
     if (!got_now)
         return sqllock__fail(db, SQLLOCK_EDB, "%s: the statement returned "
                              "no row (not even the server's clock)", what);
-    qsort(o->rows, o->nrows, sizeof *o->rows, by_name);
+    if (o->nrows > 1)           /* never qsort(NULL, 0): UBSan */
+        qsort(o->rows, o->nrows, sizeof *o->rows, by_name);
     return SQLLOCK_OK;
 }
 

@@ -747,7 +747,7 @@ if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   stage "asan ctest"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_ctest build/asan asan "$ctest_jobs" -LE 'hostile|pooled|check|ha'
+    run_ctest build/asan asan "$ctest_jobs" -LE 'hostile|pooled|check|ha|noasan'
   bg_wait "ha ctest"
 
   # ThreadSanitizer finds races between threads, so it runs the entries

@@ -327,6 +327,7 @@ static void test_metrics_L1_contention_sums_exact(void **state)
     sqllock_lease_free(l);
     sqllock_close(db);
     tu_rmdir(dir);
+    free(dir);
 }
 
 /* ------------------------------------------------------------------ */
@@ -431,6 +432,12 @@ static void test_metrics_L4_L7_loss_counted_once_and_logged(void **state)
     assert_true(hsample(a, "sqllock_renewals_total{result=\"failed\"}")
                 >= 1);
     assert_true(hsample(a, "sqllock_leases_held") == 0);
+    /* The hook hears of it on the renewer's thread, after the state
+     * changed: wait for it. */
+    until = tu_now_ms() + tu_scaled_ms(10000);
+    while (count_events(SQLLOCK_EVENT_LOST, name, token) == 0 &&
+           tu_now_ms() < until)
+        tu_sleep_ms(5);
     assert_int_equal(count_events(SQLLOCK_EVENT_LOST, name, token), 1);
     /* The release hears LOST (L4): counted as such, not as a second
      * loss or hold. */
