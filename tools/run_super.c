@@ -580,10 +580,17 @@ int run_start_and_supervise(run_state *st)
         return run_give_back(st, rc == CLI_EXIT_USAGE ? CLI_EXIT_DB : rc);
     }
     st->own_group = !terminal_foreground();
+    /* The command's start, for --max-runtime and its duration: taken
+     * before it is asked for, so that neither the runtime limit nor the
+     * duration misses the time the guard's answer takes to come back. */
+    st->cmd_start_us = cli_guard_now_us();
+    if (st->runtime_ms > 0)
+        st->runtime_end_us = st->cmd_start_us + st->runtime_ms * 1000;
     /* The guard knows the deadline before the command starts: should
      * this process be stopped right after, the guard still acts. */
     push_deadline(st);
     if (send_start(st) != 0) {
+        st->cmd_start_us = 0;
         run_say(st, "cannot start the command: %s", strerror(errno));
         return run_give_back(st, CLI_EXIT_DB);
     }
@@ -597,23 +604,20 @@ int run_start_and_supervise(run_state *st)
         ;
     if (rc != (int)sizeof m
         || (m.op != CLI_GUARD_STARTED && m.op != CLI_GUARD_EXECFAIL)) {
+        st->cmd_start_us = 0;
         ws = run_end_guard(st);
         run_say(st, "the guard process ended before the command started (%s)",
                 how_ended(how, sizeof how, ws));
         return run_give_back(st, CLI_EXIT_DB);
     }
     if (m.op == CLI_GUARD_EXECFAIL) {
+        st->cmd_start_us = 0;               /* it never ran */
         run_end_guard(st);
         run_say(st, "cannot execute '%s': %s", st->cmd0, strerror(m.arg));
         return run_give_back(st, m.arg == ENOENT || m.arg == ENOTDIR
                                  ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC);
     }
     st->cmd = (pid_t)m.arg;
-    st->cmd_start_us = cli_guard_now_us();
-    /* --max-runtime counts from the command's start (the guard hears of
-     * it at the supervisor's first look, in supervise()). */
-    if (st->runtime_ms > 0)
-        st->runtime_end_us = st->cmd_start_us + st->runtime_ms * 1000;
     run_event(st, "started the command '%s' (pid %ld)", st->cmd0,
               (long)st->cmd);
     fcntl(st->ctl, F_SETFL, O_NONBLOCK);
