@@ -523,20 +523,20 @@ static int part_slots(sqllock_db *db, sqllock__mtext *t)
             "name's job ran (Unix time), as its schedule cut the clock "
             "of the host that ran it.");
         mt_append(t, s.start.buf != NULL ? s.start.buf : "",
-                           s.start.len);
+                  s.start.len);
         sqllock__mt_family(
             t, "sqllock_db_slot_last_state", "gauge", NULL,
             "The state of the run of a name's last slot, as a state set: "
             "1 for the record's state (running, ok, failed, timeout, "
             "lost), 0 for the others.");
         mt_append(t, s.state.buf != NULL ? s.state.buf : "",
-                           s.state.len);
+                  s.state.len);
         sqllock__mt_family(
             t, "sqllock_db_slot_last_exit_code", "gauge", NULL,
             "The exit code of the run of a name's last slot, once it "
             "ended (no sample while it runs).");
         mt_append(t, s.exit_code.buf != NULL ? s.exit_code.buf : "",
-                           s.exit_code.len);
+                  s.exit_code.len);
         sqllock__mt_family(
             t, "sqllock_db_slots_missed", "gauge", NULL,
             "Slots in which nothing ran since a name's last slot run, "
@@ -546,7 +546,7 @@ static int part_slots(sqllock_db *db, sqllock__mtext *t)
             "cron schedule, the time zone) of the host that scrapes, "
             "while each slot run was judged by its runner host's clock.");
         mt_append(t, s.missed.buf != NULL ? s.missed.buf : "",
-                           s.missed.len);
+                  s.missed.len);
     }
     mt_free(&s.start);
     mt_free(&s.state);
