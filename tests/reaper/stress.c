@@ -23,6 +23,10 @@
 #define ST_REAPERS 3
 #define ST_NAMES 3
 #define ST_RUN_MS 4000
+/* On a slow machine (valgrind beside other work) ST_RUN_MS can end after
+ * a handful of cycles: the workers then go on until the run has done
+ * what it is there to test (st_enough()), for up to this much longer. */
+#define ST_RUN_MORE_MS 120000
 
 typedef struct st_shared {
     int64_t increments;        /* counter writes the fence let through */
@@ -180,6 +184,17 @@ static int st_lost_while_valid(st_ctx *c, int64_t t0, int64_t left)
  * short lease, bumps the counter under it, sometimes renews, and either
  * releases or abandons it; now and then also abandons a lease on a name
  * of its own. Returns 0, or a failure code with the reason noted. */
+#define ST_GET(c, field) __atomic_load_n(&(c)->sh->field, __ATOMIC_SEQ_CST)
+
+/* Whether the run has done what the test judges: a few cycles per
+ * worker, leases abandoned on shared and on unique names, renewals. */
+static int st_enough(st_ctx *c)
+{
+    return ST_GET(c, cycles) >= 2 * ST_WORKERS &&
+           ST_GET(c, abandoned_unique) > 0 &&
+           ST_GET(c, abandoned_shared) > 0 && ST_GET(c, renewals_valid) > 0;
+}
+
 static int st_worker(st_ctx *c, int w, int64_t end_ms)
 {
     sqllock_db *db = tu_child_open(g_url, "reaper worker");
@@ -188,7 +203,8 @@ static int st_worker(st_ctx *c, int w, int64_t end_ms)
 
     if (db == NULL)
         return 2;
-    while (tu_now_ms() < end_ms) {
+    while (tu_now_ms() < end_ms ||
+           (!st_enough(c) && tu_now_ms() < end_ms + ST_RUN_MORE_MS)) {
         sqllock_lease_options o = SQLLOCK_LEASE_OPTIONS_INIT;
         sqllock_lease *l = NULL;
         sqllock_value args[3];
