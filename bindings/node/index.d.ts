@@ -1,0 +1,153 @@
+// Types of the sqllock package (bindings/node). Durations are numbers of
+// milliseconds or texts such as '30s' and '1m30s'.
+import { EventEmitter } from 'events';
+
+export type Duration = number | string;
+
+export interface OpenOptions {
+  /** Create the sqllock tables if missing (idempotent). */
+  init?: boolean;
+  /** The pool's size, the first connection included (default 8). */
+  maxConnections?: number;
+  connectTimeout?: Duration;
+  statementTimeout?: Duration;
+  busyTimeout?: Duration;
+}
+
+export interface LockOptions {
+  /** The lease's ttl by the server's clock (default 30 s; > 0). */
+  ttl?: Duration;
+  /** undefined/Infinity: for ever; 0: one try (BUSY); else TIMEOUT. */
+  wait?: Duration;
+  /** Aborts a wait (AbortError, cause: signal.reason), nothing held. */
+  signal?: AbortSignal;
+  /** Renewed by the watchdog (default true); a loss emits 'lost'. */
+  renew?: boolean;
+  holder?: string;
+  safetyMargin?: Duration;
+}
+
+export type LeaseState = 'not-held' | 'held' | 'uncertain' | 'lost';
+export type GuardStyle = 'qmark' | 'dollar' | 'format' | 'pyformat' | 'named' | 'numeric';
+
+export declare class SqllockError extends Error {
+  constructor(status: number, message?: string);
+  /** The status's name: 'BUSY', 'TIMEOUT', 'LOST', 'EINVAL', ... */
+  readonly code: string;
+  readonly status: number;
+  readonly retryable: boolean;
+}
+
+export declare class AbortError extends Error {
+  readonly code: 'ABORT_ERR';
+}
+
+export declare class Lease extends EventEmitter {
+  readonly kind: 'lease' | 'permit' | 'shared' | 'exclusive' | 'leader';
+  readonly name: string;
+  readonly row: string;
+  readonly owner: string;
+  /** A semaphore permit's index; -1 for other kinds. */
+  readonly index: number;
+  /** The fencing token; throws RangeError past Number.MAX_SAFE_INTEGER. */
+  readonly token: number;
+  readonly tokenBigInt: bigint;
+  readonly state: LeaseState;
+  readonly held: boolean;
+  readonly lost: boolean;
+  readonly loss: SqllockError | null;
+  /** Aborts when the hold ends (lost or released). */
+  readonly signal: AbortSignal;
+  /** Milliseconds the holder may still trust the hold (L6). */
+  readonly remaining: number;
+  release(): Promise<void>;
+  renew(ttl?: Duration): Promise<void>;
+  check(): void;
+  guard(style?: GuardStyle, first?: number): { sql: string; params: [string, number] | { sqllock_name: string; sqllock_token: number } };
+  [Symbol.asyncDispose](): Promise<void>;
+  on(event: 'lost', listener: (err: SqllockError) => void): this;
+  on(event: 'state', listener: (state: LeaseState, err: SqllockError | null) => void): this;
+  once(event: 'lost', listener: (err: SqllockError) => void): this;
+  once(event: 'state', listener: (state: LeaseState, err: SqllockError | null) => void): this;
+}
+
+export interface Term {
+  token: number;
+  tokenBigInt: bigint;
+  /** Aborts when the term ends. */
+  signal: AbortSignal;
+  resign(): Promise<boolean>;
+}
+
+export interface CampaignOptions {
+  ttl?: Duration;
+  holder?: string;
+  safetyMargin?: Duration;
+  renewInterval?: Duration;
+  resignHold?: Duration;
+}
+
+export declare class Campaign extends EventEmitter implements AsyncIterable<Term> {
+  readonly name: string;
+  readonly isLeader: boolean;
+  readonly term: Term | null;
+  readonly remaining: number;
+  resign(): Promise<boolean>;
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+  [Symbol.asyncIterator](): AsyncIterator<Term>;
+  on(event: 'elected', listener: (term: Term) => void): this;
+  on(event: 'deposed', listener: (term: Term | null, err: SqllockError | null) => void): this;
+  on(event: 'observed', listener: (leader: { holder: string; token: number }) => void): this;
+  once(event: 'elected', listener: (term: Term) => void): this;
+  once(event: 'deposed', listener: (term: Term | null, err: SqllockError | null) => void): this;
+}
+
+export interface ExecResult { hasRow: boolean; first: bigint | null; affected: number; }
+export type SqlArg = string | number | bigint;
+
+export declare class Transaction {
+  lock(names: string | string[], opts?: { mode?: 'wait' | 'nowait' | 'skip' }): Promise<boolean[]>;
+  exec(sql: string, args?: SqlArg[]): Promise<ExecResult>;
+  commit(): Promise<void>;
+  rollback(): Promise<void>;
+}
+
+export declare class Database {
+  readonly driver: string;
+  readonly closed: boolean;
+  readonly maxConnections: number;
+  readonly connections: number;
+  lock(name: string, opts?: LockOptions): Promise<Lease>;
+  tryLock(name: string, opts?: Omit<LockOptions, 'wait'>): Promise<Lease>;
+  withLock<T>(name: string, opts: LockOptions, fn: (lease: Lease) => Promise<T> | T): Promise<T>;
+  withLock<T>(name: string, fn: (lease: Lease) => Promise<T> | T): Promise<T>;
+  semaphore(name: string, permits: number, opts?: LockOptions): Promise<Lease>;
+  semaphoreCount(name: string): Promise<number>;
+  shared(name: string, opts?: LockOptions): Promise<Lease>;
+  exclusive(name: string, opts?: LockOptions): Promise<Lease>;
+  lookup(name: string): Promise<{ owner: string; holder: string; token: number; remaining: number } | null>;
+  leader(name: string): Promise<{ holder: string; token: number; remaining: number } | null>;
+  campaign(name: string, opts?: CampaignOptions): Promise<Campaign>;
+  exec(sql: string, args?: SqlArg[]): Promise<ExecResult>;
+  get(key: string): Promise<{ value: Buffer; version: number } | null>;
+  create(key: string, value: string | Uint8Array): Promise<void>;
+  cas(key: string, expected: number, value: string | Uint8Array): Promise<number>;
+  delete(key: string, expected: number): Promise<void>;
+  update(key: string, fn: (old: Buffer | null) => string | Uint8Array | Promise<string | Uint8Array>,
+    opts?: { maxAttempts?: number; backoffMin?: number; backoffMax?: number }):
+    Promise<{ value: Uint8Array; version: number; attempts: number }>;
+  transaction<T>(fn: (tx: Transaction) => Promise<T>, opts?: { lockTimeout?: Duration }): Promise<T>;
+  begin(opts?: { lockTimeout?: Duration }): Promise<Transaction>;
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+export declare function open(url: string, options?: OpenOptions): Promise<Database>;
+export declare function campaign(url: string, name: string,
+  options?: CampaignOptions & OpenOptions): Promise<Campaign>;
+export declare const codes: Readonly<Record<string, number>>;
+export declare function nowUs(): number;
+export declare function parseDuration(text: string): number;
+export declare const version: string;
+export declare const SLICE_MS: number;

@@ -1,0 +1,540 @@
+'use strict';
+// Database: a pool of connections to one database, as the Python
+// binding's Database (bindings/python/sqllock/_db.py) is.
+//
+// Each connection is a sqllock_db of the C library with a thread of its
+// own (the addon's conn: its calls run there in order, so a handle is
+// used by one thread, contract E3). Short calls (a try, a release, the
+// records, exec) run on the first connection. A wait -- an acquire that
+// finds the lock held and may wait -- and a row-lock transaction take a
+// connection of the pool to themselves, so that they hold up no other
+// call; a hold that a wait acquired stays on that connection until it is
+// released. The pool opens connections as needed, up to maxConnections
+// (default 8, the first included); when every one is taken, a wait waits
+// for one within its own deadline. Connection budget: maxConnections,
+// plus one renewer connection for each of them that holds a watched
+// lease: at most 2 x maxConnections.
+const native = require('./native');
+const cv = require('./convert');
+const { SqllockError, abortError, fromNative, invalid, codes } = require('./errors');
+const { Lease, STYLES } = require('./lease');
+
+const ops = native.ops;
+const KIND = { lease: 1, sem: 2, shared: 3, exclusive: 4, leader: 5 };
+
+// One connection and its thread.
+class Conn {
+  constructor() {
+    const self = new WeakRef(this);
+    // The addon keeps this function; it must not keep the Conn alive, so
+    // that a Database dropped without close() is closed when collected.
+    this.ext = native.connNew((id, state, status, msg) => {
+      const c = self.deref();
+      if (!c) return;
+      const h = c.holds.get(id);
+      if (h) h._event(state, status, msg);
+      else c.early.set(id, [state, status, msg]);
+    });
+    this.holds = new Map();   // id -> Lease: held here, kept alive
+    this.early = new Map();   // id -> the last event that came before its Lease
+    this.busy = false;        // checked out for a wait or a transaction
+  }
+
+  async call(op, ...args) {
+    try {
+      return await native.call(this.ext, op, ...args);
+    } catch (e) {
+      throw fromNative(e);
+    }
+  }
+
+  // A watch event can overtake the acquire's own result (a tiny ttl): it
+  // waits in `early` for its Lease.
+  attach(id, hold) {
+    this.holds.set(id, hold);
+    const ev = this.early.get(id);
+    if (ev) {
+      this.early.delete(id);
+      process.nextTick(() => hold._event(...ev));
+    }
+  }
+  detach(id) {
+    this.holds.delete(id);
+    this.early.delete(id);
+    if (this.onFree && this.holds.size === 0 && !this.busy) this.onFree();
+  }
+}
+
+class Database {
+  #url; #opts; #main; #pool = []; #opening = 0; #max; #closed = false;
+  #waiters = new Set(); #guards = null; #campaigns = new Set();
+  #flags = new Set();           // the abort flags of the waits running
+
+  /** Use sqllock.open(). */
+  constructor(url, opts, secret) {
+    if (secret !== Database.#token) throw new TypeError('use sqllock.open(url, options)');
+    this.#url = url;
+    this.#opts = opts;
+    this.#max = opts.maxConnections;
+    this.driver = null;
+  }
+
+  static #token = Symbol('open');
+
+  static async _open(url, options = {}) {
+    if (typeof url !== 'string') throw new TypeError('url must be a string');
+    if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+    const max = options.maxConnections === undefined ? 8 : options.maxConnections;
+    if (!Number.isInteger(max) || max < 1) throw invalid(`maxConnections must be an integer >= 1, not ${max}`);
+    const opts = {
+      maxConnections: max,
+      connectTimeout: cv.ms(options.connectTimeout, 'connectTimeout', 0),
+      statementTimeout: cv.ms(options.statementTimeout, 'statementTimeout', 0),
+      busyTimeout: cv.ms(options.busyTimeout, 'busyTimeout', 0),
+    };
+    const db = new Database(url, opts, Database.#token);
+    const main = await db.#connect(Boolean(options.init));
+    db.#main = main;
+    db.driver = main.driver;
+    // The guard's text depends on the driver and the style only
+    // (sqllock_guard_sql()): read it once, so lease.guard() is synchronous.
+    const texts = {};
+    for (const style of Object.keys(STYLES)) {
+      texts[style] = await main.call(ops.GUARD, 'x', 1, STYLES[style], 1);
+    }
+    db.#guards = texts;
+    return db;
+  }
+
+  async #connect(init) {
+    const c = new Conn();
+    try {
+      const r = await c.call(ops.OPEN, this.#url, this.#opts.connectTimeout,
+        this.#opts.statementTimeout, this.#opts.busyTimeout, init);
+      c.driver = r.driver;
+    } catch (e) {
+      c.call(ops.CLOSE).catch(() => {});
+      throw e;
+    }
+    c.onFree = () => this.#wake();
+    return c;
+  }
+
+  get closed() { return this.#closed; }
+  get maxConnections() { return this.#max; }
+  /** Connections open now (the first one included). */
+  get connections() { return 1 + this.#pool.length; }
+
+  #check() {
+    if (this.#closed) throw new SqllockError(codes.EMISUSE, 'the database handle is closed');
+  }
+
+  // ---- the pool -----------------------------------------------------------
+
+  #wake() {
+    for (const w of this.#waiters) w();
+  }
+
+  // A connection for a wait or a transaction, to itself until #checkin():
+  // a free one, a new one while the pool may grow, else the first to come
+  // free before `deadline` (sqllock.nowUs() µs; null: none).
+  async #checkout(deadline, signal, what) {
+    if (this.#max === 1) return this.#main;
+    for (;;) {
+      this.#check();
+      if (signal && signal.aborted) throw abortError(signal);
+      const free = this.#pool.find((c) => !c.busy && c.holds.size === 0);
+      if (free) {
+        free.busy = true;
+        return free;
+      }
+      if (1 + this.#pool.length + this.#opening < this.#max) {
+        this.#opening++;
+        let c;
+        try {
+          c = await this.#connect(false);
+        } finally {
+          this.#opening--;
+        }
+        if (this.#closed) {
+          c.call(ops.CLOSE).catch(() => {});
+          this.#check();
+        }
+        c.busy = true;
+        this.#pool.push(c);
+        return c;
+      }
+      const left = deadline === null ? null : (deadline - native.nowUs()) / 1000;
+      if (left !== null && left <= 0) {
+        throw new SqllockError(codes.TIMEOUT, `${what}: every connection of the ` +
+          `database handle's pool (maxConnections=${this.#max}) was waiting, in a ` +
+          'transaction or holding a lease acquired by a wait, for the whole wait; ' +
+          'raise maxConnections, or release sooner');
+      }
+      await new Promise((resolve) => {
+        let timer = null;
+        const done = () => {
+          this.#waiters.delete(done);
+          if (timer) clearTimeout(timer);
+          if (signal) signal.removeEventListener('abort', done);
+          resolve();
+        };
+        this.#waiters.add(done);
+        if (left !== null) timer = setTimeout(done, Math.ceil(left));
+        if (signal) signal.addEventListener('abort', done, { once: true });
+      });
+    }
+  }
+
+  #checkin(c) {
+    if (c === this.#main) return;
+    c.busy = false;
+    if (c.holds.size === 0) this.#wake();
+  }
+
+  // ---- holds ----------------------------------------------------------------
+
+  async _acquire(kind, name, opts = {}, permits = 0) {
+    this.#check();
+    cv.name(name);
+    if (opts === null || typeof opts !== 'object') throw new TypeError('options must be an object');
+    const ttl = cv.ttlMs(opts.ttl);
+    const wait = cv.waitMs(opts.wait);
+    const margin = cv.ms(opts.safetyMargin, 'safetyMargin', 0);
+    const watch = opts.renew === undefined ? true : Boolean(opts.renew);
+    const holder = opts.holder === undefined ? null : String(opts.holder);
+    const signal = cv.signalOf(opts);
+    if (signal && signal.aborted) throw abortError(signal);
+    const start = native.nowUs();
+    const call = async (c, waitMs) => {
+      const flag = new Int32Array(new SharedArrayBuffer(4));
+      const onAbort = () => Atomics.store(flag, 0, 1);
+      if (signal) {
+        signal.addEventListener('abort', onAbort, { once: true });
+        if (signal.aborted) onAbort();      // aborted while we got here
+      }
+      this.#flags.add(flag);
+      try {
+        const r = await native.call(c.ext, ops.ACQUIRE, name, holder, kind, ttl,
+          margin, waitMs, watch, permits, flag);
+        return new Lease(this, c, kind, name, r);
+      } catch (e) {
+        if (e && e.status === native.ABORTED && this.#closed) {
+          throw new SqllockError(codes.EMISUSE, `lock '${name}': the database handle was closed during the wait`);
+        }
+        throw fromNative(e, signal);
+      } finally {
+        this.#flags.delete(flag);
+        if (signal) signal.removeEventListener('abort', onAbort);
+      }
+    };
+    // One try on the first connection; a wait on a connection of its own.
+    try {
+      return await call(this.#main, 0);
+    } catch (e) {
+      if (!(e instanceof SqllockError && e.code === 'BUSY' && wait !== 0)) throw e;
+    }
+    const deadline = wait === cv.FOREVER ? null : start + wait * 1000;
+    const c = await this.#checkout(deadline, signal, `lock '${name}'`);
+    try {
+      const left = deadline === null ? cv.FOREVER
+        : Math.max(1, Math.floor((deadline - native.nowUs()) / 1000));
+      return await call(c, left);
+    } finally {
+      this.#checkin(c);
+    }
+  }
+
+  /** await db.lock(name, { ttl, wait, signal, renew, holder, safetyMargin }):
+   * a lease (contract L1..L10). wait: undefined/Infinity waits for ever,
+   * 0 tries once (rejects 'BUSY'), else rejects 'TIMEOUT' when it runs out.
+   * signal: an AbortSignal; an aborted wait rejects with AbortError within
+   * about SLICE_MS and leaves nothing held. renew (default true): the
+   * watchdog renews it every ttl/3; a loss emits 'lost'. */
+  lock(name, opts = {}) { return this._acquire(KIND.lease, name, opts); }
+
+  /** One try: rejects with code 'BUSY' when the lock is held. */
+  tryLock(name, opts = {}) { return this._acquire(KIND.lease, name, { ...opts, wait: 0 }); }
+
+  /** Runs fn(lease) holding the lease; releases it after, also when fn
+   * throws (whose error then wins over a release's). */
+  async withLock(name, opts, fn) {
+    if (typeof opts === 'function') { fn = opts; opts = {}; }
+    if (typeof fn !== 'function') throw new TypeError('withLock(name, opts, fn): fn must be a function');
+    const lease = await this.lock(name, opts);
+    let result;
+    try {
+      result = await fn(lease);
+    } catch (e) {
+      await lease.release().catch(() => {});
+      throw e;
+    }
+    await lease.release();
+    return result;
+  }
+
+  /** A permit of semaphore `name` of `permits` (contract M1): at most
+   * `permits` holders at once. permit.index says which. */
+  semaphore(name, permits, opts = {}) {
+    if (!Number.isInteger(permits)) throw new TypeError('permits must be an integer');
+    return this._acquire(KIND.sem, name, opts, permits);
+  }
+
+  /** The live permits of semaphore `name`. */
+  async semaphoreCount(name) {
+    this.#check();
+    return this.#main.call(ops.SEM_COUNT, cv.name(name));
+  }
+
+  /** A shared (read) hold of `name`'s shared/exclusive lock (contract M2). */
+  shared(name, opts = {}) { return this._acquire(KIND.shared, name, opts); }
+  /** The exclusive (write) hold of `name`'s shared/exclusive lock. */
+  exclusive(name, opts = {}) { return this._acquire(KIND.exclusive, name, opts); }
+
+  /** The lease row of `name` (or a primitive's row, 'jobs [w]'), or null:
+   * { owner, holder, token, remaining (ms, server clock) }. */
+  async lookup(name) {
+    this.#check();
+    const r = await this.#main.call(ops.LOOKUP, cv.name(name));
+    if (r) r.token = cv.tokenNumber(r.token);
+    return r;
+  }
+
+  /** The current leader of election `name`: { holder, token, remaining }
+   * or null. */
+  async leader(name) {
+    this.#check();
+    const r = await this.#main.call(ops.LEADER_GET, cv.name(name));
+    if (r) r.token = cv.tokenNumber(r.token);
+    return r;
+  }
+
+  _guardText(style, first) {
+    const text = this.#guards[style];
+    if (first === 1 || (style !== 'dollar' && style !== 'numeric')) return text;
+    // The placeholders of the text read with first = 1 are $1, $2 (or
+    // :1, :2): number them from `first` (a test checks this against
+    // sqllock_guard_sql() itself).
+    const mark = style === 'dollar' ? '\\$' : ':';
+    return text.replace(new RegExp(`${mark}([12])(?![0-9])`, 'g'),
+      (m, n) => m[0] + String(first + Number(n) - 1));
+  }
+
+  /** sqllock_guard_sql() itself, as the library writes it (for tests). */
+  async _guardSql(name, token, style, first) {
+    return this.#main.call(ops.GUARD, name, token, STYLES[style], first);
+  }
+
+  // ---- statements and records ---------------------------------------------
+
+  /** Runs one statement of the application's on the first connection
+   * (sqllock_db_exec(): $1.. on PostgreSQL, ? elsewhere; args strings,
+   * numbers or bigints): { hasRow, first (bigint|null), affected }. */
+  async exec(sql, args = []) {
+    this.#check();
+    if (typeof sql !== 'string') throw new TypeError('sql must be a string');
+    if (!Array.isArray(args)) throw new TypeError('args must be an array');
+    return this.#main.call(ops.EXEC, sql, args);
+  }
+
+  /** The versioned record `key` (contract O1): { value: Buffer, version }
+   * or null when there is none. */
+  async get(key) {
+    this.#check();
+    try {
+      const r = await this.#main.call(ops.REC_GET, cv.name(key, 'key'));
+      return { value: r.value, version: Number(r.version) };
+    } catch (e) {
+      if (e.code === 'NOTFOUND') return null;
+      throw e;
+    }
+  }
+
+  /** Creates record `key` at version 1; rejects 'CONFLICT' if it exists. */
+  async create(key, value) {
+    this.#check();
+    await this.#main.call(ops.REC_CREATE, cv.name(key, 'key'), bytes(value));
+  }
+
+  /** Writes `value` if the version is still `expected`: the new version;
+   * rejects 'CONFLICT' when another writer got there first. */
+  async cas(key, expected, value) {
+    this.#check();
+    const r = await this.#main.call(ops.REC_CAS, cv.name(key, 'key'), expected, bytes(value));
+    return Number(r.version);
+  }
+
+  /** Deletes record `key` if its version is still `expected`. */
+  async delete(key, expected) {
+    this.#check();
+    await this.#main.call(ops.REC_DELETE, cv.name(key, 'key'), expected);
+  }
+
+  /** The retry helper (contract O2): reads the record, calls fn(old
+   * value Buffer | null) (it may be async) for the new value, writes it
+   * with compare-and-set, and on a conflict starts again after a jittered
+   * backoff, up to maxAttempts (default 16): { value, version, attempts }.
+   * Rejects 'CONFLICT' when every attempt conflicted. */
+  async update(key, fn, { maxAttempts = 16, backoffMin = 1, backoffMax = 100 } = {}) {
+    if (typeof fn !== 'function') throw new TypeError('fn must be a function');
+    let delay = backoffMin;
+    for (let attempt = 1; ; attempt++) {
+      const cur = await this.get(key);
+      const value = bytes(await fn(cur ? cur.value : null));
+      try {
+        if (cur === null) {
+          await this.create(key, value);
+          return { value, version: 1, attempts: attempt };
+        }
+        const version = await this.cas(key, cur.version, value);
+        return { value, version, attempts: attempt };
+      } catch (e) {
+        const conflict = e.code === 'CONFLICT' || e.code === 'EDEADLOCK' || e.code === 'ESERIALIZATION';
+        if (!conflict || attempt >= maxAttempts) throw e;
+      }
+      await new Promise((r) => setTimeout(r, Math.random() * delay));
+      delay = Math.min(backoffMax, delay * 2);
+    }
+  }
+
+  // ---- row-lock transactions ----------------------------------------------
+
+  /** A row-lock transaction (contract R1..R5) on a connection of its own:
+   * await db.transaction(async (tx) => { await tx.lock(['a', 'b']); ... })
+   * commits when fn returns, rolls back when it throws. */
+  async transaction(fn, opts = {}) {
+    if (typeof fn !== 'function') throw new TypeError('transaction(fn): fn must be a function');
+    const tx = await this.begin(opts);
+    let result;
+    try {
+      result = await fn(tx);
+    } catch (e) {
+      await tx.rollback().catch(() => {});
+      throw e;
+    }
+    await tx.commit();
+    return result;
+  }
+
+  /** Begins a transaction; end it with tx.commit() or tx.rollback(). */
+  async begin(opts = {}) {
+    this.#check();
+    const lockTimeout = cv.ms(opts.lockTimeout, 'lockTimeout', 0);
+    const c = await this.#checkout(null, cv.signalOf(opts), 'transaction');
+    try {
+      const r = await c.call(ops.TXN_BEGIN, lockTimeout);
+      return new Transaction(c, r.id, () => this.#checkin(c));
+    } catch (e) {
+      this.#checkin(c);
+      throw e;
+    }
+  }
+
+  // ---- leader election ------------------------------------------------------
+
+  /** Campaigns for election `name` (contract M4): a Campaign. */
+  async campaign(name, opts = {}) {
+    this.#check();
+    const { Campaign } = require('./leader');
+    const c = new Campaign(this.#main, name, opts, this.#url, this.#opts, () => this.#campaigns.delete(c));
+    this.#campaigns.add(c);
+    try {
+      await c._start();
+    } catch (e) {
+      this.#campaigns.delete(c);
+      throw e;
+    }
+    return c;
+  }
+
+  /** The C figure for bench.js: `pairs` try-acquire + release pairs on a
+   * handle of its own, timed in C on a thread of the pool: microseconds. */
+  async _benchC(name, pairs) {
+    this.#check();
+    const r = await this.#main.call(ops.BENCH_C, this.#url, name, pairs);
+    return r.us;
+  }
+
+  /** Closes every connection. Holds still held are NOT released: their
+   * rows stay until their ttl (release them first); campaigns are
+   * stopped (a leader hands over). */
+  async close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#wake();
+    // Waits end at their next slice, so that the close is not queued
+    // behind them on their connections.
+    for (const flag of this.#flags) Atomics.store(flag, 0, 1);
+    await Promise.all([...this.#campaigns].map((c) => c.close().catch(() => {})));
+    const all = [this.#main, ...this.#pool];
+    await Promise.all(all.map(async (c) => {
+      await c.call(ops.CLOSE).catch(() => {});
+      for (const h of c.holds.values()) h._closed();
+      c.holds.clear();
+    }));
+  }
+
+  async [Symbol.asyncDispose]() { await this.close(); }
+}
+
+class Transaction {
+  #conn; #id; #done; #over = false;
+
+  constructor(conn, id, done) {
+    this.#conn = conn;
+    this.#id = id;
+    this.#done = done;
+  }
+
+  #check() {
+    if (this.#over) throw new SqllockError(codes.EMISUSE, 'the transaction is over');
+  }
+
+  /** Locks the library's lock rows `names` (sorted, so never a deadlock
+   * through the library, R2), mode 'wait' (default), 'nowait' or 'skip':
+   * an array of booleans, per name, whether it is locked now. */
+  async lock(names, { mode = 'wait' } = {}) {
+    this.#check();
+    if (typeof names === 'string') names = [names];
+    if (!Array.isArray(names) || names.some((n) => typeof n !== 'string')) {
+      throw new TypeError('names must be a string or an array of strings');
+    }
+    const m = { wait: 0, nowait: 1, skip: 2 }[mode];
+    if (m === undefined) throw invalid(`unknown mode '${mode}': wait, nowait or skip`);
+    return this.#conn.call(ops.TXN_LOCK, this.#id, m, names);
+  }
+
+  /** A statement of the application's inside the transaction. */
+  async exec(sql, args = []) {
+    this.#check();
+    return this.#conn.call(ops.EXEC, sql, args);
+  }
+
+  async commit() {
+    this.#check();
+    this.#over = true;
+    try {
+      await this.#conn.call(ops.TXN_COMMIT, this.#id);
+    } finally {
+      this.#done();
+    }
+  }
+
+  async rollback() {
+    if (this.#over) return;
+    this.#over = true;
+    try {
+      await this.#conn.call(ops.TXN_ROLLBACK, this.#id);
+    } finally {
+      this.#done();
+    }
+  }
+}
+
+function bytes(value) {
+  if (typeof value === 'string') return Buffer.from(value, 'utf8');
+  if (value instanceof Uint8Array) return value;
+  throw new TypeError('a record value is a string, a Buffer or a Uint8Array');
+}
+
+module.exports = { Database, Transaction, KIND };
