@@ -1,0 +1,3 @@
+module sqllock.dev/sqllock
+
+go 1.19
