@@ -138,6 +138,15 @@ ensure_packages "${BUILD_PACKAGES[@]}" libcmocka-dev valgrind faketime jq \
   python3-psycopg2 python3-psycopg python3-mysqldb python3-venv dpkg-dev \
   python3-prometheus-client \
   patroni python3-etcd etcd-server etcd-client haproxy
+# The Go binding (bindings/go): Debian's Go and the database/sql drivers
+# its guard tests use, offline. The Node.js one (bindings/node): node, npm
+# (the registry, for pg and mysql2) and the N-API headers -- NodeSource's
+# nodejs has all three; Debian's splits them.
+ensure_packages golang-go pkg-config golang-github-jackc-pgx-v4-dev \
+  golang-github-go-sql-driver-mysql-dev golang-github-mattn-go-sqlite3-dev
+command -v node >/dev/null || ensure_packages nodejs
+command -v npm >/dev/null || ensure_packages npm
+[ -f /usr/include/node/node_api.h ] || ensure_packages libnode-dev
 if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # The fuzz stage: clang with libFuzzer and the sanitizer runtimes.
   ensure_packages clang libclang-rt-dev
@@ -649,6 +658,10 @@ if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   bg "build asan, tsan" niced build_sanitizers
   bg fuzz niced build_and_run_fuzz
 fi
+# The Go binding's -race test binaries and the Go interop worker (target
+# sqllock_go_interop, not in `all`): compiled while the plain tests run,
+# for the go and interop stages below.
+bg "build go" niced cmake --build build/test --target sqllock_go_interop
 # The previous version's tool, for the upgrade-in-place stage: the last
 # commit before the schema's users of issue 19 (SQLLOCK_UPGRADE_FROM),
 # built from this clone's history.
@@ -677,7 +690,7 @@ else
   echo "WARNING: commit $upgrade_from is not in this clone: the upgrade-in-place stage does not run" >&2
 fi
 stage "plain ctest"
-run_ctest build/test plain "$ctest_jobs" -LE 'valgrind|hostile|ha'
+run_ctest build/test plain "$ctest_jobs" -LE 'valgrind|hostile|ha|^go$|^node$|^interop$'
 # The high-availability entries (label ha: test_patroni, test_galnet,
 # issue 30) start clusters of their own and mostly wait on them: they run
 # in the background beside the ASan stage (about 170 and 210 s each on a
@@ -697,6 +710,22 @@ hostile_jobs=$(( jobs * 3 / 2 )); [ "$hostile_jobs" -ge 1 ] || hostile_jobs=1
 if [ "${SQLLOCK_TEST_QUICK:-0}" = 1 ]; then
   stage "hostile ctest"
   run_ctest build/test hostile "$hostile_jobs" -L hostile
+fi
+# The bindings in other languages (issue 32), each a stage of its own:
+# the Go suite (go test -race), the Node.js one (node --test), and the
+# interoperability test of every language on the same rows. They wait on
+# the databases and their timers: beside the TSan stage, as the hostile
+# entries, and here in a quick run.
+run_bindings() {
+  local how=$1
+  $how "go ctest" run_ctest build/test go 2 -L '^go$'
+  $how "node ctest" run_ctest build/test node 2 -L '^node$'
+  $how "interop ctest" run_ctest build/test interop 1 -L '^interop$'
+}
+fg_stage() { local name=$1; shift; stage "$name"; "$@"; }
+if [ "${SQLLOCK_TEST_QUICK:-0}" = 1 ]; then
+  bg_wait "build go"
+  run_bindings fg_stage
 fi
 
 # The checks that were stages here -- the order flow example, least
@@ -757,10 +786,15 @@ if [ "${SQLLOCK_TEST_QUICK:-0}" != 1 ]; then
   # on one driver each (label notsan on the others: their threads are the
   # runner's, the same whatever the driver).
   bg "hostile ctest" run_ctest build/test hostile "$hostile_jobs" -L hostile
+  bg_wait "build go"
+  run_bindings bg
   stage "tsan ctest"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    run_ctest build/tsan tsan "$tsan_jobs" -L threads -LE 'hostile|pooled|notsan'
+    run_ctest build/tsan tsan "$tsan_jobs" -L threads -LE 'hostile|pooled|notsan|^go$|^node$|^interop$'
   bg_wait "hostile ctest"
+  bg_wait "go ctest"
+  bg_wait "node ctest"
+  bg_wait "interop ctest"
 
   # valgrind's memcheck finds what ASan cannot (reads of uninitialised
   # memory; leaks with the -O2 build's own allocations): every test binary
