@@ -25,6 +25,9 @@ export interface LockOptions {
   renew?: boolean;
   holder?: string;
   safetyMargin?: Duration;
+  /** db.lock() only: wait in a first-come-first-served queue (M3). A
+   * fair wait is one wait of the library: an abort is seen when it ends. */
+  fair?: boolean;
 }
 
 export type LeaseState = 'not-held' | 'held' | 'uncertain' | 'lost';
@@ -71,6 +74,34 @@ export declare class Lease extends EventEmitter {
   once(event: 'state', listener: (state: LeaseState, err: SqllockError | null) => void): this;
 }
 
+/** Several leases taken together by db.lockMany() (L12). */
+export declare class LeaseSet extends EventEmitter implements Iterable<Lease> {
+  /** The leases, in the order of the names given. */
+  readonly leases: Lease[];
+  readonly names: string[];
+  /** { name: token } */
+  readonly tokens: Record<string, number>;
+  /** Every lease of the set is held. */
+  readonly held: boolean;
+  /** A lease of the set was lost. */
+  readonly lost: boolean;
+  /** Releases every lease still held; rejects with the first failure. */
+  release(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+  [Symbol.iterator](): Iterator<Lease>;
+  on(event: 'lost', listener: (err: SqllockError, lease: Lease) => void): this;
+  once(event: 'lost', listener: (err: SqllockError, lease: Lease) => void): this;
+}
+
+/** An application table for tx.lockRows(): identifiers, quoted by the library. */
+export interface TableSpec {
+  table: string;
+  keyColumn: string;
+  versionColumn?: string | null;
+}
+
+export type LockMode = 'wait' | 'nowait' | 'skip';
+
 export interface Term {
   token: number;
   tokenBigInt: bigint;
@@ -107,7 +138,9 @@ export interface ExecResult { hasRow: boolean; first: bigint | null; affected: n
 export type SqlArg = string | number | bigint;
 
 export declare class Transaction {
-  lock(names: string | string[], opts?: { mode?: 'wait' | 'nowait' | 'skip' }): Promise<boolean[]>;
+  lock(names: string | string[], opts?: { mode?: LockMode }): Promise<boolean[]>;
+  /** SELECT key FROM table WHERE key = ? FOR UPDATE per key (sorted); per key, locked now. */
+  lockRows(table: TableSpec, keys: SqlArg | SqlArg[], opts?: { mode?: LockMode }): Promise<boolean[]>;
   exec(sql: string, args?: SqlArg[]): Promise<ExecResult>;
   commit(): Promise<void>;
   rollback(): Promise<void>;
@@ -120,6 +153,8 @@ export declare class Database {
   readonly connections: number;
   lock(name: string, opts?: LockOptions): Promise<Lease>;
   tryLock(name: string, opts?: Omit<LockOptions, 'wait'>): Promise<Lease>;
+  /** All or none (L12); not with fair. */
+  lockMany(names: string[], opts?: Omit<LockOptions, 'fair'>): Promise<LeaseSet>;
   withLock<T>(name: string, opts: LockOptions, fn: (lease: Lease) => Promise<T> | T): Promise<T>;
   withLock<T>(name: string, fn: (lease: Lease) => Promise<T> | T): Promise<T>;
   semaphore(name: string, permits: number, opts?: LockOptions): Promise<Lease>;

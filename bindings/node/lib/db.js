@@ -17,7 +17,7 @@
 const native = require('./native');
 const cv = require('./convert');
 const { SqllockError, abortError, fromNative, invalid, codes } = require('./errors');
-const { Lease, STYLES } = require('./lease');
+const { Lease, LeaseSet, STYLES } = require('./lease');
 
 const ops = native.ops;
 const KIND = { lease: 1, sem: 2, shared: 3, exclusive: 4, leader: 5 };
@@ -194,17 +194,28 @@ class Database {
 
   // ---- holds ----------------------------------------------------------------
 
-  async _acquire(kind, name, opts = {}, permits = 0) {
-    this.#check();
-    cv.name(name);
+  // The options every hold shares: { ttl, wait, margin, watch, holder,
+  // signal }, checked.
+  #holdOptions(opts) {
     if (opts === null || typeof opts !== 'object') throw new TypeError('options must be an object');
-    const ttl = cv.ttlMs(opts.ttl);
-    const wait = cv.waitMs(opts.wait);
-    const margin = cv.ms(opts.safetyMargin, 'safetyMargin', 0);
-    const watch = opts.renew === undefined ? true : Boolean(opts.renew);
-    const holder = opts.holder === undefined ? null : String(opts.holder);
     const signal = cv.signalOf(opts);
     if (signal && signal.aborted) throw abortError(signal);
+    return {
+      ttl: cv.ttlMs(opts.ttl),
+      wait: cv.waitMs(opts.wait),
+      margin: cv.ms(opts.safetyMargin, 'safetyMargin', 0),
+      watch: opts.renew === undefined ? true : Boolean(opts.renew),
+      holder: opts.holder === undefined ? null : String(opts.holder),
+      signal,
+    };
+  }
+
+  // One try on the first connection; a wait on a connection of its own,
+  // where what it acquires stays until released. attempt(c, waitMs, flag)
+  // makes the native call on connection c, `flag` the abort flag the
+  // thread reads between its slices.
+  async #tryThenWait(what, o, attempt) {
+    const { wait, signal } = o;
     const start = native.nowUs();
     const call = async (c, waitMs) => {
       const flag = new Int32Array(new SharedArrayBuffer(4));
@@ -215,12 +226,10 @@ class Database {
       }
       this.#flags.add(flag);
       try {
-        const r = await native.call(c.ext, ops.ACQUIRE, name, holder, kind, ttl,
-          margin, waitMs, watch, permits, flag);
-        return new Lease(this, c, kind, name, r);
+        return await attempt(c, waitMs, flag);
       } catch (e) {
         if (e && e.status === native.ABORTED && this.#closed) {
-          throw new SqllockError(codes.EMISUSE, `lock '${name}': the database handle was closed during the wait`);
+          throw new SqllockError(codes.EMISUSE, `${what}: the database handle was closed during the wait`);
         }
         throw fromNative(e, signal);
       } finally {
@@ -228,14 +237,13 @@ class Database {
         if (signal) signal.removeEventListener('abort', onAbort);
       }
     };
-    // One try on the first connection; a wait on a connection of its own.
     try {
       return await call(this.#main, 0);
     } catch (e) {
       if (!(e instanceof SqllockError && e.code === 'BUSY' && wait !== 0)) throw e;
     }
     const deadline = wait === cv.FOREVER ? null : start + wait * 1000;
-    const c = await this.#checkout(deadline, signal, `lock '${name}'`);
+    const c = await this.#checkout(deadline, signal, what);
     try {
       const left = deadline === null ? cv.FOREVER
         : Math.max(1, Math.floor((deadline - native.nowUs()) / 1000));
@@ -245,12 +253,55 @@ class Database {
     }
   }
 
-  /** await db.lock(name, { ttl, wait, signal, renew, holder, safetyMargin }):
-   * a lease (contract L1..L10). wait: undefined/Infinity waits for ever,
-   * 0 tries once (rejects 'BUSY'), else rejects 'TIMEOUT' when it runs out.
-   * signal: an AbortSignal; an aborted wait rejects with AbortError within
-   * about SLICE_MS and leaves nothing held. renew (default true): the
-   * watchdog renews it every ttl/3; a loss emits 'lost'. */
+  async _acquire(kind, name, opts = {}, permits = 0) {
+    this.#check();
+    cv.name(name);
+    const o = this.#holdOptions(opts);
+    // Fair waiting (M3) is the plain lease's: the library queues lease
+    // waiters only.
+    if (opts.fair && kind !== KIND.lease) throw invalid('fair: only db.lock() waits in a fair queue');
+    const flags = opts.fair ? native.LEASE_FAIR : 0;
+    return this.#tryThenWait(`lock '${name}'`, o, async (c, waitMs, flag) => {
+      const r = await native.call(c.ext, ops.ACQUIRE, name, o.holder, kind, o.ttl,
+        o.margin, waitMs, o.watch, permits, flags, flag);
+      return new Lease(this, c, kind, name, r);
+    });
+  }
+
+  /** await db.lockMany(names, { ttl, wait, signal, renew, holder }):
+   * several leases taken together, all or none (contract L12): one
+   * transaction takes every name, in byte order whatever the order given
+   * (so two of them never wait for each other in a cycle), or none. A
+   * LeaseSet: set.leases (Leases, in the order of names, each with its
+   * own token), set.tokens, 'lost' (err, lease), release(). */
+  async lockMany(names, opts = {}) {
+    this.#check();
+    if (!Array.isArray(names)) throw new TypeError('lockMany(names): names must be an array of strings');
+    for (const n of names) cv.name(n);
+    if (names.length < 1 || names.length > native.LEASE_MANY_MAX) {
+      throw invalid(`lockMany takes 1 to ${native.LEASE_MANY_MAX} names, not ${names.length}`);
+    }
+    if (opts && opts.fair) {
+      throw new SqllockError(codes.EUNSUPPORTED, 'lockMany: fair leases cannot be taken together (the library refuses them)');
+    }
+    const o = this.#holdOptions(opts);
+    const what = `lockMany [${names.map((n) => `'${n}'`).join(', ')}]`;
+    return this.#tryThenWait(what, o, async (c, waitMs, flag) => {
+      const rows = await native.call(c.ext, ops.ACQUIRE_MANY, o.holder, o.ttl,
+        o.margin, waitMs, o.watch, names, flag);
+      return new LeaseSet(this, c, names, rows);
+    });
+  }
+
+  /** await db.lock(name, { ttl, wait, signal, renew, holder, safetyMargin,
+   * fair }): a lease (contract L1..L10). wait: undefined/Infinity waits
+   * for ever, 0 tries once (rejects 'BUSY'), else rejects 'TIMEOUT' when
+   * it runs out. signal: an AbortSignal; an aborted wait rejects with
+   * AbortError within about SLICE_MS and leaves nothing held. renew
+   * (default true): the watchdog renews it every ttl/3; a loss emits
+   * 'lost'. fair (M3): waiters are served in arrival order; a fair wait is
+   * ONE wait of the library (slices would lose the waiter's place), so
+   * an abort, or close(), is seen only when it ends: give it a `wait`. */
   lock(name, opts = {}) { return this._acquire(KIND.lease, name, opts); }
 
   /** One try: rejects with code 'BUSY' when the lock is held. */
@@ -502,6 +553,33 @@ class Transaction {
     const m = { wait: 0, nowait: 1, skip: 2 }[mode];
     if (m === undefined) throw invalid(`unknown mode '${mode}': wait, nowait or skip`);
     return this.#conn.call(ops.TXN_LOCK, this.#id, m, names);
+  }
+
+  /** Locks the application's own rows (sqllock_txn_lock_rows(): SELECT
+   * key FROM table WHERE key = ? FOR UPDATE [NOWAIT | SKIP LOCKED] per
+   * key, keys in sorted order, R2). table: { table, keyColumn,
+   * versionColumn? } (identifiers, quoted by the library); keys: numbers
+   * (integers), bigints or strings. Rejects 'NOTFOUND' (wait, nowait)
+   * when a key has no row; 'skip' takes the free rows. Returns, per key,
+   * whether it is locked now. On SQLite the transaction takes the
+   * database's write lock instead (R5). */
+  async lockRows(table, keys, { mode = 'wait' } = {}) {
+    this.#check();
+    if (table === null || typeof table !== 'object' || typeof table.table !== 'string' ||
+        typeof table.keyColumn !== 'string' ||
+        (table.versionColumn != null && typeof table.versionColumn !== 'string')) {
+      throw new TypeError('table must be { table, keyColumn, versionColumn? } (strings)');
+    }
+    if (!Array.isArray(keys)) keys = [keys];
+    for (const k of keys) {
+      if (!(typeof k === 'string' || typeof k === 'bigint' || Number.isSafeInteger(k))) {
+        throw new TypeError(`a row key is an integer, a bigint or a string, not ${String(k)}`);
+      }
+    }
+    const m = { wait: 0, nowait: 1, skip: 2 }[mode];
+    if (m === undefined) throw invalid(`unknown mode '${mode}': wait, nowait or skip`);
+    return this.#conn.call(ops.TXN_LOCK_ROWS, this.#id, m, table.table, table.keyColumn,
+      table.versionColumn == null ? null : table.versionColumn, keys);
   }
 
   /** A statement of the application's inside the transaction. */

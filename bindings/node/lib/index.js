@@ -3,7 +3,7 @@
 // run, over libsqllock. See README.md.
 const native = require('./native');
 const { Database } = require('./db');
-const { Lease } = require('./lease');
+const { Lease, LeaseSet } = require('./lease');
 const { Campaign } = require('./leader');
 const { SqllockError, AbortError, codes, fromNative } = require('./errors');
 
@@ -33,6 +33,7 @@ module.exports = {
   campaign,
   Database,
   Lease,
+  LeaseSet,
   Campaign,
   SqllockError,
   AbortError,

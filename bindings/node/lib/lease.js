@@ -112,6 +112,15 @@ class Lease extends EventEmitter {
   // The database was closed under it: the row stays until its ttl.
   _closed() { this.#end(); }
 
+  // For LeaseSet: the native id, whether the hold is over, and its end
+  // by a release of the set (err: this lease's LOST, or null).
+  get _id() { return this.#id; }
+  get _over() { return this.#released; }
+  _endedBySet(err) {
+    this.#end();
+    if (err) this.#markLost(err);
+  }
+
   /** Renews now (for `ttl`, which then stays the lease's ttl). */
   async renew(ttl) {
     const { ttlMs } = require('./convert');
@@ -153,4 +162,59 @@ class Lease extends EventEmitter {
   }
 }
 
-module.exports = { Lease, STYLES };
+// Several leases taken together by db.lockMany() (contract L12), all on
+// the connection that took them. Each is a Lease of its own (token,
+// watchdog, 'lost', release()); the set releases them all at once with
+// sqllock_lease_release_many(), and re-emits each lease's 'lost' as
+// ('lost', err, lease).
+class LeaseSet extends EventEmitter {
+  #conn;
+
+  constructor(db, conn, names, rows) {
+    super();
+    this.#conn = conn;
+    /** The Leases, in the order of the names given. */
+    this.leases = rows.map(([id, token, owner], i) =>
+      new Lease(db, conn, 1, names[i], { id, token, owner, permit: -1, row: names[i] }));
+    for (const l of this.leases) l.on('lost', (err) => this.emit('lost', err, l));
+  }
+
+  /** The names, in the order given. */
+  get names() { return this.leases.map((l) => l.name); }
+  /** { name: token } (each a Number, see Lease.token). */
+  get tokens() { return Object.fromEntries(this.leases.map((l) => [l.name, l.token])); }
+  /** True while every lease of the set is held. */
+  get held() { return this.leases.every((l) => l.held); }
+  /** True once any lease of the set was lost. */
+  get lost() { return this.leases.some((l) => l.lost); }
+  [Symbol.iterator]() { return this.leases[Symbol.iterator](); }
+
+  /** Releases every lease still held, each whatever the others find;
+   * rejects with the first failure ('LOST': that name had been lost). A
+   * lease whose release could not reach the database stays held, to be
+   * released again. */
+  async release() {
+    const live = this.leases.filter((l) => !l._over);
+    if (live.length === 0) throw new SqllockError(codes.ENOTHELD, 'the lease set is not held (released already)');
+    let ended;
+    let err = null;
+    try {
+      ended = await native.call(this.#conn.ext, native.ops.RELEASE_MANY, live.map((l) => l._id));
+    } catch (e) {
+      ended = Array.isArray(e.ended) ? e.ended : live.map(() => false);
+      err = e && typeof e.status === 'number' ? new SqllockError(e.status, e.message) : e;
+    }
+    live.forEach((l, i) => {
+      if (!ended[i]) return;
+      const mine = err && err.code === 'LOST' && err.message.includes(`'${l.name}'`);
+      l._endedBySet(mine ? err : null);
+    });
+    if (err) throw err;
+  }
+
+  async [Symbol.asyncDispose]() {
+    if (this.leases.some((l) => !l._over)) await this.release();
+  }
+}
+
+module.exports = { Lease, LeaseSet, STYLES };

@@ -133,6 +133,9 @@ static napi_value Init(napi_env env, napi_value exports)
         { "LEADER_START", OP_LEADER_START },
         { "LEADER_RESIGN", OP_LEADER_RESIGN },
         { "LEADER_STOP", OP_LEADER_STOP }, { "BENCH_C", OP_BENCH_C },
+        { "ACQUIRE_MANY", OP_ACQUIRE_MANY },
+        { "RELEASE_MANY", OP_RELEASE_MANY },
+        { "TXN_LOCK_ROWS", OP_TXN_LOCK_ROWS },
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         set_int(env, ops, table[i].name, table[i].op);
@@ -141,6 +144,8 @@ static napi_value Init(napi_env env, napi_value exports)
     set_int(env, exports, "ABORTED", ST_ABORTED);
     set_int(env, exports, "NAME_MAX", SQLLOCK_NAME_MAX);
     set_int(env, exports, "PRIMITIVE_NAME_MAX", SQLLOCK_PRIMITIVE_NAME_MAX);
+    set_int(env, exports, "LEASE_FAIR", SQLLOCK_LEASE_FAIR);
+    set_int(env, exports, "LEASE_MANY_MAX", SQLLOCK_LEASE_MANY_MAX);
     return exports;
 }
 

@@ -105,6 +105,8 @@ struct job {
     void *rbuf;              /* a sqllock_free()'d buffer result */
     size_t rbuflen;
     int got[JOB_V];
+    int64_t *rv;             /* a lockMany's ids and tokens (2 per name) */
+    char **rsv;              /* and its owners; both malloc'd, nv long */
     void *ptr;               /* an external argument (a leader) */
     napi_ref ptr_ref;        /* keeps it alive until the job is answered */
     job *next;
@@ -150,6 +152,7 @@ enum {
     OP_REC_GET, OP_REC_CREATE, OP_REC_CAS, OP_REC_DELETE,
     OP_GUARD, OP_LOOKUP, OP_SEM_COUNT, OP_LEADER_GET,
     OP_LEADER_START, OP_LEADER_RESIGN, OP_LEADER_STOP, OP_BENCH_C,
+    OP_ACQUIRE_MANY, OP_RELEASE_MANY, OP_TXN_LOCK_ROWS,
     OP_MAX_
 };
 void op_run(conn *c, job *j);

@@ -56,6 +56,11 @@ static void job_free(job *j)
     free(j->rs);
     free(j->rs2);
     sqllock_free(j->rbuf);
+    if (j->rsv != NULL)
+        for (int i = 0; i < j->nv; i++)
+            free(j->rsv[i]);
+    free(j->rsv);
+    free(j->rv);
     free(j);
 }
 

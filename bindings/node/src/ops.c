@@ -9,10 +9,15 @@
  *               0 default), n3 init
  *   CLOSE       -
  *   ACQUIRE     s0 name, s1 holder|null; n0 kind, n1 ttl, n2 margin,
- *               n3 wait (-1 forever), n4 watch, n5 permits; cancel flag
+ *               n3 wait (-1 forever), n4 watch, n5 permits, n6 flags
+ *               (SQLLOCK_LEASE_FAIR); cancel flag
+ *   ACQUIRE_MANY  s0 holder|null; n0 ttl, n1 margin, n2 wait, n3 watch;
+ *               v names; cancel flag      RELEASE_MANY  v ids
  *   RELEASE     n0 id            RENEW  n0 id, n1 ttl (0: the lease's)
  *   EXEC        s0 sql; v args
  *   TXN_BEGIN   n0 lock timeout  TXN_LOCK  n0 id, n1 mode; v names
+ *   TXN_LOCK_ROWS  n0 id, n1 mode; s0 table, s1 key column, s2 version
+ *               column|null; v keys (strings or numbers)
  *   TXN_COMMIT  n0 id            TXN_ROLLBACK  n0 id
  *   REC_GET     s0 key           REC_CREATE  s0 key; buf
  *   REC_CAS     s0 key; n0 expected; buf   REC_DELETE  s0 key; n0 expected
@@ -96,35 +101,68 @@ static sqllock_lease *obj_lease(obj *o)
     }
 }
 
+/* What a sliced wait tries and, if it was aborted meanwhile, lets go:
+ * one hold, or the leases of a lockMany. */
+typedef struct waiter {
+    obj *o;                         /* one hold, or NULL */
+    conn *c;
+    sqllock_lease **many;           /* a lockMany's leases */
+    int n;
+} waiter;
+
+static int waiter_try(waiter *w, int64_t ms)
+{
+    if (w->o != NULL)
+        return obj_acquire(w->o, ms);
+    return sqllock_lease_acquire_many(w->c->db, w->many, w->n, ms);
+}
+
+static void waiter_let_go(waiter *w)
+{
+    if (w->o != NULL)
+        obj_release(w->o);
+    else
+        sqllock_lease_release_many(w->c->db, w->many, w->n);
+}
+
 /* Waits as C waits of at most SLICE_MS each, so that an abort is seen
  * between them (wake-ups still work within each). A hold granted while
  * the wait was being aborted is released before ST_ABORTED is returned:
- * an aborted wait never leaves the lock held. */
-static int acquire_slices(conn *c, job *j, obj *o, int64_t wait_ms)
+ * an aborted wait never leaves the lock held.
+ *
+ * `whole`: ONE C wait for the whole of wait_ms instead -- a fair wait
+ * (M3), whose queue row the library deletes when a wait times out, so
+ * that slices would put the waiter at the back of the queue every
+ * 200 ms. Its abort is seen only when that wait ends (the Go binding's
+ * choice too). */
+static int acquire_slices(conn *c, job *j, waiter *w, int64_t wait_ms,
+                          int whole)
 {
     if (wait_ms == 0)
-        return obj_acquire(o, 0);
+        return waiter_try(w, 0);
     int forever = wait_ms < 0;
     int64_t deadline = sqllock_now_us() + (forever ? 0 : wait_ms * 1000);
     for (;;) {
         if (job_cancelled(c, j))
             return ST_ABORTED;
         int64_t step = SLICE_MS;
-        if (!forever) {
+        if (whole) {
+            step = forever ? SQLLOCK_WAIT_FOREVER : wait_ms;
+        } else if (!forever) {
             int64_t left = (deadline - sqllock_now_us()) / 1000;
             step = left < step ? (left > 0 ? left : 0) : step;
         }
-        int rc = obj_acquire(o, step);
+        int rc = waiter_try(w, step);
         if (rc == SQLLOCK_OK) {
             if (job_cancelled(c, j)) {
-                obj_release(o);
+                waiter_let_go(w);
                 return ST_ABORTED;
             }
             return rc;
         }
         if (rc != SQLLOCK_TIMEOUT && rc != SQLLOCK_BUSY)
             return rc;
-        if (!forever && sqllock_now_us() >= deadline)
+        if (whole || (!forever && sqllock_now_us() >= deadline))
             return SQLLOCK_TIMEOUT;
     }
 }
@@ -147,6 +185,7 @@ static void op_acquire(conn *c, job *j)
     lo.ttl_ms = j->n[1];
     lo.safety_margin_ms = j->n[2];
     lo.holder = j->s[1];
+    lo.flags = (unsigned)j->n[6] & SQLLOCK_LEASE_FAIR;   /* only for a lease */
     const char *name = j->s[0];
     int rc;
     switch (o->kind) {
@@ -173,7 +212,8 @@ static void op_acquire(conn *c, job *j)
         obj_free(o);
         return;
     }
-    rc = acquire_slices(c, j, o, j->n[3]);
+    waiter w = { o, c, NULL, 0 };
+    rc = acquire_slices(c, j, &w, j->n[3], lo.flags != 0);
     if (rc == ST_ABORTED) {
         job_fail(j, rc, "the wait was aborted");
         obj_free(o);
@@ -215,6 +255,125 @@ static void op_acquire(conn *c, job *j)
     j->r[2] = o->kind == OBJ_SEM ? sqllock_sem_permit(o->h) : -1;
     j->rs = dupstr(sqllock_lease_owner(l));
     j->rs2 = dupstr(sqllock_lease_name(l));
+}
+
+/* Several leases at once, all or none (L12): one obj (a lease) per name,
+ * all on this conn, each watched by itself (a loss is reported for that
+ * lease alone, L11). */
+static void op_acquire_many(conn *c, job *j)
+{
+    obj *objs[JOB_V] = { NULL };
+    sqllock_lease *ls[JOB_V];
+    int n = j->nv, rc = SQLLOCK_OK, i;
+    sqllock_lease_options lo = SQLLOCK_LEASE_OPTIONS_INIT;
+    lo.ttl_ms = j->n[0];
+    lo.safety_margin_ms = j->n[1];
+    lo.holder = j->s[0];
+    if (n < 1) {
+        job_fail(j, SQLLOCK_EINVAL, "lockMany: no names given");
+        return;
+    }
+    for (i = 0; i < n && rc == SQLLOCK_OK; i++) {
+        if (j->v[i].text == NULL) {
+            job_fail(j, SQLLOCK_EINVAL, "lockMany: every name is a string");
+            rc = SQLLOCK_EINVAL;
+            break;
+        }
+        objs[i] = obj_new(c, OBJ_LEASE);
+        if (objs[i] == NULL) {
+            job_fail(j, SQLLOCK_ENOMEM, "out of memory");
+            rc = SQLLOCK_ENOMEM;
+            break;
+        }
+        rc = sqllock_lease_new(c->db, j->v[i].text, &lo, &ls[i]);
+        if (rc != SQLLOCK_OK)
+            job_fail_db(c, j, rc);
+        else
+            objs[i]->h = ls[i];
+    }
+    if (rc == SQLLOCK_OK && j->n[3]) {
+        rc = sqllock_watch_prepare(c->db);
+        if (rc != SQLLOCK_OK)
+            job_fail_db(c, j, rc);
+    }
+    if (rc == SQLLOCK_OK) {
+        waiter w = { NULL, c, ls, n };
+        rc = acquire_slices(c, j, &w, j->n[2], 0);
+        if (rc == ST_ABORTED) {
+            job_fail(j, rc, "the wait was aborted");
+        } else if (rc == SQLLOCK_TIMEOUT && j->n[2] > 0) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "lockMany was refused for %lld ms "
+                     "(the last try: %s)", (long long)j->n[2],
+                     sqllock_errmsg(c->db));
+            job_fail(j, rc, msg);
+        } else if (rc != SQLLOCK_OK) {
+            job_fail_db(c, j, rc);
+        }
+    }
+    for (i = 0; i < n && rc == SQLLOCK_OK && j->n[3]; i++) {
+        sqllock_watch_options wo = SQLLOCK_WATCH_OPTIONS_INIT;
+        wo.callback = on_watch;
+        wo.ctx = objs[i];
+        rc = sqllock_lease_watch(ls[i], &wo);
+        if (rc != SQLLOCK_OK) {
+            job_fail_db(c, j, rc);
+            sqllock_lease_release_many(c->db, ls, n);
+        }
+        objs[i]->watched = rc == SQLLOCK_OK;
+    }
+    if (rc == SQLLOCK_OK) {
+        j->rv = calloc((size_t)n * 2, sizeof *j->rv);
+        j->rsv = calloc((size_t)n, sizeof *j->rsv);
+        if (j->rv == NULL || j->rsv == NULL) {
+            job_fail(j, SQLLOCK_ENOMEM, "out of memory");
+            sqllock_lease_release_many(c->db, ls, n);
+            rc = SQLLOCK_ENOMEM;
+        }
+    }
+    if (rc != SQLLOCK_OK) {
+        for (i = 0; i < n; i++)
+            if (objs[i] != NULL)
+                obj_free(objs[i]);
+        return;
+    }
+    pthread_mutex_lock(&c->mu);
+    for (i = 0; i < n; i++)
+        objs[i]->lease = ls[i];     /* from now on State() reads them */
+    pthread_mutex_unlock(&c->mu);
+    for (i = 0; i < n; i++) {
+        j->rv[2 * i] = objs[i]->id;
+        j->rv[2 * i + 1] = sqllock_lease_token(ls[i]);
+        j->rsv[i] = dupstr(sqllock_lease_owner(ls[i]));
+    }
+}
+
+/* Releases the leases of a lockMany (v: their ids) with
+ * sqllock_lease_release_many(): every one, whatever the others find.
+ * got[i] says whether lease i's hold is over (released, or lost); one
+ * that could not reach the database stays held, to be released again. */
+static void op_release_many(conn *c, job *j)
+{
+    obj *objs[JOB_V];
+    sqllock_lease *ls[JOB_V] = { NULL };
+    int n = j->nv;
+    for (int i = 0; i < n; i++) {
+        objs[i] = obj_get(c, j->v[i].number);
+        if (objs[i] == NULL || objs[i]->lease == NULL ||
+            objs[i]->kind != OBJ_LEASE) {
+            job_fail(j, SQLLOCK_ENOTHELD, "a lease of the set is not held");
+            return;
+        }
+        ls[i] = objs[i]->lease;
+    }
+    int rc = sqllock_lease_release_many(c->db, ls, n);
+    if (rc != SQLLOCK_OK)
+        job_fail_db(c, j, rc);
+    for (int i = 0; i < n; i++) {
+        j->got[i] = sqllock_lease_count(ls[i]) == 0;
+        if (j->got[i])
+            obj_free(objs[i]);
+    }
 }
 
 static void op_release(conn *c, job *j)
@@ -282,6 +441,14 @@ static void op_txn(conn *c, job *j)
             names[i] = j->v[i].text;
         rc = sqllock_txn_lock(o->h, names, j->nv, (sqllock_lock_mode)j->n[1],
                               j->got);
+        break;
+    }
+    case OP_TXN_LOCK_ROWS: {
+        /* The application's rows: s0 table, s1 key column, s2 version
+         * column (unused, may be null); v the keys. */
+        sqllock_table t = { j->s[0], j->s[1], j->ns > 2 ? j->s[2] : NULL };
+        rc = sqllock_txn_lock_rows(o->h, &t, j->v, j->nv,
+                                   (sqllock_lock_mode)j->n[1], j->got);
         break;
     }
     case OP_TXN_COMMIT:
@@ -474,8 +641,15 @@ void op_run(conn *c, job *j)
     case OP_EXEC:
         op_exec(c, j);
         break;
+    case OP_ACQUIRE_MANY:
+        op_acquire_many(c, j);
+        break;
+    case OP_RELEASE_MANY:
+        op_release_many(c, j);
+        break;
     case OP_TXN_BEGIN:
     case OP_TXN_LOCK:
+    case OP_TXN_LOCK_ROWS:
     case OP_TXN_COMMIT:
     case OP_TXN_ROLLBACK:
         op_txn(c, j);
@@ -525,13 +699,28 @@ static napi_value str(napi_env env, const char *s)
     return v;
 }
 
+/* got[0..nv) as an array of booleans. */
+static napi_value bools(napi_env env, const job *j)
+{
+    napi_value a, b;
+    napi_create_array_with_length(env, (size_t)j->nv, &a);
+    for (int i = 0; i < j->nv; i++) {
+        napi_get_boolean(env, j->got[i] != 0, &b);
+        napi_set_element(env, a, (uint32_t)i, b);
+    }
+    return a;
+}
+
 napi_value op_result(napi_env env, conn *c, job *j, int *ok)
 {
     napi_value o;
     (void)c;
     if (j->status != SQLLOCK_OK) {
         *ok = 0;
-        return make_error(env, j->status, j->errmsg);
+        napi_value err = make_error(env, j->status, j->errmsg);
+        if (j->op == OP_RELEASE_MANY)   /* which holds are over all the same */
+            set_prop(env, err, "ended", bools(env, j));
+        return err;
     }
     *ok = 1;
     napi_create_object(env, &o);
@@ -558,12 +747,19 @@ napi_value op_result(napi_env env, conn *c, job *j, int *ok)
     case OP_TXN_BEGIN:
         set_prop(env, o, "id", num(env, j->r[0]));
         break;
-    case OP_TXN_LOCK: {
-        napi_value a, b;
+    case OP_TXN_LOCK:
+    case OP_TXN_LOCK_ROWS:
+    case OP_RELEASE_MANY:
+        return bools(env, j);
+    case OP_ACQUIRE_MANY: {         /* [[id, token, owner], ...] */
+        napi_value a, e;
         napi_create_array_with_length(env, (size_t)j->nv, &a);
         for (int i = 0; i < j->nv; i++) {
-            napi_get_boolean(env, j->got[i] != 0, &b);
-            napi_set_element(env, a, (uint32_t)i, b);
+            napi_create_array_with_length(env, 3, &e);
+            napi_set_element(env, e, 0, num(env, j->rv[2 * i]));
+            napi_set_element(env, e, 1, big(env, j->rv[2 * i + 1]));
+            napi_set_element(env, e, 2, str(env, j->rsv[i]));
+            napi_set_element(env, a, (uint32_t)i, e);
         }
         return a;
     }
