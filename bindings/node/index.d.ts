@@ -142,6 +142,14 @@ export declare class Transaction {
   /** SELECT key FROM table WHERE key = ? FOR UPDATE per key (sorted); per key, locked now. */
   lockRows(table: TableSpec, keys: SqlArg | SqlArg[], opts?: { mode?: LockMode }): Promise<boolean[]>;
   exec(sql: string, args?: SqlArg[]): Promise<ExecResult>;
+  /** The records inside the transaction: they commit or roll back with it. */
+  get(key: string): Promise<{ value: Buffer; version: number } | null>;
+  create(key: string, value: string | Uint8Array): Promise<void>;
+  cas(key: string, expected: number, value: string | Uint8Array): Promise<number>;
+  delete(key: string, expected: number): Promise<void>;
+  /** One read, fn, one compare-and-set; no retry (CONFLICT is the transaction's). */
+  update(key: string, fn: (old: Buffer | null) => string | Uint8Array | Promise<string | Uint8Array>):
+    Promise<{ value: Uint8Array; version: number }>;
   commit(): Promise<void>;
   rollback(): Promise<void>;
 }

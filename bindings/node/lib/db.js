@@ -588,6 +588,59 @@ class Transaction {
     return this.#conn.call(ops.EXEC, sql, args);
   }
 
+  // The versioned records inside the transaction: the handle's record
+  // calls run in its open transaction, so their writes commit or roll
+  // back with it (as Go's tx.Records() and Python's records in
+  // db.transaction()).
+
+  /** db.get() inside the transaction. */
+  async get(key) {
+    this.#check();
+    try {
+      const r = await this.#conn.call(ops.REC_GET, cv.name(key, 'key'));
+      return { value: r.value, version: Number(r.version) };
+    } catch (e) {
+      if (e.code === 'NOTFOUND') return null;
+      throw e;
+    }
+  }
+
+  /** db.create() inside the transaction. */
+  async create(key, value) {
+    this.#check();
+    await this.#conn.call(ops.REC_CREATE, cv.name(key, 'key'), bytes(value));
+  }
+
+  /** db.cas() inside the transaction. */
+  async cas(key, expected, value) {
+    this.#check();
+    const r = await this.#conn.call(ops.REC_CAS, cv.name(key, 'key'), expected, bytes(value));
+    return Number(r.version);
+  }
+
+  /** db.delete() inside the transaction. */
+  async delete(key, expected) {
+    this.#check();
+    await this.#conn.call(ops.REC_DELETE, cv.name(key, 'key'), expected);
+  }
+
+  /** One read, fn(old value | null), one compare-and-set (or create),
+   * inside the transaction: { value, version }. Unlike db.update() it
+   * does not retry: a 'CONFLICT' here is the transaction's to handle
+   * (roll back and begin again; on MySQL's REPEATABLE READ a retry in the
+   * same transaction would read the same snapshot). Lock the record's
+   * name first (tx.lock) to keep other writers out meanwhile. */
+  async update(key, fn) {
+    if (typeof fn !== 'function') throw new TypeError('fn must be a function');
+    const cur = await this.get(key);
+    const value = bytes(await fn(cur ? cur.value : null));
+    if (cur === null) {
+      await this.create(key, value);
+      return { value, version: 1 };
+    }
+    return { value, version: await this.cas(key, cur.version, value) };
+  }
+
   async commit() {
     this.#check();
     this.#over = true;

@@ -200,6 +200,33 @@ test('O1, O2: records; update retries conflicts (8 tasks, exact count)', async (
   assert.ok(attempts >= 8);
 });
 
+test('O1, R1: records inside a transaction commit or roll back with it', async () => {
+  const key = uniq('txrec');
+  await db.create(key, '1');
+  // Rolled back: the record is as it was.
+  await assert.rejects(db.transaction(async (tx) => {
+    await tx.lock(key);
+    const u = await tx.update(key, (old) => String(Number(old.toString()) + 1));
+    assert.strictEqual(u.version, 2);
+    assert.strictEqual((await tx.get(key)).value.toString(), '2');
+    throw new Error('roll back');
+  }), /roll back/);
+  assert.deepStrictEqual(await db.get(key), { value: Buffer.from('1'), version: 1 });
+  // Committed: the write and a created record are there.
+  const made = uniq('txnew');
+  await db.transaction(async (tx) => {
+    await tx.lock([key, made]);
+    assert.strictEqual(await tx.cas(key, 1, '5'), 2);
+    await assert.rejects(tx.cas(key, 1, '6'), (e) => e.code === 'CONFLICT');
+    assert.strictEqual(await tx.get(made), null);
+    await tx.create(made, 'x');
+  }, { lockTimeout: 30000 });
+  assert.deepStrictEqual(await db.get(key), { value: Buffer.from('5'), version: 2 });
+  assert.strictEqual((await db.get(made)).value.toString(), 'x');
+  await db.transaction(async (tx) => { await tx.delete(made, 1); }, { lockTimeout: 30000 });
+  assert.strictEqual(await db.get(made), null);
+});
+
 test('R1, R2: row-lock transactions: locks held to commit, NOWAIT, rollback', async () => {
   const a = uniq('row');
   const b = uniq('row');
