@@ -808,6 +808,7 @@ static void test_wakeup_L9_my_holder_reconnected_no_spin(void **state)
     spin_check *c = calloc(1, sizeof *c);
     char sql[64];
     pthread_t th;
+    int tries;
     (void)state;
 
     assert_non_null(c);
@@ -815,8 +816,20 @@ static void test_wakeup_L9_my_holder_reconnected_no_spin(void **state)
              (long)getpid());
     snprintf(c->url, sizeof c->url, "%s", g_url);
     l = new_lease(db, c->p.name, 5, 0);
-    EXPECT_RC(db, sqllock_lease_try_acquire(l), SQLLOCK_OK, "hold");
-    assert_true(companion_held(admin, c->p.name));
+    /* The grant takes the companion if it can within 50 ms, and goes
+     * without it otherwise (my_sql.c): once, on a loaded machine under
+     * ASan, it went without. The case needs a holder that had it: the
+     * grant is tried again until one took it. */
+    for (tries = 1;; tries++) {
+        EXPECT_RC(db, sqllock_lease_try_acquire(l), SQLLOCK_OK, "hold");
+        if (companion_held(admin, c->p.name))
+            break;
+        if (tries == 5)
+            fail_msg("L9: 5 grants in a row took no companion lock");
+        EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+    }
+    if (tries > 1)
+        printf("the companion lock was taken at the grant %d\n", tries);
     snprintf(sql, sizeof sql, "KILL %lld", (long long)tu_backend_id(db));
     EXPECT_RC(admin, sqllock__exec_sql(admin, sql, NULL, 0, NULL, NULL,
                                        NULL), SQLLOCK_OK, "KILL");
