@@ -392,33 +392,26 @@ class Database {
    * or null when there is none. */
   async get(key) {
     this.#check();
-    try {
-      const r = await this.#main.call(ops.REC_GET, cv.name(key, 'key'));
-      return { value: r.value, version: Number(r.version) };
-    } catch (e) {
-      if (e.code === 'NOTFOUND') return null;
-      throw e;
-    }
+    return rec.get(this.#main, key);
   }
 
   /** Creates record `key` at version 1; rejects 'CONFLICT' if it exists. */
   async create(key, value) {
     this.#check();
-    await this.#main.call(ops.REC_CREATE, cv.name(key, 'key'), bytes(value));
+    return rec.create(this.#main, key, value);
   }
 
   /** Writes `value` if the version is still `expected`: the new version;
    * rejects 'CONFLICT' when another writer got there first. */
   async cas(key, expected, value) {
     this.#check();
-    const r = await this.#main.call(ops.REC_CAS, cv.name(key, 'key'), expected, bytes(value));
-    return Number(r.version);
+    return rec.cas(this.#main, key, expected, value);
   }
 
   /** Deletes record `key` if its version is still `expected`. */
   async delete(key, expected) {
     this.#check();
-    await this.#main.call(ops.REC_DELETE, cv.name(key, 'key'), expected);
+    return rec.delete(this.#main, key, expected);
   }
 
   /** The retry helper (contract O2): reads the record, calls fn(old
@@ -596,32 +589,25 @@ class Transaction {
   /** db.get() inside the transaction. */
   async get(key) {
     this.#check();
-    try {
-      const r = await this.#conn.call(ops.REC_GET, cv.name(key, 'key'));
-      return { value: r.value, version: Number(r.version) };
-    } catch (e) {
-      if (e.code === 'NOTFOUND') return null;
-      throw e;
-    }
+    return rec.get(this.#conn, key);
   }
 
   /** db.create() inside the transaction. */
   async create(key, value) {
     this.#check();
-    await this.#conn.call(ops.REC_CREATE, cv.name(key, 'key'), bytes(value));
+    return rec.create(this.#conn, key, value);
   }
 
   /** db.cas() inside the transaction. */
   async cas(key, expected, value) {
     this.#check();
-    const r = await this.#conn.call(ops.REC_CAS, cv.name(key, 'key'), expected, bytes(value));
-    return Number(r.version);
+    return rec.cas(this.#conn, key, expected, value);
   }
 
   /** db.delete() inside the transaction. */
   async delete(key, expected) {
     this.#check();
-    await this.#conn.call(ops.REC_DELETE, cv.name(key, 'key'), expected);
+    return rec.delete(this.#conn, key, expected);
   }
 
   /** One read, fn(old value | null), one compare-and-set (or create),
@@ -661,6 +647,30 @@ class Transaction {
     }
   }
 }
+
+// The record calls on a connection: the first one's (Database), or a
+// transaction's, where they run inside it.
+const rec = {
+  async get(conn, key) {
+    try {
+      const r = await conn.call(ops.REC_GET, cv.name(key, 'key'));
+      return { value: r.value, version: Number(r.version) };
+    } catch (e) {
+      if (e.code === 'NOTFOUND') return null;
+      throw e;
+    }
+  },
+  async create(conn, key, value) {
+    await conn.call(ops.REC_CREATE, cv.name(key, 'key'), bytes(value));
+  },
+  async cas(conn, key, expected, value) {
+    const r = await conn.call(ops.REC_CAS, cv.name(key, 'key'), expected, bytes(value));
+    return Number(r.version);
+  },
+  async delete(conn, key, expected) {
+    await conn.call(ops.REC_DELETE, cv.name(key, 'key'), expected);
+  },
+};
 
 function bytes(value) {
   if (typeof value === 'string') return Buffer.from(value, 'utf8');
