@@ -18,20 +18,22 @@
 #
 # Node I (1..3; i = I - 1) listens on
 #   SQL                    127.0.0.1:P+i and DIR/nI/sock
-#   group communication    127.0.0.1:P-27000+i
-#   IST                    127.0.0.1:P-27000+10+i
-#   SST (rsync)            127.0.0.1:P-27000+20+i
-# where P is ${SQLLOCK_GALERA_PORT:-33101} (so by default 33101-33103,
-# 6101-6103, 6111-6113, 6121-6123). Every port follows
+#   group communication    127.0.0.1:P+10+i
+#   IST                    127.0.0.1:P+20+i
+#   SST (rsync)            127.0.0.1:P+30+i
+# where P is ${SQLLOCK_GALERA_PORT:-6101} (so by default 6101-6103,
+# 6111-6113, 6121-6123, 6131-6133). Every port follows
 # SQLLOCK_GALERA_PORT, so two clusters with different values never share
-# a port; P is 28024-36977, so that the replication ports stay below
-# 10000: out of Linux's range of ports for outgoing connections
-# (32768-60999), where on a machine busy with other tests' connections
-# one of those can hold the port at the moment a joining node's rsync
-# daemon binds it (seen once: the SST daemon died at once, most likely
-# on a taken port, and a node never joined), and out of the range
-# scripts/lib.sh's pick_port draws the other fixtures' ports from
-# (10000-32767), which may start while the nodes join.
+# a port. P is 1024-9966, so that all of them stay below 10000: out of
+# Linux's range of ports for outgoing connections (32768-60999), where
+# on a machine busy with other tests' connections the local end of one
+# of those can hold the port at the moment a joining node binds it (seen
+# twice: a joining node's rsync daemon died at once, and a joining node
+# that had received its state could not bind its SQL port 33102,
+# "Address already in use", when SQL ports were 33101-33103), and out of
+# the range scripts/lib.sh's pick_port draws the other fixtures' ports
+# from (10000-32767), which may start while the nodes join. Patroni's
+# (scripts/patroni.sh) are 7800-7863.
 # with its data in DIR/nI/data, its log in DIR/nI/server.log and its whole
 # configuration in DIR/nI/my.cnf, read with --defaults-file (so neither
 # /etc/mysql nor ~/.my.cnf reach the nodes). The ports must be free: start
@@ -53,17 +55,17 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-BASE_PORT=${SQLLOCK_GALERA_PORT:-33101}
+BASE_PORT=${SQLLOCK_GALERA_PORT:-6101}
 case "$BASE_PORT" in
   ''|*[!0-9]*) echo "galera.sh: SQLLOCK_GALERA_PORT must be a port number, not '$BASE_PORT'" >&2; exit 64 ;;
 esac
-if [ "$BASE_PORT" -lt 28024 ] || [ "$BASE_PORT" -gt 36977 ]; then
-  echo "galera.sh: SQLLOCK_GALERA_PORT must be in 28024-36977 (its replication ports are 27000-26978 below it)" >&2
+if [ "$BASE_PORT" -lt 1024 ] || [ "$BASE_PORT" -gt 9966 ]; then
+  echo "galera.sh: SQLLOCK_GALERA_PORT must be in 1024-9966 (the nodes' ports are it to it + 32, all below 10000)" >&2
   exit 64
 fi
-GCOMM_BASE=$((BASE_PORT - 27000))
-IST_BASE=$((BASE_PORT - 27000 + 10))
-SST_BASE=$((BASE_PORT - 27000 + 20))
+GCOMM_BASE=$((BASE_PORT + 10))
+IST_BASE=$((BASE_PORT + 20))
+SST_BASE=$((BASE_PORT + 30))
 PROVIDER=/usr/lib/galera/libgalera_smm.so
 PASSWORD=sqllock-test
 CLUSTER_ADDRESS="gcomm://127.0.0.1:$GCOMM_BASE,127.0.0.1:$((GCOMM_BASE + 1)),127.0.0.1:$((GCOMM_BASE + 2))"

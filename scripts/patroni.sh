@@ -120,7 +120,7 @@
 # (so by default 7800-7863). They stay below 10000: out of Linux's range of
 # ports for outgoing connections (32768-60999), and out of the range
 # scripts/lib.sh's pick_port draws the other fixtures' ports from
-# (10000-32767); galera.sh's default replication ports are 6101-6123. The
+# (10000-32767); galera.sh's default ports are 6101-6133. The
 # ports must be free: start fails, saying which, when one is taken.
 #
 # Files, all in DIR (nothing of /etc/patroni, /etc/haproxy, /etc/postgresql

@@ -95,9 +95,9 @@
 #                           CI)
 #   SQLLOCK_PGREPL_PORT1, SQLLOCK_PGREPL_PORT2, SQLLOCK_GALERA_PORT
 #                           ports of the replicated fixtures (default: free
-#                           ports for PostgreSQL; 33101-33103 and
-#                           6101-6123 for Galera, whose replication
-#                           ports follow SQLLOCK_GALERA_PORT - 27000)
+#                           ports for PostgreSQL; 6101-6133 for Galera,
+#                           SQL on SQLLOCK_GALERA_PORT and the 2 above,
+#                           replication 10, 20 and 30 above those)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)

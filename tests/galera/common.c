@@ -22,7 +22,7 @@ char g_dir[1024], g_script[1024];
 char g_url[NODES][512];       /* one node each */
 char g_urls[1024];            /* all three */
 static char g_prefix[256];           /* "mysql://user:pw@" */
-static char g_host[NODES][64];       /* "127.0.0.1:33101" */
+static char g_host[NODES][64];       /* "127.0.0.1:6101" */
 static char g_path[128];             /* "/sqllock_test" */
 static int g_port0;                  /* node 1's SQL port */
 int g_slow = 1;
