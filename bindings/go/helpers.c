@@ -154,3 +154,78 @@ int sqllock_go_lookup(sqllock_db *db, const char *name, char *holder,
         return SQLLOCK_NOTFOUND;
     return rc;
 }
+
+/* The rows of sqllock_list() in a growing C array: Go copies them once
+ * after the walk rather than being called from C for every row. */
+typedef struct list_ctx {
+    sqllock_go_row *rows;
+    size_t n, cap;
+} list_ctx;
+
+static char *dup_text(const char *s)
+{
+    return strdup(s != NULL ? s : "");
+}
+
+static int list_cb(void *ctx, const sqllock_lease_info *i)
+{
+    list_ctx *l = ctx;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        sqllock_go_row *rows = realloc(l->rows, cap * sizeof *rows);
+        if (rows == NULL)
+            return SQLLOCK_ENOMEM;
+        l->rows = rows;
+        l->cap = cap;
+    }
+    sqllock_go_row *r = &l->rows[l->n];
+    r->name = dup_text(i->name);
+    r->owner = dup_text(i->owner);
+    r->holder = dup_text(i->holder);
+    /* Counted before the check, so that the free below frees them all. */
+    l->n++;
+    if (r->name == NULL || r->owner == NULL || r->holder == NULL)
+        return SQLLOCK_ENOMEM;
+    r->token = i->token;
+    r->acquired_at_ms = i->acquired_at_ms;
+    r->expires_at_ms = i->expires_at_ms;
+    r->remaining_ms = i->remaining_ms;
+    return 0;
+}
+
+/* On SQLLOCK_OK, *rows (free with sqllock_go_rows_free) and *n are every
+ * lease row in name order; on failure nothing is left to free. */
+int sqllock_go_list(sqllock_db *db, sqllock_go_row **rows, size_t *n)
+{
+    list_ctx l = { NULL, 0, 0 };
+    int rc = sqllock_list(db, list_cb, &l);
+    if (rc != SQLLOCK_OK) {
+        sqllock_go_rows_free(l.rows, l.n);
+        l.rows = NULL;
+        l.n = 0;
+    }
+    *rows = l.rows;
+    *n = l.n;
+    return rc;
+}
+
+void sqllock_go_rows_free(sqllock_go_row *rows, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        free(rows[k].name);
+        free(rows[k].owner);
+        free(rows[k].holder);
+    }
+    free(rows);
+}
+
+int sqllock_go_reaper_start(const char *url, int64_t interval_ms,
+                            int64_t grace_ms, int batch,
+                            sqllock_reaper **out, char *why, size_t size)
+{
+    sqllock_reaper_options o = SQLLOCK_REAPER_OPTIONS_INIT;
+    o.interval_ms = interval_ms;
+    o.grace_ms = grace_ms;
+    o.batch = batch;
+    return sqllock_reaper_start(url, &o, out, why, size);
+}

@@ -32,4 +32,16 @@ int sqllock_go_txn_begin(sqllock_db *db, int64_t lock_timeout_ms,
 int sqllock_go_lookup(sqllock_db *db, const char *name, char *holder,
                       size_t size, int64_t *token, int64_t *remaining_ms);
 
+/* One row of sqllock_list(), its strings copied (malloc'd). */
+typedef struct sqllock_go_row {
+    char *name, *owner, *holder;
+    int64_t token, acquired_at_ms, expires_at_ms, remaining_ms;
+} sqllock_go_row;
+
+int sqllock_go_list(sqllock_db *db, sqllock_go_row **rows, size_t *n);
+void sqllock_go_rows_free(sqllock_go_row *rows, size_t n);
+int sqllock_go_reaper_start(const char *url, int64_t interval_ms,
+                            int64_t grace_ms, int batch,
+                            sqllock_reaper **out, char *why, size_t size);
+
 #endif
