@@ -21,5 +21,6 @@ ${CC:-cc} -std=c99 -D_POSIX_C_SOURCE=200809L -DNODE_GYP_MODULE_NAME=sqllock \
   -O2 -g -Wall -Wextra -fPIC -fvisibility=hidden -shared \
   -I"$node_inc" -I"$here/../../include" \
   "$here"/src/addon.c "$here"/src/conn.c "$here"/src/ops.c "$here"/src/leader.c \
+  "$here"/src/inspect.c \
   -o "$out/sqllock.node.$$" -L"$lib" -lsqllock -lpthread -Wl,-rpath,"$lib"
 mv "$out/sqllock.node.$$" "$out/sqllock.node"   # atomic: a running test keeps its copy

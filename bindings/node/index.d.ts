@@ -134,6 +134,74 @@ export declare class Campaign extends EventEmitter implements AsyncIterable<Term
   once(event: 'deposed', listener: (term: Term | null, err: SqllockError | null) => void): this;
 }
 
+/** One row of the lease table (db.list(), db.forceRelease()). Times by
+ * the database server's clock. A primitive's rows keep the library's
+ * names: BASE + '\x1f' + tag ('jobs\x1fw', 'jobs\x1fp0'). */
+export declare class LeaseInfo {
+  readonly name: string;
+  readonly owner: string;
+  readonly holder: string;
+  /** The fencing token; throws RangeError past Number.MAX_SAFE_INTEGER. */
+  readonly token: number;
+  readonly tokenBigInt: bigint;
+  readonly acquiredAt: Date;
+  readonly expiresAt: Date;
+  /** ms left by the server's clock; <= 0: expired, not yet taken over or reaped. */
+  readonly remaining: number;
+  toJSON(): object;
+}
+
+export interface ForceReleaseOptions {
+  /** Free a lease still live by the server's clock (else BUSY). */
+  live?: boolean;
+  /** Only this hold (else CONFLICT); a positive integer. */
+  token?: number | bigint;
+  /** Who forces it, for the audit line (default user@host). */
+  who?: string;
+}
+
+export interface ReapOptions {
+  /** Only rows expired longer ago than this (default 0). */
+  grace?: Duration;
+  /** Rows per DELETE, 1..1000000 (default 1000). */
+  batch?: number;
+}
+
+export interface ReaperOptions {
+  /** Between passes (default 60 s; > 0). */
+  every?: Duration;
+  grace?: Duration;
+  /** Rows per DELETE (default 1000, at most 1000000). */
+  batch?: number;
+  connectTimeout?: Duration;
+  statementTimeout?: Duration;
+}
+
+export interface ReaperStats {
+  /** Rows deleted. */
+  reaped: number;
+  /** Passes completed, failed ones included. */
+  passes: number;
+  /** Passes that failed. */
+  errors: number;
+  /** Status of the last pass (0: success). */
+  lastStatus: number;
+  /** Its message; '' after a success. */
+  lastError: string;
+}
+
+/** The reaper thread (P1-P3). Never keeps the process alive; runs until
+ * stop() or the process's end (dropping it does not stop it). */
+export declare class Reaper {
+  /** True until stop() is called. */
+  readonly running: boolean;
+  /** Throws SqllockError EMISUSE once stopped. */
+  stats(): ReaperStats;
+  /** Idempotent: a second call returns the same promise. */
+  stop(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
 export interface ExecResult { hasRow: boolean; first: bigint | null; affected: number; }
 export type SqlArg = string | number | bigint;
 
@@ -172,6 +240,13 @@ export declare class Database {
   lookup(name: string): Promise<{ owner: string; holder: string; token: number; remaining: number } | null>;
   leader(name: string): Promise<{ holder: string; token: number; remaining: number } | null>;
   campaign(name: string, opts?: CampaignOptions): Promise<Campaign>;
+  /** Every lease row, every client's, in name order. */
+  list(): Promise<LeaseInfo[]>;
+  /** An operator's forced release (C5): the row freed. NOTFOUND, BUSY,
+   * CONFLICT (err.row: the row found), EKIND, LOST. */
+  forceRelease(name: string, opts?: ForceReleaseOptions): Promise<LeaseInfo>;
+  /** One pass of the reaper (P1, P4): rows deleted. */
+  reap(opts?: ReapOptions): Promise<number>;
   exec(sql: string, args?: SqlArg[]): Promise<ExecResult>;
   get(key: string): Promise<{ value: Buffer; version: number } | null>;
   create(key: string, value: string | Uint8Array): Promise<void>;
@@ -189,6 +264,9 @@ export declare class Database {
 export declare function open(url: string, options?: OpenOptions): Promise<Database>;
 export declare function campaign(url: string, name: string,
   options?: CampaignOptions & OpenOptions): Promise<Campaign>;
+/** Starts a reaper thread on a connection of its own; rejects with a
+ * SqllockError for a bad URL or an unreachable server. */
+export declare function startReaper(url: string, options?: ReaperOptions): Promise<Reaper>;
 export declare const codes: Readonly<Record<string, number>>;
 export declare function nowUs(): number;
 export declare function parseDuration(text: string): number;

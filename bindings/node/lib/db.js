@@ -18,6 +18,7 @@ const native = require('./native');
 const cv = require('./convert');
 const { SqllockError, abortError, fromNative, invalid, codes } = require('./errors');
 const { Lease, LeaseSet, STYLES } = require('./lease');
+const { LeaseInfo, graceMs, integer } = require('./reaper');
 
 const ops = native.ops;
 const KIND = { lease: 1, sem: 2, shared: 3, exclusive: 4, leader: 5 };
@@ -349,6 +350,61 @@ class Database {
     const r = await this.#main.call(ops.LOOKUP, cv.name(name));
     if (r) r.token = cv.tokenNumber(r.token);
     return r;
+  }
+
+  // ---- the lease table seen from outside ----------------------------------
+
+  /** Every row of the lease table, every client's, in name order: an
+   * array of LeaseInfo { name, owner, holder, token, tokenBigInt,
+   * acquiredAt, expiresAt (Dates, server clock), remaining (ms; <= 0:
+   * expired, not yet taken over or reaped) }. A primitive's rows keep
+   * the library's names, BASE + '\x1f' + tag. One read of the table. */
+  async list() {
+    this.#check();
+    const rows = await this.#main.call(ops.LIST);
+    return rows.map((r) => new LeaseInfo(r));
+  }
+
+  /** An operator's forced release (sqllock_force_release(), contract
+   * C5): frees the lease row of `name` whoever holds it and writes the
+   * audit line into the name's history, both or neither; the row freed
+   * (a LeaseInfo). `name` may be a primitive's row ('jobs [w]', 'jobs
+   * [p0]'). live: free a lease still live by the server's clock (else
+   * 'BUSY': its holder may be alive and working); token: only that hold
+   * (else 'CONFLICT'); who: for the audit line (default user@host).
+   * 'NOTFOUND' without a row, 'EKIND' for a kind marker (N1), 'LOST' when
+   * the row changed meanwhile (nothing changed); on 'BUSY' and
+   * 'CONFLICT' err.row is the row found. Its holder hears 'lost' at its
+   * next renewal (L4). */
+  async forceRelease(name, opts = {}) {
+    this.#check();
+    if (opts === null || typeof opts !== 'object') throw new TypeError('options must be an object');
+    const { live = false, token, who } = opts;
+    cv.name(name);
+    let t = 0;                  // the library's "whatever hold is there"
+    if (token !== undefined && token !== null) {
+      if (!((typeof token === 'bigint' && token > 0n) || (Number.isSafeInteger(token) && token > 0))) {
+        throw invalid(`token must be a positive integer (a Number or a BigInt), not ${String(token)}`);
+      }
+      t = token;
+    }
+    if (who !== undefined && who !== null && typeof who !== 'string') throw new TypeError('who must be a string');
+    try {
+      return new LeaseInfo(await native.call(this.#main.ext, ops.FORCE, name,
+        who === undefined ? null : who, t, Boolean(live)));
+    } catch (e) {
+      const err = fromNative(e);
+      if (e && Array.isArray(e.row)) err.row = new LeaseInfo(e.row);
+      throw err;
+    }
+  }
+
+  /** One pass of the reaper (contract P1, P4): deletes the lease rows
+   * expired more than `grace` ago by the server's clock, `batch` rows
+   * per statement; the number deleted. */
+  async reap({ grace = 0, batch = 1000 } = {}) {
+    this.#check();
+    return this.#main.call(ops.REAP, graceMs(grace), integer(batch, 'batch'));
   }
 
   /** The current leader of election `name`: { holder, token, remaining }

@@ -5,6 +5,7 @@ const native = require('./native');
 const { Database } = require('./db');
 const { Lease, LeaseSet } = require('./lease');
 const { Campaign } = require('./leader');
+const { LeaseInfo, Reaper } = require('./reaper');
 const { SqllockError, AbortError, codes, fromNative } = require('./errors');
 
 /** const db = await sqllock.open(url, { init, maxConnections,
@@ -28,10 +29,20 @@ async function campaign(url, name, options = {}) {
   }
 }
 
+/** const reaper = await sqllock.startReaper(url, { every, grace, batch,
+ * connectTimeout, statementTimeout }): a Reaper (contract P1-P3) on a
+ * connection of its own; stop it with `await reaper.stop()`. */
+function startReaper(url, options) {
+  return Reaper._start(url, options);
+}
+
 module.exports = {
   open,
   campaign,
+  startReaper,
   Database,
+  Reaper,
+  LeaseInfo,
   Lease,
   LeaseSet,
   Campaign,

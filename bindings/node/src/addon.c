@@ -117,7 +117,8 @@ static napi_value Init(napi_env env, napi_value exports)
     NAPI_CALL(env, napi_define_properties(env, exports,
                                           sizeof props / sizeof props[0],
                                           props));
-    if (conn_init(env, exports) == NULL || leader_init(env, exports) == NULL)
+    if (conn_init(env, exports) == NULL || leader_init(env, exports) == NULL ||
+        inspect_init(env, exports) == NULL)
         return NULL;
     napi_value ops;
     NAPI_CALL(env, napi_create_object(env, &ops));
@@ -135,7 +136,9 @@ static napi_value Init(napi_env env, napi_value exports)
         { "LEADER_STOP", OP_LEADER_STOP }, { "BENCH_C", OP_BENCH_C },
         { "ACQUIRE_MANY", OP_ACQUIRE_MANY },
         { "RELEASE_MANY", OP_RELEASE_MANY },
-        { "TXN_LOCK_ROWS", OP_TXN_LOCK_ROWS },
+        { "TXN_LOCK_ROWS", OP_TXN_LOCK_ROWS }, { "LIST", OP_LIST },
+        { "FORCE", OP_FORCE }, { "REAP", OP_REAP },
+        { "REAPER_START", OP_REAPER_START }, { "REAPER_STOP", OP_REAPER_STOP },
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         set_int(env, ops, table[i].name, table[i].op);

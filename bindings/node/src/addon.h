@@ -19,6 +19,11 @@
  *             library, its callbacks carried to the loop by a threadsafe
  *             function of its own, which keeps the process alive while
  *             the candidate campaigns.
+ *   reaper    a sqllock_reaper (inspect.c): a thread of the library with
+ *             its own connection. Started and stopped by jobs on a conn
+ *             of their own (both block: a connect, one statement); it
+ *             never keeps the process alive, and an environment cleanup
+ *             hook stops one still running when the environment goes.
  *
  * A conn's threadsafe function is referenced (keeps the process alive)
  * only while a job is pending; lost events of watched leases travel on it
@@ -107,8 +112,9 @@ struct job {
     int got[JOB_V];
     int64_t *rv;             /* a lockMany's ids and tokens (2 per name) */
     char **rsv;              /* and its owners; both malloc'd, nv long */
-    void *ptr;               /* an external argument (a leader) */
+    void *ptr;               /* an external argument (a leader, a reaper) */
     napi_ref ptr_ref;        /* keeps it alive until the job is answered */
+    struct rows *rows;       /* lease rows read (inspect.c), or NULL */
     job *next;
 };
 
@@ -153,6 +159,7 @@ enum {
     OP_GUARD, OP_LOOKUP, OP_SEM_COUNT, OP_LEADER_GET,
     OP_LEADER_START, OP_LEADER_RESIGN, OP_LEADER_STOP, OP_BENCH_C,
     OP_ACQUIRE_MANY, OP_RELEASE_MANY, OP_TXN_LOCK_ROWS,
+    OP_LIST, OP_FORCE, OP_REAP, OP_REAPER_START, OP_REAPER_STOP,
     OP_MAX_
 };
 void op_run(conn *c, job *j);
@@ -166,6 +173,14 @@ void leader_start_run(conn *c, job *j);
 void leader_resign_run(job *j);
 void leader_stop_run(job *j);
 napi_value leader_result(napi_env env, job *j);
+
+/* inspect.c: list, forced release, reaping, the reaper thread */
+typedef struct rows rows;
+void rows_free(rows *r);
+void inspect_run(conn *c, job *j);       /* OP_LIST, OP_FORCE, OP_REAP */
+void reaper_job_run(job *j);             /* OP_REAPER_START, _STOP */
+napi_value inspect_result(napi_env env, job *j, napi_value err);
+napi_value inspect_init(napi_env env, napi_value exports);
 
 /* addon.c */
 napi_value throw_status(napi_env env, int status, const char *msg);

@@ -61,6 +61,7 @@ static void job_free(job *j)
             free(j->rsv[i]);
     free(j->rsv);
     free(j->rv);
+    rows_free(j->rows);
     free(j);
 }
 

@@ -24,6 +24,7 @@
  *   GUARD       s0 name; n0 token, n1 style, n2 first
  *   LOOKUP      s0 name          SEM_COUNT  s0 name   LEADER_GET  s0 name
  *   LEADER_*    leader.c         BENCH_C  s0 url, s1 name; n0 pairs
+ *   LIST, FORCE, REAP, REAPER_*     inspect.c
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -611,6 +612,10 @@ void op_run(conn *c, job *j)
         op_bench(j);
         return;
     }
+    if (j->op == OP_REAPER_START || j->op == OP_REAPER_STOP) {
+        reaper_job_run(j);          /* on a conn without a handle */
+        return;
+    }
     if (j->op == OP_LEADER_RESIGN || j->op == OP_LEADER_STOP) {
         if (j->op == OP_LEADER_RESIGN)
             leader_resign_run(j);
@@ -662,6 +667,11 @@ void op_run(conn *c, job *j)
         break;
     case OP_LEADER_START:
         leader_start_run(c, j);
+        break;
+    case OP_LIST:
+    case OP_FORCE:
+    case OP_REAP:
+        inspect_run(c, j);
         break;
     default:
         op_read(c, j);
@@ -720,7 +730,13 @@ napi_value op_result(napi_env env, conn *c, job *j, int *ok)
         napi_value err = make_error(env, j->status, j->errmsg);
         if (j->op == OP_RELEASE_MANY)   /* which holds are over all the same */
             set_prop(env, err, "ended", bools(env, j));
+        if (j->op >= OP_LIST && j->op <= OP_REAPER_STOP)
+            return inspect_result(env, j, err);
         return err;
+    }
+    if (j->op >= OP_LIST && j->op <= OP_REAPER_STOP) {
+        *ok = 1;
+        return inspect_result(env, j, NULL);
     }
     *ok = 1;
     napi_create_object(env, &o);
