@@ -225,6 +225,8 @@ struct sqllock_lease {
     _Atomic int state;               /* SQLLOCK_STATE_* */
     _Atomic int64_t granted_us;      /* when the hold began, for the
                                         metrics; 0 when none (metrics.c) */
+    _Atomic int cancel;              /* sqllock_lease_cancel(): a wait's
+                                        end asked for, from any thread */
     void *watch;                     /* the renewer's entry of this lease
                                         while watched, else NULL; under
                                         the renewer's mutex (watch.c) */
@@ -674,6 +676,10 @@ int sqllock__lease_grant_fixed(sqllock_db *db, const char *name,
  * public calls' gate and kind check: the fair lease's try, or the
  * plain one (core/lease.c). */
 int sqllock__lease_try(sqllock_lease *l);
+/* SQLLOCK_ECANCELED when sqllock_lease_cancel() asked for the end of the
+ * wait on l (the request is then used up), else SQLLOCK_OK
+ * (lease_acquire.c). */
+int sqllock__lease_canceled(sqllock_lease *l);
 
 /* Fair waiting (core/lease_fair.c, contract M3). sqllock__lease_try_plain
  * is sqllock_lease_try_acquire() without a fair lease's look at its

@@ -52,6 +52,23 @@ int sqllock__lease_try(sqllock_lease *l)
     return sqllock__lease_try_plain(l);
 }
 
+int sqllock_lease_cancel(sqllock_lease *l, int cancel)
+{
+    if (l == NULL)
+        return SQLLOCK_EINVAL;
+    /* Only this atomic: the waiting thread owns everything else. */
+    atomic_store(&l->cancel, cancel != 0);
+    return SQLLOCK_OK;
+}
+
+int sqllock__lease_canceled(sqllock_lease *l)
+{
+    if (!atomic_exchange(&l->cancel, 0))
+        return SQLLOCK_OK;
+    return sqllock__fail(l->db, SQLLOCK_ECANCELED, "the wait for lock '%s' "
+                         "was canceled (sqllock_lease_cancel())", l->name);
+}
+
 static int acquire_body(sqllock_lease *l, int64_t wait_ms)
 {
     sqllock__wait w;
@@ -71,6 +88,10 @@ static int acquire_body(sqllock_lease *l, int64_t wait_ms)
         return sqllock__fair_acquire(l, wait_ms);       /* lease_fair.c */
     sqllock__wait_start(&w, l->db, 1, wait_ms);
     for (;;) {
+        /* A cancel from another thread: before each try, so that a
+         * request made before the wait began ends it before any. */
+        if (wait_ms != 0 && (rc = sqllock__lease_canceled(l)) != SQLLOCK_OK)
+            break;
         /* The in-process generation before the try, so that a release in
          * this process between the try and the pause is not missed. */
         seen = sqllock__wake_gen(l->wake_key);

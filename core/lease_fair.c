@@ -209,6 +209,8 @@ int sqllock__fair_acquire(sqllock_lease *l, int64_t wait_ms)
 
     if (l->count > 0 || wait_ms == 0)
         return sqllock__kind_busy(l, sqllock__fair_try(l), NULL);
+    if ((rc = sqllock__lease_canceled(l)) != SQLLOCK_OK)
+        return rc;
     /* No queue: an ordinary try, as any other waiter's first; a name
      * found held is read, to tell a kind marker from a holder (N1). */
     rc = sqllock__kind_busy(l, sqllock__fair_try(l), &kind_next);
@@ -223,6 +225,10 @@ int sqllock__fair_acquire(sqllock_lease *l, int64_t wait_ms)
     deadline = w.deadline;
     renew_at = 0;
     for (;;) {
+        /* A cancel from another thread ends the wait, and our place in
+         * the queue with it (leave() below). */
+        if ((rc = sqllock__lease_canceled(l)) != SQLLOCK_OK)
+            break;
         now = sqllock__now_ms();
         if (q->count == 0) {
             /* Not queued (the first round, or our row was lost while we

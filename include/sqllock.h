@@ -21,7 +21,8 @@
  * it, is not thread-safe: use a handle, its leases and its transaction
  * from one thread at a time. Different handles may be used from different
  * threads at once. The exceptions say so where they are declared
- * (sqllock_lease_state(), sqllock_reaper_stats_get()); the driver registry
+ * (sqllock_lease_state(), sqllock_lease_cancel(),
+ * sqllock_reaper_stats_get()); the driver registry
  * is thread-safe. After fork(), the child must not use handles the parent
  * opened (a database connection cannot be shared between processes): it
  * opens its own.
@@ -578,6 +579,27 @@ SQLLOCK_API int sqllock_lease_try_acquire(sqllock_lease *lease);
  * Added in 0.1.0.
  */
 SQLLOCK_API int sqllock_lease_acquire(sqllock_lease *lease, int64_t wait_ms);
+
+/*
+ * Asks for the end of a wait in sqllock_lease_acquire() on `lease` (fair
+ * or not), from any thread: the one exception to E3 on a lease handle
+ * in use. The wait ends at its next check -- before each try, and so
+ * within one pause of its backoff (at most its backoff_max_ms, 500 ms by
+ * default) or one statement -- with SQLLOCK_ECANCELED, the lock not
+ * held and a fair waiter's place in the queue given up. A request that
+ * no wait has seen yet (none runs, or the wait ended first with its own
+ * outcome) stays until the next wait on the handle sees it, which then
+ * ends before its first try; `cancel` 0 withdraws it. A caller that
+ * cancels on an event of its own (a context, an abort signal) asks
+ * while it waits and withdraws once the wait returned, so that a
+ * request that came too late does not end the next wait.
+ * sqllock_lease_try_acquire() and the grant of a wait of 0 do not look
+ * at it. The handle must stay valid (not freed) until this call
+ * returns. SQLLOCK_EINVAL for a NULL lease.
+ *
+ * Added in 0.12.0.
+ */
+SQLLOCK_API int sqllock_lease_cancel(sqllock_lease *lease, int cancel);
 
 /*
  * Extends the held lease to ttl from now by the server's clock. Succeeds as

@@ -81,6 +81,13 @@ static int count_row(void *ctx, const sqllock_lease_info *in)
     return 0;
 }
 
+static int count_row_any(void *ctx, const sqllock_lease_info *in)
+{
+    (void)ctx;
+    (void)in;
+    return 0;
+}
+
 static int queue_rows(sqllock_db *db, const char *name, int *live)
 {
     char lo[SQLLOCK__DERIVED_MAX + 1], hi[SQLLOCK__DERIVED_MAX + 1],
@@ -669,6 +676,166 @@ static void test_fair_M3_exclusion_counter(void **state)
 }
 
 /* E2: what fair leases refuse. */
+/*
+ * L9, E3 (sqllock_lease_cancel()): a wait ended from another thread.
+ * A waiter thread waits without a deadline behind a holder; the main
+ * thread cancels it once it is queued (a fair waiter: its queue row is
+ * there) or has tried (a plain one: it paused once). The wait returns
+ * SQLLOCK_ECANCELED within a pause of its backoff (500 ms by default;
+ * the bound below is scaled and generous), holds nothing, and a fair
+ * waiter's queue row is gone, not left to expire (its ttl is 60 s). The
+ * request was used up: the handle's next wait takes the lock.
+ */
+typedef struct cancel_arg {
+    sqllock_lease *l;
+    _Atomic int rc;
+    _Atomic int done;
+} cancel_arg;
+
+static _Atomic int g_cancel_pauses;
+
+static void cancel_count_pause(const char *name, int64_t sleep_ms,
+                               int listening)
+{
+    (void)name;
+    (void)sleep_ms;
+    (void)listening;
+    atomic_fetch_add(&g_cancel_pauses, 1);
+}
+
+static void *cancel_waiter(void *p)
+{
+    cancel_arg *a = p;
+
+    atomic_store(&a->rc, sqllock_lease_acquire(a->l, SQLLOCK_WAIT_FOREVER));
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+static void cancel_case(unsigned flags)
+{
+    sqllock_db *db = tu_open_or_fail(g_url), *w = tu_open_or_fail(g_url);
+    sqllock_lease *h, *f;
+    cancel_arg a;
+    pthread_t th;
+    char name[64];
+    int64_t t0, took, end;
+
+    snprintf(name, sizeof name, "fair-cancel-%u-%ld", flags, (long)getpid());
+    h = new_lease(db, name, 60000, 0, 0);
+    f = new_lease(w, name, 60000, 0, flags);
+    assert_non_null(h);
+    assert_non_null(f);
+    EXPECT_RC(db, sqllock_lease_try_acquire(h), SQLLOCK_OK, "holder");
+    memset(&a, 0, sizeof a);
+    a.l = f;
+    atomic_store(&g_cancel_pauses, 0);
+    atomic_store(&sqllock__on_backoff, cancel_count_pause);
+    assert_int_equal(pthread_create(&th, NULL, cancel_waiter, &a), 0);
+    if (flags & SQLLOCK_LEASE_FAIR) {
+        await_queue(db, name, 1);
+    } else {
+        end = tu_now_ms() + tu_scaled_ms(20000);
+        while (atomic_load(&g_cancel_pauses) == 0) {
+            if (tu_now_ms() > end)
+                fail_msg("the waiter never paused");
+            tu_sleep_ms(5);
+        }
+    }
+    assert_int_equal(atomic_load(&a.done), 0);
+    t0 = tu_now_ms();
+    assert_int_equal(sqllock_lease_cancel(f, 1), SQLLOCK_OK);
+    end = t0 + tu_scaled_ms(10000);
+    while (!atomic_load(&a.done)) {
+        if (tu_now_ms() > end)
+            fail_msg("a canceled wait went on for %lld ms",
+                     (long long)(tu_now_ms() - t0));
+        tu_sleep_ms(2);
+    }
+    took = tu_now_ms() - t0;
+    pthread_join(th, NULL);
+    atomic_store(&sqllock__on_backoff, NULL);
+    printf("canceled (%s) after %lld ms\n",
+           flags & SQLLOCK_LEASE_FAIR ? "fair" : "plain", (long long)took);
+    assert_int_equal(atomic_load(&a.rc), SQLLOCK_ECANCELED);
+    assert_non_null(strstr(sqllock_errmsg(w), "canceled"));
+    assert_int_equal(sqllock_lease_count(f), 0);
+    assert_int_equal(queue_rows(db, name, NULL), 0);
+    EXPECT_RC(db, sqllock_lease_release(h), SQLLOCK_OK, "release");
+    /* Used up: the next wait is an ordinary one. */
+    EXPECT_RC(w, sqllock_lease_acquire(f, tu_scaled_ms(5000)), SQLLOCK_OK,
+              "the next wait");
+    EXPECT_RC(w, sqllock_lease_release(f), SQLLOCK_OK, "release");
+    sqllock_lease_free(h);
+    sqllock_lease_free(f);
+    sqllock_close(db);
+    sqllock_close(w);
+}
+
+static void test_fair_L9_cancel_fair_wait(void **state)
+{
+    (void)state;
+    cancel_case(SQLLOCK_LEASE_FAIR);
+}
+
+static void test_fair_L9_cancel_plain_wait(void **state)
+{
+    (void)state;
+    cancel_case(0);
+}
+
+/*
+ * L9, E3: a request made before the wait began ends it before its first
+ * try (the name is free and stays free); one withdrawn (cancel 0) ends
+ * nothing; the try and a wait of 0 do not look at it, and it stays for
+ * the next wait. NULL is EINVAL.
+ */
+static void test_fair_L9_cancel_before_wait(void **state)
+{
+    sqllock_db *db = tu_open_or_fail(g_url);
+    sqllock_lease *l, *p;
+    char name[64];
+    unsigned kinds[2] = { SQLLOCK_LEASE_FAIR, 0 };
+    int k;
+    (void)state;
+
+    assert_int_equal(sqllock_lease_cancel(NULL, 1), SQLLOCK_EINVAL);
+    for (k = 0; k < 2; k++) {
+        snprintf(name, sizeof name, "fair-cancel-early-%d-%ld", k,
+                 (long)getpid());
+        l = new_lease(db, name, 60000, 0, kinds[k]);
+        assert_non_null(l);
+        assert_int_equal(sqllock_lease_cancel(l, 1), SQLLOCK_OK);
+        EXPECT_RC(db, sqllock_lease_acquire(l, 1000), SQLLOCK_ECANCELED,
+                  "a wait asked to end before it began");
+        assert_int_equal(sqllock_lease_count(l), 0);
+        assert_int_equal(sqllock_lease_lookup(db, name, count_row_any, NULL),
+                         SQLLOCK_NOTFOUND);
+        assert_int_equal(sqllock_lease_cancel(l, 1), SQLLOCK_OK);
+        assert_int_equal(sqllock_lease_cancel(l, 0), SQLLOCK_OK);
+        EXPECT_RC(db, sqllock_lease_acquire(l, 1000), SQLLOCK_OK,
+                  "a wait whose request was withdrawn");
+        EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+        assert_int_equal(sqllock_lease_cancel(l, 1), SQLLOCK_OK);
+        EXPECT_RC(db, sqllock_lease_try_acquire(l), SQLLOCK_OK,
+                  "a try with a request pending");
+        EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+        EXPECT_RC(db, sqllock_lease_acquire(l, 0), SQLLOCK_OK,
+                  "a wait of 0 with a request pending");
+        EXPECT_RC(db, sqllock_lease_release(l), SQLLOCK_OK, "release");
+        EXPECT_RC(db, sqllock_lease_acquire(l, 1000), SQLLOCK_ECANCELED,
+                  "the request still pending");
+        p = new_lease(db, name, 60000, 0, kinds[k]);
+        assert_non_null(p);
+        EXPECT_RC(db, sqllock_lease_try_acquire(p), SQLLOCK_OK,
+                  "the name was left free");
+        EXPECT_RC(db, sqllock_lease_release(p), SQLLOCK_OK, "release");
+        sqllock_lease_free(p);
+        sqllock_lease_free(l);
+    }
+    sqllock_close(db);
+}
+
 static void test_fair_E2_bad_input(void **state)
 {
     sqllock_db *db = tu_open_or_fail(g_url);
@@ -705,6 +872,9 @@ int main(void)
         cmocka_unit_test(test_fair_M3_timeout_removes_entry),
         cmocka_unit_test(test_fair_M3_only_head_woken),
         cmocka_unit_test(test_fair_M3_exclusion_counter),
+        cmocka_unit_test(test_fair_L9_cancel_fair_wait),
+        cmocka_unit_test(test_fair_L9_cancel_plain_wait),
+        cmocka_unit_test(test_fair_L9_cancel_before_wait),
     };
 
     return TU_RUN_PER_URL("fair", &g_url, tests, tu_group_schema, NULL);
