@@ -48,8 +48,9 @@ func NoRenew() LockOption { return func(c *lockConfig) { c.noRenew = true } }
 
 // Fair queues the waiters (contract M3): the oldest live waiter gets the
 // lock next. A fair wait is ONE wait of the C library (leaving the queue
-// between slices would lose the waiter's place), so a context cancelled
-// meanwhile is noticed only when it ends: give fair waits a deadline.
+// between slices would lose the waiter's place); a context that ends
+// meanwhile ends it at once all the same (sqllock_lease_cancel: within
+// one pause of its backoff), its place in the queue given up.
 func Fair() LockOption { return func(c *lockConfig) { c.fair = true } }
 
 // NoWakeup makes waits poll only, and releases send no wake-up
@@ -128,7 +129,9 @@ type Lease struct {
 // A wait runs as C waits of at most 200 ms each (wake-ups work within
 // each) and checks ctx between them: when ctx ends, Lock returns an
 // *Error that unwraps to ctx.Err() (see Error) and leaves nothing held --
-// a slice granted as ctx ended is released first.
+// a slice granted as ctx ended is released first. A Fair wait is one C
+// wait, which ctx's end stops at once (sqllock_lease_cancel), with the
+// same errors.
 func (db *DB) Lock(ctx context.Context, name string, opts ...LockOption) (*Lease, error) {
 	return db.acquire(ctx, plainKind, name, opts)
 }
@@ -247,7 +250,12 @@ func (db *DB) acquire(ctx context.Context, k *kind, name string, opts []LockOpti
 		} else if ms < 1 {
 			ms = 1
 		}
-		rc, err := l.try(ms)
+		var rc C.int
+		if cfg.fair && k == plainKind {
+			rc, err = l.tryCancellable(ctx, ms)
+		} else {
+			rc, err = l.try(ms)
+		}
 		if err == nil {
 			if ctx.Err() != nil {
 				// Granted as the context ended: never leave it held.
@@ -265,6 +273,11 @@ func (db *DB) acquire(ctx context.Context, k *kind, name string, opts []LockOpti
 			return l, nil
 		}
 		w.unlock()
+		if rc == C.SQLLOCK_ECANCELED && ctx.Err() != nil {
+			// The context ended the fair wait: nothing held, out of the queue.
+			l.drop(w)
+			return nil, ctxError(ctx, what)
+		}
 		if rc != C.SQLLOCK_TIMEOUT && rc != C.SQLLOCK_BUSY {
 			l.drop(w)
 			return nil, err
@@ -338,6 +351,36 @@ func (l *Lease) try(ms int64) (C.int, error) {
 		return rc, s.fail(rc)
 	}
 	return l.setup()
+}
+
+// tryCancellable is try for a fair wait, ONE C wait however long: when
+// ctx ends meanwhile, a watcher goroutine asks the C wait to end
+// (sqllock_lease_cancel, the one call E3 allows from another thread). On
+// the plain kind only (l.h is the C lease); with the connection's lock
+// held, so the handle cannot be freed while the watcher may still run.
+func (l *Lease) tryCancellable(ctx context.Context, ms int64) (C.int, error) {
+	done := ctx.Done()
+	if done == nil { // never cancelled
+		return l.try(ms)
+	}
+	h := (*C.sqllock_lease)(l.h)
+	stop := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case <-done:
+			C.sqllock_lease_cancel(h, 1)
+		case <-stop:
+		}
+	}()
+	rc, err := l.try(ms)
+	close(stop)
+	<-finished // no cancel call after this one: the handle may be freed next
+	// Withdraw a request the wait did not see (it ended first, e.g.
+	// granted): it would end the handle's next wait before its first try.
+	C.sqllock_lease_cancel(h, 0)
+	return rc, err
 }
 
 // setup notes the new hold (token, owner, permit) and puts it under the
