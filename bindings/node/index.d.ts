@@ -26,7 +26,8 @@ export interface LockOptions {
   holder?: string;
   safetyMargin?: Duration;
   /** db.lock() only: wait in a first-come-first-served queue (M3). A
-   * fair wait is one wait of the library: an abort is seen when it ends. */
+   * fair wait is one wait of the library; an abort (or close()) cancels
+   * it at once: AbortError, out of the queue, nothing held. */
   fair?: boolean;
 }
 

@@ -69,7 +69,7 @@ class Conn {
 class Database {
   #url; #opts; #main; #pool = []; #opening = 0; #max; #closed = false;
   #waiters = new Set(); #guards = null; #campaigns = new Set();
-  #flags = new Set();           // the abort flags of the waits running
+  #aborts = new Set();          // aborts the waits running (close())
 
   /** Use sqllock.open(). */
   constructor(url, opts, secret) {
@@ -213,19 +213,24 @@ class Database {
 
   // One try on the first connection; a wait on a connection of its own,
   // where what it acquires stays until released. attempt(c, waitMs, flag)
-  // makes the native call on connection c, `flag` the abort flag the
-  // thread reads between its slices.
+  // makes the native call on connection c, `flag` the abort flag of the
+  // wait: a sliced wait reads it between its slices, and a fair wait
+  // (one C wait) is ended by native.cancelWait(), which sets the flag and
+  // cancels the C wait (sqllock_lease_cancel()) if it still runs. The
+  // addon publishes a fair wait's lease under its conn's mutex only while
+  // the C wait runs, so a late cancelWait() finds nothing to cancel; the
+  // listener goes all the same as soon as the wait settles.
   async #tryThenWait(what, o, attempt) {
     const { wait, signal } = o;
     const start = native.nowUs();
     const call = async (c, waitMs) => {
       const flag = new Int32Array(new SharedArrayBuffer(4));
-      const onAbort = () => Atomics.store(flag, 0, 1);
+      const onAbort = () => native.cancelWait(c.ext, flag);
       if (signal) {
         signal.addEventListener('abort', onAbort, { once: true });
         if (signal.aborted) onAbort();      // aborted while we got here
       }
-      this.#flags.add(flag);
+      this.#aborts.add(onAbort);
       try {
         return await attempt(c, waitMs, flag);
       } catch (e) {
@@ -234,7 +239,7 @@ class Database {
         }
         throw fromNative(e, signal);
       } finally {
-        this.#flags.delete(flag);
+        this.#aborts.delete(onAbort);
         if (signal) signal.removeEventListener('abort', onAbort);
       }
     };
@@ -301,8 +306,9 @@ class Database {
    * AbortError within about SLICE_MS and leaves nothing held. renew
    * (default true): the watchdog renews it every ttl/3; a loss emits
    * 'lost'. fair (M3): waiters are served in arrival order; a fair wait is
-   * ONE wait of the library (slices would lose the waiter's place), so
-   * an abort, or close(), is seen only when it ends: give it a `wait`. */
+   * ONE wait of the library (slices would lose the waiter's place), which
+   * an abort, or close(), cancels (sqllock_lease_cancel()): it ends within
+   * a pause of the library's backoff, out of the queue, nothing held. */
   lock(name, opts = {}) { return this._acquire(KIND.lease, name, opts); }
 
   /** One try: rejects with code 'BUSY' when the lock is held. */
@@ -562,9 +568,9 @@ class Database {
     if (this.#closed) return;
     this.#closed = true;
     this.#wake();
-    // Waits end at their next slice, so that the close is not queued
-    // behind them on their connections.
-    for (const flag of this.#flags) Atomics.store(flag, 0, 1);
+    // Waits end at their next slice (a fair wait at once), so that the
+    // close is not queued behind them on their connections.
+    for (const abort of this.#aborts) abort();
     await Promise.all([...this.#campaigns].map((c) => c.close().catch(() => {})));
     const all = [this.#main, ...this.#pool];
     await Promise.all(all.map(async (c) => {

@@ -129,6 +129,13 @@ struct conn {
     volatile int exiting;    /* the environment is going away: every wait
                                 stops at its next slice */
     sqllock_db *db;          /* used by the thread only */
+    sqllock_lease *waiting;  /* under mu: the lease of the fair wait that
+                                runs now (one C wait, not slices), which
+                                cancelWait() and an exit may cancel from
+                                the loop's thread; NULL once the wait
+                                returned, before the lease can be freed */
+    const volatile int32_t *waiting_flag; /* under mu: that wait's abort
+                                flag, which names it to cancelWait() */
     obj **objs;              /* under mu */
     int capobjs;
     int64_t seq;             /* the sequence part of the next obj id */
@@ -142,6 +149,7 @@ struct conn {
 
 /* conn.c */
 void conn_unref_struct(conn *c);
+int conn_wait_cancellable(conn *c, job *j, sqllock_lease *l, int64_t ms);
 obj *obj_new(conn *c, int kind);
 void obj_free(obj *o);          /* on the conn's thread: frees h and slot */
 obj *obj_get(conn *c, int64_t id);

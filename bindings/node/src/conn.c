@@ -72,6 +72,33 @@ int job_cancelled(const conn *c, const job *j)
     return j->cancel != NULL && __atomic_load_n(j->cancel, __ATOMIC_ACQUIRE);
 }
 
+/* One C wait of sqllock_lease_acquire() (a fair wait, M3) that the loop's
+ * thread can end at once: cancelWait() (an abort, a close) and an exit
+ * call sqllock_lease_cancel() on the lease published in c->waiting. The
+ * lease is published and unpublished under c->mu, and they cancel it
+ * only under c->mu, so no cancel runs on it once this returns -- the
+ * caller may free it then (op_acquire does, when the wait failed). The
+ * flag is read after publishing and set before the mutex is taken on the
+ * other side: an abort is either seen here or reaches the C wait.
+ * Returns the wait's status (SQLLOCK_ECANCELED when it was cancelled). */
+int conn_wait_cancellable(conn *c, job *j, sqllock_lease *l, int64_t ms)
+{
+    pthread_mutex_lock(&c->mu);
+    c->waiting = l;
+    c->waiting_flag = j->cancel;
+    pthread_mutex_unlock(&c->mu);
+    int rc = job_cancelled(c, j) ? SQLLOCK_ECANCELED
+                                 : sqllock_lease_acquire(l, ms);
+    pthread_mutex_lock(&c->mu);
+    c->waiting = NULL;
+    c->waiting_flag = NULL;
+    pthread_mutex_unlock(&c->mu);
+    /* No cancel can reach the lease now: withdraw one that came after
+     * the wait had ended with its own outcome (sqllock_lease_cancel()). */
+    sqllock_lease_cancel(l, 0);
+    return rc;
+}
+
 /* ---- objs -------------------------------------------------------------- */
 
 obj *obj_new(conn *c, int kind)
@@ -272,6 +299,8 @@ static void tsfn_finalize(napi_env env, void *data, void *hint)
     (void)hint;
     pthread_mutex_lock(&c->mu);
     c->exiting = 1;                 /* no-op after a close: it has ended */
+    if (c->waiting != NULL)         /* a fair wait: end it, to join */
+        sqllock_lease_cancel(c->waiting, 1);
     pthread_cond_signal(&c->cv);
     pthread_mutex_unlock(&c->mu);
     if (c->thread_started)
@@ -531,6 +560,42 @@ static napi_value Call(napi_env env, napi_callback_info info)
     return promise;
 }
 
+/* cancelWait(conn, flag): aborts the wait whose abort flag (an Int32Array
+ * on a SharedArrayBuffer) is `flag`. Sets the flag, which a sliced wait
+ * reads between its slices, and, when that wait is the conn's fair wait
+ * running now, cancels its C wait (conn_wait_cancellable()). A flag of a
+ * wait that has ended names no lease any more: nothing else happens. */
+static napi_value CancelWait(napi_env env, napi_callback_info info)
+{
+    size_t argc = 2;
+    napi_value argv[2];
+    bool is = false;
+    NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+    conn *c = argc == 2 ? get_conn(env, argv[0]) : NULL;
+    if (c == NULL) {
+        if (argc != 2)
+            napi_throw_type_error(env, NULL, "sqllock: cancelWait(conn, flag)");
+        return NULL;
+    }
+    napi_typedarray_type tt;
+    size_t len = 0;
+    void *data = NULL;
+    if (napi_is_typedarray(env, argv[1], &is) != napi_ok || !is ||
+        napi_get_typedarray_info(env, argv[1], &tt, &len, &data, NULL,
+                                 NULL) != napi_ok ||
+        tt != napi_int32_array || len < 1) {
+        napi_throw_type_error(env, NULL, "sqllock: the abort flag is an "
+                              "Int32Array");
+        return NULL;
+    }
+    __atomic_store_n((int32_t *)data, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&c->mu);
+    if (c->waiting != NULL && c->waiting_flag == data)
+        sqllock_lease_cancel(c->waiting, 1);
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
 /* state(conn, id) -> [state, deadline_us, count] or null: read on the
  * loop's thread, under the conn's mutex so that the obj is not freed
  * meanwhile (the library's state and deadline are atomics). */
@@ -571,6 +636,8 @@ napi_value conn_init(napi_env env, napi_value exports)
         { "connNew", NULL, ConnNew, NULL, NULL, NULL, napi_default, NULL },
         { "call", NULL, Call, NULL, NULL, NULL, napi_default, NULL },
         { "state", NULL, State, NULL, NULL, NULL, napi_default, NULL },
+        { "cancelWait", NULL, CancelWait, NULL, NULL, NULL, napi_default,
+          NULL },
     };
     NAPI_CALL(env, napi_define_properties(env, exports,
                                           sizeof props / sizeof props[0],

@@ -134,8 +134,10 @@ static void waiter_let_go(waiter *w)
  * `whole`: ONE C wait for the whole of wait_ms instead -- a fair wait
  * (M3), whose queue row the library deletes when a wait times out, so
  * that slices would put the waiter at the back of the queue every
- * 200 ms. Its abort is seen only when that wait ends (the Go binding's
- * choice too). */
+ * 200 ms. An abort (cancelWait(), a close, an exit) ends that wait with
+ * sqllock_lease_cancel() within a pause of its backoff, its queue row
+ * deleted (conn_wait_cancellable()). Only a plain lease waits fair
+ * (JavaScript refuses `fair` for the other kinds). */
 static int acquire_slices(conn *c, job *j, waiter *w, int64_t wait_ms,
                           int whole)
 {
@@ -153,7 +155,12 @@ static int acquire_slices(conn *c, job *j, waiter *w, int64_t wait_ms,
             int64_t left = (deadline - sqllock_now_us()) / 1000;
             step = left < step ? (left > 0 ? left : 0) : step;
         }
-        int rc = waiter_try(w, step);
+        int rc = whole && w->o != NULL && (w->o->kind == OBJ_LEASE ||
+                                           w->o->kind == OBJ_LEADER_LEASE)
+                 ? conn_wait_cancellable(c, j, w->o->h, step)
+                 : waiter_try(w, step);
+        if (rc == SQLLOCK_ECANCELED && job_cancelled(c, j))
+            return ST_ABORTED;      /* our cancel: nothing is held */
         if (rc == SQLLOCK_OK) {
             if (job_cancelled(c, j)) {
                 waiter_let_go(w);
