@@ -397,14 +397,16 @@ class Database:
         return (s is not self._main and not s.busy and not s.held and
                 s.txn is None and s.h is not None)
 
-    def _checkout(self, deadline: Optional[float], what: str) -> _Session:
+    def _checkout(self, deadline: Optional[float], what: str,
+                  cancel: Optional[threading.Event] = None) -> _Session:
         """A connection of the pool for a thread's blocking wait or
         transaction, to itself until _checkin(): one that holds no lease
         and serves no other wait or transaction, opened if none is and
         the pool may grow, else waited for until `deadline` (a
-        time.monotonic() time; None: for ever) -- then Timeout. With
-        max_connections 1, the one connection (its lock keeps the calls
-        apart)."""
+        time.monotonic() time; None: for ever) -- then Timeout -- or
+        until `cancel` is set (looked at every 50 ms) -- then Canceled.
+        With max_connections 1, the one connection (its lock keeps the
+        calls apart)."""
         if self._max == 1:
             return self._main
         with self._pool:
@@ -420,6 +422,9 @@ class Database:
                     break
                 left = None if deadline is None else \
                     deadline - time.monotonic()
+                if cancel is not None and cancel.is_set():
+                    raise errors.Canceled("%s: canceled while waiting for "
+                                          "a connection of the pool" % what)
                 if left is not None and left <= 0:
                     raise errors.Timeout(
                         "%s: every connection of the database handle's pool "
@@ -427,6 +432,8 @@ class Database:
                         "or holding a lease acquired by a wait, for the "
                         "whole wait; raise max_connections, or release "
                         "sooner" % (what, self._max))
+                if cancel is not None:
+                    left = 0.05 if left is None else min(left, 0.05)
                 self._pool.wait(left)
         s = _Session(_HandleLock())
         s.busy = True

@@ -32,6 +32,11 @@ class LeaseState(enum.IntEnum):
 
 _UNSET: Any = object()
 
+#: How often the thread that watches a sync wait's `cancel` event looks
+#: at it (seconds): a cancel ends the C wait within this and one pause of
+#: its backoff.
+CANCEL_POLL = 0.05
+
 
 class Lease:
     """A lease lock on one name through a Database (a sqllock_lease).
@@ -62,7 +67,11 @@ class Lease:
     no_wakeup, fast: SQLLOCK_LEASE_NO_WAKEUP, SQLLOCK_LEASE_FAST.
     fair:       SQLLOCK_LEASE_FAIR: waiters queue and are served oldest
                 first (contract M3); a try finds the lock busy while any
-                waiter is queued.
+                waiter is queued. A fair wait is one wait of the C
+                library (a wait in slices would lose its place at each);
+                ``acquire(cancel=event)`` and a cancelled asyncio task
+                end it at once (sqllock_lease_cancel()), its queue row
+                gone.
     release_timeout: how long a release keeps trying on fresh connections
                 after the connection was lost or the database cannot be
                 reached (contract C3; default 60 s, never past the lease's
@@ -101,6 +110,9 @@ class Lease:
         self._loss: Optional[errors.Error] = None
         self._loss_lock = threading.Lock()
         self._cb: Any = None
+        # The C wait that a cancel may end: (handle, its cancel event),
+        # under _hlock, so that no cancel reaches a handle being freed.
+        self._waiting: Optional[Tuple[int, threading.Event]] = None
         #: Set when the current hold is found lost (cleared by the next
         #: acquire that starts a new hold).
         self.lost_event = threading.Event()
@@ -225,6 +237,55 @@ class Lease:
     def _acquire_c(self, h: int, wait_ms: int) -> int:
         return lib.sqllock_lease_acquire(h, wait_ms)
 
+    #: Whether _acquire_c's wait can be ended by sqllock_lease_cancel()
+    #: (a plain lease's; not a shared/exclusive hold's or a permit's).
+    _C_CANCEL = True
+
+    def _cancellable(self) -> bool:
+        return self._C_CANCEL and _lib.has("sqllock_lease_cancel")
+
+    def _wait_c(self, h: int, wait_ms: int,
+                cancel: Optional[threading.Event], poll: bool) -> int:
+        """_acquire_c(), which `cancel` (set from any thread) ends with
+        SQLLOCK_ECANCELED: `poll` starts a thread that watches the event
+        for the wait's length; without it whoever sets the event calls
+        _cancel_wait() (asyncio's loop does)."""
+        if cancel is None or wait_ms == 0 or not self._cancellable():
+            return self._acquire_c(h, wait_ms)
+        with self._hlock:
+            self._waiting = (h, cancel)
+            if cancel.is_set():          # set before the wait began
+                lib.sqllock_lease_cancel(h, 1)
+        done = threading.Event()
+        if poll:
+            def watch() -> None:
+                while not done.is_set():
+                    if cancel.wait(CANCEL_POLL):
+                        self._cancel_wait(cancel)
+                        return
+            threading.Thread(target=watch, daemon=True,
+                             name="sqllock-cancel").start()
+        try:
+            return self._acquire_c(h, wait_ms)
+        finally:
+            done.set()
+            # From here no cancel reaches the C handle (_cancel_wait()
+            # finds no wait): withdraw a request that came too late for
+            # the wait, so that it does not end the next one.
+            with self._hlock:
+                self._waiting = None
+                lib.sqllock_lease_cancel(h, 0)
+
+    def _cancel_wait(self, cancel: threading.Event) -> None:
+        """Sets `cancel` and ends the C wait it belongs to, if one runs
+        (sqllock_lease_cancel(); any thread). Under _hlock: the handle
+        of a running wait is neither freed nor forgotten meanwhile."""
+        cancel.set()
+        with self._hlock:
+            w = self._waiting
+            if w is not None and w[1] is cancel:
+                lib.sqllock_lease_cancel(w[0], 1)
+
     def _release_c(self, h: int) -> int:
         return lib.sqllock_lease_release(h)
 
@@ -299,15 +360,18 @@ class Lease:
             self._unhold()
             raise err
 
-    def _acquire_locked(self, wait_ms: int, quiet: bool = False) -> None:
+    def _acquire_locked(self, wait_ms: int, quiet: bool = False,
+                        cancel: Optional[threading.Event] = None,
+                        poll: bool = True) -> None:
         """acquire() with the connection's lock held; `quiet`: a Busy
-        raised does not name the holder (a try before a wait)."""
+        raised does not name the holder (a try before a wait); `cancel`,
+        `poll`: see _wait_c()."""
         h = self._handle()
         if self._watch and self._count == 0:
             rc = lib.sqllock_watch_prepare(self._s.h)
             if rc != _lib.OK:
                 raise self._s.fail(rc)
-        rc = self._acquire_c(h, wait_ms)
+        rc = self._wait_c(h, wait_ms, cancel, poll)
         if rc != _lib.OK:
             # Busy and Timeout name the holder of the lease's own row (not
             # of a semaphore's or a shared lock's rows).
@@ -325,6 +389,17 @@ class Lease:
             self._hold()
             if self._watch:
                 self._start_watch()
+        if cancel is not None and cancel.is_set() and wait_ms != 0 and \
+                self._count == 1:
+            # Granted as it was cancelled: released before the cancel is
+            # reported, so that a cancelled wait never leaves it held.
+            try:
+                self._release_locked()
+            except errors.Error:
+                pass
+            raise errors.Canceled(
+                "lock '%s': the wait was canceled as it was granted; the "
+                "lease was released" % self.name)
 
     def _release_locked(self) -> None:
         """release() with the connection's lock held."""
@@ -341,7 +416,8 @@ class Lease:
 
     def acquire(self, wait: Optional[cv.Duration] = _UNSET, *,
                 blocking: Optional[bool] = None,
-                timeout: Optional[float] = None) -> Any:
+                timeout: Optional[float] = None,
+                cancel: Optional[threading.Event] = None) -> Any:
         """Takes the lease, waiting up to `wait` (default: the lock's)
         while another owner holds it (contract L1, L9), and returns the
         lease. Busy when a single try (wait 0) finds it held, Timeout
@@ -352,15 +428,43 @@ class Lease:
         returns a bool: ``acquire(blocking=False)`` tries once,
         ``acquire(timeout=5)`` waits up to 5 s, ``acquire(blocking=True)``
         (timeout None or -1) waits for ever; False when another owner
-        still holds it. Other errors raise as above. Added in 0.10.0."""
+        still holds it. Other errors raise as above. Added in 0.10.0.
+
+        `cancel`, a threading.Event: setting it (from any thread) ends
+        the wait within about CANCEL_POLL and one pause of its backoff,
+        a fair wait's included, with Canceled and the lease not held (a
+        fair waiter's queue row gone); one set before the call raises
+        Canceled without a try. A plain lease's (db.lock); a
+        shared/exclusive hold or a permit refuses it (Unsupported), as
+        does a libsqllock older than 0.12.0 (no
+        sqllock_lease_cancel())."""
         if blocking is not None or timeout is not None:
+            if cancel is not None:
+                raise TypeError("cancel= goes with wait=, not with "
+                                "blocking= or timeout=")
             return self._acquire_bool(blocking, timeout)
+        return self._acquire(wait, cancel, True)
+
+    def _acquire(self, wait: Optional[cv.Duration],
+                 cancel: Optional[threading.Event], poll: bool) -> Any:
+        """acquire(wait, cancel=...); `poll`: see _wait_c()."""
         wait_ms = self._wait_ms if wait is _UNSET else cv.wait_ms(wait)
         self._db._no_txn_here("lock '%s'" % self.name)
+        if cancel is not None:
+            if not isinstance(cancel, threading.Event):
+                raise TypeError("cancel must be a threading.Event")
+            if not self._cancellable():
+                raise errors.Unsupported(
+                    "lock '%s': cancel= needs a plain lease (db.lock) and "
+                    "a libsqllock with sqllock_lease_cancel() (0.12.0)"
+                    % self.name)
+            if cancel.is_set() and self._count == 0:
+                raise errors.Canceled("lock '%s': canceled before the "
+                                      "acquire" % self.name)
         if self._count > 0 or wait_ms <= 0 or self._db._max == 1:
             s = self._home()
             with s.lock:
-                self._acquire_locked(wait_ms)
+                self._acquire_locked(wait_ms, cancel=cancel, poll=poll)
             return self
         # A wait: one try on the first connection, then the wait on a
         # connection of the pool's own, so that it holds up no other
@@ -375,13 +479,13 @@ class Lease:
                 pass
         deadline = (None if wait_ms == _lib.WAIT_FOREVER
                     else start + wait_ms / 1000)
-        w = self._db._checkout(deadline, "lock '%s'" % self.name)
+        w = self._db._checkout(deadline, "lock '%s'" % self.name, cancel)
         try:
             self._rebind(w)
             left = (wait_ms if deadline is None else
                     max(1, int((deadline - time.monotonic()) * 1000)))
             with w.lock:
-                self._acquire_locked(left)
+                self._acquire_locked(left, cancel=cancel, poll=poll)
         finally:
             self._db._checkin(w)
         return self

@@ -477,6 +477,16 @@ PROTOTYPES = {
     "sqllock_change_name": (c_char_p, [c_int]),
 }
 
+# Entry points the binding uses when the library has them and does
+# without otherwise (an older libsqllock still loads): set on `lib` when
+# present; has(name) says which.
+OPTIONAL_PROTOTYPES = {
+    # A wait in sqllock_lease_acquire() ended from another thread (the
+    # cancel of a fair wait; added in 0.12.0). Without it a fair wait's
+    # cancel is noticed only when its C wait ends.
+    "sqllock_lease_cancel": (c_int, [_P, c_int]),
+}
+
 
 class LibraryNotFound(ImportError):
     """libsqllock could not be loaded, or is not one this binding knows."""
@@ -550,7 +560,9 @@ def load() -> ctypes.CDLL:
         raise LibraryNotFound(
             "%s lacks %s: it is older than this binding" %
             (getattr(lib, "_name", "libsqllock"), ", ".join(missing)))
-    for name, (restype, argtypes) in PROTOTYPES.items():
+    for name, (restype, argtypes) in list(PROTOTYPES.items()) + [
+            (n, p) for n, p in OPTIONAL_PROTOTYPES.items()
+            if hasattr(lib, n)]:
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
@@ -588,6 +600,12 @@ def _check(lib: ctypes.CDLL) -> None:
 
 
 lib = load()
+
+
+def has(name: str) -> bool:
+    """True when the loaded library has the optional entry point `name`
+    (OPTIONAL_PROTOTYPES)."""
+    return name in OPTIONAL_PROTOTYPES and hasattr(lib, name)
 
 
 def error_for(status: int, message: Optional[bytes | str]) -> errors.Error:

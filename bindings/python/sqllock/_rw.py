@@ -50,6 +50,9 @@ class RWLease(Lease):
         super()._forget_c()
         self._rw = None
 
+    # sqllock_rw_acquire()'s wait: no C cancel ends it.
+    _C_CANCEL = False
+
     def _acquire_c(self, h: int, wait_ms: int) -> int:
         return lib.sqllock_rw_acquire(self._rw, wait_ms)
 

@@ -71,7 +71,11 @@ class SemaphoreLease(Lease):
                                 "database was closed)")
         return self._sem
 
-    def _acquire_locked(self, wait_ms: int, quiet: bool = False) -> None:
+    # A permit's wait is sqllock_sem_acquire()'s: no C cancel ends it.
+    _C_CANCEL = False
+
+    def _acquire_locked(self, wait_ms: int, quiet: bool = False,
+                        cancel: Any = None, poll: bool = True) -> None:
         sem = self._sem_handle()
         if self._watch and self._count == 0:
             rc = lib.sqllock_watch_prepare(self._s.h)

@@ -15,7 +15,13 @@ loop's thread.
 
 Cancellation. A lease wait runs as short waits of the C library in turn
 (SLICE seconds each; wake-ups still work within each), and a cancelled
-wait stops at the end of the current one. If that wait was granted the
+wait stops at the end of the current one -- at once with a libsqllock
+that has sqllock_lease_cancel() (0.12.0), which the event loop calls to
+end the C wait running. A fair wait (``fair=True``, contract M3) is ONE
+C wait, since a wait in slices would give up its place in the queue at
+each: a cancel ends it through sqllock_lease_cancel() within a pause of
+its backoff, its queue row deleted (with an older libsqllock, only when
+that wait ends: give it a deadline there). If the wait was granted the
 lease meanwhile, it is released before the cancellation goes on: a
 cancelled ``acquire()`` or ``async with db.lock(...)`` never leaves the
 lease held. A release is shielded from cancellation (it completes). Other
@@ -219,11 +225,26 @@ class AsyncLease:
         return self.sync
 
     def _acquire_slices(self, wait_ms: int, cancel: threading.Event) -> str:
-        """On the worker: waits in slices; "acquired", "released" (granted
-        after a cancel, and let go), or "cancelled"."""
+        """On the worker: waits in slices (a fair wait in one); "acquired",
+        "released" (granted after a cancel, and let go), or "cancelled".
+        The loop ends the C wait running through lease._cancel_wait()."""
         lease = self.sync
         assert lease is not None
         forever = wait_ms == _lib.WAIT_FOREVER
+        c = cancel if lease._cancellable() else None
+        if lease._opts.flags & _lib.LEASE_FAIR:
+            if cancel.is_set():
+                return "cancelled"
+            try:
+                lease._acquire(None if forever else wait_ms / 1000, c, False)
+            except errors.Canceled:
+                if cancel.is_set():
+                    return "cancelled"   # released if it was granted
+                raise
+            if cancel.is_set():          # an old libsqllock's late grant
+                lease.release()
+                return "released"
+            return "acquired"
         deadline = time.monotonic() + wait_ms / 1000
         while True:
             if cancel.is_set():
@@ -233,7 +254,11 @@ class AsyncLease:
             if wait_ms == 0:
                 step = 0
             try:
-                lease.acquire(step / 1000)      # seconds
+                lease._acquire(step / 1000, c if step else None, False)
+            except errors.Canceled:
+                if cancel.is_set():
+                    return "cancelled"
+                raise
             except (errors.Busy, errors.Timeout):
                 if wait_ms == 0:
                     raise
@@ -258,7 +283,9 @@ class AsyncLease:
         try:
             await asyncio.shield(fut)
         except asyncio.CancelledError:
-            cancel.set()
+            # Ends the C wait running (a fair one's at once); the worker
+            # withdraws the request once that wait returned.
+            lease._cancel_wait(cancel)
             try:
                 outcome = await asyncio.shield(fut)
             except asyncio.CancelledError:
