@@ -384,6 +384,23 @@ func TestM3FairLock(t *testing.T) {
 	b.Release(ctx)
 }
 
+// M3, E2: only a lease waits in a fair queue; the other kinds refuse
+// Fair() (their waits would be single C waits no context could end).
+func TestM3FairOnlyForLock(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	n := name(t, "fk")
+	if _, err := db.Semaphore(ctx, n, 2, Fair()); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Semaphore with Fair(): %v", err)
+	}
+	if _, err := db.Shared(ctx, n, Fair()); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Shared with Fair(): %v", err)
+	}
+	if _, err := db.Exclusive(ctx, n, Fair()); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Exclusive with Fair(): %v", err)
+	}
+}
+
 // E3 with one connection: every goroutine shares it in turn, waits
 // included (slices of 200 ms let the others in).
 func TestE3OneConnection(t *testing.T) {

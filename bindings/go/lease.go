@@ -151,6 +151,12 @@ func (db *DB) acquire(ctx context.Context, k *kind, name string, opts []LockOpti
 	if cfg.hasWait && cfg.wait < 0 {
 		return nil, errorf(C.SQLLOCK_EINVAL, "%s: the wait must not be negative", what)
 	}
+	if cfg.fair && k != plainKind {
+		// Only a lease waits in a fair queue (M3, docs/primitives.md);
+		// the other kinds' waits cannot be cancelled in one C wait.
+		return nil, errorf(C.SQLLOCK_EINVAL, "%s: Fair() is for Lock only: "+
+			"only a lease waits in a fair queue", what)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(ctx, what)
 	}
