@@ -5,6 +5,11 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/random.h>
+#include <sys/types.h>
 #include <cmocka.h>
 
 #include "test_util.h"
@@ -77,10 +82,31 @@ void guard_name(char *buf, size_t size, const char *what)
              (long long)tu_now_ms(), ++g_seq);
 }
 
+/*
+ * A key no other row of the table has: a random 40-bit base per process
+ * (drawn again in a forked child) and a count. The key it replaces, the
+ * pid, the time modulo 10 s and a count modulo 100, repeats within one
+ * process for two rows made a multiple of 10 s apart to the millisecond
+ * whose counts differ by a multiple of 100 (and across processes when a
+ * pid comes round, pid_max 32768 here): it met an earlier case's row
+ * once ("duplicate key" in test_guard_G1_commit_race under ASan).
+ */
 int64_t guard_row(sqllock_db *db)
 {
-    int64_t id = (int64_t)getpid() * 1000000 + (tu_now_ms() % 10000) * 100 +
-                 (++g_seq % 100);
+    static uint64_t base;
+    static pid_t base_pid;
+    int64_t id;
+
+    if (base_pid != getpid()) {         /* a forked child: its own base */
+        base_pid = getpid();
+        base = 0;
+    }
+    while (base == 0) {
+        if (getrandom(&base, sizeof base, 0) != (ssize_t)sizeof base)
+            fail_msg("getrandom: %s", strerror(errno));
+        base &= ((uint64_t)1 << 40) - 1;
+    }
+    id = (int64_t)((base << 22) | ((uint64_t)++g_seq & ((1u << 22) - 1)));
     sqllock_cell arg = SQLLOCK_NUMBER(id);
     const char *sql = strcmp(sqllock_db_driver(db), "postgres") == 0
                           ? "INSERT INTO " GUARD_TABLE " (id) VALUES ($1)"
